@@ -1,0 +1,22 @@
+/** Jest runs TypeScript through swc (no type-check here: `npm run check` runs tsc on its own). */
+const swc = ['@swc/jest', { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
+
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  testMatch: [
+    '<rootDir>/test/**/*.test.ts',
+    '<rootDir>/services/*/test/**/*.test.ts',
+    '<rootDir>/gateway/test/**/*.test.ts',
+    '<rootDir>/deploy/local/test/**/*.test.ts',
+  ],
+  transform: { '^.+\\.(t|j|mj)sx?$': swc },
+  // ESM-only dependencies are transformed to CommonJS for Jest's module system.
+  transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure)/)'],
+  moduleNameMapper: {
+    '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
+    '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',
+  },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  testTimeout: 60_000,
+};
