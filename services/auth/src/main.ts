@@ -1,0 +1,4 @@
+import { runService } from '@coinvoice/runtime';
+import { authService } from './server';
+
+runService(authService);

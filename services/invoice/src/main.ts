@@ -1,0 +1,4 @@
+import { runService } from '@coinvoice/runtime';
+import { invoiceService } from './server';
+
+runService(invoiceService);

@@ -1,0 +1,4 @@
+import { runService } from '@coinvoice/runtime';
+import { payoutService } from './server';
+
+runService(payoutService);

@@ -1,0 +1,139 @@
+/**
+ * Configuration comes from environment variables only, parsed once at start into a typed object.
+ * A missing or malformed value stops the process with one line naming the variable and what was
+ * expected (main.ts prints it and exits 1).
+ */
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly expected: string,
+    readonly got: string | undefined,
+  ) {
+    super(
+      got === undefined
+        ? `config: ${variable} is required: expected ${expected}`
+        : `config: ${variable}=${JSON.stringify(got.length > 80 ? `${got.slice(0, 80)}…` : got)} is invalid: expected ${expected}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+export interface Setting<T> {
+  /** What a valid value looks like, for the error line and the README. */
+  expected: string;
+  /** Used when the variable is unset or empty; absent means the variable is required. */
+  default?: string;
+  /**
+   * Used when unset outside production only: a laptop finds Postgres on localhost, but a
+   * production process with no DATABASE_URL must stop instead of quietly looking there.
+   */
+  devDefault?: string;
+  parse(raw: string): T | undefined;
+}
+
+export type Settings = Record<string, Setting<unknown>>;
+export type ConfigOf<S extends Settings> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
+
+export type Env = Record<string, string | undefined>;
+
+/** Parses every variable of `settings` from `env`; throws ConfigError on the first bad one. */
+export function loadConfig<S extends Settings>(settings: S, env: Env = process.env): ConfigOf<S> {
+  const production = env.APP_ENV === 'production';
+  const out: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(settings)) {
+    const given = env[name];
+    const fallback = setting.default ?? (production ? undefined : setting.devDefault);
+    const raw = given === undefined || given === '' ? fallback : given;
+    if (raw === undefined) throw new ConfigError(name, setting.expected, undefined);
+    const value = setting.parse(raw);
+    if (value === undefined) throw new ConfigError(name, setting.expected, raw);
+    out[name] = value;
+  }
+  return out as ConfigOf<S>;
+}
+
+export const setting = {
+  string(options: { default?: string; expected?: string } = {}): Setting<string> {
+    return { expected: options.expected ?? 'a non-empty string', default: options.default, parse: (raw) => raw };
+  },
+  port(defaultPort?: number): Setting<number> {
+    return {
+      expected: 'a TCP port number from 0 to 65535',
+      default: defaultPort === undefined ? undefined : String(defaultPort),
+      parse: (raw) => {
+        if (!/^\d{1,5}$/.test(raw)) return undefined;
+        const port = Number(raw);
+        return port <= 65535 ? port : undefined;
+      },
+    };
+  },
+  int(options: { default?: number; min?: number; max?: number } = {}): Setting<number> {
+    const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER } = options;
+    return {
+      expected: `a whole number from ${min} to ${max}`,
+      default: options.default === undefined ? undefined : String(options.default),
+      parse: (raw) => {
+        if (!/^-?\d+$/.test(raw)) return undefined;
+        const n = Number(raw);
+        return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
+      },
+    };
+  },
+  url(protocols: string[], options: { default?: string; devDefault?: string } = {}): Setting<string> {
+    return {
+      expected: `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
+      default: options.default,
+      devDefault: options.devDefault,
+      parse: (raw) => {
+        try {
+          const url = new URL(raw);
+          return protocols.includes(url.protocol) && url.host !== '' ? raw : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+    };
+  },
+  oneOf<T extends string>(values: readonly T[], options: { default?: T } = {}): Setting<T> {
+    return {
+      expected: `one of ${values.join(', ')}`,
+      default: options.default,
+      parse: (raw) => (values as readonly string[]).includes(raw) ? (raw as T) : undefined,
+    };
+  },
+  bool(options: { default?: boolean } = {}): Setting<boolean> {
+    return {
+      expected: 'true or false',
+      default: options.default === undefined ? undefined : String(options.default),
+      parse: (raw) => (raw === 'true' ? true : raw === 'false' ? false : undefined),
+    };
+  },
+  list(options: { default?: string } = {}): Setting<string[]> {
+    return {
+      expected: 'a comma-separated list',
+      default: options.default ?? '',
+      parse: (raw) => raw.split(',').map((s) => s.trim()).filter((s) => s !== ''),
+    };
+  },
+  /** A NATS subject token / stream-name prefix: letters, digits, dash and underscore. */
+  name(options: { default?: string } = {}): Setting<string> {
+    return {
+      expected: 'letters, digits, - or _ (1 to 32 characters)',
+      default: options.default,
+      parse: (raw) => (/^[A-Za-z0-9_-]{1,32}$/.test(raw) ? raw : undefined),
+    };
+  },
+};
+
+/** Settings every service process shares. */
+export const commonSettings = {
+  /** development: local defaults apply; production: connection settings must be given. */
+  APP_ENV: setting.oneOf(['development', 'production'] as const, { default: 'development' }),
+  DATABASE_URL: setting.url(['postgres:', 'postgresql:'], { devDefault: 'postgres://postgres@127.0.0.1:5432/postgres' }),
+  DATABASE_POOL_MAX: setting.int({ default: 10, min: 1, max: 200 }),
+  NATS_URL: setting.url(['nats:', 'tls:'], { devDefault: 'nats://127.0.0.1:4222' }),
+  EVENT_NAMESPACE: setting.name({ default: 'coinvoice' }),
+  LOG_LEVEL: setting.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info' }),
+  SHUTDOWN_GRACE_MS: setting.int({ default: 10_000, min: 0, max: 120_000 }),
+};

@@ -1,0 +1,118 @@
+/**
+ * grpc.health.v1 served as an ordinary Connect service. A process is SERVING only while every
+ * dependency it needs (Postgres, NATS) answers and it is not shutting down, so Kubernetes
+ * `grpc:` probes and the gateway's /readyz see the truth rather than "process is up".
+ */
+import { create } from '@bufbuild/protobuf';
+import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+  HealthCheckResponseSchema,
+  type HealthCheckRequest,
+  type HealthCheckResponse,
+} from '../gen/grpc/health/v1/health_pb';
+
+export { ServingStatus };
+
+export interface DependencyCheck {
+  name: string;
+  /** Resolves when the dependency answers; rejects (or times out) otherwise. */
+  check(): Promise<void>;
+}
+
+export interface HealthReport {
+  serving: boolean;
+  dependencies: Record<string, 'up' | string>;
+}
+
+const CHECK_TIMEOUT_MS = 1_000;
+/** Probes and /readyz poll often; a fresh answer this recent is reused. */
+const CACHE_MS = 250;
+
+function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export class HealthMonitor {
+  private shuttingDown = false;
+  private cached: { at: number; report: Promise<HealthReport> } | undefined;
+
+  constructor(
+    /** Fully-qualified gRPC service names this process serves, e.g. coinvoice.auth.v1.AuthService. */
+    readonly services: readonly string[],
+    private readonly dependencies: readonly DependencyCheck[],
+  ) {}
+
+  markShuttingDown(): void {
+    this.shuttingDown = true;
+    this.cached = undefined;
+  }
+
+  report(): Promise<HealthReport> {
+    const now = Date.now();
+    if (this.cached && now - this.cached.at < CACHE_MS) return this.cached.report;
+    const report = this.evaluate();
+    this.cached = { at: now, report };
+    return report;
+  }
+
+  private async evaluate(): Promise<HealthReport> {
+    const results = await Promise.all(
+      this.dependencies.map(async (dep) => {
+        try {
+          await withTimeout(dep.check(), CHECK_TIMEOUT_MS);
+          return [dep.name, 'up'] as const;
+        } catch (err) {
+          return [dep.name, err instanceof Error ? err.message : String(err)] as const;
+        }
+      }),
+    );
+    const dependencies = Object.fromEntries(results);
+    const serving = !this.shuttingDown && results.every(([, state]) => state === 'up');
+    return { serving, dependencies };
+  }
+
+  async status(service: string): Promise<ServingStatus> {
+    if (service !== '' && !this.services.includes(service)) return ServingStatus.SERVICE_UNKNOWN;
+    const { serving } = await this.report();
+    return serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+  }
+}
+
+const WATCH_INTERVAL_MS = 1_000;
+
+export class HealthService implements ServiceImpl<typeof Health> {
+  constructor(private readonly monitor: HealthMonitor) {}
+
+  async check(request: HealthCheckRequest): Promise<HealthCheckResponse> {
+    const status = await this.monitor.status(request.service);
+    if (status === ServingStatus.SERVICE_UNKNOWN) {
+      throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
+    }
+    return create(HealthCheckResponseSchema, { status });
+  }
+
+  /** Sends the status now and again whenever it changes, until the caller goes away. */
+  async *watch(request: HealthCheckRequest, context: { signal: AbortSignal }): AsyncIterable<HealthCheckResponse> {
+    let last: ServingStatus | undefined;
+    while (!context.signal.aborted) {
+      const status = await this.monitor.status(request.service);
+      if (status !== last) {
+        last = status;
+        yield create(HealthCheckResponseSchema, { status });
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, WATCH_INTERVAL_MS);
+        context.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        }, { once: true });
+      });
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export * from './health';
+export * from './server';
+export * from './client';

@@ -1,0 +1,159 @@
+/**
+ * The one way a coinvoice service process runs: configuration validated at start, its own
+ * Postgres schema, its JetStream stream, an outbox relay, the gRPC port with health, the admin
+ * port, and an orderly stop. Each service's main.ts only describes what is its own.
+ *
+ * `node main.js migrate` applies the service's migrations and exits (a Kubernetes Job, npm run
+ * migrate, and the local launcher use it); `node main.js` serves.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { NatsConnection } from 'nats';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { startAdminServer } from './admin';
+import { commonSettings, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
+import { createDb, pingDb, type Sql } from './db';
+import { connectNats, ensureServiceStream, OutboxRelay, pingNats } from './events';
+import { runMain, type Running } from './lifecycle';
+import { createLogger, type Logger } from './log';
+import { migrate } from './migrations';
+import { HealthMonitor, startRpcServer } from './rpc';
+
+export type ServiceName = 'auth' | 'invoice' | 'payout' | 'notifier';
+
+/** Default ports: gRPC 5005x, admin 9005x, so one machine runs them all side by side. */
+export const SERVICE_PORTS: Record<ServiceName, { grpc: number; admin: number }> = {
+  auth: { grpc: 50051, admin: 9051 },
+  invoice: { grpc: 50052, admin: 9052 },
+  payout: { grpc: 50053, admin: 9053 },
+  notifier: { grpc: 50054, admin: 9054 },
+};
+
+export type CommonConfig = ConfigOf<typeof commonSettings> & { GRPC_PORT: number; ADMIN_PORT: number };
+
+export interface ServiceDeps<C> {
+  config: C & CommonConfig;
+  sql: Sql;
+  nats: NatsConnection;
+  logger: Logger;
+  metrics: Registry;
+}
+
+/** Background work a service runs next to its RPCs (relays, consumers, sweepers). */
+export interface Worker {
+  start(): void | Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ServiceParts {
+  routes(router: ConnectRouter): void;
+  workers?: Worker[];
+}
+
+export interface ServiceDefinition<S extends Settings> {
+  name: ServiceName;
+  /** Fully-qualified names of the gRPC services served, for grpc.health.v1 per-service checks. */
+  rpcServices: string[];
+  settings: S;
+  /** Absolute path of the folder of NNNN_name.sql migrations. */
+  migrationsDir: string;
+  build(deps: ServiceDeps<ConfigOf<S>>): ServiceParts | Promise<ServiceParts>;
+}
+
+/** The folder holding the package.json above `dir`: the same answer from src/ (tests) and dist/. */
+export function packageRoot(dir: string): string {
+  let current = dir;
+  while (!existsSync(path.join(current, 'package.json'))) {
+    const parent = path.dirname(current);
+    if (parent === current) throw new Error(`no package.json above ${dir}`);
+    current = parent;
+  }
+  return current;
+}
+
+/** Where a service keeps its plain-SQL migrations: src/store/migrations in its package. */
+export function migrationsDirOf(dir: string): string {
+  return path.join(packageRoot(dir), 'src', 'store', 'migrations');
+}
+
+export function serviceSettings(name: ServiceName) {
+  return {
+    ...commonSettings,
+    GRPC_PORT: setting.port(SERVICE_PORTS[name].grpc),
+    ADMIN_PORT: setting.port(SERVICE_PORTS[name].admin),
+  };
+}
+
+export function loadServiceConfig<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env) {
+  return loadConfig({ ...serviceSettings(definition.name), ...definition.settings }, env) as ConfigOf<S> & CommonConfig;
+}
+
+export async function migrateService<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env): Promise<void> {
+  const config = loadConfig(
+    { APP_ENV: commonSettings.APP_ENV, DATABASE_URL: commonSettings.DATABASE_URL, LOG_LEVEL: commonSettings.LOG_LEVEL },
+    env,
+  );
+  const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
+  const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: 1 });
+  try {
+    await migrate(sql, { schema: definition.name, dir: definition.migrationsDir, logger });
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Starts everything; resolves once the process is serving. */
+export async function startService<S extends Settings>(
+  definition: ServiceDefinition<S>,
+  env: Env = process.env,
+): Promise<{ running: Running; logger: Logger; grpcPort: number; adminPort: number }> {
+  const config = loadServiceConfig(definition, env);
+  const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+
+  const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: config.DATABASE_POOL_MAX, logger });
+  const nats = await connectNats({ url: config.NATS_URL, name: definition.name, logger });
+  await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name });
+
+  const parts = await definition.build({ config, sql, nats, logger, metrics });
+  const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, logger });
+  const workers: Worker[] = [relay, ...(parts.workers ?? [])];
+
+  const health = new HealthMonitor(definition.rpcServices, [
+    { name: 'postgres', check: () => pingDb(sql) },
+    { name: 'nats', check: () => pingNats(nats) },
+  ]);
+  const rpc = await startRpcServer({ port: config.GRPC_PORT, routes: parts.routes, health, logger, metrics });
+  const admin = await startAdminServer({ port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
+  for (const worker of workers) await worker.start();
+  logger.info({ grpcPort: rpc.port, adminPort: admin.port }, `${definition.name} service serving`);
+
+  const running: Running = {
+    async stop() {
+      health.markShuttingDown();
+      await rpc.close(config.SHUTDOWN_GRACE_MS);
+      await Promise.all(workers.map((w) => w.stop()));
+      await admin.close();
+      await nats.drain().catch(() => undefined);
+      await sql.end({ timeout: 5 });
+    },
+  };
+  return { running, logger, grpcPort: rpc.port, adminPort: admin.port };
+}
+
+/** The whole of a service's main.ts: `runService(definition)`. */
+export function runService<S extends Settings>(definition: ServiceDefinition<S>): void {
+  if (process.argv[2] === 'migrate') {
+    migrateService(definition).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`${definition.name}: migration failed: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exit(1);
+      },
+    );
+    return;
+  }
+  runMain({ name: definition.name, start: () => startService(definition) });
+}

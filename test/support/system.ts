@@ -1,0 +1,101 @@
+/**
+ * Boots the whole system for an end-to-end test exactly as `npm start` does: the launcher as a
+ * real process, which starts the four services and the gateway as processes of their own, on free
+ * ports, against a fresh database and an event namespace of the test's own.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from './infra';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+export const LAUNCHER = path.join(REPO_ROOT, 'deploy', 'local', 'dist', 'start.js');
+
+export interface ProcessInfo {
+  pid: number;
+  grpcUrl?: string;
+  adminUrl?: string;
+  url?: string;
+}
+
+export interface BootedSystem {
+  gatewayUrl: string;
+  launcher: ChildProcess;
+  processes: Record<'auth' | 'invoice' | 'payout' | 'notifier' | 'gateway', ProcessInfo>;
+  database: TestDatabase;
+  namespace: string;
+  dataDir: string;
+  /** The launcher's own output so far (for failure messages). */
+  output(): string;
+  /** SIGTERM to the launcher; resolves when it has exited. Drops the database. */
+  stop(): Promise<void>;
+}
+
+export async function bootSystem(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BootedSystem> {
+  const database = await createTestDatabase('cve2e');
+  const namespace = uniqueName('e2e');
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-e2e-'));
+  const launcher = spawn(process.execPath, [LAUNCHER], {
+    env: {
+      ...process.env,
+      DATABASE_URL: database.url,
+      NATS_URL: testNatsUrl(),
+      EVENT_NAMESPACE: namespace,
+      GATEWAY_PORT: '0',
+      COINVOICE_DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  launcher.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  launcher.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+
+  const gatewayUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`system not ready in time:\n${output}`)), options.timeoutMs ?? 60_000);
+    const onData = () => {
+      const match = /coinvoice is ready at (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    launcher.stdout?.on('data', onData);
+    launcher.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`launcher exited (${code}) before ready:\n${output}`));
+    });
+  });
+  const described = JSON.parse(readFileSync(path.join(dataDir, 'system.json'), 'utf8')) as { processes: BootedSystem['processes'] };
+
+  return {
+    gatewayUrl,
+    launcher,
+    processes: described.processes,
+    database,
+    namespace,
+    dataDir,
+    output: () => output,
+    async stop() {
+      if (launcher.exitCode === null && launcher.signalCode === null) {
+        const exited = new Promise((resolve) => launcher.once('exit', resolve));
+        launcher.kill('SIGTERM');
+        await exited;
+      }
+      await database.drop().catch(() => undefined);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** True while a process with this pid exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * A missing or malformed required setting stops a real process with one readable line naming the
+ * variable and what it expects — before it touches Postgres or NATS.
+ */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { REPO_ROOT } from '../support/system';
+
+function run(entry: string, env: NodeJS.ProcessEnv) {
+  const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, ...env };
+  const result = spawnSync(process.execPath, [path.join(REPO_ROOT, entry)], { env: clean, encoding: 'utf8', timeout: 20_000 });
+  return { status: result.status, stderrLines: result.stderr.trim().split('\n').filter(Boolean), stdout: result.stdout };
+}
+
+const entries = [
+  'services/auth/dist/main.js',
+  'services/invoice/dist/main.js',
+  'services/payout/dist/main.js',
+  'services/notifier/dist/main.js',
+];
+
+test.each(entries)('%s refuses a malformed DATABASE_URL with one line', (entry) => {
+  const { status, stderrLines } = run(entry, { DATABASE_URL: 'mysql://nope' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual([
+    'config: DATABASE_URL="mysql://nope" is invalid: expected a URL starting with postgres:// or postgresql://',
+  ]);
+});
+
+test.each(entries)('%s refuses a port that is not a number', (entry) => {
+  const { status, stderrLines } = run(entry, { GRPC_PORT: 'eighty' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual(['config: GRPC_PORT="eighty" is invalid: expected a TCP port number from 0 to 65535']);
+});
+
+test('the gateway refuses a malformed backend URL with one line', () => {
+  const { status, stderrLines } = run('gateway/dist/main.js', { AUTH_URL: 'localhost:50051' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual(['config: AUTH_URL="localhost:50051" is invalid: expected a URL starting with http:// or https://']);
+});
+
+test('the gateway refuses an out-of-range port', () => {
+  const { status, stderrLines } = run('gateway/dist/main.js', { GATEWAY_PORT: '99999' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual(['config: GATEWAY_PORT="99999" is invalid: expected a TCP port number from 0 to 65535']);
+});
+
+test.each(entries)('%s in production names a missing DATABASE_URL instead of guessing localhost', (entry) => {
+  const { status, stderrLines } = run(entry, { APP_ENV: 'production' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual(['config: DATABASE_URL is required: expected a URL starting with postgres:// or postgresql://']);
+});
+
+test('the gateway in production names a missing backend URL', () => {
+  const { status, stderrLines } = run('gateway/dist/main.js', { APP_ENV: 'production' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual(['config: AUTH_URL is required: expected a URL starting with http:// or https://']);
+});

@@ -1,0 +1,119 @@
+/**
+ * Foundation, end to end: the launcher starts all five processes, every service answers
+ * grpc.health.v1 to a plain @grpc/grpc-js client and to a Connect client, the gateway's /readyz
+ * turns 200, and SIGTERM to the launcher leaves no process of the system behind.
+ */
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import * as grpc from '@grpc/grpc-js';
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+  HealthCheckResponseSchema,
+  type HealthCheckRequest,
+  type HealthCheckResponse,
+} from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
+import { bootSystem, isAlive, type BootedSystem } from '../support/system';
+
+const SERVICES = ['auth', 'invoice', 'payout', 'notifier'] as const;
+
+/** A grpc-js client built by hand from the method path and binary codecs: no Connect involved. */
+const healthDefinition: grpc.ServiceDefinition = {
+  check: {
+    path: '/grpc.health.v1.Health/Check',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (m: HealthCheckRequest) => Buffer.from(toBinary(HealthCheckRequestSchema, m)),
+    requestDeserialize: (b: Buffer) => fromBinary(HealthCheckRequestSchema, b),
+    responseSerialize: (m: HealthCheckResponse) => Buffer.from(toBinary(HealthCheckResponseSchema, m)),
+    responseDeserialize: (b: Buffer) => fromBinary(HealthCheckResponseSchema, b),
+  },
+};
+const GrpcHealthClient = grpc.makeGenericClientConstructor(healthDefinition, 'Health');
+
+function grpcJsCheck(target: string, service = ''): Promise<HealthCheckResponse> {
+  const client = new GrpcHealthClient(target, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    client.makeUnaryRequest(
+      healthDefinition.check!.path,
+      healthDefinition.check!.requestSerialize,
+      healthDefinition.check!.responseDeserialize,
+      create(HealthCheckRequestSchema, { service }),
+      (err: grpc.ServiceError | null, res?: HealthCheckResponse) => {
+        client.close();
+        if (err || !res) reject(err ?? new Error('no response'));
+        else resolve(res);
+      },
+    );
+  });
+}
+
+let system: BootedSystem;
+
+beforeAll(async () => {
+  system = await bootSystem();
+}, 90_000);
+
+afterAll(async () => {
+  await system?.stop();
+});
+
+test('the gateway answers /healthz and /readyz 200 with every backend SERVING', async () => {
+  const healthz = await fetch(`${system.gatewayUrl}/healthz`);
+  expect(healthz.status).toBe(200);
+  const readyz = await fetch(`${system.gatewayUrl}/readyz`);
+  expect(readyz.status).toBe(200);
+  expect(await readyz.json()).toEqual({
+    status: 'ready',
+    backends: { auth: 'SERVING', invoice: 'SERVING', payout: 'SERVING', notifier: 'SERVING' },
+  });
+});
+
+test.each(SERVICES)('%s answers grpc.health.v1 Check SERVING to a plain @grpc/grpc-js client', async (name) => {
+  const target = new URL(system.processes[name].grpcUrl!).host;
+  const res = await grpcJsCheck(target);
+  expect(res.status).toBe(ServingStatus.SERVING);
+});
+
+test.each(SERVICES)('%s answers grpc.health.v1 Check SERVING over the Connect protocol', async (name) => {
+  const client = createClient(Health, createConnectTransport({ baseUrl: system.processes[name].grpcUrl!, httpVersion: '2' }));
+  const res = await client.check({ service: '' });
+  expect(res.status).toBe(ServingStatus.SERVING);
+});
+
+test('an unknown service name answers NOT_FOUND, as the health protocol says', async () => {
+  const target = new URL(system.processes.auth.grpcUrl!).host;
+  await expect(grpcJsCheck(target, 'no.such.Service')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+});
+
+test.each(SERVICES)('%s admin port serves /healthz, /readyz and Prometheus /metrics', async (name) => {
+  const admin = system.processes[name].adminUrl!;
+  expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+  const ready = await fetch(`${admin}/readyz`);
+  expect(ready.status).toBe(200);
+  expect(await ready.json()).toMatchObject({ serving: true, dependencies: { postgres: 'up', nats: 'up' } });
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  expect(metrics).toContain('process_cpu_seconds_total');
+  expect(metrics).toContain('rpc_server_handled_total');
+});
+
+test('the gateway echoes a request id and answers unknown routes 404 problem+json', async () => {
+  const res = await fetch(`${system.gatewayUrl}/no/such/route`, { headers: { 'x-request-id': 'req-abc-123' } });
+  expect(res.status).toBe(404);
+  expect(res.headers.get('content-type')).toContain('application/problem+json');
+  expect(res.headers.get('x-request-id')).toBe('req-abc-123');
+  expect(await res.json()).toMatchObject({ status: 404, code: 'not_found', requestId: 'req-abc-123' });
+});
+
+test('SIGTERM to the launcher stops every process of the system', async () => {
+  const pids = Object.values(system.processes).map((p) => p.pid);
+  expect(pids).toHaveLength(5);
+  for (const pid of pids) expect(isAlive(pid)).toBe(true);
+  await system.stop();
+  expect(system.launcher.exitCode).toBe(0);
+  const deadline = Date.now() + 5_000;
+  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect(pids.filter(isAlive)).toEqual([]);
+});
