@@ -1,0 +1,5 @@
+/** The invoice service's pure domain: money, currencies, rates and quotes, addresses. No I/O. */
+export * from './money';
+export * from './currencies';
+export * from './rates';
+export * from './addresses';

@@ -1,0 +1,231 @@
+/**
+ * Exchange rates and quotes (DESIGN.md §4). Rates come from a `RateProvider`; the default is a
+ * static table shipped with the service, replaceable by configuration (a JSON table in an env
+ * var, parsed by `parseRateTableJson`). An invoice fixes its quote, rate included, at creation.
+ */
+import {
+  CRYPTO_CODES,
+  FIAT_CODES,
+  cryptoCurrency,
+  isCryptoCode,
+  isFiatCode,
+  type CryptoCode,
+  type FiatCode,
+} from './currencies';
+import { Decimal, Rounding, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from './money';
+
+export interface RateProvider {
+  /** Price of ONE unit of `payCurrency` in `priceCurrency`, e.g. rate('BTC', 'EUR') = 60185.18… */
+  rate(payCurrency: CryptoCode, priceCurrency: FiatCode): Promise<Decimal>;
+  /** Price of ONE unit of `fiat` in USD, for priceAmountInUsd (usdRate('USD') = 1). */
+  usdRate(fiat: FiatCode): Promise<Decimal>;
+}
+
+/**
+ * A rate table, JSON-able, all rates anchored on USD so that the cross rates between any two
+ * currencies are consistent. Values are decimal strings (never JSON numbers: they would be floats).
+ */
+export interface RateTable {
+  /** When the rates were taken (ISO 8601), for operators; not used in arithmetic. */
+  readonly asOf?: string;
+  /** USD per ONE unit of each fiat currency; USD must be "1". */
+  readonly fiatUsd: Readonly<Record<FiatCode, string>>;
+  /** USD per ONE unit of each crypto currency. */
+  readonly cryptoUsd: Readonly<Record<CryptoCode, string>>;
+}
+
+/**
+ * The table shipped with the service: indicative mid-2025 rates, good for development and sandbox.
+ * A live deployment configures its own (or a live provider behind `RateProvider`).
+ */
+export const DEFAULT_RATE_TABLE: RateTable = {
+  asOf: '2025-06-01T00:00:00Z',
+  fiatUsd: { USD: '1', EUR: '1.14', GBP: '1.35', JPY: '0.0069', CHF: '1.21', CAD: '0.73', AUD: '0.65' },
+  cryptoUsd: { BTC: '105000', LTC: '88', ETH: '2500', USDT: '1', USDC: '1', TRX: '0.27' },
+};
+
+/** Name proposed for the env var carrying a replacement rate table as JSON (wired by the service). */
+export const RATE_TABLE_ENV = 'INVOICE_RATE_TABLE';
+
+/** Cross rates (coin in a non-USD fiat) keep this many significant digits. */
+export const CROSS_RATE_SIGNIFICANT_DIGITS = 12;
+/** Rates in a table: at most this many decimals (JPY in USD needs a few; 18 is generous). */
+const MAX_RATE_DECIMALS = 18;
+
+/** A `RateProvider` over a fixed `RateTable`. */
+export class StaticRateProvider implements RateProvider {
+  private readonly fiatUsd: ReadonlyMap<FiatCode, Decimal>;
+  private readonly cryptoUsd: ReadonlyMap<CryptoCode, Decimal>;
+
+  /** Throws on an invalid table; untrusted tables go through `parseRateTable` first. */
+  constructor(readonly table: RateTable = DEFAULT_RATE_TABLE) {
+    const checked = parseRateTable(table);
+    if (!checked.ok) throw new Error(`invalid rate table: ${checked.reason}`);
+    this.fiatUsd = new Map(FIAT_CODES.map((code) => [code, new Decimal(table.fiatUsd[code])]));
+    this.cryptoUsd = new Map(CRYPTO_CODES.map((code) => [code, new Decimal(table.cryptoUsd[code])]));
+  }
+
+  /**
+   * coinUsd / fiatUsd, exact for USD, otherwise cut DOWN to CROSS_RATE_SIGNIFICANT_DIGITS: a lower
+   * rate means more coin expected, so rounding the rate never costs the merchant.
+   */
+  async rate(payCurrency: CryptoCode, priceCurrency: FiatCode): Promise<Decimal> {
+    return this.rateNow(payCurrency, priceCurrency);
+  }
+
+  async usdRate(fiat: FiatCode): Promise<Decimal> {
+    return this.usdRateNow(fiat);
+  }
+
+  /** Synchronous `rate`, for callers that hold a `StaticRateProvider` itself. */
+  rateNow(payCurrency: CryptoCode, priceCurrency: FiatCode): Decimal {
+    const coinUsd = this.cryptoUsd.get(payCurrency);
+    const fiatUsd = this.fiatUsd.get(priceCurrency);
+    if (!coinUsd || !fiatUsd) throw new Error(`no rate for ${payCurrency}/${priceCurrency}`);
+    if (fiatUsd.eq(1)) return coinUsd;
+    return coinUsd.div(fiatUsd).toSignificantDigits(CROSS_RATE_SIGNIFICANT_DIGITS, Rounding.down);
+  }
+
+  usdRateNow(fiat: FiatCode): Decimal {
+    const fiatUsd = this.fiatUsd.get(fiat);
+    if (!fiatUsd) throw new Error(`no USD rate for ${fiat}`);
+    return fiatUsd;
+  }
+}
+
+/**
+ * Validates an untrusted rate table (e.g. parsed from configuration): an object with `fiatUsd` and
+ * `cryptoUsd` maps holding EVERY supported code and no other, each a positive plain decimal string,
+ * USD exactly 1, `asOf` optional ISO string. All problems are reported, joined by "; ".
+ */
+export function parseRateTable(input: unknown): Parsed<RateTable> {
+  if (!isPlainObject(input)) return refused('rate table must be a JSON object with "fiatUsd" and "cryptoUsd"');
+  const problems: string[] = [];
+  for (const key of Object.keys(input)) {
+    if (key !== 'asOf' && key !== 'fiatUsd' && key !== 'cryptoUsd') problems.push(`unknown field "${key}"`);
+  }
+  if (input.asOf !== undefined && (typeof input.asOf !== 'string' || Number.isNaN(Date.parse(input.asOf)))) {
+    problems.push('asOf must be an ISO 8601 date-time string');
+  }
+  const fiatUsd = checkRates(input.fiatUsd, 'fiatUsd', FIAT_CODES, isFiatCode, problems);
+  const cryptoUsd = checkRates(input.cryptoUsd, 'cryptoUsd', CRYPTO_CODES, isCryptoCode, problems);
+  if (fiatUsd && fiatUsd.USD !== undefined && !new Decimal(fiatUsd.USD).eq(1)) problems.push('fiatUsd.USD must be "1"');
+  if (problems.length > 0 || !fiatUsd || !cryptoUsd) return refused(problems.join('; '));
+  const table: RateTable = {
+    ...(typeof input.asOf === 'string' ? { asOf: input.asOf } : {}),
+    fiatUsd: fiatUsd as Record<FiatCode, string>,
+    cryptoUsd: cryptoUsd as Record<CryptoCode, string>,
+  };
+  return ok(table);
+}
+
+/** `parseRateTable` over a JSON string, e.g. the value of the INVOICE_RATE_TABLE env var. */
+export function parseRateTableJson(json: string): Parsed<RateTable> {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return refused('rate table is not valid JSON');
+  }
+  return parseRateTable(value);
+}
+
+/**
+ * The rate provider configuration asks for: the shipped table when `rateTableJson` is unset or
+ * blank, otherwise a `StaticRateProvider` over the configured table (refused when invalid, so the
+ * service can fail to start with the reason).
+ */
+export function rateProviderFromConfig(rateTableJson: string | undefined): Parsed<StaticRateProvider> {
+  if (rateTableJson === undefined || rateTableJson.trim() === '') return ok(new StaticRateProvider(DEFAULT_RATE_TABLE));
+  const table = parseRateTableJson(rateTableJson);
+  return table.ok ? ok(new StaticRateProvider(table.value)) : table;
+}
+
+export interface QuoteRequest {
+  /** The parsed, validated price (see parsePriceAmount). */
+  readonly priceAmount: Decimal;
+  readonly priceCurrency: FiatCode;
+  readonly payCurrency: CryptoCode;
+}
+
+export interface Quote {
+  /** priceAmount in USD, rounded half-up to cents. */
+  readonly priceAmountInUsd: Decimal;
+  /** Coin to pay: priceAmount / rate rounded UP to the coin's amountDecimals (≤ 8). */
+  readonly amountExpected: Decimal;
+  /** Price of one pay-currency unit in the price currency, fixed on the invoice. */
+  readonly rate: Decimal;
+}
+
+/** The rates one quote uses, as a provider answers them. */
+export interface QuoteRates {
+  /** Price of one pay-currency unit in the price currency. */
+  readonly rate: Decimal;
+  /** Price of one price-currency unit in USD. */
+  readonly usdRate: Decimal;
+}
+
+/** Asks the provider for both rates and quotes at them. */
+export async function quote(request: QuoteRequest, provider: RateProvider): Promise<Parsed<Quote>> {
+  const [rate, usdRate] = await Promise.all([
+    provider.rate(request.payCurrency, request.priceCurrency),
+    provider.usdRate(request.priceCurrency),
+  ]);
+  return quoteAtRates(request, { rate, usdRate });
+}
+
+/**
+ * The pure quote arithmetic.
+ * - amountExpected = priceAmount / rate rounded UP to the coin's amountDecimals, so that
+ *   amountExpected × rate ≥ priceAmount: the merchant never receives less than the price.
+ * - priceAmountInUsd = priceAmount × usdRate rounded half-up to cents.
+ * Refused (a reason for `priceAmount`) when a result would not survive as an exact JSON number,
+ * which only happens for absurdly large prices.
+ */
+export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Quote> {
+  const { priceAmount, payCurrency } = request;
+  if (!rates.rate.isFinite() || rates.rate.lte(0)) throw new RangeError(`rate must be positive, got ${rates.rate.toString()}`);
+  if (!rates.usdRate.isFinite() || rates.usdRate.lte(0)) throw new RangeError(`usdRate must be positive, got ${rates.usdRate.toString()}`);
+  const decimals = cryptoCurrency(payCurrency).amountDecimals;
+
+  let amountExpected = priceAmount.div(rates.rate).toDecimalPlaces(decimals, Rounding.up);
+  // Division is rounded at 80 significant digits; make the guarantee unconditional anyway.
+  if (amountExpected.times(rates.rate).lt(priceAmount)) amountExpected = amountExpected.plus(new Decimal(10).pow(-decimals));
+
+  const priceAmountInUsd = priceAmount.times(rates.usdRate).toDecimalPlaces(2, Rounding.halfUp);
+
+  if (!isExactJsonNumber(amountExpected) || !isExactJsonNumber(priceAmountInUsd)) {
+    return refused(`is too large to be quoted in ${payCurrency}`);
+  }
+  return ok({ priceAmountInUsd, amountExpected, rate: rates.rate });
+}
+
+function checkRates<C extends string>(
+  input: unknown,
+  field: string,
+  codes: readonly C[],
+  isCode: (code: unknown) => code is C,
+  problems: string[],
+): Partial<Record<C, string>> | undefined {
+  if (!isPlainObject(input)) {
+    problems.push(`${field} must be an object mapping each of ${codes.join(', ')} to a decimal string`);
+    return undefined;
+  }
+  const rates: Partial<Record<C, string>> = {};
+  for (const [code, value] of Object.entries(input)) {
+    if (!isCode(code)) {
+      problems.push(`${field}.${code} is not a supported currency (supported: ${codes.join(', ')})`);
+      continue;
+    }
+    const parsed = parsePositiveDecimal(value, MAX_RATE_DECIMALS);
+    if (parsed.ok) rates[code] = value as string;
+    else problems.push(`${field}.${code} ${parsed.reason}`);
+  }
+  const missing = codes.filter((code) => !Object.hasOwn(input, code));
+  if (missing.length > 0) problems.push(`${field} is missing ${missing.join(', ')}`);
+  return rates;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,93 @@
+import {
+  CRYPTO_CODES,
+  FIAT_CODES,
+  SUPPORTED_CRYPTO,
+  cryptoCurrency,
+  fiatCurrency,
+  findCryptoCurrency,
+  findFiatCurrency,
+  paymentUri,
+} from '../src/domain/currencies';
+import { Decimal } from '../src/domain/money';
+import { eip55 } from './support/independent-codecs';
+
+describe('currency registry', () => {
+  it('has the fiat currencies with their ISO 4217 minor units', () => {
+    for (const code of FIAT_CODES) expect(findFiatCurrency(code)).toEqual({ ok: true, value: fiatCurrency(code) });
+    const minorUnits = Object.fromEntries(FIAT_CODES.map((code) => [code, fiatCurrency(code).minorUnits]));
+    expect(minorUnits).toEqual({ USD: 2, EUR: 2, GBP: 2, JPY: 0, CHF: 2, CAD: 2, AUD: 2 });
+  });
+
+  it('has the crypto currencies with chain, decimals, address format and BIP44 coin type', () => {
+    const summary = SUPPORTED_CRYPTO.map((c) => [c.code, c.chain, c.amountDecimals, c.baseUnitDecimals, c.addressFormat, c.bip44CoinType]);
+    expect(summary).toEqual([
+      ['BTC', 'bitcoin', 8, 8, 'p2wpkh', 0],
+      ['LTC', 'litecoin', 8, 8, 'p2wpkh', 2],
+      ['ETH', 'ethereum', 8, 18, 'eip55', 60],
+      ['USDT', 'ethereum', 6, 6, 'eip55', 60],
+      ['USDC', 'ethereum', 6, 6, 'eip55', 60],
+      ['TRX', 'tron', 6, 6, 'tron-base58check', 195],
+    ]);
+    for (const c of SUPPORTED_CRYPTO) expect(c.amountDecimals).toBeLessThanOrEqual(Math.min(8, c.baseUnitDecimals));
+  });
+
+  it('lists token contracts with valid EIP-55 checksums', () => {
+    for (const code of CRYPTO_CODES) {
+      const token = cryptoCurrency(code).token;
+      if (!token) continue;
+      for (const contract of Object.values(token.contract)) expect(eip55(contract.slice(2).toLowerCase())).toBe(contract);
+    }
+  });
+
+  it('refuses unsupported codes naming the supported ones', () => {
+    expect(findFiatCurrency('XYZ')).toEqual({ ok: false, reason: 'unsupported currency "XYZ"; supported: USD, EUR, GBP, JPY, CHF, CAD, AUD' });
+    expect(findCryptoCurrency('DOGE')).toEqual({ ok: false, reason: 'unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX' });
+    expect(findCryptoCurrency('usdt').ok).toBe(false); // codes are exact, upper case
+    expect(findFiatCurrency('BTC').ok).toBe(false); // a crypto code is not a price currency
+    expect(findCryptoCurrency(undefined)).toEqual({ ok: false, reason: 'unsupported currency of type undefined; supported: BTC, LTC, ETH, USDT, USDC, TRX' });
+    const long = findFiatCurrency('X'.repeat(10_000));
+    expect(!long.ok && long.reason.length).toBeLessThan(100);
+  });
+
+  it('does not treat inherited property names as codes', () => {
+    expect(findFiatCurrency('constructor').ok).toBe(false);
+    expect(findCryptoCurrency('__proto__').ok).toBe(false);
+  });
+});
+
+describe('payment URIs', () => {
+  const amount = new Decimal('0.00095239');
+
+  it('BIP21 for BTC and LTC', () => {
+    expect(paymentUri(cryptoCurrency('BTC'), 'mainnet', 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', amount)).toBe(
+      'bitcoin:bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu?amount=0.00095239',
+    );
+    expect(paymentUri(cryptoCurrency('LTC'), 'testnet', 'tltc1qexample', new Decimal('1.5'))).toBe('litecoin:tltc1qexample?amount=1.5');
+  });
+
+  it('EIP-681 for ETH, in wei, with the chain id on testnet only', () => {
+    const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
+    expect(paymentUri(cryptoCurrency('ETH'), 'mainnet', address, new Decimal('0.01'))).toBe(`ethereum:${address}?value=10000000000000000`);
+    expect(paymentUri(cryptoCurrency('ETH'), 'testnet', address, new Decimal('0.01'))).toBe(`ethereum:${address}@11155111?value=10000000000000000`);
+  });
+
+  it('EIP-681 token transfer for ERC-20, in token base units', () => {
+    const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
+    expect(paymentUri(cryptoCurrency('USDT'), 'mainnet', address, new Decimal('25.5'))).toBe(
+      `ethereum:0xdAC17F958D2ee523a2206206994597C13D831ec7/transfer?address=${address}&uint256=25500000`,
+    );
+    expect(paymentUri(cryptoCurrency('USDC'), 'testnet', address, new Decimal('0.000001'))).toBe(
+      `ethereum:0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238@11155111/transfer?address=${address}&uint256=1`,
+    );
+  });
+
+  it('tron: for TRX', () => {
+    expect(paymentUri(cryptoCurrency('TRX'), 'mainnet', 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.345678'))).toBe(
+      'tron:TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH?amount=12.345678',
+    );
+  });
+
+  it('refuses an amount finer than the coin can carry', () => {
+    expect(() => paymentUri(cryptoCurrency('USDT'), 'mainnet', '0x9858EfFD232B4033E47d90003D41EC34EcaEda94', new Decimal('0.0000001'))).toThrow(RangeError);
+  });
+});

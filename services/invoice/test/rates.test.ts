@@ -1,0 +1,258 @@
+import fc from 'fast-check';
+import { CRYPTO_CODES, FIAT_CODES, cryptoCurrency, fiatCurrency, type CryptoCode, type FiatCode } from '../src/domain/currencies';
+import { Decimal, formatPlain, parsePriceAmount } from '../src/domain/money';
+import {
+  DEFAULT_RATE_TABLE,
+  StaticRateProvider,
+  parseRateTable,
+  parseRateTableJson,
+  quote,
+  quoteAtRates,
+  rateProviderFromConfig,
+  type RateTable,
+} from '../src/domain/rates';
+
+function value<T>(parsed: { ok: true; value: T } | { ok: false; reason: string }): T {
+  if (!parsed.ok) throw new Error(`unexpectedly refused: ${parsed.reason}`);
+  return parsed.value;
+}
+
+const price = (amount: string, currency: FiatCode) => value(parsePriceAmount(amount, fiatCurrency(currency)));
+
+/** A decimal string as an exact fraction units / 10^scale, with BigInt: independent of decimal.js. */
+function fraction(decimal: string): { units: bigint; scale: number } {
+  const [whole = '0', frac = ''] = decimal.split('.');
+  return { units: BigInt(whole + frac), scale: frac.length };
+}
+
+/** a·b compared with c, exactly, as fractions: negative, zero or positive. */
+function compareProduct(a: string, b: string, c: string): number {
+  const [x, y, z] = [fraction(a), fraction(b), fraction(c)];
+  const left = x.units * y.units * 10n ** BigInt(z.scale);
+  const right = z.units * 10n ** BigInt(x.scale + y.scale);
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/** Half-up rounding of a·b to cents, computed with BigInt only. */
+function halfUpCents(a: string, b: string): string {
+  const [x, y] = [fraction(a), fraction(b)];
+  const scale = 10n ** BigInt(x.scale + y.scale);
+  const cents = (2n * x.units * y.units * 100n + scale) / (2n * scale); // floor(exact·100 + ½)
+  return formatPlain(new Decimal(cents.toString()).div(100));
+}
+
+describe('StaticRateProvider', () => {
+  const provider = new StaticRateProvider();
+
+  it('prices one coin in USD straight from the table', async () => {
+    expect(formatPlain(await provider.rate('BTC', 'USD'))).toBe(DEFAULT_RATE_TABLE.cryptoUsd.BTC);
+    expect(formatPlain(await provider.usdRate('USD'))).toBe('1');
+    expect(formatPlain(await provider.usdRate('EUR'))).toBe(DEFAULT_RATE_TABLE.fiatUsd.EUR);
+  });
+
+  it('derives cross rates through USD, cut down to 12 significant digits', async () => {
+    const table: RateTable = { ...DEFAULT_RATE_TABLE, fiatUsd: { ...DEFAULT_RATE_TABLE.fiatUsd, EUR: '1.08' } };
+    const rate = await new StaticRateProvider(table).rate('BTC', 'EUR');
+    expect(formatPlain(rate)).toBe('97222.2222222'); // 105000 / 1.08 = 97222.2222…
+    expect(rate.times('1.08').lte(DEFAULT_RATE_TABLE.cryptoUsd.BTC)).toBe(true);
+  });
+
+  it('refuses an invalid table at construction', () => {
+    expect(() => new StaticRateProvider({ ...DEFAULT_RATE_TABLE, cryptoUsd: { ...DEFAULT_RATE_TABLE.cryptoUsd, BTC: '-1' } })).toThrow(
+      /cryptoUsd.BTC must be greater than 0/,
+    );
+  });
+});
+
+describe('rate table configuration', () => {
+  it('round-trips the shipped table through JSON', () => {
+    expect(parseRateTableJson(JSON.stringify(DEFAULT_RATE_TABLE))).toEqual({ ok: true, value: DEFAULT_RATE_TABLE });
+  });
+
+  it('uses the shipped table when nothing is configured', () => {
+    expect(value(rateProviderFromConfig(undefined)).table).toBe(DEFAULT_RATE_TABLE);
+    expect(value(rateProviderFromConfig('  ')).table).toBe(DEFAULT_RATE_TABLE);
+  });
+
+  it('uses a configured table', async () => {
+    const configured = { fiatUsd: DEFAULT_RATE_TABLE.fiatUsd, cryptoUsd: { ...DEFAULT_RATE_TABLE.cryptoUsd, BTC: '50000.5' } };
+    const provider = value(rateProviderFromConfig(JSON.stringify(configured)));
+    expect(formatPlain(await provider.rate('BTC', 'USD'))).toBe('50000.5');
+  });
+
+  it('reports every invalid entry', () => {
+    const bad = {
+      asOf: 'yesterday',
+      extra: 1,
+      fiatUsd: { ...DEFAULT_RATE_TABLE.fiatUsd, USD: '1.01', EUR: 1.08, XYZ: '1' },
+      cryptoUsd: { BTC: '1e5', ETH: '0', LTC: '88', USDT: '1', USDC: '1' },
+    };
+    const parsed = parseRateTable(bad);
+    expect(parsed.ok).toBe(false);
+    const reasons = parsed.ok ? [] : parsed.reason.split('; ');
+    expect(reasons).toEqual([
+      'unknown field "extra"',
+      'asOf must be an ISO 8601 date-time string',
+      'fiatUsd.EUR must be a decimal string such as "10.50"',
+      'fiatUsd.XYZ is not a supported currency (supported: USD, EUR, GBP, JPY, CHF, CAD, AUD)',
+      expect.stringMatching(/^cryptoUsd.BTC must be a plain decimal number/),
+      'cryptoUsd.ETH must be greater than 0',
+      'cryptoUsd is missing TRX',
+      'fiatUsd.USD must be "1"',
+    ]);
+  });
+
+  it('refuses non-JSON and non-objects', () => {
+    expect(parseRateTableJson('{')).toEqual({ ok: false, reason: 'rate table is not valid JSON' });
+    expect(parseRateTableJson('[]').ok).toBe(false);
+    expect(parseRateTableJson('{"fiatUsd": null, "cryptoUsd": "x"}').ok).toBe(false);
+    expect(rateProviderFromConfig('null').ok).toBe(false);
+  });
+});
+
+describe('quote', () => {
+  const provider = new StaticRateProvider();
+
+  it('100 USD in BTC at 105000: amountExpected rounded up to 8 decimals', async () => {
+    const q = value(await quote({ priceAmount: price('100', 'USD'), priceCurrency: 'USD', payCurrency: 'BTC' }, provider));
+    expect(formatPlain(q.amountExpected)).toBe('0.00095239'); // 0.000952380952…
+    expect(formatPlain(q.priceAmountInUsd)).toBe('100');
+    expect(formatPlain(q.rate)).toBe('105000');
+  });
+
+  it('rounds stablecoin amounts up to the token decimals (6)', () => {
+    const q = value(quoteAtRates({ priceAmount: price('10', 'EUR'), priceCurrency: 'EUR', payCurrency: 'USDT' }, { rate: new Decimal('0.925925925925'), usdRate: new Decimal('1.08') }));
+    expect(formatPlain(q.amountExpected)).toBe('10.800001');
+    expect(formatPlain(q.priceAmountInUsd)).toBe('10.8');
+  });
+
+  it('prices JPY (no minor units) and rounds its USD value half-up to cents', () => {
+    const q = value(quoteAtRates({ priceAmount: price('1500', 'JPY'), priceCurrency: 'JPY', payCurrency: 'ETH' }, { rate: new Decimal('362318.84'), usdRate: new Decimal('0.0069') }));
+    expect(formatPlain(q.priceAmountInUsd)).toBe('10.35');
+    expect(formatPlain(q.amountExpected)).toBe('0.00414001'); // 1500 / 362318.84 = 0.0041400000066…: rounded up
+  });
+
+  it('rounds priceAmountInUsd half-up, not half-even', () => {
+    const at = (amount: string, usdRate: string) =>
+      formatPlain(value(quoteAtRates({ priceAmount: price(amount, 'EUR'), priceCurrency: 'EUR', payCurrency: 'BTC' }, { rate: new Decimal(1), usdRate: new Decimal(usdRate) })).priceAmountInUsd);
+    expect(at('0.25', '0.5')).toBe('0.13'); // 0.125: half-even would give 0.12
+    expect(at('0.05', '0.1')).toBe('0.01'); // 0.005
+    expect(at('0.01', '0.4')).toBe('0'); // 0.004
+  });
+
+  it('refuses a price whose quote would not survive as a JSON number', () => {
+    const q = quoteAtRates({ priceAmount: price('999999999999.99', 'USD'), priceCurrency: 'USD', payCurrency: 'TRX' }, { rate: new Decimal('0.27'), usdRate: new Decimal(1) });
+    expect(q).toEqual({ ok: false, reason: 'is too large to be quoted in TRX' });
+  });
+});
+
+describe('quote properties', () => {
+  const fiatCode = fc.constantFrom(...FIAT_CODES);
+  const cryptoCode = fc.constantFrom(...CRYPTO_CODES);
+  /**
+   * A positive decimal string of magnitude 10^e for e in [minExponent, maxExponent] (log-uniform,
+   * so every scale is well represented), with up to `maxDigits` significant digits and at most
+   * `maxDecimals` decimals.
+   */
+  const decimalString = (minExponent: number, maxExponent: number, maxDigits: number, maxDecimals = 40) =>
+    fc
+      .integer({ min: minExponent, max: maxExponent })
+      .chain((exponent) =>
+        fc.integer({ min: 1, max: Math.max(1, Math.min(maxDigits, exponent + maxDecimals + 1)) }).chain((digits) =>
+          fc.bigInt({ min: 10n ** BigInt(digits - 1), max: 10n ** BigInt(digits) - 1n }).map((mantissa) =>
+            formatPlain(new Decimal(mantissa.toString()).times(new Decimal(10).pow(exponent - digits + 1))),
+          ),
+        ),
+      );
+  /** A price in the currency's minor units, from one minor unit to just under ten billion. */
+  const priceIn = (currency: FiatCode) => {
+    const minorUnits = fiatCurrency(currency).minorUnits;
+    return decimalString(-minorUnits, 9, 12 + minorUnits, minorUnits);
+  };
+  /** Price of one coin: 0.0001 up to 10 million. */
+  const coinRate = decimalString(-4, 6, 12);
+  /** Price of one fiat unit in USD: 0.0001 up to 100. */
+  const fiatUsdRate = decimalString(-4, 1, 10);
+  const request = fiatCode.chain((priceCurrency) =>
+    fc.record({ priceCurrency: fc.constant(priceCurrency), priceAmount: priceIn(priceCurrency), payCurrency: cryptoCode }),
+  );
+
+  it('amountExpected × rate never falls short of the price, and one base unit less would', () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(request, coinRate, fiatUsdRate, (req, rate, usdRate) => {
+        const q = quoteAtRates(
+          { priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency: req.payCurrency },
+          { rate: new Decimal(rate), usdRate: new Decimal(usdRate) },
+        );
+        if (!q.ok) return; // refused as too large to carry exactly: nothing to check
+        const amount = formatPlain(q.value.amountExpected);
+        const decimals = cryptoCurrency(req.payCurrency).amountDecimals;
+        expect(q.value.amountExpected.decimalPlaces()).toBeLessThanOrEqual(decimals);
+        expect(compareProduct(amount, rate, req.priceAmount)).toBeGreaterThanOrEqual(0);
+        const oneUnitLess = formatPlain(q.value.amountExpected.minus(new Decimal(10).pow(-decimals)));
+        if (oneUnitLess !== '0') expect(compareProduct(oneUnitLess, rate, req.priceAmount)).toBeLessThan(0);
+        checked++;
+      }),
+      { numRuns: 2000 },
+    );
+    expect(checked).toBeGreaterThan(1000); // most cases are quotable, so the property is really exercised
+  });
+
+  it('priceAmountInUsd is the price × USD rate rounded half-up to cents', () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(request, coinRate, fiatUsdRate, (req, rate, usdRate) => {
+        const q = quoteAtRates(
+          { priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency: req.payCurrency },
+          { rate: new Decimal(rate), usdRate: new Decimal(usdRate) },
+        );
+        if (!q.ok) return;
+        expect(formatPlain(q.value.priceAmountInUsd)).toBe(halfUpCents(req.priceAmount, usdRate));
+        checked++;
+      }),
+      { numRuns: 2000 },
+    );
+    expect(checked).toBeGreaterThan(1000);
+  });
+
+  it('never throws for extreme prices and rates: it quotes or refuses with a reason', () => {
+    const anyPrice = fiatCode.chain((c) => fc.record({ priceCurrency: fc.constant(c), priceAmount: decimalString(-fiatCurrency(c).minorUnits, 11, 14, fiatCurrency(c).minorUnits) }));
+    fc.assert(
+      fc.property(anyPrice, cryptoCode, decimalString(-18, 11, 20), decimalString(-18, 11, 20), (req, payCurrency, rate, usd) => {
+        const q = quoteAtRates(
+          { priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency },
+          { rate: new Decimal(rate), usdRate: new Decimal(usd) },
+        );
+        if (q.ok) expect(compareProduct(formatPlain(q.value.amountExpected), rate, req.priceAmount)).toBeGreaterThanOrEqual(0);
+        else expect(q.reason).toBe(`is too large to be quoted in ${payCurrency}`);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('holds through the static provider for random tables (cross rates included)', async () => {
+    let checked = 0;
+    const table = fc.record({
+      fiatUsd: fc.record(Object.fromEntries(FIAT_CODES.map((c) => [c, c === 'USD' ? fc.constant('1') : fiatUsdRate])) as Record<FiatCode, fc.Arbitrary<string>>),
+      cryptoUsd: fc.record(Object.fromEntries(CRYPTO_CODES.map((c) => [c, coinRate])) as Record<CryptoCode, fc.Arbitrary<string>>),
+    });
+    await fc.assert(
+      fc.asyncProperty(request, table, async (req, rates) => {
+        const provider = new StaticRateProvider(rates);
+        const q = await quote({ priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency: req.payCurrency }, provider);
+        if (!q.ok) return;
+        const amount = formatPlain(q.value.amountExpected);
+        // Never short at the fixed rate, nor at the unrounded cross rate coinUsd / fiatUsd.
+        expect(compareProduct(amount, formatPlain(q.value.rate), req.priceAmount)).toBeGreaterThanOrEqual(0);
+        const coinUsd = rates.cryptoUsd[req.payCurrency];
+        const fiatUsd = rates.fiatUsd[req.priceCurrency];
+        expect(compareProduct(amount, coinUsd, formatPlain(new Decimal(req.priceAmount).times(fiatUsd)))).toBeGreaterThanOrEqual(0);
+        expect(formatPlain(q.value.priceAmountInUsd)).toBe(halfUpCents(req.priceAmount, fiatUsd));
+        checked++;
+      }),
+      { numRuns: 1000 },
+    );
+    expect(checked).toBeGreaterThan(500);
+  });
+});
