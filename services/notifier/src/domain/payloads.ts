@@ -1,0 +1,291 @@
+/**
+ * Which events become webhooks, and the exact body each one sends (DESIGN.md §6).
+ *
+ * One explicit table covers every event the services publish, so a new event type cannot become
+ * a webhook by accident: an event missing from the table is "not a webhook" (fail closed), and a
+ * test checks the table against the event messages in the protos.
+ *
+ * Bodies are flat. Every webhook event type has a distinct `status`, so a body says which event it
+ * is without a type field (the documented invoice.paid body has exactly six keys):
+ *
+ *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment}
+ *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment}
+ *                     (no amount: the event carries none, and an expired invoice received nothing)
+ *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
+ *   payout.verified   {payoutId, status:"Pending", amount, currency, environment}
+ *   payout.completed  {payoutId, status:"Completed", amount, currency, environment, transactionHash}
+ *   payout.rejected   {payoutId, status:"Rejected", amount, currency, environment, adminNote}
+ *                     (adminNote null when the operator left it empty)
+ *   payout.cancelled  {payoutId, status:"Cancelled", amount, currency, environment, reason}
+ *                     (reason "user" | "attempts_exhausted" | "code_expired")
+ *
+ * Keys are always present for their type (null, never missing: orderId, adminNote), and appear in
+ * the order above. `amount` is a JSON number written from the event's decimal string digit for
+ * digit (see decimalAsJsonNumber), never through a float.
+ *
+ * The body is returned as the exact string to sign, send and store: serialising it again
+ * anywhere else could change the bytes and break the signature.
+ */
+import { fromJson, isMessage, type DescMessage, type JsonValue, type Message } from '@bufbuild/protobuf';
+import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
+import { ApiKeyRevokedSchema, ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
+import {
+  InvoiceCreatedSchema,
+  InvoiceExpiredSchema,
+  InvoicePaidSchema,
+} from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
+import {
+  PayoutCancelledSchema,
+  PayoutCompletedSchema,
+  PayoutRejectedSchema,
+  PayoutRequestedSchema,
+  PayoutVerificationCodeIssuedSchema,
+  PayoutVerifiedSchema,
+} from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+
+/** An event payload the table cannot map: a producer bug, never silently sent. */
+export class MalformedEventError extends Error {
+  constructor(
+    readonly eventType: string,
+    detail: string,
+  ) {
+    super(`malformed ${eventType} event: ${detail}`);
+    this.name = 'MalformedEventError';
+  }
+}
+
+/** A decimal amount that the body writes as a JSON number token, exactly as `digits` spells it. */
+export class JsonDecimal {
+  private constructor(readonly digits: string) {}
+  /** @throws Error when `decimal` is not a plain decimal (see decimalAsJsonNumber). */
+  static of(decimal: string): JsonDecimal {
+    return new JsonDecimal(decimalAsJsonNumber(decimal));
+  }
+}
+
+export type WebhookFieldValue = string | null | JsonDecimal;
+export type WebhookFields = Readonly<Record<string, WebhookFieldValue>>;
+
+export type WebhookMapping =
+  | {
+      kind: 'webhook';
+      /** The project whose endpoint receives it. */
+      projectId: string;
+      /** The exact JSON text to sign, send and store. */
+      body: string;
+    }
+  | { kind: 'not_a_webhook'; reason: string };
+
+interface WebhookRule {
+  kind: 'webhook';
+  schema: DescMessage;
+  map(eventType: string, message: Message): { projectId: string; fields: WebhookFields };
+}
+interface InternalRule {
+  kind: 'not_a_webhook';
+  schema: DescMessage;
+  reason: string;
+}
+export type EventRule = WebhookRule | InternalRule;
+
+/** A table row that maps `schema`'s message to body fields (typed by the schema). */
+function webhook<Event extends Message & { projectId: string }>(
+  schema: GenMessage<Event>,
+  fields: (event: Event, read: FieldReader) => WebhookFields,
+): WebhookRule {
+  return {
+    kind: 'webhook',
+    schema,
+    map(eventType, message) {
+      if (!isMessage(message, schema)) {
+        throw new MalformedEventError(eventType, `expected ${schema.typeName}, got ${message.$typeName}`);
+      }
+      const read = fieldReader(eventType);
+      return { projectId: read.required('projectId', message.projectId), fields: fields(message, read) };
+    },
+  };
+}
+
+function internal(schema: DescMessage, reason: string): InternalRule {
+  return { kind: 'not_a_webhook', schema, reason };
+}
+
+/** Every published event type: how (or whether) it becomes a webhook. */
+export const EVENT_WEBHOOK_TABLE = {
+  'invoice.created': internal(
+    InvoiceCreatedSchema,
+    'not a documented webhook: the merchant created the invoice and has the API response',
+  ),
+  'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({
+    invoiceId: read.required('invoiceId', e.invoiceId),
+    orderId: e.orderId ?? null,
+    status: read.required('status', e.status),
+    amount: read.amount('amount', e.amount),
+    currency: read.required('currency', e.currency),
+    environment: read.environment(e.environment),
+  })),
+  'invoice.expired': webhook(InvoiceExpiredSchema, (e, read) => ({
+    invoiceId: read.required('invoiceId', e.invoiceId),
+    orderId: e.orderId ?? null,
+    status: read.required('status', e.status),
+    currency: read.required('currency', e.currency),
+    environment: read.environment(e.environment),
+  })),
+  'payout.requested': webhook(PayoutRequestedSchema, payoutBase),
+  'payout.verification_code_issued': internal(
+    PayoutVerificationCodeIssuedSchema,
+    'internal: carries the plain verification code and the merchant email; it is emailed, never sent to a URL',
+  ),
+  'payout.verified': webhook(PayoutVerifiedSchema, payoutBase),
+  'payout.completed': webhook(PayoutCompletedSchema, (e, read) => ({
+    ...payoutBase(e, read),
+    transactionHash: read.required('transactionHash', e.transactionHash),
+  })),
+  'payout.rejected': webhook(PayoutRejectedSchema, (e, read) => ({
+    ...payoutBase(e, read),
+    adminNote: e.adminNote === '' ? null : e.adminNote,
+  })),
+  'payout.cancelled': webhook(PayoutCancelledSchema, (e, read) => ({
+    ...payoutBase(e, read),
+    reason: read.required('reason', e.reason),
+  })),
+  'webhook_delivery.failed': internal(
+    WebhookDeliveryFailedSchema,
+    'internal: operator alerting; a webhook about failed webhooks would feed on itself',
+  ),
+  'api_key.revoked': internal(ApiKeyRevokedSchema, 'internal: gateway cache invalidation'),
+  'project.updated': internal(ProjectUpdatedSchema, 'internal: cache invalidation of project settings'),
+} as const satisfies Record<string, EventRule>;
+
+export type PublishedEventType = keyof typeof EVENT_WEBHOOK_TABLE;
+export type WebhookEventType = {
+  [T in PublishedEventType]: (typeof EVENT_WEBHOOK_TABLE)[T]['kind'] extends 'webhook' ? T : never;
+}[PublishedEventType];
+
+export function isWebhookEventType(eventType: string): eventType is WebhookEventType {
+  return ruleFor(eventType)?.kind === 'webhook';
+}
+
+/**
+ * The webhook for an event as it travels on the bus (the producer's `toJson` payload).
+ * Unknown fields are ignored so producers can add fields without breaking the notifier.
+ * @throws MalformedEventError when the payload does not fit the event's message.
+ */
+export function webhookForEventJson(eventType: string, payload: JsonValue): WebhookMapping {
+  const rule = ruleFor(eventType);
+  if (rule === undefined) return unknownEventType(eventType);
+  if (rule.kind === 'not_a_webhook') return { kind: 'not_a_webhook', reason: rule.reason };
+  let message: Message;
+  try {
+    message = fromJson(rule.schema, payload, { ignoreUnknownFields: true });
+  } catch (error) {
+    throw new MalformedEventError(eventType, error instanceof Error ? error.message : String(error));
+  }
+  return toWebhook(eventType, rule, message);
+}
+
+/** The webhook for an already decoded event message. */
+export function webhookForEventMessage(eventType: string, message: Message): WebhookMapping {
+  const rule = ruleFor(eventType);
+  if (rule === undefined) return unknownEventType(eventType);
+  if (rule.kind === 'not_a_webhook') return { kind: 'not_a_webhook', reason: rule.reason };
+  return toWebhook(eventType, rule, message);
+}
+
+/**
+ * Serialises body fields in their own key order: strings and null as JSON.stringify writes them,
+ * JsonDecimal as its digits. Same fields, same bytes.
+ */
+export function serializeWebhookBody(fields: WebhookFields): string {
+  const members = Object.entries(fields).map(([key, value]) => {
+    const json = value instanceof JsonDecimal ? value.digits : JSON.stringify(value);
+    return `${JSON.stringify(key)}:${json}`;
+  });
+  return `{${members.join(',')}}`;
+}
+
+/**
+ * The JSON number token for a decimal string, written digit for digit so nothing is lost on our
+ * side: JSON.parse of it gives the nearest double (exact round trip for up to 15 significant
+ * digits, which covers 8 decimals up to 9,999,999.99999999), and a decimal-aware parser gets the
+ * exact value. Canonical form: no exponent, no leading zeros, no trailing fractional zeros, no
+ * "-0". Accepts plain and exponent notation (decimal.js writes tiny values as "1e-8").
+ * @throws Error on anything else ("", "+1", ".5", "1.", "NaN", whitespace…): this text goes into
+ *   the body verbatim, so it must be a number and nothing else.
+ */
+export function decimalAsJsonNumber(decimal: string): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d{1,2}))?$/.exec(decimal);
+  if (!match) throw new Error(`not a decimal number: ${JSON.stringify(decimal.slice(0, 40))}`);
+  const [, sign = '', whole = '', fraction = '', exponentText] = match;
+  const exponent = exponentText === undefined ? 0 : Number(exponentText);
+
+  // All digits, and where the decimal point sits among them.
+  const digits = whole + fraction;
+  const point = whole.length + exponent;
+  const padded = point <= 0 ? '0'.repeat(1 - point) + digits : digits.padEnd(point, '0');
+  const pointInPadded = Math.max(point, 1);
+
+  const integerPart = padded.slice(0, pointInPadded).replace(/^0+(?=\d)/, '');
+  const fractionPart = padded.slice(pointInPadded).replace(/0+$/, '');
+  const magnitude = fractionPart === '' ? integerPart : `${integerPart}.${fractionPart}`;
+  return magnitude === '0' ? '0' : sign + magnitude;
+}
+
+interface FieldReader {
+  /** A string field that must not be empty (proto3 cannot tell empty from absent). */
+  required(name: string, value: string): string;
+  amount(name: string, value: string): JsonDecimal;
+  environment(value: string): 'live' | 'sandbox';
+}
+
+function fieldReader(eventType: string): FieldReader {
+  const fail = (detail: string): never => {
+    throw new MalformedEventError(eventType, detail);
+  };
+  return {
+    required: (name, value) => (value !== '' ? value : fail(`${name} is missing`)),
+    amount(name, value) {
+      try {
+        return JsonDecimal.of(value);
+      } catch {
+        return fail(`${name} ${JSON.stringify(value.slice(0, 40))} is not a decimal`);
+      }
+    },
+    environment: (value) =>
+      value === 'live' || value === 'sandbox' ? value : fail(`environment ${JSON.stringify(value)} is not live|sandbox`),
+  };
+}
+
+interface PayoutEventFields {
+  payoutId: string;
+  status: string;
+  amount: string;
+  currency: string;
+  environment: string;
+}
+
+function payoutBase(e: PayoutEventFields, read: FieldReader) {
+  return {
+    payoutId: read.required('payoutId', e.payoutId),
+    status: read.required('status', e.status),
+    amount: read.amount('amount', e.amount),
+    currency: read.required('currency', e.currency),
+    environment: read.environment(e.environment),
+  };
+}
+
+function ruleFor(eventType: string): EventRule | undefined {
+  return Object.hasOwn(EVENT_WEBHOOK_TABLE, eventType)
+    ? EVENT_WEBHOOK_TABLE[eventType as PublishedEventType]
+    : undefined;
+}
+
+function unknownEventType(eventType: string): WebhookMapping {
+  return { kind: 'not_a_webhook', reason: `unknown event type ${JSON.stringify(eventType)}: only listed events become webhooks` };
+}
+
+function toWebhook(eventType: string, rule: WebhookRule, message: Message): WebhookMapping {
+  const { projectId, fields } = rule.map(eventType, message);
+  return { kind: 'webhook', projectId, body: serializeWebhookBody(fields) };
+}

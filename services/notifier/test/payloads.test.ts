@@ -1,0 +1,279 @@
+/**
+ * The event → webhook table: every published event type has a row, the documented bodies are
+ * exact (keys, order, amount as a JSON number), and internal events never become webhooks.
+ */
+import { create, toJson, type DescMessage, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  ApiKeyRevokedSchema,
+  file_coinvoice_auth_v1_events,
+  ProjectUpdatedSchema,
+} from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
+import {
+  file_coinvoice_invoice_v1_events,
+  InvoiceCreatedSchema,
+  InvoiceExpiredSchema,
+  InvoicePaidSchema,
+} from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import {
+  file_coinvoice_notifier_v1_events,
+  WebhookDeliveryFailedSchema,
+} from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
+import {
+  file_coinvoice_payout_v1_events,
+  PayoutCancelledSchema,
+  PayoutCompletedSchema,
+  PayoutRejectedSchema,
+  PayoutRequestedSchema,
+  PayoutVerificationCodeIssuedSchema,
+  PayoutVerifiedSchema,
+} from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+import Decimal from 'decimal.js';
+import fc from 'fast-check';
+import {
+  decimalAsJsonNumber,
+  EVENT_WEBHOOK_TABLE,
+  isWebhookEventType,
+  MalformedEventError,
+  webhookForEventJson,
+  webhookForEventMessage,
+} from '../src/domain/payloads';
+
+const at = timestampFromDate(new Date('2026-02-03T04:05:06Z'));
+
+/** The event as it travels on the bus: the producer's toJson. */
+function busJson<Desc extends DescMessage>(schema: Desc, init: MessageInitShape<Desc>): JsonValue {
+  return toJson(schema, create(schema, init));
+}
+
+const invoicePaid = {
+  invoiceId: 'inv_01J0',
+  projectId: 'prj_1',
+  orderId: 'order-7',
+  status: 'Paid',
+  amount: '0.00000001',
+  currency: 'BTC',
+  environment: 'sandbox',
+  transactionHash: 'ab'.repeat(32),
+  paidAt: at,
+};
+const payout = { payoutId: 'po_1', projectId: 'prj_1', environment: 'live', amount: '123456.12345678', currency: 'USDT' };
+
+// Every event type, its payload, and the exact body it sends (null: never a webhook).
+const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string | null]> = [
+  [
+    'invoice.created',
+    busJson(InvoiceCreatedSchema, {
+      invoiceId: 'inv_01J0', projectId: 'prj_1', status: 'Waiting', priceAmount: '10', priceCurrency: 'USD',
+      amountExpected: '0.0001', currency: 'BTC', address: 'bc1q…', environment: 'live', createdAt: at, expiredAt: at,
+    }),
+    null,
+  ],
+  [
+    'invoice.paid',
+    busJson(InvoicePaidSchema, invoicePaid),
+    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox"}',
+  ],
+  [
+    'invoice.expired',
+    busJson(InvoiceExpiredSchema, { invoiceId: 'inv_2', projectId: 'prj_1', status: 'Expired', currency: 'ETH', environment: 'live', expiredAt: at }),
+    '{"invoiceId":"inv_2","orderId":null,"status":"Expired","currency":"ETH","environment":"live"}',
+  ],
+  [
+    'payout.requested',
+    busJson(PayoutRequestedSchema, { ...payout, status: 'AwaitingVerification', address: 'T…', note: 'rent', createdAt: at }),
+    '{"payoutId":"po_1","status":"AwaitingVerification","amount":123456.12345678,"currency":"USDT","environment":"live"}',
+  ],
+  [
+    'payout.verification_code_issued',
+    busJson(PayoutVerificationCodeIssuedSchema, { ...payout, status: 'AwaitingVerification', email: 'm@example.com', code: '123456', expiresAt: at }),
+    null,
+  ],
+  [
+    'payout.verified',
+    busJson(PayoutVerifiedSchema, { ...payout, status: 'Pending', verifiedAt: at }),
+    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live"}',
+  ],
+  [
+    'payout.completed',
+    busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', transactionHash: '0xfeed', completedAt: at }),
+    '{"payoutId":"po_1","status":"Completed","amount":123456.12345678,"currency":"USDT","environment":"live","transactionHash":"0xfeed"}',
+  ],
+  [
+    'payout.rejected',
+    busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', adminNote: 'address is "sanctioned"', rejectedAt: at }),
+    '{"payoutId":"po_1","status":"Rejected","amount":123456.12345678,"currency":"USDT","environment":"live","adminNote":"address is \\"sanctioned\\""}',
+  ],
+  [
+    'payout.cancelled',
+    busJson(PayoutCancelledSchema, { ...payout, status: 'Cancelled', reason: 'attempts_exhausted', cancelledAt: at }),
+    '{"payoutId":"po_1","status":"Cancelled","amount":123456.12345678,"currency":"USDT","environment":"live","reason":"attempts_exhausted"}',
+  ],
+  [
+    'webhook_delivery.failed',
+    busJson(WebhookDeliveryFailedSchema, {
+      deliveryId: 'd1', projectId: 'prj_1', eventId: 'e1', eventType: 'invoice.paid', url: 'https://x.example/h', attemptCount: 8, failedAt: at,
+    }),
+    null,
+  ],
+  ['api_key.revoked', busJson(ApiKeyRevokedSchema, { keyId: 'k1', projectId: 'prj_1', keyHash: 'ff'.repeat(32), revokedAt: at }), null],
+  [
+    'project.updated',
+    busJson(ProjectUpdatedSchema, { projectId: 'prj_1', merchantId: 'm1', name: 'Shop', webhookUrl: 'https://x.example/h', invoiceLifetimeMinutes: 30, updatedAt: at }),
+    null,
+  ],
+];
+
+describe('the event table', () => {
+  test('has exactly one row per event message in the protos', () => {
+    const published = [
+      file_coinvoice_auth_v1_events,
+      file_coinvoice_invoice_v1_events,
+      file_coinvoice_notifier_v1_events,
+      file_coinvoice_payout_v1_events,
+    ].flatMap((file) => file.messages.map((m) => m.typeName));
+    const inTable = Object.values(EVENT_WEBHOOK_TABLE).map((rule) => rule.schema.typeName);
+    expect([...inTable].sort()).toEqual([...published].sort());
+    expect(Object.keys(EVENT_WEBHOOK_TABLE).sort()).toEqual(cases.map(([type]) => type).sort());
+  });
+
+  test.each(cases)('%s', (eventType, payload, body) => {
+    const mapped = webhookForEventJson(eventType, payload);
+    if (body === null) {
+      expect(mapped).toEqual({ kind: 'not_a_webhook', reason: expect.any(String) });
+      expect(isWebhookEventType(eventType)).toBe(false);
+    } else {
+      expect(mapped).toEqual({ kind: 'webhook', projectId: 'prj_1', body });
+      expect(isWebhookEventType(eventType)).toBe(true);
+    }
+  });
+
+  test('the verification code never reaches a webhook body', () => {
+    const [, payload] = cases.find(([type]) => type === 'payout.verification_code_issued') ?? [];
+    const mapped = webhookForEventJson('payout.verification_code_issued', payload ?? null);
+    expect(mapped.kind).toBe('not_a_webhook');
+    expect(JSON.stringify(mapped)).not.toContain('123456');
+  });
+
+  test.each(['invoice.refunded', 'payout.anything', '__proto__', 'constructor', ''])('unknown type %j is not a webhook', (eventType) => {
+    expect(webhookForEventJson(eventType, busJson(InvoicePaidSchema, invoicePaid))).toEqual({
+      kind: 'not_a_webhook',
+      reason: expect.stringContaining('unknown event type'),
+    });
+  });
+});
+
+describe('invoice.paid', () => {
+  test('has exactly the documented keys, in the documented order', () => {
+    const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid));
+    if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
+    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment']);
+  });
+
+  test('orderId is null when absent, amount a JSON number', () => {
+    const { orderId: _omitted, ...withoutOrder } = invoicePaid;
+    const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...withoutOrder, amount: '1.50000000' }));
+    if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
+    const parsed = JSON.parse(mapped.body) as Record<string, unknown>;
+    expect(parsed.orderId).toBeNull();
+    expect(parsed.amount).toBe(1.5);
+    expect(mapped.body).toContain('"amount":1.5,');
+  });
+
+  test('ignores fields producers may add later', () => {
+    const payload = { ...(busJson(InvoicePaidSchema, invoicePaid) as Record<string, JsonValue>), newField: 'x' };
+    expect(webhookForEventJson('invoice.paid', payload).kind).toBe('webhook');
+  });
+
+  test('the same event gives the same bytes, from JSON or from a decoded message', () => {
+    const fromJson = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid));
+    expect(webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid))).toEqual(fromJson);
+    expect(webhookForEventMessage('invoice.paid', create(InvoicePaidSchema, invoicePaid))).toEqual(fromJson);
+  });
+
+  test('a message of another type is refused', () => {
+    expect(() => webhookForEventMessage('invoice.paid', create(InvoiceExpiredSchema, { invoiceId: 'i', projectId: 'p' }))).toThrow(
+      MalformedEventError,
+    );
+  });
+
+  test.each([
+    ['environment "prod"', { environment: 'prod' }, /environment "prod" is not live\|sandbox/],
+    ['amount "abc"', { amount: 'abc' }, /amount "abc" is not a decimal/],
+    ['amount "1,5"', { amount: '1,5' }, /not a decimal/],
+    ['amount with JSON injection', { amount: '1,"status":"Paid"' }, /not a decimal/],
+    ['empty invoiceId', { invoiceId: '' }, /invoiceId is missing/],
+    ['empty projectId', { projectId: '' }, /projectId is missing/],
+    ['empty currency', { currency: '' }, /currency is missing/],
+  ])('a payload with %s is malformed', (_name, change, message) => {
+    expect(() => webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...invoicePaid, ...change }))).toThrow(message);
+  });
+
+  test('a payload that is not the event message is malformed', () => {
+    expect(() => webhookForEventJson('invoice.paid', { invoiceId: 42 })).toThrow(MalformedEventError);
+    expect(() => webhookForEventJson('invoice.paid', 'paid')).toThrow(MalformedEventError);
+  });
+});
+
+describe('payout bodies', () => {
+  test('adminNote is null when the operator left it empty', () => {
+    const mapped = webhookForEventJson('payout.rejected', busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', rejectedAt: at }));
+    if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
+    expect(JSON.parse(mapped.body)).toEqual({ payoutId: 'po_1', status: 'Rejected', amount: 123456.12345678, currency: 'USDT', environment: 'live', adminNote: null });
+  });
+
+  test('a completed payout without a transaction hash is malformed', () => {
+    expect(() =>
+      webhookForEventJson('payout.completed', busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', completedAt: at })),
+    ).toThrow(/transactionHash is missing/);
+  });
+});
+
+describe('decimalAsJsonNumber', () => {
+  test.each([
+    ['0.00000001', '0.00000001', 0.00000001],
+    ['123456.12345678', '123456.12345678', 123456.12345678],
+    ['1.50000000', '1.5', 1.5],
+    ['100', '100', 100],
+    ['100.000', '100', 100],
+    ['0', '0', 0],
+    ['0.0', '0', 0],
+    ['-0.00', '0', 0],
+    ['007.10', '7.1', 7.1],
+    ['-2.5', '-2.5', -2.5],
+    ['1e-8', '0.00000001', 0.00000001],
+    ['1.5E3', '1500', 1500],
+    ['12.345e-2', '0.12345', 0.12345],
+    ['21000000.00000000', '21000000', 21000000],
+    ['9999999.99999999', '9999999.99999999', 9999999.99999999],
+  ])('%s → %s', (decimal, token, value) => {
+    expect(decimalAsJsonNumber(decimal)).toBe(token);
+    expect(JSON.parse(token)).toBe(value);
+  });
+
+  test.each(['', ' 1', '1 ', '+1', '.5', '1.', '1..2', 'NaN', 'Infinity', '0x10', '1e', '1e1000', '١٢', '1_000'])('refuses %j', (bad) => {
+    expect(() => decimalAsJsonNumber(bad)).toThrow(/not a decimal number/);
+  });
+
+  test('amounts with up to 8 decimals below 10^7 survive JSON.parse exactly', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 9_999_999 }), fc.integer({ min: 0, max: 99_999_999 }), (whole, fraction) => {
+        const decimal = `${whole}.${String(fraction).padStart(8, '0')}`;
+        const parsed = JSON.parse(decimalAsJsonNumber(decimal)) as number;
+        expect(parsed).toBe(Number(decimal));
+        expect(new Decimal(String(parsed)).equals(new Decimal(decimal))).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('the token is the exact decimal, even where a double is not', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 20n }), fc.integer({ min: 0, max: 12 }), (units, scale) => {
+        const digits = units.toString().padStart(scale + 1, '0');
+        const decimal = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+        expect(new Decimal(decimalAsJsonNumber(decimal)).equals(new Decimal(decimal))).toBe(true);
+      }),
+    );
+  });
+});
