@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sanitizeRequestId, withRequestId, REQUEST_ID_HEADER, type Logger } from '@coinvoice/runtime';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Backends } from './backends';
 
 export interface GatewayDeps {
@@ -15,7 +15,7 @@ export interface GatewayDeps {
 
 export function build(deps: GatewayDeps): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger,
+    loggerInstance: deps.logger as FastifyBaseLogger,
     disableRequestLogging: false,
     bodyLimit: deps.bodyLimitBytes,
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),

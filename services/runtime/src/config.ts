@@ -116,12 +116,15 @@ export const setting = {
       parse: (raw) => raw.split(',').map((s) => s.trim()).filter((s) => s !== ''),
     };
   },
-  /** A NATS subject token / stream-name prefix: letters, digits, dash and underscore. */
+  /**
+   * A NATS subject token / stream-name prefix. Lower case only: stream names are upper-cased, so
+   * "Foo" and "foo" would share a stream while publishing on different subjects.
+   */
   name(options: { default?: string } = {}): Setting<string> {
     return {
-      expected: 'letters, digits, - or _ (1 to 32 characters)',
+      expected: 'lower-case letters, digits, - or _ (1 to 32 characters)',
       default: options.default,
-      parse: (raw) => (/^[A-Za-z0-9_-]{1,32}$/.test(raw) ? raw : undefined),
+      parse: (raw) => (/^[a-z0-9_-]{1,32}$/.test(raw) ? raw : undefined),
     };
   },
 };

@@ -1,0 +1,133 @@
+/**
+ * Every error the gateway answers is RFC 9457 application/problem+json:
+ * {type, title, status, detail, code, requestId, errors?: [{field, message}]}.
+ * Errors from services arrive as ConnectErrors; `errorFacts`/`httpStatusOf` (runtime) map them.
+ */
+import { STATUS_CODES } from 'node:http';
+import { errorFacts, httpStatusOf, type Logger, type Violation } from '@coinvoice/runtime';
+import { ConnectError } from '@connectrpc/connect';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const TYPE_BASE = 'https://docs.coinvoice.dev/errors/';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  requestId: string;
+  errors?: Violation[];
+}
+
+/** An error the gateway itself decides on (auth, validation it does before calling a service). */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    detail: string,
+    readonly errors: Violation[] = [],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = 'HttpProblem';
+  }
+}
+
+export function problemOf(status: number, code: string, detail: string, requestId: string, errors: Violation[] = []): Problem {
+  return {
+    type: `${TYPE_BASE}${code}`,
+    title: STATUS_CODES[status] ?? 'Error',
+    status,
+    detail,
+    code,
+    requestId,
+    ...(errors.length > 0 ? { errors } : {}),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, problem: Problem, headers: Record<string, string> = {}): FastifyReply {
+  return reply.code(problem.status).headers(headers).type(PROBLEM_CONTENT_TYPE).send(problem);
+}
+
+/** `/body/priceAmount` → `priceAmount`; `/items/0/name` → `items.0.name`. */
+function fieldOfInstancePath(instancePath: string, missingProperty?: string, additionalProperty?: string): string {
+  const base = instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+  const leaf = missingProperty ?? additionalProperty;
+  return leaf ? (base ? `${base}.${leaf}` : leaf) : base || 'body';
+}
+
+interface AjvIssue {
+  instancePath: string;
+  message?: string;
+  keyword: string;
+  params: Record<string, unknown>;
+}
+
+export function violationsOfValidation(issues: AjvIssue[]): Violation[] {
+  const seen = new Set<string>();
+  const out: Violation[] = [];
+  for (const issue of issues) {
+    const field = fieldOfInstancePath(
+      issue.instancePath,
+      typeof issue.params.missingProperty === 'string' ? issue.params.missingProperty : undefined,
+      typeof issue.params.additionalProperty === 'string' ? issue.params.additionalProperty : undefined,
+    );
+    const message =
+      issue.keyword === 'additionalProperties'
+        ? 'is not a known field'
+        : issue.keyword === 'required'
+          ? 'is required'
+          : (issue.message ?? 'is invalid');
+    const key = `${field}\u0000${message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push({ field, message });
+    }
+  }
+  return out;
+}
+
+/** Fastify's error handler: every failure, whatever its source, leaves as one problem document. */
+export function handleError(logger: Logger) {
+  return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const requestId = request.id;
+    if (error instanceof HttpProblem) {
+      return sendProblem(reply, problemOf(error.status, error.code, error.message, requestId, error.errors), error.headers);
+    }
+    if (error instanceof ConnectError) {
+      const facts = errorFacts(error);
+      const status = httpStatusOf(facts.connectCode, facts.code);
+      if (status >= 500) logger.error({ err: error, requestId }, 'backend call failed');
+      const detail = status >= 500 && status !== 503 ? 'an internal error occurred' : facts.message;
+      const code = status === 503 || status === 504 ? 'service_unavailable' : facts.code;
+      return sendProblem(reply, problemOf(status, code, status === 503 || status === 504 ? 'a dependency is unavailable; try again shortly' : detail, requestId, facts.violations));
+    }
+    const fastifyError = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
+    if (fastifyError.validation) {
+      const context = fastifyError.validationContext ?? 'body';
+      const errors = violationsOfValidation(fastifyError.validation).map((v) =>
+        context === 'body' ? v : { field: v.field === 'body' ? context : v.field, message: v.message },
+      );
+      return sendProblem(reply, problemOf(400, 'validation_failed', `the request ${context} is invalid`, requestId, errors));
+    }
+    switch (fastifyError.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendProblem(reply, problemOf(413, 'payload_too_large', 'the request body is too large', requestId));
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendProblem(reply, problemOf(415, 'unsupported_media_type', 'send the request body as application/json', requestId));
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return sendProblem(reply, problemOf(400, 'validation_failed', 'the request body is empty', requestId, [{ field: 'body', message: 'must be a JSON object' }]));
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        return sendProblem(reply, problemOf(400, 'invalid_json', 'the request body is not valid JSON', requestId, [{ field: 'body', message: 'must be valid JSON' }]));
+    }
+    if (fastifyError.statusCode && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+      // Fastify's own client errors (e.g. malformed JSON): the status is right, the message is safe.
+      const code = fastifyError.statusCode === 400 ? 'bad_request' : 'client_error';
+      return sendProblem(reply, problemOf(fastifyError.statusCode, code, fastifyError.message, requestId));
+    }
+    logger.error({ err: error, requestId }, 'unhandled error');
+    return sendProblem(reply, problemOf(500, 'internal_error', 'an internal error occurred', requestId));
+  };
+}

@@ -1,0 +1,300 @@
+/**
+ * Idempotent JetStream consumer.
+ *
+ * JetStream delivers at least once: a message comes again when its ack is lost, when a replica
+ * dies mid-handling, or when the relay re-published it outside the duplicate window. So the
+ * effect of an event and the record that it was handled commit together:
+ *
+ *   begin
+ *     insert into processed_events (consumer_name, event_id) … on conflict do nothing
+ *     → row already there: a duplicate, skip the handler
+ *     → inserted: handler(tx, event)
+ *   commit, then ack        (handler failed: rollback, nak with a growing delay)
+ *
+ * A duplicate handled concurrently by another replica waits on the primary key until the first
+ * transaction ends, then finds the row (skip) or, if that one rolled back, handles it itself.
+ *
+ * The consumer is a durable pull consumer shared by every replica of the service (each message
+ * goes to one of them). Messages are handled one at a time per replica, in delivery order.
+ */
+import {
+  AckPolicy,
+  DeliverPolicy,
+  nanos,
+  type Consumer,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type NatsConnection,
+} from 'nats';
+import type { Sql, TransactionSql } from '../db';
+import { sanitizeRequestId, withRequestId, type Logger } from '../log';
+import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
+import type { JsonValue } from './outbox';
+
+/**
+ * DDL of the processed-events table. Each service that consumes events copies it into its first
+ * migration (`migrations/0001_*.sql`), next to the outbox DDL.
+ */
+export const PROCESSED_EVENTS_DDL = `-- Idempotent consumers (coinvoice runtime, events/consumer.ts): one row per event a consumer
+-- has applied, written in the same transaction as the effect.
+create table processed_events (
+  consumer_name text not null,
+  event_id      text not null,
+  processed_at  timestamptz not null default now(),
+  primary key (consumer_name, event_id)
+);
+-- For the retention sweep (deleteProcessedEvents).
+create index processed_events_processed_at_idx on processed_events (processed_at);
+`;
+
+export interface ConsumedEvent {
+  /** The event id (the message's Nats-Msg-Id, the outbox row's event_id). */
+  id: string;
+  /** e.g. `invoice.paid` */
+  type: string;
+  subject: string;
+  /** The event's protobuf message as JSON; decode with `fromJson(Schema, payload)`. */
+  payload: JsonValue;
+  key?: string;
+  requestId?: string;
+  /** When the event was written (ISO 8601), if the publisher said. */
+  occurredAt?: string;
+  /** 1 on first delivery. */
+  deliveryCount: number;
+  streamSequence: number;
+}
+
+/** Applies an event's effect inside `tx`; throwing rolls it back and the event is retried. */
+export type EventHandler = (tx: TransactionSql, event: ConsumedEvent) => Promise<void>;
+
+export interface IdempotentConsumerOptions {
+  /** The service's pool: `processed_events` and the handler's tables resolve in its schema. */
+  sql: Sql;
+  nats: NatsConnection;
+  /** The stream to read, e.g. `namespace.streamName('invoice')`. */
+  stream: string;
+  /**
+   * Durable consumer name, the same on every replica (they share the work), and the
+   * `consumer_name` of processed_events rows, e.g. "payout-ledger".
+   */
+  name: string;
+  /** Subjects to receive, e.g. `[namespace.subject('invoice.paid')]`. Several need NATS ≥ 2.10. */
+  filterSubjects: string[];
+  handler: EventHandler;
+  logger: Logger;
+  /** How long the server waits for an ack before redelivering (default 30 s); kept alive while a handler runs. */
+  ackWaitMs?: number;
+  /** Long-poll length of one pull request (default 5000 ms, at least 1000). */
+  pullExpiresMs?: number;
+  /** Redelivery delay after a failure: doubles per delivery from `initialMs` up to `maxMs` (default 1 s … 60 s). */
+  retry?: { initialMs?: number; maxMs?: number };
+  /** Deliveries before JetStream gives up on a message (default unlimited: a bug fix should not lose events). */
+  maxDeliver?: number;
+  /**
+   * Test seam: called after the transaction committed and before the ack. Throwing here behaves
+   * like a crash between commit and ack: the message is delivered again.
+   */
+  afterCommit?: (event: ConsumedEvent) => void | Promise<void>;
+}
+
+const decoder = new TextDecoder();
+
+export class IdempotentConsumer {
+  private readonly js: JetStreamClient;
+  private readonly logger: Logger;
+  private readonly ackWaitMs: number;
+  private readonly pullExpiresMs: number;
+  private readonly retryInitialMs: number;
+  private readonly retryMaxMs: number;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private interruptSleep: (() => void) | undefined;
+  /** The pull in progress while no message is being handled. */
+  private idlePull: ConsumerMessages | undefined;
+
+  constructor(private readonly options: IdempotentConsumerOptions) {
+    if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
+    this.js = options.nats.jetstream();
+    this.logger = options.logger.child({ component: 'consumer', consumer: options.name, stream: options.stream });
+    this.ackWaitMs = options.ackWaitMs ?? 30_000;
+    this.pullExpiresMs = Math.max(1000, options.pullExpiresMs ?? 5000);
+    this.retryInitialMs = options.retry?.initialMs ?? 1000;
+    this.retryMaxMs = options.retry?.maxMs ?? 60_000;
+  }
+
+  /** Creates or updates the durable consumer, then handles messages in the background. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    const jsm = await this.options.nats.jetstreamManager();
+    await this.ensureDurable(jsm);
+    const consumer = await this.js.consumers.get(this.options.stream, this.options.name);
+    this.running = true;
+    this.loop = this.run(consumer);
+  }
+
+  /**
+   * Graceful stop: pulls no more, finishes (commits and acks) the message in hand, and hands any
+   * message that arrives meanwhile straight back (nak without delay) to another replica.
+   * Resolves as soon as the message in hand (if any) is done.
+   */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    // Idle, waiting on the server: end the pull now instead of at its expiry. A message the
+    // server sends in that very instant is redelivered after ack_wait, as after a crash.
+    this.idlePull?.stop();
+    this.interruptSleep?.();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  private async ensureDurable(jsm: JetStreamManager): Promise<void> {
+    const { stream, name, filterSubjects } = this.options;
+    const filter: Partial<ConsumerConfig> =
+      filterSubjects.length === 1 ? { filter_subject: filterSubjects[0] } : { filter_subjects: filterSubjects };
+    const config: Partial<ConsumerConfig> = {
+      durable_name: name,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(this.ackWaitMs),
+      max_deliver: this.options.maxDeliver ?? -1,
+      ...filter,
+    };
+    try {
+      // Identical config on an existing durable is a no-op, so every replica can call this at start.
+      await jsm.consumers.add(stream, config);
+    } catch (err) {
+      const exists =
+        isJetStreamApiError(err, JS_ERR.consumerNameExists) || isJetStreamApiError(err, JS_ERR.consumerAlreadyExists);
+      if (!exists) throw err;
+      // Created by an older release with other settings: bring the updatable ones up to date.
+      const { durable_name: _durable, deliver_policy: _deliver, ack_policy: _ack, ...updatable } = config;
+      await jsm.consumers.update(stream, name, updatable);
+    }
+  }
+
+  private async run(consumer: Consumer): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        // One message per pull: nothing sits in a client-side buffer where a stop or a crash
+        // would strand it until ack_wait, and a slow handler never outlives its pull.
+        const pull = await consumer.fetch({ max_messages: 1, expires: this.pullExpiresMs });
+        this.idlePull = pull;
+        for await (const msg of pull) {
+          this.idlePull = undefined;
+          if (!this.running) {
+            // Arrived while stopping: give it back at once rather than after ack_wait.
+            msg.nak();
+            continue;
+          }
+          await this.handle(msg);
+        }
+        failures = 0;
+      } catch (err) {
+        if (!this.running) break;
+        failures += 1;
+        const retryInMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (failures - 1));
+        this.logger.warn({ err, failures, retryInMs }, 'consumer: pull failed; retrying');
+        await this.sleep(retryInMs);
+      } finally {
+        this.idlePull = undefined;
+      }
+    }
+  }
+
+  private async handle(msg: JsMsg): Promise<void> {
+    const requestId = sanitizeRequestId(msg.headers?.get(EVENT_HEADERS.requestId));
+    await withRequestId(requestId, async () => {
+      const event = this.decode(msg);
+      if (!event) return;
+      const log = this.logger.child({ eventId: event.id, eventType: event.type, delivery: event.deliveryCount });
+      // Tell the server we are still at it, so a slow handler is not redelivered to another replica.
+      const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(this.ackWaitMs / 2)));
+      try {
+        const applied = await this.options.sql.begin(async (tx) => {
+          const claimed = await tx`
+            insert into processed_events (consumer_name, event_id)
+            values (${this.options.name}, ${event.id})
+            on conflict do nothing
+            returning event_id`;
+          if (claimed.length === 0) return false;
+          await this.options.handler(tx, event);
+          return true;
+        });
+        await this.options.afterCommit?.(event);
+        msg.ack();
+        if (applied) log.debug('consumer: event handled');
+        else log.info('consumer: duplicate event skipped');
+      } catch (err) {
+        const retryInMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (event.deliveryCount - 1));
+        log.warn({ err, retryInMs }, 'consumer: handler failed; event will be redelivered');
+        msg.nak(retryInMs);
+      } finally {
+        clearInterval(keepAlive);
+      }
+    });
+  }
+
+  /** Reads the event from a message; a message we can never handle is terminated (and logged). */
+  private decode(msg: JsMsg): ConsumedEvent | undefined {
+    const id = msg.headers?.get(MSG_ID_HEADER);
+    const type = msg.headers?.get(EVENT_HEADERS.eventType) || undefined;
+    const fields = { subject: msg.subject, streamSequence: msg.seq };
+    if (!id) {
+      this.logger.error(fields, 'consumer: message without Nats-Msg-Id cannot be de-duplicated; terminated');
+      msg.term(); // no reason text: servers before 2.10 ignore a TERM that carries one
+      return undefined;
+    }
+    let payload: JsonValue;
+    try {
+      payload = JSON.parse(decoder.decode(msg.data)) as JsonValue;
+    } catch (err) {
+      this.logger.error({ ...fields, eventId: id, err }, 'consumer: payload is not JSON; terminated');
+      msg.term();
+      return undefined;
+    }
+    const key = msg.headers?.get(EVENT_HEADERS.eventKey) || undefined;
+    const occurredAt = msg.headers?.get(EVENT_HEADERS.occurredAt) || undefined;
+    return {
+      id,
+      // Publishers set the header; else the subject minus its namespace token.
+      type: type ?? msg.subject.slice(msg.subject.indexOf('.') + 1),
+      subject: msg.subject,
+      payload,
+      key,
+      requestId: sanitizeRequestId(msg.headers?.get(EVENT_HEADERS.requestId)),
+      occurredAt,
+      deliveryCount: msg.info.deliveryCount,
+      streamSequence: msg.info.streamSequence,
+    };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.interruptSleep = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.interruptSleep = done;
+    });
+  }
+}
+
+/** Deletes processed-event records older than `olderThanMs` (keep them longer than the streams keep events). */
+export async function deleteProcessedEvents(sql: Sql, options: { olderThanMs: number; limit?: number }): Promise<number> {
+  const cutoff = new Date(Date.now() - options.olderThanMs);
+  const result = await sql`
+    delete from processed_events
+    where (consumer_name, event_id) in (
+      select consumer_name, event_id from processed_events
+      where processed_at < ${cutoff}
+      limit ${options.limit ?? 10_000}
+    )`;
+  return result.count;
+}

@@ -1,0 +1,368 @@
+/**
+ * Transactional outbox.
+ *
+ * A service never publishes to NATS inside a request: it writes the event into its `outbox` table
+ * in the same transaction as the state change (`enqueueEvent`), so the event exists if and only
+ * if the change committed. The `OutboxRelay` then moves committed rows to JetStream:
+ *
+ *   begin
+ *     select … from outbox where published_at is null order by seq limit n for update skip locked
+ *     for each row: publish (msgID = event id), await the PubAck
+ *     update outbox set published_at = now() where seq in (…)
+ *   commit
+ *
+ * - A crash between publish and commit re-publishes the rows later with the same msgID, which
+ *   JetStream drops inside the stream's duplicate window: each event is stored exactly once.
+ * - Several relays (one per replica) never take the same row: SKIP LOCKED hands each its own.
+ * - A failed publish rolls the batch back and the relay retries with backoff: nothing is lost
+ *   and, within one relay, nothing is reordered. Across relays, order follows commit timing, not
+ *   strictly seq; consumers must not depend on order across different aggregates.
+ * - `enqueueEvent` NOTIFYs the relay's channel, delivered by Postgres at commit, so an event is
+ *   published at once; a poll interval is the fallback for a missed notification.
+ */
+import { randomUUID } from 'node:crypto';
+import { headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
+import { assertSchemaName, type Sql, type TransactionSql } from '../db';
+import { currentRequestId, type Logger } from '../log';
+import { assertEventType, EVENT_HEADERS, EventNamespace, type EventNamespaceLike } from './bus';
+
+/** A JSON value as protobuf's `toJson` produces it (structurally equal to @bufbuild/protobuf's). */
+export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
+export type JsonObject = { [key: string]: JsonValue };
+
+/**
+ * DDL of the outbox table. Each service copies it into its first migration
+ * (`migrations/0001_*.sql`); unqualified names land in the service's schema.
+ */
+export const OUTBOX_DDL = `-- Transactional outbox (coinvoice runtime, events/outbox.ts): events written in the same
+-- transaction as the state change, relayed to NATS JetStream with msgID = event_id.
+create table outbox (
+  seq          bigint generated always as identity primary key,
+  event_id     uuid not null unique,
+  event_type   text not null,
+  event_key    text,
+  payload      jsonb not null,
+  request_id   text,
+  created_at   timestamptz not null default now(),
+  published_at timestamptz
+);
+-- The relay's queue: unpublished rows in order, kept small by marking and the retention sweep.
+create index outbox_unpublished_idx on outbox (seq) where published_at is null;
+`;
+
+/** NOTIFY channel of a schema's outbox (channels are per database; schemas share one database). */
+export function outboxChannel(schema: string): string {
+  assertSchemaName(schema);
+  return `outbox_${schema}`;
+}
+
+export interface NewEvent {
+  /** `<service>.<name>`, e.g. `invoice.paid`. */
+  type: string;
+  /** The event's protobuf message as JSON (`toJson(Schema, message)`). */
+  payload: JsonValue;
+  /** What the event is about, e.g. the invoice id; travels in the `event-key` header. */
+  key?: string;
+  /** Defaults to the request id of the work in hand (see log.ts). */
+  requestId?: string;
+  /** Defaults to a new UUID; pass one to know it before commit (it must be a UUID). */
+  id?: string;
+}
+
+/**
+ * Writes `event` into the outbox inside the caller's transaction and wakes the relay once that
+ * transaction commits. Returns the event id (also its `Nats-Msg-Id` and webhook id).
+ */
+export async function enqueueEvent(tx: TransactionSql, event: NewEvent): Promise<string> {
+  assertEventType(event.type);
+  const id = event.id ?? randomUUID();
+  const requestId = event.requestId ?? currentRequestId() ?? null;
+  // One round trip: insert, then notify the channel of the schema the row went into. Postgres
+  // delivers the notification at commit only, and folds repeats within one transaction.
+  await tx`
+    with inserted as (
+      insert into outbox (event_id, event_type, event_key, payload, request_id)
+      values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId})
+      returning seq
+    )
+    select pg_notify('outbox_' || current_schema(), '') from inserted`;
+  return id;
+}
+
+/** What the relay hands to `afterPublish`. */
+export interface RelayedEvent {
+  seq: string;
+  id: string;
+  type: string;
+  subject: string;
+}
+
+export interface OutboxRelayOptions {
+  /** The service's pool. */
+  sql: Sql;
+  /**
+   * The service's schema: where its outbox is and the NOTIFY channel. Defaults to the pool's
+   * current schema (createDb's search_path), looked up at start.
+   */
+  schema?: string;
+  nats: NatsConnection;
+  namespace: EventNamespaceLike;
+  logger: Logger;
+  /** Rows per transaction (default 100). */
+  batchSize?: number;
+  /** Fallback poll when no notification arrives (default 1000 ms). */
+  pollIntervalMs?: number;
+  /** How long to wait for each PubAck (default 5000 ms). */
+  publishTimeoutMs?: number;
+  /** Backoff after a failed batch: doubles from `initialMs` up to `maxMs` (default 200 ms … 10 s). */
+  retry?: { initialMs?: number; maxMs?: number };
+  /**
+   * Published rows older than this are deleted by a sweep the relay runs every
+   * `sweepIntervalMs` (defaults 24 h and 10 min). 0 disables the sweep.
+   */
+  keepPublishedMs?: number;
+  sweepIntervalMs?: number;
+  /**
+   * Test seam: called after an event's PubAck and before its row is marked. Throwing here
+   * behaves like a crash between publish and mark: the batch rolls back and is retried.
+   */
+  afterPublish?: (event: RelayedEvent) => void | Promise<void>;
+}
+
+interface OutboxRow {
+  seq: string;
+  event_id: string;
+  event_type: string;
+  event_key: string | null;
+  payload: string;
+  request_id: string | null;
+  created_at: Date;
+}
+
+const encoder = new TextEncoder();
+
+export class OutboxRelay {
+  private readonly sql: Sql;
+  private readonly js: JetStreamClient;
+  private readonly namespace: EventNamespace;
+  private logger: Logger;
+  private readonly batchSize: number;
+  private readonly pollIntervalMs: number;
+  private readonly publishTimeoutMs: number;
+  private readonly retryInitialMs: number;
+  private readonly retryMaxMs: number;
+  private readonly keepPublishedMs: number;
+  private readonly sweepIntervalMs: number;
+
+  /** Known from the options or looked up at start. */
+  private schema: string | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  /** Set by a notification; makes the loop go round again instead of sleeping. */
+  private wakeRequested = false;
+  /** Resolves the current sleep early (on wake-up or stop). */
+  private interruptSleep: (() => void) | undefined;
+  private sleepIsWakeable = false;
+  private listener: { unlisten(): Promise<void> } | undefined;
+  private listening: Promise<void> | undefined;
+  private lastSweep = Date.now();
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    if (options.schema !== undefined) assertSchemaName(options.schema);
+    this.schema = options.schema;
+    this.sql = options.sql;
+    this.js = options.nats.jetstream();
+    this.namespace = EventNamespace.of(options.namespace);
+    this.logger = options.logger.child({ component: 'outbox-relay', schema: options.schema });
+    this.batchSize = options.batchSize ?? 100;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
+    this.publishTimeoutMs = options.publishTimeoutMs ?? 5000;
+    this.retryInitialMs = options.retry?.initialMs ?? 200;
+    this.retryMaxMs = options.retry?.maxMs ?? 10_000;
+    this.keepPublishedMs = options.keepPublishedMs ?? 24 * 60 * 60_000;
+    this.sweepIntervalMs = options.sweepIntervalMs ?? 10 * 60_000;
+  }
+
+  /**
+   * Starts relaying in the background. Resolves once it listens for notifications (or, with
+   * Postgres unreachable, has fallen back to polling until LISTEN succeeds).
+   */
+  async start(): Promise<void> {
+    if (this.running) return;
+    await this.resolveSchema();
+    this.running = true;
+    await this.listen();
+    this.loop = this.run();
+  }
+
+  /** Stops after the batch in hand is published and marked; resolves when the relay is idle. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.interruptSleep?.();
+    await this.loop;
+    this.loop = undefined;
+    await this.listening;
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.unlisten().catch((err: unknown) => this.logger.debug({ err }, 'outbox relay: unlisten failed'));
+  }
+
+  /**
+   * Relays one batch now; returns how many events it published. The loop calls it; exposed so a
+   * caller (a test, a one-shot job) can drain the outbox without starting the loop.
+   */
+  async relayBatch(): Promise<number> {
+    const table = `${await this.resolveSchema()}.outbox`;
+    return this.sql.begin(async (tx) => {
+      const rows = await tx<OutboxRow[]>`
+        select seq, event_id, event_type, event_key, payload::text as payload, request_id, created_at
+        from ${tx(table)}
+        where published_at is null
+        order by seq
+        limit ${this.batchSize}
+        for update skip locked`;
+      // One at a time, each PubAck awaited before the next: a failure leaves no later event
+      // stored ahead of an earlier one.
+      for (const row of rows) await this.publish(row);
+      if (rows.length > 0) {
+        await tx`update ${tx(table)} set published_at = now() where seq in ${tx(rows.map((row) => row.seq))}`;
+      }
+      return rows.length;
+    });
+  }
+
+  private async publish(row: OutboxRow): Promise<void> {
+    const subject = this.namespace.subject(row.event_type);
+    const headers = natsHeaders();
+    headers.set(EVENT_HEADERS.eventType, row.event_type);
+    headers.set(EVENT_HEADERS.occurredAt, row.created_at.toISOString());
+    if (row.request_id) headers.set(EVENT_HEADERS.requestId, row.request_id);
+    if (row.event_key) headers.set(EVENT_HEADERS.eventKey, row.event_key);
+    const ack = await this.js.publish(subject, encoder.encode(row.payload), {
+      msgID: row.event_id,
+      headers,
+      timeout: this.publishTimeoutMs,
+    });
+    if (ack.duplicate) {
+      this.logger.info(
+        { eventId: row.event_id, eventType: row.event_type },
+        'outbox relay: event was already in the stream (re-publish after a crash)',
+      );
+    }
+    await this.options.afterPublish?.({ seq: row.seq, id: row.event_id, type: row.event_type, subject });
+  }
+
+  private async resolveSchema(): Promise<string> {
+    if (this.schema === undefined) {
+      const [row] = await this.sql<{ schema: string | null }[]>`select current_schema() as schema`;
+      const schema = row?.schema;
+      if (!schema) throw new Error('outbox relay: the pool has no current schema; pass `schema` or use createDb');
+      assertSchemaName(schema);
+      this.schema = schema;
+      this.logger = this.options.logger.child({ component: 'outbox-relay', schema });
+    }
+    return this.schema;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      this.wakeRequested = false;
+      let relayed: number;
+      try {
+        relayed = await this.relayBatch();
+        failures = 0;
+      } catch (err) {
+        failures += 1;
+        const retryInMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (failures - 1));
+        this.logger.warn({ err, failures, retryInMs }, 'outbox relay: batch failed; retrying');
+        // Notifications must not cut a backoff short: they keep coming while NATS is down.
+        await this.sleep(retryInMs, false);
+        continue;
+      }
+      if (relayed > 0) this.logger.debug({ relayed }, 'outbox relay: published');
+      await this.sweepIfDue();
+      // A full batch means more may be waiting; a notification during the batch means a new row.
+      if (relayed >= this.batchSize || this.wakeRequested) continue;
+      if (!this.listener) void this.listen();
+      await this.sleep(this.pollIntervalMs, true);
+    }
+  }
+
+  /** LISTEN on the outbox channel; postgres.js re-listens after a reconnect and calls onlisten again. */
+  private listen(): Promise<void> {
+    const schema = this.schema;
+    if (schema === undefined) return Promise.resolve();
+    this.listening ??= this.sql
+      .listen(
+        outboxChannel(schema),
+        () => this.wake(),
+        // (Re)connected: notifications sent while we were away are lost, so look now.
+        () => this.wake(),
+      )
+      .then((listener) => {
+        this.listener = listener;
+      })
+      .catch((err: unknown) => {
+        this.logger.warn({ err }, 'outbox relay: LISTEN failed; polling until it succeeds');
+      })
+      .finally(() => {
+        this.listening = undefined;
+      });
+    return this.listening;
+  }
+
+  private wake(): void {
+    this.wakeRequested = true;
+    if (this.sleepIsWakeable) this.interruptSleep?.();
+  }
+
+  private sleep(ms: number, wakeable: boolean): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.interruptSleep = undefined;
+        this.sleepIsWakeable = false;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.interruptSleep = done;
+      this.sleepIsWakeable = wakeable;
+    });
+  }
+
+  private async sweepIfDue(): Promise<void> {
+    if (this.keepPublishedMs <= 0 || Date.now() - this.lastSweep < this.sweepIntervalMs) return;
+    this.lastSweep = Date.now();
+    try {
+      const deleted = await deletePublishedOutboxRows(this.sql, {
+        schema: await this.resolveSchema(),
+        olderThanMs: this.keepPublishedMs,
+      });
+      if (deleted > 0) this.logger.info({ deleted }, 'outbox relay: swept published events');
+    } catch (err) {
+      this.logger.warn({ err }, 'outbox relay: retention sweep failed');
+    }
+  }
+}
+
+/** Deletes published outbox rows older than `olderThanMs`; returns how many. */
+export async function deletePublishedOutboxRows(
+  sql: Sql,
+  options: { schema: string; olderThanMs: number; limit?: number },
+): Promise<number> {
+  assertSchemaName(options.schema);
+  const cutoff = new Date(Date.now() - options.olderThanMs);
+  // Bounded batches keep the delete's locks and WAL small; the next sweep takes the rest.
+  const result = await sql`
+    delete from ${sql(`${options.schema}.outbox`)}
+    where seq in (
+      select seq from ${sql(`${options.schema}.outbox`)}
+      where published_at is not null and published_at < ${cutoff}
+      order by seq
+      limit ${options.limit ?? 10_000}
+    )`;
+  return result.count;
+}

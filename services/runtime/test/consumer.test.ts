@@ -1,0 +1,289 @@
+/**
+ * Idempotent consumers against real Postgres and a real NATS JetStream: this file has its own
+ * database and event namespace. The "effect" under test is a row in `credits` with no unique
+ * key, so applying an event twice would show as two rows.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { headers as natsHeaders, type JetStreamManager, type NatsConnection } from 'nats';
+import { createDb, type Sql } from '../src/db';
+import {
+  connectNats,
+  ensureStream,
+  EVENT_TABLES_DDL,
+  EventNamespace,
+  IdempotentConsumer,
+  type ConsumedEvent,
+  type EventHandler,
+  type IdempotentConsumerOptions,
+} from '../src/events';
+import { createLogger, currentRequestId } from '../src/log';
+import { migrate } from '../src/migrations';
+import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../../../test/support/infra';
+
+const SCHEMA = 'payout';
+const logger = createLogger({ service: 'consumer-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+let database: TestDatabase;
+let sql: Sql;
+let nats: NatsConnection;
+let jsm: JetStreamManager;
+let namespace: EventNamespace;
+let migrationsDir: string;
+const streams: string[] = [];
+const consumers: IdempotentConsumer[] = [];
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** A stream of its own per test (durable consumers and messages do not leak between tests). */
+async function newStream(options: { duplicateWindowMs?: number } = {}): Promise<{ stream: string; ns: EventNamespace }> {
+  const ns = new EventNamespace(uniqueName(namespace.name));
+  const info = await ensureStream(jsm, { namespace: ns, service: 'invoice', ...options });
+  streams.push(info.config.name);
+  return { stream: info.config.name, ns };
+}
+
+/** Publishes an `invoice.paid` event the way the outbox relay does. */
+async function publishPaid(
+  ns: EventNamespace,
+  event: { id: string; invoiceId: string; amount: string; requestId?: string },
+): Promise<{ seq: number; duplicate: boolean }> {
+  const headers = natsHeaders();
+  headers.set('event-type', 'invoice.paid');
+  if (event.requestId) headers.set('x-request-id', event.requestId);
+  const ack = await nats
+    .jetstream()
+    .publish(ns.subject('invoice.paid'), JSON.stringify({ invoiceId: event.invoiceId, amount: event.amount }), {
+      msgID: event.id,
+      headers,
+    });
+  return { seq: ack.seq, duplicate: ack.duplicate };
+}
+
+/** The effect: credit the invoice's amount, in the consumer's transaction. */
+const creditHandler: EventHandler = async (tx, event) => {
+  const payload = event.payload as { invoiceId: string; amount: string };
+  await tx`insert into credits (event_id, invoice_id, amount) values (${event.id}, ${payload.invoiceId}, ${payload.amount})`;
+};
+
+function newConsumer(
+  stream: string,
+  ns: EventNamespace,
+  options: Partial<IdempotentConsumerOptions> = {},
+): IdempotentConsumer {
+  const consumer = new IdempotentConsumer({
+    sql,
+    nats,
+    stream,
+    name: 'payout-ledger',
+    filterSubjects: [ns.subject('invoice.paid')],
+    handler: creditHandler,
+    logger,
+    pullExpiresMs: 1000,
+    retry: { initialMs: 50, maxMs: 200 },
+    ...options,
+  });
+  consumers.push(consumer);
+  return consumer;
+}
+
+async function credits(invoiceId: string): Promise<{ event_id: string; amount: string }[]> {
+  return sql<{ event_id: string; amount: string }[]>`
+    select event_id, amount from credits where invoice_id = ${invoiceId} order by id`;
+}
+
+/** The durable consumer has nothing pending and nothing waiting for an ack. */
+async function settled(stream: string): Promise<boolean> {
+  const info = await jsm.consumers.info(stream, 'payout-ledger');
+  return info.num_pending === 0 && info.num_ack_pending === 0;
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('cvconsumer');
+  sql = createDb({ url: database.url, schema: SCHEMA, max: 5 });
+  migrationsDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-consumer-'));
+  writeFileSync(
+    path.join(migrationsDir, '0001_init.sql'),
+    `${EVENT_TABLES_DDL}
+create table credits (
+  id         bigint generated always as identity primary key,
+  event_id   text not null,
+  invoice_id text not null,
+  amount     numeric(30, 8) not null
+);`,
+  );
+  await migrate(sql, { schema: SCHEMA, dir: migrationsDir });
+  nats = await connectNats({ url: testNatsUrl(), name: 'consumer-test', logger });
+  jsm = await nats.jetstreamManager();
+  namespace = new EventNamespace(uniqueName('consumer'));
+});
+
+afterEach(async () => {
+  await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+});
+
+afterAll(async () => {
+  await Promise.all(consumers.map((consumer) => consumer.stop()));
+  for (const stream of streams) await jsm?.streams.delete(stream).catch(() => undefined);
+  await nats?.close();
+  await sql?.end({ timeout: 5 });
+  await database?.drop();
+  if (migrationsDir) rmSync(migrationsDir, { recursive: true, force: true });
+});
+
+describe('IdempotentConsumer', () => {
+  it('applies an event stored twice in the stream once, also with two replicas consuming', async () => {
+    // A short duplicate window lets the same event id into the stream twice, as a relay
+    // re-publishing after a long outage would.
+    const { stream, ns } = await newStream({ duplicateWindowMs: 100 });
+    const id = 'evt-dup-1';
+    const first = await publishPaid(ns, { id, invoiceId: 'inv_dup', amount: '12.50000000' });
+    await sleep(250);
+    const second = await publishPaid(ns, { id, invoiceId: 'inv_dup', amount: '12.50000000' });
+    expect(second).toEqual({ seq: first.seq + 1, duplicate: false });
+
+    const seen: ConsumedEvent[] = [];
+    const handler: EventHandler = async (tx, event) => {
+      seen.push(event);
+      await creditHandler(tx, event);
+    };
+    await Promise.all([newConsumer(stream, ns, { handler }).start(), newConsumer(stream, ns, { handler }).start()]);
+
+    await waitFor('both deliveries to be acked', () => settled(stream));
+    expect(await credits('inv_dup')).toEqual([{ event_id: id, amount: '12.50000000' }]);
+    expect(seen).toHaveLength(1);
+    expect(await sql`select consumer_name, event_id from processed_events`).toEqual([
+      { consumer_name: 'payout-ledger', event_id: id },
+    ]);
+  });
+
+  it('applies an event redelivered after a crash between commit and ack once', async () => {
+    const { stream, ns } = await newStream();
+    const deliveries: number[] = [];
+    let handled = 0;
+    const consumer = newConsumer(stream, ns, {
+      handler: async (tx, event) => {
+        handled += 1;
+        await creditHandler(tx, event);
+      },
+      afterCommit: (event) => {
+        deliveries.push(event.deliveryCount);
+        // The first time, die after the commit and before the ack: JetStream delivers it again.
+        if (deliveries.length === 1) throw new Error('simulated crash between commit and ack');
+      },
+    });
+    await consumer.start();
+    await publishPaid(ns, { id: 'evt-crash-1', invoiceId: 'inv_crash', amount: '1.00000000' });
+
+    await waitFor('the redelivery to be acked', async () => deliveries.length >= 2 && (await settled(stream)));
+    expect(deliveries).toEqual([1, 2]);
+    expect(handled).toBe(1);
+    expect(await credits('inv_crash')).toHaveLength(1);
+  });
+
+  it('retries a failing handler with its effect rolled back each time, and the effect lands once', async () => {
+    const { stream, ns } = await newStream();
+    const attempts: { delivery: number; requestId: string | undefined; at: number }[] = [];
+    const consumer = newConsumer(stream, ns, {
+      handler: async (tx, event) => {
+        attempts.push({ delivery: event.deliveryCount, requestId: currentRequestId(), at: Date.now() });
+        // The effect is written before the failure: only the rollback keeps it from counting.
+        await creditHandler(tx, event);
+        if (attempts.length < 3) throw new Error(`downstream unavailable (attempt ${attempts.length})`);
+      },
+    });
+    await consumer.start();
+    await publishPaid(ns, { id: 'evt-retry-1', invoiceId: 'inv_retry', amount: '3.00000000', requestId: 'req-from-gateway' });
+
+    await waitFor('the third attempt to be acked', async () => attempts.length >= 3 && (await settled(stream)));
+    expect(attempts.map((a) => a.delivery)).toEqual([1, 2, 3]);
+    // The request id of the work that produced the event is the one in force while handling it.
+    expect(attempts.map((a) => a.requestId)).toEqual(['req-from-gateway', 'req-from-gateway', 'req-from-gateway']);
+    // nak with a growing delay: 50 ms, then 100 ms.
+    const [a1, a2, a3] = attempts.map((a) => a.at);
+    expect((a2 ?? 0) - (a1 ?? 0)).toBeGreaterThanOrEqual(40);
+    expect((a3 ?? 0) - (a2 ?? 0)).toBeGreaterThanOrEqual(90);
+    expect(await credits('inv_retry')).toHaveLength(1);
+    await sleep(300);
+    expect(attempts).toHaveLength(3);
+  });
+
+  it('stop() finishes and acks the event in hand, then takes no more', async () => {
+    const { stream, ns } = await newStream();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const started: string[] = [];
+    const consumer = newConsumer(stream, ns, {
+      handler: async (tx, event) => {
+        started.push(event.id);
+        if (event.id === 'evt-slow') await released;
+        await creditHandler(tx, event);
+      },
+    });
+    await consumer.start();
+    await publishPaid(ns, { id: 'evt-slow', invoiceId: 'inv_slow', amount: '5.00000000' });
+    await waitFor('the slow handler to start', async () => started.includes('evt-slow'));
+
+    let stopped = false;
+    const stopping = consumer.stop().then(() => (stopped = true));
+    await sleep(200);
+    expect(stopped).toBe(false); // still finishing the event in hand
+    release();
+    await stopping;
+
+    // Committed and acked before stop() resolved.
+    expect(await credits('inv_slow')).toHaveLength(1);
+    await waitFor('the ack to be recorded', () => settled(stream), 2000);
+
+    // Stopped: a new event waits for the next replica.
+    await publishPaid(ns, { id: 'evt-later', invoiceId: 'inv_later', amount: '1.00000000' });
+    await sleep(1500);
+    expect(started).toEqual(['evt-slow']);
+    expect(await credits('inv_later')).toHaveLength(0);
+
+    await newConsumer(stream, ns).start();
+    await waitFor('the next replica to handle it', async () => (await credits('inv_later')).length === 1);
+  });
+
+  it('stop() while idle returns at once and strands no message sent right after', async () => {
+    const { stream, ns } = await newStream();
+    const idle = newConsumer(stream, ns, { pullExpiresMs: 20_000 });
+    await idle.start();
+    await sleep(200); // waiting on a long pull
+
+    const started = Date.now();
+    await idle.stop();
+    expect(Date.now() - started).toBeLessThan(500);
+
+    // Its pull request ended with it: the server must not hand this message to the stopped
+    // replica (it would wait out ack_wait, 30 s here) but to the next one at once.
+    await publishPaid(ns, { id: 'evt-after-idle-stop', invoiceId: 'inv_idle', amount: '4.00000000' });
+    await newConsumer(stream, ns).start();
+    await waitFor('the next replica to handle it', async () => (await credits('inv_idle')).length === 1, 5000);
+  });
+
+  it('terminates a message it can never handle and goes on with the next', async () => {
+    const { stream, ns } = await newStream();
+    await newConsumer(stream, ns).start();
+    await nats.jetstream().publish(ns.subject('invoice.paid'), 'not json', { msgID: 'evt-garbage' });
+    await publishPaid(ns, { id: 'evt-good', invoiceId: 'inv_good', amount: '2.00000000' });
+
+    await waitFor('the good event to be handled', async () => (await credits('inv_good')).length === 1);
+    // Terminated, not left for redelivery after ack_wait.
+    await waitFor('the stream to be settled', () => settled(stream), 3000);
+    expect(await sql`select event_id from processed_events where event_id = 'evt-garbage'`).toHaveLength(0);
+  });
+});

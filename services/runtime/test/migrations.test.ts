@@ -1,0 +1,233 @@
+/**
+ * Migrations and the service pool against a real Postgres (a database of this file's own).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createDb, pingDb, type Sql } from '../src/db';
+import { migrate, MigrationError } from '../src/migrations';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';
+
+const REPO_ROOT = path.resolve(__dirname, '../../..');
+const SRC = path.resolve(__dirname, '../src');
+
+let database: TestDatabase;
+let workDir: string;
+const pools: Sql[] = [];
+
+function pool(schema: string): Sql {
+  const sql = createDb({ url: database.url, schema, max: 4 });
+  pools.push(sql);
+  return sql;
+}
+
+/** A fresh folder holding `files` (name → SQL). */
+function migrationsDir(name: string, files: Record<string, string>): string {
+  const dir = path.join(workDir, name);
+  mkdirSync(dir, { recursive: true });
+  for (const [file, sql] of Object.entries(files)) writeFileSync(path.join(dir, file), sql);
+  return dir;
+}
+
+async function tablesIn(sql: Sql, schema: string): Promise<string[]> {
+  const rows = await sql<{ table_name: string }[]>`
+    select table_name from information_schema.tables where table_schema = ${schema} order by table_name`;
+  return rows.map((r) => r.table_name);
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('cvmig');
+  workDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-migrations-'));
+});
+
+afterAll(async () => {
+  await Promise.all(pools.map((sql) => sql.end({ timeout: 5 })));
+  await database?.drop();
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+describe('migrate', () => {
+  it('applies the files in version order inside the service schema, and a second run is a no-op', async () => {
+    const sql = pool('invoice');
+    const dir = migrationsDir('in-order', {
+      // Order matters: 0002 needs 0001's table and 0010 renames the column 0002 adds.
+      '0010_rename.sql': 'alter table widgets rename column label to name;',
+      '0001_init.sql': 'create table widgets (id bigint primary key, price numeric(20, 8) not null);',
+      '0002_seed.sql': "alter table widgets add column label text;\ninsert into widgets values (1, 0.1, 'first');",
+    });
+
+    const first = await migrate(sql, { schema: 'invoice', dir });
+    expect(first.applied).toEqual(['0001_init.sql', '0002_seed.sql', '0010_rename.sql']);
+    expect(await tablesIn(sql, 'invoice')).toEqual(['schema_migrations', 'widgets']);
+    expect(await tablesIn(sql, 'public')).toEqual([]);
+
+    const second = await migrate(sql, { schema: 'invoice', dir });
+    expect(second).toEqual({ applied: [], skipped: ['0001_init.sql', '0002_seed.sql', '0010_rename.sql'] });
+    // The seed ran once: a re-run would have inserted a duplicate key or a second row.
+    expect(await sql`select id, price, name from widgets`).toEqual([{ id: '1', price: '0.10000000', name: 'first' }]);
+    const recorded = await sql<{ version: number; name: string; checksum: string }[]>`
+      select version, name, checksum from invoice.schema_migrations order by version`;
+    expect(recorded.map((r) => [r.version, r.name])).toEqual([
+      [1, 'init'],
+      [2, 'seed'],
+      [10, 'rename'],
+    ]);
+    for (const row of recorded) expect(row.checksum).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('refuses to run when an applied file changed, naming the file, and applies nothing else', async () => {
+    const sql = pool('payout');
+    const dir = migrationsDir('changed', {
+      '0001_init.sql': 'create table holds (id bigint primary key);',
+      '0002_more.sql': 'create table more_holds (id bigint primary key);',
+    });
+    await migrate(sql, { schema: 'payout', dir });
+
+    writeFileSync(path.join(dir, '0002_more.sql'), 'create table more_holds (id bigint primary key, note text);');
+    writeFileSync(path.join(dir, '0003_next.sql'), 'create table next_holds (id bigint primary key);');
+    const run = migrate(sql, { schema: 'payout', dir });
+    await expect(run).rejects.toThrow(MigrationError);
+    await expect(run).rejects.toThrow(/0002_more\.sql.*changed after it was applied/);
+    expect(await tablesIn(sql, 'payout')).toEqual(['holds', 'more_holds', 'schema_migrations']);
+  });
+
+  it('runs each file in its own transaction: a failing file leaves nothing behind and names itself', async () => {
+    const sql = pool('notifier');
+    const dir = migrationsDir('failing', {
+      '0001_ok.sql': 'create table deliveries (id bigint primary key);',
+      '0002_broken.sql': 'create table attempts (id bigint primary key);\nselect 1 / 0;',
+    });
+    await expect(migrate(sql, { schema: 'notifier', dir })).rejects.toThrow(/0002_broken\.sql.*division by zero/);
+    expect(await tablesIn(sql, 'notifier')).toEqual(['deliveries', 'schema_migrations']);
+    expect(await sql`select version from notifier.schema_migrations`).toEqual([{ version: 1 }]);
+  });
+
+  it('rejects a misnamed .sql file instead of skipping it', async () => {
+    const dir = migrationsDir('misnamed', { '1_init.sql': 'select 1;' });
+    await expect(migrate(pool('auth'), { schema: 'auth', dir })).rejects.toThrow(/1_init\.sql.*NNNN_name\.sql/);
+  });
+
+  it('two processes migrating at the same moment both succeed and record each version once', async () => {
+    const schema = 'race';
+    const dir = migrationsDir('race', {
+      // Slow first file, so the two runs overlap; plain CREATE TABLE fails if both apply it.
+      '0001_slow.sql': 'select pg_sleep(0.5);\ncreate table accounts (id bigint primary key);',
+      '0002_ledger.sql': 'create table ledger (id bigint primary key, account_id bigint references accounts);',
+      '0003_seed.sql': 'insert into accounts values (1);',
+    });
+
+    // Each child compiles the runtime's TypeScript sources with @swc/core on require, opens its
+    // own pool with createDb, says "ready", and runs migrate() when told "go" on stdin.
+    const childCode = `
+      const swc = require('@swc/core');
+      require.extensions['.ts'] = (module, filename) => {
+        const { code } = swc.transformFileSync(filename, {
+          jsc: { target: 'es2023', parser: { syntax: 'typescript' } },
+          module: { type: 'commonjs' },
+        });
+        module._compile(code, filename);
+      };
+      const { createDb } = require(${JSON.stringify(path.join(SRC, 'db.ts'))});
+      const { migrate } = require(${JSON.stringify(path.join(SRC, 'migrations.ts'))});
+      const sql = createDb({ url: process.env.DATABASE_URL, schema: ${JSON.stringify(schema)}, max: 2 });
+      process.stdout.write('ready\\n');
+      process.stdin.once('data', () => {
+        const started = Date.now();
+        migrate(sql, { schema: ${JSON.stringify(schema)}, dir: ${JSON.stringify(dir)} }).then(
+          async (result) => {
+            process.stdout.write(JSON.stringify({ ...result, ms: Date.now() - started }) + '\\n');
+            await sql.end({ timeout: 5 });
+            process.exit(0);
+          },
+          (err) => {
+            process.stderr.write(String(err && err.stack || err) + '\\n');
+            process.exit(1);
+          },
+        );
+      });`;
+
+    const children = [0, 1].map(() => {
+      const child = spawn(process.execPath, ['-e', childCode], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, DATABASE_URL: database.url },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const ready = new Promise<void>((resolve, reject) => {
+        const onData = () => stdout.includes('ready\n') && resolve();
+        child.stdout.on('data', onData);
+        child.once('exit', (code) => reject(new Error(`child exited (${code}) before ready: ${stderr}`)));
+      });
+      const exited = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+        child.once('exit', (code) => resolve({ code, stdout, stderr })),
+      );
+      return { child, ready, exited };
+    });
+
+    await Promise.all(children.map((c) => c.ready));
+    for (const { child } of children) child.stdin.write('go\n');
+    const results = await Promise.all(children.map((c) => c.exited));
+
+    for (const result of results) expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    const reports = results.map(
+      (r) => JSON.parse(r.stdout.split('\n').filter(Boolean).pop() ?? '{}') as { applied: string[]; skipped: string[]; ms: number },
+    );
+    // One process applied everything; the other waited on the lock and found nothing to do.
+    const appliedCounts = reports.map((r) => r.applied.length).sort();
+    expect(appliedCounts).toEqual([0, 3]);
+    const waiter = reports.find((r) => r.applied.length === 0);
+    expect(waiter?.skipped).toEqual(['0001_slow.sql', '0002_ledger.sql', '0003_seed.sql']);
+
+    const sql = pool(schema);
+    expect(await sql`select version from race.schema_migrations order by version`).toEqual([
+      { version: 1 },
+      { version: 2 },
+      { version: 3 },
+    ]);
+    expect(await sql`select count(*)::int as n from accounts`).toEqual([{ n: 1 }]);
+  });
+});
+
+describe('createDb', () => {
+  it("resolves unqualified names in the service's own schema only", async () => {
+    const sql = pool('auth');
+    await sql`create schema if not exists auth`;
+    expect(await sql`select current_schema() as schema`).toEqual([{ schema: 'auth' }]);
+    const [setting] = await sql<{ search_path: string }[]>`show search_path`;
+    expect(setting?.search_path).toBe('auth');
+  });
+
+  it('returns numeric and bigint as exact strings, never floats', async () => {
+    const sql = pool('auth');
+    const [row] = await sql`
+      select 0.1::numeric + 0.2::numeric as sum,
+             12345678901234567.12345678::numeric(30, 8) as big,
+             9007199254740993::bigint as past_float`;
+    expect(row).toEqual({ sum: '0.3', big: '12345678901234567.12345678', past_float: '9007199254740993' });
+  });
+
+  it('pingDb answers when Postgres does and fails fast when the server does not answer', async () => {
+    await expect(pingDb(pool('auth'))).resolves.toBeUndefined();
+
+    // A server that accepts connections and never says a word: a hung Postgres.
+    const sockets: Socket[] = [];
+    const silent: Server = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    const hung = createDb({ url: `postgres://postgres@127.0.0.1:${port}/none`, schema: 'auth', max: 1 });
+    try {
+      const started = Date.now();
+      await expect(pingDb(hung, 300)).rejects.toThrow(/did not answer within 300 ms/);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await hung.end({ timeout: 0 });
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});

@@ -1,0 +1,283 @@
+/**
+ * The transactional outbox against real Postgres and a real NATS JetStream: this file has its own
+ * database and its own event namespace (so its own stream).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { JetStreamManager, NatsConnection } from 'nats';
+import { createDb, type Sql } from '../src/db';
+import {
+  connectNats,
+  enqueueEvent,
+  ensureStream,
+  EVENT_TABLES_DDL,
+  EventNamespace,
+  OutboxRelay,
+  type OutboxRelayOptions,
+} from '../src/events';
+import { createLogger, withRequestId } from '../src/log';
+import { migrate } from '../src/migrations';
+import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../../../test/support/infra';
+
+const SCHEMA = 'invoice';
+const logger = createLogger({ service: 'outbox-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+let database: TestDatabase;
+let sql: Sql;
+let nats: NatsConnection;
+let jsm: JetStreamManager;
+let namespace: EventNamespace;
+let stream: string;
+let migrationsDir: string;
+const pools: Sql[] = [];
+const relays: OutboxRelay[] = [];
+const extraStreams: string[] = [];
+
+/** A separate pool, as another replica (or a relay we can kill) would have. */
+function newPool(): Sql {
+  const pool = createDb({ url: database.url, schema: SCHEMA, max: 3 });
+  pools.push(pool);
+  return pool;
+}
+
+function newRelay(options: Partial<OutboxRelayOptions> = {}): OutboxRelay {
+  const relay = new OutboxRelay({
+    sql,
+    nats,
+    namespace,
+    logger,
+    pollIntervalMs: 200,
+    retry: { initialMs: 50, maxMs: 200 },
+    ...options,
+  });
+  relays.push(relay);
+  return relay;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+interface StoredEvent {
+  streamSeq: number;
+  msgId: string | undefined;
+  subject: string;
+  eventType: string | undefined;
+  requestId: string | undefined;
+  eventKey: string | undefined;
+  payload: unknown;
+}
+
+/** Every message the stream holds, in stream order. */
+async function storedEvents(streamName = stream): Promise<StoredEvent[]> {
+  const { state } = await jsm.streams.info(streamName);
+  const events: StoredEvent[] = [];
+  if (state.messages === 0) return events;
+  for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+    const msg = await jsm.streams.getMessage(streamName, { seq });
+    events.push({
+      streamSeq: msg.seq,
+      msgId: msg.header.get('Nats-Msg-Id') || undefined,
+      subject: msg.subject,
+      eventType: msg.header.get('event-type') || undefined,
+      requestId: msg.header.get('x-request-id') || undefined,
+      eventKey: msg.header.get('event-key') || undefined,
+      payload: msg.json(),
+    });
+  }
+  return events;
+}
+
+async function enqueue(type: string, payload: Record<string, string>): Promise<string> {
+  return sql.begin((tx) => enqueueEvent(tx, { type, payload }));
+}
+
+async function unpublishedCount(): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from outbox where published_at is null`;
+  return row?.n ?? -1;
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('cvoutbox');
+  sql = newPool();
+  // The event tables go in through a service-style first migration, as services will ship them.
+  migrationsDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-outbox-'));
+  writeFileSync(path.join(migrationsDir, '0001_init.sql'), EVENT_TABLES_DDL);
+  await migrate(sql, { schema: SCHEMA, dir: migrationsDir });
+
+  nats = await connectNats({ url: testNatsUrl(), name: 'outbox-test', logger });
+  jsm = await nats.jetstreamManager();
+  namespace = new EventNamespace(uniqueName('outbox'));
+  stream = (await ensureStream(jsm, { namespace, service: 'invoice' })).config.name;
+});
+
+afterEach(async () => {
+  await Promise.all(relays.splice(0).map((relay) => relay.stop()));
+  await sql`truncate outbox`;
+  await jsm.streams.purge(stream);
+});
+
+afterAll(async () => {
+  await Promise.all(relays.map((relay) => relay.stop()));
+  for (const name of [stream, ...extraStreams]) await jsm?.streams.delete(name).catch(() => undefined);
+  await nats?.close();
+  await Promise.all(pools.map((pool) => pool.end({ timeout: 5 })));
+  await database?.drop();
+  if (migrationsDir) rmSync(migrationsDir, { recursive: true, force: true });
+});
+
+describe('outbox', () => {
+  it('stream naming follows the namespace', () => {
+    expect(stream).toBe(`${namespace.name.toUpperCase()}_INVOICE`);
+    expect(namespace.subject('invoice.paid')).toBe(`${namespace.name}.invoice.paid`);
+    expect(namespace.streamSubjects('invoice')).toEqual([`${namespace.name}.invoice.>`]);
+  });
+
+  it('publishes an event committed in a transaction exactly once, with its id, type, key and request id', async () => {
+    await newRelay().start();
+    const id = await withRequestId('req-outbox-1', () =>
+      sql.begin((tx) =>
+        enqueueEvent(tx, { type: 'invoice.paid', key: 'inv_1', payload: { invoiceId: 'inv_1', amount: '0.10000000' } }),
+      ),
+    );
+
+    await waitFor('the row to be marked published', async () => (await unpublishedCount()) === 0);
+    // Give a wrongly re-publishing relay a few poll rounds to show itself.
+    await sleep(600);
+    expect(await storedEvents()).toEqual([
+      {
+        streamSeq: expect.any(Number),
+        msgId: id,
+        subject: `${namespace.name}.invoice.paid`,
+        eventType: 'invoice.paid',
+        requestId: 'req-outbox-1',
+        eventKey: 'inv_1',
+        payload: { invoiceId: 'inv_1', amount: '0.10000000' },
+      },
+    ]);
+    // Stored as a JSON object (queryable), not as a JSON string.
+    expect(await sql`select payload->>'amount' as amount from outbox where event_id = ${id}`).toEqual([
+      { amount: '0.10000000' },
+    ]);
+  });
+
+  it('still stores the event exactly once when the relay dies between publish and marking and another takes over', async () => {
+    const doomedPool = newPool();
+    const publishedBeforeCrash: string[] = [];
+    const doomed = newRelay({
+      sql: doomedPool,
+      afterPublish: async (event) => {
+        publishedBeforeCrash.push(event.id);
+        // The process dies: its connections go away with the transaction uncommitted.
+        await doomedPool.end({ timeout: 0 });
+        throw new Error('simulated crash between publish and mark');
+      },
+    });
+    await doomed.start();
+    const id = await enqueue('invoice.paid', { invoiceId: 'inv_crash' });
+
+    await waitFor('the doomed relay to publish', async () => publishedBeforeCrash.length > 0);
+    await doomed.stop();
+    // The crash state: in the stream, yet not marked, so a relay will publish it again.
+    expect(publishedBeforeCrash).toEqual([id]);
+    expect((await storedEvents()).map((e) => e.msgId)).toEqual([id]);
+    expect(await unpublishedCount()).toBe(1);
+
+    await newRelay().start();
+    await waitFor('the new relay to mark the row', async () => (await unpublishedCount()) === 0);
+    expect((await storedEvents()).map((e) => e.msgId)).toEqual([id]);
+  });
+
+  it('two relays running at once publish each of 200 events exactly once', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 200; i++) ids.push(await enqueue('invoice.created', { invoiceId: `inv_${i}` }));
+
+    // Each relay counts what it published itself: JetStream's de-duplication would hide a row
+    // published by both, so the stream alone cannot show that the relays never overlap.
+    const publishedBy = { a: [] as string[], b: [] as string[] };
+    const slowly = (into: string[]) => async (event: { id: string }) => {
+      into.push(event.id);
+      await sleep(1); // keeps both relays' batches in flight at the same time
+    };
+    const a = newRelay({ sql: newPool(), batchSize: 10, afterPublish: slowly(publishedBy.a) });
+    const b = newRelay({ sql: newPool(), batchSize: 10, afterPublish: slowly(publishedBy.b) });
+    await Promise.all([a.start(), b.start()]);
+
+    await waitFor('all 200 rows to be marked', async () => (await unpublishedCount()) === 0, 30_000);
+    expect(publishedBy.a.length).toBeGreaterThan(0);
+    expect(publishedBy.b.length).toBeGreaterThan(0);
+    const publishedByEither = [...publishedBy.a, ...publishedBy.b];
+    expect(publishedByEither).toHaveLength(200);
+    expect(new Set(publishedByEither)).toEqual(new Set(ids));
+
+    const stored = await storedEvents();
+    expect(stored).toHaveLength(200);
+    expect(new Set(stored.map((e) => e.msgId))).toEqual(new Set(ids));
+  });
+
+  it('never publishes an event whose transaction rolled back', async () => {
+    await newRelay().start();
+    let rolledBackId: string | undefined;
+    await expect(
+      sql.begin(async (tx) => {
+        rolledBackId = await enqueueEvent(tx, { type: 'invoice.expired', payload: { invoiceId: 'inv_rb' } });
+        throw new Error('business rule failed after the event was written');
+      }),
+    ).rejects.toThrow('business rule failed');
+    // A later committed event: once it is out, the relay has seen everything before it.
+    const barrierId = await enqueue('invoice.paid', { invoiceId: 'inv_after' });
+
+    await waitFor('the committed event to be published', async () => (await unpublishedCount()) === 0);
+    await sleep(400);
+    expect(rolledBackId).toBeDefined();
+    expect((await storedEvents()).map((e) => e.msgId)).toEqual([barrierId]);
+    expect(await sql`select event_id from outbox where event_id = ${rolledBackId ?? ''}`).toHaveLength(0);
+  });
+
+  it('is woken by NOTIFY at commit: publish latency far below the poll interval', async () => {
+    const pollIntervalMs = 30_000;
+    await newRelay({ pollIntervalMs }).start();
+    await sleep(300); // the relay has found the outbox empty and sleeps for the poll interval
+
+    const started = Date.now();
+    const id = await enqueue('invoice.paid', { invoiceId: 'inv_fast' });
+    await waitFor('the event in the stream', async () => (await storedEvents()).some((e) => e.msgId === id), 5000);
+    const latencyMs = Date.now() - started;
+    expect(latencyMs).toBeLessThan(1000);
+    process.stdout.write(`outbox: commit → stored in JetStream in ${latencyMs} ms (poll interval ${pollIntervalMs} ms)\n`);
+  });
+
+  it('keeps rows while publishing fails and publishes them, in order, once JetStream takes them', async () => {
+    // A namespace whose stream does not exist yet: every publish fails (no stream answers).
+    const outage = new EventNamespace(uniqueName('outage'));
+    await newRelay({ namespace: outage, batchSize: 3 }).start();
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push(await enqueue('invoice.paid', { invoiceId: `inv_outage_${i}` }));
+
+    await sleep(700); // several failed attempts with backoff
+    expect(await unpublishedCount()).toBe(7);
+
+    const outageStream = (await ensureStream(jsm, { namespace: outage, service: 'invoice' })).config.name;
+    extraStreams.push(outageStream);
+    await waitFor('the backlog to be published', async () => (await unpublishedCount()) === 0);
+    expect((await storedEvents(outageStream)).map((e) => e.msgId)).toEqual(ids);
+  });
+
+  it('rejects an event type that is not "<service>.<name>" before writing anything', async () => {
+    await expect(sql.begin((tx) => enqueueEvent(tx, { type: 'Invoice Paid', payload: {} }))).rejects.toThrow(
+      /invalid event type/,
+    );
+    expect(await sql`select 1 from outbox`).toHaveLength(0);
+  });
+});
