@@ -16,6 +16,7 @@ module.exports = {
   moduleNameMapper: {
     '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
     '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',
+    '^@coinvoice/runtime/credentials/(.*)$': '<rootDir>/services/runtime/src/credentials/$1',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -8,3 +8,4 @@ export * from './rpc';
 export * from './admin';
 export * from './lifecycle';
 export * from './service';
+export * from './credentials';

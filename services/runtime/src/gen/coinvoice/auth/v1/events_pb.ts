@@ -15,7 +15,8 @@ export const file_coinvoice_auth_v1_events: GenFile = /*@__PURE__*/
   fileDesc("Ch5jb2ludm9pY2UvYXV0aC92MS9ldmVudHMucHJvdG8SEWNvaW52b2ljZS5hdXRoLnYxInUKDUFwaUtleVJldm9rZWQSDgoGa2V5X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEAoIa2V5X2hhc2gYAyABKAkSLgoKcmV2b2tlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi4wEKDlByb2plY3RVcGRhdGVkEhIKCnByb2plY3RfaWQYASABKAkSEwoLbWVyY2hhbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBRIeChZ3ZWJob29rX3NlY3JldF9yb3RhdGVkGAYgASgIEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF93ZWJob29rX3VybGIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
- * Event "api_key.revoked": every gateway replica drops its cached verification of the key.
+ * Event "auth.api_key_revoked" (subject <ns>.auth.api_key_revoked): every gateway replica drops
+ * its cached verification of the key.
  *
  * @generated from message coinvoice.auth.v1.ApiKeyRevoked
  */
@@ -51,8 +52,9 @@ export const ApiKeyRevokedSchema: GenMessage<ApiKeyRevoked> = /*@__PURE__*/
   messageDesc(file_coinvoice_auth_v1_events, 0);
 
 /**
- * Event "project.updated": a project's settings or webhook secret changed, so any cached
- * VerifyApiKey / GetProjectContext answer for it must be dropped. Carries no secret.
+ * Event "auth.project_updated" (subject <ns>.auth.project_updated): a project's settings or
+ * webhook secret changed, so any cached VerifyApiKey / GetProjectContext answer for it must be
+ * dropped. Carries no secret.
  *
  * @generated from message coinvoice.auth.v1.ProjectUpdated
  */
