@@ -1,4 +1,8 @@
-import { createLogger, loadConfig, runMain } from '@coinvoice/runtime';
+import { connectNats, createLogger, createRpcClient, loadConfig, runMain } from '@coinvoice/runtime';
+import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { ApiKeyVerifier } from './auth/api-keys';
+import { RevocationListener } from './auth/revocations';
+import { SessionVerifier } from './auth/sessions';
 import { Backends } from './backends';
 import { gatewaySettings } from './config';
 import { build } from './server';
@@ -14,9 +18,26 @@ runMain({
       payout: config.PAYOUT_URL,
       notifier: config.NOTIFIER_URL,
     });
-    const app = build({ backends, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
+    const auth = createRpcClient(AuthService, config.AUTH_URL);
+    const apiKeys = new ApiKeyVerifier(auth, { ttlMs: config.API_KEY_CACHE_TTL_MS });
+    const sessions = new SessionVerifier(auth);
+    const nats = await connectNats({ url: config.NATS_URL, name: 'gateway', logger });
+    const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger);
+    revocations.start();
+    await revocations.ready();
+
+    const app = build({ backends, clients: { auth }, apiKeys, sessions, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
     logger.info({ address }, 'gateway listening');
-    return { logger, running: { stop: () => app.close() } };
+    return {
+      logger,
+      running: {
+        async stop() {
+          await app.close();
+          revocations.stop();
+          await nats.drain().catch(() => undefined);
+        },
+      },
+    };
   },
 });

@@ -1,28 +1,60 @@
 /**
  * The public REST gateway: Fastify over HTTP/1.1, JSON in and out, every error as
- * application/problem+json. `build(deps)` assembles it; main.ts listens.
+ * application/problem+json. `build(deps)` assembles it from injected clients; main.ts connects
+ * them, listens and handles signals.
  */
 import { randomUUID } from 'node:crypto';
-import { sanitizeRequestId, withRequestId, REQUEST_ID_HEADER, type Logger } from '@coinvoice/runtime';
+import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '@coinvoice/runtime';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import type { Client } from '@connectrpc/connect';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { ApiKeyVerifier } from './auth/api-keys';
+import { authHooks } from './auth/hooks';
+import { SessionVerifier } from './auth/sessions';
 import type { Backends } from './backends';
+import { handleError, problemOf, sendProblem } from './problem';
+import { merchantRoutes } from './routes/merchant';
+
+export interface GatewayClients {
+  auth: Client<typeof AuthService>;
+}
 
 export interface GatewayDeps {
   backends: Backends;
+  clients: GatewayClients;
+  apiKeys: ApiKeyVerifier;
+  sessions: SessionVerifier;
   logger: Logger;
   bodyLimitBytes: number;
+}
+
+/** JSON bodies: an empty body is "no body" (optional bodies), malformed JSON a 400 problem. */
+function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
+  if (body.trim() === '') return done(null, undefined);
+  try {
+    done(null, JSON.parse(body));
+  } catch {
+    const err = Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
+    done(err);
+  }
 }
 
 export function build(deps: GatewayDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    disableRequestLogging: false,
     bodyLimit: deps.bodyLimitBytes,
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,
     requestIdLogLabel: 'requestId',
     return503OnClosing: true,
+    ajv: {
+      // Strict at the edge: no coercion, no silently dropped fields, every problem reported.
+      customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true },
+    },
   });
+
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
 
   // Every handler runs with the request id current, so RPCs and logs downstream carry it.
   app.addHook('onRequest', (req, reply, done) => {
@@ -30,26 +62,19 @@ export function build(deps: GatewayDeps): FastifyInstance {
     withRequestId(req.id, done);
   });
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.setErrorHandler(handleError(deps.logger));
+  app.setNotFoundHandler((req, reply) =>
+    sendProblem(reply, problemOf(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`, req.id)),
+  );
 
-  app.get('/readyz', async (_req, reply) => {
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const { ready, backends } = await deps.backends.readiness();
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', backends });
   });
 
-  app.setNotFoundHandler((req, reply) => {
-    reply
-      .code(404)
-      .type('application/problem+json')
-      .send({
-        type: 'about:blank',
-        title: 'Not Found',
-        status: 404,
-        detail: `no route ${req.method} ${req.url.split('?')[0]}`,
-        code: 'not_found',
-        requestId: req.id,
-      });
-  });
+  const hooks = authHooks({ apiKeys: deps.apiKeys, sessions: deps.sessions });
+  merchantRoutes(app, { auth: deps.clients.auth, hooks });
 
   return app;
 }

@@ -1,0 +1,108 @@
+/**
+ * x-api-key authentication. A key with a bad checksum is refused here, without a lookup; a
+ * well-formed key is verified by the auth service once and then served from a short-lived cache
+ * keyed by its SHA-256. Revocations arrive over NATS and drop the cached entry at once, so a
+ * revoked key stops working on every gateway replica within a second, not at cache expiry.
+ */
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { hashApiKey, parseApiKey } from '@coinvoice/runtime';
+import { HttpProblem } from '../problem';
+import type { ApiKeyPrincipal } from './principal';
+
+export const API_KEY_HEADER = 'x-api-key';
+
+interface CacheEntry {
+  principal: ApiKeyPrincipal;
+  expiresAt: number;
+}
+
+export interface ApiKeyVerifierOptions {
+  ttlMs: number;
+  maxEntries?: number;
+  now?: () => number;
+}
+
+export function invalidApiKey(detail = 'the API key is missing, malformed, unknown or revoked'): HttpProblem {
+  return new HttpProblem(401, 'invalid_api_key', detail, [], { 'www-authenticate': 'ApiKey header="x-api-key"' });
+}
+
+export class ApiKeyVerifier {
+  private readonly cache = new Map<string, CacheEntry>();
+  /** Concurrent first requests with one key share a single auth call. */
+  private readonly inFlight = new Map<string, Promise<ApiKeyPrincipal>>();
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+  /** Bumped by every revocation, so a lookup that started before it is not cached after it. */
+  private generation = 0;
+
+  constructor(
+    private readonly auth: Client<typeof AuthService>,
+    private readonly options: ApiKeyVerifierOptions,
+  ) {
+    this.maxEntries = options.maxEntries ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  async verify(raw: unknown): Promise<ApiKeyPrincipal> {
+    if (raw === undefined || raw === '') throw invalidApiKey('the x-api-key header is required');
+    const parsed = parseApiKey(raw);
+    if (!parsed.wellFormed) throw invalidApiKey();
+    const key = raw as string;
+    const hash = hashApiKey(key);
+    const cached = this.cache.get(hash);
+    if (cached && cached.expiresAt > this.now()) return cached.principal;
+    const pending = this.inFlight.get(hash);
+    if (pending) return pending;
+    const lookup = this.lookup(key, hash).finally(() => this.inFlight.delete(hash));
+    this.inFlight.set(hash, lookup);
+    return lookup;
+  }
+
+  private async lookup(key: string, hash: string): Promise<ApiKeyPrincipal> {
+    const generation = this.generation;
+    let principal: ApiKeyPrincipal;
+    try {
+      const res = await this.auth.verifyApiKey({ key });
+      principal = {
+        kind: 'api_key',
+        keyId: res.keyId,
+        projectId: res.projectId,
+        projectName: res.projectName,
+        environment: res.environment === Environment.SANDBOX ? 'sandbox' : 'live',
+        merchantId: res.merchantId,
+        invoiceLifetimeMinutes: res.invoiceLifetimeMinutes,
+      };
+    } catch (err) {
+      if (err instanceof ConnectError && (err.code === Code.Unauthenticated || err.code === Code.NotFound)) throw invalidApiKey();
+      throw err;
+    }
+    if (generation === this.generation) {
+      if (this.cache.size >= this.maxEntries) {
+        const oldest = this.cache.keys().next().value;
+        if (oldest !== undefined) this.cache.delete(oldest);
+      }
+      this.cache.set(hash, { principal, expiresAt: this.now() + this.options.ttlMs });
+    }
+    return principal;
+  }
+
+  /** A key was revoked: forget it now. */
+  revokeHash(keyHash: string): void {
+    this.generation++;
+    this.cache.delete(keyHash);
+  }
+
+  /** A project changed (name, lifetime): cached principals of it are stale. */
+  forgetProject(projectId: string): void {
+    this.generation++;
+    for (const [hash, entry] of this.cache) if (entry.principal.projectId === projectId) this.cache.delete(hash);
+  }
+
+  /** After a gap in the revocation feed (NATS reconnect) nothing cached can be trusted. */
+  clear(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+}

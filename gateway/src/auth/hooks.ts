@@ -1,0 +1,48 @@
+/** Fastify preHandlers that establish `request.principal`, one per authentication scheme. */
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { HttpProblem } from '../problem';
+import { API_KEY_HEADER, type ApiKeyVerifier } from './api-keys';
+import type { ApiKeyPrincipal, MerchantPrincipal } from './principal';
+import type { SessionVerifier } from './sessions';
+
+export interface Authenticators {
+  apiKeys: ApiKeyVerifier;
+  sessions: SessionVerifier;
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function authHooks({ apiKeys, sessions }: Authenticators) {
+  const apiKey: preHandlerAsyncHookHandler = async (request) => {
+    request.principal = await apiKeys.verify(header(request, API_KEY_HEADER));
+  };
+  const merchant: preHandlerAsyncHookHandler = async (request) => {
+    request.principal = await sessions.verify(header(request, 'authorization'));
+  };
+  /** Payout routes take either; an API key wins when both are sent (it names the project). */
+  const apiKeyOrMerchant: preHandlerAsyncHookHandler = async (request) => {
+    if (header(request, API_KEY_HEADER) !== undefined) request.principal = await apiKeys.verify(header(request, API_KEY_HEADER));
+    else if (header(request, 'authorization') !== undefined) request.principal = await sessions.verify(header(request, 'authorization'));
+    else throw new HttpProblem(401, 'unauthenticated', 'send an x-api-key header or an Authorization: Bearer token');
+  };
+  const admin: preHandlerAsyncHookHandler = async (request, reply: FastifyReply) => {
+    await merchant.call(reply.server, request, reply);
+    if (request.principal?.kind !== 'merchant' || !request.principal.admin) {
+      throw new HttpProblem(403, 'forbidden', 'this operation is for operators');
+    }
+  };
+  return { apiKey, merchant, apiKeyOrMerchant, admin };
+}
+
+export function apiKeyPrincipal(request: FastifyRequest): ApiKeyPrincipal {
+  if (request.principal?.kind !== 'api_key') throw new Error('route requires x-api-key authentication but no hook set it');
+  return request.principal;
+}
+
+export function merchantPrincipal(request: FastifyRequest): MerchantPrincipal {
+  if (request.principal?.kind !== 'merchant') throw new Error('route requires bearer authentication but no hook set it');
+  return request.principal;
+}

@@ -1,0 +1,27 @@
+/** Who is calling, as established once per request by the authentication hooks. */
+export type ProjectEnvironment = 'live' | 'sandbox';
+
+export interface ApiKeyPrincipal {
+  kind: 'api_key';
+  keyId: string;
+  projectId: string;
+  projectName: string;
+  environment: ProjectEnvironment;
+  merchantId: string;
+  invoiceLifetimeMinutes: number;
+}
+
+export interface MerchantPrincipal {
+  kind: 'merchant';
+  merchantId: string;
+  email: string;
+  admin: boolean;
+}
+
+export type Principal = ApiKeyPrincipal | MerchantPrincipal;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Bearer JWT authentication for the dashboard and payout routes, verified locally against the
+ * auth service's public keys (JWKS). The JWKS is fetched once and cached; a token signed with a
+ * key we have not seen (a rotation) triggers one refetch, rate-limited so forged kids cannot make
+ * the gateway hammer auth.
+ */
+import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { toJson } from '@bufbuild/protobuf';
+import { GetJwksResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import type { Client } from '@connectrpc/connect';
+import { importJwks, verifyJwt, type VerificationKeys } from '@coinvoice/runtime';
+import { HttpProblem } from '../problem';
+import type { MerchantPrincipal } from './principal';
+
+export interface SessionVerifierOptions {
+  /** Refetch the JWKS at least this often (new keys, retired ones dropped). */
+  refreshMs?: number;
+  /** At most one refetch for an unknown kid per this interval. */
+  unknownKidRefetchMs?: number;
+  now?: () => Date;
+}
+
+export function invalidToken(detail: string): HttpProblem {
+  return new HttpProblem(401, 'invalid_token', detail, [], { 'www-authenticate': 'Bearer' });
+}
+
+export class SessionVerifier {
+  private keys: VerificationKeys | undefined;
+  private fetchedAt = 0;
+  private lastUnknownKidFetch = 0;
+  private fetching: Promise<VerificationKeys> | undefined;
+
+  constructor(
+    private readonly auth: Client<typeof AuthService>,
+    private readonly options: SessionVerifierOptions = {},
+  ) {}
+
+  private async fetchKeys(): Promise<VerificationKeys> {
+    if (!this.fetching) {
+      this.fetching = this.auth
+        .getJwks({})
+        .then((res) => {
+          this.keys = importJwks(toJson(GetJwksResponseSchema, res));
+          this.fetchedAt = Date.now();
+          return this.keys;
+        })
+        .finally(() => {
+          this.fetching = undefined;
+        });
+    }
+    return this.fetching;
+  }
+
+  private async currentKeys(): Promise<VerificationKeys> {
+    const refreshMs = this.options.refreshMs ?? 5 * 60_000;
+    if (!this.keys || Date.now() - this.fetchedAt > refreshMs) return this.fetchKeys();
+    return this.keys;
+  }
+
+  async verify(authorization: string | undefined): Promise<MerchantPrincipal> {
+    if (!authorization) throw invalidToken('an Authorization: Bearer <token> header is required');
+    const match = /^Bearer ([A-Za-z0-9_.-]+)$/i.exec(authorization.trim());
+    if (!match?.[1]) throw invalidToken('the Authorization header must be "Bearer <token>"');
+    const token = match[1];
+    const now = this.options.now?.() ?? new Date();
+    let result = verifyJwt(token, await this.currentKeys(), now);
+    if (!result.valid && result.reason === 'unknown_key') {
+      const interval = this.options.unknownKidRefetchMs ?? 5_000;
+      if (Date.now() - this.lastUnknownKidFetch >= interval) {
+        this.lastUnknownKidFetch = Date.now();
+        result = verifyJwt(token, await this.fetchKeys(), now);
+      }
+    }
+    if (!result.valid) {
+      throw invalidToken(result.reason === 'expired' ? 'the session token has expired' : 'the session token is invalid');
+    }
+    return { kind: 'merchant', merchantId: result.claims.sub, email: result.claims.email, admin: result.claims.admin === true };
+  }
+}

@@ -1,0 +1,172 @@
+/** The merchant dashboard API (/api/merchant/*): accounts, projects, API keys. Bearer JWT. */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import type { Client } from '@connectrpc/connect';
+import { merchantPrincipal, type authHooks } from '../auth/hooks';
+import { apiKeyJson, environmentOf, isoTime, merchantJson, projectJson } from '../json';
+import {
+  ApiKeyParams,
+  ApiKeySchema,
+  CreateApiKeyBody,
+  CreatedApiKeySchema,
+  CreatedProjectSchema,
+  CreateProjectBody,
+  LoginBody,
+  MerchantSchema,
+  ProjectParams,
+  ProjectSchema,
+  RegisterBody,
+  RegisterResponse,
+  SessionSchema,
+  UpdateProjectBody,
+} from '../schemas/merchant';
+
+export interface MerchantRouteDeps {
+  auth: Client<typeof AuthService>;
+  hooks: ReturnType<typeof authHooks>;
+}
+
+const bearer = [{ bearerAuth: [] }];
+
+export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRouteDeps): void {
+  app.post<{ Body: RegisterBody }>('/api/merchant/register', {
+    schema: { tags: ['dashboard'], summary: 'Create a merchant account', body: RegisterBody, response: { 201: RegisterResponse } },
+    handler: async (req, reply) => {
+      const res = await auth.registerMerchant(req.body);
+      return reply.code(201).send({ merchant: merchantJson(res.merchant), token: res.token, expiresAt: isoTime(res.expiresAt) });
+    },
+  });
+
+  app.post<{ Body: LoginBody }>('/api/merchant/login', {
+    schema: { tags: ['dashboard'], summary: 'Log in and get a session token', body: LoginBody, response: { 200: SessionSchema } },
+    handler: async (req) => {
+      const res = await auth.login(req.body);
+      return { token: res.token, expiresAt: isoTime(res.expiresAt) };
+    },
+  });
+
+  app.get('/api/merchant/me', {
+    schema: { tags: ['dashboard'], summary: 'The logged-in merchant', security: bearer, response: { 200: MerchantSchema } },
+    preHandler: hooks.merchant,
+    handler: async (req) => merchantJson((await auth.getMerchant({ merchantId: merchantPrincipal(req).merchantId })).merchant),
+  });
+
+  app.post<{ Body: CreateProjectBody }>('/api/merchant/projects', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Create a project (live or sandbox); the webhook secret is shown once',
+      security: bearer,
+      body: CreateProjectBody,
+      response: { 201: CreatedProjectSchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req, reply) => {
+      const res = await auth.createProject({
+        merchantId: merchantPrincipal(req).merchantId,
+        name: req.body.name,
+        environment: environmentOf(req.body.environment),
+        webhookUrl: req.body.webhookUrl,
+      });
+      return reply.code(201).send({ ...projectJson(res.project), webhookSecret: res.webhookSecret });
+    },
+  });
+
+  app.get('/api/merchant/projects', {
+    schema: { tags: ['dashboard'], summary: 'List your projects', security: bearer, response: { 200: Type.Object({ items: Type.Array(ProjectSchema) }) } },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      const res = await auth.listProjects({ merchantId: merchantPrincipal(req).merchantId });
+      return { items: res.projects.map(projectJson) };
+    },
+  });
+
+  app.get<{ Params: { id: string } }>('/api/merchant/projects/:id', {
+    schema: { tags: ['dashboard'], summary: 'Get a project', security: bearer, params: ProjectParams, response: { 200: ProjectSchema } },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      const res = await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      return projectJson(res.project);
+    },
+  });
+
+  app.patch<{ Params: { id: string }; Body: UpdateProjectBody }>('/api/merchant/projects/:id', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Change a project’s name, webhook URL or invoice lifetime',
+      security: bearer,
+      params: ProjectParams,
+      body: UpdateProjectBody,
+      response: { 200: ProjectSchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      const { name, webhookUrl, invoiceLifetimeMinutes } = req.body;
+      const res = await auth.updateProject({
+        merchantId: merchantPrincipal(req).merchantId,
+        projectId: req.params.id,
+        name,
+        // null and "" both remove the webhook (the proto's empty string).
+        webhookUrl: webhookUrl === null ? '' : webhookUrl,
+        invoiceLifetimeMinutes,
+      });
+      return projectJson(res.project);
+    },
+  });
+
+  app.post<{ Params: { id: string } }>('/api/merchant/projects/:id/webhook-secret/rotate', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Replace the project’s webhook signing secret; the new one is shown once',
+      security: bearer,
+      params: ProjectParams,
+      response: { 200: Type.Object({ webhookSecret: Type.String() }) },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      const res = await auth.rotateWebhookSecret({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      return { webhookSecret: res.webhookSecret };
+    },
+  });
+
+  app.post<{ Params: { id: string }; Body: { name: string } }>('/api/merchant/projects/:id/api-keys', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Create an API key for the project; the key is shown once',
+      security: bearer,
+      params: ProjectParams,
+      body: CreateApiKeyBody,
+      response: { 201: CreatedApiKeySchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req, reply) => {
+      const res = await auth.createApiKey({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id, name: req.body.name });
+      const meta = apiKeyJson(res.apiKey);
+      return reply.code(201).send({ id: meta.id, name: meta.name, key: res.key, prefix: meta.prefix, createdAt: meta.createdAt });
+    },
+  });
+
+  app.get<{ Params: { id: string } }>('/api/merchant/projects/:id/api-keys', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'List the project’s API keys (never the keys themselves)',
+      security: bearer,
+      params: ProjectParams,
+      response: { 200: Type.Object({ items: Type.Array(ApiKeySchema) }) },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      const res = await auth.listApiKeys({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      return { items: res.apiKeys.map(apiKeyJson) };
+    },
+  });
+
+  app.delete<{ Params: { id: string; keyId: string } }>('/api/merchant/projects/:id/api-keys/:keyId', {
+    schema: { tags: ['dashboard'], summary: 'Revoke an API key, at once', security: bearer, params: ApiKeyParams, response: { 204: Type.Null() } },
+    preHandler: hooks.merchant,
+    handler: async (req, reply) => {
+      await auth.revokeApiKey({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id, keyId: req.params.keyId });
+      return reply.code(204).send();
+    },
+  });
+}

@@ -1,0 +1,50 @@
+/**
+ * JSON Schemas (TypeBox) shared by routes. They validate requests at the edge and are the source
+ * of the OpenAPI document, so a field is described once.
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+export const Uuid = Type.String({ format: 'uuid', description: 'A UUID' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp' });
+export const EnvironmentName = Type.Union([Type.Literal('live'), Type.Literal('sandbox')]);
+
+export const IdParams = Type.Object({ id: Uuid }, { additionalProperties: false });
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: 'Stable snake_case error code' }),
+    requestId: Type.String(),
+    errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem details (application/problem+json)' },
+);
+
+/** Body schema options every JSON body gets: unknown fields are refused, not ignored. */
+export function body<T extends TSchema>(schema: T): T {
+  return schema;
+}
+
+/** Query string parameters are strings on the wire; numbers are validated as digit strings. */
+export const LimitParam = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'Page size, 1 to 100 (default 20)' }));
+export const CursorParam = Type.Optional(Type.String({ maxLength: 512, description: 'Opaque cursor from nextCursor' }));
+
+export function parseLimit(raw: string | undefined): number {
+  const n = raw === undefined ? 20 : Number(raw);
+  return Math.min(100, Math.max(1, n));
+}
+
+/** Documentation metadata on routes, read when the OpenAPI document is generated. */
+declare module 'fastify' {
+  interface FastifySchema {
+    tags?: string[];
+    summary?: string;
+    description?: string;
+    security?: Array<Record<string, string[]>>;
+    /** Operational routes (health) are left out of the public document. */
+    hide?: boolean;
+  }
+}
