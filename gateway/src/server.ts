@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import type { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import type { Client } from '@connectrpc/connect';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { ApiKeyVerifier } from './auth/api-keys';
@@ -13,10 +14,12 @@ import { authHooks } from './auth/hooks';
 import { SessionVerifier } from './auth/sessions';
 import type { Backends } from './backends';
 import { handleError, problemOf, sendProblem } from './problem';
+import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
 
 export interface GatewayClients {
   auth: Client<typeof AuthService>;
+  invoices: Client<typeof InvoiceService>;
 }
 
 export interface GatewayDeps {
@@ -75,6 +78,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
 
   const hooks = authHooks({ apiKeys: deps.apiKeys, sessions: deps.sessions });
   merchantRoutes(app, { auth: deps.clients.auth, hooks });
+  invoiceRoutes(app, { auth: deps.clients.auth, invoices: deps.clients.invoices, hooks });
 
   return app;
 }

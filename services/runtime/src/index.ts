@@ -9,3 +9,4 @@ export * from './admin';
 export * from './lifecycle';
 export * from './service';
 export * from './credentials';
+export * from './money';

@@ -1,0 +1,189 @@
+/**
+ * Invoices: the public API (x-api-key) — create, get, sandbox pay — and the dashboard's invoice
+ * list and Simulate action (Bearer). Field for field the service description's Invoice table.
+ */
+import { decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
+import type { Client } from '@connectrpc/connect';
+import type { FastifyInstance } from 'fastify';
+import { apiKeyPrincipal, merchantPrincipal, type authHooks } from '../auth/hooks';
+import { environmentOf, isoTime } from '../json';
+import { HttpProblem } from '../problem';
+import { IdParams, parseLimit } from '../schemas/common';
+import {
+  CreateInvoiceBody,
+  IdempotencyKeyHeaders,
+  InvoiceListQuery,
+  InvoiceListSchema,
+  InvoiceSchema,
+  SandboxPayBody,
+} from '../schemas/invoice';
+
+export interface InvoiceRouteDeps {
+  auth: Client<typeof AuthService>;
+  invoices: Client<typeof InvoiceService>;
+  hooks: ReturnType<typeof authHooks>;
+}
+
+const STATUS_NAMES: Record<InvoiceStatus, 'Waiting' | 'Paid' | 'Expired' | undefined> = {
+  [InvoiceStatus.UNSPECIFIED]: undefined,
+  [InvoiceStatus.WAITING]: 'Waiting',
+  [InvoiceStatus.PAID]: 'Paid',
+  [InvoiceStatus.EXPIRED]: 'Expired',
+};
+const STATUS_OF_NAME = { Waiting: InvoiceStatus.WAITING, Paid: InvoiceStatus.PAID, Expired: InvoiceStatus.EXPIRED } as const;
+
+export function invoiceStatusName(status: InvoiceStatus): 'Waiting' | 'Paid' | 'Expired' {
+  const name = STATUS_NAMES[status];
+  if (!name) throw new Error(`unexpected invoice status ${status} in a service response`);
+  return name;
+}
+
+export function invoiceJson(i: Invoice | undefined) {
+  if (!i) throw new Error('invoice missing from a service response');
+  return {
+    id: i.id,
+    orderId: i.orderId ?? '',
+    orderDescription: i.orderDescription ?? '',
+    priceAmount: decimalToJsonNumber(i.priceAmount),
+    priceAmountInUsd: decimalToJsonNumber(i.priceAmountInUsd),
+    amountReceived: decimalToJsonNumber(i.amountReceived),
+    priceCurrency: i.priceCurrency,
+    payCurrency: i.payCurrency,
+    status: invoiceStatusName(i.status),
+    createdAt: isoTime(i.createdAt),
+    expiredAt: isoTime(i.expiredAt),
+    address: i.address,
+    amountExpected: decimalToJsonNumber(i.amountExpected),
+    successUrl: i.successUrl,
+    cancelUrl: i.cancelUrl,
+    projectName: i.projectName,
+    isDonation: i.isDonation,
+  };
+}
+
+function sandboxPayFields(body: SandboxPayBody) {
+  let amountReceived: string | undefined;
+  if (body?.amountReceived !== undefined) {
+    const { decimal, decimalPlaces } = jsonNumberToDecimal(body.amountReceived);
+    if (decimalPlaces > 8) {
+      throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [
+        { field: 'amountReceived', message: 'must have at most 8 decimal places' },
+      ]);
+    }
+    amountReceived = decimal;
+  }
+  return { amountReceived, transactionHash: body?.transactionHash };
+}
+
+const apiKeyAuth = [{ apiKeyAuth: [] }];
+const bearer = [{ bearerAuth: [] }];
+
+export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: InvoiceRouteDeps): void {
+  app.post<{ Body: CreateInvoiceBody; Headers: { 'idempotency-key'?: string } }>('/api/invoice', {
+    schema: {
+      tags: ['invoices'],
+      summary: 'Create an invoice',
+      security: apiKeyAuth,
+      headers: IdempotencyKeyHeaders,
+      body: CreateInvoiceBody,
+      response: { 201: InvoiceSchema },
+    },
+    preHandler: hooks.apiKey,
+    handler: async (req, reply) => {
+      const project = apiKeyPrincipal(req);
+      const res = await invoices.createInvoice({
+        projectId: project.projectId,
+        environment: environmentOf(project.environment),
+        projectName: project.projectName,
+        lifetimeMinutes: project.invoiceLifetimeMinutes,
+        priceAmount: req.body.priceAmount,
+        priceCurrency: req.body.priceCurrency,
+        payCurrency: req.body.payCurrency,
+        successUrl: req.body.successUrl,
+        cancelUrl: req.body.cancelUrl,
+        orderId: req.body.orderId,
+        orderDescription: req.body.orderDescription,
+        isDonation: req.body.isDonation ?? false,
+        idempotencyKey: req.headers['idempotency-key'],
+      });
+      if (res.idempotentReplay) reply.header('idempotent-replayed', 'true');
+      return reply.code(201).send(invoiceJson(res.invoice));
+    },
+  });
+
+  app.get<{ Params: { id: string } }>('/api/invoice/:id', {
+    schema: { tags: ['invoices'], summary: 'Get an invoice with its current status', security: apiKeyAuth, params: IdParams, response: { 200: InvoiceSchema } },
+    preHandler: hooks.apiKey,
+    handler: async (req) => {
+      const res = await invoices.getInvoice({ projectId: apiKeyPrincipal(req).projectId, invoiceId: req.params.id });
+      return invoiceJson(res.invoice);
+    },
+  });
+
+  app.post<{ Params: { id: string }; Body: SandboxPayBody }>('/api/invoice/:id/sandbox/pay', {
+    schema: {
+      tags: ['invoices', 'sandbox'],
+      summary: 'Simulate a payment of a Waiting sandbox invoice (sends invoice.paid)',
+      security: apiKeyAuth,
+      params: IdParams,
+      body: SandboxPayBody,
+      response: { 200: InvoiceSchema },
+    },
+    preHandler: hooks.apiKey,
+    handler: async (req) => {
+      const project = apiKeyPrincipal(req);
+      if (project.environment !== 'sandbox') {
+        throw new HttpProblem(403, 'sandbox_key_required', 'simulated payments need the sandbox key of a sandbox project');
+      }
+      const res = await invoices.payInvoice({ projectId: project.projectId, invoiceId: req.params.id, ...sandboxPayFields(req.body) });
+      return invoiceJson(res.invoice);
+    },
+  });
+
+  app.get<{ Params: { id: string }; Querystring: InvoiceListQuery }>('/api/merchant/projects/:id/invoices', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'List a project’s invoices, newest first',
+      security: bearer,
+      params: IdParams,
+      querystring: InvoiceListQuery,
+      response: { 200: InvoiceListSchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      // Ownership first: another merchant's project answers 404 as if it did not exist.
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      const res = await invoices.listInvoices({
+        projectId: req.params.id,
+        status: req.query.status ? STATUS_OF_NAME[req.query.status] : undefined,
+        pageSize: parseLimit(req.query.limit),
+        cursor: req.query.cursor ?? '',
+      });
+      return { items: res.invoices.map(invoiceJson), nextCursor: res.nextCursor || null };
+    },
+  });
+
+  app.post<{ Params: { id: string }; Body: SandboxPayBody }>('/api/merchant/invoices/:id/simulate', {
+    schema: {
+      tags: ['dashboard', 'sandbox'],
+      summary: 'The dashboard’s Simulate action: pay a Waiting sandbox invoice',
+      security: bearer,
+      params: IdParams,
+      body: SandboxPayBody,
+      response: { 200: InvoiceSchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      const owner = await invoices.getInvoiceProject({ invoiceId: req.params.id });
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+      if (owner.environment !== Environment.SANDBOX) {
+        throw new HttpProblem(403, 'sandbox_project_required', 'only invoices of sandbox projects can be simulated');
+      }
+      const res = await invoices.payInvoice({ projectId: owner.projectId, invoiceId: req.params.id, ...sandboxPayFields(req.body) });
+      return invoiceJson(res.invoice);
+    },
+  });
+}

@@ -1,0 +1,72 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+
+export const InvoiceStatusName = Type.Union([Type.Literal('Waiting'), Type.Literal('Paid'), Type.Literal('Expired')]);
+
+const HttpUrl = (description: string) => Type.String({ maxLength: 2048, description });
+
+export const CreateInvoiceBody = Type.Object(
+  {
+    priceAmount: Type.String({ maxLength: 64, description: 'Price as a decimal string in priceCurrency, e.g. "19.90" (JPY: no decimals)' }),
+    priceCurrency: Type.String({ maxLength: 16, description: 'Fiat ISO code: USD, EUR, GBP, JPY, CHF, CAD, AUD' }),
+    payCurrency: Type.String({ maxLength: 16, description: 'Crypto code: BTC, LTC, ETH, USDT, USDC, TRX' }),
+    successUrl: HttpUrl('Where the checkout page sends the customer after payment'),
+    cancelUrl: HttpUrl('Where the checkout page sends the customer who gives up, or when the invoice expires'),
+    orderId: Type.Optional(Type.String({ maxLength: 255, description: 'Your own order reference' })),
+    orderDescription: Type.Optional(Type.String({ maxLength: 1000 })),
+    isDonation: Type.Optional(Type.Boolean({ description: 'false when omitted' })),
+  },
+  { additionalProperties: false },
+);
+export type CreateInvoiceBody = Static<typeof CreateInvoiceBody>;
+
+export const InvoiceSchema = Type.Object(
+  {
+    id: Uuid,
+    orderId: Type.String({ description: 'Echoed from the request ("" when none was given)' }),
+    orderDescription: Type.String({ description: 'Echoed from the request ("" when none was given)' }),
+    priceAmount: Type.Number(),
+    priceAmountInUsd: Type.Number(),
+    amountReceived: Type.Number(),
+    priceCurrency: Type.String(),
+    payCurrency: Type.String(),
+    status: InvoiceStatusName,
+    createdAt: Timestamp,
+    expiredAt: Timestamp,
+    address: Type.String(),
+    amountExpected: Type.Number(),
+    successUrl: Type.String(),
+    cancelUrl: Type.String(),
+    projectName: Type.String(),
+    isDonation: Type.Boolean(),
+  },
+  { $id: 'Invoice' },
+);
+
+export const SandboxPayBody = Type.Optional(
+  Type.Object(
+    {
+      amountReceived: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Default: the invoice’s amountExpected; at most 8 decimals' })),
+      transactionHash: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Default: a random 64-hex hash' })),
+    },
+    { additionalProperties: false },
+  ),
+);
+export type SandboxPayBody = Static<typeof SandboxPayBody>;
+
+export const InvoiceListQuery = Type.Object(
+  { status: Type.Optional(InvoiceStatusName), limit: LimitParam, cursor: CursorParam },
+  { additionalProperties: false },
+);
+export type InvoiceListQuery = Static<typeof InvoiceListQuery>;
+
+export const InvoiceListSchema = Type.Object({
+  items: Type.Array(InvoiceSchema),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
+});
+
+export const IdempotencyKeyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, description: 'Replays the first response for the same body within 24 h' }),
+  ),
+});
