@@ -17,12 +17,15 @@ export interface ProcessInfo {
   grpcUrl?: string;
   adminUrl?: string;
   url?: string;
+  restarts: number;
 }
 
 export interface BootedSystem {
   gatewayUrl: string;
   launcher: ChildProcess;
+  /** Where each process listens, as at start; `current()` re-reads it (pids change on restart). */
   processes: Record<'auth' | 'invoice' | 'payout' | 'notifier' | 'gateway', ProcessInfo>;
+  current(): Record<string, ProcessInfo>;
   database: TestDatabase;
   namespace: string;
   dataDir: string;
@@ -68,12 +71,15 @@ export async function bootSystem(options: { env?: NodeJS.ProcessEnv; timeoutMs?:
       reject(new Error(`launcher exited (${code}) before ready:\n${output}`));
     });
   });
-  const described = JSON.parse(readFileSync(path.join(dataDir, 'system.json'), 'utf8')) as { processes: BootedSystem['processes'] };
+  const readProcesses = () =>
+    (JSON.parse(readFileSync(path.join(dataDir, 'system.json'), 'utf8')) as { processes: BootedSystem['processes'] }).processes;
+  const described = { processes: readProcesses() };
 
   return {
     gatewayUrl,
     launcher,
     processes: described.processes,
+    current: readProcesses,
     database,
     namespace,
     dataDir,

@@ -107,8 +107,26 @@ test('the gateway echoes a request id and answers unknown routes 404 problem+jso
   expect(await res.json()).toMatchObject({ status: 404, code: 'not_found', requestId: 'req-abc-123' });
 });
 
+test('a process that dies is started again, like a Kubernetes pod', async () => {
+  const before = system.current().invoice!;
+  process.kill(before.pid, 'SIGKILL');
+  const deadline = Date.now() + 15_000;
+  let after = system.current().invoice!;
+  while ((after.pid === before.pid || after.restarts === before.restarts) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    after = system.current().invoice!;
+  }
+  expect(after.pid).not.toBe(before.pid);
+  expect(after.restarts).toBe(before.restarts + 1);
+  while (Date.now() < deadline) {
+    if ((await fetch(`${system.gatewayUrl}/readyz`)).status === 200) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect((await fetch(`${system.gatewayUrl}/readyz`)).status).toBe(200);
+});
+
 test('SIGTERM to the launcher stops every process of the system', async () => {
-  const pids = Object.values(system.processes).map((p) => p.pid);
+  const pids = Object.values(system.current()).map((p) => p.pid);
   expect(pids).toHaveLength(5);
   for (const pid of pids) expect(isAlive(pid)).toBe(true);
   await system.stop();

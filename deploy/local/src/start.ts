@@ -34,15 +34,16 @@ async function main(): Promise<void> {
     console.log(`postgres: ${postgres.source}`);
     console.log(`nats:     ${nats.source}`);
     const logDir = path.join(dataDir, 'logs');
-    system = await startSystem({ databaseUrl: postgres.url, natsUrl: nats.url, logDir, gatewayPort, env: process.env });
-    for (const [name, child] of system.processes) {
-      child.once('exit', (code, signal) => {
-        if (stopping) return;
-        console.error(`${name} stopped unexpectedly (${signal ?? `exit ${code}`}); see ${path.join(logDir, `${name}.log`)}. Stopping everything.`);
-        void stopAll(1);
-      });
-    }
-    writeFileSync(path.join(dataDir, 'system.json'), JSON.stringify({ gatewayUrl: system.gatewayUrl, processes: system.describe() }, null, 2));
+    const systemFile = path.join(dataDir, 'system.json');
+    system = await startSystem({
+      databaseUrl: postgres.url,
+      natsUrl: nats.url,
+      logDir,
+      gatewayPort,
+      env: process.env,
+      onChange: (s) => writeFileSync(systemFile, JSON.stringify({ gatewayUrl: s.gatewayUrl, processes: s.describe() }, null, 2)),
+      onRestart: (name, reason) => console.error(`${name} stopped (${reason}); starting it again. Its log: ${path.join(logDir, `${name}.log`)}`),
+    });
     console.log(`logs:     ${logDir}/<process>.log`);
     console.log(`coinvoice is ready at ${system.gatewayUrl}`);
   } catch (err) {
