@@ -12,7 +12,7 @@ module.exports = {
   ],
   transform: { '^.+\\.(t|j|mj)sx?$': swc },
   // ESM-only dependencies are transformed to CommonJS for Jest's module system.
-  transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure|@seriousme)/)'],
   moduleNameMapper: {
     '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
     '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',

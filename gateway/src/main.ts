@@ -28,7 +28,7 @@ runMain({
     revocations.start();
     await revocations.ready();
 
-    const app = build({ backends, clients: { auth, invoices }, apiKeys, sessions, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
+    const { app } = build({ backends, clients: { auth, invoices }, apiKeys, sessions, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
     logger.info({ address }, 'gateway listening');
     return {

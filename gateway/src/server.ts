@@ -14,6 +14,8 @@ import { authHooks } from './auth/hooks';
 import { SessionVerifier } from './auth/sessions';
 import type { Backends } from './backends';
 import { handleError, problemOf, sendProblem } from './problem';
+import { OpenApiRegistry } from './openapi';
+import { checkoutRoutes, docsRoutes } from './routes/checkout';
 import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
 
@@ -42,19 +44,21 @@ function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, va
   }
 }
 
-export function build(deps: GatewayDeps): FastifyInstance {
+export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenApiRegistry } {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.bodyLimitBytes,
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,
-    requestIdLogLabel: 'requestId',
     return503OnClosing: true,
     ajv: {
       // Strict at the edge: no coercion, no silently dropped fields, every problem reported.
       customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true },
     },
   });
+
+  const openapi = new OpenApiRegistry();
+  openapi.attach(app);
 
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
@@ -79,6 +83,9 @@ export function build(deps: GatewayDeps): FastifyInstance {
   const hooks = authHooks({ apiKeys: deps.apiKeys, sessions: deps.sessions });
   merchantRoutes(app, { auth: deps.clients.auth, hooks });
   invoiceRoutes(app, { auth: deps.clients.auth, invoices: deps.clients.invoices, hooks });
+  checkoutRoutes(app, { invoices: deps.clients.invoices });
+  let document: unknown;
+  docsRoutes(app, () => (document ??= openapi.document()));
 
-  return app;
+  return { app, openapi };
 }

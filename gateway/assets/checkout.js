@@ -1,0 +1,68 @@
+// The hosted checkout page: reads the public checkout endpoint, shows what to pay and where,
+// counts down to expiry and follows the status without a reload. No third-party code.
+(function () {
+  'use strict';
+  var root = document.getElementById('checkout');
+  var invoiceId = root.getAttribute('data-invoice-id');
+  var endpoint = '/api/checkout/' + encodeURIComponent(invoiceId);
+  var el = function (id) { return document.getElementById(id); };
+  var current = null;
+
+  function setText(id, text) { el(id).textContent = text; }
+
+  function formatRemaining(ms) {
+    if (ms <= 0) return '0:00';
+    var total = Math.floor(ms / 1000);
+    var h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
+    var mm = (h > 0 && m < 10 ? '0' : '') + m;
+    return (h > 0 ? h + ':' : '') + mm + ':' + (s < 10 ? '0' : '') + s;
+  }
+
+  function render(c) {
+    current = c;
+    root.className = 'card state-' + c.status.toLowerCase();
+    el('sandbox').classList.toggle('hidden', !c.isSandbox);
+    setText('amount', c.amountExpected + ' ' + c.payCurrency);
+    setText('fiat', c.priceAmount + ' ' + c.priceCurrency);
+    setText('address', c.address);
+    el('qr').setAttribute('src', endpoint + '/qr.svg');
+    el('qr').setAttribute('alt', 'QR code: ' + c.paymentUri);
+    el('wallet-link').setAttribute('href', c.paymentUri);
+    var waiting = c.status === 'Waiting';
+    el('pay').classList.toggle('hidden', !waiting);
+    el('paid').classList.toggle('hidden', c.status !== 'Paid');
+    el('expired').classList.toggle('hidden', c.status !== 'Expired');
+    el('success-link').setAttribute('href', c.successUrl);
+    el('cancel-link').setAttribute('href', c.cancelUrl);
+    el('back-link').setAttribute('href', c.cancelUrl);
+    setText('status', waiting ? 'Waiting for payment…' : c.status === 'Paid' ? 'Payment received' : 'This invoice has expired');
+    setText('received', c.amountReceived + ' ' + c.payCurrency);
+    tick();
+  }
+
+  function tick() {
+    if (!current) return;
+    var remaining = new Date(current.expiredAt).getTime() - Date.now();
+    setText('countdown', formatRemaining(remaining));
+  }
+
+  function poll() {
+    fetch(endpoint, { headers: { accept: 'application/json' }, cache: 'no-store' })
+      .then(function (res) { return res.ok ? res.json() : null; })
+      .then(function (c) {
+        if (c) render(c);
+        if (!c || c.status === 'Waiting') setTimeout(poll, 1500);
+      })
+      .catch(function () { setTimeout(poll, 3000); });
+  }
+
+  el('copy').addEventListener('click', function () {
+    var text = el('address').textContent;
+    var done = function () { setText('copy', 'Copied'); setTimeout(function () { setText('copy', 'Copy'); }, 1500); };
+    if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(text).then(done, done);
+    else { var r = document.createRange(); r.selectNodeContents(el('address')); var s = window.getSelection(); s.removeAllRanges(); s.addRange(r); done(); }
+  });
+
+  setInterval(tick, 1000);
+  poll();
+})();

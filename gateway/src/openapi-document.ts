@@ -1,0 +1,27 @@
+/**
+ * Builds the gateway with inert clients (nothing is called) to read the OpenAPI document and the
+ * routes it registers: for the snapshot script and the contract tests.
+ */
+import { createLogger, createRpcClient } from '@coinvoice/runtime';
+import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
+import { ApiKeyVerifier } from './auth/api-keys';
+import { SessionVerifier } from './auth/sessions';
+import { Backends } from './backends';
+import { build } from './server';
+
+export async function buildForDocument() {
+  const nowhere = 'http://127.0.0.1:9';
+  const auth = createRpcClient(AuthService, nowhere);
+  const invoices = createRpcClient(InvoiceService, nowhere);
+  const { app, openapi } = build({
+    backends: new Backends({ auth: nowhere, invoice: nowhere, payout: nowhere, notifier: nowhere }),
+    clients: { auth, invoices },
+    apiKeys: new ApiKeyVerifier(auth, { ttlMs: 0 }),
+    sessions: new SessionVerifier(auth),
+    logger: createLogger({ service: 'gateway', level: 'silent' }),
+    bodyLimitBytes: 65536,
+  });
+  await app.ready();
+  return { app, openapi };
+}

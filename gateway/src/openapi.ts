@@ -1,0 +1,152 @@
+/**
+ * The OpenAPI 3.1 document, generated from the routes as registered — the same JSON Schemas that
+ * validate requests — so the reference cannot drift from what the gateway does. Routes marked
+ * `hide` (health, the checkout page's own assets) are operational and left out.
+ */
+import { OptionalKind } from '@sinclair/typebox';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import { ProblemSchema } from './schemas/common';
+import { WEBHOOK_EVENTS } from './schemas/webhook-events';
+
+type JsonObject = Record<string, unknown>;
+
+const ERROR_STATUSES: Record<string, string> = {
+  '400': 'Invalid input: the `errors` array names each offending field',
+  '401': 'Missing or invalid credentials',
+  '403': 'Not allowed (for example a live key on a sandbox-only route)',
+  '404': 'Unknown resource, or one that belongs to another project or merchant',
+  '409': 'The resource is not in a state that allows this',
+  '413': 'Request body too large',
+  '415': 'Request body is not application/json',
+  '422': 'Idempotency-Key reused with a different body',
+  '503': 'A dependency is unavailable; retry shortly',
+};
+
+/** Plain JSON of a TypeBox schema (drops its symbol keys) without its `$id`. */
+function plain(schema: unknown): JsonObject {
+  const json = JSON.parse(JSON.stringify(schema)) as JsonObject;
+  delete json.$id;
+  return json;
+}
+
+function openapiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+function parametersOf(schema: unknown, location: 'path' | 'query' | 'header'): JsonObject[] {
+  if (!schema || typeof schema !== 'object') return [];
+  const s = plain(schema);
+  const properties = (s.properties ?? {}) as Record<string, JsonObject>;
+  const required = new Set((s.required as string[] | undefined) ?? []);
+  return Object.entries(properties).map(([name, prop]) => ({
+    name,
+    in: location,
+    required: location === 'path' ? true : required.has(name),
+    ...(prop.description ? { description: prop.description } : {}),
+    schema: prop,
+  }));
+}
+
+export class OpenApiRegistry {
+  private readonly routes: RouteOptions[] = [];
+
+  /** Call before any route is registered. */
+  attach(app: FastifyInstance): void {
+    app.addHook('onRoute', (route) => {
+      if (!route.schema?.hide) this.routes.push(route);
+    });
+  }
+
+  /** Every registered method + path (for the test that checks the document covers them). */
+  registered(): Array<{ method: string; path: string }> {
+    return this.routes.flatMap((r) =>
+      (Array.isArray(r.method) ? r.method : [r.method]).filter((m) => m !== 'HEAD').map((m) => ({ method: m.toLowerCase(), path: openapiPath(r.url) })),
+    );
+  }
+
+  document(): JsonObject {
+    const paths: Record<string, Record<string, JsonObject>> = {};
+    for (const route of this.routes) {
+      const schema = route.schema ?? {};
+      for (const method of (Array.isArray(route.method) ? route.method : [route.method]).filter((m) => m !== 'HEAD')) {
+        const responses: Record<string, JsonObject> = {};
+        for (const [status, responseSchema] of Object.entries((schema.response ?? {}) as Record<string, unknown>)) {
+          const json = plain(responseSchema);
+          responses[status] =
+            status === '204'
+              ? { description: 'No content' }
+              : { description: 'Success', content: { 'application/json': { schema: json } } };
+        }
+        const errorStatuses = ['400', '404', '503'];
+        if (schema.security) errorStatuses.push('401', '403');
+        if (schema.body) errorStatuses.push('413', '415');
+        if (['post', 'patch', 'delete'].includes(method.toLowerCase()) && route.url.includes(':')) errorStatuses.push('409');
+        if (schema.headers && JSON.stringify(schema.headers).includes('idempotency-key')) errorStatuses.push('422');
+        for (const status of errorStatuses.sort()) {
+          responses[status] = {
+            description: ERROR_STATUSES[status],
+            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+          };
+        }
+        const operation: JsonObject = {
+          operationId: `${method.toLowerCase()}${openapiPath(route.url).replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+          ...(schema.summary ? { summary: schema.summary } : {}),
+          ...(schema.description ? { description: schema.description } : {}),
+          ...(schema.tags ? { tags: schema.tags } : {}),
+          ...(schema.security ? { security: schema.security } : {}),
+          parameters: [
+            ...parametersOf(schema.params, 'path'),
+            ...parametersOf(schema.querystring, 'query'),
+            ...parametersOf(schema.headers, 'header'),
+          ],
+          ...(schema.body
+            ? { requestBody: { required: (schema.body as Record<symbol, unknown>)[OptionalKind] !== 'Optional', content: { 'application/json': { schema: plain(schema.body) } } } }
+            : {}),
+          responses,
+        };
+        const path = openapiPath(route.url);
+        paths[path] = { ...(paths[path] ?? {}), [method.toLowerCase()]: operation };
+      }
+    }
+    const webhooks: Record<string, JsonObject> = {};
+    for (const [name, event] of Object.entries(WEBHOOK_EVENTS)) {
+      webhooks[name] = {
+        post: {
+          summary: event.summary,
+          description:
+            'Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret). Answer 2xx within 10 s; anything else is retried with backoff.',
+          parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+          requestBody: { required: true, content: { 'application/json': { schema: plain(event.body) } } },
+          responses: { '200': { description: 'Any 2xx acknowledges the delivery' } },
+        },
+      };
+    }
+    return {
+      openapi: '3.1.0',
+      info: {
+        title: 'coinvoice API',
+        version: '1.0.0',
+        description:
+          'Accept cryptocurrency payments: invoices priced in fiat and paid in a chosen coin, a hosted checkout page at /pay/{invoiceId}, a sandbox that simulates payments and sends signed webhooks, and payouts. Every error is application/problem+json (RFC 9457).',
+      },
+      servers: [{ url: '/' }],
+      tags: [
+        { name: 'invoices', description: 'Create and look up invoices (x-api-key)' },
+        { name: 'sandbox', description: 'Simulated payments for sandbox projects' },
+        { name: 'payouts', description: 'Balances and withdrawals (x-api-key or merchant JWT)' },
+        { name: 'checkout', description: 'What the hosted checkout page reads (public)' },
+        { name: 'dashboard', description: 'Merchant dashboard (Bearer session token); not meant for public integrations' },
+        { name: 'admin', description: 'Operators' },
+      ],
+      paths,
+      webhooks,
+      components: {
+        securitySchemes: {
+          apiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'A project API key: SBX_… (sandbox) or LIVE_…' },
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Merchant session token from /api/merchant/login' },
+        },
+        schemas: { Problem: plain(ProblemSchema) },
+      },
+    };
+  }
+}

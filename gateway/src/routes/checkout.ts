@@ -1,0 +1,111 @@
+/**
+ * The hosted checkout page at /pay/{invoiceId} (no API key): a page, its own assets, and the
+ * public read endpoint it polls. Everything is served by the gateway: no third-party requests.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { decimalToJsonNumber, packageRoot } from '@coinvoice/runtime';
+import type { Checkout, InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import QRCode from 'qrcode';
+import { isoTime } from '../json';
+import { CheckoutSchema } from '../schemas/checkout';
+import { IdParams } from '../schemas/common';
+import { invoiceStatusName } from './invoices';
+
+const ASSETS = path.join(packageRoot(__dirname), 'assets');
+const asset = (name: string) => readFileSync(path.join(ASSETS, name), 'utf8');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The page may run its own script and styles only, and may not be framed (clickjacking). */
+const PAGE_HEADERS = {
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+export function checkoutJson(c: Checkout | undefined) {
+  if (!c) throw new Error('checkout missing from a service response');
+  return {
+    id: c.id,
+    status: invoiceStatusName(c.status),
+    payCurrency: c.payCurrency,
+    amountExpected: decimalToJsonNumber(c.amountExpected),
+    amountReceived: decimalToJsonNumber(c.amountReceived),
+    address: c.address,
+    paymentUri: c.paymentUri,
+    priceAmount: decimalToJsonNumber(c.priceAmount),
+    priceCurrency: c.priceCurrency,
+    createdAt: isoTime(c.createdAt),
+    expiredAt: isoTime(c.expiredAt),
+    isSandbox: c.isSandbox,
+    successUrl: c.successUrl,
+    cancelUrl: c.cancelUrl,
+  };
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof ConnectError && (err.code === Code.NotFound || err.code === Code.InvalidArgument);
+}
+
+export function checkoutRoutes(app: FastifyInstance, { invoices }: { invoices: Client<typeof InvoiceService> }): void {
+  const page = asset('checkout.html');
+  const notFoundPage = asset('not-found.html');
+  const files: Record<string, { body: string; type: string }> = {
+    'checkout.css': { body: asset('checkout.css'), type: 'text/css; charset=utf-8' },
+    'checkout.js': { body: asset('checkout.js'), type: 'text/javascript; charset=utf-8' },
+  };
+  const sendNotFound = (reply: FastifyReply) => reply.code(404).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(notFoundPage);
+
+  app.get<{ Params: { file: string } }>('/pay/assets/:file', { schema: { hide: true } }, async (req, reply) => {
+    const file = files[req.params.file];
+    if (!file) return sendNotFound(reply);
+    return reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=300' }).type(file.type).send(file.body);
+  });
+
+  app.get<{ Params: { invoiceId: string } }>('/pay/:invoiceId', { schema: { hide: true } }, async (req, reply) => {
+    const { invoiceId } = req.params;
+    if (!UUID.test(invoiceId)) return sendNotFound(reply);
+    try {
+      await invoices.getCheckout({ invoiceId });
+    } catch (err) {
+      if (isNotFound(err)) return sendNotFound(reply);
+      throw err;
+    }
+    return reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(page.replace('{{INVOICE_ID}}', invoiceId.toLowerCase()));
+  });
+
+  app.get<{ Params: { id: string } }>('/api/checkout/:id', {
+    schema: {
+      tags: ['checkout'],
+      summary: 'What the hosted checkout page shows the customer (public, no API key)',
+      params: IdParams,
+      response: { 200: CheckoutSchema },
+    },
+    handler: async (req, reply) => {
+      const res = await invoices.getCheckout({ invoiceId: req.params.id });
+      reply.header('cache-control', 'no-store');
+      return checkoutJson(res.checkout);
+    },
+  });
+
+  app.get<{ Params: { id: string } }>('/api/checkout/:id/qr.svg', {
+    schema: { hide: true, params: IdParams },
+    handler: async (req, reply) => {
+      const res = await invoices.getCheckout({ invoiceId: req.params.id });
+      const svg = await QRCode.toString(res.checkout?.paymentUri ?? '', { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
+      return reply.headers({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).type('image/svg+xml').send(svg);
+    },
+  });
+}
+
+export function docsRoutes(app: FastifyInstance, document: () => unknown): void {
+  const html = asset('docs.html');
+  const js = asset('docs.js');
+  const headers = { ...PAGE_HEADERS, 'cache-control': 'public, max-age=60' };
+  app.get('/openapi.json', { schema: { hide: true } }, async () => document());
+  app.get('/docs', { schema: { hide: true } }, async (_req, reply) => reply.headers(headers).type('text/html; charset=utf-8').send(html));
+  app.get('/docs/assets/docs.js', { schema: { hide: true } }, async (_req, reply) => reply.headers(headers).type('text/javascript; charset=utf-8').send(js));
+}

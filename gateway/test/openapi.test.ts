@@ -1,0 +1,71 @@
+/**
+ * The OpenAPI document: valid OpenAPI 3.1, covering every route the gateway registers, and equal
+ * to the committed snapshot so every change to the public contract is deliberate.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { buildForDocument } from '../src/openapi-document';
+
+let built: Awaited<ReturnType<typeof buildForDocument>>;
+let doc: Record<string, any>;
+
+beforeAll(async () => {
+  built = await buildForDocument();
+  doc = built.openapi.document();
+});
+afterAll(async () => {
+  await built.app.close();
+});
+
+test('the document is valid OpenAPI 3.1', async () => {
+  const validator = new Validator();
+  const result = await validator.validate(doc);
+  expect(result.errors ?? []).toEqual([]);
+  expect(result.valid).toBe(true);
+  expect(validator.version).toBe('3.1');
+});
+
+test('every route the gateway registers is in the document, and nothing else', () => {
+  const registered = built.openapi.registered().map((r) => `${r.method} ${r.path}`).sort();
+  const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+    .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`))
+    .sort();
+  expect(documented).toEqual(registered);
+  // Spot-check the service description's endpoints are there.
+  for (const op of ['post /api/invoice', 'get /api/invoice/{id}', 'post /api/invoice/{id}/sandbox/pay', 'get /api/checkout/{id}']) {
+    expect(registered).toContain(op);
+  }
+});
+
+test('every public field of the Invoice is documented with its contract type', () => {
+  const invoice = doc.paths['/api/invoice'].post.responses['201'].content['application/json'].schema;
+  const types = Object.fromEntries(Object.entries(invoice.properties as Record<string, { type?: string }>).map(([k, v]) => [k, v.type ?? 'union']));
+  expect(types).toEqual({
+    id: 'string', orderId: 'string', orderDescription: 'string', priceAmount: 'number', priceAmountInUsd: 'number',
+    amountReceived: 'number', priceCurrency: 'string', payCurrency: 'string', status: 'union', createdAt: 'string',
+    expiredAt: 'string', address: 'string', amountExpected: 'number', successUrl: 'string', cancelUrl: 'string',
+    projectName: 'string', isDonation: 'boolean',
+  });
+  expect(doc.components.securitySchemes.apiKeyAuth).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
+  expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+  expect(Object.keys(doc.webhooks)).toContain('invoice.paid');
+  expect([...doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required].sort()).toEqual(
+    ['amount', 'currency', 'environment', 'invoiceId', 'orderId', 'status'],
+  );
+});
+
+test('every error response is problem+json', () => {
+  for (const ops of Object.values(doc.paths as Record<string, Record<string, any>>)) {
+    for (const op of Object.values(ops)) {
+      for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
+        if (Number(status) >= 400) expect(Object.keys(res.content)).toEqual(['application/problem+json']);
+      }
+    }
+  }
+});
+
+test('the document equals the committed snapshot (run `npm run openapi:snapshot` for a deliberate change)', () => {
+  const snapshot = JSON.parse(readFileSync(path.join(__dirname, '..', 'openapi.snapshot.json'), 'utf8'));
+  expect(doc).toEqual(snapshot);
+});
