@@ -1,0 +1,160 @@
+/**
+ * Issue 7 in a real browser: the hosted checkout page of a sandbox invoice shows the amount and
+ * address, its QR code decodes to a payment URI with the same address and amount, it switches to
+ * the paid state without a reload when the invoice is paid through the API, it shows an expired
+ * invoice as expired, an unknown id gets a 404 page, nothing is fetched from third parties, and
+ * /docs renders the API reference.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import jsQR from 'jsqr';
+import { PNG } from 'pngjs';
+import type { Browser, Page } from 'playwright-core';
+import postgres from 'postgres';
+import { launchBrowser } from '../support/browser';
+import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
+
+const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
+let system: BootedSystem;
+let api: GatewayClient;
+let browser: Browser;
+let project: ProjectFixture;
+let db: postgres.Sql;
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  [system, browser] = await Promise.all([bootSystem({ env: { INVOICE_SWEEP_INTERVAL_MS: '200' } }), launchBrowser()]);
+  api = new GatewayClient(system.gatewayUrl);
+  db = postgres(system.database.url, { max: 1, onnotice: () => undefined });
+  project = await createProjectWithKey(api, await registerMerchant(api), 'sandbox');
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await db?.end();
+  await system?.stop();
+});
+
+async function createInvoice(overrides: Record<string, unknown> = {}) {
+  const res = await api.post(
+    '/api/invoice',
+    { priceAmount: '25.00', priceCurrency: 'EUR', payCurrency: 'BTC', successUrl: 'https://shop.example/thanks', cancelUrl: 'https://shop.example/cart', orderId: 'order-77', ...overrides },
+    { headers: apiKeyHeader(project.key) },
+  );
+  if (res.status !== 201) throw new Error(`create invoice: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** A page that records every request it makes, to prove none leaves the gateway. */
+async function openPage(width: number, height: number): Promise<{ page: Page; requests: string[]; navigations: string[] }> {
+  const context = await browser.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const requests: string[] = [];
+  const navigations: string[] = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('framenavigated', (f) => {
+    if (f === page.mainFrame()) navigations.push(f.url());
+  });
+  return { page, requests, navigations };
+}
+
+function decodeQr(png: Buffer): string {
+  const image = PNG.sync.read(png);
+  const code = jsQR(new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length), image.width, image.height);
+  if (!code) throw new Error('no QR code found in the screenshot');
+  return code.data;
+}
+
+test('the checkout page shows amount, address and a QR code of the payment URI, then turns paid without a reload', async () => {
+  const invoice = await createInvoice();
+  const { page, requests, navigations } = await openPage(390, 844);
+  await page.goto(`${system.gatewayUrl}/pay/${invoice.id}`);
+  await page.waitForFunction(() => document.querySelector('[data-testid=address]')?.textContent !== '…');
+
+  const amountText = (await page.textContent('[data-testid=amount]'))!.trim();
+  const addressText = (await page.textContent('[data-testid=address]'))!.trim();
+  expect(amountText).toBe(`${invoice.amountExpected} BTC`);
+  expect(addressText).toBe(invoice.address);
+  expect(await page.isVisible('#sandbox')).toBe(true);
+  expect(await page.textContent('#fiat')).toBe('25 EUR');
+  expect(await page.textContent('#countdown')).toMatch(/^\d+:\d{2}(:\d{2})?$/);
+
+  await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).complete && (document.getElementById('qr') as HTMLImageElement).naturalWidth > 0);
+  const uri = decodeQr(await page.locator('#qr').screenshot());
+  const parsed = new URL(uri);
+  expect(parsed.protocol).toBe('bitcoin:');
+  expect(parsed.pathname).toBe(invoice.address);
+  expect(Number(parsed.searchParams.get('amount'))).toBe(invoice.amountExpected);
+
+  await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-waiting-390x844.png'), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-waiting-1280x800.png'), fullPage: true });
+
+  const paid = await api.post(`/api/invoice/${invoice.id}/sandbox/pay`, undefined, { headers: apiKeyHeader(project.key) });
+  expect(paid.status).toBe(200);
+  await page.waitForSelector('#paid:not(.hidden)', { timeout: 10_000 });
+  expect(await page.getAttribute('#success-link', 'href')).toBe('https://shop.example/thanks');
+  expect(await page.isVisible('#pay')).toBe(false);
+  expect(navigations).toHaveLength(1); // the first load only: no reload
+  await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-paid-1280x800.png'), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-paid-390x844.png'), fullPage: true });
+
+  const origin = new URL(system.gatewayUrl).origin;
+  expect(requests.filter((u) => !u.startsWith(origin))).toEqual([]);
+  await page.context().close();
+});
+
+test('an expired invoice shows the expired state with a link back to cancelUrl', async () => {
+  const invoice = await createInvoice({ orderId: 'order-late' });
+  // The lifetime is whole minutes; move this invoice's expiry into the past and let the sweeper run.
+  await db`update invoice.invoices set expired_at = now() - interval '1 second' where id = ${invoice.id}`;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if ((await api.get(`/api/invoice/${invoice.id}`, { headers: apiKeyHeader(project.key) })).body.status === 'Expired') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const { page } = await openPage(390, 844);
+  await page.goto(`${system.gatewayUrl}/pay/${invoice.id}`);
+  await page.waitForSelector('#expired:not(.hidden)', { timeout: 10_000 });
+  expect(await page.getAttribute('#cancel-link', 'href')).toBe('https://shop.example/cart');
+  expect(await page.isVisible('#pay')).toBe(false);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-expired-390x844.png'), fullPage: true });
+  await page.context().close();
+});
+
+test('an unknown or malformed invoice id gets a 404 page', async () => {
+  const { page } = await openPage(390, 844);
+  for (const id of ['6f1c3d1e-0000-4000-8000-000000000000', 'not-an-id']) {
+    const res = await page.goto(`${system.gatewayUrl}/pay/${id}`);
+    expect(res?.status()).toBe(404);
+    expect(await page.textContent('h1')).toBe('Invoice not found');
+  }
+  await page.context().close();
+});
+
+test('the public checkout endpoint exposes only what the customer needs', async () => {
+  const invoice = await createInvoice({ orderDescription: 'secret merchant note' });
+  const res = await api.get(`/api/checkout/${invoice.id}`);
+  expect(res.status).toBe(200);
+  expect(Object.keys(res.body).sort()).toEqual(
+    ['address', 'amountExpected', 'amountReceived', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isSandbox', 'payCurrency', 'paymentUri', 'priceAmount', 'priceCurrency', 'status', 'successUrl'].sort(),
+  );
+  expect(res.text).not.toContain('order-77');
+  expect(res.text).not.toContain('secret merchant note');
+  expect(res.text).not.toContain(project.id);
+});
+
+test('/docs renders the API reference in the browser', async () => {
+  const { page, requests } = await openPage(1280, 800);
+  await page.goto(`${system.gatewayUrl}/docs`);
+  await page.waitForSelector('section.op');
+  const text = await page.textContent('#reference');
+  expect(text).toContain('/api/invoice/{id}/sandbox/pay');
+  expect(text).toContain('invoice.paid');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'docs-1280x800.png') });
+  const origin = new URL(system.gatewayUrl).origin;
+  expect(requests.filter((u) => !u.startsWith(origin))).toEqual([]);
+  await page.context().close();
+});
