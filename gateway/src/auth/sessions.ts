@@ -1,8 +1,9 @@
 /**
  * Bearer JWT authentication for the dashboard and payout routes, verified locally against the
  * auth service's public keys (JWKS). The JWKS is fetched once and cached; a token signed with a
- * key we have not seen (a rotation) triggers one refetch, rate-limited so forged kids cannot make
- * the gateway hammer auth.
+ * key we have not seen (a rotation) triggers a refetch. Refetches for unknown kids are spaced at
+ * least `unknownKidRefetchMs` apart and shared by concurrent requests: a flood of forged kids costs
+ * auth one call per interval, and a genuinely new key waits at most that long — never refused.
  */
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { toJson } from '@bufbuild/protobuf';
@@ -29,6 +30,7 @@ export class SessionVerifier {
   private fetchedAt = 0;
   private lastUnknownKidFetch = 0;
   private fetching: Promise<VerificationKeys> | undefined;
+  private unknownKidRefetch: Promise<VerificationKeys> | undefined;
 
   constructor(
     private readonly auth: Client<typeof AuthService>,
@@ -57,6 +59,20 @@ export class SessionVerifier {
     return this.keys;
   }
 
+  private refetchForUnknownKid(): Promise<VerificationKeys> {
+    if (!this.unknownKidRefetch) {
+      const wait = this.lastUnknownKidFetch + (this.options.unknownKidRefetchMs ?? 1_000) - Date.now();
+      this.unknownKidRefetch = (async () => {
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        this.lastUnknownKidFetch = Date.now();
+        return this.fetchKeys();
+      })().finally(() => {
+        this.unknownKidRefetch = undefined;
+      });
+    }
+    return this.unknownKidRefetch;
+  }
+
   async verify(authorization: string | undefined): Promise<MerchantPrincipal> {
     if (!authorization) throw invalidToken('an Authorization: Bearer <token> header is required');
     const match = /^Bearer ([A-Za-z0-9_.-]+)$/i.exec(authorization.trim());
@@ -65,11 +81,7 @@ export class SessionVerifier {
     const now = this.options.now?.() ?? new Date();
     let result = verifyJwt(token, await this.currentKeys(), now);
     if (!result.valid && result.reason === 'unknown_key') {
-      const interval = this.options.unknownKidRefetchMs ?? 5_000;
-      if (Date.now() - this.lastUnknownKidFetch >= interval) {
-        this.lastUnknownKidFetch = Date.now();
-        result = verifyJwt(token, await this.fetchKeys(), now);
-      }
+      result = verifyJwt(token, await this.refetchForUnknownKid(), now);
     }
     if (!result.valid) {
       throw invalidToken(result.reason === 'expired' ? 'the session token has expired' : 'the session token is invalid');

@@ -5,3 +5,4 @@ export * from './passwords';
 export * from './jwt';
 export * from './webhook-secrets';
 export * from './validation';
+export * from './webhook-url-policy';

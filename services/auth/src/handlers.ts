@@ -1,0 +1,354 @@
+/**
+ * The AuthService RPCs (auth.proto). Each handler validates its input with the domain rules
+ * (violations name the public JSON fields), then reads or writes through the store; changes that
+ * others must learn about write their event to the outbox in the same transaction.
+ *
+ * Error codes (ConnectError code / ErrorDetail.code):
+ * - InvalidArgument / validation_failed (with field violations): bad input on any RPC.
+ * - AlreadyExists / email_taken: RegisterMerchant with a registered email (any letter case).
+ * - Unauthenticated / invalid_credentials: Login with an unknown email or a wrong password (the
+ *   same answer, in comparable time).
+ * - Unauthenticated / invalid_api_key: VerifyApiKey with a malformed (no database lookup),
+ *   unknown or revoked key.
+ * - NotFound / not_found: an unknown or malformed id, or a project (or key) of another merchant.
+ *
+ * Nothing secret is ever logged: passwords, plain API keys, tokens and webhook secrets are never
+ * passed to the logger, only ids.
+ */
+import { Code, errors, serviceError, enqueueEvent, type Logger, type Sql } from '@coinvoice/runtime';
+import type { ServiceImpl } from '@connectrpc/connect';
+import type {
+  AuthService,
+  CreateApiKeyRequest,
+  CreateProjectRequest,
+  GetMerchantRequest,
+  GetProjectContextRequest,
+  GetProjectRequest,
+  ListApiKeysRequest,
+  ListProjectsRequest,
+  LoginRequest,
+  RegisterMerchantRequest,
+  RevokeApiKeyRequest,
+  RotateWebhookSecretRequest,
+  UpdateProjectRequest,
+  VerifyApiKeyRequest,
+} from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  generateWebhookSecret,
+  hashApiKey,
+  issueApiKey,
+  normaliseEmail,
+  parseApiKey,
+  validateApiKeyCreation,
+  validateLogin,
+  validateNewProject,
+  validateProjectUpdate,
+  validateRegistration,
+  type PasswordHasher,
+  type SessionSubject,
+  type Validated,
+  type WebhookUrlPolicy,
+} from './domain';
+import { apiKeyRevokedEvent, projectUpdatedEvent } from './events/auth-events';
+import {
+  apiKeyMessage,
+  environmentFromProto,
+  environmentToProto,
+  jwkMessage,
+  merchantMessage,
+  projectMessage,
+} from './messages';
+import type { SessionTokens } from './sessions';
+import type { ApiKeyStore, MerchantRow, MerchantStore, ProjectStore } from './store';
+
+/** A key's last_used_at is written at most once per this many seconds. */
+export const DEFAULT_LAST_USED_INTERVAL_SECONDS = 60;
+
+export interface AuthHandlerDeps {
+  sql: Sql;
+  merchants: MerchantStore;
+  projects: ProjectStore;
+  apiKeys: ApiKeyStore;
+  sessions: SessionTokens;
+  passwords: PasswordHasher;
+  /** Normalised emails of operators (ADMIN_EMAILS). */
+  adminEmails: ReadonlySet<string>;
+  webhookUrlPolicy: WebhookUrlPolicy;
+  logger: Logger;
+  lastUsedIntervalSeconds?: number;
+  now?: () => Date;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class AuthHandlers implements ServiceImpl<typeof AuthService> {
+  private readonly lastUsedIntervalMs: number;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: AuthHandlerDeps) {
+    this.lastUsedIntervalMs = (deps.lastUsedIntervalSeconds ?? DEFAULT_LAST_USED_INTERVAL_SECONDS) * 1000;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Merchants and sessions
+
+  async registerMerchant(req: RegisterMerchantRequest) {
+    const input = validated(validateRegistration({ email: req.email, password: req.password, name: req.name }));
+    // Hashed before the insert, so a taken email costs the same time as a new one.
+    const passwordHash = await this.deps.passwords.hash(input.password);
+    const merchant = await this.deps.merchants.create({ email: input.email, name: input.name, passwordHash });
+    if (!merchant) {
+      throw serviceError(Code.AlreadyExists, 'email_taken', 'an account with this email already exists', [
+        { field: 'email', message: 'is already registered' },
+      ]);
+    }
+    const session = await this.deps.sessions.issue(this.subjectOf(merchant));
+    this.deps.logger.info({ merchantId: merchant.id }, 'merchant registered');
+    return {
+      merchant: merchantMessage(merchant, this.isAdmin(merchant.email)),
+      token: session.token,
+      expiresAt: timestampFromDate(session.expiresAt),
+    };
+  }
+
+  async login(req: LoginRequest) {
+    const input = validated(validateLogin({ email: req.email, password: req.password }));
+    const merchant = await this.deps.merchants.findCredentialsByEmail(input.email);
+    // An unknown email spends the same argon2id work as a wrong password and gets the same answer.
+    const matches = merchant
+      ? await this.deps.passwords.verify(input.password, merchant.password_hash)
+      : await this.deps.passwords.verifyDummy(input.password);
+    if (!merchant || !matches) {
+      // For operators (brute-force attempts show up by merchant id); the caller learns neither.
+      if (merchant) this.deps.logger.info({ merchantId: merchant.id }, 'login refused: wrong password');
+      else this.deps.logger.info('login refused: unknown email');
+      throw errors.unauthenticated('invalid_credentials', 'the email or password is wrong');
+    }
+    if (this.deps.passwords.needsRehash(merchant.password_hash)) {
+      await this.rehash(merchant.id, merchant.password_hash, input.password);
+    }
+    const session = await this.deps.sessions.issue(this.subjectOf(merchant));
+    this.deps.logger.info({ merchantId: merchant.id }, 'merchant logged in');
+    return { token: session.token, expiresAt: timestampFromDate(session.expiresAt) };
+  }
+
+  async getMerchant(req: GetMerchantRequest) {
+    const merchant = isUuid(req.merchantId) ? await this.deps.merchants.findById(req.merchantId) : undefined;
+    if (!merchant) throw errors.notFound('merchant');
+    return { merchant: merchantMessage(merchant, this.isAdmin(merchant.email)) };
+  }
+
+  async getJwks() {
+    const keys = await this.deps.sessions.publicKeys();
+    return { keys: keys.map(jwkMessage) };
+  }
+
+  async rotateSigningKey() {
+    const key = await this.deps.sessions.rotate();
+    this.deps.logger.info({ kid: key.kid }, 'signing key rotated');
+    return { key: jwkMessage(key) };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Projects
+
+  async createProject(req: CreateProjectRequest) {
+    const merchantId = requireId(req.merchantId, 'merchant');
+    const input = validated(
+      validateNewProject({ name: req.name, environment: environmentFromProto(req.environment), webhookUrl: req.webhookUrl }),
+    );
+    if (input.webhookUrl !== undefined) await this.checkWebhookDestination(input.webhookUrl);
+    const webhookSecret = generateWebhookSecret();
+    const project = await this.deps.projects.create({
+      merchantId,
+      name: input.name,
+      environment: input.environment,
+      webhookUrl: input.webhookUrl ?? null,
+      webhookSecret,
+    });
+    if (!project) throw errors.notFound('merchant');
+    this.deps.logger.info({ merchantId, projectId: project.id, environment: project.environment }, 'project created');
+    return { project: projectMessage(project), webhookSecret };
+  }
+
+  async listProjects(req: ListProjectsRequest) {
+    if (!isUuid(req.merchantId)) return { projects: [] };
+    const projects = await this.deps.projects.listByMerchant(req.merchantId);
+    return { projects: projects.map(projectMessage) };
+  }
+
+  async getProject(req: GetProjectRequest) {
+    const project = await this.ownedProject(req.merchantId, req.projectId);
+    return { project: projectMessage(project) };
+  }
+
+  async updateProject(req: UpdateProjectRequest) {
+    const merchantId = requireId(req.merchantId, 'project');
+    const projectId = requireId(req.projectId, 'project');
+    const changes = validated(
+      validateProjectUpdate({ name: req.name, webhookUrl: req.webhookUrl, invoiceLifetimeMinutes: req.invoiceLifetimeMinutes }),
+    );
+    if (typeof changes.webhookUrl === 'string') await this.checkWebhookDestination(changes.webhookUrl);
+    const changesSomething = Object.keys(changes).length > 0;
+    const project = await this.deps.sql.begin(async (tx) => {
+      const updated = await this.deps.projects.update(tx, merchantId, projectId, changes);
+      if (updated && changesSomething) {
+        await enqueueEvent(tx, projectUpdatedEvent(updated, { webhookSecretRotated: false }));
+      }
+      return updated;
+    });
+    if (!project) throw errors.notFound('project');
+    if (changesSomething) this.deps.logger.info({ merchantId, projectId, fields: Object.keys(changes) }, 'project updated');
+    return { project: projectMessage(project) };
+  }
+
+  async rotateWebhookSecret(req: RotateWebhookSecretRequest) {
+    const merchantId = requireId(req.merchantId, 'project');
+    const projectId = requireId(req.projectId, 'project');
+    const webhookSecret = generateWebhookSecret();
+    const project = await this.deps.sql.begin(async (tx) => {
+      const updated = await this.deps.projects.replaceWebhookSecret(tx, merchantId, projectId, webhookSecret);
+      if (updated) await enqueueEvent(tx, projectUpdatedEvent(updated, { webhookSecretRotated: true }));
+      return updated;
+    });
+    if (!project) throw errors.notFound('project');
+    this.deps.logger.info({ merchantId, projectId }, 'webhook secret rotated');
+    return { webhookSecret };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // API keys
+
+  async createApiKey(req: CreateApiKeyRequest) {
+    const project = await this.ownedProject(req.merchantId, req.projectId);
+    const input = validated(validateApiKeyCreation({ name: req.name }));
+    const issued = issueApiKey(project.environment);
+    const apiKey = await this.deps.apiKeys.create({
+      projectId: project.id,
+      name: input.name,
+      keyHash: issued.hash,
+      displayPrefix: issued.displayPrefix,
+    });
+    this.deps.logger.info({ projectId: project.id, keyId: apiKey.id }, 'api key created');
+    return { apiKey: apiKeyMessage(apiKey), key: issued.key };
+  }
+
+  async listApiKeys(req: ListApiKeysRequest) {
+    const project = await this.ownedProject(req.merchantId, req.projectId);
+    const keys = await this.deps.apiKeys.listByProject(project.id);
+    return { apiKeys: keys.map(apiKeyMessage) };
+  }
+
+  async revokeApiKey(req: RevokeApiKeyRequest) {
+    const merchantId = requireId(req.merchantId, 'api key');
+    const projectId = requireId(req.projectId, 'api key');
+    const keyId = requireId(req.keyId, 'api key');
+    const revoked = await this.deps.sql.begin(async (tx) => {
+      const result = await this.deps.apiKeys.revoke(tx, merchantId, projectId, keyId);
+      if (result?.revokedNow && result.key.revoked_at) {
+        await enqueueEvent(
+          tx,
+          apiKeyRevokedEvent({ keyId, projectId, keyHash: result.keyHash, revokedAt: result.key.revoked_at }),
+        );
+      }
+      return result;
+    });
+    if (!revoked) throw errors.notFound('api key');
+    if (revoked.revokedNow) this.deps.logger.info({ projectId, keyId }, 'api key revoked');
+    return { apiKey: apiKeyMessage(revoked.key) };
+  }
+
+  async verifyApiKey(req: VerifyApiKeyRequest) {
+    // Shape and checksum first: a mistyped or made-up key never reaches the database.
+    const parsed = parseApiKey(req.key);
+    if (!parsed.wellFormed) throw invalidApiKey();
+    const found = await this.deps.apiKeys.findForVerification(hashApiKey(req.key));
+    if (!found || found.revoked_at !== null || found.environment !== parsed.environment) throw invalidApiKey();
+    if (!found.last_used_at || this.now().getTime() - found.last_used_at.getTime() >= this.lastUsedIntervalMs) {
+      // Bookkeeping only: a failed write must not refuse a valid key.
+      await this.deps.apiKeys
+        .touchLastUsed(found.key_id, this.lastUsedIntervalMs / 1000)
+        .catch((err: unknown) => this.deps.logger.warn({ err, keyId: found.key_id }, 'could not record api key use'));
+    }
+    return {
+      keyId: found.key_id,
+      projectId: found.project_id,
+      projectName: found.project_name,
+      environment: environmentToProto(found.environment),
+      merchantId: found.merchant_id,
+      invoiceLifetimeMinutes: found.invoice_lifetime_minutes,
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Internal
+
+  async getProjectContext(req: GetProjectContextRequest) {
+    const context = isUuid(req.projectId) ? await this.deps.projects.findContext(req.projectId) : undefined;
+    if (!context) throw errors.notFound('project');
+    return {
+      projectId: context.id,
+      projectName: context.name,
+      environment: environmentToProto(context.environment),
+      merchantId: context.merchant_id,
+      merchantEmail: context.merchant_email,
+      ...(context.webhook_url === null ? {} : { webhookUrl: context.webhook_url }),
+      webhookSecret: context.webhook_secret,
+      invoiceLifetimeMinutes: context.invoice_lifetime_minutes,
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private isAdmin(email: string): boolean {
+    return this.deps.adminEmails.has(normaliseEmail(email));
+  }
+
+  private subjectOf(merchant: MerchantRow): SessionSubject {
+    return { merchantId: merchant.id, email: merchant.email, admin: this.isAdmin(merchant.email) };
+  }
+
+  /** The merchant's project, or not_found (unknown, malformed, or someone else's). */
+  private async ownedProject(merchantId: string, projectId: string) {
+    const project =
+      isUuid(merchantId) && isUuid(projectId) ? await this.deps.projects.findOwned(merchantId, projectId) : undefined;
+    if (!project) throw errors.notFound('project');
+    return project;
+  }
+
+  private async checkWebhookDestination(url: string): Promise<void> {
+    const refusal = await this.deps.webhookUrlPolicy.refusal(url);
+    if (refusal !== undefined) throw errors.validation([{ field: 'webhookUrl', message: refusal }]);
+  }
+
+  /** Re-hashes with the current parameters after a successful login; failure only costs a retry next time. */
+  private async rehash(merchantId: string, previousHash: string, password: string): Promise<void> {
+    try {
+      await this.deps.merchants.replacePasswordHash(merchantId, previousHash, await this.deps.passwords.hash(password));
+    } catch (err) {
+      // Only the message: the error object of a failed write could carry the new hash.
+      this.deps.logger.warn({ merchantId, error: err instanceof Error ? err.message : String(err) }, 'could not upgrade a password hash');
+    }
+  }
+}
+
+function validated<T>(result: Validated<T>): T {
+  if (!result.ok) throw errors.validation(result.violations);
+  return result.value;
+}
+
+function isUuid(id: string): boolean {
+  return UUID.test(id);
+}
+
+/** The id when it is a UUID; otherwise not_found, as for any id that names nothing. */
+function requireId(id: string, what: string): string {
+  if (!isUuid(id)) throw errors.notFound(what);
+  return id;
+}
+
+function invalidApiKey() {
+  return errors.unauthenticated('invalid_api_key', 'the API key is invalid or revoked');
+}

@@ -1,0 +1,75 @@
+/** Rows of the auth schema as the protobuf messages of auth.proto. */
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  ApiKeySchema,
+  JwkSchema,
+  MerchantSchema,
+  ProjectSchema,
+  type ApiKey,
+  type Jwk,
+  type Merchant,
+  type Project,
+} from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import type { Ed25519Jwk, ProjectEnvironment } from './domain';
+import type { ApiKeyRow, MerchantRow, ProjectRow } from './store';
+
+export function environmentToProto(environment: ProjectEnvironment): Environment {
+  return environment === 'live' ? Environment.LIVE : Environment.SANDBOX;
+}
+
+/**
+ * The request's environment in its public spelling, for validation: UNSPECIFIED becomes
+ * undefined ("is required"), an unknown number stays a number ("must be live or sandbox").
+ */
+export function environmentFromProto(environment: Environment): unknown {
+  switch (environment) {
+    case Environment.LIVE:
+      return 'live';
+    case Environment.SANDBOX:
+      return 'sandbox';
+    case Environment.UNSPECIFIED:
+      return undefined;
+    default:
+      return environment;
+  }
+}
+
+export function merchantMessage(row: MerchantRow, isAdmin: boolean): Merchant {
+  return create(MerchantSchema, {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    isAdmin,
+    createdAt: timestampFromDate(row.created_at),
+  });
+}
+
+export function projectMessage(row: ProjectRow): Project {
+  return create(ProjectSchema, {
+    id: row.id,
+    merchantId: row.merchant_id,
+    name: row.name,
+    environment: environmentToProto(row.environment),
+    ...(row.webhook_url === null ? {} : { webhookUrl: row.webhook_url }),
+    invoiceLifetimeMinutes: row.invoice_lifetime_minutes,
+    createdAt: timestampFromDate(row.created_at),
+  });
+}
+
+export function apiKeyMessage(row: ApiKeyRow): ApiKey {
+  return create(ApiKeySchema, {
+    id: row.id,
+    projectId: row.project_id,
+    name: row.name,
+    prefix: row.display_prefix,
+    createdAt: timestampFromDate(row.created_at),
+    ...(row.revoked_at ? { revokedAt: timestampFromDate(row.revoked_at) } : {}),
+    ...(row.last_used_at ? { lastUsedAt: timestampFromDate(row.last_used_at) } : {}),
+  });
+}
+
+export function jwkMessage(jwk: Ed25519Jwk): Jwk {
+  return create(JwkSchema, { kid: jwk.kid, kty: jwk.kty, crv: jwk.crv, x: jwk.x, alg: jwk.alg, use: jwk.use });
+}

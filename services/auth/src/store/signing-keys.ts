@@ -1,0 +1,81 @@
+/**
+ * The JWT signing keys. At most one key is active (not retired; a partial unique index enforces
+ * it). Creating the first key and rotating take a transaction-level advisory lock, so replicas
+ * starting together or operators rotating twice at once never race each other.
+ */
+import type { Sql, TransactionSql } from '@coinvoice/runtime';
+import type { SigningKeyRow } from './rows';
+
+/** Advisory lock (single bigint key space) serialising changes to the key set: "cvsignkey". */
+const SIGNING_KEYS_LOCK = 0x6376_7369_676e_6bn;
+
+export interface NewSigningKey {
+  kid: string;
+  privateKeyPem: string;
+}
+
+export class SigningKeyStore {
+  constructor(private readonly sql: Sql) {}
+
+  /** The active key, creating `generate()` first when there is none (first start). */
+  async ensureActive(generate: () => NewSigningKey): Promise<SigningKeyRow> {
+    return this.sql.begin(async (tx) => {
+      await lockKeySet(tx);
+      const active = await activeKey(tx);
+      if (active) return active;
+      return insertKey(tx, generate());
+    });
+  }
+
+  async findActive(): Promise<SigningKeyRow | undefined> {
+    return activeKey(this.sql);
+  }
+
+  /**
+   * Makes `next` the active key and retires the present one. Keys retired longer ago than
+   * `retentionSeconds` (their last token has expired) are deleted: no private key lives longer
+   * than it must.
+   */
+  async rotate(next: NewSigningKey, retentionSeconds: number): Promise<SigningKeyRow> {
+    return this.sql.begin(async (tx) => {
+      await lockKeySet(tx);
+      await tx`update signing_keys set retired_at = now() where retired_at is null`;
+      await tx`
+        delete from signing_keys
+        where retired_at is not null and retired_at < now() - make_interval(secs => ${retentionSeconds})`;
+      return insertKey(tx, next);
+    });
+  }
+
+  /**
+   * Every key whose tokens may still be valid: the active key first, then keys retired less than
+   * `retentionSeconds` ago, most recently retired first.
+   */
+  async listLive(retentionSeconds: number): Promise<SigningKeyRow[]> {
+    return this.sql<SigningKeyRow[]>`
+      select kid, private_key_pem, created_at, retired_at
+      from signing_keys
+      where retired_at is null or retired_at >= now() - make_interval(secs => ${retentionSeconds})
+      order by retired_at desc nulls first, created_at desc`;
+  }
+}
+
+async function lockKeySet(tx: TransactionSql): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${SIGNING_KEYS_LOCK.toString()}::bigint)`;
+}
+
+async function activeKey(sql: Sql | TransactionSql): Promise<SigningKeyRow | undefined> {
+  const [row] = await sql<SigningKeyRow[]>`
+    select kid, private_key_pem, created_at, retired_at
+    from signing_keys where retired_at is null
+    order by created_at desc limit 1`;
+  return row;
+}
+
+async function insertKey(tx: TransactionSql, key: NewSigningKey): Promise<SigningKeyRow> {
+  const [row] = await tx<SigningKeyRow[]>`
+    insert into signing_keys (kid, private_key_pem) values (${key.kid}, ${key.privateKeyPem})
+    returning kid, private_key_pem, created_at, retired_at`;
+  if (!row) throw new Error('insert into signing_keys returned no row');
+  return row;
+}

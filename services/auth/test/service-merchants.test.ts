@@ -1,0 +1,183 @@
+/**
+ * Merchants and sessions through a real gRPC client against the auth service (real Postgres and
+ * NATS): registration, login, GetMerchant, the admin claim, input validation.
+ */
+import { toJson } from '@bufbuild/protobuf';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConfigError, loadServiceConfig } from '@coinvoice/runtime';
+import { GetJwksResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { importJwks, verifyJwt, type SessionClaims } from '../src/domain';
+import { authService } from '../src/server';
+import { PASSWORD, register, rpcError, startAuth, uniqueEmail, type AuthClient, type StartedAuth } from './support/auth';
+
+const SESSION_TTL_SECONDS = 7200;
+let auth: StartedAuth;
+let client: AuthClient;
+
+beforeAll(async () => {
+  auth = await startAuth({
+    env: { ADMIN_EMAILS: ' Ops@Example.com ,boss@example.org', SESSION_TTL_SECONDS: String(SESSION_TTL_SECONDS) },
+  });
+  client = auth.client;
+});
+
+afterAll(async () => {
+  await auth?.dispose();
+});
+
+async function verifiedClaims(token: string): Promise<SessionClaims> {
+  const jwks = importJwks(toJson(GetJwksResponseSchema, await client.getJwks({})));
+  const verified = verifyJwt(token, jwks, new Date());
+  if (!verified.valid) throw new Error(`token refused: ${verified.reason}`);
+  return verified.claims;
+}
+
+describe('RegisterMerchant, Login, GetMerchant', () => {
+  it('registers, logs in with the email in any case and returns the merchant', async () => {
+    const email = uniqueEmail('Jane.Doe').replace('example.com', 'Example.COM');
+    const before = Date.now();
+    const registered = await client.registerMerchant({ email: `  ${email} `, password: PASSWORD, name: '  Jane Doe  ' });
+
+    const merchant = registered.merchant!;
+    expect(merchant.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(merchant.email).toBe(email.toLowerCase());
+    expect(merchant.name).toBe('Jane Doe');
+    expect(merchant.isAdmin).toBe(false);
+    expect(timestampDate(merchant.createdAt!).getTime()).toBeGreaterThan(before - 5_000);
+
+    const claims = await verifiedClaims(registered.token);
+    expect(claims).toMatchObject({ sub: merchant.id, email: email.toLowerCase() });
+    expect(claims.admin).toBeUndefined();
+    expect(claims.exp - claims.iat).toBe(SESSION_TTL_SECONDS);
+    expect(timestampDate(registered.expiresAt!).getTime()).toBe(claims.exp * 1000);
+
+    const login = await client.login({ email: email.toUpperCase(), password: PASSWORD });
+    const loginClaims = await verifiedClaims(login.token);
+    expect(loginClaims.sub).toBe(merchant.id);
+    expect(timestampDate(login.expiresAt!).getTime()).toBe(loginClaims.exp * 1000);
+
+    const me = await client.getMerchant({ merchantId: merchant.id });
+    expect(me.merchant).toEqual(merchant);
+  });
+
+  it('refuses a second account for the same email in another letter case (AlreadyExists, email_taken)', async () => {
+    const { email } = await register(client, { email: uniqueEmail('dup') });
+    const err = await rpcError(client.registerMerchant({ email: email.toUpperCase(), password: 'another password', name: 'Other' }));
+    expect(err).toMatchObject({ connectCode: Code.AlreadyExists, code: 'email_taken' });
+    expect(err.violations).toEqual([{ field: 'email', message: 'is already registered' }]);
+    const [row] = await auth.db<{ count: string }[]>`select count(*) from merchants where email = ${email}`;
+    expect(row?.count).toBe('1');
+  });
+
+  it('lets exactly one of several simultaneous registrations of one email through', async () => {
+    const email = uniqueEmail('race');
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => client.registerMerchant({ email: i % 2 ? email.toUpperCase() : email, password: PASSWORD, name: `n${i}` })),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const result of results) {
+      if (result.status === 'rejected') expect(await rpcError(Promise.reject(result.reason))).toMatchObject({ code: 'email_taken' });
+    }
+  });
+
+  it('answers a wrong password and an unknown email with the same error', async () => {
+    const { email } = await register(client);
+    const wrongPassword = await rpcError(client.login({ email, password: 'not the password' }));
+    const unknownEmail = await rpcError(client.login({ email: uniqueEmail('nobody'), password: PASSWORD }));
+    expect(wrongPassword).toEqual({
+      connectCode: Code.Unauthenticated,
+      code: 'invalid_credentials',
+      message: 'the email or password is wrong',
+      violations: [],
+    });
+    expect(unknownEmail).toEqual(wrongPassword);
+  });
+
+  it('answers not_found for an unknown or malformed merchant id', async () => {
+    for (const merchantId of ['3f8e2a4c-0b1d-4c5e-9f6a-7b8c9d0e1f2a', 'not-a-uuid', '', "1' or '1'='1"]) {
+      expect(await rpcError(client.getMerchant({ merchantId }))).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
+    }
+  });
+
+  it('stores an argon2id hash, never the password, and upgrades it at login when the cost setting changed', async () => {
+    const { merchant, email } = await register(client);
+    const [stored] = await auth.db<{ password_hash: string }[]>`select password_hash from merchants where id = ${merchant.id}`;
+    expect(stored?.password_hash).toMatch(/^\$argon2id\$v=19\$m=1024,t=2,p=1\$/);
+    expect(stored?.password_hash).not.toContain(PASSWORD);
+
+    // A second replica with a higher memory cost, on the same database: its login re-hashes.
+    const stronger = await startAuth({
+      database: auth.svc.database,
+      namespace: auth.svc.namespace,
+      env: { PASSWORD_HASH_MEMORY_KIB: '2048' },
+    });
+    try {
+      await stronger.client.login({ email, password: PASSWORD });
+      const [upgraded] = await auth.db<{ password_hash: string }[]>`select password_hash from merchants where id = ${merchant.id}`;
+      expect(upgraded?.password_hash).toMatch(/^\$argon2id\$v=19\$m=2048,t=2,p=1\$/);
+      // Both the old and the new replica still log the merchant in.
+      await client.login({ email, password: PASSWORD });
+      await expect(client.login({ email, password: 'wrong password!' })).rejects.toThrow();
+    } finally {
+      await stronger.dispose();
+    }
+  });
+});
+
+describe('admin role (ADMIN_EMAILS)', () => {
+  it('marks listed emails, in any case, as admin in the token and in GetMerchant', async () => {
+    const { merchant, token } = await register(client, { email: 'OPS@example.com' });
+    expect(merchant.isAdmin).toBe(true);
+    expect((await verifiedClaims(token)).admin).toBe(true);
+    const login = await client.login({ email: 'ops@EXAMPLE.com', password: PASSWORD });
+    expect((await verifiedClaims(login.token)).admin).toBe(true);
+    expect((await client.getMerchant({ merchantId: merchant.id })).merchant?.isAdmin).toBe(true);
+
+    const other = await register(client, { email: 'boss@example.org.evil.com' });
+    expect(other.merchant.isAdmin).toBe(false);
+    expect((await verifiedClaims(other.token)).admin).toBeUndefined();
+  });
+
+  it('refuses an ADMIN_EMAILS entry that is not an email at start, naming the variable', () => {
+    expect(() => loadServiceConfig(authService, { ADMIN_EMAILS: 'ops@example.com,not-an-email' })).toThrow(ConfigError);
+    expect(() => loadServiceConfig(authService, { ADMIN_EMAILS: 'ops@example.com,not-an-email' })).toThrow(/ADMIN_EMAILS/);
+    const config = loadServiceConfig(authService, {});
+    expect(config.ADMIN_EMAILS.size).toBe(0);
+    expect(config.SESSION_TTL_SECONDS).toBe(12 * 60 * 60);
+    expect(config.PASSWORD_HASH_MEMORY_KIB).toBe(19 * 1024);
+    expect(() => loadServiceConfig(authService, { PASSWORD_HASH_MEMORY_KIB: '512' })).toThrow(/PASSWORD_HASH_MEMORY_KIB/);
+    expect(() => loadServiceConfig(authService, { SESSION_TTL_SECONDS: '0' })).toThrow(/SESSION_TTL_SECONDS/);
+  });
+});
+
+describe('bad input answers InvalidArgument (validation_failed) naming the fields', () => {
+  const long = (n: number) => 'x'.repeat(n);
+
+  it.each([
+    ['every field missing', {}, ['email', 'password', 'name']],
+    ['an invalid email', { email: 'not-an-email', password: PASSWORD, name: 'A' }, ['email']],
+    ['an email without a domain dot', { email: 'a@localhost', password: PASSWORD, name: 'A' }, ['email']],
+    ['an oversized email', { email: `${long(250)}@example.com`, password: PASSWORD, name: 'A' }, ['email']],
+    ['a short password', { email: uniqueEmail(), password: 'short', name: 'A' }, ['password']],
+    ['an oversized password', { email: uniqueEmail(), password: long(129), name: 'A' }, ['password']],
+    ['a blank name', { email: uniqueEmail(), password: PASSWORD, name: '   ' }, ['name']],
+    ['an oversized name', { email: uniqueEmail(), password: PASSWORD, name: long(101) }, ['name']],
+    ['a name with control characters', { email: uniqueEmail(), password: PASSWORD, name: 'a\u0000b' }, ['name']],
+  ])('RegisterMerchant with %s', async (_label, request, fields) => {
+    const err = await rpcError(client.registerMerchant(request));
+    expect(err.connectCode).toBe(Code.InvalidArgument);
+    expect(err.code).toBe('validation_failed');
+    expect(err.violations.map((v) => v.field)).toEqual(fields);
+    for (const violation of err.violations) expect(violation.message).not.toBe('');
+  });
+
+  it.each([
+    ['every field missing', {}, ['email', 'password']],
+    ['an invalid email', { email: 'nope', password: PASSWORD }, ['email']],
+    ['an oversized password', { email: uniqueEmail(), password: long(10_000) }, ['password']],
+  ])('Login with %s', async (_label, request, fields) => {
+    const err = await rpcError(client.login(request));
+    expect(err).toMatchObject({ connectCode: Code.InvalidArgument, code: 'validation_failed' });
+    expect(err.violations.map((v) => v.field)).toEqual(fields);
+  });
+});
