@@ -41,7 +41,9 @@ export const UpdateProjectBody = Type.Object(
   {
     name: Type.Optional(Name),
     webhookUrl: Type.Optional(Type.Union([WebhookUrl, Type.Null()], { description: 'null or "" removes the webhook' })),
-    invoiceLifetimeMinutes: Type.Optional(Type.Integer({ description: 'Minutes from creation until a Waiting invoice expires' })),
+    invoiceLifetimeMinutes: Type.Optional(
+      Type.Integer({ minimum: 5, maximum: 10080, description: 'Minutes from creation until a Waiting invoice expires (5 to 10080; default 60)' }),
+    ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
