@@ -1,0 +1,378 @@
+/**
+ * Input rules for the invoice service's requests. Every check runs again here whatever the caller
+ * (gateway JSON schema, a direct gRPC client) already did. Violations name the PUBLIC JSON fields
+ * (priceAmount, payCurrency, successUrl, …) so the gateway can put them straight into the
+ * problem+json `errors` array. Nothing here does I/O.
+ */
+import { createHash } from 'node:crypto';
+import {
+  findCryptoCurrency,
+  findFiatCurrency,
+  type CryptoCurrency,
+  type FiatCurrency,
+  type Network,
+} from './currencies';
+import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from './money';
+import { INVOICE_STATUSES, type InvoiceStatusName } from './status';
+
+export interface FieldViolation {
+  field: string;
+  message: string;
+}
+
+export type Validated<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
+
+export type ProjectEnvironment = 'live' | 'sandbox';
+
+/** Sandbox projects get testnet addresses, live projects mainnet (DESIGN.md §4). */
+export function networkOf(environment: ProjectEnvironment): Network {
+  return environment === 'sandbox' ? 'testnet' : 'mainnet';
+}
+
+export const LIMITS = {
+  urlMaxLength: 2048,
+  orderIdMaxLength: 255,
+  orderDescriptionMaxLength: 1000,
+  projectNameMaxLength: 255,
+  idempotencyKeyMaxLength: 255,
+  transactionHashMaxLength: 128,
+  /** lifetimeMinutes bounds: up to one week, like the project setting (auth allows 5–10080). */
+  lifetimeMinMinutes: 1,
+  lifetimeMaxMinutes: 10_080,
+  defaultLifetimeMinutes: 60,
+  defaultPageSize: 20,
+  maxPageSize: 100,
+} as const;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}
+
+/** Collects violations field by field; `result` builds the value only when there were none. */
+class Fields {
+  readonly violations: FieldViolation[] = [];
+
+  take<T>(field: string, check: Check<T>): T | undefined {
+    if (check.ok) return check.value;
+    this.violations.push({ field, message: check.reason });
+    return undefined;
+  }
+
+  result<T>(build: () => T): Validated<T> {
+    return this.violations.length > 0 ? { ok: false, violations: this.violations } : { ok: true, value: build() };
+  }
+}
+
+type Check<T> = { ok: true; value: T } | { ok: false; reason: string };
+const pass = <T>(value: T): Check<T> => ({ ok: true, value });
+const fail = <T = never>(reason: string): Check<T> => ({ ok: false, reason });
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
+function checkUuid(raw: unknown): Check<string> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  return isUuid(raw) ? pass(raw.toLowerCase()) : fail('must be a UUID');
+}
+
+/**
+ * Free text bounded in characters (code points), without control characters (NUL, escapes…);
+ * `multiline` also allows tab, line feed and carriage return.
+ */
+function checkText(raw: unknown, maxLength: number, options: { multiline?: boolean; required?: boolean } = {}): Check<string> {
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (options.required && raw.trim() === '') return fail('is required');
+  if (raw.length > maxLength * 2 || codePoints(raw) > maxLength) return fail(`must be at most ${maxLength} characters`);
+  const forbidden = options.multiline ? /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/ : /\p{Cc}/u;
+  if (forbidden.test(raw)) return fail('must not contain control characters');
+  return pass(raw);
+}
+
+/**
+ * An absolute http(s) URL of at most 2048 characters, echoed exactly as given: no whitespace or
+ * control characters (the URL parser would silently drop some), no credentials, a host.
+ */
+export function checkRedirectUrl(raw: unknown): Check<string> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (raw.length > LIMITS.urlMaxLength) return fail(`must be at most ${LIMITS.urlMaxLength} characters`);
+  if (/[\s\p{Cc}]/u.test(raw)) return fail('must not contain spaces or control characters');
+  const url = URL.parse(raw);
+  if (!url) return fail('must be an absolute URL such as "https://shop.example/thanks"');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return fail('must be an http or https URL');
+  if (url.username !== '' || url.password !== '') return fail('must not contain credentials');
+  if (url.hostname === '') return fail('must have a host');
+  return pass(raw);
+}
+
+function checkEnvironment(raw: unknown): Check<ProjectEnvironment> {
+  return raw === 'live' || raw === 'sandbox' ? pass(raw) : fail('must be live or sandbox');
+}
+
+function checkLifetime(raw: unknown): Check<number> {
+  if (raw === undefined || raw === null) return pass(LIMITS.defaultLifetimeMinutes);
+  if (typeof raw !== 'number' || !Number.isInteger(raw)) return fail('must be a whole number of minutes');
+  if (raw < LIMITS.lifetimeMinMinutes || raw > LIMITS.lifetimeMaxMinutes) {
+    return fail(`must be between ${LIMITS.lifetimeMinMinutes} and ${LIMITS.lifetimeMaxMinutes} minutes`);
+  }
+  return pass(raw);
+}
+
+/** An Idempotency-Key header value: 1–255 printable ASCII characters. */
+function checkIdempotencyKey(raw: unknown): Check<string> {
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (raw === '') return fail('must not be empty');
+  if (raw.length > LIMITS.idempotencyKeyMaxLength) return fail(`must be at most ${LIMITS.idempotencyKeyMaxLength} characters`);
+  if (!/^[\x20-\x7e]+$/.test(raw)) return fail('must be printable ASCII');
+  return pass(raw);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CreateInvoice
+
+export interface CreateInvoiceInput {
+  projectId?: unknown;
+  /** 'live' | 'sandbox' (the caller maps the proto enum). */
+  environment?: unknown;
+  projectName?: unknown;
+  priceAmount?: unknown;
+  priceCurrency?: unknown;
+  payCurrency?: unknown;
+  successUrl?: unknown;
+  cancelUrl?: unknown;
+  orderId?: unknown;
+  orderDescription?: unknown;
+  isDonation?: unknown;
+  idempotencyKey?: unknown;
+  lifetimeMinutes?: unknown;
+}
+
+export interface NewInvoiceRequest {
+  projectId: string;
+  environment: ProjectEnvironment;
+  projectName: string;
+  priceAmount: Decimal;
+  priceCurrency: FiatCurrency;
+  payCurrency: CryptoCurrency;
+  successUrl: string;
+  cancelUrl: string;
+  orderId: string | undefined;
+  orderDescription: string | undefined;
+  isDonation: boolean;
+  idempotencyKey: string | undefined;
+  lifetimeMinutes: number;
+  /** Fingerprint of the merchant's request body, for idempotent replays (see `requestFingerprint`). */
+  fingerprint: string;
+}
+
+export function validateCreateInvoice(input: CreateInvoiceInput): Validated<NewInvoiceRequest> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const environment = fields.take('environment', checkEnvironment(input.environment));
+  const projectName = fields.take('projectName', checkText(input.projectName, LIMITS.projectNameMaxLength, { required: true }));
+  const priceCurrency = fields.take('priceCurrency', requiredValue(input.priceCurrency, findFiatCurrency));
+  // With an unsupported price currency the amount is still checked for its shape.
+  const priceAmount = fields.take(
+    'priceAmount',
+    requiredValue(input.priceAmount, (raw) =>
+      priceCurrency ? parsePriceAmount(raw, priceCurrency) : parsePositiveDecimal(raw, MAX_CRYPTO_DECIMALS),
+    ),
+  );
+  const payCurrency = fields.take('payCurrency', requiredValue(input.payCurrency, findCryptoCurrency));
+  const successUrl = fields.take('successUrl', checkRedirectUrl(input.successUrl));
+  const cancelUrl = fields.take('cancelUrl', checkRedirectUrl(input.cancelUrl));
+  const orderId =
+    input.orderId === undefined || input.orderId === null
+      ? undefined
+      : fields.take('orderId', checkText(input.orderId, LIMITS.orderIdMaxLength));
+  const orderDescription =
+    input.orderDescription === undefined || input.orderDescription === null
+      ? undefined
+      : fields.take('orderDescription', checkText(input.orderDescription, LIMITS.orderDescriptionMaxLength, { multiline: true }));
+  const isDonation = fields.take(
+    'isDonation',
+    input.isDonation === undefined ? pass(false) : typeof input.isDonation === 'boolean' ? pass(input.isDonation) : fail('must be true or false'),
+  );
+  const idempotencyKey =
+    input.idempotencyKey === undefined || input.idempotencyKey === null
+      ? undefined
+      : fields.take('idempotencyKey', checkIdempotencyKey(input.idempotencyKey));
+  const lifetimeMinutes = fields.take('lifetimeMinutes', checkLifetime(input.lifetimeMinutes));
+
+  return fields.result(() => {
+    const request = {
+      projectId: projectId!,
+      environment: environment!,
+      projectName: projectName!,
+      priceAmount: priceAmount!,
+      priceCurrency: priceCurrency!,
+      payCurrency: payCurrency!,
+      successUrl: successUrl!,
+      cancelUrl: cancelUrl!,
+      orderId,
+      orderDescription,
+      isDonation: isDonation!,
+      idempotencyKey,
+      lifetimeMinutes: lifetimeMinutes!,
+    };
+    return { ...request, fingerprint: requestFingerprint(input) };
+  });
+}
+
+function requiredValue<T>(raw: unknown, parse: (raw: unknown) => Check<T>): Check<T> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  return parse(raw);
+}
+
+/**
+ * SHA-256 over what the merchant sent (the REST body's fields, exactly as given), not over what
+ * the gateway adds (project name, environment, lifetime): the same body with the same
+ * Idempotency-Key replays, anything else is a different request.
+ */
+export function requestFingerprint(input: CreateInvoiceInput): string {
+  const body = [
+    input.priceAmount,
+    input.priceCurrency,
+    input.payCurrency,
+    input.successUrl,
+    input.cancelUrl,
+    input.orderId ?? null,
+    input.orderDescription ?? null,
+    input.isDonation === true,
+  ];
+  return createHash('sha256').update(JSON.stringify(body)).digest('hex');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lookups by id
+
+export interface InvoiceRef {
+  projectId: string;
+  invoiceId: string;
+}
+
+export function validateInvoiceRef(input: { projectId?: unknown; invoiceId?: unknown }): Validated<InvoiceRef> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const invoiceId = fields.take('invoiceId', checkUuid(input.invoiceId));
+  return fields.result(() => ({ projectId: projectId!, invoiceId: invoiceId! }));
+}
+
+export function validateInvoiceId(input: { invoiceId?: unknown }): Validated<string> {
+  const fields = new Fields();
+  const invoiceId = fields.take('invoiceId', checkUuid(input.invoiceId));
+  return fields.result(() => invoiceId!);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PayInvoice
+
+export interface PayRequest extends InvoiceRef {
+  /** Checked here for shape (> 0, ≤ 8 decimals); against the coin's decimals once it is known. */
+  amountReceived: Decimal | undefined;
+  transactionHash: string | undefined;
+}
+
+export function validatePayInvoice(input: {
+  projectId?: unknown;
+  invoiceId?: unknown;
+  amountReceived?: unknown;
+  transactionHash?: unknown;
+}): Validated<PayRequest> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const invoiceId = fields.take('invoiceId', checkUuid(input.invoiceId));
+  const amountReceived =
+    input.amountReceived === undefined || input.amountReceived === null
+      ? undefined
+      : fields.take('amountReceived', parseCryptoAmount(input.amountReceived, MAX_CRYPTO_DECIMALS));
+  const transactionHash =
+    input.transactionHash === undefined || input.transactionHash === null
+      ? undefined
+      : fields.take('transactionHash', checkTransactionHash(input.transactionHash));
+  return fields.result(() => ({ projectId: projectId!, invoiceId: invoiceId!, amountReceived, transactionHash }));
+}
+
+/** 1–128 printable ASCII characters without spaces (hex hashes, or a test's own label). */
+function checkTransactionHash(raw: unknown): Check<string> {
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (raw === '') return fail('must not be empty');
+  if (raw.length > LIMITS.transactionHashMaxLength) return fail(`must be at most ${LIMITS.transactionHashMaxLength} characters`);
+  if (!/^[\x21-\x7e]+$/.test(raw)) return fail('must be printable ASCII without spaces');
+  return pass(raw);
+}
+
+/** The received amount against the invoice's coin: at most its amount decimals (8, or 6 for USDT/USDC/TRX). */
+export function checkAmountForCoin(amount: Decimal, coin: CryptoCurrency): FieldViolation | undefined {
+  if (amount.decimalPlaces() > coin.amountDecimals) {
+    return { field: 'amountReceived', message: `must have at most ${coin.amountDecimals} decimal places for ${coin.code}` };
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ListInvoices
+
+export interface ListRequest {
+  projectId: string;
+  status: InvoiceStatusName | undefined;
+  pageSize: number;
+  after: InvoiceCursor | undefined;
+}
+
+export function validateListInvoices(input: {
+  projectId?: unknown;
+  /** The public status name, or undefined for all; anything else is refused. */
+  status?: unknown;
+  pageSize?: unknown;
+  cursor?: unknown;
+}): Validated<ListRequest> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const status = fields.take<InvoiceStatusName | undefined>(
+    'status',
+    input.status === undefined
+      ? pass(undefined)
+      : (INVOICE_STATUSES as readonly unknown[]).includes(input.status)
+        ? pass(input.status as InvoiceStatusName)
+        : fail(`must be one of ${INVOICE_STATUSES.join(', ')}`),
+  );
+  const pageSize = fields.take('pageSize', checkPageSize(input.pageSize));
+  const after = fields.take<InvoiceCursor | undefined>(
+    'cursor',
+    input.cursor === undefined || input.cursor === '' ? pass(undefined) : decodeCursor(input.cursor),
+  );
+  return fields.result(() => ({ projectId: projectId!, status, pageSize: pageSize!, after }));
+}
+
+/** 0 (or absent) means the default, 20; more than 100 is capped at 100. */
+function checkPageSize(raw: unknown): Check<number> {
+  if (raw === undefined || raw === null || raw === 0) return pass(LIMITS.defaultPageSize);
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0) return fail('must be a positive whole number');
+  return pass(Math.min(raw, LIMITS.maxPageSize));
+}
+
+/** A page boundary: the (createdAt, id) of the last invoice shown, newest first. */
+export interface InvoiceCursor {
+  createdAt: Date;
+  id: string;
+}
+
+/** Opaque to clients: base64url of "v1:<createdAt epoch ms>:<invoice id>". */
+export function encodeCursor(cursor: InvoiceCursor): string {
+  return Buffer.from(`v1:${cursor.createdAt.getTime()}:${cursor.id}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(raw: unknown): Check<InvoiceCursor> {
+  if (typeof raw !== 'string' || raw.length > 200 || !/^[A-Za-z0-9_-]+$/.test(raw)) return fail('is not a valid cursor');
+  const match = /^v1:(\d{1,15}):([0-9a-f-]{36})$/.exec(Buffer.from(raw, 'base64url').toString('utf8'));
+  if (!match || !isUuid(match[2])) return fail('is not a valid cursor');
+  const createdAt = new Date(Number(match[1]));
+  if (Number.isNaN(createdAt.getTime())) return fail('is not a valid cursor');
+  return pass({ createdAt, id: match[2] });
+}

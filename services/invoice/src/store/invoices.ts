@@ -1,0 +1,172 @@
+/**
+ * The `invoices` table. Money columns are `numeric` and come back as decimal strings (postgres.js
+ * never turns numeric into a float); timestamps are truncated to milliseconds on insert so the
+ * list cursor round-trips exactly through a JS Date.
+ */
+import type { Queryable, TransactionSql } from '@coinvoice/runtime';
+import type { InvoiceCursor, InvoiceEvent, InvoiceStatusName, ProjectEnvironment } from '../domain';
+import { nextStatus, sourceStatuses } from '../domain';
+
+export interface InvoiceRow {
+  id: string;
+  project_id: string;
+  environment: ProjectEnvironment;
+  project_name: string;
+  order_id: string | null;
+  order_description: string | null;
+  price_amount: string;
+  price_currency: string;
+  price_amount_in_usd: string;
+  pay_currency: string;
+  rate: string;
+  amount_expected: string;
+  amount_received: string;
+  status: InvoiceStatusName;
+  address: string;
+  key_id: number;
+  address_index: number;
+  success_url: string;
+  cancel_url: string;
+  is_donation: boolean;
+  transaction_hash: string | null;
+  created_at: Date;
+  expired_at: Date;
+  paid_at: Date | null;
+}
+
+export interface NewInvoiceRow {
+  id: string;
+  projectId: string;
+  environment: ProjectEnvironment;
+  projectName: string;
+  orderId: string | null;
+  orderDescription: string | null;
+  /** Decimal strings. */
+  priceAmount: string;
+  priceCurrency: string;
+  priceAmountInUsd: string;
+  payCurrency: string;
+  rate: string;
+  amountExpected: string;
+  address: string;
+  keyId: number;
+  addressIndex: number;
+  successUrl: string;
+  cancelUrl: string;
+  isDonation: boolean;
+  lifetimeMinutes: number;
+}
+
+/** Inserts a Waiting invoice; created_at is the database clock, expired_at = created_at + lifetime. */
+export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Promise<InvoiceRow> {
+  const [inserted] = await tx<InvoiceRow[]>`
+    with clock as (select date_trunc('milliseconds', now()) as created_at)
+    insert into invoices (
+      id, project_id, environment, project_name, order_id, order_description,
+      price_amount, price_currency, price_amount_in_usd, pay_currency, rate, amount_expected,
+      address, key_id, address_index, success_url, cancel_url, is_donation, created_at, expired_at
+    )
+    select
+      ${row.id}, ${row.projectId}, ${row.environment}, ${row.projectName}, ${row.orderId}, ${row.orderDescription},
+      ${row.priceAmount}::numeric, ${row.priceCurrency}, ${row.priceAmountInUsd}::numeric, ${row.payCurrency},
+      ${row.rate}::numeric, ${row.amountExpected}::numeric,
+      ${row.address}, ${row.keyId}, ${row.addressIndex}, ${row.successUrl}, ${row.cancelUrl}, ${row.isDonation},
+      clock.created_at, clock.created_at + make_interval(mins => ${row.lifetimeMinutes}::int)
+    from clock
+    returning *`;
+  if (!inserted) throw new Error('insert into invoices returned no row');
+  return inserted;
+}
+
+/** One invoice of a project; another project's invoice is as absent as a missing one. */
+export async function findInvoice(sql: Queryable, projectId: string, invoiceId: string): Promise<InvoiceRow | undefined> {
+  const [row] = await sql<InvoiceRow[]>`select * from invoices where id = ${invoiceId} and project_id = ${projectId}`;
+  return row;
+}
+
+/** One invoice by id alone: for the public checkout and the internal owner lookup only. */
+export async function findInvoiceById(sql: Queryable, invoiceId: string): Promise<InvoiceRow | undefined> {
+  const [row] = await sql<InvoiceRow[]>`select * from invoices where id = ${invoiceId}`;
+  return row;
+}
+
+/**
+ * Locks a project's invoice for a state change (concurrent payers queue here and each sees the
+ * previous one's outcome), with the database clock for the expiry check.
+ */
+export async function lockInvoice(
+  tx: TransactionSql,
+  projectId: string,
+  invoiceId: string,
+): Promise<{ invoice: InvoiceRow; now: Date } | undefined> {
+  const [row] = await tx<(InvoiceRow & { db_now: Date })[]>`
+    select *, now() as db_now from invoices where id = ${invoiceId} and project_id = ${projectId} for update`;
+  if (!row) return undefined;
+  const { db_now: now, ...invoice } = row;
+  return { invoice, now };
+}
+
+/**
+ * Marks a locked invoice Paid. The guard repeats the transition table and the expiry rule in SQL,
+ * so even a caller that skipped the lock could not pay twice or pay an expired invoice.
+ */
+export async function markPaid(
+  tx: TransactionSql,
+  invoiceId: string,
+  payment: { amountReceived: string; transactionHash: string },
+): Promise<InvoiceRow | undefined> {
+  const [row] = await tx<InvoiceRow[]>`
+    update invoices
+    set status = ${target('pay')}, amount_received = ${payment.amountReceived}::numeric,
+        transaction_hash = ${payment.transactionHash}, paid_at = date_trunc('milliseconds', now())
+    where id = ${invoiceId} and status = any(${sourceStatuses('pay')}) and expired_at > now()
+    returning *`;
+  return row;
+}
+
+/**
+ * Expires up to `limit` Waiting invoices whose expired_at has passed. Rows another transaction
+ * holds (another sweeper's batch, a payment in progress) are skipped, so two sweepers never expire
+ * the same invoice and a payment that wins its lock is never overtaken.
+ */
+export async function expireDueInvoices(tx: TransactionSql, limit: number): Promise<InvoiceRow[]> {
+  return tx<InvoiceRow[]>`
+    with due as (
+      select id from invoices
+      where status = any(${sourceStatuses('expire')}) and expired_at <= now()
+      order by expired_at
+      limit ${limit}
+      for update skip locked
+    )
+    update invoices set status = ${target('expire')}
+    from due
+    where invoices.id = due.id
+    returning invoices.*`;
+}
+
+export interface ListQuery {
+  projectId: string;
+  status: InvoiceStatusName | undefined;
+  after: InvoiceCursor | undefined;
+  limit: number;
+}
+
+/** Newest first by (created_at, id): keyset pagination, stable while invoices are being created. */
+export async function listInvoices(sql: Queryable, query: ListQuery): Promise<InvoiceRow[]> {
+  const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
+  const after = query.after === undefined ? sql`` : sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`;
+  return sql<InvoiceRow[]>`
+    select * from invoices
+    where project_id = ${query.projectId} ${byStatus} ${after}
+    order by created_at desc, id desc
+    limit ${query.limit}`;
+}
+
+function target(event: InvoiceEvent): InvoiceStatusName {
+  const sources = sourceStatuses(event);
+  const to = sources[0] === undefined ? undefined : nextStatus(sources[0], event);
+  if (!to || sources.some((from) => nextStatus(from, event) !== to)) {
+    throw new Error(`the transition table has no single target status for ${event}`);
+  }
+  return to;
+}
