@@ -17,6 +17,8 @@ module.exports = {
     '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
     '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',
     '^@coinvoice/runtime/credentials/(.*)$': '<rootDir>/services/runtime/src/credentials/$1',
+    '^@coinvoice/runtime/coins$': '<rootDir>/services/runtime/src/coins/index.ts',
+    '^@coinvoice/runtime/coins/(.*)$': '<rootDir>/services/runtime/src/coins/$1',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -10,3 +10,4 @@ export * from './lifecycle';
 export * from './service';
 export * from './credentials';
 export * from './money';
+export * from './ssrf';

@@ -15,7 +15,8 @@ export const file_coinvoice_notifier_v1_events: GenFile = /*@__PURE__*/
   fileDesc("CiJjb2ludm9pY2Uvbm90aWZpZXIvdjEvZXZlbnRzLnByb3RvEhVjb2ludm9pY2Uubm90aWZpZXIudjEinQIKFVdlYmhvb2tEZWxpdmVyeUZhaWxlZBITCgtkZWxpdmVyeV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhIKCmV2ZW50X3R5cGUYBCABKAkSCwoDdXJsGAUgASgJEhUKDWF0dGVtcHRfY291bnQYBiABKAUSIQoUbGFzdF9yZXNwb25zZV9zdGF0dXMYByABKAVIAIgBARIXCgpsYXN0X2Vycm9yGAggASgJSAGIAQESLQoJZmFpbGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIXChVfbGFzdF9yZXNwb25zZV9zdGF0dXNCDQoLX2xhc3RfZXJyb3JiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
- * Event "webhook_delivery.failed": a delivery exhausted its retries, so an operator can alert.
+ * Event "notifier.webhook_delivery_failed" (subject <ns>.notifier.webhook_delivery_failed): a
+ * delivery exhausted its retries, so an operator can alert.
  * Internal only: never delivered as a webhook.
  *
  * @generated from message coinvoice.notifier.v1.WebhookDeliveryFailed
