@@ -35,7 +35,10 @@
     el('success-link').setAttribute('href', c.successUrl);
     el('cancel-link').setAttribute('href', c.cancelUrl);
     el('back-link').setAttribute('href', c.cancelUrl);
-    setText('status', waiting ? 'Waiting for payment…' : c.status === 'Paid' ? 'Payment received' : 'This invoice has expired');
+    // The status line and the way out belong to the waiting state; the result panels say the rest.
+    setText('status', 'Waiting for payment…');
+    el('status').classList.toggle('hidden', !waiting);
+    el('back-link').parentNode.classList.toggle('hidden', !waiting);
     setText('received', c.amountReceived + ' ' + c.payCurrency);
     tick();
   }

@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
+import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { Client } from '@connectrpc/connect';
+import { OptionalKind } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { ApiKeyVerifier } from './auth/api-keys';
 import { authHooks } from './auth/hooks';
@@ -18,10 +20,12 @@ import { OpenApiRegistry } from './openapi';
 import { checkoutRoutes, docsRoutes } from './routes/checkout';
 import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
+import { webhookRoutes } from './routes/webhooks';
 
 export interface GatewayClients {
   auth: Client<typeof AuthService>;
   invoices: Client<typeof InvoiceService>;
+  notifier: Client<typeof NotifierService>;
 }
 
 export interface GatewayDeps {
@@ -69,6 +73,14 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     withRequestId(req.id, done);
   });
 
+  // A route whose body schema is optional (sandbox pay) takes "no body" as an empty object;
+  // Fastify would otherwise validate `undefined` against the object schema and refuse it.
+  app.addHook('preValidation', (req, _reply, done) => {
+    const bodySchema = req.routeOptions.schema?.body as Record<symbol, unknown> | undefined;
+    if (req.body === undefined && bodySchema?.[OptionalKind] === 'Optional') req.body = {};
+    done();
+  });
+
   app.setErrorHandler(handleError(deps.logger));
   app.setNotFoundHandler((req, reply) =>
     sendProblem(reply, problemOf(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`, req.id)),
@@ -84,6 +96,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   merchantRoutes(app, { auth: deps.clients.auth, hooks });
   invoiceRoutes(app, { auth: deps.clients.auth, invoices: deps.clients.invoices, hooks });
   checkoutRoutes(app, { invoices: deps.clients.invoices });
+  webhookRoutes(app, { auth: deps.clients.auth, notifier: deps.clients.notifier, hooks });
   let document: unknown;
   docsRoutes(app, () => (document ??= openapi.document()));
 

@@ -109,7 +109,7 @@ test('the checkout page shows amount, address and a QR code of the payment URI, 
 test('an expired invoice shows the expired state with a link back to cancelUrl', async () => {
   const invoice = await createInvoice({ orderId: 'order-late' });
   // The lifetime is whole minutes; move this invoice's expiry into the past and let the sweeper run.
-  await db`update invoice.invoices set expired_at = now() - interval '1 second' where id = ${invoice.id}`;
+  await db`update invoice.invoices set created_at = now() - interval '2 hours', expired_at = now() - interval '1 second' where id = ${invoice.id}`;
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if ((await api.get(`/api/invoice/${invoice.id}`, { headers: apiKeyHeader(project.key) })).body.status === 'Expired') break;

@@ -1,0 +1,141 @@
+/**
+ * The dashboard's webhook delivery log (Bearer): every delivery of a project with the endpoint's
+ * health, one delivery with every attempt exactly as sent, and manual redelivery. Ownership is
+ * checked first with auth (another merchant's project answers 404 as if it did not exist); the
+ * notifier then answers for that project only.
+ */
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import {
+  DeliveryStatus,
+  type EndpointHealth,
+  type NotifierService,
+  type WebhookAttempt,
+  type WebhookDelivery,
+} from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import type { Client } from '@connectrpc/connect';
+import type { FastifyInstance } from 'fastify';
+import { merchantPrincipal, type authHooks } from '../auth/hooks';
+import { isoTime, isoTimeOrNull } from '../json';
+import { IdParams, parseLimit } from '../schemas/common';
+import {
+  DeliveryParams,
+  WebhookDeliveryListQuery,
+  WebhookDeliveryListSchema,
+  WebhookDeliverySchema,
+  WebhookDeliveryWithAttemptsSchema,
+} from '../schemas/webhooks';
+
+export interface WebhookRouteDeps {
+  auth: Client<typeof AuthService>;
+  notifier: Client<typeof NotifierService>;
+  hooks: ReturnType<typeof authHooks>;
+}
+
+const STATUS_NAMES: Record<DeliveryStatus, 'pending' | 'succeeded' | 'failed' | undefined> = {
+  [DeliveryStatus.UNSPECIFIED]: undefined,
+  [DeliveryStatus.PENDING]: 'pending',
+  [DeliveryStatus.SUCCEEDED]: 'succeeded',
+  [DeliveryStatus.FAILED]: 'failed',
+};
+const STATUS_OF_NAME = { pending: DeliveryStatus.PENDING, succeeded: DeliveryStatus.SUCCEEDED, failed: DeliveryStatus.FAILED } as const;
+
+export function deliveryJson(d: WebhookDelivery | undefined) {
+  if (!d) throw new Error('delivery missing from a service response');
+  const status = STATUS_NAMES[d.status];
+  if (!status) throw new Error(`unexpected delivery status ${d.status} in a service response`);
+  return {
+    id: d.id,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    url: d.url,
+    status,
+    attemptCount: d.attemptCount,
+    nextAttemptAt: status === 'pending' ? isoTimeOrNull(d.nextAttemptAt) : null,
+    createdAt: isoTime(d.createdAt),
+    redeliveryOf: d.redeliveryOf ?? null,
+    payload: d.payload,
+    lastResponseStatus: d.lastResponseStatus ?? null,
+  };
+}
+
+function attemptJson(a: WebhookAttempt) {
+  return {
+    attemptNumber: a.attemptNumber,
+    attemptedAt: isoTime(a.attemptedAt),
+    requestHeaders: a.requestHeaders,
+    requestBody: a.requestBody,
+    responseStatus: a.responseStatus ?? null,
+    responseBodyExcerpt: a.responseBodyExcerpt,
+    durationMs: a.durationMs,
+    error: a.error ?? null,
+  };
+}
+
+function endpointJson(e: EndpointHealth | undefined) {
+  return {
+    url: e?.url ? e.url : null,
+    lastSuccessAt: e?.lastSuccessAt ? timestampDate(e.lastSuccessAt).toISOString() : null,
+    consecutiveFailures: e?.consecutiveFailures ?? 0,
+  };
+}
+
+const bearer = [{ bearerAuth: [] }];
+
+export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: WebhookRouteDeps): void {
+  app.get<{ Params: { id: string }; Querystring: WebhookDeliveryListQuery }>('/api/merchant/projects/:id/webhook-deliveries', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'The project’s webhook delivery log, newest first, with the endpoint’s health',
+      security: bearer,
+      params: IdParams,
+      querystring: WebhookDeliveryListQuery,
+      response: { 200: WebhookDeliveryListSchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      // Ownership first: another merchant's project answers 404 as if it did not exist.
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      const res = await notifier.listWebhookDeliveries({
+        projectId: req.params.id,
+        status: req.query.status ? STATUS_OF_NAME[req.query.status] : undefined,
+        eventType: req.query.eventType,
+        pageSize: parseLimit(req.query.limit),
+        cursor: req.query.cursor ?? '',
+      });
+      return { items: res.deliveries.map(deliveryJson), nextCursor: res.nextCursor || null, endpoint: endpointJson(res.endpointHealth) };
+    },
+  });
+
+  app.get<{ Params: { id: string; deliveryId: string } }>('/api/merchant/projects/:id/webhook-deliveries/:deliveryId', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'One webhook delivery with every attempt, exactly as sent',
+      security: bearer,
+      params: DeliveryParams,
+      response: { 200: WebhookDeliveryWithAttemptsSchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req) => {
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      const res = await notifier.getWebhookDelivery({ projectId: req.params.id, deliveryId: req.params.deliveryId });
+      return { ...deliveryJson(res.delivery), attempts: res.attempts.map(attemptJson) };
+    },
+  });
+
+  app.post<{ Params: { id: string; deliveryId: string } }>('/api/merchant/projects/:id/webhook-deliveries/:deliveryId/redeliver', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Send the delivery’s event again (same webhook-id and body) to the current webhook URL, as a new delivery',
+      security: bearer,
+      params: DeliveryParams,
+      response: { 201: WebhookDeliverySchema },
+    },
+    preHandler: hooks.merchant,
+    handler: async (req, reply) => {
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      const res = await notifier.redeliverWebhook({ projectId: req.params.id, deliveryId: req.params.deliveryId });
+      return reply.code(201).send(deliveryJson(res.delivery));
+    },
+  });
+}

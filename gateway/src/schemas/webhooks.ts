@@ -1,0 +1,71 @@
+/** The webhook delivery log of the dashboard (/api/merchant/projects/{id}/webhook-deliveries). */
+import { Type, type Static } from '@sinclair/typebox';
+import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+
+export const DeliveryStatusName = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
+  description: 'pending: not delivered yet (nextAttemptAt says when it is tried); succeeded: a 2xx came; failed: every retry failed',
+});
+
+export const WebhookDeliverySchema = Type.Object(
+  {
+    id: Uuid,
+    eventId: Type.String({ description: 'The event id: the webhook-id header, identical on every attempt and redelivery' }),
+    eventType: Type.String({ description: 'e.g. invoice.paid' }),
+    url: Type.String({ description: 'Where the delivery is (or was) sent' }),
+    status: DeliveryStatusName,
+    attemptCount: Type.Integer(),
+    nextAttemptAt: Type.Union([Timestamp, Type.Null()], { description: 'When the next attempt is due; null unless pending' }),
+    createdAt: Timestamp,
+    redeliveryOf: Type.Union([Uuid, Type.Null()], { description: 'The delivery this one re-sends; null for an original delivery' }),
+    payload: Type.String({ description: 'The exact JSON body sent' }),
+    lastResponseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the latest attempt; null before one or without a response' }),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+export const WebhookAttemptSchema = Type.Object(
+  {
+    attemptNumber: Type.Integer({ description: '1-based' }),
+    attemptedAt: Timestamp,
+    requestHeaders: Type.Record(Type.String(), Type.String(), { description: 'The headers sent, webhook-id, webhook-timestamp and webhook-signature included' }),
+    requestBody: Type.String({ description: 'The exact body sent' }),
+    responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'null on timeout, connection error or refused destination' }),
+    responseBodyExcerpt: Type.String({ description: 'The first bytes of the response body' }),
+    durationMs: Type.Integer(),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Transport error, timeout or refused destination; null when a response came' }),
+  },
+  { $id: 'WebhookAttempt' },
+);
+
+export const WebhookDeliveryWithAttemptsSchema = Type.Object({
+  ...WebhookDeliverySchema.properties,
+  attempts: Type.Array(WebhookAttemptSchema, { description: 'Every attempt, oldest first' }),
+});
+
+export const EndpointHealthSchema = Type.Object(
+  {
+    url: Type.Union([Type.String(), Type.Null()], { description: 'The project’s current webhook URL; null when none is configured' }),
+    lastSuccessAt: Type.Union([Timestamp, Type.Null()], { description: 'Last 2xx answer; null if none yet' }),
+    consecutiveFailures: Type.Integer({ description: 'Failed attempts since the last success' }),
+  },
+  { $id: 'WebhookEndpointHealth' },
+);
+
+export const WebhookDeliveryListQuery = Type.Object(
+  {
+    status: Type.Optional(DeliveryStatusName),
+    eventType: Type.Optional(Type.String({ maxLength: 100, pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$', description: 'e.g. invoice.paid' })),
+    limit: LimitParam,
+    cursor: CursorParam,
+  },
+  { additionalProperties: false },
+);
+export type WebhookDeliveryListQuery = Static<typeof WebhookDeliveryListQuery>;
+
+export const WebhookDeliveryListSchema = Type.Object({
+  items: Type.Array(WebhookDeliverySchema, { description: 'Newest first' }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
+  endpoint: EndpointHealthSchema,
+});
+
+export const DeliveryParams = Type.Object({ id: Uuid, deliveryId: Uuid }, { additionalProperties: false });

@@ -1,0 +1,426 @@
+/**
+ * The Kubernetes manifests and the image, checked without a cluster or a Docker engine: both
+ * kustomize overlays are rendered with `kubectl kustomize`, every object is validated against the
+ * Kubernetes schemas (kubernetes-models), and test/deploy/checks.ts checks what the schemas
+ * cannot: every variable a process requires is provided, probes and Services point at exposed
+ * ports, the NetworkPolicies allow exactly the architecture's paths, pods run locked down, and
+ * every Deployment has requests, limits, an autoscaler and a disruption budget.
+ *
+ * Each check is also run on copies broken on purpose (a probe port, an environment variable, a
+ * NetworkPolicy path…) and must name the breakage, so a check that quietly passes everything
+ * would fail here.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import {
+  allowedPaths,
+  checkEnvironment,
+  checkImage,
+  checkNetworkPolicies,
+  checkOverlayEnvironment,
+  checkPortsAndProbes,
+  checkResourcesAndScaling,
+  checkSchemas,
+  checkSecretList,
+  checkSecurity,
+  checkServices,
+  cloneContext,
+  expectedPaths,
+  findObject,
+  loadContext,
+  OVERLAYS,
+  parseDockerfile,
+  readDockerfile,
+  REPO_ROOT,
+  roleOf,
+  workloadsOf,
+  type DeployContext,
+  type OverlayName,
+} from './checks';
+
+const contexts = {} as Record<OverlayName, DeployContext>;
+
+beforeAll(() => {
+  for (const overlay of OVERLAYS) contexts[overlay] = loadContext(overlay);
+});
+
+function container(ctx: DeployContext, kind: 'Deployment' | 'Job', name: string): IContainer {
+  const obj = findObject<IDeployment>(ctx.objects, kind, name);
+  const c = obj.spec?.template.spec?.containers[0];
+  if (!c) throw new Error(`${kind} ${name} has no container`);
+  return c;
+}
+
+/** A broken copy of the overlay's render: `mutate` changes it, the original stays intact. */
+function broken(overlay: OverlayName, mutate: (ctx: DeployContext) => void): DeployContext {
+  const ctx = cloneContext(contexts[overlay]);
+  mutate(ctx);
+  return ctx;
+}
+
+describe.each(OVERLAYS)('the %s overlay', (overlay) => {
+  const ctx = () => contexts[overlay];
+
+  test('renders the five Deployments, their Services, autoscalers, budgets and the migration Jobs', () => {
+    const names = (kind: string) => ctx().objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
+    const processes = ['auth', 'gateway', 'invoice', 'notifier', 'payout'];
+    expect(names('Deployment')).toEqual(processes);
+    expect(names('Service')).toEqual(processes);
+    expect(names('HorizontalPodAutoscaler')).toEqual(processes);
+    expect(names('PodDisruptionBudget')).toEqual(processes);
+    expect(names('Job')).toEqual(['migrate-auth', 'migrate-invoice', 'migrate-notifier', 'migrate-payout']);
+    expect(new Set(ctx().objects.map((o) => o.metadata.namespace ?? '(cluster)'))).toEqual(
+      new Set([overlay === 'production' ? 'coinvoice' : 'coinvoice-dev', '(cluster)']),
+    );
+  });
+
+  test('every object validates against the Kubernetes schemas', () => {
+    expect(checkSchemas(ctx())).toEqual([]);
+  });
+
+  test('every variable each process requires is provided, every given value parses, none is unknown', () => {
+    expect(checkEnvironment(ctx())).toEqual([]);
+    expect(checkOverlayEnvironment(ctx())).toEqual([]);
+    expect(checkSecretList(ctx())).toEqual([]);
+  });
+
+  test('every probe points at a port the container exposes, where the process listens', () => {
+    expect(checkPortsAndProbes(ctx())).toEqual([]);
+  });
+
+  test('every Deployment has a Service selecting exactly its pods, with named ports', () => {
+    expect(checkServices(ctx())).toEqual([]);
+  });
+
+  test('every pod runs non-root with a read-only root filesystem, no capabilities and RuntimeDefault seccomp', () => {
+    expect(checkSecurity(ctx())).toEqual([]);
+  });
+
+  test('every container has requests and limits; every Deployment an autoscaler and a disruption budget', () => {
+    expect(checkResourcesAndScaling(ctx())).toEqual([]);
+  });
+
+  test('the NetworkPolicies allow exactly the paths of the architecture', () => {
+    const problems: string[] = [];
+    expect([...allowedPaths(ctx(), problems)].sort()).toEqual([...expectedPaths(ctx())].sort());
+    expect(problems).toEqual([]);
+    expect(checkNetworkPolicies(ctx())).toEqual([]);
+  });
+});
+
+describe('the image', () => {
+  const dockerignore = () => readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8');
+
+  test('deploy/Dockerfile: node:24-slim stages, non-root, production dependencies only, everything each process reads', () => {
+    expect(checkImage(readDockerfile(), dockerignore())).toEqual([]);
+    expect(parseDockerfile(readDockerfile()).finalUid).toBe(10001);
+  });
+
+  test('the entrypoint starts the process each manifest asks for', () => {
+    // A stand-in `node` that prints what it was asked to run: the dispatch is checked, not Node.
+    const bin = mkdtempSync(path.join(tmpdir(), 'coinvoice-entrypoint-'));
+    try {
+      writeFileSync(path.join(bin, 'node'), '#!/bin/sh\necho "$@"\n');
+      chmodSync(path.join(bin, 'node'), 0o755);
+      const run = (args: string[]) =>
+        execFileSync('sh', [path.join(REPO_ROOT, 'deploy/entrypoint.sh'), ...args], {
+          encoding: 'utf8',
+          env: { PATH: `${bin}:/usr/bin:/bin` },
+        }).trim();
+      const roles = new Set<string>();
+      for (const overlay of OVERLAYS) {
+        for (const w of workloadsOf(contexts[overlay].objects)) {
+          for (const c of w.pod.containers) roles.add(JSON.stringify(c.args ?? []));
+        }
+      }
+      expect(roles.size).toBe(9);
+      for (const role of roles) {
+        const args = JSON.parse(role) as string[];
+        const [process = '', mode] = args;
+        const main = process === 'gateway' ? 'gateway/dist/main.js' : `services/${process}/dist/main.js`;
+        expect(run(args)).toBe([path.join(REPO_ROOT, main), ...(mode ? [mode] : [])].join(' '));
+      }
+      expect(run(['migrate']).split('\n')).toEqual(
+        ['auth', 'invoice', 'payout', 'notifier'].map((s) => `${path.join(REPO_ROOT, `services/${s}/dist/main.js`)} migrate`),
+      );
+      expect(() => run(['billing'])).toThrow();
+      expect(() => run(['auth', 'seed'])).toThrow();
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the checks catch what they claim to', () => {
+  test('a probe moved to a port the container does not expose', () => {
+    const ctx = broken('production', (c) => {
+      const probe = container(c, 'Deployment', 'auth').readinessProbe;
+      if (probe?.grpc) probe.grpc.port = 50099;
+    });
+    expect(checkPortsAndProbes(ctx)).toEqual([
+      'Deployment auth container auth readinessProbe: grpc port 50099 is not a port the container exposes',
+    ]);
+  });
+
+  test('a probe on the admin port instead of the gRPC port', () => {
+    const ctx = broken('production', (c) => {
+      const probe = container(c, 'Deployment', 'payout').livenessProbe;
+      if (probe?.grpc) probe.grpc.port = 9053;
+    });
+    expect(checkPortsAndProbes(ctx)).toEqual([
+      "Deployment payout container payout livenessProbe: grpc port 9053 is the container's http-admin port, not grpc",
+    ]);
+  });
+
+  test("a gateway probe naming a port that doesn't exist", () => {
+    const ctx = broken('development', (c) => {
+      const probe = container(c, 'Deployment', 'gateway').livenessProbe;
+      if (probe?.httpGet) probe.httpGet.port = 'htttp';
+    });
+    expect(checkPortsAndProbes(ctx)).toEqual([
+      'Deployment gateway container gateway livenessProbe: httpGet port htttp is not a port the container exposes',
+    ]);
+  });
+
+  test('a container port that no longer matches where the process listens', () => {
+    const ctx = broken('production', (c) => {
+      const port = container(c, 'Deployment', 'invoice').ports?.find((p) => p.name === 'grpc');
+      if (port) port.containerPort = 50060;
+    });
+    expect(checkPortsAndProbes(ctx)).toEqual(
+      expect.arrayContaining([
+        'Deployment invoice container invoice: the process listens on GRPC_PORT=50052 but container port grpc is 50060',
+        'Deployment invoice container invoice readinessProbe: grpc port 50052 is not a port the container exposes',
+      ]),
+    );
+  });
+
+  test('an environment variable removed from a container', () => {
+    const ctx = broken('production', (c) => {
+      const invoice = container(c, 'Deployment', 'invoice');
+      invoice.env = (invoice.env ?? []).filter((e) => e.name !== 'DATABASE_URL');
+    });
+    expect(checkEnvironment(ctx)).toEqual([
+      expect.stringMatching(/^Deployment invoice container invoice: DATABASE_URL is required in production by invoice \(.*\) but no env or envFrom provides it/),
+    ]);
+  });
+
+  test('a key removed from a ConfigMap', () => {
+    const ctx = broken('production', (c) => {
+      delete findObject<IConfigMap>(c.objects, 'ConfigMap', 'gateway-config').data?.AUTH_URL;
+    });
+    expect(checkEnvironment(ctx)).toEqual([expect.stringMatching(/^Deployment gateway container gateway: AUTH_URL is required in production by gateway/)]);
+  });
+
+  test('a required variable that development has a default for is still required in production', () => {
+    const strip = (c: DeployContext) => {
+      const notifier = container(c, 'Deployment', 'notifier');
+      notifier.envFrom = (notifier.envFrom ?? []).filter((s) => s.configMapRef?.name !== 'notifier-config');
+    };
+    const production = checkEnvironment(broken('production', strip));
+    expect(production).toContainEqual(expect.stringMatching(/^Deployment notifier container notifier: AUTH_URL is required in production/));
+    expect(checkEnvironment(broken('development', strip))).toEqual([]);
+  });
+
+  test('a Secret key the manifests use but deploy/k8s/secret-keys.yaml does not list', () => {
+    const ctx = cloneContext(contexts.production);
+    ctx.externalSecrets = { ...ctx.externalSecrets, 'notifier-secrets': ['DATABASE_URL', 'NATS_URL'] };
+    expect(checkEnvironment(ctx)).toEqual([
+      'Deployment notifier container notifier: SMTP_URL refers to Secret notifier-secrets key SMTP_URL, which is neither rendered nor listed in deploy/k8s/secret-keys.yaml',
+      expect.stringMatching(/^Deployment notifier container notifier: SMTP_URL is required in production by notifier/),
+    ]);
+  });
+
+  test('a value that the process would refuse, and a variable it does not read', () => {
+    const ctx = broken('development', (c) => {
+      const data = findObject<IConfigMap>(c.objects, 'ConfigMap', 'auth-config').data ?? {};
+      data.SESSION_TTL_SECONDS = 'twelve hours';
+      data.SESION_TTL_SECONDS = '3600';
+    });
+    expect(checkEnvironment(ctx)).toEqual([
+      expect.stringMatching(/^Deployment auth container auth: SESSION_TTL_SECONDS="twelve hours" from ConfigMap auth-config is invalid for auth: expected a whole number/),
+      'Deployment auth container auth: SESION_TTL_SECONDS (from ConfigMap auth-config) is not a setting of auth: a typo, or a setting that no longer exists',
+    ]);
+  });
+
+  test('a migration Job without its database', () => {
+    const ctx = broken('production', (c) => {
+      const migrate = container(c, 'Job', 'migrate-payout');
+      migrate.env = (migrate.env ?? []).filter((e) => e.name !== 'DATABASE_URL');
+    });
+    expect(checkEnvironment(ctx)).toEqual([
+      expect.stringMatching(/^Job migrate-payout container migrate: DATABASE_URL is required in production by payout migrate/),
+    ]);
+    expect(checkSecretList(ctx)).toEqual([]);
+  });
+
+  test('a container that bypasses the image entrypoint', () => {
+    const ctx = broken('production', (c) => {
+      container(c, 'Deployment', 'payout').command = ['node', 'services/payout/dist/main.js'];
+    });
+    expect(checkEnvironment(ctx)).toEqual([
+      'Deployment payout container payout: sets command: the image entrypoint (deploy/entrypoint.sh) must choose the process',
+    ]);
+  });
+
+  test('a NetworkPolicy path added: payout may call invoice', () => {
+    const ctx = broken('production', (c) => {
+      const pods = (name: string) => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': name, 'app.kubernetes.io/component': 'server' } } });
+      c.objects.push({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'payout-to-invoice', namespace: 'coinvoice' },
+        spec: {
+          podSelector: {},
+          policyTypes: ['Ingress', 'Egress'],
+          ingress: [{ from: [pods('payout')], ports: [{ port: 50052 }] }],
+          egress: [{ to: [pods('invoice')], ports: [{ port: 50052 }] }],
+        },
+      });
+    });
+    expect(checkSchemas(ctx)).toEqual([]);
+    expect(checkNetworkPolicies(ctx)).toEqual(['unexpected path allowed: payout -> invoice:grpc']);
+  });
+
+  test('a NetworkPolicy path added: the gateway may reach Postgres', () => {
+    const ctx = broken('production', (c) => {
+      const policy = findObject<INetworkPolicy>(c.objects, 'NetworkPolicy', 'postgres-egress');
+      policy.spec?.podSelector.matchExpressions?.[0]?.values?.push('gateway');
+    });
+    expect(checkNetworkPolicies(ctx)).toEqual(['unexpected path allowed: gateway -> external:5432/TCP']);
+  });
+
+  test('a NetworkPolicy path removed: the notifier may no longer call auth', () => {
+    const ctx = broken('development', (c) => {
+      const policy = findObject<INetworkPolicy>(c.objects, 'NetworkPolicy', 'auth-ingress');
+      const names = policy.spec?.ingress?.[0]?.from?.[0]?.podSelector?.matchExpressions?.[0];
+      if (names) names.values = (names.values ?? []).filter((v) => v !== 'notifier');
+    });
+    expect(checkNetworkPolicies(ctx)).toEqual([
+      'missing path: notifier -> auth:grpc',
+      'notifier calls auth (AUTH_URL) but the NetworkPolicies do not allow notifier -> auth:grpc',
+    ]);
+  });
+
+  test('the default deny removed, and a policy left pointing at an old port', () => {
+    const ctx = broken('production', (c) => {
+      c.objects = c.objects.filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'default-deny-all'));
+      const policy = findObject<INetworkPolicy>(c.objects, 'NetworkPolicy', 'invoice-ingress');
+      const port = policy.spec?.ingress?.[0]?.ports?.[0];
+      if (port) port.port = 50062;
+    });
+    expect(checkNetworkPolicies(ctx)).toEqual([
+      // No path opens: every server pod is still selected by some policy in both directions and
+      // the Job pods listen nowhere. The explicit default-deny check is what notices.
+      'no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)',
+      'NetworkPolicy invoice-ingress: ingress port 50062 is exposed by none of the pods it selects',
+      'missing path: gateway -> invoice:grpc',
+      'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
+    ]);
+  });
+
+  test('production Postgres egress left at the base placeholder', () => {
+    const ctx = broken('production', (c) => {
+      const policy = findObject<INetworkPolicy>(c.objects, 'NetworkPolicy', 'postgres-egress');
+      const peer = policy.spec?.egress?.[0]?.to?.[0];
+      if (peer) peer.ipBlock = { cidr: '192.0.2.10/32' };
+    });
+    expect(checkNetworkPolicies(ctx)).toEqual(['NetworkPolicy postgres-egress: production still points at the base placeholder 192.0.2.10/32']);
+  });
+
+  test('a pod that may run as root or write its root filesystem', () => {
+    const ctx = broken('production', (c) => {
+      const d = findObject<IDeployment>(c.objects, 'Deployment', 'payout');
+      const pod = d.spec?.template.spec;
+      if (pod?.securityContext) pod.securityContext.runAsNonRoot = false;
+      const sc = pod?.containers[0]?.securityContext;
+      if (sc) {
+        sc.runAsNonRoot = undefined;
+        sc.readOnlyRootFilesystem = false;
+        sc.capabilities = { add: ['NET_ADMIN'] };
+      }
+    });
+    expect(checkSecurity(ctx)).toEqual([
+      'Deployment payout: pod securityContext.runAsNonRoot is not true',
+      'Deployment payout container payout: runAsNonRoot is not true',
+      'Deployment payout container payout: readOnlyRootFilesystem is not true',
+      'Deployment payout container payout: capabilities do not drop ALL',
+      'Deployment payout container payout: adds capabilities NET_ADMIN',
+    ]);
+  });
+
+  test('a Deployment without its autoscaler, and a budget that blocks every eviction', () => {
+    const ctx = broken('production', (c) => {
+      c.objects = c.objects.filter((o) => !(o.kind === 'HorizontalPodAutoscaler' && o.metadata.name === 'notifier'));
+      const pdb = findObject<{ spec: { maxUnavailable?: number; minAvailable?: number } }>(c.objects, 'PodDisruptionBudget', 'invoice');
+      delete pdb.spec.maxUnavailable;
+      pdb.spec.minAvailable = 3;
+      const hpa = findObject<IHorizontalPodAutoscaler>(c.objects, 'HorizontalPodAutoscaler', 'gateway');
+      if (hpa.spec) hpa.spec.minReplicas = 1;
+      delete container(c, 'Deployment', 'auth').resources?.limits?.memory;
+    });
+    expect(checkResourcesAndScaling(ctx)).toEqual([
+      'Deployment auth container auth: no memory limit',
+      'HPA gateway: production runs fewer than 2 replicas (1)',
+      'PDB invoice: allows no eviction at 3 replicas (node drains would hang)',
+      'Deployment notifier: 0 HorizontalPodAutoscalers (expected 1)',
+    ]);
+  });
+
+  test('a Service that stopped selecting its pods', () => {
+    const ctx = broken('production', (c) => {
+      const service = findObject<{ spec: { selector: Record<string, string> } }>(c.objects, 'Service', 'notifier');
+      service.spec.selector['app.kubernetes.io/component'] = 'migrations';
+    });
+    expect(checkServices(ctx)).toEqual(
+      expect.arrayContaining(['Service notifier selects job/migrate-notifier instead of exactly the pods of Deployment notifier']),
+    );
+  });
+
+  test('an object the schema refuses', () => {
+    const ctx = broken('development', (c) => {
+      const port = container(c, 'Deployment', 'auth').ports?.[0];
+      if (port) (port as { containerPort: unknown }).containerPort = 'fifty thousand';
+    });
+    expect(checkSchemas(ctx)).toEqual([expect.stringMatching(/^Deployment auth: .*containerPort must be integer/)]);
+  });
+
+  test('an image that is not node:24-slim, runs as root, or ships development dependencies', () => {
+    const dockerfile = readDockerfile();
+    const dockerignore = readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8');
+    expect(checkImage(dockerfile.replace('FROM node:24-slim AS deps', 'FROM node:22 AS deps'), dockerignore)).toEqual([
+      'Dockerfile: stage deps is FROM node:22, not node:24-slim',
+    ]);
+    expect(checkImage(dockerfile.replace('USER 10001:10001', 'USER root'), dockerignore)).toEqual([
+      'Dockerfile: USER root is not numeric (runAsNonRoot can only verify a numeric user)',
+    ]);
+    expect(checkImage(dockerfile.replace(/\nUSER .*\n/, '\n'), dockerignore)).toEqual(['Dockerfile: the final stage sets no USER (it would run as root)']);
+    expect(checkImage(dockerfile.replace('RUN npm ci --omit=dev', 'RUN npm ci'), dockerignore)).toEqual([
+      expect.stringMatching(/^Dockerfile: stage deps installs development dependencies into the image: RUN npm ci --ignore-scripts/),
+    ]);
+    expect(checkImage(`${dockerfile}\nRUN npm install left-pad\n`, dockerignore)).toEqual([
+      'Dockerfile: the final stage installs development dependencies: RUN npm install left-pad',
+    ]);
+    expect(checkImage(dockerfile.replace(/^COPY --from=build \/app\/gateway\/assets.*$/m, ''), dockerignore)).toEqual([
+      'Dockerfile: the final stage does not copy gateway/assets',
+    ]);
+    expect(checkImage(dockerfile, `${dockerignore}\nservices/*/src/store\n`)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^\.dockerignore leaves services\/auth\/src\/store\/migrations\/0001_event_tables\.sql out/)]),
+    );
+  });
+
+  test('every container of the render has a role the image knows', () => {
+    for (const overlay of OVERLAYS) {
+      for (const w of workloadsOf(contexts[overlay].objects)) {
+        for (const c of w.pod.containers) expect(roleOf(c)).toEqual(expect.objectContaining({ process: expect.any(String) }));
+      }
+    }
+  });
+});
