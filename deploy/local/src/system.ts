@@ -132,7 +132,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       managed.push({
         name: i === 0 ? name : `${name}-${i + 1}`,
         entry: serviceEntry(name),
-        env: { ...shared, GRPC_PORT: String(grpc), ADMIN_PORT: String(admin) },
+        // Services that call auth (the notifier) find it where it was started; auth comes first.
+        env: { ...shared, AUTH_URL: primaryUrl.get('auth'), GRPC_PORT: String(grpc), ADMIN_PORT: String(admin) },
         info: { grpcUrl, adminUrl: `http://127.0.0.1:${admin}` },
         restarts: 0,
         recentCrashes: [],

@@ -1,0 +1,54 @@
+#!/bin/sh
+# The coinvoice image's entrypoint: one image, the process chosen by the first argument.
+#
+#   auth | invoice | payout | notifier      serve that gRPC service
+#   auth | invoice | payout | notifier migrate
+#                                           apply that service's SQL migrations, then exit
+#   gateway                                 serve the REST gateway
+#   migrate                                 every service's migrations in turn, then exit
+#   help                                    this text
+#
+# Configuration is environment variables only (see README.md, Configuration). `exec` makes node
+# PID 1 of the container, so SIGTERM reaches it directly and the process shuts down gracefully.
+set -eu
+
+APP_DIR=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+
+usage() {
+  sed -n '2,10s/^# \{0,1\}//p' "$0"
+}
+
+process=${1:-help}
+[ "$#" -gt 0 ] && shift
+
+case "$process" in
+  auth | invoice | payout | notifier)
+    case "$*" in
+      '' | migrate) exec node "$APP_DIR/services/$process/dist/main.js" "$@" ;;
+      *)
+        echo "coinvoice: $process takes no argument but 'migrate' (got: $*)" >&2
+        exit 64
+        ;;
+    esac
+    ;;
+  gateway)
+    if [ "$#" -gt 0 ]; then
+      echo "coinvoice: gateway takes no arguments (got: $*)" >&2
+      exit 64
+    fi
+    exec node "$APP_DIR/gateway/dist/main.js"
+    ;;
+  migrate)
+    for service in auth invoice payout notifier; do
+      node "$APP_DIR/services/$service/dist/main.js" migrate
+    done
+    ;;
+  help | -h | --help)
+    usage
+    ;;
+  *)
+    echo "coinvoice: unknown process '$process'" >&2
+    usage >&2
+    exit 64
+    ;;
+esac
