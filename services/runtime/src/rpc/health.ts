@@ -27,6 +27,8 @@ export interface HealthReport {
 }
 
 const CHECK_TIMEOUT_MS = 1_000;
+/** The health "service" name Kubernetes liveness probes ask for (`grpc: {service: liveness}`). */
+export const LIVENESS_SERVICE = 'liveness';
 /** Probes and /readyz poll often; a fresh answer this recent is reused. */
 const CACHE_MS = 250;
 
@@ -78,6 +80,9 @@ export class HealthMonitor {
   }
 
   async status(service: string): Promise<ServingStatus> {
+    // Liveness asks only whether this process should keep running: a Postgres or NATS outage
+    // makes it not ready (no traffic), but restarting every pod would not bring the database back.
+    if (service === LIVENESS_SERVICE) return this.shuttingDown ? ServingStatus.NOT_SERVING : ServingStatus.SERVING;
     if (service !== '' && !this.services.includes(service)) return ServingStatus.SERVICE_UNKNOWN;
     const { serving } = await this.report();
     return serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
