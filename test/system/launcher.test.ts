@@ -15,6 +15,8 @@ import {
   type HealthCheckRequest,
   type HealthCheckResponse,
 } from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { bootSystem, isAlive, type BootedSystem } from '../support/system';
 
 const SERVICES = ['auth', 'invoice', 'payout', 'notifier'] as const;
@@ -97,6 +99,21 @@ test.each(SERVICES)('%s admin port serves /healthz, /readyz and Prometheus /metr
   const metrics = await (await fetch(`${admin}/metrics`)).text();
   expect(metrics).toContain('process_cpu_seconds_total');
   expect(metrics).toContain('rpc_server_handled_total');
+});
+
+test('npm start hands out a working sandbox API key, kept for the next start', async () => {
+  const match = /sandbox:\s+x-api-key (SBX_[0-9A-Za-z]{40})/.exec(system.output());
+  expect(match).not.toBeNull();
+  const key = match![1]!;
+  const create = await fetch(`${system.gatewayUrl}/api/invoice`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ priceAmount: '19.90', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://example.com/ok', cancelUrl: 'https://example.com/cancel' }),
+  });
+  expect(create.status).toBe(201);
+  const saved = JSON.parse(readFileSync(path.join(system.dataDir, 'sandbox-credentials.json'), 'utf8'));
+  expect(saved.apiKey).toBe(key);
+  expect(statSync(path.join(system.dataDir, 'sandbox-credentials.json')).mode & 0o077).toBe(0);
 });
 
 test('the gateway echoes a request id and answers unknown routes 404 problem+json', async () => {

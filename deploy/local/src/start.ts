@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
+import { ensureSandboxCredentials } from './sandbox-credentials';
 import { REPO_ROOT, startSystem, type RunningSystem } from './system';
 
 async function main(): Promise<void> {
@@ -44,7 +45,17 @@ async function main(): Promise<void> {
       onChange: (s) => writeFileSync(systemFile, JSON.stringify({ gatewayUrl: s.gatewayUrl, processes: s.describe() }, null, 2)),
       onRestart: (name, reason) => console.error(`${name} stopped (${reason}); starting it again. Its log: ${path.join(logDir, `${name}.log`)}`),
     });
+    const credentialsFile = path.join(dataDir, 'sandbox-credentials.json');
+    const sandbox = await ensureSandboxCredentials(system.gatewayUrl, credentialsFile);
     console.log(`logs:     ${logDir}/<process>.log`);
+    console.log(`sandbox:  x-api-key ${sandbox.apiKey}`);
+    console.log(`          (dashboard login ${sandbox.email}; password in ${credentialsFile})`);
+    console.log(`docs:     ${system.gatewayUrl}/docs`);
+    console.log('');
+    console.log('try it:');
+    console.log(`  curl -s ${system.gatewayUrl}/api/invoice -H 'x-api-key: ${sandbox.apiKey}' -H 'content-type: application/json' \\`);
+    console.log(`    -d '{"priceAmount":"19.90","priceCurrency":"USD","payCurrency":"BTC","successUrl":"https://example.com/ok","cancelUrl":"https://example.com/cancel"}'`);
+    console.log('');
     console.log(`coinvoice is ready at ${system.gatewayUrl}`);
   } catch (err) {
     console.error(`coinvoice could not start: ${err instanceof Error ? err.message : String(err)}`);

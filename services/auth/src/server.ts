@@ -1,10 +1,18 @@
-import { migrationsDirOf, setting, type ServiceDefinition, type Setting } from '@coinvoice/runtime';
+import {
+  createSsrfGuard,
+  migrationsDirOf,
+  setting,
+  ssrfModeOf,
+  webhookDestinationSettings,
+  webhookUrlPolicyOf,
+  type ServiceDefinition,
+  type Setting,
+} from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import {
   checkEmail,
   OWASP_ARGON2ID_PARAMS,
   PasswordHasher,
-  syntaxOnlyWebhookUrlPolicy,
   type WebhookUrlPolicy,
 } from './domain';
 import { AuthHandlers } from './handlers';
@@ -29,6 +37,8 @@ function adminEmailsSetting(): Setting<ReadonlySet<string>> {
 }
 
 export const authSettings = {
+  /** The same switch the notifier reads: in production, webhooks may not point at private networks. */
+  ...webhookDestinationSettings,
   /** Merchants whose email is listed are operators: `admin: true` in their token, is_admin in GetMerchant. */
   ADMIN_EMAILS: adminEmailsSetting(),
   /** Lifetime of a session JWT; also how long a retired signing key stays in the JWKS. Default 12 h. */
@@ -39,8 +49,9 @@ export const authSettings = {
 
 export interface AuthServiceOptions {
   /**
-   * Where webhooks may point beyond syntax. Default: syntax only; the notifier's SSRF guard
-   * (private/loopback/link-local destinations refused in production) plugs in here.
+   * Where webhooks may point beyond syntax. Default: the shared SSRF guard, which in production
+   * refuses private, loopback, link-local and metadata destinations (the notifier checks again at
+   * every delivery, against DNS rebinding).
    */
   webhookUrlPolicy?: WebhookUrlPolicy;
 }
@@ -63,7 +74,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
         sessions,
         passwords: new PasswordHasher({ ...OWASP_ARGON2ID_PARAMS, memoryKiB: config.PASSWORD_HASH_MEMORY_KIB }),
         adminEmails: config.ADMIN_EMAILS,
-        webhookUrlPolicy: options.webhookUrlPolicy ?? syntaxOnlyWebhookUrlPolicy,
+        webhookUrlPolicy: options.webhookUrlPolicy ?? webhookUrlPolicyOf(createSsrfGuard({ mode: ssrfModeOf(config) })),
         logger,
       });
       return {

@@ -1,14 +1,86 @@
-import { migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { createRpcClient, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import { Counter } from 'prom-client';
+import { createSsrfGuard, ssrfModeOf } from './domain/ssrf';
+import { nodeHttpSender } from './delivery/http-sender';
+import { DeliveryWorker } from './delivery/worker';
+import { createMailer } from './email';
+import { notifierConsumers } from './events/consumers';
+import { NotifierHandlers } from './handlers';
+import { AuthProjectDirectory } from './project-context';
+import { notifierSettings } from './settings';
 
-export const notifierSettings = {};
+export { notifierSettings } from './settings';
 
 /** The notifier service process: what it serves and the background work it runs. */
 export const notifierService: ServiceDefinition<typeof notifierSettings> = {
   name: 'notifier',
-  rpcServices: [],
+  rpcServices: [NotifierService.typeName],
   settings: notifierSettings,
   migrationsDir: migrationsDirOf(__dirname),
-  build() {
-    return { routes() {} };
+  build({ config, sql, nats, logger, metrics }) {
+    // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
+    const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000 }));
+    const ssrfMode = ssrfModeOf(config);
+    const mailer = createMailer(config);
+    const attempts = new Counter({
+      name: 'notifier_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [metrics],
+    });
+    const worker = new DeliveryWorker({
+      sql,
+      logger,
+      projects,
+      guard: createSsrfGuard({ mode: ssrfMode }),
+      sender: nodeHttpSender,
+      schedule: config.WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      maxConcurrency: config.WEBHOOK_MAX_CONCURRENCY,
+      maxPerEndpoint: config.WEBHOOK_MAX_PER_ENDPOINT,
+      pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+      onAttempt: ({ outcome }) => attempts.inc({ outcome }),
+    });
+    const consumers = notifierConsumers({
+      sql,
+      nats,
+      namespace: config.EVENT_NAMESPACE,
+      logger,
+      projects,
+      mailer,
+      onDeliveryCreated: () => worker.wake(),
+      dispatch: worker,
+    });
+    const handlers = new NotifierHandlers({ sql, projects, logger, onDeliveryCreated: () => worker.wake() });
+    logger.info(
+      {
+        webhookDestinations: ssrfMode === 'production' ? 'public addresses only' : 'private and loopback allowed (development)',
+        email: mailer.description,
+        retrySchedule: config.WEBHOOK_RETRY_SCHEDULE.baseDelaysMs,
+      },
+      'notifier configured',
+    );
+    return {
+      routes(router) {
+        router.service(NotifierService, handlers);
+      },
+      workers: [
+        {
+          async start() {
+            await worker.start();
+            for (const consumer of consumers) await consumer.start();
+          },
+          // Consumers first (a message in hand may hand the worker one more delivery), then the
+          // attempts in flight, then the mail transport.
+          async stop() {
+            await Promise.all(consumers.map((consumer) => consumer.stop()));
+            await worker.stop();
+            mailer.close();
+          },
+        },
+      ],
+    };
   },
 };

@@ -77,7 +77,7 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'invoice.expired',
     busJson(InvoiceExpiredSchema, { invoiceId: 'inv_2', projectId: 'prj_1', status: 'Expired', currency: 'ETH', environment: 'live', expiredAt: at }),
-    '{"invoiceId":"inv_2","orderId":null,"status":"Expired","currency":"ETH","environment":"live"}',
+    '{"invoiceId":"inv_2","orderId":"","status":"Expired","currency":"ETH","environment":"live"}',
   ],
   [
     'payout.requested',
@@ -110,15 +110,15 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
     '{"payoutId":"po_1","status":"Cancelled","amount":123456.12345678,"currency":"USDT","environment":"live","reason":"attempts_exhausted"}',
   ],
   [
-    'webhook_delivery.failed',
+    'notifier.webhook_delivery_failed',
     busJson(WebhookDeliveryFailedSchema, {
       deliveryId: 'd1', projectId: 'prj_1', eventId: 'e1', eventType: 'invoice.paid', url: 'https://x.example/h', attemptCount: 8, failedAt: at,
     }),
     null,
   ],
-  ['api_key.revoked', busJson(ApiKeyRevokedSchema, { keyId: 'k1', projectId: 'prj_1', keyHash: 'ff'.repeat(32), revokedAt: at }), null],
+  ['auth.api_key_revoked', busJson(ApiKeyRevokedSchema, { keyId: 'k1', projectId: 'prj_1', keyHash: 'ff'.repeat(32), revokedAt: at }), null],
   [
-    'project.updated',
+    'auth.project_updated',
     busJson(ProjectUpdatedSchema, { projectId: 'prj_1', merchantId: 'm1', name: 'Shop', webhookUrl: 'https://x.example/h', invoiceLifetimeMinutes: 30, updatedAt: at }),
     null,
   ],
@@ -170,12 +170,12 @@ describe('invoice.paid', () => {
     expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment']);
   });
 
-  test('orderId is null when absent, amount a JSON number', () => {
+  test('orderId is "" when absent (as the public Invoice has it), amount a JSON number', () => {
     const { orderId: _omitted, ...withoutOrder } = invoicePaid;
     const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...withoutOrder, amount: '1.50000000' }));
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
     const parsed = JSON.parse(mapped.body) as Record<string, unknown>;
-    expect(parsed.orderId).toBeNull();
+    expect(parsed.orderId).toBe('');
     expect(parsed.amount).toBe(1.5);
     expect(mapped.body).toContain('"amount":1.5,');
   });

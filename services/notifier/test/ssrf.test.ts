@@ -2,10 +2,14 @@
  * The SSRF guard, on literal addresses and a fake resolver only: these tests send no traffic and
  * make no real DNS queries.
  */
+import { ConfigError, loadConfig } from '@coinvoice/runtime';
 import {
   classifyIpAddress,
   createSsrfGuard,
   pinnedLookup,
+  ssrfModeOf,
+  webhookDestinationSettings,
+  webhookUrlPolicyOf,
   type DestinationVerdict,
   type HostResolver,
   type ResolvedAddress,
@@ -301,5 +305,44 @@ describe('classifyIpAddress', () => {
 
   test('refuses a host name', () => {
     expect(() => classifyIpAddress('example.com')).toThrow(/not an IP address/);
+  });
+});
+
+describe('configuration (WEBHOOK_ALLOW_PRIVATE_DESTINATIONS) and the config-time policy auth uses', () => {
+  const settings = { APP_ENV: { expected: 'x', default: 'development', parse: (raw: string) => raw }, ...webhookDestinationSettings };
+  const modeFor = (env: Record<string, string>) => ssrfModeOf(loadConfig(settings, env));
+
+  test.each([
+    [{}, 'development'],
+    [{ APP_ENV: 'production' }, 'production'],
+    [{ APP_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'true' }, 'development'],
+    [{ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'false' }, 'production'],
+    [{ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: '' }, 'development'],
+  ])('%j → %s mode', (env, mode) => {
+    expect(modeFor(env)).toBe(mode);
+  });
+
+  test('a bad value stops the process naming the variable', () => {
+    expect(() => modeFor({ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'yes' })).toThrow(ConfigError);
+    expect(() => modeFor({ WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'yes' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_DESTINATIONS/);
+  });
+
+  test('production: private, loopback and metadata refused with the reason; a name that does not resolve yet is accepted', async () => {
+    const policy = webhookUrlPolicyOf(production);
+    expect(await policy.refusal('http://169.254.169.254/')).toMatch(/169\.254\.169\.254 is in the link-local \/ cloud metadata range 169\.254\.0\.0\/16/);
+    expect(await policy.refusal('http://127.0.0.1:8080/hooks')).toMatch(/loopback/);
+    expect(await policy.refusal('https://loopback.attacker.example/h')).toMatch(/resolves to 127\.0\.0\.1/);
+    expect(await policy.refusal('https://not-yet.example.com/hooks')).toBeUndefined();
+    expect(await policy.refusal('https://hooks.example.com/hooks')).toBeUndefined();
+    expect(await policy.refusal('ftp://hooks.example.com/')).toMatch(/http or https/);
+  });
+
+  test('development: every http(s) destination, nothing resolved', async () => {
+    const calls = names.calls.length;
+    const policy = webhookUrlPolicyOf(development);
+    expect(await policy.refusal('http://127.0.0.1:8080/hooks')).toBeUndefined();
+    expect(await policy.refusal('https://never-resolved.example.com/')).toBeUndefined();
+    expect(await policy.refusal('ftp://x.example/')).toMatch(/http or https/);
+    expect(names.calls.length).toBe(calls);
   });
 });

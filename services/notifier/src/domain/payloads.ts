@@ -9,6 +9,7 @@
  * is without a type field (the documented invoice.paid body has exactly six keys):
  *
  *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment}
+ *                     (orderId "" when the merchant gave none, as the public Invoice has it)
  *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment}
  *                     (no amount: the event carries none, and an expired invoice received nothing)
  *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
@@ -19,8 +20,9 @@
  *   payout.cancelled  {payoutId, status:"Cancelled", amount, currency, environment, reason}
  *                     (reason "user" | "attempts_exhausted" | "code_expired")
  *
- * Keys are always present for their type (null, never missing: orderId, adminNote), and appear in
- * the order above. `amount` is a JSON number written from the event's decimal string digit for
+ * Keys are always present for their type (orderId "" and adminNote null, never missing), and
+ * appear in the order above. Event types are "<owning service>.<name>": the first token names the
+ * stream (`<ns>.<service>.>`) the event travels in. `amount` is a JSON number written from the event's decimal string digit for
  * digit (see decimalAsJsonNumber), never through a float.
  *
  * The body is returned as the exact string to sign, send and store: serialising it again
@@ -119,7 +121,7 @@ export const EVENT_WEBHOOK_TABLE = {
   ),
   'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({
     invoiceId: read.required('invoiceId', e.invoiceId),
-    orderId: e.orderId ?? null,
+    orderId: e.orderId ?? '',
     status: read.required('status', e.status),
     amount: read.amount('amount', e.amount),
     currency: read.required('currency', e.currency),
@@ -127,7 +129,7 @@ export const EVENT_WEBHOOK_TABLE = {
   })),
   'invoice.expired': webhook(InvoiceExpiredSchema, (e, read) => ({
     invoiceId: read.required('invoiceId', e.invoiceId),
-    orderId: e.orderId ?? null,
+    orderId: e.orderId ?? '',
     status: read.required('status', e.status),
     currency: read.required('currency', e.currency),
     environment: read.environment(e.environment),
@@ -150,12 +152,12 @@ export const EVENT_WEBHOOK_TABLE = {
     ...payoutBase(e, read),
     reason: read.required('reason', e.reason),
   })),
-  'webhook_delivery.failed': internal(
+  'notifier.webhook_delivery_failed': internal(
     WebhookDeliveryFailedSchema,
     'internal: operator alerting; a webhook about failed webhooks would feed on itself',
   ),
-  'api_key.revoked': internal(ApiKeyRevokedSchema, 'internal: gateway cache invalidation'),
-  'project.updated': internal(ProjectUpdatedSchema, 'internal: cache invalidation of project settings'),
+  'auth.api_key_revoked': internal(ApiKeyRevokedSchema, 'internal: gateway cache invalidation'),
+  'auth.project_updated': internal(ProjectUpdatedSchema, 'internal: cache invalidation of project settings'),
 } as const satisfies Record<string, EventRule>;
 
 export type PublishedEventType = keyof typeof EVENT_WEBHOOK_TABLE;

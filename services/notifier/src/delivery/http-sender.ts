@@ -1,0 +1,88 @@
+/**
+ * One HTTP attempt of a webhook: POST the exact body with the exact headers, to exactly the
+ * addresses the SSRF guard vetted (pinnedLookup: nothing re-resolves the name behind its back),
+ * no redirects followed, no connection reuse, everything within the timeout.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { pinnedLookup, type DestinationVerdict } from '../domain/ssrf';
+
+/** How much of a response body is kept for the delivery log. */
+export const RESPONSE_EXCERPT_BYTES = 1024;
+
+export type HttpAttempt =
+  | { kind: 'response'; status: number; bodyExcerpt: string; durationMs: number }
+  | { kind: 'timeout'; durationMs: number; error: string }
+  | { kind: 'connection_error'; durationMs: number; error: string };
+
+export interface HttpSender {
+  post(params: {
+    verdict: Extract<DestinationVerdict, { ok: true }>;
+    headers: Record<string, string>;
+    body: string;
+    timeoutMs: number;
+  }): Promise<HttpAttempt>;
+}
+
+export const nodeHttpSender: HttpSender = {
+  post({ verdict, headers, body, timeoutMs }) {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const client = verdict.url.protocol === 'https:' ? https : http;
+    return new Promise<HttpAttempt>((resolve) => {
+      let settled = false;
+      const finish = (attempt: HttpAttempt) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(attempt);
+      };
+      const req = client.request(verdict.url, {
+        method: 'POST',
+        headers,
+        lookup: pinnedLookup(verdict),
+        // A fresh connection per attempt: a pooled socket could outlive the guard's verdict.
+        agent: false,
+      });
+      let status: number | undefined;
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      const excerpt = () => Buffer.concat(chunks).toString('utf8').replace(/\uFFFD+$/, '');
+      const timer = setTimeout(() => {
+        if (status !== undefined) {
+          // The status came in time; the body did not finish: the answer counts, the rest is cut.
+          finish({ kind: 'response', status, bodyExcerpt: excerpt(), durationMs: elapsed() });
+        } else {
+          finish({ kind: 'timeout', durationMs: elapsed(), error: `no response within ${timeoutMs} ms` });
+        }
+        req.destroy();
+      }, timeoutMs);
+      req.on('response', (res) => {
+        status = res.statusCode ?? 0;
+        res.on('data', (chunk: Buffer) => {
+          if (kept < RESPONSE_EXCERPT_BYTES) {
+            const part = chunk.subarray(0, RESPONSE_EXCERPT_BYTES - kept);
+            chunks.push(part);
+            kept += part.length;
+          }
+          if (kept >= RESPONSE_EXCERPT_BYTES) {
+            // Enough for the log: stop reading, do not let a huge body cost time or memory.
+            finish({ kind: 'response', status: status ?? 0, bodyExcerpt: excerpt(), durationMs: elapsed() });
+            res.destroy();
+          }
+        });
+        res.on('end', () => finish({ kind: 'response', status: status ?? 0, bodyExcerpt: excerpt(), durationMs: elapsed() }));
+        res.on('error', () => finish({ kind: 'response', status: status ?? 0, bodyExcerpt: excerpt(), durationMs: elapsed() }));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (status !== undefined) {
+          finish({ kind: 'response', status, bodyExcerpt: excerpt(), durationMs: elapsed() });
+          return;
+        }
+        const text = err.code && !err.message.includes(err.code) ? `${err.code}: ${err.message}` : err.message;
+        finish({ kind: 'connection_error', durationMs: elapsed(), error: text });
+      });
+      req.end(body);
+    });
+  },
+};

@@ -1,0 +1,420 @@
+/**
+ * The delivery worker: sends due webhook deliveries, records every attempt, schedules retries.
+ *
+ *   claim    one short transaction: due, sendable deliveries FOR UPDATE SKIP LOCKED (replicas never
+ *            take the same row), next_attempt_at pushed past the lease, a lease token stamped
+ *   attempt  outside any transaction: the project's CURRENT secret from auth, the SSRF guard
+ *            (resolve, check every address), sign, POST with the timeout, no redirects
+ *   record   one transaction, only while the lease token is still ours: the attempt row, the
+ *            delivery's next state (state machine + retry schedule), the endpoint's health, and
+ *            the notifier.webhook_delivery_failed event when it gave up
+ *
+ * A replica that dies mid-attempt leaves the delivery leased; when the lease runs out any replica
+ * sends it again (same webhook-id): at least once. Concurrency is bounded per replica overall and
+ * per endpoint URL, so a slow or silent endpoint holds at most its own slots. New deliveries wake
+ * the worker at once (in-process signal, and NOTIFY across replicas); a poll is the fallback.
+ *
+ * Fast path (pay-to-webhook latency): the replica whose consumer creates a delivery reserves a
+ * slot first, inserts the row already leased to itself, and after commit sends it straight away
+ * with the project context the consumer read from auth milliseconds before: no claim query, no
+ * second auth call. If it dies before sending, the lease runs out and any replica sends it.
+ */
+import { randomUUID } from 'node:crypto';
+import { create, toJson } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { enqueueEvent, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
+import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
+import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } from '../domain/delivery-state';
+import { classifyAttempt, type AttemptResult, type RandomSource, type RetrySchedule } from '../domain/retry-schedule';
+import { signWebhook } from '../domain/signing';
+import type { SsrfGuard } from '../domain/ssrf';
+import type { ProjectContext, ProjectDirectory } from '../project-context';
+import {
+  claimDueDeliveries,
+  DELIVERIES_CHANNEL,
+  insertAttempt,
+  nextDueAt,
+  notifyDeliveries,
+  recordOutcome,
+  releaseLease,
+  updateEndpointHealth,
+  type DeliveryRow,
+} from '../store/deliveries';
+import type { HttpAttempt, HttpSender } from './http-sender';
+
+export const WEBHOOK_DELIVERY_FAILED = 'notifier.webhook_delivery_failed';
+export const USER_AGENT = 'coinvoice-webhooks/1';
+
+export interface DeliveryWorkerOptions {
+  sql: Sql;
+  logger: Logger;
+  projects: ProjectDirectory;
+  guard: SsrfGuard;
+  sender: HttpSender;
+  schedule: RetrySchedule;
+  timeoutMs: number;
+  maxConcurrency: number;
+  maxPerEndpoint: number;
+  pollIntervalMs: number;
+  /** Lease of a claimed delivery (default timeoutMs + 5 s: the auth call, the attempt, the record). */
+  leaseMs?: number;
+  random?: RandomSource;
+  /** Observes every recorded attempt (metrics). */
+  onAttempt?: (info: { delivery: DeliveryRow; outcome: 'success' | 'failure'; durationMs: number }) => void;
+}
+
+/** A slot held for a delivery this replica is creating (see DeliveryWorker.reserve). */
+export interface Reservation {
+  /** The lease token to insert the row with. */
+  readonly token: string;
+  readonly leaseMs: number;
+  /** After commit: send the row now, with the context just read from auth. */
+  launch(row: DeliveryRow, context: ProjectContext): void;
+  /** Not used (rolled back, or the row could not be leased): frees the slot. */
+  release(): void;
+}
+
+interface AttemptRecord {
+  attemptedAt: Date;
+  headers: Record<string, string>;
+  result: AttemptResult;
+  responseStatus: number | null;
+  excerpt: string;
+  durationMs: number;
+  error: string | null;
+}
+
+export class DeliveryWorker implements Worker {
+  private readonly logger: Logger;
+  private readonly leaseMs: number;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly busy = new Map<string, number>();
+  private reservedSlots = 0;
+  private wakeRequested = false;
+  private interruptSleep: (() => void) | undefined;
+  private listener: { unlisten(): Promise<void> } | undefined;
+
+  constructor(private readonly options: DeliveryWorkerOptions) {
+    this.logger = options.logger.child({ component: 'delivery-worker' });
+    this.leaseMs = options.leaseMs ?? options.timeoutMs + 5_000;
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      // (Re)connected: notifications sent meanwhile are lost, so look now.
+      this.listener = await this.options.sql.listen(DELIVERIES_CHANNEL, () => this.wake(), () => this.wake());
+    } catch (err) {
+      this.logger.warn({ err }, 'delivery worker: LISTEN failed; polling only');
+    }
+    this.loop = this.run();
+  }
+
+  /** Stops claiming, lets the attempts in flight finish and be recorded. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.interruptSleep?.();
+    await this.loop;
+    await Promise.allSettled([...this.inFlight.values()]);
+    await this.listener?.unlisten().catch(() => undefined);
+    this.listener = undefined;
+  }
+
+  /**
+   * Holds a slot (overall and for `url`) for a delivery about to be created in this replica, or
+   * undefined when none is free (the delivery then goes the claim way). A reservation not
+   * launched or released within 10 s frees itself.
+   */
+  reserve(url: string): Reservation | undefined {
+    if (!this.running) return undefined;
+    if (this.inFlight.size + this.reservedSlots >= this.options.maxConcurrency) return undefined;
+    if ((this.busy.get(url) ?? 0) >= this.options.maxPerEndpoint) return undefined;
+    this.reservedSlots += 1;
+    this.busy.set(url, (this.busy.get(url) ?? 0) + 1);
+    let held = true;
+    const free = (): boolean => {
+      if (!held) return false;
+      held = false;
+      clearTimeout(timer);
+      this.reservedSlots -= 1;
+      return true;
+    };
+    const release = () => {
+      if (!free()) return;
+      this.unbusy(url);
+      this.wake();
+    };
+    const timer = setTimeout(release, 10_000);
+    timer.unref();
+    return {
+      token: randomUUID(),
+      leaseMs: this.leaseMs,
+      release,
+      launch: (row, context) => {
+        // Expired meanwhile: the row stays leased and is sent when the lease runs out.
+        if (!free()) return;
+        this.launch(row, { context, slotTaken: true });
+      },
+    };
+  }
+
+  /** Look for due deliveries now (a delivery was just created or unblocked). */
+  wake(): void {
+    this.wakeRequested = true;
+    this.interruptSleep?.();
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      this.wakeRequested = false;
+      const free = this.options.maxConcurrency - this.inFlight.size - this.reservedSlots;
+      let claimed: DeliveryRow[] = [];
+      if (free > 0) {
+        try {
+          claimed = await claimDueDeliveries(this.options.sql, {
+            limit: free,
+            perUrl: this.options.maxPerEndpoint,
+            busy: this.busy,
+            leaseMs: this.leaseMs,
+          });
+          failures = 0;
+        } catch (err) {
+          failures += 1;
+          const retryInMs = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
+          this.logger.warn({ err, retryInMs }, 'delivery worker: claim failed; retrying');
+          await this.sleep(retryInMs);
+          continue;
+        }
+        for (const row of claimed) this.launch(row);
+      }
+      if (!this.running) break;
+      if (this.wakeRequested) continue;
+      if (claimed.length > 0 && this.inFlight.size + this.reservedSlots < this.options.maxConcurrency) continue;
+      await this.sleep(await this.idleTime(claimed.length));
+    }
+  }
+
+  /** How long to sleep when nothing more can be claimed now. */
+  private async idleTime(justClaimed: number): Promise<number> {
+    const poll = this.options.pollIntervalMs;
+    if (this.inFlight.size + this.reservedSlots >= this.options.maxConcurrency) return poll; // a finishing attempt wakes us
+    try {
+      const due = await nextDueAt(this.options.sql, { perUrl: this.options.maxPerEndpoint, busy: this.busy });
+      if (due === null) return poll;
+      const wait = due.getTime() - Date.now();
+      // Due already but not claimable: another replica is claiming it right now.
+      if (wait <= 0) return justClaimed > 0 ? 0 : 20;
+      return Math.min(poll, wait + 2);
+    } catch {
+      return poll;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (!this.running || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.interruptSleep = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.interruptSleep = done;
+      if (this.wakeRequested) done();
+    });
+  }
+
+  private launch(row: DeliveryRow, options: { context?: ProjectContext; slotTaken?: boolean } = {}): void {
+    if (!options.slotTaken) this.busy.set(row.url, (this.busy.get(row.url) ?? 0) + 1);
+    const work = this.deliver(row, options.context)
+      .catch((err: unknown) => this.logger.error({ err, deliveryId: row.id }, 'delivery worker: attempt could not be recorded; it is retried after the lease'))
+      .finally(() => {
+        this.inFlight.delete(row.id);
+        this.unbusy(row.url);
+        this.wake();
+      });
+    this.inFlight.set(row.id, work);
+  }
+
+  private unbusy(url: string): void {
+    const left = (this.busy.get(url) ?? 1) - 1;
+    if (left <= 0) this.busy.delete(url);
+    else this.busy.set(url, left);
+  }
+
+  /** One attempt; `fresh` is the project context when the caller read it from auth just now. */
+  private async deliver(row: DeliveryRow, fresh?: ProjectContext): Promise<void> {
+    const token = row.lease_token;
+    if (token === null) throw new Error(`delivery ${row.id} was claimed without a lease token`);
+    const log = this.logger.child({ deliveryId: row.id, eventId: row.event_id, eventType: row.event_type, projectId: row.project_id });
+
+    let secret: string | undefined;
+    let projectKnown = true;
+    try {
+      const project = fresh ?? (await this.options.projects.get(row.project_id));
+      if (project === undefined) projectKnown = false;
+      else secret = project.webhookSecret;
+    } catch (err) {
+      // Not an attempt: nothing was sent. Due again shortly, the count untouched.
+      log.warn({ err }, 'delivery worker: auth unreachable; the attempt is postponed');
+      await releaseLease(this.options.sql, row.id, token, new Date(Date.now() + 1_000));
+      return;
+    }
+
+    const record = projectKnown && secret !== undefined ? await this.attempt(row, secret) : projectGone(row);
+    const outcome = classifyAttempt(record.result);
+    const delivery = toDomain(row);
+    const event = deliveryEventForAttempt({
+      delivery,
+      outcome,
+      schedule: this.options.schedule,
+      at: new Date(),
+      random: this.options.random,
+    });
+    const next = applyDeliveryEvent(delivery, event);
+    const attemptNumber = row.attempt_count + 1;
+    const success = outcome.result === 'success';
+
+    const kept = await this.options.sql.begin(async (tx) => {
+      const ours = await recordOutcome(tx, row.id, token, {
+        status: next.state,
+        attemptCount: next.attemptCount,
+        nextAttemptAt: next.nextAttemptAt,
+        finishedAt: next.finishedAt,
+        lastAttemptAt: record.attemptedAt,
+        lastResponseStatus: record.responseStatus,
+        lastError: success ? null : record.error ?? (outcome.result === 'retryable_failure' ? outcome.detail : null),
+      });
+      await insertAttempt(tx, {
+        deliveryId: row.id,
+        attemptNumber,
+        attemptedAt: record.attemptedAt,
+        url: row.url,
+        requestHeaders: record.headers,
+        requestBody: row.body,
+        responseStatus: record.responseStatus,
+        responseBodyExcerpt: record.excerpt,
+        durationMs: record.durationMs,
+        error: record.error,
+      });
+      await updateEndpointHealth(tx, row.project_id, row.url, success, record.attemptedAt);
+      if (!ours) return false;
+      if (next.state === 'failed') {
+        await enqueueEvent(tx, {
+          type: WEBHOOK_DELIVERY_FAILED,
+          key: row.id,
+          payload: toJson(
+            WebhookDeliveryFailedSchema,
+            create(WebhookDeliveryFailedSchema, {
+              deliveryId: row.id,
+              projectId: row.project_id,
+              eventId: row.event_id,
+              eventType: row.event_type,
+              url: row.url,
+              attemptCount: next.attemptCount,
+              lastResponseStatus: record.responseStatus ?? undefined,
+              lastError: record.responseStatus === null ? (record.error ?? undefined) : undefined,
+              failedAt: timestampFromDate(next.finishedAt ?? new Date()),
+            }),
+          ),
+        });
+      }
+      // A finished original may unblock the next delivery of its key, possibly on another replica.
+      if (next.state !== 'pending' && row.event_key !== null && row.redelivery_of === null) await notifyDeliveries(tx);
+      return true;
+    });
+
+    this.options.onAttempt?.({ delivery: row, outcome: success ? 'success' : 'failure', durationMs: record.durationMs });
+    const fields = { attempt: attemptNumber, status: record.responseStatus, durationMs: record.durationMs };
+    if (!kept) log.warn(fields, 'delivery worker: lease was lost during the attempt (another replica took it over); attempt logged only');
+    else if (success) log.info(fields, 'webhook delivered');
+    else if (next.state === 'failed') log.warn({ ...fields, error: record.error }, 'webhook delivery failed: retries exhausted');
+    else log.info({ ...fields, error: record.error, nextAttemptAt: next.nextAttemptAt }, 'webhook attempt failed; retry scheduled');
+  }
+
+  private async attempt(row: DeliveryRow, secret: string): Promise<AttemptRecord> {
+    const attemptedAt = new Date();
+    const started = performance.now();
+    let headers: Record<string, string> = {};
+    try {
+      headers = {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(row.body)),
+        'user-agent': USER_AGENT,
+        ...signWebhook({ id: row.event_id, timestamp: attemptedAt, body: row.body, secret }),
+      };
+    } catch (err) {
+      return failed(attemptedAt, headers, `cannot sign: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    // Resolved and checked before EVERY attempt (DNS may have changed since configuration).
+    const verdict = await this.options.guard.vetDestination(row.url);
+    if (!verdict.ok) {
+      const error = `destination refused (${verdict.reason}): ${verdict.message}`;
+      return {
+        attemptedAt,
+        headers,
+        result: { kind: 'refused_by_ssrf_guard', reason: verdict.message },
+        responseStatus: null,
+        excerpt: '',
+        durationMs: Math.round(performance.now() - started),
+        error,
+      };
+    }
+    const remaining = Math.max(1, this.options.timeoutMs - Math.round(performance.now() - started));
+    const http: HttpAttempt = await this.options.sender.post({ verdict, headers, body: row.body, timeoutMs: remaining });
+    const durationMs = Math.round(performance.now() - started);
+    switch (http.kind) {
+      case 'response':
+        return {
+          attemptedAt,
+          headers,
+          result: { kind: 'response', status: http.status, durationMs },
+          responseStatus: http.status,
+          excerpt: http.bodyExcerpt,
+          durationMs,
+          error: null,
+        };
+      case 'timeout':
+        return { attemptedAt, headers, result: { kind: 'timeout', durationMs }, responseStatus: null, excerpt: '', durationMs, error: http.error };
+      case 'connection_error':
+        return {
+          attemptedAt,
+          headers,
+          result: { kind: 'connection_error', durationMs, error: http.error },
+          responseStatus: null,
+          excerpt: '',
+          durationMs,
+          error: http.error,
+        };
+    }
+  }
+}
+
+function failed(attemptedAt: Date, headers: Record<string, string>, error: string): AttemptRecord {
+  return { attemptedAt, headers, result: { kind: 'connection_error', durationMs: 0, error }, responseStatus: null, excerpt: '', durationMs: 0, error };
+}
+
+function projectGone(row: DeliveryRow): AttemptRecord {
+  return failed(new Date(), {}, `project ${row.project_id} no longer exists: nothing was sent`);
+}
+
+function toDomain(row: DeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    state: row.status,
+    attemptCount: row.attempt_count,
+    nextAttemptAt: row.next_attempt_at,
+    lastAttemptAt: row.last_attempt_at,
+    redeliveryOf: row.redelivery_of,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Email: the payout verification code (DESIGN.md §5), sent over SMTP with nodemailer. In
+ * development without SMTP_URL each email is written as an .eml file to a mailbox folder instead,
+ * so `npm start` works on a fresh machine and the code can still be read.
+ *
+ * The code is a secret: it goes into the message and nowhere else. Nothing here logs a message,
+ * its text or its subject; logs name the payout id and the message id only.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import type { Logger } from '@coinvoice/runtime';
+import type { PayoutVerificationCodeIssued } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+import nodemailer from 'nodemailer';
+
+export interface EmailMessage {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  /** Where mail goes, for the start-up log line (no credentials). */
+  readonly description: string;
+  /** Resolves once the SMTP server accepted the message (or the file is written). */
+  send(message: EmailMessage): Promise<{ messageId: string }>;
+  close(): void;
+}
+
+export interface MailerConfig {
+  SMTP_URL: string;
+  EMAIL_FROM: string;
+  MAILBOX_DIR: string;
+}
+
+/** SMTP when SMTP_URL is set; otherwise (development only: the setting is required in production) the mailbox folder. */
+export function createMailer(config: MailerConfig): Mailer {
+  if (config.SMTP_URL !== '') return smtpMailer(config.SMTP_URL, config.EMAIL_FROM);
+  return mailboxMailer(mailboxDir(config.MAILBOX_DIR), config.EMAIL_FROM);
+}
+
+export function mailboxDir(configured: string): string {
+  if (configured !== '') return path.resolve(configured);
+  const dataDir = process.env.COINVOICE_DATA_DIR;
+  return path.resolve(dataDir ? path.join(dataDir, 'mailbox') : path.join(process.cwd(), '.data', 'mailbox'));
+}
+
+function smtpMailer(url: string, from: string): Mailer {
+  const transport = nodemailer.createTransport({
+    url,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 30_000,
+  });
+  const parsed = new URL(url);
+  return {
+    description: `SMTP ${parsed.protocol}//${parsed.host}`,
+    async send(message) {
+      const info = await transport.sendMail({ from, ...message });
+      return { messageId: String(info.messageId) };
+    },
+    close: () => transport.close(),
+  };
+}
+
+function mailboxMailer(dir: string, from: string): Mailer {
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    description: `mailbox folder ${dir} (development: SMTP_URL is not set)`,
+    async send(message) {
+      const info = await transport.sendMail({ from, ...message });
+      mkdirSync(dir, { recursive: true });
+      const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${String(info.messageId).replace(/[^A-Za-z0-9@._-]/g, '')}.eml`);
+      writeFileSync(file, info.message as Buffer, { mode: 0o600 });
+      return { messageId: String(info.messageId) };
+    },
+    close: () => transport.close(),
+  };
+}
+
+/** The verification email for a payout. Subject without the code (it shows in notifications and lists). */
+export function verificationCodeEmail(event: PayoutVerificationCodeIssued): EmailMessage {
+  const expires = event.expiresAt ? timestampDate(event.expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
+  const sandbox = event.environment === 'sandbox' ? ' (sandbox)' : '';
+  return {
+    to: event.email,
+    subject: `Confirm your payout of ${event.amount} ${event.currency}${sandbox}`,
+    text: [
+      `Your verification code for the payout of ${event.amount} ${event.currency}${sandbox} is:`,
+      '',
+      `    ${event.code}`,
+      '',
+      `Enter it to confirm the payout (id ${event.payoutId}).` + (expires ? ` It expires at ${expires} (UTC).` : ''),
+      '',
+      'If you did not request this payout, do not share this code with anyone: cancel the payout and change your password.',
+      '',
+      '— coinvoice',
+    ].join('\n'),
+  };
+}
+
+export function logMailer(logger: Logger, mailer: Mailer): void {
+  logger.info({ email: mailer.description }, 'notifier: emails are sent via ' + mailer.description);
+}

@@ -1,0 +1,172 @@
+/**
+ * What the notifier consumes: every event of the invoice and payout streams, each through one
+ * durable pull consumer per stream shared by all replicas (NATS 2.9: one filter subject per
+ * consumer, so a wildcard `<ns>.<service>.>`), idempotently (runtime IdempotentConsumer: the
+ * processed_events row and the effect commit together).
+ *
+ * - An event the payload table maps to a webhook, for a project with a webhook URL: an original
+ *   delivery due now, in the same transaction. The worker is woken after commit.
+ * - payout.verification_code_issued: the email with the code, never a webhook.
+ * - Anything else (internal events, unknown types): recorded as processed, nothing else.
+ */
+import { fromJson } from '@bufbuild/protobuf';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import {
+  ensureServiceStream,
+  EventNamespace,
+  IdempotentConsumer,
+  type ConsumedEvent,
+  type Logger,
+  type Sql,
+  type TransactionSql,
+  type Worker,
+} from '@coinvoice/runtime';
+import { PayoutVerificationCodeIssuedSchema } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+import type { NatsConnection } from 'nats';
+import { MalformedEventError, webhookForEventJson } from '../domain/payloads';
+import type { Reservation } from '../delivery/worker';
+import { verificationCodeEmail, type Mailer } from '../email';
+import type { ProjectContext, ProjectDirectory } from '../project-context';
+import { insertOriginalDelivery, type DeliveryRow } from '../store/deliveries';
+
+export const VERIFICATION_CODE_EVENT = 'payout.verification_code_issued';
+
+/** The streams the notifier reads, and the durable consumer name on each. */
+export const CONSUMED_STREAMS = [
+  { service: 'invoice', consumer: 'notifier-invoice-events' },
+  { service: 'payout', consumer: 'notifier-payout-events' },
+] as const;
+
+export interface NotifierConsumerDeps {
+  sql: Sql;
+  nats: NatsConnection;
+  namespace: string;
+  logger: Logger;
+  projects: ProjectDirectory;
+  mailer: Mailer;
+  /** Called after a transaction that created a delivery committed (wakes this replica's worker). */
+  onDeliveryCreated: () => void;
+  /** This replica's worker: a slot reserved before the insert lets the delivery go out right after commit. */
+  dispatch?: { reserve(url: string): Reservation | undefined };
+}
+
+/** What handling an event left to do once its transaction has committed. */
+export type HandledEvent =
+  | { kind: 'nothing' }
+  | { kind: 'queued' }
+  | { kind: 'leased'; row: DeliveryRow; context: ProjectContext; reservation: Reservation };
+
+export class NotifierEventHandler {
+  constructor(private readonly deps: Omit<NotifierConsumerDeps, 'nats' | 'namespace'>) {}
+
+  /** Applies the event inside `tx`; says what is left to do after commit. */
+  async handle(tx: TransactionSql, event: ConsumedEvent): Promise<HandledEvent> {
+    const nothing = { kind: 'nothing' } as const;
+    const log = this.deps.logger.child({ eventId: event.id, eventType: event.type });
+    if (event.type === VERIFICATION_CODE_EVENT) {
+      await this.emailVerificationCode(event, log);
+      return nothing;
+    }
+    let mapping;
+    try {
+      mapping = webhookForEventJson(event.type, event.payload);
+    } catch (err) {
+      if (!(err instanceof MalformedEventError)) throw err;
+      // A producer bug: retrying cannot fix it, and it must not hold up the events behind it.
+      log.error({ error: err.message }, 'notifier: malformed event skipped; no webhook sent');
+      return nothing;
+    }
+    if (mapping.kind === 'not_a_webhook') return nothing;
+
+    // The project's URL now: a project without a webhook records nothing to deliver.
+    const project = await this.deps.projects.get(mapping.projectId);
+    if (project === undefined) {
+      log.warn({ projectId: mapping.projectId }, 'notifier: event of a project auth does not know; no webhook');
+      return nothing;
+    }
+    if (project.webhookUrl === undefined) return nothing;
+    const reservation = this.deps.dispatch?.reserve(project.webhookUrl);
+    try {
+      const row = await insertOriginalDelivery(
+        tx,
+        {
+          projectId: mapping.projectId,
+          eventId: event.id,
+          eventType: event.type,
+          eventKey: event.key ?? null,
+          url: project.webhookUrl,
+          body: mapping.body,
+        },
+        reservation,
+      );
+      if (row) log.debug({ deliveryId: row.id, leased: row.lease_token !== null }, 'notifier: webhook delivery queued');
+      if (reservation && row && row.lease_token === reservation.token) return { kind: 'leased', row, context: project, reservation };
+      reservation?.release();
+      return row ? { kind: 'queued' } : nothing;
+    } catch (err) {
+      reservation?.release();
+      throw err;
+    }
+  }
+
+  private async emailVerificationCode(event: ConsumedEvent, log: Logger): Promise<void> {
+    let message;
+    try {
+      message = fromJson(PayoutVerificationCodeIssuedSchema, event.payload, { ignoreUnknownFields: true });
+    } catch {
+      // The decoder's message could quote the payload, and the payload holds the code: say nothing of it.
+      log.error('notifier: malformed payout.verification_code_issued skipped; no email sent');
+      return;
+    }
+    const fields = { payoutId: message.payoutId, projectId: message.projectId };
+    if (message.email === '' || !/^\d{4,10}$/.test(message.code)) {
+      log.error(fields, 'notifier: payout.verification_code_issued without an email or a code; no email sent');
+      return;
+    }
+    if (message.expiresAt && timestampDate(message.expiresAt).getTime() <= Date.now()) {
+      log.warn(fields, 'notifier: verification code expired before it could be emailed; not sent');
+      return;
+    }
+    const sent = await this.deps.mailer.send(verificationCodeEmail(message));
+    log.info({ ...fields, messageId: sent.messageId }, 'notifier: payout verification email sent');
+  }
+}
+
+/** One IdempotentConsumer per stream, each creating its stream first (it may not exist yet). */
+export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
+  const namespace = EventNamespace.of(deps.namespace);
+  const handler = new NotifierEventHandler(deps);
+  return CONSUMED_STREAMS.map(({ service, consumer: name }) => {
+    // Handled in a transaction that has not committed yet, by event id.
+    const pending = new Map<string, HandledEvent>();
+    const consumer = new IdempotentConsumer({
+      sql: deps.sql,
+      nats: deps.nats,
+      stream: namespace.streamName(service),
+      name,
+      filterSubjects: namespace.streamSubjects(service),
+      logger: deps.logger,
+      handler: async (tx, event) => {
+        const previous = pending.get(event.id);
+        if (previous?.kind === 'leased') previous.reservation.release(); // an earlier try rolled back
+        const handled = await handler.handle(tx, event);
+        if (handled.kind === 'nothing') pending.delete(event.id);
+        else pending.set(event.id, handled);
+      },
+      afterCommit: (event) => {
+        const handled = pending.get(event.id);
+        pending.delete(event.id);
+        if (handled?.kind === 'leased') handled.reservation.launch(handled.row, handled.context);
+        else if (handled?.kind === 'queued') deps.onDeliveryCreated();
+      },
+    });
+    return {
+      async start() {
+        // The payout stream exists once the payout service has started; the notifier may be first.
+        await ensureServiceStream(deps.nats, { namespace, service });
+        await consumer.start();
+      },
+      stop: () => consumer.stop(),
+    };
+  });
+}

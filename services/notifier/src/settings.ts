@@ -1,0 +1,60 @@
+/**
+ * The notifier's own settings (environment variables, validated at start: a bad value stops the
+ * process with one line naming the variable and what was expected).
+ */
+import { setting, webhookDestinationSettings, type Setting } from '@coinvoice/runtime';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetrySchedule } from './domain/retry-schedule';
+
+const retryScheduleSetting: Setting<RetrySchedule> = {
+  expected: `comma-separated waits between attempts like "${DEFAULT_RETRY_SCHEDULE}" (units ms, s, m, h, d; never decreasing)`,
+  default: DEFAULT_RETRY_SCHEDULE,
+  parse: (raw) => {
+    try {
+      return parseRetrySchedule(raw);
+    } catch {
+      return undefined;
+    }
+  },
+};
+
+/**
+ * SMTP_URL: smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://… (TLS from the start).
+ * Required in production. Empty in development: emails are written as .eml files to MAILBOX_DIR.
+ */
+const smtpUrlSetting: Setting<string> = {
+  expected: 'a URL starting with smtp:// or smtps:// (empty in development: emails go to MAILBOX_DIR as files)',
+  devDefault: '',
+  parse: (raw) => {
+    if (raw === '') return '';
+    try {
+      const url = new URL(raw);
+      return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '' ? raw : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+};
+
+export const notifierSettings = {
+  /** gRPC URL of the auth service (GetProjectContext: webhook URL and secret, merchant email). */
+  AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
+  /** Waits between delivery attempts; the delivery fails after the last one. */
+  WEBHOOK_RETRY_SCHEDULE: retryScheduleSetting,
+  /** One attempt's limit: no complete response within it is a failed attempt (DESIGN.md §6: 10 s). */
+  WEBHOOK_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 60_000 }),
+  /** Attempts in flight at once per replica, over all endpoints. */
+  WEBHOOK_MAX_CONCURRENCY: setting.int({ default: 32, min: 1, max: 1_000 }),
+  /** Attempts in flight at once per replica to one endpoint URL, so a slow endpoint cannot take every slot. */
+  WEBHOOK_MAX_PER_ENDPOINT: setting.int({ default: 2, min: 1, max: 100 }),
+  /** Fallback poll for due deliveries when no notification arrives. */
+  WEBHOOK_POLL_INTERVAL_MS: setting.int({ default: 1_000, min: 10, max: 60_000 }),
+  ...webhookDestinationSettings,
+  SMTP_URL: smtpUrlSetting,
+  /** From header of the emails (payout verification codes). */
+  EMAIL_FROM: setting.string({ default: 'coinvoice <no-reply@coinvoice.invalid>' }),
+  /**
+   * Development without SMTP_URL: where emails are written, one .eml file each. Empty: the
+   * "mailbox" folder in COINVOICE_DATA_DIR (the launcher's data folder), else ./.data/mailbox.
+   */
+  MAILBOX_DIR: setting.string({ default: '' }),
+};

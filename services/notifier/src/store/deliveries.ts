@@ -1,0 +1,308 @@
+/**
+ * The delivery tables (migrations/0002): deliveries, their attempts, endpoint health. Every query
+ * of the notifier's webhook side is here.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
+import type { DeliveryState } from '../domain/delivery-state';
+
+/** NOTIFY channel: a delivery became due (new, redelivered) or an ordering block was lifted. */
+export const DELIVERIES_CHANNEL = 'notifier_deliveries';
+
+export interface DeliveryRow {
+  id: string;
+  seq: string;
+  project_id: string;
+  event_id: string;
+  event_type: string;
+  event_key: string | null;
+  url: string;
+  body: string;
+  status: DeliveryState;
+  attempt_count: number;
+  next_attempt_at: Date | null;
+  lease_token: string | null;
+  redelivery_of: string | null;
+  last_attempt_at: Date | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  finished_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempt_number: number;
+  attempted_at: Date;
+  url: string;
+  request_headers: Record<string, string>;
+  request_body: string;
+  response_status: number | null;
+  response_body_excerpt: string;
+  duration_ms: number;
+  error: string | null;
+}
+
+export interface EndpointRow {
+  project_id: string;
+  url: string;
+  last_attempt_at: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  consecutive_failures: number;
+}
+
+export interface NewDelivery {
+  projectId: string;
+  eventId: string;
+  eventType: string;
+  eventKey: string | null;
+  url: string;
+  body: string;
+}
+
+/**
+ * The original delivery of an event, due now, inside the consumer's transaction. With `lease`, the
+ * row is inserted already leased to the caller (who sends it right after commit) unless an
+ * earlier original delivery of the same key to the same URL is pending (order first). Other
+ * replicas are woken (NOTIFY at commit) only for a row left to the claim path. Returns the new
+ * row (its lease_token says whether it was leased), or undefined when the event already has one.
+ */
+export async function insertOriginalDelivery(
+  tx: TransactionSql,
+  d: NewDelivery,
+  lease?: { token: string; leaseMs: number },
+): Promise<DeliveryRow | undefined> {
+  const [row] = await tx<DeliveryRow[]>`
+    with blocked as (
+      select exists (
+        select 1 from webhook_deliveries earlier
+        where ${d.eventKey}::text is not null and earlier.status = 'pending' and earlier.redelivery_of is null
+          and earlier.url = ${d.url} and earlier.event_key = ${d.eventKey}
+      ) or ${lease === undefined} as yes
+    )
+    insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at, lease_token)
+    select ${randomUUID()}, ${d.projectId}, ${d.eventId}, ${d.eventType}, ${d.eventKey}, ${d.url}, ${d.body},
+           case when blocked.yes then now() else now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' end,
+           case when blocked.yes then null else ${lease?.token ?? null}::uuid end
+    from blocked
+    on conflict (event_id) where redelivery_of is null do nothing
+    returning *`;
+  if (row && row.lease_token === null) await notifyDeliveries(tx);
+  return row;
+}
+
+/** A new pending delivery of `original`'s event (same event id and body) to `url`, due now. */
+export async function insertRedelivery(tx: TransactionSql, original: DeliveryRow, url: string): Promise<DeliveryRow> {
+  const [row] = await tx<DeliveryRow[]>`
+    insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at, redelivery_of)
+    values (${randomUUID()}, ${original.project_id}, ${original.event_id}, ${original.event_type}, ${original.event_key},
+            ${url}, ${original.body}, now(), ${original.id})
+    returning *`;
+  if (!row) throw new Error('insert returned no row');
+  await notifyDeliveries(tx);
+  return row;
+}
+
+/** Delivered by Postgres at commit; repeats within one transaction are folded into one. */
+export async function notifyDeliveries(q: Queryable): Promise<void> {
+  await q`select pg_notify(${DELIVERIES_CHANNEL}, '')`;
+}
+
+/**
+ * A due pending delivery may be sent unless an earlier ORIGINAL delivery of the same event key to
+ * the same URL is still pending (in flight or waiting for a retry): events about one invoice reach
+ * an endpoint in order. Redeliveries (manual) neither wait nor block.
+ */
+function sendable(sql: Sql) {
+  return sql`
+    d.status = 'pending'
+    and not exists (
+      select 1 from webhook_deliveries earlier
+      where d.redelivery_of is null and d.event_key is not null
+        and earlier.status = 'pending' and earlier.redelivery_of is null
+        and earlier.url = d.url and earlier.event_key = d.event_key
+        and earlier.seq < d.seq
+    )`;
+}
+
+export interface ClaimOptions {
+  /** Most deliveries to claim. */
+  limit: number;
+  /** Most deliveries per URL in this claim (per-endpoint slots still free in this replica). */
+  perUrl: number;
+  /** Attempts this replica has in flight per URL: they use up per-URL slots. */
+  busy: ReadonlyMap<string, number>;
+  /** The lease: how long the claimed deliveries stay hidden from every replica. */
+  leaseMs: number;
+}
+
+/**
+ * Claims due sendable deliveries for this replica: locks them (SKIP LOCKED: replicas never take
+ * the same row), pushes next_attempt_at past the lease and stamps a lease token, in one short
+ * transaction. The attempt is made after it commits; only the token's holder records its outcome.
+ */
+export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promise<DeliveryRow[]> {
+  if (options.limit <= 0) return [];
+  const busyUrls = [...options.busy.keys()];
+  const busyCounts = busyUrls.map((url) => options.busy.get(url) ?? 0);
+  const token = randomUUID();
+  return sql<DeliveryRow[]>`
+    with busy as (
+      select url, count from unnest(${busyUrls}::text[], ${busyCounts}::int[]) as b(url, count)
+    ),
+    candidates as (
+      select d.id, d.url, d.next_attempt_at, d.seq,
+             row_number() over (partition by d.url order by d.next_attempt_at, d.seq) as rank_in_url
+      from webhook_deliveries d
+      left join busy on busy.url = d.url
+      where d.next_attempt_at <= now() and ${sendable(sql)}
+        and coalesce(busy.count, 0) < ${options.perUrl}
+      order by d.next_attempt_at, d.seq
+      limit ${Math.max(options.limit * 4, 64)}
+    ),
+    picked as (
+      select c.id from candidates c
+      left join busy on busy.url = c.url
+      where c.rank_in_url <= ${options.perUrl} - coalesce(busy.count, 0)
+      order by c.next_attempt_at, c.seq
+      limit ${options.limit}
+    ),
+    locked as (
+      select d.id from webhook_deliveries d
+      where d.id in (select id from picked) and d.status = 'pending' and d.next_attempt_at <= now()
+      for update skip locked
+    )
+    update webhook_deliveries d
+    set next_attempt_at = now() + ${options.leaseMs}::int * interval '1 millisecond',
+        lease_token = ${token}, updated_at = now()
+    from locked
+    where d.id = locked.id
+    returning d.*`;
+}
+
+/**
+ * When this replica should look again: the earliest due time of a sendable delivery whose URL is
+ * not at its per-endpoint limit here (in-flight ones wake the worker when they finish).
+ */
+export async function nextDueAt(sql: Sql, options: { perUrl: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
+  const fullUrls = [...options.busy.entries()].filter(([, n]) => n >= options.perUrl).map(([url]) => url);
+  const [row] = await sql<{ due: Date | null }[]>`
+    select min(d.next_attempt_at) as due
+    from webhook_deliveries d
+    where ${sendable(sql)} and d.url <> all(${fullUrls}::text[])`;
+  return row?.due ?? null;
+}
+
+/** The delivery's state after an attempt, as the state machine computed it. */
+export interface AttemptOutcomeUpdate {
+  status: DeliveryState;
+  attemptCount: number;
+  nextAttemptAt: Date | null;
+  finishedAt: Date | null;
+  lastAttemptAt: Date;
+  lastResponseStatus: number | null;
+  lastError: string | null;
+}
+
+export interface NewAttempt {
+  deliveryId: string;
+  attemptNumber: number;
+  attemptedAt: Date;
+  url: string;
+  requestHeaders: Record<string, string>;
+  requestBody: string;
+  responseStatus: number | null;
+  responseBodyExcerpt: string;
+  durationMs: number;
+  error: string | null;
+}
+
+export async function insertAttempt(tx: TransactionSql, a: NewAttempt): Promise<void> {
+  await tx`
+    insert into webhook_attempts (delivery_id, attempt_number, attempted_at, url, request_headers, request_body,
+                                  response_status, response_body_excerpt, duration_ms, error)
+    values (${a.deliveryId}, ${a.attemptNumber}, ${a.attemptedAt}, ${a.url}, ${tx.json(a.requestHeaders)}, ${a.requestBody},
+            ${a.responseStatus}, ${a.responseBodyExcerpt}, ${a.durationMs}, ${a.error})`;
+}
+
+/**
+ * Applies an attempt's outcome if this replica still holds the lease (token unchanged and still
+ * pending); returns false when the lease was lost (another replica took over after it ran out).
+ */
+export async function recordOutcome(tx: TransactionSql, deliveryId: string, leaseToken: string, u: AttemptOutcomeUpdate): Promise<boolean> {
+  const updated = await tx`
+    update webhook_deliveries
+    set status = ${u.status}, attempt_count = ${u.attemptCount}, next_attempt_at = ${u.nextAttemptAt},
+        finished_at = ${u.finishedAt}, last_attempt_at = ${u.lastAttemptAt},
+        last_response_status = ${u.lastResponseStatus}, last_error = ${u.lastError},
+        lease_token = null, updated_at = now()
+    where id = ${deliveryId} and lease_token = ${leaseToken} and status = 'pending'`;
+  return updated.count === 1;
+}
+
+/** Gives a claimed delivery back without an attempt (e.g. auth unreachable): due again at `dueAt`. */
+export async function releaseLease(sql: Sql, deliveryId: string, leaseToken: string, dueAt: Date): Promise<void> {
+  await sql`
+    update webhook_deliveries set next_attempt_at = ${dueAt}, lease_token = null, updated_at = now()
+    where id = ${deliveryId} and lease_token = ${leaseToken} and status = 'pending'`;
+}
+
+export async function updateEndpointHealth(tx: TransactionSql, projectId: string, url: string, success: boolean, at: Date): Promise<void> {
+  if (success) {
+    await tx`
+      insert into webhook_endpoints (project_id, url, last_attempt_at, last_success_at, consecutive_failures)
+      values (${projectId}, ${url}, ${at}, ${at}, 0)
+      on conflict (project_id, url) do update
+      set last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
+          last_success_at = greatest(webhook_endpoints.last_success_at, excluded.last_success_at),
+          consecutive_failures = 0`;
+  } else {
+    await tx`
+      insert into webhook_endpoints (project_id, url, last_attempt_at, last_failure_at, consecutive_failures)
+      values (${projectId}, ${url}, ${at}, ${at}, 1)
+      on conflict (project_id, url) do update
+      set last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
+          last_failure_at = greatest(webhook_endpoints.last_failure_at, excluded.last_failure_at),
+          consecutive_failures = webhook_endpoints.consecutive_failures + 1`;
+  }
+}
+
+export async function findEndpoint(q: Queryable, projectId: string, url: string): Promise<EndpointRow | undefined> {
+  const [row] = await q<EndpointRow[]>`select * from webhook_endpoints where project_id = ${projectId} and url = ${url}`;
+  return row;
+}
+
+export async function findDelivery(q: Queryable, projectId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+  const [row] = await q<DeliveryRow[]>`select * from webhook_deliveries where id = ${deliveryId} and project_id = ${projectId}`;
+  return row;
+}
+
+export async function listAttempts(q: Queryable, deliveryId: string): Promise<AttemptRow[]> {
+  return q<AttemptRow[]>`
+    select delivery_id, attempt_number, attempted_at, url, request_headers, request_body, response_status,
+           response_body_excerpt, duration_ms, error
+    from webhook_attempts where delivery_id = ${deliveryId} order by attempt_number, id`;
+}
+
+export interface ListDeliveriesQuery {
+  projectId: string;
+  status?: DeliveryState;
+  eventType?: string;
+  /** Only deliveries older than this seq (the cursor). */
+  beforeSeq?: string;
+  limit: number;
+}
+
+/** Newest first; one more row than `limit` tells whether there is a next page. */
+export async function listDeliveries(q: Sql, query: ListDeliveriesQuery): Promise<DeliveryRow[]> {
+  return q<DeliveryRow[]>`
+    select * from webhook_deliveries
+    where project_id = ${query.projectId}
+      ${query.status ? q`and status = ${query.status}` : q``}
+      ${query.eventType ? q`and event_type = ${query.eventType}` : q``}
+      ${query.beforeSeq ? q`and seq < ${query.beforeSeq}` : q``}
+    order by seq desc
+    limit ${query.limit + 1}`;
+}

@@ -1,0 +1,303 @@
+/**
+ * The notifier service in-process, against real Postgres and NATS and a real HTTP receiver:
+ * events in, signed webhooks out, every attempt in the log, retries, ordering, failure, the
+ * delivery log RPCs and redelivery.
+ */
+import { randomUUID } from 'node:crypto';
+import { create, toJson, type JsonValue } from '@bufbuild/protobuf';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { errorFacts } from '@coinvoice/runtime';
+import { InvoiceCreatedSchema, InvoiceExpiredSchema, InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
+import { DeliveryStatus } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import { fromJson } from '@bufbuild/protobuf';
+import { AckPolicy, DeliverPolicy } from 'nats';
+import { Webhook } from 'standardwebhooks';
+import { generateWebhookSecret } from '../src/domain/signing';
+import { eventually, Receiver, startNotifier, type Harness } from './support/harness';
+
+let h: Harness;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  h = await startNotifier({ WEBHOOK_RETRY_SCHEDULE: '100ms,200ms' });
+});
+afterAll(async () => {
+  for (const r of receivers) await r.stop();
+  await h?.dispose();
+});
+
+async function receiver(respond?: ConstructorParameters<typeof Receiver>[0]): Promise<Receiver> {
+  const r = await new Receiver(respond).start();
+  receivers.push(r);
+  return r;
+}
+
+function invoicePaid(projectId: string, overrides: Partial<{ invoiceId: string; orderId: string; amount: string }> = {}): JsonValue {
+  return toJson(
+    InvoicePaidSchema,
+    create(InvoicePaidSchema, {
+      invoiceId: overrides.invoiceId ?? randomUUID(),
+      projectId,
+      ...(overrides.orderId === undefined ? {} : { orderId: overrides.orderId }),
+      status: 'Paid',
+      amount: overrides.amount ?? '0.00123400',
+      currency: 'BTC',
+      environment: 'sandbox',
+      transactionHash: 'ab'.repeat(32),
+      paidAt: timestampFromDate(new Date()),
+    }),
+  );
+}
+
+function invoiceExpired(projectId: string, invoiceId: string): JsonValue {
+  return toJson(
+    InvoiceExpiredSchema,
+    create(InvoiceExpiredSchema, { invoiceId, projectId, status: 'Expired', currency: 'ETH', environment: 'live', expiredAt: timestampFromDate(new Date()) }),
+  );
+}
+
+async function deliveriesOf(projectId: string) {
+  return h.sql<{ id: string; status: string; attempt_count: number; event_id: string; body: string }[]>`
+    select id, status, attempt_count, event_id, body from webhook_deliveries where project_id = ${projectId} order by seq`;
+}
+
+test('invoice.paid → one signed POST with the exact documented body, verified by the standardwebhooks package', async () => {
+  const r = await receiver();
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  const invoiceId = randomUUID();
+  const eventId = await h.publish('invoice.paid', invoicePaid(project.id, { invoiceId, orderId: 'order-42', amount: '0.00123400' }), { key: invoiceId });
+
+  const [req] = await r.waitFor(1);
+  if (!req) throw new Error('no request');
+  expect(req.body).toBe(`{"invoiceId":"${invoiceId}","orderId":"order-42","status":"Paid","amount":0.001234,"currency":"BTC","environment":"sandbox"}`);
+  expect(req.headers['webhook-id']).toBe(eventId);
+  expect(req.headers['content-type']).toBe('application/json');
+  const verified = new Webhook(project.webhookSecret).verify(req.body, {
+    'webhook-id': String(req.headers['webhook-id']),
+    'webhook-timestamp': String(req.headers['webhook-timestamp']),
+    'webhook-signature': String(req.headers['webhook-signature']),
+  });
+  expect(verified).toEqual(JSON.parse(req.body));
+
+  const [delivery] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'succeeded' ? rows : undefined;
+  });
+  expect(delivery).toMatchObject({ attempt_count: 1, event_id: eventId, body: req.body });
+
+  // Published again (a relay re-publish past the duplicate window): still one delivery.
+  await h.publish('invoice.paid', invoicePaid(project.id, { invoiceId }), { id: eventId, key: invoiceId });
+  await new Promise((r2) => setTimeout(r2, 300));
+  expect(await deliveriesOf(project.id)).toHaveLength(1);
+  expect(r.requests).toHaveLength(1);
+});
+
+test('500, 500, 200 → three attempts with the same webhook-id, each recorded with its status code', async () => {
+  const statuses = [500, 500, 200];
+  const r = await receiver((_req, i) => ({ status: statuses[i] ?? 200, body: `answer ${i + 1}` }));
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  const eventId = await h.publish('invoice.paid', invoicePaid(project.id));
+
+  const requests = await r.waitFor(3);
+  expect(new Set(requests.map((q) => q.headers['webhook-id']))).toEqual(new Set([eventId]));
+  // Each attempt signed afresh (its own timestamp), each verifiable.
+  for (const q of requests) {
+    expect(() => new Webhook(project.webhookSecret).verify(q.body, q.headers as Record<string, string>)).not.toThrow();
+  }
+
+  const [row] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'succeeded' ? rows : undefined;
+  });
+  const got = await h.client.getWebhookDelivery({ projectId: project.id, deliveryId: row?.id ?? '' });
+  expect(got.delivery).toMatchObject({ status: DeliveryStatus.SUCCEEDED, attemptCount: 3, eventId, lastResponseStatus: 200 });
+  expect(got.attempts.map((a) => [a.attemptNumber, a.responseStatus, a.responseBodyExcerpt])).toEqual([
+    [1, 500, 'answer 1'],
+    [2, 500, 'answer 2'],
+    [3, 200, 'answer 3'],
+  ]);
+  for (const [i, a] of got.attempts.entries()) {
+    expect(a.requestBody).toBe(requests[i]?.body);
+    expect(a.requestHeaders['webhook-id']).toBe(eventId);
+    expect(a.requestHeaders['webhook-signature']).toBe(requests[i]?.headers['webhook-signature']);
+    expect(a.requestHeaders['webhook-timestamp']).toBe(requests[i]?.headers['webhook-timestamp']);
+    expect(a.durationMs).toBeGreaterThanOrEqual(0);
+  }
+  // The retry waits follow the schedule (100 ms, 200 ms, ±20% jitter).
+  const gaps = requests.slice(1).map((q, i) => q.at - (requests[i]?.at ?? 0));
+  expect(gaps[0]).toBeGreaterThanOrEqual(75);
+  expect(gaps[1]).toBeGreaterThanOrEqual(155);
+
+  const list = await h.client.listWebhookDeliveries({ projectId: project.id });
+  expect(list.endpointHealth).toMatchObject({ url: r.url, consecutiveFailures: 0 });
+  expect(list.endpointHealth?.lastSuccessAt).toBeDefined();
+});
+
+test('retries exhausted → failed, the last error kept, notifier.webhook_delivery_failed published; the endpoint shows its failures', async () => {
+  const r = await receiver(() => ({ status: 503, body: 'down for maintenance' }));
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  const eventId = await h.publish('invoice.paid', invoicePaid(project.id));
+  await r.waitFor(3);
+  const [row] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'failed' ? rows : undefined;
+  });
+  expect(row?.attempt_count).toBe(3);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(r.requests).toHaveLength(3); // nothing after the last attempt
+
+  const list = await h.client.listWebhookDeliveries({ projectId: project.id });
+  expect(list.deliveries[0]).toMatchObject({ status: DeliveryStatus.FAILED, attemptCount: 3, lastResponseStatus: 503 });
+  expect(list.deliveries[0]?.nextAttemptAt).toBeUndefined();
+  expect(list.endpointHealth).toMatchObject({ url: r.url, consecutiveFailures: 3 });
+  expect(list.endpointHealth?.lastSuccessAt).toBeUndefined();
+
+  // The failure event reaches the notifier's stream through its outbox.
+  const jsm = await h.nats.jetstreamManager();
+  const stream = h.namespace.streamName('notifier');
+  const failed = await eventually(async () => {
+    const info = await jsm.streams.info(stream).catch(() => undefined);
+    if (!info || info.state.messages === 0) return undefined;
+    const name = `t-${randomUUID().slice(0, 8)}`;
+    await jsm.consumers.add(stream, { name, ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All });
+    const consumer = await h.nats.jetstream().consumers.get(stream, name);
+    const msgs = await consumer.fetch({ max_messages: 100, expires: 1000 });
+    for await (const m of msgs) {
+      if (m.subject !== h.namespace.subject('notifier.webhook_delivery_failed')) continue;
+      const event = fromJson(WebhookDeliveryFailedSchema, m.json<JsonValue>());
+      if (event.eventId === eventId) return event;
+    }
+    return undefined;
+  });
+  expect(failed).toMatchObject({ deliveryId: row?.id, projectId: project.id, eventType: 'invoice.paid', url: r.url, attemptCount: 3, lastResponseStatus: 503 });
+  expect(failed.failedAt && timestampDate(failed.failedAt).getTime()).toBeLessThanOrEqual(Date.now());
+});
+
+test('a project without a webhook URL, non-webhook events and unknown projects record nothing to deliver', async () => {
+  const r = await receiver();
+  const withoutUrl = h.auth.addProject({});
+  const withUrl = h.auth.addProject({ webhookUrl: r.url });
+  await h.publish('invoice.paid', invoicePaid(withoutUrl.id));
+  await h.publish('invoice.paid', invoicePaid(randomUUID()));
+  await h.publish(
+    'invoice.created',
+    toJson(InvoiceCreatedSchema, create(InvoiceCreatedSchema, { invoiceId: randomUUID(), projectId: withUrl.id, status: 'Waiting', priceAmount: '1', priceCurrency: 'USD', amountExpected: '1', currency: 'USDT', address: 'T', environment: 'live' })),
+  );
+  await h.publish('invoice.paid', { invoiceId: 42 }); // malformed: skipped, does not block what follows
+  const marker = await h.publish('invoice.paid', invoicePaid(withUrl.id));
+  await r.waitFor(1);
+  expect(r.requests.map((q) => q.headers['webhook-id'])).toEqual([marker]);
+  expect(await deliveriesOf(withoutUrl.id)).toEqual([]);
+  const all = await h.sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where project_id = ${withUrl.id}`;
+  expect(all[0]?.n).toBe(1);
+});
+
+test('events about one invoice reach an endpoint in order: a later one waits while an earlier one is pending', async () => {
+  // The first request (invoice.paid) fails once; invoice.expired of the same key must not overtake it.
+  const r = await receiver((_req, i) => ({ status: i === 0 ? 500 : 200 }));
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  const invoiceId = randomUUID();
+  const paid = await h.publish('invoice.paid', invoicePaid(project.id, { invoiceId }), { key: invoiceId });
+  const expired = await h.publish('invoice.expired', invoiceExpired(project.id, invoiceId), { key: invoiceId });
+  const requests = await r.waitFor(3);
+  expect(requests.map((q) => q.headers['webhook-id'])).toEqual([paid, paid, expired]);
+});
+
+test('the delivery log: filters, cursor pagination newest first, not_found for another project, validation', async () => {
+  const r = await receiver();
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  const other = h.auth.addProject({ webhookUrl: r.url });
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) ids.push(await h.publish('invoice.paid', invoicePaid(project.id)));
+  const expiredId = await h.publish('invoice.expired', invoiceExpired(project.id, randomUUID()));
+  await r.waitFor(6);
+  await eventually(async () => ((await deliveriesOf(project.id)).every((d) => d.status === 'succeeded') ? true : undefined));
+
+  const page1 = await h.client.listWebhookDeliveries({ projectId: project.id, pageSize: 4 });
+  const page2 = await h.client.listWebhookDeliveries({ projectId: project.id, pageSize: 4, cursor: page1.nextCursor });
+  expect(page1.nextCursor).not.toBe('');
+  expect(page2.nextCursor).toBe('');
+  const seen = [...page1.deliveries, ...page2.deliveries].map((d) => d.eventId);
+  expect(seen).toEqual([expiredId, ...[...ids].reverse()]);
+
+  const paidOnly = await h.client.listWebhookDeliveries({ projectId: project.id, eventType: 'invoice.paid' });
+  expect(paidOnly.deliveries).toHaveLength(5);
+  const failedOnly = await h.client.listWebhookDeliveries({ projectId: project.id, status: DeliveryStatus.FAILED });
+  expect(failedOnly.deliveries).toEqual([]);
+  const succeeded = await h.client.listWebhookDeliveries({ projectId: project.id, status: DeliveryStatus.SUCCEEDED, pageSize: 100 });
+  expect(succeeded.deliveries).toHaveLength(6);
+  expect(succeeded.deliveries[0]).toMatchObject({ projectId: project.id, url: r.url, eventType: 'invoice.expired', attemptCount: 1, lastResponseStatus: 200 });
+  expect(succeeded.deliveries[0]?.redeliveryOf).toBeUndefined();
+
+  const someId = page1.deliveries[0]?.id ?? '';
+  expect(await failure(h.client.getWebhookDelivery({ projectId: other.id, deliveryId: someId }))).toMatchObject({ code: 'not_found' });
+  expect(await failure(h.client.redeliverWebhook({ projectId: other.id, deliveryId: someId }))).toMatchObject({ code: 'not_found' });
+  expect(await failure(h.client.listWebhookDeliveries({ projectId: project.id, cursor: 'bogus!' }))).toMatchObject({
+    code: 'validation_failed',
+    violations: [{ field: 'cursor', message: expect.any(String) }],
+  });
+  expect(await failure(h.client.listWebhookDeliveries({ projectId: 'nope', pageSize: 1000 }))).toMatchObject({
+    code: 'validation_failed',
+    violations: [{ field: 'projectId', message: 'must be a UUID' }, { field: 'pageSize', message: expect.any(String) }],
+  });
+});
+
+test('redelivery: a new pending row pointing at the original, same event id and body, signed with the CURRENT secret', async () => {
+  const r = await receiver();
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  const eventId = await h.publish('invoice.paid', invoicePaid(project.id));
+  const [first] = await r.waitFor(1);
+  const [original] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'succeeded' ? rows : undefined;
+  });
+
+  // The merchant rotates the secret, then asks for the event again.
+  const rotated = generateWebhookSecret();
+  h.auth.projects.set(project.id, { ...project, webhookSecret: rotated });
+  const res = await h.client.redeliverWebhook({ projectId: project.id, deliveryId: original?.id ?? '' });
+  expect(res.delivery).toMatchObject({ eventId, redeliveryOf: original?.id, status: DeliveryStatus.PENDING, attemptCount: 0, payload: first?.body });
+  expect(res.delivery?.id).not.toBe(original?.id);
+
+  const [, again] = await r.waitFor(2);
+  expect(again?.headers['webhook-id']).toBe(eventId);
+  expect(again?.body).toBe(first?.body);
+  expect(() => new Webhook(rotated).verify(again?.body ?? '', again?.headers as Record<string, string>)).not.toThrow();
+  expect(() => new Webhook(project.webhookSecret).verify(again?.body ?? '', again?.headers as Record<string, string>)).toThrow();
+
+  // Without a webhook URL there is nowhere to redeliver to.
+  h.auth.projects.set(project.id, { ...project, webhookUrl: undefined });
+  expect(await failure(h.client.redeliverWebhook({ projectId: project.id, deliveryId: original?.id ?? '' }))).toMatchObject({
+    code: 'webhook_not_configured',
+  });
+});
+
+test('auth unreachable: events wait (nothing lost), and deliveries are postponed without counting an attempt', async () => {
+  const r = await receiver();
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  h.auth.down = true;
+  try {
+    await h.publish('invoice.paid', invoicePaid(project.id));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(r.requests).toHaveLength(0);
+  } finally {
+    h.auth.down = false;
+  }
+  // The consumer retries the event (nak with backoff) and the webhook goes out.
+  await r.waitFor(1, 15_000);
+  const [row] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'succeeded' ? rows : undefined;
+  });
+  expect(row?.attempt_count).toBe(1);
+});
+
+async function failure(call: Promise<unknown>) {
+  try {
+    await call;
+  } catch (err) {
+    return errorFacts(err);
+  }
+  throw new Error('expected the call to fail');
+}
