@@ -36,12 +36,14 @@ async function main(): Promise<void> {
     console.log(`nats:     ${nats.source}`);
     const logDir = path.join(dataDir, 'logs');
     const systemFile = path.join(dataDir, 'system.json');
+    // Without SMTP_URL the notifier writes each email (payout verification codes) to this folder.
+    const mailboxDir = process.env.MAILBOX_DIR ?? path.join(dataDir, 'mailbox');
     system = await startSystem({
       databaseUrl: postgres.url,
       natsUrl: nats.url,
       logDir,
       gatewayPort,
-      env: process.env,
+      env: { ...process.env, MAILBOX_DIR: mailboxDir },
       onChange: (s) => writeFileSync(systemFile, JSON.stringify({ gatewayUrl: s.gatewayUrl, processes: s.describe() }, null, 2)),
       onRestart: (name, reason) => console.error(`${name} stopped (${reason}); starting it again. Its log: ${path.join(logDir, `${name}.log`)}`),
     });
@@ -51,6 +53,7 @@ async function main(): Promise<void> {
     console.log(`sandbox:  x-api-key ${sandbox.apiKey}`);
     console.log(`          (dashboard login ${sandbox.email}; password in ${credentialsFile})`);
     console.log(`docs:     ${system.gatewayUrl}/docs`);
+    if (!process.env.SMTP_URL) console.log(`mailbox:  ${mailboxDir} (emails as .eml files; set SMTP_URL to send them)`);
     console.log('');
     console.log('try it:');
     console.log(`  curl -s ${system.gatewayUrl}/api/invoice -H 'x-api-key: ${sandbox.apiKey}' -H 'content-type: application/json' \\`);
