@@ -40,6 +40,8 @@ function xpubSetting(currency: CryptoCode, network: Network): Setting<string> {
       `an account-level extended PUBLIC key for ${currency} ${network} (${prefixes.join(', ')}…, ` +
       `e.g. the key of m/${currency === 'BTC' || currency === 'LTC' ? 84 : 44}'/coin'/0'), never a private key, or empty`,
     default: '',
+    // Someone may paste a private key here by mistake: never echo it into a log.
+    shown: false,
     parse: (raw) => {
       if (raw === '') return '';
       if (!prefixes.some((prefix) => raw.startsWith(prefix))) return undefined;

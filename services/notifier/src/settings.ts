@@ -2,7 +2,7 @@
  * The notifier's own settings (environment variables, validated at start: a bad value stops the
  * process with one line naming the variable and what was expected).
  */
-import { setting, webhookDestinationSettings, type Setting } from '@coinvoice/runtime';
+import { redactUrlPassword, setting, webhookDestinationSettings, type Setting } from '@coinvoice/runtime';
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetrySchedule } from './domain/retry-schedule';
 
 const retryScheduleSetting: Setting<RetrySchedule> = {
@@ -24,6 +24,7 @@ const retryScheduleSetting: Setting<RetrySchedule> = {
 const smtpUrlSetting: Setting<string> = {
   expected: 'a URL starting with smtp:// or smtps:// (empty in development: emails go to MAILBOX_DIR as files)',
   devDefault: '',
+  shown: redactUrlPassword,
   parse: (raw) => {
     if (raw === '') return '';
     try {

@@ -8,12 +8,16 @@ export class ConfigError extends Error {
   constructor(
     readonly variable: string,
     readonly expected: string,
-    readonly got: string | undefined,
+    /** The offending value as it may be shown (see Setting.shown); absent when missing. */
+    got: string | undefined,
+    missing = got === undefined,
   ) {
     super(
-      got === undefined
+      missing
         ? `config: ${variable} is required: expected ${expected}`
-        : `config: ${variable}=${JSON.stringify(got.length > 80 ? `${got.slice(0, 80)}…` : got)} is invalid: expected ${expected}`,
+        : got === undefined
+          ? `config: ${variable} is invalid (value not shown): expected ${expected}`
+          : `config: ${variable}=${JSON.stringify(got.length > 80 ? `${got.slice(0, 80)}…` : got)} is invalid: expected ${expected}`,
     );
     this.name = 'ConfigError';
   }
@@ -29,6 +33,11 @@ export interface Setting<T> {
    * production process with no DATABASE_URL must stop instead of quietly looking there.
    */
   devDefault?: string;
+  /**
+   * How a bad value may appear in the error line: `false` never (a pasted private key, a
+   * password), a function to redact (a URL's password). Default: as given.
+   */
+  shown?: false | ((raw: string) => string);
   parse(raw: string): T | undefined;
 }
 
@@ -47,10 +56,18 @@ export function loadConfig<S extends Settings>(settings: S, env: Env = process.e
     const raw = given === undefined || given === '' ? fallback : given;
     if (raw === undefined) throw new ConfigError(name, setting.expected, undefined);
     const value = setting.parse(raw);
-    if (value === undefined) throw new ConfigError(name, setting.expected, raw);
+    if (value === undefined) {
+      const shown = setting.shown === false ? undefined : setting.shown ? setting.shown(raw) : raw;
+      throw new ConfigError(name, setting.expected, shown, false);
+    }
     out[name] = value;
   }
   return out as ConfigOf<S>;
+}
+
+/** postgres://user:secret@host → postgres://user:***@host, so an error line never carries a password. */
+export function redactUrlPassword(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, '$1:***@');
 }
 
 export const setting = {
@@ -85,6 +102,7 @@ export const setting = {
       expected: `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
       default: options.default,
       devDefault: options.devDefault,
+      shown: redactUrlPassword,
       parse: (raw) => {
         try {
           const url = new URL(raw);
