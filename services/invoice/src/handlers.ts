@@ -96,6 +96,12 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const { rate, amountExpected, priceAmountInUsd } = quoted.value;
 
     const invoiceId = randomUUID();
+    // The address before the transaction: its index is taken in a statement of its own and the
+    // derivation is CPU work, so neither holds a lock or a pooled transaction open (a replay of an
+    // idempotent request leaves its index unused: a gap, never a reuse).
+    const key = this.deps.keys.keyFor(request.payCurrency.code, networkOf(request.environment));
+    const index = await allocateAddressIndex(this.deps.sql, key.keyId);
+    const address = key.deriver.addressAt(index);
     const outcome = await this.deps.sql.begin(async (tx) => {
       if (request.idempotencyKey !== undefined) {
         const claimed = await claimIdempotencyKey(tx, {
@@ -106,8 +112,6 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         });
         if (!claimed) return { replayOf: await this.replay(tx, request) };
       }
-      const key = this.deps.keys.keyFor(request.payCurrency.code, networkOf(request.environment));
-      const index = await allocateAddressIndex(tx, key.keyId);
       const row = await insertInvoice(tx, {
         id: invoiceId,
         projectId: request.projectId,
@@ -121,7 +125,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         payCurrency: request.payCurrency.code,
         rate: formatPlain(rate),
         amountExpected: formatPlain(amountExpected),
-        address: key.deriver.addressAt(index),
+        address,
         keyId: key.keyId,
         addressIndex: index,
         successUrl: request.successUrl,

@@ -38,12 +38,14 @@ export async function registerAddressKeys(
 }
 
 /**
- * Takes the next unused receive index of a key inside the caller's transaction. The row stays
- * locked until that transaction ends, so indexes are handed out one at a time and a rolled-back
- * creation gives its index back.
+ * Hands out the next unused index of a key, never one handed out before. It runs as a statement
+ * of its own (not inside the invoice's transaction) so the counter row is locked for that one
+ * statement only: concurrent creations no longer queue behind each other's derivation, insert and
+ * commit. The price is a gap in the index sequence when a creation fails after this point — rare,
+ * and harmless (wallets scan far past a gap of a few).
  */
-export async function allocateAddressIndex(tx: TransactionSql, keyId: number): Promise<number> {
-  const [row] = await tx<{ index: number }[]>`
+export async function allocateAddressIndex(sql: Queryable, keyId: number): Promise<number> {
+  const [row] = await sql<{ index: number }[]>`
     update address_keys set next_index = next_index + 1 where id = ${keyId}
     returning (next_index - 1)::int as index`;
   if (!row) throw new Error(`address key ${keyId} is not registered`);
