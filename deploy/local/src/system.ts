@@ -174,7 +174,9 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const launch = (m: Managed) => {
     const log = createWriteStream(path.join(options.logDir, `${m.name}.log`), { flags: 'a' });
     // The IPC channel lets a child notice when this launcher dies, and stop instead of lingering.
-    const child = spawn(process.execPath, [m.entry], { env: m.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    // COINVOICE_NODE_ARGS: extra Node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    const nodeArgs = (options.env.COINVOICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+    const child = spawn(process.execPath, [...nodeArgs, m.entry], { env: m.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     m.child = child;

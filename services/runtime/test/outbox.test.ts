@@ -245,7 +245,7 @@ describe('outbox', () => {
     expect(await sql`select event_id from outbox where event_id = ${rolledBackId ?? ''}`).toHaveLength(0);
   });
 
-  it('is woken by NOTIFY at commit: publish latency far below the poll interval', async () => {
+  it('is woken by the commit: publish latency far below the poll interval', async () => {
     const pollIntervalMs = 30_000;
     await newRelay({ pollIntervalMs }).start();
     await sleep(300); // the relay has found the outbox empty and sleeps for the poll interval

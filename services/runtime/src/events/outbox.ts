@@ -17,8 +17,8 @@
  * - A failed publish rolls the batch back and the relay retries with backoff: nothing is lost
  *   and, within one relay, nothing is reordered. Across relays, order follows commit timing, not
  *   strictly seq; consumers must not depend on order across different aggregates.
- * - `enqueueEvent` NOTIFYs the relay's channel, delivered by Postgres at commit, so an event is
- *   published at once; a poll interval is the fallback for a missed notification.
+ * - A commit that enqueued events wakes the relay of its process at once (see
+ *   wakeRelaysAfterCommit); a poll interval is the fallback, e.g. for rows a crashed replica left.
  */
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
@@ -50,12 +50,6 @@ create table outbox (
 create index outbox_unpublished_idx on outbox (seq) where published_at is null;
 `;
 
-/** NOTIFY channel of a schema's outbox (channels are per database; schemas share one database). */
-export function outboxChannel(schema: string): string {
-  assertSchemaName(schema);
-  return `outbox_${schema}`;
-}
-
 export interface NewEvent {
   /** `<service>.<name>`, e.g. `invoice.paid`. */
   type: string;
@@ -69,23 +63,57 @@ export interface NewEvent {
   id?: string;
 }
 
+/** Transactions that wrote outbox rows; when one commits, the relays on its pool are woken. */
+const transactionsWithEvents = new WeakSet<object>();
+const wakeAfterCommit = new WeakMap<Sql, Set<() => void>>();
+
 /**
- * Writes `event` into the outbox inside the caller's transaction and wakes the relay once that
+ * Why no NOTIFY: Postgres serialises the commits of all transactions that sent NOTIFY on one
+ * global lock, held through each commit's fsync — one NOTIFY per event would cap every
+ * event-writing commit of the whole database at one per fsync (measured: ~180 invoice creations
+ * a second). Instead the pool's `begin` is wrapped, once, so that a transaction which enqueued
+ * events wakes the relays of that pool in this process right after it commits. Every service runs
+ * its relay in the process that writes its outbox, so events leave at once; another replica's
+ * relay finds a row at its next poll only if this process died between commit and publish.
+ */
+function wakeRelaysAfterCommit(sql: Sql, wake: () => void): () => void {
+  let listeners = wakeAfterCommit.get(sql);
+  if (!listeners) {
+    const registered = new Set<() => void>();
+    listeners = registered;
+    wakeAfterCommit.set(sql, registered);
+    const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
+    (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args: unknown[]) => {
+      const last = args.length - 1;
+      const fn = args[last] as (tx: TransactionSql) => unknown;
+      let used: TransactionSql | undefined;
+      args[last] = (tx: TransactionSql) => {
+        used = tx;
+        return fn(tx);
+      };
+      return begin(...args).then((result) => {
+        if (used && transactionsWithEvents.has(used)) for (const listener of registered) listener();
+        return result;
+      });
+    };
+  }
+  const set = listeners;
+  set.add(wake);
+  return () => set.delete(wake);
+}
+
+/**
+ * Writes `event` into the outbox inside the caller's transaction; the relay is woken when that
  * transaction commits. Returns the event id (also its `Nats-Msg-Id` and webhook id).
  */
 export async function enqueueEvent(tx: TransactionSql, event: NewEvent): Promise<string> {
   assertEventType(event.type);
   const id = event.id ?? randomUUID();
   const requestId = event.requestId ?? currentRequestId() ?? null;
-  // One round trip: insert, then notify the channel of the schema the row went into. Postgres
-  // delivers the notification at commit only, and folds repeats within one transaction.
   await tx`
-    with inserted as (
-      insert into outbox (event_id, event_type, event_key, payload, request_id)
-      values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId})
-      returning seq
-    )
-    select pg_notify('outbox_' || current_schema(), '') from inserted`;
+    insert into outbox (event_id, event_type, event_key, payload, request_id)
+    values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId})`;
+  transactionsWithEvents.add(tx);
   return id;
 }
 
@@ -163,8 +191,7 @@ export class OutboxRelay {
   /** Resolves the current sleep early (on wake-up or stop). */
   private interruptSleep: (() => void) | undefined;
   private sleepIsWakeable = false;
-  private listener: { unlisten(): Promise<void> } | undefined;
-  private listening: Promise<void> | undefined;
+  private stopWaking: (() => void) | undefined;
   private lastSweep = Date.now();
 
   constructor(private readonly options: OutboxRelayOptions) {
@@ -183,15 +210,12 @@ export class OutboxRelay {
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10 * 60_000;
   }
 
-  /**
-   * Starts relaying in the background. Resolves once it listens for notifications (or, with
-   * Postgres unreachable, has fallen back to polling until LISTEN succeeds).
-   */
+  /** Starts relaying in the background, woken by commits of this pool and by the poll interval. */
   async start(): Promise<void> {
     if (this.running) return;
     await this.resolveSchema();
     this.running = true;
-    await this.listen();
+    this.stopWaking = wakeRelaysAfterCommit(this.sql, () => this.wake());
     this.loop = this.run();
   }
 
@@ -202,10 +226,8 @@ export class OutboxRelay {
     this.interruptSleep?.();
     await this.loop;
     this.loop = undefined;
-    await this.listening;
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.unlisten().catch((err: unknown) => this.logger.debug({ err }, 'outbox relay: unlisten failed'));
+    this.stopWaking?.();
+    this.stopWaking = undefined;
   }
 
   /**
@@ -283,35 +305,12 @@ export class OutboxRelay {
       }
       if (relayed > 0) this.logger.debug({ relayed }, 'outbox relay: published');
       await this.sweepIfDue();
-      // A full batch means more may be waiting; a notification during the batch means a new row.
+      // A full batch means more may be waiting; a wake-up during the batch means a new row.
       if (relayed >= this.batchSize || this.wakeRequested) continue;
-      if (!this.listener) void this.listen();
       await this.sleep(this.pollIntervalMs, true);
     }
   }
 
-  /** LISTEN on the outbox channel; postgres.js re-listens after a reconnect and calls onlisten again. */
-  private listen(): Promise<void> {
-    const schema = this.schema;
-    if (schema === undefined) return Promise.resolve();
-    this.listening ??= this.sql
-      .listen(
-        outboxChannel(schema),
-        () => this.wake(),
-        // (Re)connected: notifications sent while we were away are lost, so look now.
-        () => this.wake(),
-      )
-      .then((listener) => {
-        this.listener = listener;
-      })
-      .catch((err: unknown) => {
-        this.logger.warn({ err }, 'outbox relay: LISTEN failed; polling until it succeeds');
-      })
-      .finally(() => {
-        this.listening = undefined;
-      });
-    return this.listening;
-  }
 
   private wake(): void {
     this.wakeRequested = true;

@@ -1,0 +1,261 @@
+/**
+ * `npm run bench`: the whole system on this machine, loaded through the gateway with autocannon,
+ * next to a bare Fastify + Postgres INSERT baseline measured in the same run. Prints a table and
+ * writes it, with the machine's description, to bench/results.md.
+ *
+ * BENCH_TARGET=http://host:port measures a running system instead (it must have a sandbox key:
+ * BENCH_API_KEY); BENCH_SECONDS and BENCH_CONNECTIONS change the load.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpus, freemem, totalmem } from 'node:os';
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import postgres from 'postgres';
+import { REPO_ROOT, resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@coinvoice/local';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const WEBHOOK_SAMPLES = Number(process.env.BENCH_WEBHOOK_SAMPLES ?? 200);
+
+interface Row {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  note?: string;
+}
+
+const INVOICE_BODY = JSON.stringify({
+  priceAmount: '19.90',
+  priceCurrency: 'USD',
+  payCurrency: 'BTC',
+  successUrl: 'https://example.com/ok',
+  cancelUrl: 'https://example.com/cancel',
+  orderId: 'bench',
+});
+
+function load(options: autocannon.Options): Promise<autocannon.Result> {
+  // A fixed number of requests (`amount`) replaces the duration.
+  const base = options.amount === undefined ? { connections: CONNECTIONS, duration: SECONDS } : { connections: CONNECTIONS };
+  return new Promise((resolve, reject) => {
+    const instance = autocannon({ ...base, ...options }, (err, result) => (err ? reject(err) : resolve(result)));
+    autocannon.track(instance, { renderProgressBar: false, renderResultsTable: false, renderLatencyTable: false });
+  });
+}
+
+function rowOf(name: string, result: autocannon.Result, note?: string): Row {
+  const errors = result.errors + result.timeouts + result.non2xx;
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors, note };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+async function json(url: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** A webhook receiver that records when each invoice.paid arrives. */
+function startReceiver(): Promise<{ url: string; arrivals: Map<string, number>; close(): void }> {
+  const arrivals = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const at = performance.now();
+      try {
+        const event = JSON.parse(body) as { invoiceId?: string };
+        if (event.invoiceId && !arrivals.has(event.invoiceId)) arrivals.set(event.invoiceId, at);
+      } catch {
+        /* not ours */
+      }
+      res.writeHead(204).end();
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      resolve({ url: `http://127.0.0.1:${port}/hook`, arrivals, close: () => server.close() });
+    }),
+  );
+}
+
+async function startBaseline(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [path.join(__dirname, 'baseline.js')], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /listening at (\S+)/.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited ${code}`)));
+  });
+  return { url, child };
+}
+
+function machine(): string {
+  const cpu = cpus();
+  return `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM (${(freemem() / 2 ** 30).toFixed(0)} GiB free at start), Node ${process.version}, ${process.platform}`;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-bench-'));
+  const pg = await resolvePostgres(process.env, dataDir);
+  const nats = await resolveNats(process.env, dataDir);
+  const dbName = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(pg.url, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`create database "${dbName}"`);
+  const dbUrl = new URL(pg.url);
+  dbUrl.pathname = `/${dbName}`;
+  const databaseUrl = dbUrl.toString();
+  let system: RunningSystem | undefined;
+  let baseline: { url: string; child: ChildProcess } | undefined;
+  const receiver = await startReceiver();
+  try {
+    console.log(`machine: ${machine()}`);
+    console.log('starting the system…');
+    system = await startSystem({
+      databaseUrl,
+      natsUrl: nats.url,
+      logDir: path.join(dataDir, 'logs'),
+      gatewayPort: 0,
+      env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+    });
+    const gw = system.gatewayUrl;
+    const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
+    const reg = await json(`${gw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'bench-password-1', name: 'Bench' }) });
+    const auth = { authorization: `Bearer ${String(reg.body.token)}`, 'content-type': 'application/json' };
+    const project = await json(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench', environment: 'sandbox', webhookUrl: receiver.url }) });
+    const key = await json(`${gw}/api/merchant/projects/${String(project.body.id)}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench' }) });
+    const apiKey = String(key.body.key);
+    const headers = { 'x-api-key': apiKey, 'content-type': 'application/json' };
+    baseline = await startBaseline(databaseUrl);
+
+    const rows: Row[] = [];
+    console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per scenario`);
+    // Warm-up, so JIT and pools are hot for every scenario alike.
+    await load({ url: `${baseline.url}/invoice`, method: 'POST', duration: 2 });
+    await load({ url: `${gw}/api/invoice`, method: 'POST', headers, body: INVOICE_BODY, duration: 2 });
+
+    const baseCreate = rowOf('baseline: Fastify + 1 INSERT', await load({ url: `${baseline.url}/invoice`, method: 'POST' }));
+    rows.push(baseCreate);
+    const created: string[] = [];
+    const create = await load({
+      url: `${gw}/api/invoice`,
+      method: 'POST',
+      headers,
+      body: INVOICE_BODY,
+      setupClient(client) {
+        client.on('body', (buf: Buffer) => {
+          try {
+            const id = (JSON.parse(buf.toString()) as { id?: string }).id;
+            if (id) created.push(id);
+          } catch {
+            /* an error body */
+          }
+        });
+      },
+    });
+    rows.push(rowOf('create invoice (POST /api/invoice)', create));
+
+    let next = 0;
+    const ids = created.slice();
+    const get = await load({
+      requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[next++ % ids.length]}`, headers: { 'x-api-key': apiKey } }) }],
+      url: gw,
+    });
+    rows.push(rowOf('get invoice (GET /api/invoice/{id})', get));
+
+    // Each pay needs its own Waiting invoice: pay the ones created above, each once.
+    let payIndex = 0;
+    const pay = await load({
+      url: gw,
+      requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[payIndex++ % ids.length]}/sandbox/pay`, headers: { 'x-api-key': apiKey } }) }],
+      amount: ids.length,
+    });
+    rows.push(rowOf('sandbox pay (POST …/sandbox/pay)', pay, payIndex > ids.length ? 'some ids paid twice (409s)' : undefined));
+
+    // The pay phase queued one webhook per paid invoice; sample low-load latency only once they
+    // have all arrived (else the samples queue behind the backlog), and report how long that took.
+    const paidOk = pay['2xx'];
+    const drainStart = performance.now();
+    const drainDeadline = Date.now() + 60_000;
+    while (receiver.arrivals.size < paidOk && Date.now() < drainDeadline) await new Promise((r) => setTimeout(r, 50));
+    const drainMs = performance.now() - drainStart;
+    const backlogNote = `${receiver.arrivals.size} of ${paidOk} webhooks of the pay phase had arrived ${(drainMs / 1000).toFixed(1)} s after it ended`;
+    console.log(backlogNote);
+    // Pay-to-webhook at low load: one pay at a time, timed from the pay request to the receiver.
+    const latencies: number[] = [];
+    for (let i = 0; i < WEBHOOK_SAMPLES; i++) {
+      const inv = await json(`${gw}/api/invoice`, { method: 'POST', headers, body: INVOICE_BODY });
+      const id = String(inv.body.id);
+      const start = performance.now();
+      await json(`${gw}/api/invoice/${id}/sandbox/pay`, { method: 'POST', headers: { 'x-api-key': apiKey } });
+      const deadline = Date.now() + 5000;
+      while (!receiver.arrivals.has(id) && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+      const at = receiver.arrivals.get(id);
+      if (at !== undefined) latencies.push(at - start);
+    }
+    latencies.sort((a, b) => a - b);
+    const webhookP50 = percentile(latencies, 50);
+    const webhookP99 = percentile(latencies, 99);
+
+    const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
+    const table = [
+      '| scenario | req/s | p50 ms | p99 ms | errors | vs baseline |',
+      '| --- | ---: | ---: | ---: | ---: | ---: |',
+      ...rows.map((r) => `| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r === baseCreate ? '100%' : pct(r.rps, baseCreate.rps)} |`),
+      `| pay → webhook at receiver (${latencies.length} sequential, low load) | — | ${webhookP50.toFixed(1)} | ${webhookP99.toFixed(1)} | ${WEBHOOK_SAMPLES - latencies.length} lost | — |`,
+    ].join('\n');
+    const targets = [
+      `create ≥ 35% of baseline: ${pct(rows[1]!.rps, baseCreate.rps)} ${rows[1]!.rps >= 0.35 * baseCreate.rps ? '✔' : '✘'}`,
+      `get ≥ 50% of baseline: ${pct(rows[2]!.rps, baseCreate.rps)} ${rows[2]!.rps >= 0.5 * baseCreate.rps ? '✔' : '✘'}`,
+      `pay-to-webhook p99 < 50 ms: ${webhookP99.toFixed(1)} ms ${webhookP99 < 50 ? '✔' : '✘'}`,
+    ];
+    console.log(`\n${table}\n\n${targets.join('\n')}`);
+
+    const resultsFile = path.join(REPO_ROOT, 'bench', 'results.md');
+    const previous = (() => {
+      try {
+        return readFileSync(resultsFile, 'utf8');
+      } catch {
+        return '';
+      }
+    })();
+    const notes = /<!-- notes -->([\s\S]*)$/.exec(previous)?.[1] ?? '\n';
+    writeFileSync(
+      resultsFile,
+      `# Benchmark results\n\nWritten by \`npm run bench\` on ${new Date().toISOString()}.\n\n` +
+        `Machine: ${machine()}. Everything on this one machine: Postgres, NATS, the five processes, the ` +
+        `load generator (autocannon, ${CONNECTIONS} connections, ${SECONDS} s per scenario) and the baseline process.\n\n` +
+        `${table}\n\n${targets.map((t) => `- ${t}`).join('\n')}\n- ${backlogNote}\n\n<!-- notes -->${notes}`,
+    );
+    console.log(`\nwritten to ${resultsFile}`);
+  } finally {
+    receiver.close();
+    baseline?.child.kill('SIGTERM');
+    await system?.stop();
+    await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);
+    await admin.end();
+    await nats.stop();
+    await pg.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

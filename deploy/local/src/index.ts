@@ -1,0 +1,4 @@
+/** The launcher's pieces, for tools that start the system themselves (the benchmark). */
+export * from './infrastructure';
+export * from './system';
+export { ensureSandboxCredentials } from './sandbox-credentials';
