@@ -2,6 +2,7 @@ import { connectNats, createLogger, createRpcClient, loadConfig, runMain } from 
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { ApiKeyVerifier } from './auth/api-keys';
 import { RevocationListener } from './auth/revocations';
 import { SessionVerifier } from './auth/sessions';
@@ -23,6 +24,7 @@ runMain({
     const auth = createRpcClient(AuthService, config.AUTH_URL);
     const invoices = createRpcClient(InvoiceService, config.INVOICE_URL);
     const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL);
+    const payouts = createRpcClient(PayoutService, config.PAYOUT_URL);
     const apiKeys = new ApiKeyVerifier(auth, { ttlMs: config.API_KEY_CACHE_TTL_MS });
     const sessions = new SessionVerifier(auth);
     const nats = await connectNats({ url: config.NATS_URL, name: 'gateway', logger });
@@ -30,7 +32,7 @@ runMain({
     revocations.start();
     await revocations.ready();
 
-    const { app } = build({ backends, clients: { auth, invoices, notifier }, apiKeys, sessions, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
+    const { app } = build({ backends, clients: { auth, invoices, notifier, payouts }, apiKeys, sessions, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
     logger.info({ address }, 'gateway listening');
     return {

@@ -6,6 +6,7 @@ import { createLogger, createRpcClient } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { ApiKeyVerifier } from './auth/api-keys';
 import { SessionVerifier } from './auth/sessions';
 import { Backends } from './backends';
@@ -16,9 +17,10 @@ export async function buildForDocument() {
   const auth = createRpcClient(AuthService, nowhere);
   const invoices = createRpcClient(InvoiceService, nowhere);
   const notifier = createRpcClient(NotifierService, nowhere);
+  const payouts = createRpcClient(PayoutService, nowhere);
   const { app, openapi } = build({
     backends: new Backends({ auth: nowhere, invoice: nowhere, payout: nowhere, notifier: nowhere }),
-    clients: { auth, invoices, notifier },
+    clients: { auth, invoices, notifier, payouts },
     apiKeys: new ApiKeyVerifier(auth, { ttlMs: 0 }),
     sessions: new SessionVerifier(auth),
     logger: createLogger({ service: 'gateway', level: 'silent' }),

@@ -8,6 +8,7 @@ import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import type { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import type { Client } from '@connectrpc/connect';
 import { OptionalKind } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -20,12 +21,14 @@ import { OpenApiRegistry } from './openapi';
 import { checkoutRoutes, docsRoutes } from './routes/checkout';
 import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
+import { payoutRoutes } from './routes/payouts';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface GatewayClients {
   auth: Client<typeof AuthService>;
   invoices: Client<typeof InvoiceService>;
   notifier: Client<typeof NotifierService>;
+  payouts: Client<typeof PayoutService>;
 }
 
 export interface GatewayDeps {
@@ -97,6 +100,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   invoiceRoutes(app, { auth: deps.clients.auth, invoices: deps.clients.invoices, hooks });
   checkoutRoutes(app, { invoices: deps.clients.invoices });
   webhookRoutes(app, { auth: deps.clients.auth, notifier: deps.clients.notifier, hooks });
+  payoutRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
   let document: unknown;
   docsRoutes(app, () => (document ??= openapi.document()));
 

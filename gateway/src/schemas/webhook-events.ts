@@ -31,7 +31,41 @@ export const InvoiceExpiredWebhook = Type.Object(
   { additionalProperties: false },
 );
 
+/** Every payout webhook: the payout, its new status, amount, coin and environment, then what is particular to the event. */
+function payoutWebhook<S extends string, Extra extends Record<string, TSchema>>(status: S, extra: Extra) {
+  return Type.Object(
+    {
+      payoutId: Uuid,
+      status: Type.Literal(status),
+      amount: Type.Number({ description: 'The payout’s amount, in currency' }),
+      currency: Type.String({ description: 'Coin code' }),
+      environment: Environment,
+      ...extra,
+    },
+    { additionalProperties: false },
+  );
+}
+
+export const PayoutRequestedWebhook = payoutWebhook('AwaitingVerification', {});
+export const PayoutVerifiedWebhook = payoutWebhook('Pending', {});
+export const PayoutCompletedWebhook = payoutWebhook('Completed', {
+  transactionHash: Type.String({ description: 'The on-chain transaction that sent the funds' }),
+});
+export const PayoutRejectedWebhook = payoutWebhook('Rejected', {
+  adminNote: Type.Union([Type.String(), Type.Null()], { description: 'The operator’s reason' }),
+});
+export const PayoutCancelledWebhook = payoutWebhook('Cancelled', {
+  reason: Type.Union([Type.Literal('user'), Type.Literal('attempts_exhausted'), Type.Literal('code_expired')], {
+    description: 'user: cancelled through the API; attempts_exhausted: 5 wrong verification codes; code_expired: not verified within 15 minutes',
+  }),
+});
+
 export const WEBHOOK_EVENTS: Record<string, { summary: string; body: TSchema }> = {
   'invoice.paid': { summary: 'An invoice was paid (in the sandbox: a simulated payment)', body: InvoicePaidWebhook },
   'invoice.expired': { summary: 'A Waiting invoice passed its expiredAt unpaid', body: InvoiceExpiredWebhook },
+  'payout.requested': { summary: 'A payout was requested and its amount held; it awaits the emailed code', body: PayoutRequestedWebhook },
+  'payout.verified': { summary: 'A payout was confirmed with its code (Pending) and waits for an operator', body: PayoutVerifiedWebhook },
+  'payout.completed': { summary: 'A payout was sent on chain (Completed); its amount left the balance', body: PayoutCompletedWebhook },
+  'payout.rejected': { summary: 'An operator refused a payout (Rejected); its amount is available again', body: PayoutRejectedWebhook },
+  'payout.cancelled': { summary: 'A payout was cancelled; its amount is available again', body: PayoutCancelledWebhook },
 };

@@ -1,0 +1,284 @@
+/**
+ * Payouts (service description, endpoint 4): balance, request, verify, history and cancel, with an
+ * API key (the key's project) or a merchant JWT (then `projectId` is required and must be one of
+ * the merchant's projects); and the operators' complete and reject (admin JWT).
+ *
+ * Which project: an API key names its own; a `projectId` naming another project answers 403
+ * `forbidden` on the field projectId. With a JWT, a `projectId` that is not the merchant's (another
+ * merchant's, or none at all) answers the same 403, so the answer says nothing about other
+ * merchants' projects. The project's environment (sandbox or live) comes from the key or from auth.
+ */
+import { decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { PayoutStatus, type GetBalanceResponse, type Payout, type PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { authHooks } from '../auth/hooks';
+import { environmentName, environmentOf, isoTime } from '../json';
+import { HttpProblem } from '../problem';
+import { IdParams, parseLimit } from '../schemas/common';
+import { IdempotencyKeyHeaders } from '../schemas/invoice';
+import {
+  BalanceSchema,
+  CompletePayoutBody,
+  PayoutHistoryQuery,
+  PayoutHistorySchema,
+  PayoutSchema,
+  ProjectBody,
+  ProjectQuery,
+  RejectPayoutBody,
+  RequestPayoutBody,
+  VerifyPayoutBody,
+} from '../schemas/payouts';
+
+export interface PayoutRouteDeps {
+  auth: Client<typeof AuthService>;
+  payouts: Client<typeof PayoutService>;
+  hooks: ReturnType<typeof authHooks>;
+}
+
+type StatusName = 'AwaitingVerification' | 'Pending' | 'Completed' | 'Rejected' | 'Cancelled';
+
+const STATUS_NAMES: Record<PayoutStatus, StatusName | undefined> = {
+  [PayoutStatus.UNSPECIFIED]: undefined,
+  [PayoutStatus.AWAITING_VERIFICATION]: 'AwaitingVerification',
+  [PayoutStatus.PENDING]: 'Pending',
+  [PayoutStatus.COMPLETED]: 'Completed',
+  [PayoutStatus.REJECTED]: 'Rejected',
+  [PayoutStatus.CANCELLED]: 'Cancelled',
+};
+const STATUS_OF_NAME: Record<StatusName, PayoutStatus> = {
+  AwaitingVerification: PayoutStatus.AWAITING_VERIFICATION,
+  Pending: PayoutStatus.PENDING,
+  Completed: PayoutStatus.COMPLETED,
+  Rejected: PayoutStatus.REJECTED,
+  Cancelled: PayoutStatus.CANCELLED,
+};
+
+export function payoutStatusName(status: PayoutStatus): StatusName {
+  const name = STATUS_NAMES[status];
+  if (!name) throw new Error(`unexpected payout status ${status} in a service response`);
+  return name;
+}
+
+/** The service description's Payout object, field for field. */
+export function payoutJson(p: Payout | undefined) {
+  if (!p) throw new Error('payout missing from a service response');
+  return {
+    id: p.id,
+    amount: decimalToJsonNumber(p.amount),
+    currency: p.currency,
+    address: p.address,
+    note: p.note ?? '',
+    status: payoutStatusName(p.status),
+    transactionHash: p.transactionHash ?? null,
+    adminNote: p.adminNote ?? null,
+    createdAt: isoTime(p.createdAt),
+  };
+}
+
+/** A canonical decimal string from the service, written as a JSON number token digit for digit. */
+function jsonDecimal(decimal: string): string {
+  if (!/^(0|[1-9]\d*)(\.\d*[1-9])?$/.test(decimal)) throw new Error(`not a canonical decimal: ${JSON.stringify(decimal.slice(0, 40))}`);
+  return decimal;
+}
+
+/**
+ * The balance body as exact JSON text: a balance is a sum without bound, which a double may not
+ * hold exactly, so each amount is written as the decimal's own digits (JSON.parse reads the
+ * nearest double; a decimal-aware client the exact value) instead of failing or rounding.
+ */
+export function balanceJsonText(res: GetBalanceResponse): string {
+  const balances = res.balances.map(
+    (b) =>
+      `{"currency":${JSON.stringify(b.currency)},"available":${jsonDecimal(b.available)},"pending":${jsonDecimal(b.pending)},"total":${jsonDecimal(b.total)}}`,
+  );
+  return `{"projectId":${JSON.stringify(res.projectId)},"environment":${JSON.stringify(environmentName(res.environment))},"balances":[${balances.join(',')}]}`;
+}
+
+interface ProjectScope {
+  projectId: string;
+  environment: 'live' | 'sandbox';
+}
+
+const forbiddenProject = (message: string) =>
+  new HttpProblem(403, 'forbidden', 'the request names a project the caller may not use', [{ field: 'projectId', message }]);
+
+/** The project a payout request acts on (see the file comment). */
+async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, projectId: string | undefined): Promise<ProjectScope> {
+  const principal = req.principal;
+  if (principal?.kind === 'api_key') {
+    if (projectId !== undefined && projectId.toLowerCase() !== principal.projectId.toLowerCase()) {
+      throw forbiddenProject('is not the project of this API key');
+    }
+    return { projectId: principal.projectId, environment: principal.environment };
+  }
+  if (principal?.kind !== 'merchant') throw new Error('payout routes require x-api-key or bearer authentication but no hook set it');
+  if (projectId === undefined) {
+    throw new HttpProblem(400, 'validation_failed', 'projectId is required with a merchant session token', [
+      { field: 'projectId', message: 'is required with a merchant session token (Bearer); with an x-api-key it may be left out' },
+    ]);
+  }
+  try {
+    const { project } = await auth.getProject({ merchantId: principal.merchantId, projectId });
+    if (!project) throw new Error('project missing from a service response');
+    return { projectId: project.id, environment: environmentName(project.environment) };
+  } catch (err) {
+    const code = ConnectError.from(err).code;
+    if (code === Code.NotFound || code === Code.InvalidArgument) throw forbiddenProject('is not one of your projects');
+    throw err;
+  }
+}
+
+/** Unpaired surrogates cannot be stored or sent on (gRPC would silently replace them). */
+function checkText(field: string, text: string | undefined): void {
+  if (text !== undefined && /\p{Cs}/u.test(text)) {
+    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field, message: 'must be valid Unicode text' }]);
+  }
+}
+
+function amountDecimal(amount: number): string {
+  try {
+    return jsonNumberToDecimal(amount).decimal;
+  } catch {
+    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field: 'amount', message: 'must be a finite number' }]);
+  }
+}
+
+const payoutAuth: Array<Record<string, string[]>> = [{ apiKeyAuth: [] }, { bearerAuth: [] }];
+const bearer = [{ bearerAuth: [] }];
+
+export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: PayoutRouteDeps): void {
+  app.get<{ Querystring: ProjectQuery }>('/api/payout/balance', {
+    schema: {
+      tags: ['payouts'],
+      summary: 'Balances per coin: available, pending (held by open payouts) and total',
+      security: payoutAuth,
+      querystring: ProjectQuery,
+      response: { 200: BalanceSchema },
+    },
+    preHandler: hooks.apiKeyOrMerchant,
+    handler: async (req, reply) => {
+      const scope = await scopeOf(auth, req, req.query.projectId);
+      const res = await payouts.getBalance({ projectId: scope.projectId, environment: environmentOf(scope.environment) });
+      return reply.type('application/json; charset=utf-8').send(balanceJsonText(res));
+    },
+  });
+
+  app.post<{ Body: RequestPayoutBody; Headers: { 'idempotency-key'?: string } }>('/api/payout/request', {
+    schema: {
+      tags: ['payouts'],
+      summary: 'Request a payout: the amount is held at once and a verification code is emailed to the merchant',
+      security: payoutAuth,
+      headers: IdempotencyKeyHeaders,
+      body: RequestPayoutBody,
+      response: { 201: PayoutSchema },
+    },
+    preHandler: hooks.apiKeyOrMerchant,
+    handler: async (req, reply) => {
+      checkText('note', req.body.note);
+      const amount = amountDecimal(req.body.amount);
+      const scope = await scopeOf(auth, req, req.body.projectId);
+      const res = await payouts.requestPayout({
+        projectId: scope.projectId,
+        environment: environmentOf(scope.environment),
+        amount,
+        currency: req.body.currency,
+        address: req.body.address,
+        note: req.body.note,
+        idempotencyKey: req.headers['idempotency-key'],
+      });
+      if (res.idempotentReplay) reply.header('idempotent-replayed', 'true');
+      return reply.code(201).send(payoutJson(res.payout));
+    },
+  });
+
+  app.post<{ Body: VerifyPayoutBody }>('/api/payout/verify', {
+    schema: {
+      tags: ['payouts'],
+      summary: 'Confirm a payout with the emailed code: AwaitingVerification → Pending',
+      description:
+        'A wrong code answers 400 invalid_verification_code with the attempts left; the 5th wrong code cancels the payout and releases its amount. An expired code (15 minutes) cancels it too (409 verification_code_expired).',
+      security: payoutAuth,
+      body: VerifyPayoutBody,
+      response: { 200: PayoutSchema },
+    },
+    preHandler: hooks.apiKeyOrMerchant,
+    handler: async (req) => {
+      const scope = await scopeOf(auth, req, req.body.projectId);
+      const res = await payouts.verifyPayout({ projectId: scope.projectId, payoutId: req.body.payoutId, code: req.body.code });
+      return payoutJson(res.payout);
+    },
+  });
+
+  app.get<{ Querystring: PayoutHistoryQuery }>('/api/payout/history', {
+    schema: {
+      tags: ['payouts'],
+      summary: 'The project’s payouts, newest first, optionally by status (cursor pagination)',
+      security: payoutAuth,
+      querystring: PayoutHistoryQuery,
+      response: { 200: PayoutHistorySchema },
+    },
+    preHandler: hooks.apiKeyOrMerchant,
+    handler: async (req) => {
+      const scope = await scopeOf(auth, req, req.query.projectId);
+      const res = await payouts.listPayouts({
+        projectId: scope.projectId,
+        status: req.query.status ? STATUS_OF_NAME[req.query.status] : undefined,
+        pageSize: parseLimit(req.query.limit),
+        cursor: req.query.cursor ?? '',
+      });
+      return { items: res.payouts.map(payoutJson), nextCursor: res.nextCursor || null };
+    },
+  });
+
+  app.post<{ Params: { id: string }; Body: ProjectBody }>('/api/payout/:id/cancel', {
+    schema: {
+      tags: ['payouts'],
+      summary: 'Cancel an AwaitingVerification or Pending payout; its amount is released',
+      security: payoutAuth,
+      params: IdParams,
+      body: ProjectBody,
+      response: { 200: PayoutSchema },
+    },
+    preHandler: hooks.apiKeyOrMerchant,
+    handler: async (req) => {
+      const scope = await scopeOf(auth, req, req.body?.projectId);
+      const res = await payouts.cancelPayout({ projectId: scope.projectId, payoutId: req.params.id });
+      return payoutJson(res.payout);
+    },
+  });
+
+  app.post<{ Params: { id: string }; Body: CompletePayoutBody }>('/api/admin/payouts/:id/complete', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: mark a Pending payout as sent (Completed) with its transaction hash; the amount is debited once',
+      security: bearer,
+      params: IdParams,
+      body: CompletePayoutBody,
+      response: { 200: PayoutSchema },
+    },
+    preHandler: hooks.admin,
+    handler: async (req) => {
+      const res = await payouts.completePayout({ payoutId: req.params.id, transactionHash: req.body.transactionHash });
+      return payoutJson(res.payout);
+    },
+  });
+
+  app.post<{ Params: { id: string }; Body: RejectPayoutBody }>('/api/admin/payouts/:id/reject', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: refuse a Pending payout with a note to the merchant; the amount is released',
+      security: bearer,
+      params: IdParams,
+      body: RejectPayoutBody,
+      response: { 200: PayoutSchema },
+    },
+    preHandler: hooks.admin,
+    handler: async (req) => {
+      checkText('adminNote', req.body.adminNote);
+      const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote });
+      return payoutJson(res.payout);
+    },
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * Payouts at the edge: the service description's Payout table field for field, the balance,
+ * history and the request bodies. With a merchant JWT, `projectId` names the project (body for
+ * POSTs, query for GETs) and is required; with an API key it may be left out (the key's project).
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+
+export const PayoutStatusName = Type.Union([
+  Type.Literal('AwaitingVerification'),
+  Type.Literal('Pending'),
+  Type.Literal('Completed'),
+  Type.Literal('Rejected'),
+  Type.Literal('Cancelled'),
+]);
+
+const ProjectIdField = Type.Optional(
+  Type.String({
+    format: 'uuid',
+    description: 'The project. Required with a merchant JWT; with an x-api-key it may be left out (it must then be the key’s project)',
+  }),
+);
+
+export const PayoutSchema = Type.Object(
+  {
+    id: Uuid,
+    amount: Type.Number({ description: 'Requested amount, in currency' }),
+    currency: Type.String({ description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX' }),
+    address: Type.String({ description: 'Destination wallet address (checksum-validated; canonical form)' }),
+    note: Type.String({ description: 'Merchant’s note, up to 500 characters ("" when none was given)' }),
+    status: PayoutStatusName,
+    transactionHash: Type.Union([Type.String(), Type.Null()], { description: 'The on-chain transaction that sent the funds; null until Completed' }),
+    adminNote: Type.Union([Type.String(), Type.Null()], { description: 'The operator’s reason for a rejection; null unless Rejected' }),
+    createdAt: Timestamp,
+  },
+  { $id: 'Payout' },
+);
+
+export const RequestPayoutBody = Type.Object(
+  {
+    amount: Type.Number({ exclusiveMinimum: 0, description: 'Amount in currency: > 0, at most 8 decimal places (6 for USDT, USDC and TRX)' }),
+    currency: Type.String({ maxLength: 16, description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX' }),
+    address: Type.String({
+      maxLength: 128,
+      description: 'Destination address of that coin with a valid checksum: mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects',
+    }),
+    projectId: ProjectIdField,
+    note: Type.Optional(Type.String({ maxLength: 1000, description: 'Up to 500 characters' })),
+  },
+  { additionalProperties: false },
+);
+export type RequestPayoutBody = Static<typeof RequestPayoutBody>;
+
+export const VerifyPayoutBody = Type.Object(
+  {
+    payoutId: Uuid,
+    code: Type.String({ maxLength: 32, description: 'The 6-digit code emailed to the merchant, as a string. 5 attempts; a wrong code answers 400 invalid_verification_code' }),
+    projectId: ProjectIdField,
+  },
+  { additionalProperties: false },
+);
+export type VerifyPayoutBody = Static<typeof VerifyPayoutBody>;
+
+export const ProjectBody = Type.Optional(Type.Object({ projectId: ProjectIdField }, { additionalProperties: false }));
+export type ProjectBody = Static<typeof ProjectBody>;
+
+export const ProjectQuery = Type.Object({ projectId: ProjectIdField }, { additionalProperties: false });
+export type ProjectQuery = Static<typeof ProjectQuery>;
+
+export const PayoutHistoryQuery = Type.Object(
+  { projectId: ProjectIdField, status: Type.Optional(PayoutStatusName), limit: LimitParam, cursor: CursorParam },
+  { additionalProperties: false },
+);
+export type PayoutHistoryQuery = Static<typeof PayoutHistoryQuery>;
+
+export const PayoutHistorySchema = Type.Object({
+  items: Type.Array(PayoutSchema, { description: 'Newest first' }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page' }),
+});
+
+export const BalanceSchema = Type.Object({
+  projectId: Uuid,
+  environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')], { description: 'Sandbox projects have sandbox balances only' }),
+  balances: Type.Array(
+    Type.Object({
+      currency: Type.String(),
+      available: Type.Number({ description: 'Free to pay out' }),
+      pending: Type.Number({ description: 'Held by open (AwaitingVerification or Pending) payouts' }),
+      total: Type.Number({ description: 'available + pending' }),
+    }),
+    { description: 'One entry per coin the project has been paid in, by currency' },
+  ),
+});
+
+export const CompletePayoutBody = Type.Object(
+  {
+    transactionHash: Type.String({
+      minLength: 1,
+      maxLength: 128,
+      description: 'The transaction that sent the funds: 64 hex digits (BTC, LTC, TRX) or "0x" + 64 hex digits (ETH, USDT, USDC)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type CompletePayoutBody = Static<typeof CompletePayoutBody>;
+
+export const RejectPayoutBody = Type.Object(
+  { adminNote: Type.String({ minLength: 1, maxLength: 1000, description: 'Why the payout is refused (up to 500 characters); shown to the merchant' }) },
+  { additionalProperties: false },
+);
+export type RejectPayoutBody = Static<typeof RejectPayoutBody>;

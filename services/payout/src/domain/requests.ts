@@ -1,0 +1,349 @@
+/**
+ * Input rules for the payout service's requests. Every check runs here whatever the caller (the
+ * gateway's JSON schema, a direct gRPC client) already did. Violations name the PUBLIC JSON fields
+ * (amount, currency, address, note, projectId, payoutId, code, …) so the gateway can put them
+ * straight into the problem+json `errors` array. Nothing here does I/O.
+ */
+import { createHash } from 'node:crypto';
+import {
+  cryptoCurrency,
+  findCryptoCurrency,
+  MAX_CRYPTO_DECIMALS,
+  MAX_INTEGER_DIGITS,
+  parseCryptoAmount,
+  validateAddress,
+  type CryptoCurrency,
+  type Decimal,
+  type Network,
+} from '@coinvoice/runtime/coins';
+import { isWellFormedCode } from './code';
+import { PAYOUT_STATUSES, type PayoutStatusName } from './status';
+
+export interface FieldViolation {
+  field: string;
+  message: string;
+}
+
+export type Validated<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
+
+export type ProjectEnvironment = 'live' | 'sandbox';
+
+/** Live projects pay out on mainnet, sandbox projects on the coin's testnet. */
+export function networkOf(environment: ProjectEnvironment): Network {
+  return environment === 'sandbox' ? 'testnet' : 'mainnet';
+}
+
+export const LIMITS = {
+  noteMaxLength: 500,
+  adminNoteMaxLength: 500,
+  idempotencyKeyMaxLength: 255,
+  defaultPageSize: 20,
+  maxPageSize: 100,
+} as const;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}
+
+type Check<T> = { ok: true; value: T } | { ok: false; reason: string };
+const pass = <T>(value: T): Check<T> => ({ ok: true, value });
+const fail = <T = never>(reason: string): Check<T> => ({ ok: false, reason });
+
+/** Collects violations field by field; `result` builds the value only when there were none. */
+class Fields {
+  readonly violations: FieldViolation[] = [];
+
+  take<T>(field: string, check: Check<T>): T | undefined {
+    if (check.ok) return check.value;
+    this.violations.push({ field, message: check.reason });
+    return undefined;
+  }
+
+  result<T>(build: () => T): Validated<T> {
+    return this.violations.length > 0 ? { ok: false, violations: this.violations } : { ok: true, value: build() };
+  }
+}
+
+function checkUuid(raw: unknown): Check<string> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  return isUuid(raw) ? pass(raw.toLowerCase()) : fail('must be a UUID');
+}
+
+function checkEnvironment(raw: unknown): Check<ProjectEnvironment> {
+  return raw === 'live' || raw === 'sandbox' ? pass(raw) : fail('must be live or sandbox');
+}
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
+/**
+ * Free text of at most `maxLength` characters (code points): tab, line feed and carriage return
+ * allowed, other control characters and unpaired surrogates (which no encoding can store) refused.
+ */
+function checkText(raw: unknown, maxLength: number, options: { required?: boolean } = {}): Check<string> {
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (options.required && raw.trim() === '') return fail('is required');
+  if (raw.length > maxLength * 2 || codePoints(raw) > maxLength) return fail(`must be at most ${maxLength} characters`);
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/.test(raw)) return fail('must not contain control characters');
+  if (/\p{Cs}/u.test(raw)) return fail('must be valid Unicode text');
+  return pass(raw);
+}
+
+/** An Idempotency-Key header value: 1–255 printable ASCII characters. */
+function checkIdempotencyKey(raw: unknown): Check<string> {
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (raw === '') return fail('must not be empty');
+  if (raw.length > LIMITS.idempotencyKeyMaxLength) return fail(`must be at most ${LIMITS.idempotencyKeyMaxLength} characters`);
+  if (!/^[\x20-\x7e]+$/.test(raw)) return fail('must be printable ASCII');
+  return pass(raw);
+}
+
+function checkCurrency(raw: unknown): Check<CryptoCurrency> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  return findCryptoCurrency(raw);
+}
+
+/**
+ * A payout amount: > 0, at most 8 decimals and at most the coin's amount decimals (6 for
+ * USDT/USDC/TRX: every payout must be a whole number of the chain's base units), at most 12
+ * integer digits, and exactly representable as the JSON number the API answers with.
+ */
+export function checkPayoutAmount(raw: unknown, coin: CryptoCurrency | undefined): Check<Decimal> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  // A huge number converted at the edge is long; say what is wrong with it, not its length.
+  if (typeof raw === 'string' && /^\d{13,}(\.\d+)?$/.test(raw)) return fail(`must have at most ${MAX_INTEGER_DIGITS} digits before the decimal point`);
+  if (typeof raw === 'string' && /^\d+\.\d{9,}$/.test(raw)) return fail(`must have at most ${MAX_CRYPTO_DECIMALS} decimal places`);
+  const parsed = parseCryptoAmount(raw, MAX_CRYPTO_DECIMALS);
+  if (!parsed.ok) return parsed;
+  if (coin && parsed.value.decimalPlaces() > coin.amountDecimals) {
+    return fail(`must have at most ${coin.amountDecimals} decimal places for ${coin.code}`);
+  }
+  return parsed;
+}
+
+function checkAddress(raw: unknown, coin: CryptoCurrency | undefined, network: Network | undefined): Check<string> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (!coin || !network) return raw.length <= 128 ? pass(raw) : fail('must be at most 128 characters');
+  const checked = validateAddress(coin.code, network, raw);
+  if (checked.ok) return checked;
+  return fail(`is not a valid ${coin.code} ${network} address: it ${checked.reason}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RequestPayout
+
+export interface RequestPayoutInput {
+  projectId?: unknown;
+  /** 'live' | 'sandbox' (the caller maps the proto enum). */
+  environment?: unknown;
+  amount?: unknown;
+  currency?: unknown;
+  address?: unknown;
+  note?: unknown;
+  idempotencyKey?: unknown;
+}
+
+export interface NewPayoutRequest {
+  projectId: string;
+  environment: ProjectEnvironment;
+  amount: Decimal;
+  currency: CryptoCurrency;
+  /** Canonical form (bech32 lower case, EIP-55 checksummed, base58check). */
+  address: string;
+  /** Undefined when absent or empty. */
+  note: string | undefined;
+  idempotencyKey: string | undefined;
+  /** Fingerprint of the request's fields, for idempotent replays. */
+  fingerprint: string;
+}
+
+export function validateRequestPayout(input: RequestPayoutInput): Validated<NewPayoutRequest> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const environment = fields.take('environment', checkEnvironment(input.environment));
+  const currency = fields.take('currency', checkCurrency(input.currency));
+  // With an unsupported currency the amount and address are still checked for their shape.
+  const amount = fields.take('amount', checkPayoutAmount(input.amount, currency));
+  const address = fields.take('address', checkAddress(input.address, currency, environment && networkOf(environment)));
+  const note =
+    input.note === undefined || input.note === null || input.note === ''
+      ? undefined
+      : fields.take('note', checkText(input.note, LIMITS.noteMaxLength));
+  const idempotencyKey =
+    input.idempotencyKey === undefined || input.idempotencyKey === null
+      ? undefined
+      : fields.take('idempotencyKey', checkIdempotencyKey(input.idempotencyKey));
+  return fields.result(() => ({
+    projectId: projectId!,
+    environment: environment!,
+    amount: amount!,
+    currency: currency!,
+    address: address!,
+    note,
+    idempotencyKey,
+    fingerprint: requestFingerprint(input),
+  }));
+}
+
+/**
+ * SHA-256 over the merchant's fields exactly as sent (amount as the decimal the edge read): the
+ * same body with the same Idempotency-Key replays, anything else is a different request.
+ */
+export function requestFingerprint(input: RequestPayoutInput): string {
+  const body = [input.amount, input.currency, input.address, input.note === '' ? null : (input.note ?? null)];
+  return createHash('sha256').update(JSON.stringify(body)).digest('hex');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lookups and state changes by id
+
+export interface PayoutRef {
+  projectId: string;
+  payoutId: string;
+}
+
+export function validatePayoutRef(input: { projectId?: unknown; payoutId?: unknown }): Validated<PayoutRef> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
+  return fields.result(() => ({ projectId: projectId!, payoutId: payoutId! }));
+}
+
+export interface VerifyRequest extends PayoutRef {
+  code: string;
+}
+
+export function validateVerifyPayout(input: { projectId?: unknown; payoutId?: unknown; code?: unknown }): Validated<VerifyRequest> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
+  const code = fields.take<string>(
+    'code',
+    input.code === undefined || input.code === null || input.code === ''
+      ? fail('is required')
+      : isWellFormedCode(input.code)
+        ? pass(input.code)
+        : fail('must be the 6-digit code from the email'),
+  );
+  return fields.result(() => ({ projectId: projectId!, payoutId: payoutId!, code: code! }));
+}
+
+export function validateBalanceQuery(input: { projectId?: unknown; environment?: unknown }): Validated<{ projectId: string; environment: ProjectEnvironment }> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const environment = fields.take('environment', checkEnvironment(input.environment));
+  return fields.result(() => ({ projectId: projectId!, environment: environment! }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operator actions
+
+/**
+ * The chain's transaction id: 64 hex digits for Bitcoin, Litecoin and Tron; "0x" + 64 hex digits
+ * for Ethereum and its tokens. Answered in lower case.
+ */
+export function checkTransactionHash(raw: unknown, coin: CryptoCurrency): Check<string> {
+  if (raw === undefined || raw === null || raw === '') return fail('is required');
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (coin.chain === 'ethereum') {
+    return /^0x[0-9a-fA-F]{64}$/.test(raw) ? pass(raw.toLowerCase()) : fail(`must be a ${coin.code} transaction hash: "0x" followed by 64 hex digits`);
+  }
+  return /^[0-9a-fA-F]{64}$/.test(raw) ? pass(raw.toLowerCase()) : fail(`must be a ${coin.code} transaction id: 64 hex digits`);
+}
+
+export function validateCompletePayout(input: { payoutId?: unknown; transactionHash?: unknown }): Validated<{ payoutId: string; transactionHash: unknown }> {
+  const fields = new Fields();
+  const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
+  // The hash's format depends on the payout's coin: checked once the payout is found.
+  const transactionHash = fields.take<unknown>(
+    'transactionHash',
+    input.transactionHash === undefined || input.transactionHash === null || input.transactionHash === ''
+      ? fail('is required')
+      : typeof input.transactionHash === 'string' && input.transactionHash.length <= 128
+        ? pass(input.transactionHash)
+        : fail('must be a transaction hash of at most 128 characters'),
+  );
+  return fields.result(() => ({ payoutId: payoutId!, transactionHash }));
+}
+
+export function validateRejectPayout(input: { payoutId?: unknown; adminNote?: unknown }): Validated<{ payoutId: string; adminNote: string }> {
+  const fields = new Fields();
+  const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
+  const adminNote = fields.take('adminNote', checkText(input.adminNote ?? '', LIMITS.adminNoteMaxLength, { required: true }));
+  return fields.result(() => ({ payoutId: payoutId!, adminNote: adminNote! }));
+}
+
+/** The coin of a stored payout (always a supported one: it was validated at request). */
+export function storedCoin(code: string): CryptoCurrency {
+  const found = findCryptoCurrency(code);
+  if (!found.ok) throw new Error(`stored payout has unknown currency ${code}`);
+  return cryptoCurrency(found.value.code);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ListPayouts
+
+export interface ListRequest {
+  projectId: string;
+  status: PayoutStatusName | undefined;
+  pageSize: number;
+  after: PayoutCursor | undefined;
+}
+
+export function validateListPayouts(input: {
+  projectId?: unknown;
+  /** The public status name, or undefined for all; anything else is refused. */
+  status?: unknown;
+  pageSize?: unknown;
+  cursor?: unknown;
+}): Validated<ListRequest> {
+  const fields = new Fields();
+  const projectId = fields.take('projectId', checkUuid(input.projectId));
+  const status = fields.take<PayoutStatusName | undefined>(
+    'status',
+    input.status === undefined
+      ? pass(undefined)
+      : (PAYOUT_STATUSES as readonly unknown[]).includes(input.status)
+        ? pass(input.status as PayoutStatusName)
+        : fail(`must be one of ${PAYOUT_STATUSES.join(', ')}`),
+  );
+  const pageSize = fields.take('pageSize', checkPageSize(input.pageSize));
+  const after = fields.take<PayoutCursor | undefined>(
+    'cursor',
+    input.cursor === undefined || input.cursor === '' ? pass(undefined) : decodeCursor(input.cursor),
+  );
+  return fields.result(() => ({ projectId: projectId!, status, pageSize: pageSize!, after }));
+}
+
+/** 0 (or absent) means the default, 20; more than 100 is capped at 100. */
+function checkPageSize(raw: unknown): Check<number> {
+  if (raw === undefined || raw === null || raw === 0) return pass(LIMITS.defaultPageSize);
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0) return fail('must be a positive whole number');
+  return pass(Math.min(raw, LIMITS.maxPageSize));
+}
+
+/** A page boundary: the (createdAt, id) of the last payout shown, newest first. */
+export interface PayoutCursor {
+  createdAt: Date;
+  id: string;
+}
+
+/** Opaque to clients: base64url of "p1:<createdAt epoch ms>:<payout id>". */
+export function encodeCursor(cursor: PayoutCursor): string {
+  return Buffer.from(`p1:${cursor.createdAt.getTime()}:${cursor.id}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(raw: unknown): Check<PayoutCursor> {
+  if (typeof raw !== 'string' || raw.length > 200 || !/^[A-Za-z0-9_-]+$/.test(raw)) return fail('is not a valid cursor');
+  const match = /^p1:(\d{1,15}):([0-9a-f-]{36})$/.exec(Buffer.from(raw, 'base64url').toString('utf8'));
+  if (!match || !isUuid(match[2])) return fail('is not a valid cursor');
+  const createdAt = new Date(Number(match[1]));
+  if (Number.isNaN(createdAt.getTime())) return fail('is not a valid cursor');
+  return pass({ createdAt, id: match[2] });
+}

@@ -1,0 +1,117 @@
+/**
+ * The ledger's feed: `invoice.paid` events from the invoice service's stream `<NS>_INVOICE`,
+ * through one durable pull consumer ("payout-ledger") shared by every replica, each credited
+ * exactly once:
+ *
+ * - the runtime's IdempotentConsumer records the event id in processed_events in the same
+ *   transaction as the credit (a redelivered message is skipped), and
+ * - the credit itself is unique per invoice (a re-published event under a NEW id, e.g. a relay
+ *   re-publish outside JetStream's duplicate window, credits nothing either).
+ *
+ * The credit goes to the balance of the event's project, environment and coin: a sandbox payment
+ * lands in a sandbox balance, which a live project never sees. NATS 2.9 allows one filter subject
+ * per consumer: exactly `<ns>.invoice.paid`.
+ */
+import { fromJson } from '@bufbuild/protobuf';
+import {
+  ensureServiceStream,
+  EventNamespace,
+  IdempotentConsumer,
+  type ConsumedEvent,
+  type Logger,
+  type Sql,
+  type TransactionSql,
+  type Worker,
+} from '@coinvoice/runtime';
+import { findCryptoCurrency, formatPlain, parsePositiveDecimal } from '@coinvoice/runtime/coins';
+import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import type { NatsConnection } from 'nats';
+import { isUuid, type ProjectEnvironment } from '../domain';
+import { creditInvoice, type BalanceKey } from '../store/ledger';
+
+export const LEDGER_CONSUMER = 'payout-ledger';
+export const INVOICE_PAID = 'invoice.paid';
+
+export interface InvoiceCredit extends BalanceKey {
+  invoiceId: string;
+  /** Canonical decimal string. */
+  amount: string;
+}
+
+/** The credit an invoice.paid payload asks for, or why it cannot be applied. */
+export function creditOfInvoicePaid(payload: ConsumedEvent['payload']): { ok: true; credit: InvoiceCredit } | { ok: false; reason: string } {
+  let event;
+  try {
+    event = fromJson(InvoicePaidSchema, payload, { ignoreUnknownFields: true });
+  } catch (err) {
+    return { ok: false, reason: `not an InvoicePaid message: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!isUuid(event.invoiceId)) return { ok: false, reason: 'invoiceId is not a UUID' };
+  if (!isUuid(event.projectId)) return { ok: false, reason: 'projectId is not a UUID' };
+  if (event.environment !== 'live' && event.environment !== 'sandbox') return { ok: false, reason: `environment ${JSON.stringify(event.environment)} is not live|sandbox` };
+  const coin = findCryptoCurrency(event.currency);
+  if (!coin.ok) return { ok: false, reason: `currency: ${coin.reason}` };
+  const amount = parsePositiveDecimal(event.amount, 18);
+  if (!amount.ok) return { ok: false, reason: `amount ${amount.reason}` };
+  return {
+    ok: true,
+    credit: {
+      invoiceId: event.invoiceId.toLowerCase(),
+      projectId: event.projectId.toLowerCase(),
+      environment: event.environment as ProjectEnvironment,
+      currency: coin.value.code,
+      amount: formatPlain(amount.value),
+    },
+  };
+}
+
+export interface LedgerConsumerOptions {
+  sql: Sql;
+  nats: NatsConnection;
+  namespace: string;
+  logger: Logger;
+  /** Told after each credit's transaction ran (metrics). */
+  onCredited?: (credit: InvoiceCredit) => void;
+}
+
+/** Applies one invoice.paid inside the consumer's transaction. */
+export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited'>) {
+  return async (tx: TransactionSql, event: ConsumedEvent): Promise<void> => {
+    const log = options.logger.child({ eventId: event.id, eventType: event.type });
+    const parsed = creditOfInvoicePaid(event.payload);
+    if (!parsed.ok) {
+      // A producer bug: retrying cannot fix it, and it must not hold up the events behind it.
+      log.error({ error: parsed.reason }, 'payout ledger: malformed invoice.paid skipped; nothing credited');
+      return;
+    }
+    const { credit } = parsed;
+    const credited = await creditInvoice(tx, { ...credit, eventId: event.id });
+    if (credited) {
+      log.info({ invoiceId: credit.invoiceId, projectId: credit.projectId, environment: credit.environment, currency: credit.currency, amount: credit.amount }, 'payout ledger: invoice credited');
+      options.onCredited?.(credit);
+    } else {
+      log.info({ invoiceId: credit.invoiceId }, 'payout ledger: invoice was already credited; duplicate event ignored');
+    }
+  };
+}
+
+/** The consumer as a Worker: makes sure the invoice stream exists (invoice may start later), then consumes. */
+export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
+  const namespace = EventNamespace.of(options.namespace);
+  const consumer = new IdempotentConsumer({
+    sql: options.sql,
+    nats: options.nats,
+    stream: namespace.streamName('invoice'),
+    name: LEDGER_CONSUMER,
+    filterSubjects: [namespace.subject(INVOICE_PAID)],
+    logger: options.logger,
+    handler: ledgerHandler(options),
+  });
+  return {
+    async start() {
+      await ensureServiceStream(options.nats, { namespace, service: 'invoice' });
+      await consumer.start();
+    },
+    stop: () => consumer.stop(),
+  };
+}

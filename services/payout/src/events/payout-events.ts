@@ -1,0 +1,120 @@
+/**
+ * The events the payout service publishes (events.proto), built from a payout row and written to
+ * the outbox with `enqueueEvent` in the transaction of the change. Payloads are the protobuf
+ * messages as JSON (`toJson`): flat, public spellings, amounts as decimal strings, keyed by the
+ * payout id. Which transition emits which event is the domain's table (src/domain/status.ts).
+ *
+ * payout.verification_code_issued carries the plain code and the merchant's email for the
+ * notifier's email; it is never a webhook, and nothing here or anywhere in the service logs it.
+ */
+import { create, toJson } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { NewEvent } from '@coinvoice/runtime';
+import {
+  PayoutCancelledSchema,
+  PayoutCompletedSchema,
+  PayoutRejectedSchema,
+  PayoutRequestedSchema,
+  PayoutVerificationCodeIssuedSchema,
+  PayoutVerifiedSchema,
+} from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+import type { PayoutEventType } from '../domain';
+import { amountString } from '../proto';
+import type { PayoutRow } from '../store/payouts';
+
+function base(row: PayoutRow) {
+  return {
+    payoutId: row.id,
+    projectId: row.project_id,
+    environment: row.environment,
+    amount: amountString(row.amount),
+    currency: row.currency,
+    status: row.status,
+  };
+}
+
+function event(type: PayoutEventType, row: PayoutRow, payload: NewEvent['payload']): NewEvent {
+  return { type, payload, key: row.id };
+}
+
+function assertStatus(row: PayoutRow, status: PayoutRow['status']): void {
+  if (row.status !== status) throw new Error(`payout ${row.id} is ${row.status}, not ${status}`);
+}
+
+export function payoutRequestedEvent(row: PayoutRow): NewEvent {
+  assertStatus(row, 'AwaitingVerification');
+  const message = create(PayoutRequestedSchema, {
+    ...base(row),
+    address: row.address,
+    ...(row.note === null ? {} : { note: row.note }),
+    createdAt: timestampFromDate(row.created_at),
+  });
+  return event('payout.requested', row, toJson(PayoutRequestedSchema, message));
+}
+
+export function verificationCodeIssuedEvent(row: PayoutRow, delivery: { email: string; code: string }): NewEvent {
+  assertStatus(row, 'AwaitingVerification');
+  const message = create(PayoutVerificationCodeIssuedSchema, {
+    ...base(row),
+    email: delivery.email,
+    code: delivery.code,
+    expiresAt: timestampFromDate(row.code_expires_at),
+  });
+  return event('payout.verification_code_issued', row, toJson(PayoutVerificationCodeIssuedSchema, message));
+}
+
+export function payoutVerifiedEvent(row: PayoutRow): NewEvent {
+  assertStatus(row, 'Pending');
+  if (!row.verified_at) throw new Error(`payout ${row.id} has no verified_at`);
+  const message = create(PayoutVerifiedSchema, { ...base(row), verifiedAt: timestampFromDate(row.verified_at) });
+  return event('payout.verified', row, toJson(PayoutVerifiedSchema, message));
+}
+
+export function payoutCompletedEvent(row: PayoutRow): NewEvent {
+  assertStatus(row, 'Completed');
+  if (!row.completed_at || row.transaction_hash === null) throw new Error(`payout ${row.id} is not completed`);
+  const message = create(PayoutCompletedSchema, {
+    ...base(row),
+    transactionHash: row.transaction_hash,
+    completedAt: timestampFromDate(row.completed_at),
+  });
+  return event('payout.completed', row, toJson(PayoutCompletedSchema, message));
+}
+
+export function payoutRejectedEvent(row: PayoutRow): NewEvent {
+  assertStatus(row, 'Rejected');
+  if (!row.rejected_at || row.admin_note === null) throw new Error(`payout ${row.id} is not rejected`);
+  const message = create(PayoutRejectedSchema, {
+    ...base(row),
+    adminNote: row.admin_note,
+    rejectedAt: timestampFromDate(row.rejected_at),
+  });
+  return event('payout.rejected', row, toJson(PayoutRejectedSchema, message));
+}
+
+export function payoutCancelledEvent(row: PayoutRow): NewEvent {
+  assertStatus(row, 'Cancelled');
+  if (!row.cancelled_at || row.cancel_reason === null) throw new Error(`payout ${row.id} is not cancelled`);
+  const message = create(PayoutCancelledSchema, {
+    ...base(row),
+    reason: row.cancel_reason,
+    cancelledAt: timestampFromDate(row.cancelled_at),
+  });
+  return event('payout.cancelled', row, toJson(PayoutCancelledSchema, message));
+}
+
+/** The event of a transition out of AwaitingVerification or Pending, by the status it reached. */
+export function transitionEvent(row: PayoutRow): NewEvent {
+  switch (row.status) {
+    case 'Pending':
+      return payoutVerifiedEvent(row);
+    case 'Completed':
+      return payoutCompletedEvent(row);
+    case 'Rejected':
+      return payoutRejectedEvent(row);
+    case 'Cancelled':
+      return payoutCancelledEvent(row);
+    case 'AwaitingVerification':
+      throw new Error('AwaitingVerification is reached by creation only');
+  }
+}

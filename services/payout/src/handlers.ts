@@ -1,0 +1,343 @@
+/**
+ * coinvoice.payout.v1.PayoutService. Error codes per RPC (ErrorDetail.code, Connect code):
+ * - GetBalance: validation_failed (InvalidArgument).
+ * - RequestPayout: validation_failed (violations by public field: amount, currency, address, note,
+ *   projectId, environment, idempotencyKey), not_found (auth does not know the project),
+ *   insufficient_balance (FailedPrecondition → 409), idempotency_key_reused (FailedPrecondition,
+ *   HTTP 422 by code), service_unavailable when auth cannot be asked.
+ * - VerifyPayout: validation_failed (code not 6 digits: costs no attempt), not_found,
+ *   invalid_verification_code (InvalidArgument → 400, violation on `code` with the attempts left;
+ *   the 5th cancels the payout), verification_code_expired (FailedPrecondition; the payout is
+ *   cancelled), payout_not_verifiable (409) unless AwaitingVerification.
+ * - ListPayouts: validation_failed (projectId, status, pageSize, cursor).
+ * - CancelPayout: validation_failed, not_found, payout_not_cancellable (409).
+ * - CompletePayout / RejectPayout: validation_failed (transactionHash per chain / adminNote),
+ *   not_found, payout_not_pending (409).
+ * Another project's payout is not_found, as if it did not exist.
+ */
+import { randomUUID } from 'node:crypto';
+import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
+import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
+import { enqueueEvent, errors, serviceError, type Logger, type Sql, type TransactionSql, type Violation } from '@coinvoice/runtime';
+import { formatPlain } from '@coinvoice/runtime/coins';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import {
+  PayoutSchema,
+  type CancelPayoutRequest,
+  type CancelPayoutResponseSchema,
+  type CompletePayoutRequest,
+  type CompletePayoutResponseSchema,
+  type GetBalanceRequest,
+  type GetBalanceResponseSchema,
+  type ListPayoutsRequest,
+  type ListPayoutsResponseSchema,
+  type Payout,
+  type PayoutService,
+  type RejectPayoutRequest,
+  type RejectPayoutResponseSchema,
+  type RequestPayoutRequest,
+  type RequestPayoutResponseSchema,
+  type VerifyPayoutRequest,
+  type VerifyPayoutResponseSchema,
+} from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import {
+  CODE_MAX_ATTEMPTS,
+  checkTransactionHash,
+  codeMatches,
+  decide,
+  encodeCursor,
+  issueCode,
+  storedCoin,
+  validateBalanceQuery,
+  validateCompletePayout,
+  validateListPayouts,
+  validatePayoutRef,
+  validateRejectPayout,
+  validateRequestPayout,
+  validateVerifyPayout,
+  type NewPayoutRequest,
+  type Validated,
+} from './domain';
+import { payoutRequestedEvent, verificationCodeIssuedEvent } from './events/payout-events';
+import type { PayoutMetrics } from './metrics';
+import { balanceToProto, environmentFromProto, environmentToProto, payoutToProto, statusFromProto } from './proto';
+import { claimIdempotencyKey, findIdempotencyKey, saveIdempotentResponse } from './store/idempotency';
+import { hold, listBalances } from './store/ledger';
+import { findPayout, insertPayout, listPayouts, lockPayout, useAttempt, type PayoutRow } from './store/payouts';
+import { applyTrigger } from './transitions';
+
+type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
+
+export interface PayoutHandlerDeps {
+  sql: Sql;
+  /** GetProjectContext: the merchant's email (and the project's environment, as a cross-check). */
+  auth: Pick<Client<typeof AuthService>, 'getProjectContext'>;
+  logger: Logger;
+  codeTtlMs: number;
+  metrics?: PayoutMetrics;
+}
+
+/** Throws validation_failed with the violations, or returns the value. */
+function valid<T>(result: Validated<T>): T {
+  if (result.ok) return result.value;
+  throw invalid(result.violations);
+}
+
+function invalid(violations: Violation[]) {
+  const summary = violations.map((v) => `${v.field} ${v.message}`).join('; ');
+  return errors.validation(violations, `the request is invalid: ${summary}`);
+}
+
+const payoutNotFound = () => errors.notFound('payout');
+
+/** What a verification attempt decided; errors are thrown only after its transaction committed. */
+type VerifyOutcome =
+  | { kind: 'verified'; payout: PayoutRow }
+  | { kind: 'wrong_code'; attemptsLeft: number }
+  | { kind: 'attempts_exhausted' }
+  | { kind: 'expired' };
+
+export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
+  constructor(private readonly deps: PayoutHandlerDeps) {}
+
+  async getBalance(req: GetBalanceRequest): Reply<typeof GetBalanceResponseSchema> {
+    const query = valid(
+      validateBalanceQuery({ projectId: req.projectId, environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})` }),
+    );
+    const rows = await listBalances(this.deps.sql, query.projectId, query.environment);
+    return { projectId: query.projectId, environment: environmentToProto(query.environment), balances: rows.map(balanceToProto) };
+  }
+
+  async requestPayout(req: RequestPayoutRequest): Reply<typeof RequestPayoutResponseSchema> {
+    const request = valid(
+      validateRequestPayout({
+        projectId: req.projectId,
+        environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})`,
+        amount: req.amount,
+        currency: req.currency,
+        address: req.address,
+        note: req.note,
+        idempotencyKey: req.idempotencyKey,
+      }),
+    );
+    // Auth before the transaction: a slow call must not hold locks.
+    const email = await this.merchantEmail(request);
+
+    const payoutId = randomUUID();
+    const outcome = await this.deps.sql.begin(async (tx) => {
+      if (request.idempotencyKey !== undefined) {
+        const claimed = await claimIdempotencyKey(tx, {
+          projectId: request.projectId,
+          key: request.idempotencyKey,
+          requestHash: request.fingerprint,
+          payoutId,
+        });
+        if (!claimed) return { replayOf: await this.replay(tx, request) };
+      }
+      const amount = formatPlain(request.amount);
+      const key = { projectId: request.projectId, environment: request.environment, currency: request.currency.code };
+      const held = await hold(tx, key, payoutId, amount);
+      if (!held.ok) {
+        // Thrown inside: the transaction (and the idempotency key's claim) rolls back.
+        this.deps.metrics?.refusedInsufficient.inc();
+        throw errors.conflict(
+          'insufficient_balance',
+          `the available ${key.currency} balance (${held.available}) does not cover the payout of ${amount} ${key.currency}`,
+        );
+      }
+      const issued = issueCode(payoutId);
+      // The hold's ledger entry references the payout, inserted right after in this transaction.
+      const row = await insertPayout(tx, {
+        id: payoutId,
+        projectId: request.projectId,
+        environment: request.environment,
+        amount,
+        currency: request.currency.code,
+        address: request.address,
+        note: request.note ?? null,
+        codeHash: issued.hash,
+        codeSalt: issued.salt,
+        codeTtlMs: this.deps.codeTtlMs,
+        codeAttempts: CODE_MAX_ATTEMPTS,
+      });
+      await enqueueEvent(tx, payoutRequestedEvent(row));
+      await enqueueEvent(tx, verificationCodeIssuedEvent(row, { email, code: issued.code }));
+      const payout = payoutToProto(row);
+      if (request.idempotencyKey !== undefined) {
+        await saveIdempotentResponse(tx, request.projectId, request.idempotencyKey, toBinary(PayoutSchema, payout));
+      }
+      return { created: payout };
+    });
+    if ('replayOf' in outcome) {
+      this.deps.metrics?.idempotentReplays.inc();
+      return { payout: outcome.replayOf, idempotentReplay: true };
+    }
+    this.deps.metrics?.requested.inc({ currency: request.currency.code, environment: request.environment });
+    this.deps.logger.info(
+      { payoutId, projectId: request.projectId, currency: request.currency.code, amount: formatPlain(request.amount) },
+      'payout requested; amount held, verification code issued',
+    );
+    return { payout: outcome.created, idempotentReplay: false };
+  }
+
+  /** The merchant's email from auth; the project's environment there must be the one the caller named. */
+  private async merchantEmail(request: NewPayoutRequest): Promise<string> {
+    let context;
+    try {
+      context = await this.deps.auth.getProjectContext({ projectId: request.projectId });
+    } catch (err) {
+      const code = ConnectError.from(err).code;
+      if (code === Code.NotFound || code === Code.InvalidArgument) throw errors.notFound('project');
+      throw serviceError(Code.Unavailable, 'service_unavailable', 'the project directory (auth) could not be asked; try again shortly');
+    }
+    if (environmentFromProto(context.environment) !== request.environment) {
+      throw invalid([{ field: 'environment', message: "is not the project's environment" }]);
+    }
+    if (context.merchantEmail === '') throw new Error(`auth has no email for the merchant of project ${request.projectId}`);
+    return context.merchantEmail;
+  }
+
+  /**
+   * The key is held by an earlier request (committed: the claim waited for it). The same body gets
+   * the first response again; another body is refused.
+   */
+  private async replay(tx: TransactionSql, request: NewPayoutRequest): Promise<Payout> {
+    const record = await findIdempotencyKey(tx, request.projectId, request.idempotencyKey!);
+    if (!record) {
+      // Unreachable: the claim and this read share the transaction's now(), and only rows past it
+      // are ever deleted. Answered as a retryable conflict rather than an internal error.
+      throw serviceError(Code.Aborted, 'conflict', 'the idempotency key changed during the request; retry');
+    }
+    if (record.request_hash !== request.fingerprint) {
+      throw errors.conflict(
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used with a different request body; use a new key for a new request',
+      );
+    }
+    if (record.response) return fromBinary(PayoutSchema, record.response);
+    const row = await findPayout(tx, request.projectId, record.payout_id);
+    if (!row) throw new Error(`idempotency key refers to missing payout ${record.payout_id}`);
+    return payoutToProto(row);
+  }
+
+  async verifyPayout(req: VerifyPayoutRequest): Reply<typeof VerifyPayoutResponseSchema> {
+    const verify = valid(validateVerifyPayout(req));
+    const outcome = await this.deps.sql.begin(async (tx): Promise<VerifyOutcome> => {
+      const locked = await lockPayout(tx, verify.payoutId, verify.projectId);
+      if (!locked) throw payoutNotFound();
+      const { payout, now } = locked;
+      const decision = decide(payout.status, 'verify');
+      if (!decision.ok) throw errors.conflict(decision.code, decision.reason);
+      if (!payout.code_hash || !payout.code_salt) throw new Error(`payout ${payout.id} awaits verification without a code`);
+      if (payout.code_expires_at.getTime() <= now.getTime()) {
+        // Expired but not yet swept: cancel it now, as the sweeper would.
+        await applyTrigger(tx, payout, 'expire_code');
+        return { kind: 'expired' };
+      }
+      if (codeMatches(payout.id, verify.code, payout.code_salt, payout.code_hash)) {
+        return { kind: 'verified', payout: await applyTrigger(tx, payout, 'verify') };
+      }
+      const attemptsLeft = await useAttempt(tx, payout.id);
+      if (attemptsLeft > 0) return { kind: 'wrong_code', attemptsLeft };
+      await applyTrigger(tx, { ...payout, code_attempts_left: 0 }, 'exhaust_attempts');
+      return { kind: 'attempts_exhausted' };
+    });
+    const log = this.deps.logger.child({ payoutId: verify.payoutId, projectId: verify.projectId });
+    switch (outcome.kind) {
+      case 'verified':
+        this.deps.metrics?.verified.inc();
+        log.info('payout verified; waiting for an operator');
+        return { payout: payoutToProto(outcome.payout) };
+      case 'wrong_code':
+        this.deps.metrics?.wrongCodes.inc();
+        log.info({ attemptsLeft: outcome.attemptsLeft }, 'wrong payout verification code');
+        throw serviceError(
+          Code.InvalidArgument,
+          'invalid_verification_code',
+          `the verification code is wrong; ${attemptsLeft(outcome.attemptsLeft)} left before the payout is cancelled`,
+          [{ field: 'code', message: `is wrong; ${attemptsLeft(outcome.attemptsLeft)} left` }],
+        );
+      case 'attempts_exhausted':
+        this.deps.metrics?.wrongCodes.inc();
+        this.deps.metrics?.cancelled.inc({ reason: 'attempts_exhausted' });
+        log.warn('wrong payout verification code, no attempts left: payout cancelled, hold released');
+        throw serviceError(
+          Code.InvalidArgument,
+          'invalid_verification_code',
+          'the verification code is wrong and no attempts are left: the payout was cancelled and its amount released',
+          [{ field: 'code', message: 'is wrong; no attempts left, the payout was cancelled' }],
+        );
+      case 'expired':
+        this.deps.metrics?.cancelled.inc({ reason: 'code_expired' });
+        log.info('payout verification code expired: payout cancelled, hold released');
+        throw errors.conflict(
+          'verification_code_expired',
+          'the verification code has expired: the payout was cancelled and its amount released; request a new payout',
+        );
+    }
+  }
+
+  async listPayouts(req: ListPayoutsRequest): Reply<typeof ListPayoutsResponseSchema> {
+    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const query = valid(validateListPayouts({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
+    // One more than asked tells whether another page follows.
+    const rows = await listPayouts(this.deps.sql, {
+      projectId: query.projectId,
+      status: query.status,
+      after: query.after,
+      limit: query.pageSize + 1,
+    });
+    const page = rows.slice(0, query.pageSize);
+    const last = page[page.length - 1];
+    return {
+      payouts: page.map(payoutToProto),
+      nextCursor: rows.length > query.pageSize && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : '',
+    };
+  }
+
+  async cancelPayout(req: CancelPayoutRequest): Reply<typeof CancelPayoutResponseSchema> {
+    const ref = valid(validatePayoutRef(req));
+    const row = await this.deps.sql.begin(async (tx) => {
+      const locked = await lockPayout(tx, ref.payoutId, ref.projectId);
+      if (!locked) throw payoutNotFound();
+      return applyTrigger(tx, locked.payout, 'cancel');
+    });
+    this.deps.metrics?.cancelled.inc({ reason: 'user' });
+    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id }, 'payout cancelled by the merchant; hold released');
+    return { payout: payoutToProto(row) };
+  }
+
+  async completePayout(req: CompletePayoutRequest): Reply<typeof CompletePayoutResponseSchema> {
+    const complete = valid(validateCompletePayout(req));
+    const row = await this.deps.sql.begin(async (tx) => {
+      const locked = await lockPayout(tx, complete.payoutId);
+      if (!locked) throw payoutNotFound();
+      const { payout } = locked;
+      // The state first: a second completion is a 409 whatever hash it carries.
+      if (payout.status !== 'Pending') return applyTrigger(tx, payout, 'complete');
+      const coin = storedCoin(payout.currency);
+      const hash = checkTransactionHash(complete.transactionHash, coin);
+      if (!hash.ok) throw invalid([{ field: 'transactionHash', message: hash.reason }]);
+      return applyTrigger(tx, payout, 'complete', { transactionHash: hash.value });
+    });
+    this.deps.metrics?.completed.inc({ currency: row.currency });
+    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, transactionHash: row.transaction_hash }, 'payout completed; hold debited');
+    return { payout: payoutToProto(row) };
+  }
+
+  async rejectPayout(req: RejectPayoutRequest): Reply<typeof RejectPayoutResponseSchema> {
+    const reject = valid(validateRejectPayout(req));
+    const row = await this.deps.sql.begin(async (tx) => {
+      const locked = await lockPayout(tx, reject.payoutId);
+      if (!locked) throw payoutNotFound();
+      return applyTrigger(tx, locked.payout, 'reject', { adminNote: reject.adminNote });
+    });
+    this.deps.metrics?.rejected.inc();
+    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id }, 'payout rejected by an operator; hold released');
+    return { payout: payoutToProto(row) };
+  }
+}
+
+function attemptsLeft(n: number): string {
+  return n === 1 ? '1 attempt' : `${n} attempts`;
+}

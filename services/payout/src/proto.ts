@@ -1,0 +1,73 @@
+/**
+ * Rows to protobuf messages and proto enums to domain names. Amounts leave as canonical decimal
+ * strings ("0.015", never "0.01500000"); the gateway turns them into JSON numbers.
+ */
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Decimal, formatPlain } from '@coinvoice/runtime/coins';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { BalanceSchema, PayoutSchema, PayoutStatus, type Balance, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import type { PayoutStatusName, ProjectEnvironment } from './domain';
+import type { BalanceRow } from './store/ledger';
+import type { PayoutRow } from './store/payouts';
+
+const STATUS_TO_PROTO: Readonly<Record<PayoutStatusName, PayoutStatus>> = {
+  AwaitingVerification: PayoutStatus.AWAITING_VERIFICATION,
+  Pending: PayoutStatus.PENDING,
+  Completed: PayoutStatus.COMPLETED,
+  Rejected: PayoutStatus.REJECTED,
+  Cancelled: PayoutStatus.CANCELLED,
+};
+
+export function statusToProto(status: PayoutStatusName): PayoutStatus {
+  return STATUS_TO_PROTO[status];
+}
+
+/** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
+export function statusFromProto(status: PayoutStatus): PayoutStatusName | undefined {
+  return (Object.keys(STATUS_TO_PROTO) as PayoutStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
+}
+
+export function environmentToProto(environment: ProjectEnvironment): Environment {
+  return environment === 'sandbox' ? Environment.SANDBOX : Environment.LIVE;
+}
+
+/** 'live' | 'sandbox', or undefined for UNSPECIFIED and unknown values. */
+export function environmentFromProto(environment: Environment): ProjectEnvironment | undefined {
+  if (environment === Environment.LIVE) return 'live';
+  if (environment === Environment.SANDBOX) return 'sandbox';
+  return undefined;
+}
+
+export function amountString(amount: string): string {
+  return formatPlain(new Decimal(amount));
+}
+
+export function payoutToProto(row: PayoutRow): Payout {
+  return create(PayoutSchema, {
+    id: row.id,
+    projectId: row.project_id,
+    amount: amountString(row.amount),
+    currency: row.currency,
+    address: row.address,
+    ...(row.note === null ? {} : { note: row.note }),
+    status: statusToProto(row.status),
+    ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
+    ...(row.admin_note === null ? {} : { adminNote: row.admin_note }),
+    createdAt: timestampFromDate(row.created_at),
+    updatedAt: timestampFromDate(row.updated_at),
+    environment: environmentToProto(row.environment),
+  });
+}
+
+/** total = available + pending, computed exactly. */
+export function balanceToProto(row: BalanceRow): Balance {
+  const available = new Decimal(row.available);
+  const pending = new Decimal(row.pending);
+  return create(BalanceSchema, {
+    currency: row.currency,
+    available: formatPlain(available),
+    pending: formatPlain(pending),
+    total: formatPlain(available.plus(pending)),
+  });
+}

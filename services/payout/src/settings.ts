@@ -1,0 +1,17 @@
+/**
+ * The payout service's own settings (environment variables, validated at start; a bad value stops
+ * the process with one line naming the variable). Documented in services/payout/README.md.
+ */
+import { setting } from '@coinvoice/runtime';
+import { DEFAULT_CODE_TTL_MS } from './domain';
+
+export const payoutSettings = {
+  /** gRPC URL of the auth service: GetProjectContext gives the merchant's email for the code. */
+  AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
+  /** How long a verification code is valid (DESIGN.md §5: 15 minutes); after it the payout is cancelled. */
+  PAYOUT_CODE_TTL_MS: setting.int({ default: DEFAULT_CODE_TTL_MS, min: 1_000, max: 24 * 60 * 60_000 }),
+  /** How often the sweeper looks for AwaitingVerification payouts whose code expired. */
+  PAYOUT_SWEEP_INTERVAL_MS: setting.int({ default: 5_000, min: 10, max: 3_600_000 }),
+  /** Payouts cancelled per sweeper transaction (a full batch is followed by the next at once). */
+  PAYOUT_SWEEP_BATCH_SIZE: setting.int({ default: 100, min: 1, max: 10_000 }),
+} as const;

@@ -1,0 +1,174 @@
+/**
+ * The `payouts` table. `amount` is numeric and comes back as a decimal string; timestamps are
+ * truncated to milliseconds so the history cursor round-trips exactly through a JS Date. Every
+ * state change is an UPDATE guarded by the transition table (`sourceStatuses`), on a row the caller
+ * has locked, so even a caller that skipped the lock could not make a transition twice.
+ */
+import type { Queryable, TransactionSql } from '@coinvoice/runtime';
+import { sourceStatuses, targetStatus, type CancelReason, type PayoutCursor, type PayoutStatusName, type PayoutTrigger, type ProjectEnvironment } from '../domain';
+
+export interface PayoutRow {
+  id: string;
+  project_id: string;
+  environment: ProjectEnvironment;
+  amount: string;
+  currency: string;
+  address: string;
+  note: string | null;
+  status: PayoutStatusName;
+  transaction_hash: string | null;
+  admin_note: string | null;
+  cancel_reason: CancelReason | null;
+  code_hash: Buffer | null;
+  code_salt: Buffer | null;
+  code_expires_at: Date;
+  code_attempts_left: number;
+  created_at: Date;
+  updated_at: Date;
+  verified_at: Date | null;
+  completed_at: Date | null;
+  rejected_at: Date | null;
+  cancelled_at: Date | null;
+}
+
+export interface NewPayoutRow {
+  id: string;
+  projectId: string;
+  environment: ProjectEnvironment;
+  /** Decimal string. */
+  amount: string;
+  currency: string;
+  address: string;
+  note: string | null;
+  codeHash: Buffer;
+  codeSalt: Buffer;
+  codeTtlMs: number;
+  codeAttempts: number;
+}
+
+/** Inserts an AwaitingVerification payout; created_at is the database clock, the code expires codeTtlMs later. */
+export async function insertPayout(tx: TransactionSql, row: NewPayoutRow): Promise<PayoutRow> {
+  const [inserted] = await tx<PayoutRow[]>`
+    with clock as (select date_trunc('milliseconds', now()) as created_at)
+    insert into payouts (
+      id, project_id, environment, amount, currency, address, note, status,
+      code_hash, code_salt, code_expires_at, code_attempts_left, created_at, updated_at
+    )
+    select
+      ${row.id}, ${row.projectId}, ${row.environment}, ${row.amount}::numeric, ${row.currency}, ${row.address}, ${row.note},
+      'AwaitingVerification', ${row.codeHash}, ${row.codeSalt},
+      clock.created_at + ${row.codeTtlMs}::int * interval '1 millisecond', ${row.codeAttempts},
+      clock.created_at, clock.created_at
+    from clock
+    returning *`;
+  if (!inserted) throw new Error('insert into payouts returned no row');
+  return inserted;
+}
+
+/** One payout of a project; another project's payout is as absent as a missing one. */
+export async function findPayout(sql: Queryable, projectId: string, payoutId: string): Promise<PayoutRow | undefined> {
+  const [row] = await sql<PayoutRow[]>`select * from payouts where id = ${payoutId} and project_id = ${projectId}`;
+  return row;
+}
+
+/**
+ * Locks a payout for a state change (concurrent changes queue here and each sees the previous
+ * one's outcome), with the database clock. Without `projectId` (operators) any project's payout.
+ */
+export async function lockPayout(
+  tx: TransactionSql,
+  payoutId: string,
+  projectId?: string,
+): Promise<{ payout: PayoutRow; now: Date } | undefined> {
+  const byProject = projectId === undefined ? tx`` : tx`and project_id = ${projectId}`;
+  const [row] = await tx<(PayoutRow & { db_now: Date })[]>`
+    select *, now() as db_now from payouts where id = ${payoutId} ${byProject} for update`;
+  if (!row) return undefined;
+  const { db_now: now, ...payout } = row;
+  return { payout, now };
+}
+
+/** The timestamp column each target status sets. */
+const STAMP_COLUMN = {
+  Pending: 'verified_at',
+  Completed: 'completed_at',
+  Rejected: 'rejected_at',
+  Cancelled: 'cancelled_at',
+} as const satisfies Record<Exclude<PayoutStatusName, 'AwaitingVerification'>, string>;
+
+/** Extra columns a transition sets. */
+export interface TransitionFields {
+  transactionHash?: string;
+  adminNote?: string;
+}
+
+/**
+ * Moves a locked payout along the transition table: status, the trigger's timestamp, the reason of
+ * a cancellation, and the code cleared once the payout leaves AwaitingVerification. Returns
+ * undefined when the payout is not in a source status of `trigger` (the guard).
+ */
+export async function applyTransition(
+  tx: TransactionSql,
+  payoutId: string,
+  trigger: PayoutTrigger,
+  fields: TransitionFields & { cancelReason?: CancelReason } = {},
+): Promise<PayoutRow | undefined> {
+  const to = targetStatus(trigger);
+  if (to === 'AwaitingVerification') throw new Error('no transition leads back to AwaitingVerification');
+  const stampColumn = STAMP_COLUMN[to];
+  const [row] = await tx<PayoutRow[]>`
+    update payouts set
+      status = ${to},
+      updated_at = date_trunc('milliseconds', now()),
+      ${tx(stampColumn)} = date_trunc('milliseconds', now()),
+      code_hash = null,
+      code_salt = null,
+      cancel_reason = ${to === 'Cancelled' ? (fields.cancelReason ?? null) : null},
+      transaction_hash = ${to === 'Completed' ? (fields.transactionHash ?? null) : null},
+      admin_note = ${to === 'Rejected' ? (fields.adminNote ?? null) : null}
+    where id = ${payoutId} and status = any(${sourceStatuses(trigger)})
+    returning *`;
+  return row;
+}
+
+/** Counts one wrong code against a locked AwaitingVerification payout; returns the attempts left. */
+export async function useAttempt(tx: TransactionSql, payoutId: string): Promise<number> {
+  const [row] = await tx<{ code_attempts_left: number }[]>`
+    update payouts set code_attempts_left = code_attempts_left - 1, updated_at = date_trunc('milliseconds', now())
+    where id = ${payoutId} and status = 'AwaitingVerification' and code_attempts_left > 0
+    returning code_attempts_left`;
+  if (!row) throw new Error(`payout ${payoutId} has no attempt left to use`);
+  return row.code_attempts_left;
+}
+
+/**
+ * Locks up to `limit` AwaitingVerification payouts whose code has expired. Rows another
+ * transaction holds (another sweeper's batch, a verification in progress) are skipped, so two
+ * sweepers never cancel the same payout and a verification that holds its lock decides first.
+ */
+export async function lockExpiredAwaiting(tx: TransactionSql, limit: number): Promise<PayoutRow[]> {
+  return tx<PayoutRow[]>`
+    select * from payouts
+    where status = any(${sourceStatuses('expire_code')}) and code_expires_at <= now()
+    order by code_expires_at
+    limit ${limit}
+    for update skip locked`;
+}
+
+export interface ListQuery {
+  projectId: string;
+  status: PayoutStatusName | undefined;
+  after: PayoutCursor | undefined;
+  limit: number;
+}
+
+/** Newest first by (created_at, id): keyset pagination, stable while payouts are being created. */
+export async function listPayouts(sql: Queryable, query: ListQuery): Promise<PayoutRow[]> {
+  const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
+  const after = query.after === undefined ? sql`` : sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`;
+  return sql<PayoutRow[]>`
+    select * from payouts
+    where project_id = ${query.projectId} ${byStatus} ${after}
+    order by created_at desc, id desc
+    limit ${query.limit}`;
+}

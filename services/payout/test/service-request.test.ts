@@ -1,0 +1,251 @@
+/**
+ * RequestPayout over gRPC against real Postgres and NATS: every field checked and named, the amount
+ * held at once, never an overdraft under concurrency, the code issued hashed with both events in
+ * the outbox, and Idempotency-Key replays.
+ */
+import { Code } from '@coinvoice/runtime';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import {
+  addressFor,
+  balanceOf,
+  breakChecksum,
+  codeOf,
+  ledgerSums,
+  payoutRequest,
+  rejection,
+  startPayoutHarness,
+  type Harness,
+} from './support/harness';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startPayoutHarness();
+});
+
+afterAll(async () => {
+  await h?.dispose();
+});
+
+test('a request holds the amount, answers AwaitingVerification, and writes payout.requested and the code event', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'BTC', '0.05');
+  const address = addressFor('BTC', 'sandbox');
+  const { payout, idempotentReplay } = await h.client.requestPayout(
+    payoutRequest(project, { amount: '0.0125', address: address.toUpperCase(), note: 'Weekly\nsettlement' }),
+  );
+  expect(idempotentReplay).toBe(false);
+  expect(payout).toMatchObject({
+    projectId: project.id,
+    amount: '0.0125',
+    currency: 'BTC',
+    address, // canonical (bech32 lower case)
+    note: 'Weekly\nsettlement',
+    status: PayoutStatus.AWAITING_VERIFICATION,
+    environment: Environment.SANDBOX,
+  });
+  expect(payout!.transactionHash).toBeUndefined();
+  expect(payout!.adminNote).toBeUndefined();
+  expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.0375', pending: '0.0125', total: '0.05' });
+  expect(await ledgerSums(h, project.id, 'BTC')).toEqual({ available: '0.0375', pending: '0.0125' });
+
+  const events = await h.sql<{ event_type: string; payload: Record<string, unknown> }[]>`
+    select event_type, payload from outbox where event_key = ${payout!.id} order by seq`;
+  expect(events.map((e) => e.event_type)).toEqual(['payout.requested', 'payout.verification_code_issued']);
+  expect(events[0]!.payload).toEqual({
+    payoutId: payout!.id,
+    projectId: project.id,
+    environment: 'sandbox',
+    amount: '0.0125',
+    currency: 'BTC',
+    status: 'AwaitingVerification',
+    address,
+    note: 'Weekly\nsettlement',
+    createdAt: expect.any(String),
+  });
+  expect(new Date(events[0]!.payload.createdAt as string).getTime()).toBe(timestampDate(payout!.createdAt!).getTime());
+  const issued = events[1]!.payload;
+  expect(issued).toMatchObject({ payoutId: payout!.id, projectId: project.id, environment: 'sandbox', amount: '0.0125', currency: 'BTC', status: 'AwaitingVerification', email: project.email });
+  expect(issued.code).toMatch(/^\d{6}$/);
+  // Valid 15 minutes (the default) from creation.
+  const expiresAt = new Date(issued.expiresAt as string).getTime();
+  expect(expiresAt - timestampDate(payout!.createdAt!).getTime()).toBe(15 * 60_000);
+
+  // Stored hashed with a salt of its own: the plain code is nowhere in the payouts table.
+  const [stored] = await h.sql`select row_to_json(p)::text as text, length(code_hash) as hash_len, length(code_salt) as salt_len, code_attempts_left from payouts p where id = ${payout!.id}`;
+  expect(stored).toMatchObject({ hash_len: 32, salt_len: 32, code_attempts_left: 5 });
+  expect(stored!.text).not.toContain(issued.code as string);
+});
+
+test('codes are 6 random digits, different per payout', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'ETH', '1');
+  const codes = new Set<string>();
+  for (let i = 0; i < 8; i++) {
+    const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'ETH', amount: '0.01' }));
+    codes.add(await codeOf(h, payout!.id));
+  }
+  for (const code of codes) expect(code).toMatch(/^\d{6}$/);
+  expect(codes.size).toBeGreaterThan(5); // 8 draws from 10^6 values: repeats are (almost) impossible
+});
+
+test('20 concurrent requests against a balance that covers 5: exactly 5 succeed, the rest insufficient_balance', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'BTC', '0.05');
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: 20 }, () => h.client.requestPayout(payoutRequest(project, { amount: '0.01' }))),
+  );
+  const ok = outcomes.filter((o) => o.status === 'fulfilled');
+  const refused = await Promise.all(outcomes.flatMap((o) => (o.status === 'rejected' ? [rejection(Promise.reject(o.reason))] : [])));
+  expect(ok).toHaveLength(5);
+  expect(refused).toHaveLength(15);
+  for (const err of refused) expect(err).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'insufficient_balance' });
+  expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0', pending: '0.05', total: '0.05' });
+  expect(await ledgerSums(h, project.id, 'BTC')).toEqual({ available: '0', pending: '0.05' });
+  const [count] = await h.sql<{ n: number }[]>`select count(*)::int as n from payouts where project_id = ${project.id}`;
+  expect(count!.n).toBe(5);
+  const [events] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_type = 'payout.requested' and payload->>'projectId' = ${project.id}`;
+  expect(events!.n).toBe(5);
+});
+
+test('a project without a balance in the coin is refused with insufficient_balance, and nothing is written', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'BTC', '1');
+  const err = await rejection(h.client.requestPayout(payoutRequest(project, { currency: 'LTC', amount: '0.5' })));
+  expect(err).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'insufficient_balance' });
+  expect(err.message).toContain('LTC');
+  const over = await rejection(h.client.requestPayout(payoutRequest(project, { amount: '1.00000001' })));
+  expect(over).toMatchObject({ code: 'insufficient_balance', message: expect.stringContaining('(1)') });
+  const rows = await h.sql`select 1 from payouts where project_id = ${project.id}`;
+  expect(rows).toHaveLength(0);
+  // The whole balance is fine.
+  await h.client.requestPayout(payoutRequest(project, { amount: '1' }));
+  expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0', pending: '1', total: '1' });
+});
+
+describe('validation: violations name the public fields', () => {
+  const sandbox = () => h.auth.addProject('sandbox');
+  const cases: Array<[string, (p: ReturnType<typeof sandbox>) => Record<string, unknown>, string, string | RegExp]> = [
+    ['9 decimals', (p) => payoutRequest(p, { amount: '0.123456789' }), 'amount', 'must have at most 8 decimal places'],
+    ['zero', (p) => payoutRequest(p, { amount: '0' }), 'amount', 'must be greater than 0'],
+    ['negative', (p) => payoutRequest(p, { amount: '-1' }), 'amount', 'must be greater than 0'],
+    ['an exponent', (p) => payoutRequest(p, { amount: '1e-3' }), 'amount', /plain decimal/],
+    ['13 integer digits', (p) => payoutRequest(p, { amount: '1000000000000' }), 'amount', 'must have at most 12 digits before the decimal point'],
+    ['a huge number converted at the edge', (p) => payoutRequest(p, { amount: '1'.padEnd(300, '0') }), 'amount', 'must have at most 12 digits before the decimal point'],
+    ['7 decimals of USDT', (p) => payoutRequest(p, { currency: 'USDT', amount: '1.1234567' }), 'amount', 'must have at most 6 decimal places for USDT'],
+    ['no amount', (p) => ({ ...payoutRequest(p), amount: '' }), 'amount', 'is required'],
+    ['an unsupported currency', (p) => ({ ...payoutRequest(p), currency: 'DOGE' }), 'currency', /unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX/],
+    ['a lower-case currency', (p) => ({ ...payoutRequest(p), currency: 'btc' }), 'currency', /unsupported currency/],
+    ['a BTC address with a bad checksum', (p) => payoutRequest(p, { address: breakChecksum(addressFor('BTC')) }), 'address', /checksum/],
+    ['an ETH address with a bad checksum', (p) => payoutRequest(p, { currency: 'ETH', address: breakChecksum(addressFor('ETH')) }), 'address', /invalid EIP-55 checksum/],
+    ['an all-lower-case ETH address', (p) => payoutRequest(p, { currency: 'USDC', address: addressFor('USDC').toLowerCase() }), 'address', /must carry its EIP-55 checksum/],
+    ['a TRX address with a bad checksum', (p) => payoutRequest(p, { currency: 'TRX', address: breakChecksum(addressFor('TRX')) }), 'address', /checksum/],
+    ['a mainnet BTC address for a sandbox project', (p) => payoutRequest(p, { address: addressFor('BTC', 'live') }), 'address', 'is not a valid BTC testnet address: it must start with "tb1" on this network'],
+    ['a BTC address for LTC', (p) => payoutRequest(p, { currency: 'LTC', address: addressFor('BTC') }), 'address', /tltc1/],
+    ['no address', (p) => ({ ...payoutRequest(p), address: '' }), 'address', 'is required'],
+    ['a note of 501 characters', (p) => payoutRequest(p, { note: 'n'.repeat(501) }), 'note', 'must be at most 500 characters'],
+    ['a note with a control character', (p) => payoutRequest(p, { note: 'bell\u0007' }), 'note', 'must not contain control characters'],
+    ['a malformed project id', (p) => ({ ...payoutRequest(p), projectId: 'project-1' }), 'projectId', 'must be a UUID'],
+    ['no environment', (p) => ({ ...payoutRequest(p), environment: Environment.UNSPECIFIED }), 'environment', 'must be live or sandbox'],
+    ['an Idempotency-Key of 256 characters', (p) => payoutRequest(p, { idempotencyKey: 'k'.repeat(256) }), 'idempotencyKey', 'must be at most 255 characters'],
+  ];
+
+  test.each(cases)('%s', async (_what, build, field, message) => {
+    const project = sandbox();
+    await h.credit(project, 'BTC', '1');
+    const err = await rejection(h.client.requestPayout(build(project) as never));
+    expect(err).toMatchObject({ connectCode: Code.InvalidArgument, code: 'validation_failed' });
+    expect(err.violations).toContainEqual({ field, message: typeof message === 'string' ? message : expect.stringMatching(message) });
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+  });
+
+  test('a note of exactly 500 characters (emoji count once) and 6 decimals of USDT are fine', async () => {
+    const project = sandbox();
+    await h.credit(project, 'USDT', '10');
+    const note = '💸'.repeat(500);
+    const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'USDT', amount: '1.123456', note }));
+    expect(payout).toMatchObject({ amount: '1.123456', note });
+  });
+
+  test('several bad fields are reported together', async () => {
+    const err = await rejection(
+      h.client.requestPayout({ projectId: 'x', environment: Environment.SANDBOX, amount: '0', currency: 'XYZ', address: '', note: 'n'.repeat(501) }),
+    );
+    expect(err.violations.map((v) => v.field).sort()).toEqual(['address', 'amount', 'currency', 'note', 'projectId']);
+  });
+});
+
+test('auth decides the project: unknown → not_found; another environment → refused; auth down → unavailable', async () => {
+  const unknown = { id: '0b0b0b0b-0000-4000-8000-000000000000', environment: 'sandbox' as const, email: 'x@example.com' };
+  expect(await rejection(h.client.requestPayout(payoutRequest(unknown)))).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
+
+  const live = h.auth.addProject('live');
+  await h.credit(live, 'BTC', '1');
+  const asSandbox = { ...payoutRequest(live), environment: Environment.SANDBOX, address: addressFor('BTC', 'sandbox') };
+  expect(await rejection(h.client.requestPayout(asSandbox))).toMatchObject({ code: 'validation_failed', violations: [{ field: 'environment' }] });
+
+  h.auth.down = true;
+  try {
+    expect(await rejection(h.client.requestPayout(payoutRequest(live)))).toMatchObject({ connectCode: Code.Unavailable, code: 'service_unavailable' });
+  } finally {
+    h.auth.down = false;
+  }
+  expect(await balanceOf(h, live, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+  // A live project pays out to mainnet addresses from its live balance.
+  const { payout } = await h.client.requestPayout(payoutRequest(live, { amount: '0.4' }));
+  expect(payout).toMatchObject({ environment: Environment.LIVE, amount: '0.4' });
+  expect(payout!.address.startsWith('bc1')).toBe(true);
+});
+
+describe('Idempotency-Key', () => {
+  test('the same key and body replay the first payout; nothing is held twice and no second code is sent', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '1');
+    const request = payoutRequest(project, { amount: '0.3', idempotencyKey: 'payout-2024-06-01', note: 'June' });
+    const first = await h.client.requestPayout(request);
+    const second = await h.client.requestPayout(request);
+    expect(second).toMatchObject({ idempotentReplay: true });
+    expect(second.payout).toEqual(first.payout);
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.7', pending: '0.3', total: '1' });
+    const [codes] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_type = 'payout.verification_code_issued' and payload->>'projectId' = ${project.id}`;
+    expect(codes!.n).toBe(1);
+  });
+
+  test('the same key with another body answers idempotency_key_reused', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '1');
+    const request = payoutRequest(project, { amount: '0.3', idempotencyKey: 'k-1' });
+    await h.client.requestPayout(request);
+    for (const changed of [{ amount: '0.31' }, { note: 'other' }, { address: addressFor('BTC') }]) {
+      expect(await rejection(h.client.requestPayout({ ...request, ...changed }))).toMatchObject({
+        connectCode: Code.FailedPrecondition,
+        code: 'idempotency_key_reused',
+      });
+    }
+    // Keys are per project: another project may use the same one.
+    const other = h.auth.addProject('sandbox');
+    await h.credit(other, 'BTC', '1');
+    expect((await h.client.requestPayout(payoutRequest(other, { amount: '0.3', idempotencyKey: 'k-1' }))).idempotentReplay).toBe(false);
+  });
+
+  test('10 concurrent requests with one key create one payout', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '1');
+    const request = payoutRequest(project, { amount: '0.1', idempotencyKey: 'race' });
+    const results = await Promise.all(Array.from({ length: 10 }, () => h.client.requestPayout(request)));
+    expect(new Set(results.map((r) => r.payout!.id)).size).toBe(1);
+    expect(results.filter((r) => !r.idempotentReplay)).toHaveLength(1);
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.9', pending: '0.1', total: '1' });
+  });
+
+  test('a request refused for its balance does not use up its key', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '0.1');
+    const request = payoutRequest(project, { amount: '0.2', idempotencyKey: 'retry-me' });
+    expect(await rejection(h.client.requestPayout(request))).toMatchObject({ code: 'insufficient_balance' });
+    await h.credit(project, 'BTC', '0.1');
+    expect(await h.client.requestPayout(request)).toMatchObject({ idempotentReplay: false, payout: { amount: '0.2' } });
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * Cancel, complete and reject over gRPC against real Postgres: each follows the transition table,
+ * moves the ledger as it says (cancel/reject release, complete debits) and emits its event;
+ * anything else answers the table's 409. Completing the same payout twice, also concurrently,
+ * debits once.
+ */
+import { randomUUID } from 'node:crypto';
+import { Code } from '@coinvoice/runtime';
+import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import {
+  balanceOf,
+  codeOf,
+  ledgerSums,
+  payoutRequest,
+  rejection,
+  startPayoutHarness,
+  wrongCode,
+  type FakeProject,
+  type Harness,
+} from './support/harness';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startPayoutHarness();
+});
+
+afterAll(async () => {
+  await h?.dispose();
+});
+
+const BTC_TX = 'a1'.repeat(32);
+const ETH_TX = `0x${'b2'.repeat(32)}`;
+
+async function payoutIn(status: 'AwaitingVerification' | 'Pending', options: { currency?: 'BTC' | 'ETH'; amount?: string } = {}) {
+  const currency = options.currency ?? 'BTC';
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, currency, '1');
+  const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount: options.amount ?? '0.25' }));
+  if (status === 'Pending') await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+  return { project, payoutId: payout!.id };
+}
+
+async function lastEvent(payoutId: string) {
+  const [row] = await h.sql<{ event_type: string; payload: Record<string, unknown> }[]>`
+    select event_type, payload from outbox where event_key = ${payoutId} order by seq desc limit 1`;
+  return row;
+}
+
+async function settlements(payoutId: string) {
+  return (await h.sql<{ kind: string }[]>`select kind from ledger_entries where payout_id = ${payoutId} order by id`).map((r) => r.kind);
+}
+
+describe('cancel', () => {
+  test.each(['AwaitingVerification', 'Pending'] as const)('from %s: Cancelled, hold released, payout.cancelled reason user', async (from) => {
+    const { project, payoutId } = await payoutIn(from);
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.75', pending: '0.25', total: '1' });
+    const { payout } = await h.client.cancelPayout({ projectId: project.id, payoutId });
+    expect(payout).toMatchObject({ id: payoutId, status: PayoutStatus.CANCELLED });
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+    expect(await settlements(payoutId)).toEqual(['hold', 'release']);
+    expect(await lastEvent(payoutId)).toMatchObject({ event_type: 'payout.cancelled', payload: { status: 'Cancelled', reason: 'user', amount: '0.25', currency: 'BTC', environment: 'sandbox' } });
+    // Twice: 409, nothing moves.
+    expect(await rejection(h.client.cancelPayout({ projectId: project.id, payoutId }))).toMatchObject({
+      connectCode: Code.FailedPrecondition,
+      code: 'payout_not_cancellable',
+      message: 'payout is Cancelled; only a payout in AwaitingVerification or Pending can be cancelled',
+    });
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+  });
+
+  test('a Completed or Rejected payout cannot be cancelled', async () => {
+    const completed = await payoutIn('Pending');
+    await h.client.completePayout({ payoutId: completed.payoutId, transactionHash: BTC_TX });
+    expect(await rejection(h.client.cancelPayout({ projectId: completed.project.id, payoutId: completed.payoutId }))).toMatchObject({
+      code: 'payout_not_cancellable',
+      message: 'payout is Completed; only a payout in AwaitingVerification or Pending can be cancelled',
+    });
+    const rejected = await payoutIn('Pending');
+    await h.client.rejectPayout({ payoutId: rejected.payoutId, adminNote: 'KYC pending' });
+    expect(await rejection(h.client.cancelPayout({ projectId: rejected.project.id, payoutId: rejected.payoutId }))).toMatchObject({ code: 'payout_not_cancellable' });
+    expect(await balanceOf(h, completed.project, 'BTC')).toEqual({ available: '0.75', pending: '0', total: '0.75' });
+    expect(await balanceOf(h, rejected.project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+  });
+
+  test("another project's payout is not_found and stays as it was", async () => {
+    const { project, payoutId } = await payoutIn('AwaitingVerification');
+    expect(await rejection(h.client.cancelPayout({ projectId: randomUUID(), payoutId }))).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
+    expect((await h.client.listPayouts({ projectId: project.id })).payouts[0]!.status).toBe(PayoutStatus.AWAITING_VERIFICATION);
+  });
+});
+
+describe('complete', () => {
+  test('Pending → Completed with the hash: pending and total decrease by the amount (debit), payout.completed', async () => {
+    const { project, payoutId } = await payoutIn('Pending', { amount: '0.3' });
+    const { payout } = await h.client.completePayout({ payoutId, transactionHash: BTC_TX.toUpperCase() });
+    expect(payout).toMatchObject({ id: payoutId, status: PayoutStatus.COMPLETED, transactionHash: BTC_TX });
+    expect(payout!.adminNote).toBeUndefined();
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.7', pending: '0', total: '0.7' });
+    expect(await ledgerSums(h, project.id, 'BTC')).toEqual({ available: '0.7', pending: '0' });
+    expect(await settlements(payoutId)).toEqual(['hold', 'debit']);
+    expect(await lastEvent(payoutId)).toMatchObject({
+      event_type: 'payout.completed',
+      payload: { payoutId, projectId: project.id, status: 'Completed', amount: '0.3', currency: 'BTC', environment: 'sandbox', transactionHash: BTC_TX, completedAt: expect.any(String) },
+    });
+  });
+
+  test('completing the same payout concurrently 10 times debits once; the others answer payout_not_pending', async () => {
+    const { project, payoutId } = await payoutIn('Pending', { currency: 'ETH', amount: '0.4' });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => h.client.completePayout({ payoutId, transactionHash: `0x${String(i).repeat(64)}` })),
+    );
+    const ok = outcomes.filter((o) => o.status === 'fulfilled');
+    expect(ok).toHaveLength(1);
+    for (const o of outcomes) {
+      if (o.status === 'rejected') expect(await rejection(Promise.reject(o.reason))).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'payout_not_pending' });
+    }
+    expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '0.6', pending: '0', total: '0.6' });
+    expect(await settlements(payoutId)).toEqual(['hold', 'debit']);
+    const [events] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_key = ${payoutId} and event_type = 'payout.completed'`;
+    expect(events!.n).toBe(1);
+    // And once more, sequentially, with the winning hash: still 409.
+    const winner = (ok[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof h.client.completePayout>>>).value.payout!;
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: winner.transactionHash! }))).toMatchObject({
+      code: 'payout_not_pending',
+      message: 'payout is Completed; only a payout in Pending can be completed',
+    });
+  });
+
+  test('an AwaitingVerification payout cannot be completed or rejected', async () => {
+    const { project, payoutId } = await payoutIn('AwaitingVerification');
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'no' }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.75', pending: '0.25', total: '1' });
+  });
+
+  test.each([
+    ['BTC', 'not-a-hash', 'must be a BTC transaction id: 64 hex digits'],
+    ['BTC', `0x${'a'.repeat(64)}`, 'must be a BTC transaction id: 64 hex digits'],
+    ['ETH', 'a'.repeat(64), 'must be a ETH transaction hash: "0x" followed by 64 hex digits'],
+    ['BTC', '', 'is required'],
+  ] as const)('a %s payout refuses the transaction hash %j', async (currency, transactionHash, message) => {
+    const { project, payoutId } = await payoutIn('Pending', { currency });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash }))).toMatchObject({
+      code: 'validation_failed',
+      violations: [{ field: 'transactionHash', message }],
+    });
+    expect(await balanceOf(h, project, currency)).toEqual({ available: '0.75', pending: '0.25', total: '1' });
+    const ok = await h.client.completePayout({ payoutId, transactionHash: currency === 'ETH' ? ETH_TX : BTC_TX });
+    expect(ok.payout!.status).toBe(PayoutStatus.COMPLETED);
+  });
+
+  test('an unknown payout is not_found', async () => {
+    expect(await rejection(h.client.completePayout({ payoutId: randomUUID(), transactionHash: BTC_TX }))).toMatchObject({ code: 'not_found' });
+    expect(await rejection(h.client.rejectPayout({ payoutId: randomUUID(), adminNote: 'x' }))).toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('reject', () => {
+  test('Pending → Rejected with the admin note: hold released, payout.rejected', async () => {
+    const { project, payoutId } = await payoutIn('Pending', { amount: '0.5' });
+    const { payout } = await h.client.rejectPayout({ payoutId, adminNote: 'Destination flagged by compliance' });
+    expect(payout).toMatchObject({ status: PayoutStatus.REJECTED, adminNote: 'Destination flagged by compliance' });
+    expect(payout!.transactionHash).toBeUndefined();
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+    expect(await settlements(payoutId)).toEqual(['hold', 'release']);
+    expect(await lastEvent(payoutId)).toMatchObject({ event_type: 'payout.rejected', payload: { status: 'Rejected', adminNote: 'Destination flagged by compliance', amount: '0.5' } });
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'again' }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX }))).toMatchObject({ code: 'payout_not_pending' });
+  });
+
+  test.each([['', 'is required'], ['   ', 'is required'], ['x'.repeat(501), 'must be at most 500 characters']])('an admin note %j is refused', async (adminNote, message) => {
+    const { payoutId } = await payoutIn('Pending');
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote }))).toMatchObject({ code: 'validation_failed', violations: [{ field: 'adminNote', message }] });
+  });
+});
+
+test('a full life: request, a wrong code, verify, complete; the ledger explains the balance at every step', async () => {
+  const project: FakeProject = h.auth.addProject('sandbox');
+  await h.credit(project, 'USDC', '100');
+  await h.credit(project, 'USDC', '25.5');
+  const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'USDC', amount: '120.25' }));
+  expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '120.25', total: '125.5' });
+  const code = await codeOf(h, payout!.id);
+  await rejection(h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: wrongCode(code) }));
+  await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code });
+  expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '120.25', total: '125.5' });
+  await h.client.completePayout({ payoutId: payout!.id, transactionHash: ETH_TX });
+  expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '0', total: '5.25' });
+  expect(await ledgerSums(h, project.id, 'USDC')).toEqual({ available: '5.25', pending: '0' });
+  const events = await h.sql<{ event_type: string }[]>`select event_type from outbox where event_key = ${payout!.id} order by seq`;
+  expect(events.map((e) => e.event_type)).toEqual(['payout.requested', 'payout.verification_code_issued', 'payout.verified', 'payout.completed']);
+});

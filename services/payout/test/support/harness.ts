@@ -1,0 +1,303 @@
+/**
+ * What the payout service tests share: the service started in-process (fresh database, event
+ * namespace of its own, real Postgres and NATS), a stand-in for the auth service's
+ * GetProjectContext (a real gRPC server whose projects the test sets), a publisher that puts
+ * invoice.paid on the invoice stream as the invoice service's relay does, direct SQL for checks,
+ * and valid and broken addresses per coin and network.
+ */
+import { randomUUID } from 'node:crypto';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { create, toJson } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import {
+  connectNats,
+  createDb,
+  createLogger,
+  createRpcClient,
+  ensureServiceStream,
+  errorFacts,
+  EVENT_HEADERS,
+  EventNamespace,
+  type Sql,
+} from '@coinvoice/runtime';
+import { createAddressDeriver, Decimal, formatPlain, generateDevelopmentKeyPair, type CryptoCode, type Network } from '@coinvoice/runtime/coins';
+import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { PayoutService, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { headers as natsHeaders, type NatsConnection } from 'nats';
+import { startTestService, type TestService } from '../../../../test/support/service';
+import { testNatsUrl } from '../../../../test/support/infra';
+import { payoutService } from '../../src/server';
+
+export type PayoutClient = Client<typeof PayoutService>;
+
+export interface FakeProject {
+  id: string;
+  environment: 'live' | 'sandbox';
+  email: string;
+}
+
+/** GetProjectContext over real gRPC, answering from a map the test controls. */
+export class FakeAuth {
+  readonly projects = new Map<string, FakeProject>();
+  calls = 0;
+  /** When set, every call fails with Unavailable (auth down). */
+  down = false;
+  private server: http2.Http2Server | undefined;
+  url = '';
+
+  async start(): Promise<this> {
+    const handler = connectNodeAdapter({
+      routes: (router) => {
+        router.rpc(AuthService.method.getProjectContext, async (req) => {
+          this.calls++;
+          if (this.down) throw new ConnectError('auth is down (test)', Code.Unavailable);
+          const project = this.projects.get(req.projectId);
+          if (!project) throw new ConnectError('project not found', Code.NotFound);
+          return {
+            projectId: project.id,
+            projectName: 'Test shop',
+            environment: project.environment === 'live' ? Environment.LIVE : Environment.SANDBOX,
+            merchantId: randomUUID(),
+            merchantEmail: project.email,
+            webhookSecret: 'whsec_dGVzdA==',
+            invoiceLifetimeMinutes: 60,
+          };
+        });
+      },
+    });
+    this.server = http2.createServer(handler);
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  addProject(environment: 'live' | 'sandbox' = 'sandbox'): FakeProject {
+    const id = randomUUID();
+    const project = { id, environment, email: `m-${id.slice(0, 8)}@example.com` };
+    this.projects.set(id, project);
+    return project;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+export interface Harness {
+  svc: TestService;
+  auth: FakeAuth;
+  client: PayoutClient;
+  /** A pool on the payout schema. */
+  sql: Sql;
+  nats: NatsConnection;
+  namespace: EventNamespace;
+  /** Publishes an invoice.paid as the invoice service's relay would; returns the event id. */
+  publishInvoicePaid(paid: InvoicePaidInput, options?: { eventId?: string }): Promise<string>;
+  /** Publishes an invoice.paid and waits until the ledger consumer has handled it. */
+  credit(project: FakeProject, currency: string, amount: string, invoiceId?: string): Promise<string>;
+  /** Waits until the ledger consumer has recorded `eventId` as processed. */
+  processed(eventId: string): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+export interface InvoicePaidInput {
+  invoiceId?: string;
+  projectId: string;
+  environment: string;
+  currency: string;
+  amount: string;
+}
+
+/** Settings every test service gets unless overridden: a fast sweeper. */
+export const FAST_SWEEP = { PAYOUT_SWEEP_INTERVAL_MS: '100' };
+
+export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<Harness> {
+  const auth = await new FakeAuth().start();
+  const svc = await startTestService(payoutService, { env: { AUTH_URL: auth.url, ...FAST_SWEEP, ...env } });
+  const client = createRpcClient(PayoutService, svc.url, { timeoutMs: 30_000 });
+  const sql = createDb({ url: svc.database.url, schema: 'payout', max: 4 });
+  const nats = await connectNats({ url: testNatsUrl(), name: 'payout-test', logger: createLogger({ service: 'test', level: 'silent' }) });
+  const namespace = new EventNamespace(svc.namespace);
+  const js = nats.jetstream();
+  const encoder = new TextEncoder();
+  const harness: Harness = {
+    svc,
+    auth,
+    client,
+    sql,
+    nats,
+    namespace,
+    async publishInvoicePaid(paid, options = {}) {
+      const id = options.eventId ?? randomUUID();
+      const invoiceId = paid.invoiceId ?? randomUUID();
+      await ensureServiceStream(nats, { namespace, service: 'invoice' });
+      const message = create(InvoicePaidSchema, {
+        invoiceId,
+        projectId: paid.projectId,
+        orderId: `order-${invoiceId.slice(0, 8)}`,
+        status: 'Paid',
+        amount: paid.amount,
+        currency: paid.currency,
+        environment: paid.environment,
+        transactionHash: 'ab'.repeat(32),
+        paidAt: timestampFromDate(new Date()),
+      });
+      const h = natsHeaders();
+      h.set(EVENT_HEADERS.eventType, 'invoice.paid');
+      h.set(EVENT_HEADERS.eventKey, invoiceId);
+      await js.publish(namespace.subject('invoice.paid'), encoder.encode(JSON.stringify(toJson(InvoicePaidSchema, message))), { msgID: id, headers: h });
+      return id;
+    },
+    async processed(eventId) {
+      await waitFor(`event ${eventId} processed by the ledger`, async () => {
+        const rows = await sql`select 1 from processed_events where consumer_name = 'payout-ledger' and event_id = ${eventId}`;
+        return rows.length === 1 || undefined;
+      });
+    },
+    async credit(project, currency, amount, invoiceId = randomUUID()) {
+      const eventId = await harness.publishInvoicePaid({ invoiceId, projectId: project.id, environment: project.environment, currency, amount });
+      await harness.processed(eventId);
+      return invoiceId;
+    },
+    async dispose() {
+      await svc.stop();
+      const jsm = await nats.jetstreamManager();
+      for (const service of ['invoice', 'payout']) await jsm.streams.delete(namespace.streamName(service)).catch(() => undefined);
+      await nats.drain().catch(() => undefined);
+      await sql.end({ timeout: 5 });
+      await svc.dispose();
+      await auth.stop();
+    },
+  };
+  return harness;
+}
+
+export function environmentOf(project: FakeProject): Environment {
+  return project.environment === 'live' ? Environment.LIVE : Environment.SANDBOX;
+}
+
+const derivers = new Map<string, ReturnType<typeof createAddressDeriver>>();
+let addressIndex = 0;
+
+/** A fresh valid address of `currency` on the network of `environment` (sandbox: testnet). */
+export function addressFor(currency: CryptoCode, environment: 'live' | 'sandbox' = 'sandbox'): string {
+  const network: Network = environment === 'sandbox' ? 'testnet' : 'mainnet';
+  const cacheKey = `${currency}/${network}`;
+  let deriver = derivers.get(cacheKey);
+  if (!deriver) {
+    deriver = createAddressDeriver(generateDevelopmentKeyPair(currency, network).xpub, currency, network);
+    derivers.set(cacheKey, deriver);
+  }
+  if (!deriver.ok) throw new Error(deriver.reason);
+  return deriver.value.addressAt(addressIndex++);
+}
+
+/**
+ * The same address with one character changed so that only its checksum is wrong: for EIP-55 the
+ * case of one hex letter flipped; for bech32 and base58check the last character replaced.
+ */
+export function breakChecksum(address: string): string {
+  if (address.startsWith('0x')) {
+    const i = [...address].findIndex((c, index) => index > 1 && /[a-fA-F]/.test(c));
+    const c = address.charAt(i);
+    return address.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + address.slice(i + 1);
+  }
+  const alphabet = address.startsWith('T') ? '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz' : 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
+  const last = address.slice(-1);
+  const replacement = [...alphabet].find((c) => c !== last) ?? 'q';
+  return address.slice(0, -1) + replacement;
+}
+
+/** A RequestPayout for `project` with sensible defaults. */
+export function payoutRequest(project: FakeProject, overrides: Partial<{ amount: string; currency: CryptoCode; address: string; note: string; idempotencyKey: string }> = {}) {
+  const currency = overrides.currency ?? 'BTC';
+  return {
+    projectId: project.id,
+    environment: environmentOf(project),
+    amount: overrides.amount ?? '0.01',
+    currency,
+    address: overrides.address ?? addressFor(currency, project.environment),
+    ...(overrides.note === undefined ? {} : { note: overrides.note }),
+    ...(overrides.idempotencyKey === undefined ? {} : { idempotencyKey: overrides.idempotencyKey }),
+  };
+}
+
+/** The plain code of a payout, as the notifier receives it: from the outbox's payout.verification_code_issued. */
+export async function codeOf(h: Harness, payoutId: string): Promise<string> {
+  const [row] = await h.sql<{ code: string }[]>`
+    select payload->>'code' as code from outbox where event_type = 'payout.verification_code_issued' and event_key = ${payoutId}`;
+  if (!row) throw new Error(`no verification code event for payout ${payoutId}`);
+  return row.code;
+}
+
+/** A 6-digit code that is not `code`. */
+export function wrongCode(code: string): string {
+  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+}
+
+export interface BalanceView {
+  available: string;
+  pending: string;
+  total: string;
+}
+
+/** The project's balance in `currency` ("0"s when it has none). */
+export async function balanceOf(h: Harness, project: FakeProject, currency: string): Promise<BalanceView> {
+  const res = await h.client.getBalance({ projectId: project.id, environment: environmentOf(project) });
+  const found = res.balances.find((b) => b.currency === currency);
+  return found ? { available: found.available, pending: found.pending, total: found.total } : { available: '0', pending: '0', total: '0' };
+}
+
+/** Every ledger sum of a balance, to compare with the balances row (the ledger invariant). */
+export async function ledgerSums(h: Harness, projectId: string, currency: string): Promise<{ available: string; pending: string }> {
+  const [row] = await h.sql<{ available: string; pending: string }[]>`
+    select
+      coalesce(sum(case kind when 'credit_invoice' then amount when 'hold' then -amount when 'release' then amount else 0 end), 0)::text as available,
+      coalesce(sum(case kind when 'hold' then amount when 'release' then -amount when 'debit' then -amount else 0 end), 0)::text as pending
+    from ledger_entries where project_id = ${projectId} and currency = ${currency}`;
+  return { available: formatPlain(new Decimal(row!.available)), pending: formatPlain(new Decimal(row!.pending)) };
+}
+
+export async function rejection(promise: Promise<unknown>) {
+  try {
+    await promise;
+  } catch (err) {
+    return errorFacts(err);
+  }
+  throw new Error('expected the call to fail, but it succeeded');
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+/** Runs `task` over 0…count-1 with at most `limit` in flight; results in order. */
+export async function mapLimit<R>(count: number, limit: number, task: (index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(count);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, count) }, async () => {
+    while (next < count) {
+      const index = next++;
+      results[index] = await task(index);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+export type { Payout };
