@@ -48,6 +48,10 @@ export function mailboxDir(configured: string): string {
 function smtpMailer(url: string, from: string): Mailer {
   const transport = nodemailer.createTransport({
     url,
+    // One open connection reused for every message: a new SMTP session per email capped sending
+    // at ~5 a second, and a queue of verification codes could outlive their 15 minutes.
+    pool: true,
+    maxConnections: 2,
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 30_000,
