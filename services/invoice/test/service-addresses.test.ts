@@ -101,14 +101,16 @@ describe('one service instance', () => {
     // key, each address being the key's child at its index (checked independently).
     const evm = invoices.filter((i) => i.coin === 'ETH' || i.coin === 'USDT' || i.coin === 'USDC').length;
     expect(evm).toBe(501);
-    const rows = await h.sql<{ id: string; address: string; address_index: number; xpub: string; next_index: string }[]>`
-      select i.id, i.address, i.address_index, k.xpub, k.next_index
+    const rows = await h.sql<{ id: string; address: string; address_index: number; xpub: string; key_id: number }[]>`
+      select i.id, i.address, i.address_index, k.xpub, k.id as key_id
       from invoices i join address_keys k on k.id = i.key_id
       where i.pay_currency in ('ETH', 'USDT', 'USDC') and i.environment = 'sandbox'`;
     expect(rows).toHaveLength(evm);
     expect(new Set(rows.map((r) => r.xpub))).toEqual(new Set([SHARED_EVM.xpub]));
     expect(rows.map((r) => r.address_index).sort((a, b) => a - b)).toEqual(Array.from({ length: evm }, (_, i) => i));
-    expect(rows[0]!.next_index).toBe(String(evm));
+    // The key's sequence hands out the next index after them, never one of theirs again.
+    const [next] = await h.sql.unsafe(`select last_value::int as last from address_index_${rows[0]!.key_id}`);
+    expect(next!.last).toBe(evm - 1);
     const receive = HDKey.fromExtendedKey(SHARED_EVM.xpub, { public: 0x043587cf, private: 0x04358394 }).deriveChild(0);
     for (const row of rows.filter((r) => r.address_index % 25 === 0)) {
       const keyHash = ethereumKeyHash(receive.deriveChild(row.address_index).publicKey!);

@@ -1,4 +1,4 @@
-/** `address_keys` (per-key next unused index) and `development_keys`. */
+/** `address_keys` (one index sequence per key material) and `development_keys`. */
 import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
 import type { CryptoCode, DevelopmentKeyPair, Network } from '../domain';
 
@@ -34,20 +34,33 @@ export async function registerAddressKeys(
   }
   const rows = await sql<{ id: number; key_hash: string }[]>`
     select id, key_hash from address_keys where key_hash = any(${unique.map((k) => k.key_hash)})`;
+  for (const row of rows) await ensureIndexSequence(sql, row.id);
   return new Map(rows.map((row) => [row.key_hash, row.id]));
 }
 
+function indexSequence(keyId: number): string {
+  if (!Number.isSafeInteger(keyId) || keyId < 0) throw new Error(`invalid address key id ${keyId}`);
+  return `address_index_${keyId}`;
+}
+
+/** Postgres reports a concurrent CREATE of the same sequence as one of these; the other replica won. */
+const ALREADY_CREATED = new Set(['42P07', '23505']);
+
+async function ensureIndexSequence(sql: Sql, keyId: number): Promise<void> {
+  try {
+    await sql.unsafe(`create sequence if not exists ${indexSequence(keyId)} as integer minvalue 0 maxvalue 2147483647 start with 0`);
+  } catch (err) {
+    if (!ALREADY_CREATED.has((err as { code?: string }).code ?? '')) throw err;
+  }
+}
+
 /**
- * Hands out the next unused index of a key, never one handed out before. It runs as a statement
- * of its own (not inside the invoice's transaction) so the counter row is locked for that one
- * statement only: concurrent creations no longer queue behind each other's derivation, insert and
- * commit. The price is a gap in the index sequence when a creation fails after this point — rare,
- * and harmless (wallets scan far past a gap of a few).
+ * Hands out the next unused index of a key, never one handed out before: the key's sequence.
+ * nextval is outside any transaction's rollback and takes no lock, so concurrent creations never
+ * wait for each other here; a creation that fails afterwards leaves a gap (wallets scan past it).
  */
 export async function allocateAddressIndex(sql: Queryable, keyId: number): Promise<number> {
-  const [row] = await sql<{ index: number }[]>`
-    update address_keys set next_index = next_index + 1 where id = ${keyId}
-    returning (next_index - 1)::int as index`;
-  if (!row) throw new Error(`address key ${keyId} is not registered`);
+  const [row] = await sql<{ index: number }[]>`select nextval(${indexSequence(keyId)})::int as index`;
+  if (!row) throw new Error(`address key ${keyId} has no index sequence`);
   return row.index;
 }
