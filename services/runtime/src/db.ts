@@ -7,8 +7,12 @@
  * only int2/int4/oid/float4/float8 are parsed to numbers — and this module keeps it that way by
  * not registering parsers for them. A test guards the behaviour.
  */
+// First: guards postgres.js against crashing the process when a connection dies (see the module).
+import './postgres-write-guard';
 import postgres from 'postgres';
 import type { Logger } from './log';
+
+export { postgresWriteGuard } from './postgres-write-guard';
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
@@ -40,6 +44,18 @@ export interface DbOptions {
   logger?: Logger;
 }
 
+/**
+ * Seconds a pool connection waits before its next connection attempt after `retries` failed ones
+ * in a row. postgres.js's default grows to 10–20 s after a handful of failures (3^retries / 100),
+ * and every query waiting for that connection waits as long: while Postgres is down calls hang
+ * instead of failing, and once it is back the pool stays away for up to 20 s more. Capped at half
+ * a second (with jitter, so replicas do not retry in step), a query fails promptly while the
+ * server is gone and the pool reconnects within a fraction of a second once it answers again.
+ */
+export function reconnectBackoffSeconds(retries: number): number {
+  return Math.min(0.05 * 2 ** Math.max(0, retries - 1), 0.5) * (0.5 + Math.random() / 2);
+}
+
 export function createDb(options: DbOptions): Sql {
   assertSchemaName(options.schema);
   const logger = options.logger;
@@ -47,6 +63,7 @@ export function createDb(options: DbOptions): Sql {
     max: options.max ?? 10,
     idle_timeout: options.idleTimeoutSeconds ?? 30,
     connect_timeout: options.connectTimeoutSeconds ?? 10,
+    backoff: reconnectBackoffSeconds,
     // Sent in the startup packet, so it holds for every connection of the pool, including the
     // ones postgres.js opens for LISTEN and after a reconnect.
     connection: {
@@ -55,6 +72,51 @@ export function createDb(options: DbOptions): Sql {
     },
     onnotice: (notice) => logger?.debug({ notice: notice.message, code: notice.code }, 'postgres notice'),
   });
+}
+
+/** Socket errors of a connection to Postgres that failed or broke. */
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // postgres.js's own
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+]);
+
+/** SQLSTATEs saying the server is going away or not there yet (not that the query was wrong). */
+const UNAVAILABLE_SQLSTATES = new Set([
+  '57P01', // admin_shutdown: a restart (fast shutdown) terminated the session
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up, shutting down, in recovery
+  '53300', // too_many_connections
+]);
+
+/**
+ * True when `err` means Postgres cannot be reached right now (refused, dropped, restarting), as
+ * opposed to a query that failed on its own: such failures answer Unavailable (HTTP 503), so a
+ * client retries, instead of an internal error.
+ */
+export function isDatabaseUnavailableError(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 3) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (CONNECTION_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code)) return true;
+    // Class 08: connection exception (08000, 08001, 08003, 08004, 08006, …).
+    if (/^08[0-9A-Z]{3}$/.test(code) && (err as { name?: unknown }).name === 'PostgresError') return true;
+  }
+  // Several addresses tried (AggregateError), or a wrapped cause.
+  const nested = (err as { errors?: unknown }).errors;
+  if (Array.isArray(nested) && nested.some((e) => isDatabaseUnavailableError(e, depth + 1))) return true;
+  return isDatabaseUnavailableError((err as { cause?: unknown }).cause, depth + 1);
 }
 
 /** Rejects when `promise` has not settled within `timeoutMs`. */

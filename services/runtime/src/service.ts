@@ -13,7 +13,7 @@ import type { NatsConnection } from 'nats';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
 import { commonSettings, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
-import { createDb, pingDb, type Sql } from './db';
+import { createDb, pingDb, postgresWriteGuard, type Sql } from './db';
 import { connectNats, ensureServiceStream, OutboxRelay, pingNats } from './events';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
@@ -113,6 +113,9 @@ export async function startService<S extends Settings>(
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
 
+  if (postgresWriteGuard === 'too-late') {
+    logger.error('postgres.js was loaded before its write guard: a Postgres restart can crash this process (see runtime postgres-write-guard.ts)');
+  }
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: config.DATABASE_POOL_MAX, logger });
   const nats = await connectNats({ url: config.NATS_URL, name: definition.name, logger });
   await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name });
@@ -123,7 +126,9 @@ export async function startService<S extends Settings>(
 
   const health = new HealthMonitor(definition.rpcServices, [
     { name: 'postgres', check: () => pingDb(sql) },
-    { name: 'nats', check: () => pingNats(nats) },
+    // Reported, not required: requests never need NATS (events wait in the outbox), so a NATS
+    // outage must not make the pod unready and take its traffic away.
+    { name: 'nats', check: () => pingNats(nats), required: false },
   ]);
   const rpc = await startRpcServer({ port: config.GRPC_PORT, routes: parts.routes, health, logger, metrics });
   const admin = await startAdminServer({ port: config.ADMIN_PORT, metrics, readiness: () => health.report() });

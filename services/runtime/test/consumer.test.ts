@@ -170,6 +170,27 @@ describe('IdempotentConsumer', () => {
     ]);
   });
 
+  it('acknowledges event types it does not handle without a transaction or a processed_events row', async () => {
+    const { stream, ns } = await newStream();
+    const created = natsHeaders();
+    created.set('event-type', 'invoice.created');
+    await nats.jetstream().publish(ns.subject('invoice.created'), JSON.stringify({ invoiceId: 'inv_new' }), { msgID: 'evt-created-1', headers: created });
+    await publishPaid(ns, { id: 'evt-paid-1', invoiceId: 'inv_paid', amount: '1.00000000' });
+    const seen: string[] = [];
+    const handler: EventHandler = async (tx, event) => {
+      seen.push(event.type);
+      await creditHandler(tx, event);
+    };
+    await newConsumer(stream, ns, {
+      handler,
+      filterSubjects: [`${ns.name}.invoice.>`],
+      handles: (type) => type === 'invoice.paid',
+    }).start();
+    await waitFor('both messages to be acked', () => settled(stream));
+    expect(seen).toEqual(['invoice.paid']);
+    expect(await sql`select event_id from processed_events where event_id in ('evt-created-1', 'evt-paid-1')`).toEqual([{ event_id: 'evt-paid-1' }]);
+  });
+
   it('applies an event redelivered after a crash between commit and ack once', async () => {
     const { stream, ns } = await newStream();
     const deliveries: number[] = [];

@@ -23,7 +23,7 @@ import {
 } from '@coinvoice/runtime';
 import { PayoutVerificationCodeIssuedSchema } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
 import type { NatsConnection } from 'nats';
-import { MalformedEventError, webhookForEventJson } from '../domain/payloads';
+import { isWebhookEventType, MalformedEventError, webhookForEventJson } from '../domain/payloads';
 import type { Reservation } from '../delivery/worker';
 import { verificationCodeEmail, type Mailer } from '../email';
 import type { ProjectContext, ProjectDirectory } from '../project-context';
@@ -146,6 +146,8 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
       name,
       filterSubjects: namespace.streamSubjects(service),
       logger: deps.logger,
+      // Webhook events and the verification email; anything else (invoice.created…) is not ours.
+      handles: (type) => isWebhookEventType(type) || type === VERIFICATION_CODE_EVENT,
       handler: async (tx, event) => {
         const previous = pending.get(event.id);
         if (previous?.kind === 'leased') previous.reservation.release(); // an earlier try rolled back

@@ -29,7 +29,8 @@ import {
   type JsMsg,
   type NatsConnection,
 } from 'nats';
-import type { Sql, TransactionSql } from '../db';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { isDatabaseUnavailableError, type Sql, type TransactionSql } from '../db';
 import { sanitizeRequestId, withRequestId, type Logger } from '../log';
 import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
 import type { JsonValue } from './outbox';
@@ -84,6 +85,12 @@ export interface IdempotentConsumerOptions {
   /** Subjects to receive, e.g. `[namespace.subject('invoice.paid')]`. Several need NATS ≥ 2.10. */
   filterSubjects: string[];
   handler: EventHandler;
+  /**
+   * Event types this consumer acts on. Others in its subjects (e.g. invoice.created for a consumer
+   * of invoice.>) are acknowledged without a transaction: recording a no-op costs a commit each.
+   * Default: every type.
+   */
+  handles?: (eventType: string) => boolean;
   logger: Logger;
   /** How long the server waits for an ack before redelivering (default 30 s); kept alive while a handler runs. */
   ackWaitMs?: number;
@@ -114,6 +121,8 @@ export class IdempotentConsumer {
   private interruptSleep: (() => void) | undefined;
   /** The pull in progress while no message is being handled. */
   private idlePull: ConsumerMessages | undefined;
+  /** The last message failed because a dependency is down (not because of the message). */
+  private dependencyDown = false;
 
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
@@ -194,6 +203,12 @@ export class IdempotentConsumer {
           await this.handle(msg);
         }
         failures = 0;
+        if (this.dependencyDown) {
+          // Postgres (or a service the handler calls) is down: pause instead of pulling message
+          // after message only to hand each back; the next pull tries again.
+          this.dependencyDown = false;
+          await this.sleep(this.retryInitialMs);
+        }
       } catch (err) {
         if (!this.running) break;
         failures += 1;
@@ -211,6 +226,10 @@ export class IdempotentConsumer {
     await withRequestId(requestId, async () => {
       const event = this.decode(msg);
       if (!event) return;
+      if (this.options.handles && !this.options.handles(event.type)) {
+        msg.ack();
+        return;
+      }
       const log = this.logger.child({ eventId: event.id, eventType: event.type, delivery: event.deliveryCount });
       // Tell the server we are still at it, so a slow handler is not redelivered to another replica.
       const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(this.ackWaitMs / 2)));
@@ -230,7 +249,14 @@ export class IdempotentConsumer {
         if (applied) log.debug('consumer: event handled');
         else log.info('consumer: duplicate event skipped');
       } catch (err) {
-        const retryInMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (event.deliveryCount - 1));
+        // A dependency outage is not the message's fault: its redelivery delay must not grow with
+        // every failed delivery during the outage (up to retry.maxMs after it ends), so it comes
+        // back after the initial delay while the loop pauses (see run).
+        const outage = isDependencyOutage(err);
+        if (outage) this.dependencyDown = true;
+        const retryInMs = outage
+          ? this.retryInitialMs
+          : Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (event.deliveryCount - 1));
         log.warn({ err, retryInMs }, 'consumer: handler failed; event will be redelivered');
         msg.nak(retryInMs);
       } finally {
@@ -284,6 +310,12 @@ export class IdempotentConsumer {
       this.interruptSleep = done;
     });
   }
+}
+
+/** Postgres unreachable, or a service the handler called answering unavailable / too late. */
+function isDependencyOutage(err: unknown): boolean {
+  if (isDatabaseUnavailableError(err)) return true;
+  return err instanceof ConnectError && (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded);
 }
 
 /** Deletes processed-event records older than `olderThanMs` (keep them longer than the streams keep events). */

@@ -1,7 +1,10 @@
 /**
  * grpc.health.v1 served as an ordinary Connect service. A process is SERVING only while every
- * dependency it needs (Postgres, NATS) answers and it is not shutting down, so Kubernetes
- * `grpc:` probes and the gateway's /readyz see the truth rather than "process is up".
+ * dependency it cannot work without (Postgres) answers and it is not shutting down, so Kubernetes
+ * `grpc:` probes and the gateway's /readyz see the truth rather than "process is up". A
+ * dependency it can do without for a while (NATS: events wait in the outbox, consumers catch up)
+ * is checked and reported too, but its outage does not make the process NOT_SERVING: an unready
+ * pod gets no traffic, so that would turn a NATS blip into an outage of the whole API.
  */
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
@@ -19,6 +22,11 @@ export interface DependencyCheck {
   name: string;
   /** Resolves when the dependency answers; rejects (or times out) otherwise. */
   check(): Promise<void>;
+  /**
+   * false: the process keeps doing its work while this dependency is down, so an outage is
+   * reported (in `dependencies`) without making it NOT_SERVING. Default true.
+   */
+  required?: boolean;
 }
 
 export interface HealthReport {
@@ -27,6 +35,12 @@ export interface HealthReport {
 }
 
 const CHECK_TIMEOUT_MS = 1_000;
+/**
+ * An optional dependency cannot change the answer, so it must not delay it either: callers (the
+ * gateway's /readyz, Kubernetes probes) give up after about a second, and a NATS client that is
+ * reconnecting can leave a ping unanswered for that long.
+ */
+const OPTIONAL_CHECK_TIMEOUT_MS = 250;
 /** The health "service" name Kubernetes liveness probes ask for (`grpc: {service: liveness}`). */
 export const LIVENESS_SERVICE = 'liveness';
 /** Probes and /readyz poll often; a fresh answer this recent is reused. */
@@ -67,15 +81,15 @@ export class HealthMonitor {
     const results = await Promise.all(
       this.dependencies.map(async (dep) => {
         try {
-          await withTimeout(dep.check(), CHECK_TIMEOUT_MS);
-          return [dep.name, 'up'] as const;
+          await withTimeout(dep.check(), dep.required === false ? OPTIONAL_CHECK_TIMEOUT_MS : CHECK_TIMEOUT_MS);
+          return [dep.name, 'up', dep.required ?? true] as const;
         } catch (err) {
-          return [dep.name, err instanceof Error ? err.message : String(err)] as const;
+          return [dep.name, err instanceof Error ? err.message : String(err), dep.required ?? true] as const;
         }
       }),
     );
-    const dependencies = Object.fromEntries(results);
-    const serving = !this.shuttingDown && results.every(([, state]) => state === 'up');
+    const dependencies = Object.fromEntries(results.map(([name, state]) => [name, state]));
+    const serving = !this.shuttingDown && results.every(([, state, required]) => state === 'up' || !required);
     return { serving, dependencies };
   }
 

@@ -8,6 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { isDatabaseUnavailableError } from '../db';
+import { serviceError } from '../errors';
 import { Health } from '../gen/grpc/health/v1/health_pb';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '../log';
 import { HealthService, type HealthMonitor } from './health';
@@ -33,7 +35,11 @@ function requestIdInterceptor(): Interceptor {
   return (next) => (req) => withRequestId(sanitizeRequestId(req.header.get(REQUEST_ID_HEADER)), () => next(req));
 }
 
-/** Unexpected errors are logged with their stack and answered as a bare `internal`, never leaked. */
+/**
+ * Unexpected errors are logged with their stack and answered as a bare `internal`, never leaked.
+ * Postgres being unreachable (refused, restarting, connection dropped) is not unexpected: it
+ * answers `unavailable` (503 at the gateway), so clients retry instead of seeing an internal error.
+ */
 function errorInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     try {
@@ -44,6 +50,10 @@ function errorInterceptor(logger: Logger): Interceptor {
           logger.error({ err, procedure: req.url }, 'rpc failed');
         }
         throw err;
+      }
+      if (isDatabaseUnavailableError(err)) {
+        logger.warn({ procedure: req.url, reason: err instanceof Error ? err.message : String(err) }, 'rpc failed: postgres unavailable');
+        throw serviceError(Code.Unavailable, 'service_unavailable', 'the database is unavailable; try again shortly');
       }
       logger.error({ err, procedure: req.url }, 'rpc failed with an unexpected error');
       throw new ConnectError('internal error', Code.Internal);
