@@ -11,7 +11,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { Code, enqueueEvent, errors, serviceError, type Sql, type TransactionSql, type Violation } from '@coinvoice/runtime';
+import { enqueueEvent, errors, invalidRequest, requireValid, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import {
   InvoiceSchema,
   type CreateInvoiceRequest,
@@ -32,8 +32,8 @@ import {
 import {
   checkAmountForCoin,
   cryptoCurrency,
-  encodeCursor,
   formatPlain,
+  INVOICE_CURSORS,
   isCryptoCode,
   networkOf,
   payDecision,
@@ -45,13 +45,12 @@ import {
   validatePayInvoice,
   type NewInvoiceRequest,
   type RateProvider,
-  type Validated,
 } from './domain';
 import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
 import type { InvoiceMetrics } from './metrics';
 import { checkoutToProto, environmentFromProto, environmentToProto, invoiceToProto, statusFromProto } from './proto';
-import { claimIdempotencyKey, findIdempotencyKey, saveIdempotentResponse } from './store/idempotency';
+import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
 
@@ -64,24 +63,13 @@ export interface InvoiceHandlerDeps {
   metrics?: InvoiceMetrics;
 }
 
-/** Throws validation_failed with the violations, or returns the value. */
-function valid<T>(result: Validated<T>): T {
-  if (result.ok) return result.value;
-  throw invalid(result.violations);
-}
-
-function invalid(violations: Violation[]) {
-  const summary = violations.map((v) => `${v.field} ${v.message}`).join('; ');
-  return errors.validation(violations, `the request is invalid: ${summary}`);
-}
-
 const invoiceNotFound = () => errors.notFound('invoice');
 
 export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   constructor(private readonly deps: InvoiceHandlerDeps) {}
 
   async createInvoice(req: CreateInvoiceRequest): Reply<typeof CreateInvoiceResponseSchema> {
-    const request = valid(
+    const request = requireValid(
       validateCreateInvoice({
         ...req,
         environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})`,
@@ -92,7 +80,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
       { priceAmount: request.priceAmount, priceCurrency: request.priceCurrency.code, payCurrency: request.payCurrency.code },
       this.deps.rates,
     );
-    if (!quoted.ok) throw invalid([{ field: 'priceAmount', message: quoted.reason }]);
+    if (!quoted.ok) throw invalidRequest([{ field: 'priceAmount', message: quoted.reason }]);
     const { rate, amountExpected, priceAmountInUsd } = quoted.value;
 
     const invoiceId = randomUUID();
@@ -104,11 +92,11 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const address = key.deriver.addressAt(index);
     const outcome = await this.deps.sql.begin(async (tx) => {
       if (request.idempotencyKey !== undefined) {
-        const claimed = await claimIdempotencyKey(tx, {
+        const claimed = await invoiceIdempotencyKeys.claim(tx, {
           projectId: request.projectId,
           key: request.idempotencyKey,
           requestHash: request.fingerprint,
-          invoiceId,
+          resourceId: invoiceId,
         });
         if (!claimed) return { replayOf: await this.replay(tx, request) };
       }
@@ -136,7 +124,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
       await enqueueEvent(tx, invoiceCreatedEvent(row));
       const invoice = invoiceToProto(row);
       if (request.idempotencyKey !== undefined) {
-        await saveIdempotentResponse(tx, request.projectId, request.idempotencyKey, toBinary(InvoiceSchema, invoice));
+        await invoiceIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, toBinary(InvoiceSchema, invoice));
       }
       return { created: invoice };
     });
@@ -148,39 +136,30 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     return { invoice: outcome.created, idempotentReplay: false };
   }
 
-  /**
-   * The key is held by an earlier request (committed: the claim waited for it). The same body gets
-   * the first response again; another body is refused.
-   */
-  private async replay(tx: TransactionSql, request: NewInvoiceRequest): Promise<Invoice> {
-    const key = request.idempotencyKey!;
-    const record = await findIdempotencyKey(tx, request.projectId, key);
-    if (!record) {
-      // Unreachable: the claim and this read share the transaction's now(), and only rows past it
-      // are ever deleted. Answered as a retryable conflict rather than an internal error.
-      throw serviceError(Code.Aborted, 'conflict', 'the idempotency key changed during the request; retry');
-    }
-    if (record.request_hash !== request.fingerprint) {
-      throw errors.conflict(
-        'idempotency_key_reused',
-        'this Idempotency-Key was already used with a different request body; use a new key for a new request',
-      );
-    }
-    if (record.response) return fromBinary(InvoiceSchema, record.response);
-    const row = await findInvoice(tx, request.projectId, record.invoice_id);
-    if (!row) throw new Error(`idempotency key refers to missing invoice ${record.invoice_id}`);
-    return invoiceToProto(row);
+  /** The first response to this Idempotency-Key, when the body is the same (else refused). */
+  private replay(tx: TransactionSql, request: NewInvoiceRequest): Promise<Invoice> {
+    return invoiceIdempotencyKeys.replay(
+      tx,
+      { projectId: request.projectId, key: request.idempotencyKey!, fingerprint: request.fingerprint },
+      {
+        decode: (response) => fromBinary(InvoiceSchema, response),
+        load: async (invoiceId) => {
+          const row = await findInvoice(tx, request.projectId, invoiceId);
+          return row && invoiceToProto(row);
+        },
+      },
+    );
   }
 
   async getInvoice(req: GetInvoiceRequest): Reply<typeof GetInvoiceResponseSchema> {
-    const ref = valid(validateInvoiceRef(req));
+    const ref = requireValid(validateInvoiceRef(req));
     const row = await findInvoice(this.deps.sql, ref.projectId, ref.invoiceId);
     if (!row) throw invoiceNotFound();
     return { invoice: invoiceToProto(row) };
   }
 
   async payInvoice(req: PayInvoiceRequest): Reply<typeof PayInvoiceResponseSchema> {
-    const pay = valid(validatePayInvoice(req));
+    const pay = requireValid(validatePayInvoice(req));
     const transactionHash = pay.transactionHash ?? randomBytes(32).toString('hex');
     const row = await this.deps.sql.begin(async (tx) => {
       const locked = await lockInvoice(tx, pay.projectId, pay.invoiceId);
@@ -195,7 +174,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
       const coin = cryptoCurrency(invoice.pay_currency);
       if (pay.amountReceived) {
         const violation = checkAmountForCoin(pay.amountReceived, coin);
-        if (violation) throw invalid([violation]);
+        if (violation) throw invalidRequest([violation]);
       }
       const paid = await markPaid(tx, invoice.id, {
         amountReceived: pay.amountReceived ? formatPlain(pay.amountReceived) : invoice.amount_expected,
@@ -212,31 +191,22 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
 
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
-    const query = valid(validateListInvoices({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
+    const query = requireValid(validateListInvoices({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
     // One more than asked tells whether another page follows.
-    const rows = await listInvoices(this.deps.sql, {
-      projectId: query.projectId,
-      status: query.status,
-      after: query.after,
-      limit: query.pageSize + 1,
-    });
-    const page = rows.slice(0, query.pageSize);
-    const last = page[page.length - 1];
-    return {
-      invoices: page.map(invoiceToProto),
-      nextCursor: rows.length > query.pageSize && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : '',
-    };
+    const rows = await listInvoices(this.deps.sql, { ...query, limit: query.pageSize + 1 });
+    const page = INVOICE_CURSORS.page(rows, query.pageSize);
+    return { invoices: page.rows.map(invoiceToProto), nextCursor: page.nextCursor };
   }
 
   async getCheckout(req: GetCheckoutRequest): Reply<typeof GetCheckoutResponseSchema> {
-    const invoiceId = valid(validateInvoiceId(req));
+    const invoiceId = requireValid(validateInvoiceId(req));
     const row = await findInvoiceById(this.deps.sql, invoiceId);
     if (!row) throw invoiceNotFound();
     return { checkout: checkoutToProto(row) };
   }
 
   async getInvoiceProject(req: GetInvoiceProjectRequest): Reply<typeof GetInvoiceProjectResponseSchema> {
-    const invoiceId = valid(validateInvoiceId(req));
+    const invoiceId = requireValid(validateInvoiceId(req));
     const row = await findInvoiceById(this.deps.sql, invoiceId);
     if (!row) throw invoiceNotFound();
     return { projectId: row.project_id, environment: environmentToProto(row.environment) };

@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
-import { enqueueEvent, errors, serviceError, type Logger, type Sql, type TransactionSql, type Violation } from '@coinvoice/runtime';
+import { enqueueEvent, errors, invalidRequest, requireValid, serviceError, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { formatPlain } from '@coinvoice/runtime/coins';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import {
@@ -45,8 +45,8 @@ import {
   checkTransactionHash,
   codeMatches,
   decide,
-  encodeCursor,
   issueCode,
+  PAYOUT_CURSORS,
   storedCoin,
   validateBalanceQuery,
   validateCompletePayout,
@@ -56,12 +56,11 @@ import {
   validateRequestPayout,
   validateVerifyPayout,
   type NewPayoutRequest,
-  type Validated,
 } from './domain';
 import { payoutRequestedEvent, verificationCodeIssuedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
 import { balanceToProto, environmentFromProto, environmentToProto, payoutToProto, statusFromProto } from './proto';
-import { claimIdempotencyKey, findIdempotencyKey, saveIdempotentResponse } from './store/idempotency';
+import { payoutIdempotencyKeys } from './store/idempotency';
 import { hold, listBalances } from './store/ledger';
 import { findPayout, insertPayout, listPayouts, lockPayout, useAttempt, type PayoutRow } from './store/payouts';
 import { applyTrigger } from './transitions';
@@ -77,17 +76,6 @@ export interface PayoutHandlerDeps {
   metrics?: PayoutMetrics;
 }
 
-/** Throws validation_failed with the violations, or returns the value. */
-function valid<T>(result: Validated<T>): T {
-  if (result.ok) return result.value;
-  throw invalid(result.violations);
-}
-
-function invalid(violations: Violation[]) {
-  const summary = violations.map((v) => `${v.field} ${v.message}`).join('; ');
-  return errors.validation(violations, `the request is invalid: ${summary}`);
-}
-
 const payoutNotFound = () => errors.notFound('payout');
 
 /** What a verification attempt decided; errors are thrown only after its transaction committed. */
@@ -101,7 +89,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   constructor(private readonly deps: PayoutHandlerDeps) {}
 
   async getBalance(req: GetBalanceRequest): Reply<typeof GetBalanceResponseSchema> {
-    const query = valid(
+    const query = requireValid(
       validateBalanceQuery({ projectId: req.projectId, environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})` }),
     );
     const rows = await listBalances(this.deps.sql, query.projectId, query.environment);
@@ -109,7 +97,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async requestPayout(req: RequestPayoutRequest): Reply<typeof RequestPayoutResponseSchema> {
-    const request = valid(
+    const request = requireValid(
       validateRequestPayout({
         projectId: req.projectId,
         environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})`,
@@ -126,11 +114,11 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     const payoutId = randomUUID();
     const outcome = await this.deps.sql.begin(async (tx) => {
       if (request.idempotencyKey !== undefined) {
-        const claimed = await claimIdempotencyKey(tx, {
+        const claimed = await payoutIdempotencyKeys.claim(tx, {
           projectId: request.projectId,
           key: request.idempotencyKey,
           requestHash: request.fingerprint,
-          payoutId,
+          resourceId: payoutId,
         });
         if (!claimed) return { replayOf: await this.replay(tx, request) };
       }
@@ -164,7 +152,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       await enqueueEvent(tx, verificationCodeIssuedEvent(row, { email, code: issued.code }));
       const payout = payoutToProto(row);
       if (request.idempotencyKey !== undefined) {
-        await saveIdempotentResponse(tx, request.projectId, request.idempotencyKey, toBinary(PayoutSchema, payout));
+        await payoutIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, toBinary(PayoutSchema, payout));
       }
       return { created: payout };
     });
@@ -191,37 +179,29 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       throw serviceError(Code.Unavailable, 'service_unavailable', 'the project directory (auth) could not be asked; try again shortly');
     }
     if (environmentFromProto(context.environment) !== request.environment) {
-      throw invalid([{ field: 'environment', message: "is not the project's environment" }]);
+      throw invalidRequest([{ field: 'environment', message: "is not the project's environment" }]);
     }
     if (context.merchantEmail === '') throw new Error(`auth has no email for the merchant of project ${request.projectId}`);
     return context.merchantEmail;
   }
 
-  /**
-   * The key is held by an earlier request (committed: the claim waited for it). The same body gets
-   * the first response again; another body is refused.
-   */
-  private async replay(tx: TransactionSql, request: NewPayoutRequest): Promise<Payout> {
-    const record = await findIdempotencyKey(tx, request.projectId, request.idempotencyKey!);
-    if (!record) {
-      // Unreachable: the claim and this read share the transaction's now(), and only rows past it
-      // are ever deleted. Answered as a retryable conflict rather than an internal error.
-      throw serviceError(Code.Aborted, 'conflict', 'the idempotency key changed during the request; retry');
-    }
-    if (record.request_hash !== request.fingerprint) {
-      throw errors.conflict(
-        'idempotency_key_reused',
-        'this Idempotency-Key was already used with a different request body; use a new key for a new request',
-      );
-    }
-    if (record.response) return fromBinary(PayoutSchema, record.response);
-    const row = await findPayout(tx, request.projectId, record.payout_id);
-    if (!row) throw new Error(`idempotency key refers to missing payout ${record.payout_id}`);
-    return payoutToProto(row);
+  /** The first response to this Idempotency-Key, when the body is the same (else refused). */
+  private replay(tx: TransactionSql, request: NewPayoutRequest): Promise<Payout> {
+    return payoutIdempotencyKeys.replay(
+      tx,
+      { projectId: request.projectId, key: request.idempotencyKey!, fingerprint: request.fingerprint },
+      {
+        decode: (response) => fromBinary(PayoutSchema, response),
+        load: async (payoutId) => {
+          const row = await findPayout(tx, request.projectId, payoutId);
+          return row && payoutToProto(row);
+        },
+      },
+    );
   }
 
   async verifyPayout(req: VerifyPayoutRequest): Reply<typeof VerifyPayoutResponseSchema> {
-    const verify = valid(validateVerifyPayout(req));
+    const verify = requireValid(validateVerifyPayout(req));
     const outcome = await this.deps.sql.begin(async (tx): Promise<VerifyOutcome> => {
       const locked = await lockPayout(tx, verify.payoutId, verify.projectId);
       if (!locked) throw payoutNotFound();
@@ -279,24 +259,15 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
 
   async listPayouts(req: ListPayoutsRequest): Reply<typeof ListPayoutsResponseSchema> {
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
-    const query = valid(validateListPayouts({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
+    const query = requireValid(validateListPayouts({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
     // One more than asked tells whether another page follows.
-    const rows = await listPayouts(this.deps.sql, {
-      projectId: query.projectId,
-      status: query.status,
-      after: query.after,
-      limit: query.pageSize + 1,
-    });
-    const page = rows.slice(0, query.pageSize);
-    const last = page[page.length - 1];
-    return {
-      payouts: page.map(payoutToProto),
-      nextCursor: rows.length > query.pageSize && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : '',
-    };
+    const rows = await listPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
+    const page = PAYOUT_CURSORS.page(rows, query.pageSize);
+    return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
   }
 
   async cancelPayout(req: CancelPayoutRequest): Reply<typeof CancelPayoutResponseSchema> {
-    const ref = valid(validatePayoutRef(req));
+    const ref = requireValid(validatePayoutRef(req));
     const row = await this.deps.sql.begin(async (tx) => {
       const locked = await lockPayout(tx, ref.payoutId, ref.projectId);
       if (!locked) throw payoutNotFound();
@@ -308,7 +279,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async completePayout(req: CompletePayoutRequest): Reply<typeof CompletePayoutResponseSchema> {
-    const complete = valid(validateCompletePayout(req));
+    const complete = requireValid(validateCompletePayout(req));
     const row = await this.deps.sql.begin(async (tx) => {
       const locked = await lockPayout(tx, complete.payoutId);
       if (!locked) throw payoutNotFound();
@@ -317,7 +288,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       if (payout.status !== 'Pending') return applyTrigger(tx, payout, 'complete');
       const coin = storedCoin(payout.currency);
       const hash = checkTransactionHash(complete.transactionHash, coin);
-      if (!hash.ok) throw invalid([{ field: 'transactionHash', message: hash.reason }]);
+      if (!hash.ok) throw invalidRequest([{ field: 'transactionHash', message: hash.reason }]);
       return applyTrigger(tx, payout, 'complete', { transactionHash: hash.value });
     });
     this.deps.metrics?.completed.inc({ currency: row.currency });
@@ -326,7 +297,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async rejectPayout(req: RejectPayoutRequest): Reply<typeof RejectPayoutResponseSchema> {
-    const reject = valid(validateRejectPayout(req));
+    const reject = requireValid(validateRejectPayout(req));
     const row = await this.deps.sql.begin(async (tx) => {
       const locked = await lockPayout(tx, reject.payoutId);
       if (!locked) throw payoutNotFound();

@@ -7,20 +7,14 @@
  * first. So nothing stays stuck in AwaitingVerification. It also deletes Idempotency-Keys past
  * their 24 h retention, at most once a minute.
  */
-import type { Logger, Sql, Worker } from '@coinvoice/runtime';
+import { PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
 import type { PayoutMetrics } from './metrics';
-import { deleteExpiredIdempotencyKeys } from './store/idempotency';
+import { payoutIdempotencyKeys } from './store/idempotency';
 import { lockExpiredAwaiting, type PayoutRow } from './store/payouts';
 import { applyTrigger } from './transitions';
 
-export interface CodeExpirySweeperOptions {
-  sql: Sql;
-  logger: Logger;
-  intervalMs: number;
-  batchSize: number;
+export interface CodeExpirySweeperOptions extends SweeperSettings {
   metrics?: PayoutMetrics;
-  /** How often expired idempotency keys are deleted (default 60 s). */
-  cleanupIntervalMs?: number;
 }
 
 /** Balance rows are locked in one global order, so two sweepers sharing a balance never deadlock. */
@@ -30,34 +24,18 @@ function byBalance(a: PayoutRow, b: PayoutRow): number {
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-export class CodeExpirySweeper implements Worker {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
-  private lastCleanup = 0;
-  private readonly logger: Logger;
-
+export class CodeExpirySweeper extends PeriodicBatchWorker {
   constructor(private readonly options: CodeExpirySweeperOptions) {
-    this.logger = options.logger.child({ component: 'code-expiry-sweeper' });
-  }
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
-  }
-
-  /** Stops after the batch in hand has committed. */
-  async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
-    this.loop = undefined;
+    super({
+      ...options,
+      component: 'code-expiry-sweeper',
+      failureMessage: 'code expiry sweep failed; retrying at the next interval',
+      afterRound: payoutIdempotencyKeys.expiredKeyCleanup(options.sql, options.cleanupIntervalMs),
+    });
   }
 
   /** Cancels one batch now; returns how many payouts it cancelled. */
-  async sweepOnce(): Promise<number> {
+  async processBatch(): Promise<number> {
     const cancelled = await this.options.sql.begin(async (tx) => {
       const due = (await lockExpiredAwaiting(tx, this.options.batchSize)).sort(byBalance);
       for (const payout of due) await applyTrigger(tx, payout, 'expire_code');
@@ -68,40 +46,5 @@ export class CodeExpirySweeper implements Worker {
       this.logger.info({ cancelled }, 'cancelled payouts whose verification code expired; holds released');
     }
     return cancelled;
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      try {
-        // A full batch means more may be due: go on at once.
-        let cancelled: number;
-        do cancelled = await this.sweepOnce();
-        while (this.running && cancelled >= this.options.batchSize);
-        await this.cleanupIfDue();
-      } catch (err) {
-        this.logger.warn({ err }, 'code expiry sweep failed; retrying at the next interval');
-      }
-      await this.sleep(this.options.intervalMs);
-    }
-  }
-
-  private async cleanupIfDue(): Promise<void> {
-    if (Date.now() - this.lastCleanup < (this.options.cleanupIntervalMs ?? 60_000)) return;
-    this.lastCleanup = Date.now();
-    const deleted = await deleteExpiredIdempotencyKeys(this.options.sql);
-    if (deleted > 0) this.logger.info({ deleted }, 'deleted idempotency keys past their retention');
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (!this.running) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wakeUp = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeUp = done;
-    });
   }
 }

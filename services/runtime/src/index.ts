@@ -11,3 +11,8 @@ export * from './service';
 export * from './credentials';
 export * from './money';
 export * from './ssrf';
+export * from './validation';
+export * from './environment';
+export * from './paging';
+export * from './idempotency';
+export * from './periodic-worker';

@@ -4,81 +4,44 @@
  * (priceAmount, payCurrency, successUrl, …) so the gateway can put them straight into the
  * problem+json `errors` array. Nothing here does I/O.
  */
-import { createHash } from 'node:crypto';
 import {
-  findCryptoCurrency,
-  findFiatCurrency,
-  type CryptoCurrency,
-  type FiatCurrency,
-  type Network,
-} from './currencies';
+  checkEnvironment,
+  checkIdempotencyKey,
+  checkUuid,
+  codePoints,
+  fail,
+  KeysetCursorFormat,
+  pass,
+  RequestFields,
+  requestFingerprintOf,
+  validateKeysetListRequest,
+  validateUuidFields,
+  type Check,
+  type KeysetCursor,
+  type KeysetListInput,
+  type KeysetListRequest,
+  type ProjectEnvironment,
+  type Validated,
+  type Violation,
+} from '@coinvoice/runtime';
+import { findCryptoCurrency, findFiatCurrency, type CryptoCurrency, type FiatCurrency } from './currencies';
 import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from './money';
 import { INVOICE_STATUSES, type InvoiceStatusName } from './status';
 
-export interface FieldViolation {
-  field: string;
-  message: string;
-}
-
-export type Validated<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
-
-export type ProjectEnvironment = 'live' | 'sandbox';
-
-/** Sandbox projects get testnet addresses, live projects mainnet (DESIGN.md §4). */
-export function networkOf(environment: ProjectEnvironment): Network {
-  return environment === 'sandbox' ? 'testnet' : 'mainnet';
-}
+// Sandbox projects get testnet addresses, live projects mainnet (DESIGN.md §4): `networkOf`.
+export { networkOf, type ProjectEnvironment } from '@coinvoice/runtime';
 
 export const LIMITS = {
   urlMaxLength: 2048,
   orderIdMaxLength: 255,
   orderDescriptionMaxLength: 1000,
   projectNameMaxLength: 255,
-  idempotencyKeyMaxLength: 255,
   transactionHashMaxLength: 128,
   /** lifetimeMinutes bounds: up to one week, like the project setting (auth allows 5–10080). */
   lifetimeMinMinutes: 1,
   lifetimeMaxMinutes: 10_080,
   defaultLifetimeMinutes: 60,
-  defaultPageSize: 20,
-  maxPageSize: 100,
 } as const;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
-}
-
-/** Collects violations field by field; `result` builds the value only when there were none. */
-class Fields {
-  readonly violations: FieldViolation[] = [];
-
-  take<T>(field: string, check: Check<T>): T | undefined {
-    if (check.ok) return check.value;
-    this.violations.push({ field, message: check.reason });
-    return undefined;
-  }
-
-  result<T>(build: () => T): Validated<T> {
-    return this.violations.length > 0 ? { ok: false, violations: this.violations } : { ok: true, value: build() };
-  }
-}
-
-type Check<T> = { ok: true; value: T } | { ok: false; reason: string };
-const pass = <T>(value: T): Check<T> => ({ ok: true, value });
-const fail = <T = never>(reason: string): Check<T> => ({ ok: false, reason });
-
-function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n += 1;
-  return n;
-}
-
-function checkUuid(raw: unknown): Check<string> {
-  if (raw === undefined || raw === null || raw === '') return fail('is required');
-  return isUuid(raw) ? pass(raw.toLowerCase()) : fail('must be a UUID');
-}
 
 /**
  * Free text bounded in characters (code points), without control characters (NUL, escapes…);
@@ -110,25 +73,12 @@ export function checkRedirectUrl(raw: unknown): Check<string> {
   return pass(raw);
 }
 
-function checkEnvironment(raw: unknown): Check<ProjectEnvironment> {
-  return raw === 'live' || raw === 'sandbox' ? pass(raw) : fail('must be live or sandbox');
-}
-
 function checkLifetime(raw: unknown): Check<number> {
   if (raw === undefined || raw === null) return pass(LIMITS.defaultLifetimeMinutes);
   if (typeof raw !== 'number' || !Number.isInteger(raw)) return fail('must be a whole number of minutes');
   if (raw < LIMITS.lifetimeMinMinutes || raw > LIMITS.lifetimeMaxMinutes) {
     return fail(`must be between ${LIMITS.lifetimeMinMinutes} and ${LIMITS.lifetimeMaxMinutes} minutes`);
   }
-  return pass(raw);
-}
-
-/** An Idempotency-Key header value: 1–255 printable ASCII characters. */
-function checkIdempotencyKey(raw: unknown): Check<string> {
-  if (typeof raw !== 'string') return fail('must be a string');
-  if (raw === '') return fail('must not be empty');
-  if (raw.length > LIMITS.idempotencyKeyMaxLength) return fail(`must be at most ${LIMITS.idempotencyKeyMaxLength} characters`);
-  if (!/^[\x20-\x7e]+$/.test(raw)) return fail('must be printable ASCII');
   return pass(raw);
 }
 
@@ -171,7 +121,7 @@ export interface NewInvoiceRequest {
 }
 
 export function validateCreateInvoice(input: CreateInvoiceInput): Validated<NewInvoiceRequest> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const environment = fields.take('environment', checkEnvironment(input.environment));
   const projectName = fields.take('projectName', checkText(input.projectName, LIMITS.projectNameMaxLength, { required: true }));
@@ -235,7 +185,7 @@ function requiredValue<T>(raw: unknown, parse: (raw: unknown) => Check<T>): Chec
  * Idempotency-Key replays, anything else is a different request.
  */
 export function requestFingerprint(input: CreateInvoiceInput): string {
-  const body = [
+  return requestFingerprintOf([
     input.priceAmount,
     input.priceCurrency,
     input.payCurrency,
@@ -244,8 +194,7 @@ export function requestFingerprint(input: CreateInvoiceInput): string {
     input.orderId ?? null,
     input.orderDescription ?? null,
     input.isDonation === true,
-  ];
-  return createHash('sha256').update(JSON.stringify(body)).digest('hex');
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -257,14 +206,11 @@ export interface InvoiceRef {
 }
 
 export function validateInvoiceRef(input: { projectId?: unknown; invoiceId?: unknown }): Validated<InvoiceRef> {
-  const fields = new Fields();
-  const projectId = fields.take('projectId', checkUuid(input.projectId));
-  const invoiceId = fields.take('invoiceId', checkUuid(input.invoiceId));
-  return fields.result(() => ({ projectId: projectId!, invoiceId: invoiceId! }));
+  return validateUuidFields(input, ['projectId', 'invoiceId']);
 }
 
 export function validateInvoiceId(input: { invoiceId?: unknown }): Validated<string> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const invoiceId = fields.take('invoiceId', checkUuid(input.invoiceId));
   return fields.result(() => invoiceId!);
 }
@@ -284,7 +230,7 @@ export function validatePayInvoice(input: {
   amountReceived?: unknown;
   transactionHash?: unknown;
 }): Validated<PayRequest> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const invoiceId = fields.take('invoiceId', checkUuid(input.invoiceId));
   const amountReceived =
@@ -308,7 +254,7 @@ function checkTransactionHash(raw: unknown): Check<string> {
 }
 
 /** The received amount against the invoice's coin: at most its amount decimals (8, or 6 for USDT/USDC/TRX). */
-export function checkAmountForCoin(amount: Decimal, coin: CryptoCurrency): FieldViolation | undefined {
+export function checkAmountForCoin(amount: Decimal, coin: CryptoCurrency): Violation | undefined {
   if (amount.decimalPlaces() > coin.amountDecimals) {
     return { field: 'amountReceived', message: `must have at most ${coin.amountDecimals} decimal places for ${coin.code}` };
   }
@@ -318,61 +264,22 @@ export function checkAmountForCoin(amount: Decimal, coin: CryptoCurrency): Field
 // ---------------------------------------------------------------------------------------------
 // ListInvoices
 
-export interface ListRequest {
-  projectId: string;
-  status: InvoiceStatusName | undefined;
-  pageSize: number;
-  after: InvoiceCursor | undefined;
-}
+export type ListRequest = KeysetListRequest<InvoiceStatusName>;
 
-export function validateListInvoices(input: {
-  projectId?: unknown;
-  /** The public status name, or undefined for all; anything else is refused. */
-  status?: unknown;
-  pageSize?: unknown;
-  cursor?: unknown;
-}): Validated<ListRequest> {
-  const fields = new Fields();
-  const projectId = fields.take('projectId', checkUuid(input.projectId));
-  const status = fields.take<InvoiceStatusName | undefined>(
-    'status',
-    input.status === undefined
-      ? pass(undefined)
-      : (INVOICE_STATUSES as readonly unknown[]).includes(input.status)
-        ? pass(input.status as InvoiceStatusName)
-        : fail(`must be one of ${INVOICE_STATUSES.join(', ')}`),
-  );
-  const pageSize = fields.take('pageSize', checkPageSize(input.pageSize));
-  const after = fields.take<InvoiceCursor | undefined>(
-    'cursor',
-    input.cursor === undefined || input.cursor === '' ? pass(undefined) : decodeCursor(input.cursor),
-  );
-  return fields.result(() => ({ projectId: projectId!, status, pageSize: pageSize!, after }));
-}
-
-/** 0 (or absent) means the default, 20; more than 100 is capped at 100. */
-function checkPageSize(raw: unknown): Check<number> {
-  if (raw === undefined || raw === null || raw === 0) return pass(LIMITS.defaultPageSize);
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0) return fail('must be a positive whole number');
-  return pass(Math.min(raw, LIMITS.maxPageSize));
+export function validateListInvoices(input: KeysetListInput): Validated<ListRequest> {
+  return validateKeysetListRequest(input, INVOICE_STATUSES, INVOICE_CURSORS);
 }
 
 /** A page boundary: the (createdAt, id) of the last invoice shown, newest first. */
-export interface InvoiceCursor {
-  createdAt: Date;
-  id: string;
-}
+export type InvoiceCursor = KeysetCursor;
 
 /** Opaque to clients: base64url of "v1:<createdAt epoch ms>:<invoice id>". */
+export const INVOICE_CURSORS = new KeysetCursorFormat('v1');
+
 export function encodeCursor(cursor: InvoiceCursor): string {
-  return Buffer.from(`v1:${cursor.createdAt.getTime()}:${cursor.id}`, 'utf8').toString('base64url');
+  return INVOICE_CURSORS.encode(cursor);
 }
 
 export function decodeCursor(raw: unknown): Check<InvoiceCursor> {
-  if (typeof raw !== 'string' || raw.length > 200 || !/^[A-Za-z0-9_-]+$/.test(raw)) return fail('is not a valid cursor');
-  const match = /^v1:(\d{1,15}):([0-9a-f-]{36})$/.exec(Buffer.from(raw, 'base64url').toString('utf8'));
-  if (!match || !isUuid(match[2])) return fail('is not a valid cursor');
-  const createdAt = new Date(Number(match[1]));
-  if (Number.isNaN(createdAt.getTime())) return fail('is not a valid cursor');
-  return pass({ createdAt, id: match[2] });
+  return INVOICE_CURSORS.decode(raw);
 }

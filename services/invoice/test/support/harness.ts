@@ -6,24 +6,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@connectrpc/connect';
 import type { NatsConnection } from 'nats';
-import { connectNats, createDb, createLogger, createRpcClient, errorFacts, EventNamespace, type Sql } from '@coinvoice/runtime';
+import { createRpcClient, EventNamespace } from '@coinvoice/runtime';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoiceService, type CreateInvoiceRequest } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { startTestService, type TestService, type TestServiceOptions } from '../../../../test/support/service';
-import { testNatsUrl } from '../../../../test/support/infra';
+import { waitFor } from '../../../../test/support/async';
+import { startTestService, type TestServiceOptions } from '../../../../test/support/service';
+import { openServiceHarness, type ServiceHarnessBase } from '../../../../test/support/service-harness';
 import { invoiceService } from '../../src/server';
 
 export type InvoiceClient = Client<typeof InvoiceService>;
 /** A CreateInvoice request as a plain object (what the client accepts). */
 export type CreateRequest = Omit<CreateInvoiceRequest, '$typeName' | '$unknown'>;
 
-export interface Harness {
-  svc: TestService;
+/** The invoice service's harness; `sql` is a pool on its database, search_path = invoice. */
+export interface Harness extends ServiceHarnessBase {
   client: InvoiceClient;
-  /** A pool on the service's database, search_path = invoice. */
-  sql: Sql;
-  nats: NatsConnection;
-  dispose(): Promise<void>;
 }
 
 /** Settings every test service gets unless overridden: a fast sweeper. */
@@ -32,24 +29,14 @@ export const FAST_SWEEP = { INVOICE_SWEEP_INTERVAL_MS: '100' };
 export async function startInvoiceHarness(options: TestServiceOptions = {}): Promise<Harness> {
   const svc = await startTestService(invoiceService, { ...options, env: { ...FAST_SWEEP, ...options.env } });
   const client = createRpcClient(InvoiceService, svc.url, { timeoutMs: 20_000 });
-  const sql = createDb({ url: svc.database.url, schema: 'invoice', max: 3 });
-  const nats = await connectNats({ url: testNatsUrl(), name: 'invoice-test', logger: createLogger({ service: 'test', level: 'silent' }) });
-  return {
-    svc,
-    client,
-    sql,
-    nats,
-    async dispose() {
-      await svc.stop();
-      if (!options.namespace) {
-        const jsm = await nats.jetstreamManager();
-        await jsm.streams.delete(new EventNamespace(svc.namespace).streamName('invoice')).catch(() => undefined);
-      }
-      await nats.drain().catch(() => undefined);
-      await sql.end({ timeout: 5 });
-      await svc.dispose();
-    },
-  };
+  // A test sharing another's namespace leaves its streams to that test.
+  const base = await openServiceHarness(svc, {
+    schema: 'invoice',
+    poolSize: 3,
+    natsName: 'invoice-test',
+    streams: options.namespace ? [] : ['invoice'],
+  });
+  return { ...base, client };
 }
 
 export function sandboxProject(name = 'Sandbox Shop') {
@@ -79,29 +66,7 @@ export function createRequest(
   };
 }
 
-/** The error facts of a rejected call (fails the test when it resolves). */
-export async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return errorFacts(err);
-  }
-  throw new Error('expected the call to fail, but it succeeded');
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
+export { rejection, sleep, waitFor } from '../../../../test/support/async';
 
 /** Runs `task` over `items` with at most `limit` in flight. */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {

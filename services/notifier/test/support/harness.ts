@@ -6,27 +6,14 @@
  * way the other services' outbox relays do.
  */
 import { randomUUID } from 'node:crypto';
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import type { JsonValue } from '@bufbuild/protobuf';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
-import {
-  connectNats,
-  createDb,
-  createLogger,
-  createRpcClient,
-  ensureServiceStream,
-  EVENT_HEADERS,
-  EventNamespace,
-  type Sql,
-} from '@coinvoice/runtime';
-import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import type { Client } from '@connectrpc/connect';
+import { createRpcClient } from '@coinvoice/runtime';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
-import { headers as natsHeaders, type NatsConnection } from 'nats';
-import { startTestService, type TestService } from '../../../../test/support/service';
-import { testNatsUrl } from '../../../../test/support/infra';
+import { AuthStandIn } from '../../../../test/support/auth-stand-in';
+import { startTestService } from '../../../../test/support/service';
+import { openServiceHarness, type ServiceHarnessBase } from '../../../../test/support/service-harness';
 import { generateWebhookSecret } from '../../src/domain/signing';
 import { notifierService } from '../../src/server';
 
@@ -38,39 +25,19 @@ export interface FakeProject {
   merchantEmail: string;
 }
 
-/** GetProjectContext over real gRPC, answering from a map the test controls. */
-export class FakeAuth {
-  readonly projects = new Map<string, FakeProject>();
-  calls = 0;
-  /** When set, every call fails with Unavailable (auth down). */
-  down = false;
-  private server: http2.Http2Server | undefined;
-  url = '';
-
-  async start(): Promise<void> {
-    const handler = connectNodeAdapter({
-      routes: (router) => {
-        router.rpc(AuthService.method.getProjectContext, async (req) => {
-          this.calls++;
-          if (this.down) throw new ConnectError('auth is down (test)', Code.Unavailable);
-          const project = this.projects.get(req.projectId);
-          if (!project) throw new ConnectError('project not found', Code.NotFound);
-          return {
-            projectId: req.projectId,
-            projectName: 'Test shop',
-            environment: Environment.SANDBOX,
-            merchantId: randomUUID(),
-            merchantEmail: project.merchantEmail,
-            webhookUrl: project.webhookUrl,
-            webhookSecret: project.webhookSecret,
-            invoiceLifetimeMinutes: 60,
-          };
-        });
-      },
-    });
-    this.server = http2.createServer(handler);
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+/** The auth stand-in, answering with each project's webhook settings and merchant email. */
+export class FakeAuth extends AuthStandIn<FakeProject> {
+  constructor() {
+    super((projectId, project) => ({
+      projectId,
+      projectName: 'Test shop',
+      environment: Environment.SANDBOX,
+      merchantId: randomUUID(),
+      merchantEmail: project.merchantEmail,
+      webhookUrl: project.webhookUrl,
+      webhookSecret: project.webhookSecret,
+      invoiceLifetimeMinutes: 60,
+    }));
   }
 
   addProject(project: Partial<FakeProject> = {}): { id: string } & FakeProject {
@@ -79,10 +46,6 @@ export class FakeAuth {
     this.projects.set(id, full);
     return { id, ...full };
   }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
 }
 
 export interface PublishOptions {
@@ -90,17 +53,12 @@ export interface PublishOptions {
   key?: string;
 }
 
-export interface Harness {
-  svc: TestService;
+/** The notifier's harness; `sql` is a pool on the notifier's schema. */
+export interface Harness extends ServiceHarnessBase {
   auth: FakeAuth;
   client: Client<typeof NotifierService>;
-  /** A pool on the notifier's schema. */
-  sql: Sql;
-  nats: NatsConnection;
-  namespace: EventNamespace;
   /** Publishes an event as a service's outbox relay does (msgID = event id, event-type and event-key headers). */
   publish(type: string, payload: JsonValue, options?: PublishOptions): Promise<string>;
-  dispose(): Promise<void>;
 }
 
 export async function startNotifier(env: NodeJS.ProcessEnv = {}): Promise<Harness> {
@@ -110,38 +68,23 @@ export async function startNotifier(env: NodeJS.ProcessEnv = {}): Promise<Harnes
     env: { AUTH_URL: auth.url, WEBHOOK_RETRY_SCHEDULE: '100ms,200ms', WEBHOOK_POLL_INTERVAL_MS: '500', ...env },
   });
   const client = createRpcClient(NotifierService, svc.url);
-  const sql = createDb({ url: svc.database.url, schema: 'notifier', max: 3 });
-  const nats = await connectNats({ url: testNatsUrl(), name: 'notifier-test', logger: createLogger({ service: 'test', level: 'silent' }) });
-  const namespace = new EventNamespace(svc.namespace);
-  const js = nats.jetstream();
-  const encoder = new TextEncoder();
+  const base = await openServiceHarness(svc, {
+    schema: 'notifier',
+    poolSize: 3,
+    natsName: 'notifier-test',
+    streams: ['invoice', 'payout', 'notifier'],
+  });
   return {
-    svc,
+    ...base,
     auth,
     client,
-    sql,
-    nats,
-    namespace,
     async publish(type, payload, options = {}) {
       const id = options.id ?? randomUUID();
-      const service = type.split('.')[0] ?? '';
-      await ensureServiceStream(nats, { namespace, service });
-      const h = natsHeaders();
-      h.set(EVENT_HEADERS.eventType, type);
-      h.set(EVENT_HEADERS.occurredAt, new Date().toISOString());
-      if (options.key) h.set(EVENT_HEADERS.eventKey, options.key);
-      await js.publish(namespace.subject(type), encoder.encode(JSON.stringify(payload)), { msgID: id, headers: h });
+      await base.publishEvent({ id, type, payload, key: options.key, occurredAt: new Date() });
       return id;
     },
     async dispose() {
-      await svc.stop();
-      const jsm = await nats.jetstreamManager();
-      for (const service of ['invoice', 'payout', 'notifier']) {
-        await jsm.streams.delete(namespace.streamName(service)).catch(() => undefined);
-      }
-      await nats.drain().catch(() => undefined);
-      await sql.end({ timeout: 5 });
-      await svc.dispose();
+      await base.dispose();
       await auth.stop();
     },
   };

@@ -4,7 +4,26 @@
  * (amount, currency, address, note, projectId, payoutId, code, …) so the gateway can put them
  * straight into the problem+json `errors` array. Nothing here does I/O.
  */
-import { createHash } from 'node:crypto';
+import {
+  checkEnvironment,
+  checkIdempotencyKey,
+  checkUuid,
+  codePoints,
+  fail,
+  KeysetCursorFormat,
+  networkOf,
+  pass,
+  RequestFields,
+  requestFingerprintOf,
+  validateKeysetListRequest,
+  validateUuidFields,
+  type Check,
+  type KeysetCursor,
+  type KeysetListInput,
+  type KeysetListRequest,
+  type ProjectEnvironment,
+  type Validated,
+} from '@coinvoice/runtime';
 import {
   cryptoCurrency,
   findCryptoCurrency,
@@ -19,67 +38,13 @@ import {
 import { isWellFormedCode } from './code';
 import { PAYOUT_STATUSES, type PayoutStatusName } from './status';
 
-export interface FieldViolation {
-  field: string;
-  message: string;
-}
-
-export type Validated<T> = { ok: true; value: T } | { ok: false; violations: FieldViolation[] };
-
-export type ProjectEnvironment = 'live' | 'sandbox';
-
-/** Live projects pay out on mainnet, sandbox projects on the coin's testnet. */
-export function networkOf(environment: ProjectEnvironment): Network {
-  return environment === 'sandbox' ? 'testnet' : 'mainnet';
-}
+// Live projects pay out on mainnet, sandbox projects on the coin's testnet: `networkOf`.
+export { isUuid, networkOf, type ProjectEnvironment } from '@coinvoice/runtime';
 
 export const LIMITS = {
   noteMaxLength: 500,
   adminNoteMaxLength: 500,
-  idempotencyKeyMaxLength: 255,
-  defaultPageSize: 20,
-  maxPageSize: 100,
 } as const;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
-}
-
-type Check<T> = { ok: true; value: T } | { ok: false; reason: string };
-const pass = <T>(value: T): Check<T> => ({ ok: true, value });
-const fail = <T = never>(reason: string): Check<T> => ({ ok: false, reason });
-
-/** Collects violations field by field; `result` builds the value only when there were none. */
-class Fields {
-  readonly violations: FieldViolation[] = [];
-
-  take<T>(field: string, check: Check<T>): T | undefined {
-    if (check.ok) return check.value;
-    this.violations.push({ field, message: check.reason });
-    return undefined;
-  }
-
-  result<T>(build: () => T): Validated<T> {
-    return this.violations.length > 0 ? { ok: false, violations: this.violations } : { ok: true, value: build() };
-  }
-}
-
-function checkUuid(raw: unknown): Check<string> {
-  if (raw === undefined || raw === null || raw === '') return fail('is required');
-  return isUuid(raw) ? pass(raw.toLowerCase()) : fail('must be a UUID');
-}
-
-function checkEnvironment(raw: unknown): Check<ProjectEnvironment> {
-  return raw === 'live' || raw === 'sandbox' ? pass(raw) : fail('must be live or sandbox');
-}
-
-function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n += 1;
-  return n;
-}
 
 /**
  * Free text of at most `maxLength` characters (code points): tab, line feed and carriage return
@@ -91,15 +56,6 @@ function checkText(raw: unknown, maxLength: number, options: { required?: boolea
   if (raw.length > maxLength * 2 || codePoints(raw) > maxLength) return fail(`must be at most ${maxLength} characters`);
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/.test(raw)) return fail('must not contain control characters');
   if (/\p{Cs}/u.test(raw)) return fail('must be valid Unicode text');
-  return pass(raw);
-}
-
-/** An Idempotency-Key header value: 1–255 printable ASCII characters. */
-function checkIdempotencyKey(raw: unknown): Check<string> {
-  if (typeof raw !== 'string') return fail('must be a string');
-  if (raw === '') return fail('must not be empty');
-  if (raw.length > LIMITS.idempotencyKeyMaxLength) return fail(`must be at most ${LIMITS.idempotencyKeyMaxLength} characters`);
-  if (!/^[\x20-\x7e]+$/.test(raw)) return fail('must be printable ASCII');
   return pass(raw);
 }
 
@@ -164,7 +120,7 @@ export interface NewPayoutRequest {
 }
 
 export function validateRequestPayout(input: RequestPayoutInput): Validated<NewPayoutRequest> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const environment = fields.take('environment', checkEnvironment(input.environment));
   const currency = fields.take('currency', checkCurrency(input.currency));
@@ -196,8 +152,7 @@ export function validateRequestPayout(input: RequestPayoutInput): Validated<NewP
  * same body with the same Idempotency-Key replays, anything else is a different request.
  */
 export function requestFingerprint(input: RequestPayoutInput): string {
-  const body = [input.amount, input.currency, input.address, input.note === '' ? null : (input.note ?? null)];
-  return createHash('sha256').update(JSON.stringify(body)).digest('hex');
+  return requestFingerprintOf([input.amount, input.currency, input.address, input.note === '' ? null : (input.note ?? null)]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,10 +164,7 @@ export interface PayoutRef {
 }
 
 export function validatePayoutRef(input: { projectId?: unknown; payoutId?: unknown }): Validated<PayoutRef> {
-  const fields = new Fields();
-  const projectId = fields.take('projectId', checkUuid(input.projectId));
-  const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
-  return fields.result(() => ({ projectId: projectId!, payoutId: payoutId! }));
+  return validateUuidFields(input, ['projectId', 'payoutId']);
 }
 
 export interface VerifyRequest extends PayoutRef {
@@ -220,7 +172,7 @@ export interface VerifyRequest extends PayoutRef {
 }
 
 export function validateVerifyPayout(input: { projectId?: unknown; payoutId?: unknown; code?: unknown }): Validated<VerifyRequest> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
   const code = fields.take<string>(
@@ -235,7 +187,7 @@ export function validateVerifyPayout(input: { projectId?: unknown; payoutId?: un
 }
 
 export function validateBalanceQuery(input: { projectId?: unknown; environment?: unknown }): Validated<{ projectId: string; environment: ProjectEnvironment }> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const environment = fields.take('environment', checkEnvironment(input.environment));
   return fields.result(() => ({ projectId: projectId!, environment: environment! }));
@@ -258,7 +210,7 @@ export function checkTransactionHash(raw: unknown, coin: CryptoCurrency): Check<
 }
 
 export function validateCompletePayout(input: { payoutId?: unknown; transactionHash?: unknown }): Validated<{ payoutId: string; transactionHash: unknown }> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
   // The hash's format depends on the payout's coin: checked once the payout is found.
   const transactionHash = fields.take<unknown>(
@@ -273,7 +225,7 @@ export function validateCompletePayout(input: { payoutId?: unknown; transactionH
 }
 
 export function validateRejectPayout(input: { payoutId?: unknown; adminNote?: unknown }): Validated<{ payoutId: string; adminNote: string }> {
-  const fields = new Fields();
+  const fields = new RequestFields();
   const payoutId = fields.take('payoutId', checkUuid(input.payoutId));
   const adminNote = fields.take('adminNote', checkText(input.adminNote ?? '', LIMITS.adminNoteMaxLength, { required: true }));
   return fields.result(() => ({ payoutId: payoutId!, adminNote: adminNote! }));
@@ -289,61 +241,14 @@ export function storedCoin(code: string): CryptoCurrency {
 // ---------------------------------------------------------------------------------------------
 // ListPayouts
 
-export interface ListRequest {
-  projectId: string;
-  status: PayoutStatusName | undefined;
-  pageSize: number;
-  after: PayoutCursor | undefined;
-}
+export type ListRequest = KeysetListRequest<PayoutStatusName>;
 
-export function validateListPayouts(input: {
-  projectId?: unknown;
-  /** The public status name, or undefined for all; anything else is refused. */
-  status?: unknown;
-  pageSize?: unknown;
-  cursor?: unknown;
-}): Validated<ListRequest> {
-  const fields = new Fields();
-  const projectId = fields.take('projectId', checkUuid(input.projectId));
-  const status = fields.take<PayoutStatusName | undefined>(
-    'status',
-    input.status === undefined
-      ? pass(undefined)
-      : (PAYOUT_STATUSES as readonly unknown[]).includes(input.status)
-        ? pass(input.status as PayoutStatusName)
-        : fail(`must be one of ${PAYOUT_STATUSES.join(', ')}`),
-  );
-  const pageSize = fields.take('pageSize', checkPageSize(input.pageSize));
-  const after = fields.take<PayoutCursor | undefined>(
-    'cursor',
-    input.cursor === undefined || input.cursor === '' ? pass(undefined) : decodeCursor(input.cursor),
-  );
-  return fields.result(() => ({ projectId: projectId!, status, pageSize: pageSize!, after }));
-}
-
-/** 0 (or absent) means the default, 20; more than 100 is capped at 100. */
-function checkPageSize(raw: unknown): Check<number> {
-  if (raw === undefined || raw === null || raw === 0) return pass(LIMITS.defaultPageSize);
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0) return fail('must be a positive whole number');
-  return pass(Math.min(raw, LIMITS.maxPageSize));
+export function validateListPayouts(input: KeysetListInput): Validated<ListRequest> {
+  return validateKeysetListRequest(input, PAYOUT_STATUSES, PAYOUT_CURSORS);
 }
 
 /** A page boundary: the (createdAt, id) of the last payout shown, newest first. */
-export interface PayoutCursor {
-  createdAt: Date;
-  id: string;
-}
+export type PayoutCursor = KeysetCursor;
 
 /** Opaque to clients: base64url of "p1:<createdAt epoch ms>:<payout id>". */
-export function encodeCursor(cursor: PayoutCursor): string {
-  return Buffer.from(`p1:${cursor.createdAt.getTime()}:${cursor.id}`, 'utf8').toString('base64url');
-}
-
-export function decodeCursor(raw: unknown): Check<PayoutCursor> {
-  if (typeof raw !== 'string' || raw.length > 200 || !/^[A-Za-z0-9_-]+$/.test(raw)) return fail('is not a valid cursor');
-  const match = /^p1:(\d{1,15}):([0-9a-f-]{36})$/.exec(Buffer.from(raw, 'base64url').toString('utf8'));
-  if (!match || !isUuid(match[2])) return fail('is not a valid cursor');
-  const createdAt = new Date(Number(match[1]));
-  if (Number.isNaN(createdAt.getTime())) return fail('is not a valid cursor');
-  return pass({ createdAt, id: match[2] });
-}
+export const PAYOUT_CURSORS = new KeysetCursorFormat('p1');

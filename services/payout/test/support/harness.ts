@@ -6,31 +6,18 @@
  * and valid and broken addresses per coin and network.
  */
 import { randomUUID } from 'node:crypto';
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
-import {
-  connectNats,
-  createDb,
-  createLogger,
-  createRpcClient,
-  ensureServiceStream,
-  errorFacts,
-  EVENT_HEADERS,
-  EventNamespace,
-  type Sql,
-} from '@coinvoice/runtime';
+import type { Client } from '@connectrpc/connect';
+import { createRpcClient } from '@coinvoice/runtime';
 import { createAddressDeriver, Decimal, formatPlain, generateDevelopmentKeyPair, type CryptoCode, type Network } from '@coinvoice/runtime/coins';
-import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { PayoutService, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { headers as natsHeaders, type NatsConnection } from 'nats';
-import { startTestService, type TestService } from '../../../../test/support/service';
-import { testNatsUrl } from '../../../../test/support/infra';
+import { waitFor } from '../../../../test/support/async';
+import { AuthStandIn } from '../../../../test/support/auth-stand-in';
+import { startTestService } from '../../../../test/support/service';
+import { openServiceHarness, type ServiceHarnessBase } from '../../../../test/support/service-harness';
 import { payoutService } from '../../src/server';
 
 export type PayoutClient = Client<typeof PayoutService>;
@@ -41,39 +28,18 @@ export interface FakeProject {
   email: string;
 }
 
-/** GetProjectContext over real gRPC, answering from a map the test controls. */
-export class FakeAuth {
-  readonly projects = new Map<string, FakeProject>();
-  calls = 0;
-  /** When set, every call fails with Unavailable (auth down). */
-  down = false;
-  private server: http2.Http2Server | undefined;
-  url = '';
-
-  async start(): Promise<this> {
-    const handler = connectNodeAdapter({
-      routes: (router) => {
-        router.rpc(AuthService.method.getProjectContext, async (req) => {
-          this.calls++;
-          if (this.down) throw new ConnectError('auth is down (test)', Code.Unavailable);
-          const project = this.projects.get(req.projectId);
-          if (!project) throw new ConnectError('project not found', Code.NotFound);
-          return {
-            projectId: project.id,
-            projectName: 'Test shop',
-            environment: project.environment === 'live' ? Environment.LIVE : Environment.SANDBOX,
-            merchantId: randomUUID(),
-            merchantEmail: project.email,
-            webhookSecret: 'whsec_dGVzdA==',
-            invoiceLifetimeMinutes: 60,
-          };
-        });
-      },
-    });
-    this.server = http2.createServer(handler);
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
+/** The auth stand-in, answering with each project's environment and merchant email. */
+export class FakeAuth extends AuthStandIn<FakeProject> {
+  constructor() {
+    super((_projectId, project) => ({
+      projectId: project.id,
+      projectName: 'Test shop',
+      environment: project.environment === 'live' ? Environment.LIVE : Environment.SANDBOX,
+      merchantId: randomUUID(),
+      merchantEmail: project.email,
+      webhookSecret: 'whsec_dGVzdA==',
+      invoiceLifetimeMinutes: 60,
+    }));
   }
 
   addProject(environment: 'live' | 'sandbox' = 'sandbox'): FakeProject {
@@ -82,27 +48,18 @@ export class FakeAuth {
     this.projects.set(id, project);
     return project;
   }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
 }
 
-export interface Harness {
-  svc: TestService;
+/** The payout service's harness; `sql` is a pool on the payout schema. */
+export interface Harness extends ServiceHarnessBase {
   auth: FakeAuth;
   client: PayoutClient;
-  /** A pool on the payout schema. */
-  sql: Sql;
-  nats: NatsConnection;
-  namespace: EventNamespace;
   /** Publishes an invoice.paid as the invoice service's relay would; returns the event id. */
   publishInvoicePaid(paid: InvoicePaidInput, options?: { eventId?: string }): Promise<string>;
   /** Publishes an invoice.paid and waits until the ledger consumer has handled it. */
   credit(project: FakeProject, currency: string, amount: string, invoiceId?: string): Promise<string>;
   /** Waits until the ledger consumer has recorded `eventId` as processed. */
   processed(eventId: string): Promise<void>;
-  dispose(): Promise<void>;
 }
 
 export interface InvoicePaidInput {
@@ -120,22 +77,14 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
   const auth = await new FakeAuth().start();
   const svc = await startTestService(payoutService, { env: { AUTH_URL: auth.url, ...FAST_SWEEP, ...env } });
   const client = createRpcClient(PayoutService, svc.url, { timeoutMs: 30_000 });
-  const sql = createDb({ url: svc.database.url, schema: 'payout', max: 4 });
-  const nats = await connectNats({ url: testNatsUrl(), name: 'payout-test', logger: createLogger({ service: 'test', level: 'silent' }) });
-  const namespace = new EventNamespace(svc.namespace);
-  const js = nats.jetstream();
-  const encoder = new TextEncoder();
+  const base = await openServiceHarness(svc, { schema: 'payout', poolSize: 4, natsName: 'payout-test', streams: ['invoice', 'payout'] });
   const harness: Harness = {
-    svc,
+    ...base,
     auth,
     client,
-    sql,
-    nats,
-    namespace,
     async publishInvoicePaid(paid, options = {}) {
       const id = options.eventId ?? randomUUID();
       const invoiceId = paid.invoiceId ?? randomUUID();
-      await ensureServiceStream(nats, { namespace, service: 'invoice' });
       const message = create(InvoicePaidSchema, {
         invoiceId,
         projectId: paid.projectId,
@@ -147,15 +96,12 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
         transactionHash: 'ab'.repeat(32),
         paidAt: timestampFromDate(new Date()),
       });
-      const h = natsHeaders();
-      h.set(EVENT_HEADERS.eventType, 'invoice.paid');
-      h.set(EVENT_HEADERS.eventKey, invoiceId);
-      await js.publish(namespace.subject('invoice.paid'), encoder.encode(JSON.stringify(toJson(InvoicePaidSchema, message))), { msgID: id, headers: h });
+      await base.publishEvent({ id, type: 'invoice.paid', payload: toJson(InvoicePaidSchema, message), key: invoiceId });
       return id;
     },
     async processed(eventId) {
       await waitFor(`event ${eventId} processed by the ledger`, async () => {
-        const rows = await sql`select 1 from processed_events where consumer_name = 'payout-ledger' and event_id = ${eventId}`;
+        const rows = await base.sql`select 1 from processed_events where consumer_name = 'payout-ledger' and event_id = ${eventId}`;
         return rows.length === 1 || undefined;
       });
     },
@@ -165,12 +111,7 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
       return invoiceId;
     },
     async dispose() {
-      await svc.stop();
-      const jsm = await nats.jetstreamManager();
-      for (const service of ['invoice', 'payout']) await jsm.streams.delete(namespace.streamName(service)).catch(() => undefined);
-      await nats.drain().catch(() => undefined);
-      await sql.end({ timeout: 5 });
-      await svc.dispose();
+      await base.dispose();
       await auth.stop();
     },
   };
@@ -263,28 +204,7 @@ export async function ledgerSums(h: Harness, projectId: string, currency: string
   return { available: formatPlain(new Decimal(row!.available)), pending: formatPlain(new Decimal(row!.pending)) };
 }
 
-export async function rejection(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (err) {
-    return errorFacts(err);
-  }
-  throw new Error('expected the call to fail, but it succeeded');
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
+export { rejection, sleep, waitFor } from '../../../../test/support/async';
 
 /** Runs `task` over 0…count-1 with at most `limit` in flight; results in order. */
 export async function mapLimit<R>(count: number, limit: number, task: (index: number) => Promise<R>): Promise<R[]> {

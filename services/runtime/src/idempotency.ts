@@ -1,0 +1,139 @@
+/**
+ * `idempotency_keys`: a creating RPC's Idempotency-Key (CreateInvoice, RequestPayout), per
+ * project, kept for a retention period (24 h). The key is claimed as the FIRST statement of the
+ * creating transaction: a concurrent request with the same key blocks on the primary key until
+ * that transaction ends, then finds the committed row (replay or refuse) or, if it rolled back,
+ * claims the key itself. So however many duplicates race, one resource is created.
+ *
+ * The table is the same in every service that has one except for the column naming the created
+ * resource (invoice_id, payout_id): that column is a parameter here, the migrations stay as they are.
+ */
+import { createHash } from 'node:crypto';
+import type { Queryable, Sql, TransactionSql } from './db';
+import { Code, errors, serviceError } from './errors';
+import type { Logger } from './log';
+import { fail, pass, type Check } from './validation';
+
+export const IDEMPOTENCY_RETENTION_HOURS = 24;
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+/** An Idempotency-Key header value: 1–255 printable ASCII characters. */
+export function checkIdempotencyKey(raw: unknown): Check<string> {
+  if (typeof raw !== 'string') return fail('must be a string');
+  if (raw === '') return fail('must not be empty');
+  if (raw.length > IDEMPOTENCY_KEY_MAX_LENGTH) return fail(`must be at most ${IDEMPOTENCY_KEY_MAX_LENGTH} characters`);
+  if (!/^[\x20-\x7e]+$/.test(raw)) return fail('must be printable ASCII');
+  return pass(raw);
+}
+
+/**
+ * A request's fingerprint for idempotent replays: SHA-256 over the merchant's fields exactly as
+ * sent, in a fixed order. The same body with the same Idempotency-Key replays; any other is refused.
+ */
+export function requestFingerprintOf(fields: readonly unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(fields)).digest('hex');
+}
+
+export interface IdempotencyRecord {
+  request_hash: string;
+  /** The id of the resource the first request created (the table's `<resource>_id` column). */
+  resource_id: string;
+  response: Buffer | null;
+}
+
+export interface IdempotencyClaim {
+  projectId: string;
+  key: string;
+  requestHash: string;
+  resourceId: string;
+}
+
+/** How a replay gets the first response back: its stored bytes, or else the resource itself. */
+export interface StoredResponse<T> {
+  decode(response: Uint8Array): T;
+  load(resourceId: string): Promise<T | undefined>;
+}
+
+export class IdempotencyKeys {
+  private readonly column: string;
+
+  /** `resource` names what the keys create ("invoice"); its id is stored in `<resource>_id`. */
+  constructor(private readonly resource: string) {
+    if (!/^[a-z][a-z0-9_]*$/.test(resource)) throw new Error(`invalid resource name ${JSON.stringify(resource)}`);
+    this.column = `${resource}_id`;
+  }
+
+  /**
+   * Claims (projectId, key) for a new resource. A row whose retention has run out is taken over.
+   * Returns false when a live row exists: look it up with `find` (or answer with `replay`).
+   */
+  async claim(tx: TransactionSql, claim: IdempotencyClaim): Promise<boolean> {
+    const column = tx(this.column);
+    const rows = await tx`
+      insert into idempotency_keys (project_id, key, request_hash, ${column}, expires_at)
+      values (${claim.projectId}, ${claim.key}, ${claim.requestHash}, ${claim.resourceId},
+              now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}))
+      on conflict (project_id, key) do update
+        set request_hash = excluded.request_hash, ${column} = excluded.${column}, response = null,
+            created_at = now(), expires_at = excluded.expires_at
+        where idempotency_keys.expires_at <= now()
+      returning 1`;
+    return rows.length === 1;
+  }
+
+  async find(sql: Queryable, projectId: string, key: string): Promise<IdempotencyRecord | undefined> {
+    const [row] = await sql<IdempotencyRecord[]>`
+      select request_hash, ${sql(this.column)} as resource_id, response from idempotency_keys
+      where project_id = ${projectId} and key = ${key} and expires_at > now()`;
+    return row;
+  }
+
+  /** Stores the first response, in the same transaction as the resource. */
+  async saveResponse(tx: TransactionSql, projectId: string, key: string, response: Uint8Array): Promise<void> {
+    await tx`update idempotency_keys set response = ${Buffer.from(response)} where project_id = ${projectId} and key = ${key}`;
+  }
+
+  /**
+   * The answer to a request whose claim failed: the key is held by an earlier request (committed:
+   * the claim waited for it). The same body gets the first response again; another is refused.
+   */
+  async replay<T>(tx: TransactionSql, request: { projectId: string; key: string; fingerprint: string }, stored: StoredResponse<T>): Promise<T> {
+    const record = await this.find(tx, request.projectId, request.key);
+    if (!record) {
+      // Unreachable: the claim and this read share the transaction's now(), and only rows past it
+      // are ever deleted. Answered as a retryable conflict rather than an internal error.
+      throw serviceError(Code.Aborted, 'conflict', 'the idempotency key changed during the request; retry');
+    }
+    if (record.request_hash !== request.fingerprint) {
+      throw errors.conflict(
+        'idempotency_key_reused',
+        'this Idempotency-Key was already used with a different request body; use a new key for a new request',
+      );
+    }
+    if (record.response) return stored.decode(record.response);
+    const resource = await stored.load(record.resource_id);
+    if (resource === undefined) throw new Error(`idempotency key refers to missing ${this.resource} ${record.resource_id}`);
+    return resource;
+  }
+
+  /** Deletes keys past their retention, a bounded batch at a time; returns how many. */
+  async deleteExpired(sql: Sql, limit = 1000): Promise<number> {
+    const result = await sql`
+      delete from idempotency_keys
+      where (project_id, key) in (
+        select project_id, key from idempotency_keys where expires_at <= now() limit ${limit}
+      )`;
+    return result.count;
+  }
+
+  /** A chore for a periodic worker: deletes expired keys at most once per `everyMs` (default 60 s). */
+  expiredKeyCleanup(sql: Sql, everyMs = 60_000): (logger: Logger) => Promise<void> {
+    let lastCleanup = 0;
+    return async (logger) => {
+      if (Date.now() - lastCleanup < everyMs) return;
+      lastCleanup = Date.now();
+      const deleted = await this.deleteExpired(sql);
+      if (deleted > 0) logger.info({ deleted }, 'deleted idempotency keys past their retention');
+    };
+  }
+}
