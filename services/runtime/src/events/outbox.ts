@@ -21,8 +21,8 @@
  *   wakeRelaysAfterCommit); a poll interval is the fallback, e.g. for rows a crashed replica left.
  */
 import { randomUUID } from 'node:crypto';
-import { headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
-import { assertSchemaName, type Sql, type TransactionSql } from '../db';
+import { Events, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
+import { assertSchemaName, isDatabaseUnavailableError, type Sql, type TransactionSql } from '../db';
 import { currentRequestId, type Logger } from '../log';
 import { assertEventType, EVENT_HEADERS, EventNamespace, type EventNamespaceLike } from './bus';
 
@@ -168,6 +168,8 @@ interface OutboxRow {
 }
 
 const encoder = new TextEncoder();
+/** Longest backoff after a batch failed because Postgres is unreachable. */
+const DATABASE_RETRY_MAX_MS = 1_000;
 
 export class OutboxRelay {
   private readonly sql: Sql;
@@ -192,6 +194,8 @@ export class OutboxRelay {
   private interruptSleep: (() => void) | undefined;
   private sleepIsWakeable = false;
   private stopWaking: (() => void) | undefined;
+  /** NATS reconnected since the batch in hand began: if it fails, retry at once. */
+  private natsReconnected = false;
   private lastSweep = Date.now();
 
   constructor(private readonly options: OutboxRelayOptions) {
@@ -217,6 +221,25 @@ export class OutboxRelay {
     this.running = true;
     this.stopWaking = wakeRelaysAfterCommit(this.sql, () => this.wake());
     this.loop = this.run();
+    void this.wakeOnNatsReconnect();
+  }
+
+  /**
+   * NATS is back after an outage: the events that waited in the outbox go now, not when a backoff
+   * of up to retry.maxMs runs out (the backoff was waiting for exactly this).
+   */
+  private async wakeOnNatsReconnect(): Promise<void> {
+    try {
+      for await (const status of this.options.nats.status()) {
+        if (!this.running) break;
+        if (status.type === Events.Reconnect) {
+          this.natsReconnected = true;
+          this.wake(true);
+        }
+      }
+    } catch (err) {
+      this.logger.debug({ err }, 'outbox relay: NATS status stream ended');
+    }
   }
 
   /** Stops after the batch in hand is published and marked; resolves when the relay is idle. */
@@ -291,13 +314,22 @@ export class OutboxRelay {
     let failures = 0;
     while (this.running) {
       this.wakeRequested = false;
+      this.natsReconnected = false;
       let relayed: number;
       try {
         relayed = await this.relayBatch();
         failures = 0;
       } catch (err) {
         failures += 1;
-        const retryInMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (failures - 1));
+        // Postgres unreachable: a failed attempt costs nothing (refused at once), and a long
+        // backoff would keep waiting events back for up to retry.maxMs after it returns.
+        const maxMs = isDatabaseUnavailableError(err) ? Math.min(this.retryMaxMs, DATABASE_RETRY_MAX_MS) : this.retryMaxMs;
+        const retryInMs = Math.min(maxMs, this.retryInitialMs * 2 ** (failures - 1));
+        if (this.natsReconnected) {
+          // Its publish went out while NATS was away; NATS is back now, so retry at once.
+          this.logger.warn({ err, failures }, 'outbox relay: batch failed while NATS came back; retrying now');
+          continue;
+        }
         this.logger.warn({ err, failures, retryInMs }, 'outbox relay: batch failed; retrying');
         // Notifications must not cut a backoff short: they keep coming while NATS is down.
         await this.sleep(retryInMs, false);
@@ -312,9 +344,9 @@ export class OutboxRelay {
   }
 
 
-  private wake(): void {
+  private wake(evenFromBackoff = false): void {
     this.wakeRequested = true;
-    if (this.sleepIsWakeable) this.interruptSleep?.();
+    if (this.sleepIsWakeable || evenFromBackoff) this.interruptSleep?.();
   }
 
   private sleep(ms: number, wakeable: boolean): Promise<void> {

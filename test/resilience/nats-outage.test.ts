@@ -1,0 +1,240 @@
+/**
+ * Issue 8, resilience: NATS down for 20 s (RESILIENCE_NATS_OUTAGE_MS), against the whole system
+ * as real processes on a Postgres and a NATS of this test's own.
+ *
+ * While NATS is gone (killed: connections drop without a goodbye, as in a crash or a network
+ * blip) invoices are still created and paid through the gateway, every process stays ready (in
+ * Kubernetes an unready pod gets no traffic, so a NATS outage must not take the API down) while
+ * its /readyz says NATS is down, and the invoice.paid events wait in the invoice outbox. When
+ * NATS is back on the same port and store, every invoice paid during the outage produces exactly
+ * one delivered invoice.paid webhook, with a unique webhook-id and a valid signature; nothing is
+ * lost, nothing is duplicated, no process was restarted.
+ */
+import { connect } from 'nats';
+import postgres from 'postgres';
+import { Webhook } from 'standardwebhooks';
+import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { bootSystemOn, destroyOwnInfrastructure, startOwnInfrastructure, type OwnInfrastructure } from '../support/own-infra';
+import type { BootedSystem } from '../support/system';
+import {
+  adminReadiness,
+  createInvoice,
+  FAST_SYSTEM_ENV,
+  gatewayReadiness,
+  grpcHealth,
+  keepLogs,
+  paidWebhooksByInvoice,
+  payInvoice,
+  percentile,
+  processSnapshot,
+  Receiver,
+  SERVICES,
+  sleep,
+  waitUntil,
+  webhookHeadersOf,
+} from './support';
+
+const OUTAGE_MS = Number(process.env.RESILIENCE_NATS_OUTAGE_MS ?? 20_000);
+/** Concurrent create-and-pay loops during the outage. */
+const LANES = 2;
+/** Pause between one lane's invoices: a steady shop's traffic, not a load test. */
+const PACE_MS = 20;
+
+let infra: OwnInfrastructure | undefined;
+let system: BootedSystem | undefined;
+let receiver: Receiver | undefined;
+let db: postgres.Sql | undefined;
+let api: GatewayClient;
+let project: ProjectFixture;
+
+beforeAll(async () => {
+  infra = await startOwnInfrastructure();
+  receiver = await new Receiver().start();
+  system = await bootSystemOn(infra, { env: FAST_SYSTEM_ENV });
+  api = new GatewayClient(system.gatewayUrl);
+  db = postgres(system.database.url, { max: 2, onnotice: () => undefined });
+  const merchant = await registerMerchant(api);
+  project = await createProjectWithKey(api, merchant, 'sandbox', { webhookUrl: receiver.url });
+}, 60_000);
+
+afterAll(async () => {
+  await db?.end({ timeout: 1 }).catch(() => undefined);
+  keepLogs(system, 'nats-outage');
+  await system?.stop().catch(() => undefined);
+  await receiver?.stop().catch(() => undefined);
+  await destroyOwnInfrastructure(infra);
+}, 30_000);
+
+/** A decimal string of at most 8 places as an exact count of 10^-8 units. */
+function toSatoshis(decimal: string): bigint {
+  const [whole = '0', fraction = ''] = decimal.split('.');
+  if (!/^\d+$/.test(whole) || !/^\d{0,8}$/.test(fraction)) throw new Error(`not a plain decimal: ${decimal}`);
+  return BigInt(whole) * 100_000_000n + BigInt(fraction.padEnd(8, '0'));
+}
+
+/** amountReceived as written in the response (a JSON number token, never through a float). */
+function amountReceivedOf(invoiceJson: string): bigint {
+  const token = /"amountReceived":([0-9.]+)[,}]/.exec(invoiceJson)?.[1];
+  if (!token) throw new Error(`no plain amountReceived in ${invoiceJson}`);
+  return toSatoshis(token);
+}
+
+async function unpublishedOutboxRows(schema: string): Promise<number> {
+  const [row] = await (db as postgres.Sql)<{ n: number }[]>`select count(*)::int as n from ${(db as postgres.Sql)(schema)}.outbox where published_at is null`;
+  return row?.n ?? -1;
+}
+
+test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid throughout, and every one yields exactly one invoice.paid webhook once NATS is back`, async () => {
+  const sys = system as BootedSystem;
+  const nats = (infra as OwnInfrastructure).nats;
+  const hooks = receiver as Receiver;
+  const before = processSnapshot(sys);
+
+  // The system works before the outage: one invoice paid, its webhook delivered.
+  const warm = await createInvoice(api, project.key);
+  expect(warm.status).toBe(201);
+  const warmPaid = await payInvoice(api, project.key, warm.body.id);
+  expect(warmPaid.status).toBe(200);
+  await waitUntil('the warm-up webhook', 10_000, async () => (paidWebhooksByInvoice(hooks).has(warm.body.id) ? true : undefined));
+
+  // ---- NATS goes away.
+  await nats.stop('SIGKILL');
+  const outageStarted = Date.now();
+
+  const paid: string[] = [];
+  /** amountReceived of each, in satoshis. */
+  const received: bigint[] = [];
+  const failures: string[] = [];
+  const createMs: number[] = [];
+  const payMs: number[] = [];
+  const readiness: Array<{ at: number; gateway: number; gatewayBody: unknown; services: Record<string, number>; servicesMs: Record<string, number>; natsReported: Record<string, string> }> = [];
+
+  let sequence = 0;
+  const lane = async () => {
+    while (Date.now() - outageStarted < OUTAGE_MS) {
+      const created = await createInvoice(api, project.key, { orderId: `outage-${sequence++}` });
+      createMs.push(created.ms);
+      if (created.status !== 201) {
+        failures.push(`create → ${created.status} ${created.text}`);
+        await sleep(PACE_MS);
+        continue;
+      }
+      const payment = await payInvoice(api, project.key, created.body.id);
+      payMs.push(payment.ms);
+      if (payment.status !== 200) failures.push(`pay → ${payment.status} ${payment.text}`);
+      else {
+        paid.push(created.body.id);
+        received.push(amountReceivedOf(payment.text));
+      }
+      await sleep(PACE_MS);
+    }
+  };
+  const watchReadiness = async () => {
+    // Readiness as Kubernetes sees it, every second of the outage.
+    while (Date.now() - outageStarted < OUTAGE_MS) {
+      const [gateway, admin] = await Promise.all([gatewayReadiness(sys), adminReadiness(sys)]);
+      readiness.push({
+        at: Date.now() - outageStarted,
+        gateway: gateway.status,
+        gatewayBody: gateway.body,
+        servicesMs: Object.fromEntries(SERVICES.map((s) => [s, admin[s].ms])),
+        services: Object.fromEntries(SERVICES.map((s) => [s, admin[s].status])),
+        natsReported: Object.fromEntries(SERVICES.map((s) => [s, String(admin[s].body?.dependencies?.nats)])),
+      });
+      await sleep(1_000);
+    }
+  };
+  await Promise.all([...Array.from({ length: LANES }, lane), watchReadiness()]);
+
+  // While NATS is still down: nothing could be delivered, the events wait in the outbox.
+  const grpcDuringOutage = await grpcHealth(sys);
+  const waitingInOutbox = await unpublishedOutboxRows('invoice');
+  const deliveredDuringOutage = paid.filter((id) => paidWebhooksByInvoice(hooks).has(id)).length;
+  const outageLasted = Date.now() - outageStarted;
+
+  // ---- NATS comes back on the same port and store.
+  await nats.start();
+  const natsBack = Date.now();
+
+  const byInvoice = await waitUntil('one invoice.paid webhook per invoice paid during the outage', 45_000, async () => {
+    const seen = paidWebhooksByInvoice(hooks);
+    return paid.every((id) => seen.has(id)) ? seen : undefined;
+  });
+  const allDeliveredAfter = Date.now() - natsBack;
+  const arrivals = paid.map((id) => (byInvoice.get(id)?.[0]?.at ?? Infinity) - natsBack);
+  // Anything still on its way (a duplicate) would arrive within this.
+  await sleep(2_000);
+  const final = paidWebhooksByInvoice(hooks);
+
+  console.log(
+    [
+      `NATS outage of ${outageLasted} ms: ${paid.length} invoices created and paid by ${LANES} lanes, ${failures.length} failures`,
+      `  create latency p50 ${percentile(createMs, 50)} ms, p99 ${percentile(createMs, 99)} ms, max ${Math.max(...createMs)} ms`,
+      `  pay latency    p50 ${percentile(payMs, 50)} ms, p99 ${percentile(payMs, 99)} ms, max ${Math.max(...payMs)} ms`,
+      `  outage end: ${waitingInOutbox} invoice events waiting in the outbox, ${deliveredDuringOutage} webhooks delivered`,
+      `  readiness during the outage (gateway /readyz, services' admin /readyz): ${JSON.stringify(readiness.map((r) => [r.at, r.gateway, Object.values(r.services).join('/'), Object.values(r.servicesMs).join('/')]))}`,
+      `  gateway /readyz bodies: ${JSON.stringify(readiness.filter((r) => r.gateway !== 200).map((r) => r.gatewayBody))}`,
+      `  NATS as the services reported it: ${JSON.stringify(readiness.at(-1)?.natsReported)}`,
+      `  NATS back: first webhook at ${Math.min(...arrivals)} ms, p50 ${percentile(arrivals, 50)} ms, all ${paid.length} delivered at ${allDeliveredAfter} ms`,
+    ].join('\n'),
+  );
+
+  // Invoices kept being created and paid, and not slowly.
+  expect(failures).toEqual([]);
+  expect(paid.length).toBeGreaterThanOrEqual(Math.min(50, OUTAGE_MS / 100));
+  expect(percentile(payMs, 99)).toBeLessThan(2_000);
+  // NATS really was down: nothing delivered, everything waiting in the outbox, and every process
+  // says so on /readyz while staying ready (a pod taken out of its Service would refuse the API).
+  expect(deliveredDuringOutage).toBe(0);
+  expect(waitingInOutbox).toBeGreaterThanOrEqual(paid.length);
+  const lastLook = readiness.at(-1);
+  expect(lastLook).toBeDefined();
+  for (const look of readiness) {
+    expect({ at: look.at, gateway: look.gateway, services: look.services }).toEqual({
+      at: look.at,
+      gateway: 200,
+      services: { auth: 200, invoice: 200, payout: 200, notifier: 200 },
+    });
+  }
+  for (const service of SERVICES) expect(lastLook?.natsReported[service]).not.toBe('up');
+  expect(grpcDuringOutage).toEqual({ auth: 'SERVING', invoice: 'SERVING', payout: 'SERVING', notifier: 'SERVING' });
+
+  // Exactly one delivered invoice.paid per invoice: none lost, none twice, every webhook-id its
+  // own and every signature valid.
+  const duplicates = [...final].filter(([, reqs]) => reqs.length !== 1).map(([id, reqs]) => `${id} ×${reqs.length}`);
+  expect(duplicates).toEqual([]);
+  expect(paid.filter((id) => !final.has(id))).toEqual([]);
+  const outageRequests = paid.map((id) => final.get(id)?.[0]).filter((r) => r !== undefined);
+  expect(new Set(outageRequests.map((r) => r.headers['webhook-id'])).size).toBe(paid.length);
+  const wh = new Webhook(project.webhookSecret);
+  for (const req of outageRequests) expect(wh.verify(req.body, webhookHeadersOf(req))).toMatchObject({ status: 'Paid', environment: 'sandbox' });
+  // Nothing but these (and the warm-up) reached the receiver.
+  expect(hooks.requests.length).toBe(paid.length + 1);
+
+  // The outbox drained, and JetStream holds each event once (the relay's retries were de-duplicated).
+  expect(await unpublishedOutboxRows('invoice')).toBe(0);
+  const nc = await connect({ servers: nats.url });
+  try {
+    const jsm = await nc.jetstreamManager();
+    const subject = `${sys.namespace}.invoice.paid`;
+    const info = await jsm.streams.info(`${sys.namespace}_invoice`.toUpperCase(), { subjects_filter: subject });
+    expect(info.state.subjects?.[subject]).toBe(paid.length + 1);
+  } finally {
+    await nc.close();
+  }
+
+  // The payout ledger (another consumer of invoice.paid) lost nothing either: the sandbox BTC
+  // balance is the sum of every amount received, to the satoshi.
+  const expectedTotal = received.reduce((a, b) => a + b, amountReceivedOf(warmPaid.text));
+  const balance = await waitUntil('the payout ledger to count every payment', 30_000, async () => {
+    const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(project.key) });
+    const total = /"currency":"BTC","available":[^,]+,"pending":[^,]+,"total":([0-9.]+)/.exec(res.text)?.[1];
+    return total !== undefined && toSatoshis(total) === expectedTotal ? total : undefined;
+  });
+  expect(toSatoshis(balance)).toBe(expectedTotal);
+
+  // Nobody was restarted: everything rode the outage out.
+  expect(processSnapshot(sys)).toEqual(before);
+  expect(Object.values(processSnapshot(sys)).every((p) => p.restarts === 0)).toBe(true);
+  expect(allDeliveredAfter).toBeLessThan(30_000);
+}, 120_000);
