@@ -1,6 +1,6 @@
 /** The gateway's gRPC clients, one per backend service, and their combined readiness. */
 import { create } from '@bufbuild/protobuf';
-import { createRpcClient, ServingStatus } from '@coinvoice/runtime';
+import { createRpcClient, READINESS_SERVICE, ServingStatus } from '@coinvoice/runtime';
 import { Health, HealthCheckRequestSchema } from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
 import type { Client } from '@connectrpc/connect';
 
@@ -25,13 +25,18 @@ export class Backends {
     };
   }
 
-  /** Each backend's grpc.health.v1 answer: SERVING, NOT_SERVING, or why it could not be asked. */
-  async readiness(): Promise<{ ready: boolean; backends: Record<BackendName, string> }> {
+  /**
+   * Each backend's grpc.health.v1 answer: SERVING, NOT_SERVING, or why it could not be asked.
+   * scope 'all' asks the overall health (every dependency of every backend answers); 'traffic'
+   * asks `readiness` (requests can be served: what a load balancer should route on).
+   */
+  async readiness(scope: 'all' | 'traffic' = 'all'): Promise<{ ready: boolean; backends: Record<BackendName, string> }> {
     const names = Object.keys(this.health) as BackendName[];
+    const service = scope === 'traffic' ? READINESS_SERVICE : '';
     const answers = await Promise.all(
       names.map(async (name) => {
         try {
-          const res = await this.health[name].check(create(HealthCheckRequestSchema, { service: '' }));
+          const res = await this.health[name].check(create(HealthCheckRequestSchema, { service }));
           return ServingStatus[res.status] ?? 'UNKNOWN';
         } catch (err) {
           return `unreachable: ${err instanceof Error ? err.message : String(err)}`;

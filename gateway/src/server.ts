@@ -90,8 +90,10 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   );
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    const { ready, backends } = await deps.backends.readiness();
+  // /readyz: every backend fully healthy. /readyz?scope=traffic: every backend can serve requests
+  // (what Kubernetes routes on: a NATS outage delays events but must not take the API down).
+  app.get<{ Querystring: { scope?: string } }>('/readyz', { schema: { hide: true } }, async (req, reply) => {
+    const { ready, backends } = await deps.backends.readiness(req.query.scope === 'traffic' ? 'traffic' : 'all');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', backends });
   });
 

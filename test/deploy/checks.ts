@@ -502,11 +502,13 @@ export function checkPortsAndProbes(ctx: DeployContext): string[] {
       if (!container.readinessProbe) problems.push(`${where}: no readinessProbe`);
       if (!container.livenessProbe) problems.push(`${where}: no livenessProbe`);
       if (role.process === 'gateway') {
-        if (container.readinessProbe?.httpGet?.path !== '/readyz') problems.push(`${where}: readinessProbe must be httpGet /readyz`);
+        if (container.readinessProbe?.httpGet?.path !== '/readyz?scope=traffic') problems.push(`${where}: readinessProbe must be httpGet /readyz?scope=traffic`);
         if (container.livenessProbe?.httpGet?.path !== '/healthz') problems.push(`${where}: livenessProbe must be httpGet /healthz`);
       } else {
         if (!container.readinessProbe?.grpc) problems.push(`${where}: readinessProbe must be grpc: (grpc.health.v1)`);
+        else if (container.readinessProbe.grpc.service !== 'readiness') problems.push(`${where}: readinessProbe must ask grpc.health.v1 for service "readiness"`);
         if (!container.livenessProbe?.grpc) problems.push(`${where}: livenessProbe must be grpc: (grpc.health.v1)`);
+        else if (container.livenessProbe.grpc.service !== 'liveness') problems.push(`${where}: livenessProbe must ask grpc.health.v1 for service "liveness"`);
       }
     }
   }

@@ -3,9 +3,10 @@
  * as real processes on a Postgres and a NATS of this test's own.
  *
  * While NATS is gone (killed: connections drop without a goodbye, as in a crash or a network
- * blip) invoices are still created and paid through the gateway, every process stays ready (in
- * Kubernetes an unready pod gets no traffic, so a NATS outage must not take the API down) while
- * its /readyz says NATS is down, and the invoice.paid events wait in the invoice outbox. When
+ * blip) invoices are still created and paid through the gateway, every process stays ready for
+ * traffic (`readiness`, /readyz?scope=traffic: in Kubernetes an unready pod gets no traffic, so a
+ * NATS outage must not take the API down) while the overall health and /readyz report NATS down,
+ * and the invoice.paid events wait in the invoice outbox. When
  * NATS is back on the same port and store, every invoice paid during the outage produces exactly
  * one delivered invoice.paid webhook, with a unique webhook-id and a valid signature; nothing is
  * lost, nothing is duplicated, no process was restarted.
@@ -132,7 +133,7 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
   const watchReadiness = async () => {
     // Readiness as Kubernetes sees it, every second of the outage.
     while (Date.now() - outageStarted < OUTAGE_MS) {
-      const [gateway, admin] = await Promise.all([gatewayReadiness(sys), adminReadiness(sys)]);
+      const [gateway, admin] = await Promise.all([gatewayReadiness(sys, 'traffic'), adminReadiness(sys, 'traffic')]);
       readiness.push({
         at: Date.now() - outageStarted,
         gateway: gateway.status,
@@ -147,7 +148,10 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
   await Promise.all([...Array.from({ length: LANES }, lane), watchReadiness()]);
 
   // While NATS is still down: nothing could be delivered, the events wait in the outbox.
-  const grpcDuringOutage = await grpcHealth(sys);
+  const grpcDuringOutage = await grpcHealth(sys, 'readiness');
+  // The overall health tells the truth: NATS is down, so NOT_SERVING (Kubernetes routes on `readiness`).
+  const overallDuringOutage = await grpcHealth(sys);
+  const gatewayOverallDuringOutage = (await gatewayReadiness(sys)).status;
   const waitingInOutbox = await unpublishedOutboxRows('invoice');
   const deliveredDuringOutage = paid.filter((id) => paidWebhooksByInvoice(hooks).has(id)).length;
   const outageLasted = Date.now() - outageStarted;
@@ -198,6 +202,8 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
   }
   for (const service of SERVICES) expect(lastLook?.natsReported[service]).not.toBe('up');
   expect(grpcDuringOutage).toEqual({ auth: 'SERVING', invoice: 'SERVING', payout: 'SERVING', notifier: 'SERVING' });
+  expect(overallDuringOutage).toEqual({ auth: 'NOT_SERVING', invoice: 'NOT_SERVING', payout: 'NOT_SERVING', notifier: 'NOT_SERVING' });
+  expect(gatewayOverallDuringOutage).toBe(503);
 
   // Exactly one delivered invoice.paid per invoice: none lost, none twice, every webhook-id its
   // own and every signature valid.

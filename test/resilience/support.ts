@@ -106,11 +106,13 @@ async function getJson(url: string, timeoutMs = 5_000): Promise<Readiness> {
   }
 }
 
-export const gatewayReadiness = (system: BootedSystem) => getJson(`${system.gatewayUrl}/readyz`);
+/** The gateway's /readyz; scope 'traffic' is what Kubernetes routes on (requests can be served). */
+export const gatewayReadiness = (system: BootedSystem, scope: 'all' | 'traffic' = 'all') =>
+  getJson(`${system.gatewayUrl}/readyz${scope === 'traffic' ? '?scope=traffic' : ''}`);
 
 /** Each service's admin /readyz (HTTP/1.1, what Prometheus-style probes read). */
-export async function adminReadiness(system: BootedSystem): Promise<Record<ServiceName, Readiness>> {
-  const answers = await Promise.all(SERVICES.map((name) => getJson(`${system.processes[name].adminUrl}/readyz`)));
+export async function adminReadiness(system: BootedSystem, scope: 'all' | 'traffic' = 'all'): Promise<Record<ServiceName, Readiness>> {
+  const answers = await Promise.all(SERVICES.map((name) => getJson(`${system.processes[name].adminUrl}/readyz${scope === 'traffic' ? '?scope=traffic' : ''}`)));
   return Object.fromEntries(SERVICES.map((name, i) => [name, answers[i]])) as Record<ServiceName, Readiness>;
 }
 

@@ -1,6 +1,7 @@
 /**
  * The HTTP/1.1 admin port every process has next to its gRPC port: Prometheus and HTTP probes
- * cannot speak h2c gRPC. /healthz = the process is up; /readyz = it can do its work now.
+ * cannot speak h2c gRPC. /healthz = the process is up; /readyz = every dependency answers;
+ * /readyz?scope=traffic = requests can be served (a NATS outage delays events, not requests).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,12 +28,16 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const [path, query = ''] = (req.url ?? '/').split('?');
+    const trafficOnly = new URLSearchParams(query).get('scope') === 'traffic';
     if (req.method !== 'GET') return json(res, 405, { status: 'method not allowed' });
     if (path === '/healthz') return json(res, 200, { status: 'ok' });
     if (path === '/readyz') {
       options.readiness().then(
-        (report) => json(res, report.serving ? 200 : 503, { status: report.serving ? 'ready' : 'not ready', ...report }),
+        (report) => {
+          const ready = trafficOnly ? report.acceptingRequests : report.serving;
+          json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', ...report });
+        },
         () => json(res, 503, { status: 'not ready' }),
       );
       return;

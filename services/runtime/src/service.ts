@@ -126,9 +126,9 @@ export async function startService<S extends Settings>(
 
   const health = new HealthMonitor(definition.rpcServices, [
     { name: 'postgres', check: () => pingDb(sql) },
-    // Reported, not required: requests never need NATS (events wait in the outbox), so a NATS
-    // outage must not make the pod unready and take its traffic away.
-    { name: 'nats', check: () => pingNats(nats), required: false },
+    // Requests never need NATS (events wait in the outbox): its outage makes the process NOT_SERVING
+    // overall, and still ready for traffic (the `readiness` health name).
+    { name: 'nats', check: () => pingNats(nats), neededForRequests: false },
   ]);
   const rpc = await startRpcServer({ port: config.GRPC_PORT, routes: parts.routes, health, logger, metrics });
   const admin = await startAdminServer({ port: config.ADMIN_PORT, metrics, readiness: () => health.report() });

@@ -14,6 +14,7 @@ test('a dependency down makes the service NOT_SERVING but leaves liveness SERVIN
   expect(await health.status('coinvoice.test.v1.TestService')).toBe(ServingStatus.NOT_SERVING);
   expect(await health.status(LIVENESS_SERVICE)).toBe(ServingStatus.SERVING);
   expect((await health.report()).dependencies).toEqual({ postgres: 'connection refused' });
+  expect(await health.status('readiness')).toBe(ServingStatus.NOT_SERVING);
 });
 
 test('the service is SERVING again once the dependency answers', async () => {

@@ -23,26 +23,35 @@ export interface DependencyCheck {
   /** Resolves when the dependency answers; rejects (or times out) otherwise. */
   check(): Promise<void>;
   /**
-   * false: the process keeps doing its work while this dependency is down, so an outage is
-   * reported (in `dependencies`) without making it NOT_SERVING. Default true.
+   * false: requests are still served while this dependency is down (NATS: events wait in the
+   * outbox), so its outage makes the process NOT_SERVING overall but leaves it ready for traffic
+   * (the `readiness` health name Kubernetes routes on). Default true.
    */
-  required?: boolean;
+  neededForRequests?: boolean;
 }
 
 export interface HealthReport {
+  /** Every dependency answers and the process is not stopping: the overall health. */
   serving: boolean;
+  /** The dependencies requests need answer: the process should keep receiving traffic. */
+  acceptingRequests: boolean;
   dependencies: Record<string, 'up' | string>;
 }
 
 const CHECK_TIMEOUT_MS = 1_000;
 /**
- * An optional dependency cannot change the answer, so it must not delay it either: callers (the
- * gateway's /readyz, Kubernetes probes) give up after about a second, and a NATS client that is
- * reconnecting can leave a ping unanswered for that long.
+ * A dependency requests do not need must not delay the readiness answer: callers (the gateway's
+ * /readyz, Kubernetes probes) give up after about a second, and a NATS client that is reconnecting
+ * can leave a ping unanswered for that long.
  */
 const OPTIONAL_CHECK_TIMEOUT_MS = 250;
 /** The health "service" name Kubernetes liveness probes ask for (`grpc: {service: liveness}`). */
 export const LIVENESS_SERVICE = 'liveness';
+/**
+ * The name Kubernetes readiness probes ask for: SERVING while requests can be served, which
+ * needs Postgres but not NATS. The overall check ("") stays strict: it reports a NATS outage.
+ */
+export const READINESS_SERVICE = 'readiness';
 /** Probes and /readyz poll often; a fresh answer this recent is reused. */
 const CACHE_MS = 250;
 
@@ -81,22 +90,26 @@ export class HealthMonitor {
     const results = await Promise.all(
       this.dependencies.map(async (dep) => {
         try {
-          await withTimeout(dep.check(), dep.required === false ? OPTIONAL_CHECK_TIMEOUT_MS : CHECK_TIMEOUT_MS);
-          return [dep.name, 'up', dep.required ?? true] as const;
+          await withTimeout(dep.check(), dep.neededForRequests === false ? OPTIONAL_CHECK_TIMEOUT_MS : CHECK_TIMEOUT_MS);
+          return [dep.name, 'up', dep.neededForRequests ?? true] as const;
         } catch (err) {
-          return [dep.name, err instanceof Error ? err.message : String(err), dep.required ?? true] as const;
+          return [dep.name, err instanceof Error ? err.message : String(err), dep.neededForRequests ?? true] as const;
         }
       }),
     );
     const dependencies = Object.fromEntries(results.map(([name, state]) => [name, state]));
-    const serving = !this.shuttingDown && results.every(([, state, required]) => state === 'up' || !required);
-    return { serving, dependencies };
+    const serving = !this.shuttingDown && results.every(([, state]) => state === 'up');
+    const acceptingRequests = !this.shuttingDown && results.every(([, state, needed]) => state === 'up' || !needed);
+    return { serving, acceptingRequests, dependencies };
   }
 
   async status(service: string): Promise<ServingStatus> {
     // Liveness asks only whether this process should keep running: a Postgres or NATS outage
     // makes it not ready (no traffic), but restarting every pod would not bring the database back.
     if (service === LIVENESS_SERVICE) return this.shuttingDown ? ServingStatus.NOT_SERVING : ServingStatus.SERVING;
+    if (service === READINESS_SERVICE) {
+      return (await this.report()).acceptingRequests ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+    }
     if (service !== '' && !this.services.includes(service)) return ServingStatus.SERVICE_UNKNOWN;
     const { serving } = await this.report();
     return serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
