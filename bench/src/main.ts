@@ -3,8 +3,10 @@
  * next to a bare Fastify + Postgres INSERT baseline measured in the same run. Prints a table and
  * writes it, with the machine's description, to bench/results.md.
  *
- * BENCH_TARGET=http://host:port measures a running system instead (it must have a sandbox key:
- * BENCH_API_KEY); BENCH_SECONDS and BENCH_CONNECTIONS change the load.
+ * BENCH_TARGET=http://host:port measures a running gateway instead of starting one (it registers
+ * its own merchant and sandbox project there through the public API; its webhook receiver listens
+ * on 127.0.0.1, so pay-to-webhook is measured only when the target runs on this machine in
+ * development mode). BENCH_SECONDS and BENCH_CONNECTIONS change the load.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -122,15 +124,20 @@ async function main(): Promise<void> {
   const receiver = await startReceiver();
   try {
     console.log(`machine: ${machine()}`);
-    console.log('starting the system…');
-    system = await startSystem({
-      databaseUrl,
-      natsUrl: nats.url,
-      logDir: path.join(dataDir, 'logs'),
-      gatewayPort: 0,
-      env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
-    });
-    const gw = system.gatewayUrl;
+    const target = process.env.BENCH_TARGET?.replace(/\/+$/, '');
+    if (!target) {
+      console.log('starting the system…');
+      system = await startSystem({
+        databaseUrl,
+        natsUrl: nats.url,
+        logDir: path.join(dataDir, 'logs'),
+        gatewayPort: 0,
+        env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+      });
+    } else {
+      console.log(`measuring the running gateway at ${target}`);
+    }
+    const gw = target ?? system!.gatewayUrl;
     const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
     const reg = await json(`${gw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'bench-password-1', name: 'Bench' }) });
     const auth = { authorization: `Bearer ${String(reg.body.token)}`, 'content-type': 'application/json' };
