@@ -110,7 +110,8 @@ export function handleError(logger: Logger) {
       const errors = violationsOfValidation(fastifyError.validation).map((v) =>
         context === 'body' ? v : { field: v.field === 'body' ? context : v.field, message: v.message },
       );
-      return sendProblem(reply, problemOf(400, 'validation_failed', `the request ${context} is invalid`, requestId, errors));
+      const part = context === 'body' ? 'the request body is' : context === 'params' ? 'the path parameters are' : context === 'querystring' ? 'the query parameters are' : `the request ${context} are`;
+      return sendProblem(reply, problemOf(400, 'validation_failed', `${part} invalid`, requestId, errors));
     }
     switch (fastifyError.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':

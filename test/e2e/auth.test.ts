@@ -113,6 +113,12 @@ describe('API key refusals', () => {
     expectProblem(await api.get(`/api/invoice/${randomUUID()}`, { headers: apiKeyHeader(unknown) }), 401, 'invalid_api_key');
   });
 
+  test('credentials are judged before the body: a bad key with a bad body answers 401', async () => {
+    const res = await api.post('/api/invoice', { priceAmount: 19.9 }, { headers: apiKeyHeader('SBX_nope') });
+    expectProblem(res, 401, 'invalid_api_key');
+    expectProblem(await api.post('/api/merchant/projects', { nonsense: true }), 401);
+  });
+
   test('a key with a broken checksum is refused without asking the auth service (auth paused)', async () => {
     const broken = key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a');
     process.kill(system.processes.auth.pid, 'SIGSTOP');

@@ -20,8 +20,10 @@ async function main(): Promise<void> {
   const stopAll = async (code: number) => {
     if (stopping) return;
     stopping = true;
+    console.log('stopping coinvoice…');
     await system?.stop();
     for (const dep of started.reverse()) await dep.stop().catch(() => undefined);
+    console.log('stopped');
     process.exit(code);
   };
   process.on('SIGINT', () => void stopAll(0));

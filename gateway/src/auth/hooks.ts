@@ -1,5 +1,9 @@
-/** Fastify preHandlers that establish `request.principal`, one per authentication scheme. */
-import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+/**
+ * Fastify onRequest hooks that establish `request.principal`, one per authentication scheme.
+ * onRequest runs before the body is parsed and validated: a caller without valid credentials
+ * learns that first (401), not how its body would have been judged.
+ */
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { HttpProblem } from '../problem';
 import { API_KEY_HEADER, type ApiKeyVerifier } from './api-keys';
 import type { ApiKeyPrincipal, MerchantPrincipal } from './principal';
@@ -16,19 +20,19 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 export function authHooks({ apiKeys, sessions }: Authenticators) {
-  const apiKey: preHandlerAsyncHookHandler = async (request) => {
+  const apiKey: onRequestAsyncHookHandler = async (request) => {
     request.principal = await apiKeys.verify(header(request, API_KEY_HEADER));
   };
-  const merchant: preHandlerAsyncHookHandler = async (request) => {
+  const merchant: onRequestAsyncHookHandler = async (request) => {
     request.principal = await sessions.verify(header(request, 'authorization'));
   };
   /** Payout routes take either; an API key wins when both are sent (it names the project). */
-  const apiKeyOrMerchant: preHandlerAsyncHookHandler = async (request) => {
+  const apiKeyOrMerchant: onRequestAsyncHookHandler = async (request) => {
     if (header(request, API_KEY_HEADER) !== undefined) request.principal = await apiKeys.verify(header(request, API_KEY_HEADER));
     else if (header(request, 'authorization') !== undefined) request.principal = await sessions.verify(header(request, 'authorization'));
     else throw new HttpProblem(401, 'unauthenticated', 'send an x-api-key header or an Authorization: Bearer token');
   };
-  const admin: preHandlerAsyncHookHandler = async (request, reply: FastifyReply) => {
+  const admin: onRequestAsyncHookHandler = async (request, reply: FastifyReply) => {
     await merchant.call(reply.server, request, reply);
     if (request.principal?.kind !== 'merchant' || !request.principal.admin) {
       throw new HttpProblem(403, 'forbidden', 'this operation is for operators');

@@ -91,7 +91,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       body: CreateInvoiceBody,
       response: { 201: InvoiceSchema },
     },
-    preHandler: hooks.apiKey,
+    onRequest: hooks.apiKey,
     handler: async (req, reply) => {
       const project = apiKeyPrincipal(req);
       const res = await invoices.createInvoice({
@@ -116,7 +116,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
 
   app.get<{ Params: { id: string } }>('/api/invoice/:id', {
     schema: { tags: ['invoices'], summary: 'Get an invoice with its current status', security: apiKeyAuth, params: IdParams, response: { 200: InvoiceSchema } },
-    preHandler: hooks.apiKey,
+    onRequest: hooks.apiKey,
     handler: async (req) => {
       const res = await invoices.getInvoice({ projectId: apiKeyPrincipal(req).projectId, invoiceId: req.params.id });
       return invoiceJson(res.invoice);
@@ -132,7 +132,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       body: SandboxPayBody,
       response: { 200: InvoiceSchema },
     },
-    preHandler: hooks.apiKey,
+    onRequest: hooks.apiKey,
     handler: async (req) => {
       const project = apiKeyPrincipal(req);
       if (project.environment !== 'sandbox') {
@@ -152,7 +152,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       querystring: InvoiceListQuery,
       response: { 200: InvoiceListSchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       // Ownership first: another merchant's project answers 404 as if it did not exist.
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
@@ -175,7 +175,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       body: SandboxPayBody,
       response: { 200: InvoiceSchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       const owner = await invoices.getInvoiceProject({ invoiceId: req.params.id });
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });

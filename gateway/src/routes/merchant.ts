@@ -48,7 +48,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
 
   app.get('/api/merchant/me', {
     schema: { tags: ['dashboard'], summary: 'The logged-in merchant', security: bearer, response: { 200: MerchantSchema } },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => merchantJson((await auth.getMerchant({ merchantId: merchantPrincipal(req).merchantId })).merchant),
   });
 
@@ -60,7 +60,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       body: CreateProjectBody,
       response: { 201: CreatedProjectSchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req, reply) => {
       const res = await auth.createProject({
         merchantId: merchantPrincipal(req).merchantId,
@@ -74,7 +74,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
 
   app.get('/api/merchant/projects', {
     schema: { tags: ['dashboard'], summary: 'List your projects', security: bearer, response: { 200: Type.Object({ items: Type.Array(ProjectSchema) }) } },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       const res = await auth.listProjects({ merchantId: merchantPrincipal(req).merchantId });
       return { items: res.projects.map(projectJson) };
@@ -83,7 +83,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
 
   app.get<{ Params: { id: string } }>('/api/merchant/projects/:id', {
     schema: { tags: ['dashboard'], summary: 'Get a project', security: bearer, params: ProjectParams, response: { 200: ProjectSchema } },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       const res = await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       return projectJson(res.project);
@@ -99,7 +99,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       body: UpdateProjectBody,
       response: { 200: ProjectSchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       const { name, webhookUrl, invoiceLifetimeMinutes } = req.body;
       const res = await auth.updateProject({
@@ -122,7 +122,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       params: ProjectParams,
       response: { 200: Type.Object({ webhookSecret: Type.String() }) },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       const res = await auth.rotateWebhookSecret({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       return { webhookSecret: res.webhookSecret };
@@ -138,7 +138,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       body: CreateApiKeyBody,
       response: { 201: CreatedApiKeySchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req, reply) => {
       const res = await auth.createApiKey({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id, name: req.body.name });
       const meta = apiKeyJson(res.apiKey);
@@ -154,7 +154,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       params: ProjectParams,
       response: { 200: Type.Object({ items: Type.Array(ApiKeySchema) }) },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       const res = await auth.listApiKeys({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       return { items: res.apiKeys.map(apiKeyJson) };
@@ -163,7 +163,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
 
   app.delete<{ Params: { id: string; keyId: string } }>('/api/merchant/projects/:id/api-keys/:keyId', {
     schema: { tags: ['dashboard'], summary: 'Revoke an API key, at once', security: bearer, params: ApiKeyParams, response: { 204: Type.Null() } },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req, reply) => {
       await auth.revokeApiKey({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id, keyId: req.params.keyId });
       return reply.code(204).send();

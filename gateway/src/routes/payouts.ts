@@ -157,7 +157,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       querystring: ProjectQuery,
       response: { 200: BalanceSchema },
     },
-    preHandler: hooks.apiKeyOrMerchant,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req, reply) => {
       const scope = await scopeOf(auth, req, req.query.projectId);
       const res = await payouts.getBalance({ projectId: scope.projectId, environment: environmentOf(scope.environment) });
@@ -174,7 +174,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       body: RequestPayoutBody,
       response: { 201: PayoutSchema },
     },
-    preHandler: hooks.apiKeyOrMerchant,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req, reply) => {
       checkText('note', req.body.note);
       const amount = amountDecimal(req.body.amount);
@@ -203,7 +203,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       body: VerifyPayoutBody,
       response: { 200: PayoutSchema },
     },
-    preHandler: hooks.apiKeyOrMerchant,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req) => {
       const scope = await scopeOf(auth, req, req.body.projectId);
       const res = await payouts.verifyPayout({ projectId: scope.projectId, payoutId: req.body.payoutId, code: req.body.code });
@@ -219,7 +219,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       querystring: PayoutHistoryQuery,
       response: { 200: PayoutHistorySchema },
     },
-    preHandler: hooks.apiKeyOrMerchant,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req) => {
       const scope = await scopeOf(auth, req, req.query.projectId);
       const res = await payouts.listPayouts({
@@ -241,7 +241,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       body: ProjectBody,
       response: { 200: PayoutSchema },
     },
-    preHandler: hooks.apiKeyOrMerchant,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req) => {
       const scope = await scopeOf(auth, req, req.body?.projectId);
       const res = await payouts.cancelPayout({ projectId: scope.projectId, payoutId: req.params.id });
@@ -258,7 +258,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       body: CompletePayoutBody,
       response: { 200: PayoutSchema },
     },
-    preHandler: hooks.admin,
+    onRequest: hooks.admin,
     handler: async (req) => {
       const res = await payouts.completePayout({ payoutId: req.params.id, transactionHash: req.body.transactionHash });
       return payoutJson(res.payout);
@@ -274,7 +274,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       body: RejectPayoutBody,
       response: { 200: PayoutSchema },
     },
-    preHandler: hooks.admin,
+    onRequest: hooks.admin,
     handler: async (req) => {
       checkText('adminNote', req.body.adminNote);
       const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote });

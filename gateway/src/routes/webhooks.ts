@@ -92,7 +92,7 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
       querystring: WebhookDeliveryListQuery,
       response: { 200: WebhookDeliveryListSchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       // Ownership first: another merchant's project answers 404 as if it did not exist.
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
@@ -115,7 +115,7 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
       params: DeliveryParams,
       response: { 200: WebhookDeliveryWithAttemptsSchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req) => {
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       const res = await notifier.getWebhookDelivery({ projectId: req.params.id, deliveryId: req.params.deliveryId });
@@ -131,7 +131,7 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
       params: DeliveryParams,
       response: { 201: WebhookDeliverySchema },
     },
-    preHandler: hooks.merchant,
+    onRequest: hooks.merchant,
     handler: async (req, reply) => {
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       const res = await notifier.redeliverWebhook({ projectId: req.params.id, deliveryId: req.params.deliveryId });
