@@ -55,3 +55,25 @@ export function apiKeyJson(k: ApiKey | undefined) {
     lastUsedAt: isoTimeOrNull(key.lastUsedAt),
   };
 }
+
+/**
+ * A proto enum and its public spelling, written once. `name` turns a service's value into the
+ * public word (an unexpected value is a bug upstream, never something to show a client); `value`
+ * turns a filter a client sent (already schema-validated) back into the enum.
+ */
+export function publicNames<N extends string>(what: string, pairs: ReadonlyArray<readonly [number, N]>) {
+  const names = new Map<number, N>(pairs);
+  const values = new Map<string, number>(pairs.map(([value, name]) => [name, value]));
+  return {
+    name(value: number): N {
+      const name = names.get(value);
+      if (name === undefined) throw new Error(`unexpected ${what} ${value} in a service response`);
+      return name;
+    },
+    value(name: N): number {
+      const value = values.get(name);
+      if (value === undefined) throw new Error(`unknown ${what} ${name}`);
+      return value;
+    },
+  };
+}

@@ -4,24 +4,13 @@
  * Global setup resolves this once and hands the answer to every worker through the environment.
  */
 import { randomBytes } from 'node:crypto';
-import { Socket } from 'node:net';
 import postgres from 'postgres';
 
 export const RESOLVED_DB_ENV = 'COINVOICE_TEST_DATABASE_URL';
 export const RESOLVED_NATS_ENV = 'COINVOICE_TEST_NATS_URL';
 
-export function portAnswers(host: string, port: number, timeoutMs = 500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('error', () => done(false));
-    socket.connect(port, host, () => done(true));
-  });
-}
+/** The launcher's probe: does anything accept a TCP connection there? */
+export { portAnswers } from '../../deploy/local/src/infrastructure';
 
 /** The admin URL of the Postgres server the tests use (its `postgres` database). */
 export function testDatabaseServerUrl(): string {

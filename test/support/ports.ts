@@ -1,13 +1,2 @@
-import { createServer } from 'node:net';
-
-/** A TCP port that was free a moment ago, for a process the test starts itself. */
-export function freePortForTest(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+/** A TCP port that was free a moment ago, for a process a test starts itself (the launcher's own). */
+export { freePort as freePortForTest } from '../../deploy/local/src/system';

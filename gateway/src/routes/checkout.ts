@@ -12,7 +12,7 @@ import QRCode from 'qrcode';
 import { isoTime } from '../json';
 import { CheckoutSchema } from '../schemas/checkout';
 import { IdParams } from '../schemas/common';
-import { invoiceStatusName } from './invoices';
+import { invoiceStatuses } from './invoices';
 
 const ASSETS = path.join(packageRoot(__dirname), 'assets');
 const asset = (name: string) => readFileSync(path.join(ASSETS, name), 'utf8');
@@ -30,7 +30,7 @@ export function checkoutJson(c: Checkout | undefined) {
   if (!c) throw new Error('checkout missing from a service response');
   return {
     id: c.id,
-    status: invoiceStatusName(c.status),
+    status: invoiceStatuses.name(c.status),
     payCurrency: c.payCurrency,
     amountExpected: decimalToJsonNumber(c.amountExpected),
     amountReceived: decimalToJsonNumber(c.amountReceived),

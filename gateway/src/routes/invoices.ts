@@ -9,7 +9,7 @@ import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/run
 import type { Client } from '@connectrpc/connect';
 import type { FastifyInstance } from 'fastify';
 import { apiKeyPrincipal, merchantPrincipal, type authHooks } from '../auth/hooks';
-import { environmentOf, isoTime } from '../json';
+import { environmentOf, isoTime, publicNames } from '../json';
 import { HttpProblem } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
@@ -27,19 +27,11 @@ export interface InvoiceRouteDeps {
   hooks: ReturnType<typeof authHooks>;
 }
 
-const STATUS_NAMES: Record<InvoiceStatus, 'Waiting' | 'Paid' | 'Expired' | undefined> = {
-  [InvoiceStatus.UNSPECIFIED]: undefined,
-  [InvoiceStatus.WAITING]: 'Waiting',
-  [InvoiceStatus.PAID]: 'Paid',
-  [InvoiceStatus.EXPIRED]: 'Expired',
-};
-const STATUS_OF_NAME = { Waiting: InvoiceStatus.WAITING, Paid: InvoiceStatus.PAID, Expired: InvoiceStatus.EXPIRED } as const;
-
-export function invoiceStatusName(status: InvoiceStatus): 'Waiting' | 'Paid' | 'Expired' {
-  const name = STATUS_NAMES[status];
-  if (!name) throw new Error(`unexpected invoice status ${status} in a service response`);
-  return name;
-}
+export const invoiceStatuses = publicNames('invoice status', [
+  [InvoiceStatus.WAITING, 'Waiting'],
+  [InvoiceStatus.PAID, 'Paid'],
+  [InvoiceStatus.EXPIRED, 'Expired'],
+] as const);
 
 export function invoiceJson(i: Invoice | undefined) {
   if (!i) throw new Error('invoice missing from a service response');
@@ -52,7 +44,7 @@ export function invoiceJson(i: Invoice | undefined) {
     amountReceived: decimalToJsonNumber(i.amountReceived),
     priceCurrency: i.priceCurrency,
     payCurrency: i.payCurrency,
-    status: invoiceStatusName(i.status),
+    status: invoiceStatuses.name(i.status),
     createdAt: isoTime(i.createdAt),
     expiredAt: isoTime(i.expiredAt),
     address: i.address,
@@ -158,7 +150,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       const res = await invoices.listInvoices({
         projectId: req.params.id,
-        status: req.query.status ? STATUS_OF_NAME[req.query.status] : undefined,
+        status: req.query.status ? invoiceStatuses.value(req.query.status) : undefined,
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
       });

@@ -14,7 +14,7 @@ import { PayoutStatus, type GetBalanceResponse, type Payout, type PayoutService 
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { authHooks } from '../auth/hooks';
-import { environmentName, environmentOf, isoTime } from '../json';
+import { environmentName, environmentOf, isoTime, publicNames } from '../json';
 import { HttpProblem } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import { IdempotencyKeyHeaders } from '../schemas/invoice';
@@ -37,29 +37,13 @@ export interface PayoutRouteDeps {
   hooks: ReturnType<typeof authHooks>;
 }
 
-type StatusName = 'AwaitingVerification' | 'Pending' | 'Completed' | 'Rejected' | 'Cancelled';
-
-const STATUS_NAMES: Record<PayoutStatus, StatusName | undefined> = {
-  [PayoutStatus.UNSPECIFIED]: undefined,
-  [PayoutStatus.AWAITING_VERIFICATION]: 'AwaitingVerification',
-  [PayoutStatus.PENDING]: 'Pending',
-  [PayoutStatus.COMPLETED]: 'Completed',
-  [PayoutStatus.REJECTED]: 'Rejected',
-  [PayoutStatus.CANCELLED]: 'Cancelled',
-};
-const STATUS_OF_NAME: Record<StatusName, PayoutStatus> = {
-  AwaitingVerification: PayoutStatus.AWAITING_VERIFICATION,
-  Pending: PayoutStatus.PENDING,
-  Completed: PayoutStatus.COMPLETED,
-  Rejected: PayoutStatus.REJECTED,
-  Cancelled: PayoutStatus.CANCELLED,
-};
-
-export function payoutStatusName(status: PayoutStatus): StatusName {
-  const name = STATUS_NAMES[status];
-  if (!name) throw new Error(`unexpected payout status ${status} in a service response`);
-  return name;
-}
+const payoutStatuses = publicNames('payout status', [
+  [PayoutStatus.AWAITING_VERIFICATION, 'AwaitingVerification'],
+  [PayoutStatus.PENDING, 'Pending'],
+  [PayoutStatus.COMPLETED, 'Completed'],
+  [PayoutStatus.REJECTED, 'Rejected'],
+  [PayoutStatus.CANCELLED, 'Cancelled'],
+] as const);
 
 /** The service description's Payout object, field for field. */
 export function payoutJson(p: Payout | undefined) {
@@ -70,7 +54,7 @@ export function payoutJson(p: Payout | undefined) {
     currency: p.currency,
     address: p.address,
     note: p.note ?? '',
-    status: payoutStatusName(p.status),
+    status: payoutStatuses.name(p.status),
     transactionHash: p.transactionHash ?? null,
     adminNote: p.adminNote ?? null,
     createdAt: isoTime(p.createdAt),
@@ -224,7 +208,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       const scope = await scopeOf(auth, req, req.query.projectId);
       const res = await payouts.listPayouts({
         projectId: scope.projectId,
-        status: req.query.status ? STATUS_OF_NAME[req.query.status] : undefined,
+        status: req.query.status ? payoutStatuses.value(req.query.status) : undefined,
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
       });

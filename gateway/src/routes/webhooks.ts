@@ -16,7 +16,7 @@ import {
 import type { Client } from '@connectrpc/connect';
 import type { FastifyInstance } from 'fastify';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
-import { isoTime, isoTimeOrNull } from '../json';
+import { isoTime, isoTimeOrNull, publicNames } from '../json';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
   DeliveryParams,
@@ -32,18 +32,15 @@ export interface WebhookRouteDeps {
   hooks: ReturnType<typeof authHooks>;
 }
 
-const STATUS_NAMES: Record<DeliveryStatus, 'pending' | 'succeeded' | 'failed' | undefined> = {
-  [DeliveryStatus.UNSPECIFIED]: undefined,
-  [DeliveryStatus.PENDING]: 'pending',
-  [DeliveryStatus.SUCCEEDED]: 'succeeded',
-  [DeliveryStatus.FAILED]: 'failed',
-};
-const STATUS_OF_NAME = { pending: DeliveryStatus.PENDING, succeeded: DeliveryStatus.SUCCEEDED, failed: DeliveryStatus.FAILED } as const;
+const deliveryStatuses = publicNames('delivery status', [
+  [DeliveryStatus.PENDING, 'pending'],
+  [DeliveryStatus.SUCCEEDED, 'succeeded'],
+  [DeliveryStatus.FAILED, 'failed'],
+] as const);
 
 export function deliveryJson(d: WebhookDelivery | undefined) {
   if (!d) throw new Error('delivery missing from a service response');
-  const status = STATUS_NAMES[d.status];
-  if (!status) throw new Error(`unexpected delivery status ${d.status} in a service response`);
+  const status = deliveryStatuses.name(d.status);
   return {
     id: d.id,
     eventId: d.eventId,
@@ -98,7 +95,7 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       const res = await notifier.listWebhookDeliveries({
         projectId: req.params.id,
-        status: req.query.status ? STATUS_OF_NAME[req.query.status] : undefined,
+        status: req.query.status ? deliveryStatuses.value(req.query.status) : undefined,
         eventType: req.query.eventType,
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',

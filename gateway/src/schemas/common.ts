@@ -2,7 +2,7 @@
  * JSON Schemas (TypeBox) shared by routes. They validate requests at the edge and are the source
  * of the OpenAPI document, so a field is described once.
  */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 
 export const Uuid = Type.String({ format: 'uuid', description: 'A UUID' });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp' });
@@ -22,11 +22,6 @@ export const ProblemSchema = Type.Object(
   },
   { $id: 'Problem', description: 'RFC 9457 problem details (application/problem+json)' },
 );
-
-/** Body schema options every JSON body gets: unknown fields are refused, not ignored. */
-export function body<T extends TSchema>(schema: T): T {
-  return schema;
-}
 
 /** Query string parameters are strings on the wire; numbers are validated as digit strings. */
 export const LimitParam = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'Page size, 1 to 100 (default 20)' }));
