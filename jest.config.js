@@ -19,8 +19,13 @@ module.exports = {
     '^@coinvoice/runtime/credentials/(.*)$': '<rootDir>/services/runtime/src/credentials/$1',
     '^@coinvoice/runtime/coins$': '<rootDir>/services/runtime/src/coins/index.ts',
     '^@coinvoice/runtime/coins/(.*)$': '<rootDir>/services/runtime/src/coins/$1',
+    '^@coinvoice/client$': '<rootDir>/packages/client/src/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60_000,
+  // Two files at a time: most of an end-to-end file's time is spent waiting on processes it
+  // started, so this halves the suite's wall time on a 2-core machine (Jest's default is 1 worker
+  // there, in band).
+  maxWorkers: 2,
 };

@@ -4,6 +4,10 @@
 #   auth | invoice | payout | notifier      serve that gRPC service
 #   auth | invoice | payout | notifier migrate
 #                                           apply that service's SQL migrations, then exit
+#   invoice watch <chain>                   the chain watcher role (e.g. invoice watch ethereum)
+#   auth grant-operator <email> | auth revoke-operator <email>
+#                                           operator rights, audit-logged (a one-off Job)
+#   auth rotate-kek                         re-encrypt secrets at rest with SECRETS_KEK
 #   gateway                                 serve the REST gateway
 #   migrate                                 every service's migrations in turn, then exit
 #   help                                    this text
@@ -15,18 +19,39 @@ set -eu
 APP_DIR=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 
 usage() {
-  sed -n '2,10s/^# \{0,1\}//p' "$0"
+  sed -n '2,14s/^# \{0,1\}//p' "$0"
 }
 
 process=${1:-help}
 [ "$#" -gt 0 ] && shift
 
 case "$process" in
-  auth | invoice | payout | notifier)
-    case "$*" in
-      '' | migrate) exec node "$APP_DIR/services/$process/dist/main.js" "$@" ;;
+  auth)
+    case "${1:-}" in
+      '' | migrate | rotate-kek)
+        [ "$#" -le 1 ] || { echo "coinvoice: auth $1 takes no further argument (got: $*)" >&2; exit 64; }
+        exec node "$APP_DIR/services/auth/dist/main.js" "$@" ;;
+      grant-operator | revoke-operator)
+        [ "$#" -eq 2 ] || { echo "coinvoice: auth $1 takes one email (got: $*)" >&2; exit 64; }
+        exec node "$APP_DIR/services/auth/dist/main.js" "$@" ;;
       *)
-        echo "coinvoice: $process takes no argument but 'migrate' (got: $*)" >&2
+        echo "coinvoice: auth takes no argument but 'migrate', 'grant-operator <email>', 'revoke-operator <email>' or 'rotate-kek' (got: $*)" >&2
+        exit 64
+        ;;
+    esac
+    ;;
+  invoice | payout | notifier)
+    case "$process $*" in
+      "$process " | "$process migrate") exec node "$APP_DIR/services/$process/dist/main.js" "$@" ;;
+      "invoice watch "?*)
+        if [ "$#" -ne 2 ]; then
+          echo "coinvoice: invoice watch takes one chain (got: $*)" >&2
+          exit 64
+        fi
+        exec node "$APP_DIR/services/invoice/dist/main.js" "$@"
+        ;;
+      *)
+        echo "coinvoice: $process takes no argument but 'migrate' (invoice also 'watch <chain>') (got: $*)" >&2
         exit 64
         ;;
     esac

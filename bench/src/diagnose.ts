@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     natsUrl: nats.url,
     logDir: path.join(dataDir, 'logs'),
     gatewayPort: 0,
-    env: { ...process.env, EVENT_NAMESPACE: `diag${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn' },
+    env: { ...process.env, EVENT_NAMESPACE: `diag${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn', RATE_LIMIT_API_PER_KEY: '100000000/1m' },
   });
   try {
     const gw = system.gatewayUrl;

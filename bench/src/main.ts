@@ -18,6 +18,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { REPO_ROOT, resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@coinvoice/local';
+import { startRateProviders } from './rate-providers';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -31,6 +32,12 @@ interface Row {
   errors: number;
   note?: string;
 }
+
+/**
+ * One API key is the whole load here: its per-key limit (6000/min by default, a protection of
+ * the service) would turn the measurement into a count of 429s.
+ */
+const BENCH_LIMITS = { RATE_LIMIT_API_PER_KEY: '100000000/1m' };
 
 const INVOICE_BODY = JSON.stringify({
   priceAmount: '19.90',
@@ -104,6 +111,20 @@ async function startBaseline(databaseUrl: string): Promise<{ url: string; child:
   return { url, child };
 }
 
+/** Resident memory of each process of the system, in MB, from /proc (Linux). */
+function residentSetSizes(system: RunningSystem): Record<string, number> {
+  const sizes: Record<string, number> = {};
+  for (const [name, info] of Object.entries(system.describe())) {
+    try {
+      const kib = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${info.pid}/status`, 'utf8'))?.[1];
+      if (kib) sizes[name] = Number(kib) / 1024;
+    } catch {
+      /* not Linux, or the process is gone */
+    }
+  }
+  return sizes;
+}
+
 function machine(): string {
   const cpu = cpus();
   return `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM (${(freemem() / 2 ** 30).toFixed(0)} GiB free at start), Node ${process.version}, ${process.platform}`;
@@ -132,7 +153,7 @@ async function main(): Promise<void> {
         natsUrl: nats.url,
         logDir: path.join(dataDir, 'logs'),
         gatewayPort: 0,
-        env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' },
+        env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...BENCH_LIMITS },
       });
     } else {
       console.log(`measuring the running gateway at ${target}`);
@@ -146,6 +167,10 @@ async function main(): Promise<void> {
     const apiKey = String(key.body.key);
     const headers = { 'x-api-key': apiKey, 'content-type': 'application/json' };
     baseline = await startBaseline(databaseUrl);
+
+    // Idle memory of every process, before any load (issue 11: < 120 MB each).
+    await new Promise((r) => setTimeout(r, 2_000));
+    const idleRss = system ? residentSetSizes(system) : {};
 
     const rows: Row[] = [];
     console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per scenario`);
@@ -216,6 +241,58 @@ async function main(): Promise<void> {
     const webhookP50 = percentile(latencies, 50);
     const webhookP99 = percentile(latencies, 99);
 
+    // Invoice creation with live rates (DESIGN.md §10): a second system, RATES_SOURCE=live against
+    // local Coinbase and Kraken stand-ins, loaded like the first. Rates are refreshed in the
+    // background and read from a cache, so creation must cost the same (within 10%).
+    let liveCreate: Row | undefined;
+    if (!target) {
+      await system!.stop();
+      system = undefined;
+      const providers = await startRateProviders();
+      try {
+        system = await startSystem({
+          databaseUrl,
+          natsUrl: nats.url,
+          logDir: path.join(dataDir, 'logs-live-rates'),
+          gatewayPort: 0,
+          env: {
+            ...process.env,
+            EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`,
+            LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+          ...BENCH_LIMITS,
+            RATES_SOURCE: 'live',
+            RATES_COINBASE_URL: providers.coinbaseUrl,
+            RATES_KRAKEN_URL: providers.krakenUrl,
+            RATES_REFRESH_MS: '1000',
+          },
+        });
+        const lgw = system.gatewayUrl;
+        const lreg = await json(`${lgw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `live-${email}`, password: 'bench-password-1', name: 'Bench' }) });
+        const lauth = { authorization: `Bearer ${String(lreg.body.token)}`, 'content-type': 'application/json' };
+        // Live keys need a verified email; the bench owns its database and marks it so directly
+        // rather than reading the emailed code.
+        const own = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
+        try {
+          await own`update auth.merchants set email_verified_at = now() where email = ${`live-${email}`}`;
+        } finally {
+          await own.end();
+        }
+        const lproject = await json(`${lgw}/api/merchant/projects`, { method: 'POST', headers: lauth, body: JSON.stringify({ name: 'Bench live rates', environment: 'live' }) });
+        const lkey = await json(`${lgw}/api/merchant/projects/${String(lproject.body.id)}/api-keys`, { method: 'POST', headers: lauth, body: JSON.stringify({ name: 'bench' }) });
+        const lheaders = { 'x-api-key': String(lkey.body.key), 'content-type': 'application/json' };
+        const deadline = Date.now() + 30_000;
+        while ((await json(`${lgw}/api/invoice`, { method: 'POST', headers: lheaders, body: INVOICE_BODY })).status !== 201) {
+          if (Date.now() > deadline) throw new Error('live rates never became available');
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY, duration: 2 });
+        liveCreate = rowOf('create invoice, live rates (RATES_SOURCE=live)', await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY }));
+        rows.push(liveCreate);
+      } finally {
+        providers.close();
+      }
+    }
+
     const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
     const table = [
       '| scenario | req/s | p50 ms | p99 ms | errors | vs baseline |',
@@ -226,7 +303,21 @@ async function main(): Promise<void> {
     const targets = [
       `create ≥ 35% of baseline: ${pct(rows[1]!.rps, baseCreate.rps)} ${rows[1]!.rps >= 0.35 * baseCreate.rps ? '✔' : '✘'}`,
       `get ≥ 50% of baseline: ${pct(rows[2]!.rps, baseCreate.rps)} ${rows[2]!.rps >= 0.5 * baseCreate.rps ? '✔' : '✘'}`,
+      `sandbox pay ≥ 30% of baseline: ${pct(rows[3]!.rps, baseCreate.rps)} ${rows[3]!.rps >= 0.3 * baseCreate.rps ? '✔' : '✘'}`,
       `pay-to-webhook p99 < 50 ms: ${webhookP99.toFixed(1)} ms ${webhookP99 < 50 ? '✔' : '✘'}`,
+      ...(Object.keys(idleRss).length > 0
+        ? [
+            `idle RSS < 120 MB per process: ${Object.entries(idleRss)
+              .map(([name, mb]) => `${name} ${mb.toFixed(0)} MB`)
+              .join(', ')} ${Object.values(idleRss).every((mb) => mb < 120) ? '✔' : '✘'}`,
+          ]
+        : []),
+      ...(liveCreate
+        ? [
+            `create with live rates within 10% of static: ${pct(liveCreate.rps, rows[1]!.rps)} of its req/s (p50 ${liveCreate.p50} vs ${rows[1]!.p50} ms) ` +
+              `${liveCreate.rps >= 0.9 * rows[1]!.rps ? '✔' : '✘'}`,
+          ]
+        : []),
     ];
     console.log(`\n${table}\n\n${targets.join('\n')}`);
 

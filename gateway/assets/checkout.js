@@ -28,15 +28,24 @@
     el('qr').setAttribute('src', endpoint + '/qr.svg');
     el('qr').setAttribute('alt', 'QR code: ' + c.paymentUri);
     el('wallet-link').setAttribute('href', c.paymentUri);
-    var waiting = c.status === 'Waiting';
+    // Live invoices: a partial payment leaves the pay panel open for the rest; once the price is
+    // on the chain, the confirmations count up ("2 of 12").
+    var partially = c.status === 'PartiallyPaid';
+    var confirming = c.status === 'Confirming';
+    var waiting = c.status === 'Waiting' || partially;
     el('pay').classList.toggle('hidden', !waiting);
+    el('confirming').classList.toggle('hidden', !confirming);
+    if (confirming) setText('confirmations', c.confirmations + ' of ' + c.confirmationsRequired);
+    if (partially) setText('amount', c.amountRemaining + ' ' + c.payCurrency);
     el('paid').classList.toggle('hidden', c.status !== 'Paid');
     el('expired').classList.toggle('hidden', c.status !== 'Expired');
     el('success-link').setAttribute('href', c.successUrl);
     el('cancel-link').setAttribute('href', c.cancelUrl);
     el('back-link').setAttribute('href', c.cancelUrl);
     // The status line and the way out belong to the waiting state; the result panels say the rest.
-    setText('status', 'Waiting for payment…');
+    setText('status', partially
+      ? 'Received ' + c.amountReceived + ' ' + c.payCurrency + ' — ' + c.amountRemaining + ' ' + c.payCurrency + ' remaining'
+      : 'Waiting for payment…');
     el('status').classList.toggle('hidden', !waiting);
     el('back-link').parentNode.classList.toggle('hidden', !waiting);
     setText('received', c.amountReceived + ' ' + c.payCurrency);
@@ -54,7 +63,7 @@
       .then(function (res) { return res.ok ? res.json() : null; })
       .then(function (c) {
         if (c) render(c);
-        if (!c || c.status === 'Waiting') setTimeout(poll, 1500);
+        if (!c || c.status === 'Waiting' || c.status === 'PartiallyPaid' || c.status === 'Confirming') setTimeout(poll, 1500);
       })
       .catch(function () { setTimeout(poll, 3000); });
   }

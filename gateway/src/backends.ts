@@ -1,6 +1,6 @@
 /** The gateway's gRPC clients, one per backend service, and their combined readiness. */
 import { create } from '@bufbuild/protobuf';
-import { createRpcClient, READINESS_SERVICE, ServingStatus } from '@coinvoice/runtime';
+import { createRpcClient, READINESS_SERVICE, ServingStatus, type Logger, type RpcTls } from '@coinvoice/runtime';
 import { Health, HealthCheckRequestSchema } from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
 import type { Client } from '@connectrpc/connect';
 
@@ -16,13 +16,12 @@ export interface BackendUrls {
 export class Backends {
   private readonly health: Record<BackendName, Client<typeof Health>>;
 
-  constructor(readonly urls: BackendUrls) {
-    this.health = {
-      auth: createRpcClient(Health, urls.auth, { timeoutMs: 1_000 }),
-      invoice: createRpcClient(Health, urls.invoice, { timeoutMs: 1_000 }),
-      payout: createRpcClient(Health, urls.payout, { timeoutMs: 1_000 }),
-      notifier: createRpcClient(Health, urls.notifier, { timeoutMs: 1_000 }),
-    };
+  constructor(
+    readonly urls: BackendUrls,
+    private readonly options: { tls?: RpcTls; logger?: Logger } = {},
+  ) {
+    const client = (url: string) => createRpcClient(Health, url, { timeoutMs: 1_000, tls: options.tls });
+    this.health = { auth: client(urls.auth), invoice: client(urls.invoice), payout: client(urls.payout), notifier: client(urls.notifier) };
   }
 
   /**
@@ -39,7 +38,9 @@ export class Backends {
           const res = await this.health[name].check(create(HealthCheckRequestSchema, { service }));
           return ServingStatus[res.status] ?? 'UNKNOWN';
         } catch (err) {
-          return `unreachable: ${err instanceof Error ? err.message : String(err)}`;
+          // The reason goes to the log only: /readyz is public and must not describe the network.
+          this.options.logger?.warn({ backend: name, error: err instanceof Error ? err.message : String(err) }, 'readiness: backend unreachable');
+          return 'UNREACHABLE';
         }
       }),
     );

@@ -1,4 +1,22 @@
-import { commonSettings, setting, SERVICE_PORTS } from '@coinvoice/runtime';
+import { commonSettings, rpcTlsSettings, setting, SERVICE_PORTS, type Setting } from '@coinvoice/runtime';
+import { gatewayRateLimitSettings } from './rate-limits';
+
+/**
+ * GATEWAY_TRUST_PROXY: whose X-Forwarded-For to believe for the client IP (rate limits per IP).
+ * "false" (direct clients), "true" (any proxy), or comma-separated addresses/CIDRs
+ * of the ingress. Behind an ingress without it, every client shares the ingress's IP.
+ */
+const trustProxySetting: Setting<boolean | string[]> = {
+  expected: 'false, true, or comma-separated proxy addresses/CIDRs',
+  default: 'false',
+  parse(raw) {
+    const value = raw.trim();
+    if (value === 'false') return false;
+    if (value === 'true') return true;
+    const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+    return entries.length > 0 && entries.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e)) ? entries : undefined;
+  },
+};
 
 const backend = (port: number) => setting.url(['http:', 'https:'], { devDefault: `http://127.0.0.1:${port}` });
 
@@ -15,4 +33,8 @@ export const gatewaySettings = {
   BODY_LIMIT_BYTES: setting.int({ default: 64 * 1024, min: 1024, max: 10 * 1024 * 1024 }),
   API_KEY_CACHE_TTL_MS: setting.int({ default: 30_000, min: 0, max: 3_600_000 }),
   LOG_LEVEL: commonSettings.LOG_LEVEL,
+  GATEWAY_TRUST_PROXY: trustProxySetting,
+  /** Mutual TLS to the services (required in production): the CA, the gateway's certificate and key. */
+  ...rpcTlsSettings,
+  ...gatewayRateLimitSettings,
 };

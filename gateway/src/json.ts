@@ -1,4 +1,5 @@
 /** Proto messages → the public JSON shapes. Conversions live here, once. */
+import { decimalToJsonNumber } from '@coinvoice/runtime';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { ApiKey, Merchant, Project } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
@@ -29,7 +30,14 @@ function required<T>(value: T | undefined, what: string): T {
 
 export function merchantJson(m: Merchant | undefined) {
   const merchant = required(m, 'merchant');
-  return { id: merchant.id, email: merchant.email, name: merchant.name, isAdmin: merchant.isAdmin, createdAt: isoTime(merchant.createdAt) };
+  return {
+    id: merchant.id,
+    email: merchant.email,
+    name: merchant.name,
+    isAdmin: merchant.isAdmin,
+    createdAt: isoTime(merchant.createdAt),
+    emailVerified: merchant.emailVerified,
+  };
 }
 
 export function projectJson(p: Project | undefined) {
@@ -40,6 +48,7 @@ export function projectJson(p: Project | undefined) {
     environment: environmentName(project.environment),
     webhookUrl: project.webhookUrl ?? null,
     invoiceLifetimeMinutes: project.invoiceLifetimeMinutes,
+    paymentTolerancePercent: decimalToJsonNumber(project.paymentTolerancePercent || '0'),
     createdAt: isoTime(project.createdAt),
   };
 }

@@ -1,4 +1,4 @@
-import { connectNats, createLogger, createRpcClient, loadConfig, runMain } from '@coinvoice/runtime';
+import { connectNats, createLogger, createRpcClient, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -6,6 +6,7 @@ import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout
 import { ApiKeyVerifier } from './auth/api-keys';
 import { RevocationListener } from './auth/revocations';
 import { SessionVerifier } from './auth/sessions';
+import { GatewayRateLimits } from './rate-limits';
 import { Backends } from './backends';
 import { gatewaySettings } from './config';
 import { build } from './server';
@@ -15,24 +16,35 @@ runMain({
   async start() {
     const config = loadConfig(gatewaySettings);
     const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
-    const backends = new Backends({
-      auth: config.AUTH_URL,
-      invoice: config.INVOICE_URL,
-      payout: config.PAYOUT_URL,
-      notifier: config.NOTIFIER_URL,
-    });
-    const auth = createRpcClient(AuthService, config.AUTH_URL);
-    const invoices = createRpcClient(InvoiceService, config.INVOICE_URL);
-    const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL);
-    const payouts = createRpcClient(PayoutService, config.PAYOUT_URL);
+    const tls = rpcTlsOf(config);
+    const backends = new Backends(
+      { auth: config.AUTH_URL, invoice: config.INVOICE_URL, payout: config.PAYOUT_URL, notifier: config.NOTIFIER_URL },
+      { tls, logger },
+    );
+    const auth = createRpcClient(AuthService, config.AUTH_URL, { tls });
+    const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { tls });
+    const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL, { tls });
+    const payouts = createRpcClient(PayoutService, config.PAYOUT_URL, { tls });
     const apiKeys = new ApiKeyVerifier(auth, { ttlMs: config.API_KEY_CACHE_TTL_MS });
     const sessions = new SessionVerifier(auth);
     const nats = await connectNats({ url: config.NATS_URL, name: 'gateway', logger });
-    const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger);
+    const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger, sessions);
     revocations.start();
     await revocations.ready();
+    // Subscribed first, then the list: no revocation falls between the two.
+    await sessions.ensureRevocations().catch((err: unknown) => logger.warn({ err }, 'session revocations not loaded yet; loaded at the first session request'));
 
-    const { app } = build({ backends, clients: { auth, invoices, notifier, payouts }, apiKeys, sessions, logger, bodyLimitBytes: config.BODY_LIMIT_BYTES });
+    const rateLimits = new GatewayRateLimits({ apiPerKey: config.RATE_LIMIT_API_PER_KEY, checkoutPerIp: config.RATE_LIMIT_CHECKOUT_PER_IP });
+    const { app } = build({
+      backends,
+      clients: { auth, invoices, notifier, payouts },
+      apiKeys,
+      sessions,
+      logger,
+      bodyLimitBytes: config.BODY_LIMIT_BYTES,
+      rateLimits,
+      trustProxy: config.GATEWAY_TRUST_PROXY,
+    });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
     logger.info({ address }, 'gateway listening');
     return {

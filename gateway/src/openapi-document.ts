@@ -10,6 +10,7 @@ import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout
 import { ApiKeyVerifier } from './auth/api-keys';
 import { SessionVerifier } from './auth/sessions';
 import { Backends } from './backends';
+import { GatewayRateLimits } from './rate-limits';
 import { build } from './server';
 
 export async function buildForDocument() {
@@ -25,6 +26,10 @@ export async function buildForDocument() {
     sessions: new SessionVerifier(auth),
     logger: createLogger({ service: 'gateway', level: 'silent' }),
     bodyLimitBytes: 65536,
+    rateLimits: new GatewayRateLimits({
+      apiPerKey: { name: 'api-key', limit: 1, windowSeconds: 1 },
+      checkoutPerIp: { name: 'checkout-ip', limit: 1, windowSeconds: 1 },
+    }),
   });
   await app.ready();
   return { app, openapi };

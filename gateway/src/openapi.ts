@@ -19,7 +19,28 @@ const ERROR_STATUSES: Record<string, string> = {
   '413': 'Request body too large',
   '415': 'Request body is not application/json',
   '422': 'Idempotency-Key reused with a different body',
+  '429': 'Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README)',
   '503': 'A dependency is unavailable; retry shortly',
+};
+
+/**
+ * Routes limited beyond the per-key limit every x-api-key route has (DESIGN §13), with the limit's
+ * setting and default; the services count these in Postgres, shared by every replica.
+ */
+const RATE_LIMITED_ROUTES: Record<string, string> = {
+  'post /api/merchant/register': 'RATE_LIMIT_REGISTER_PER_IP (default 10 per hour per client IP)',
+  'post /api/merchant/login': 'RATE_LIMIT_LOGIN_PER_ACCOUNT (default 10 per 15 minutes per account, right or wrong password) and RATE_LIMIT_LOGIN_PER_IP (default 50 per 15 minutes)',
+  'post /api/merchant/email/verify': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour, with resends)',
+  'post /api/merchant/email/verification': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour, with verify attempts)',
+  'post /api/payout/request': 'RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project)',
+  'post /api/payout/verify': 'RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT (default 20 per hour per project, across its payouts)',
+  'get /api/checkout/{id}': 'RATE_LIMIT_CHECKOUT_PER_IP (default 300 per minute per client IP)',
+};
+
+const RATE_LIMIT_HEADERS: JsonObject = {
+  'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer', minimum: 1 } },
+  'RateLimit-Policy': { description: 'The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>`', schema: { type: 'string' } },
+  RateLimit: { description: 'Its state: `"<name>";r=<remaining>;t=<seconds until reset>`', schema: { type: 'string' } },
 };
 
 /** Plain JSON of a TypeBox schema (drops its symbol keys) without its `$id`. */
@@ -75,16 +96,24 @@ export class OpenApiRegistry {
           responses[status] =
             status === '204'
               ? { description: 'No content' }
-              : { description: 'Success', content: { 'application/json': { schema: json } } };
+              : // Fastify's per-content-type form (e.g. text/event-stream) is already a response object.
+                json.content !== undefined
+                ? { description: json.description ?? 'Success', content: json.content }
+                : { description: 'Success', content: { 'application/json': { schema: json } } };
         }
         const errorStatuses = ['400', '404', '503'];
         if (schema.security) errorStatuses.push('401', '403');
         if (schema.body) errorStatuses.push('413', '415');
         if (['post', 'patch', 'delete'].includes(method.toLowerCase()) && route.url.includes(':')) errorStatuses.push('409');
         if (schema.headers && JSON.stringify(schema.headers).includes('idempotency-key')) errorStatuses.push('422');
+        const routeLimit = RATE_LIMITED_ROUTES[`${method.toLowerCase()} ${openapiPath(route.url)}`];
+        const apiKeyLimited = JSON.stringify(schema.security ?? []).includes('apiKeyAuth');
+        if (routeLimit || apiKeyLimited) errorStatuses.push('429');
         for (const status of errorStatuses.sort()) {
+          const limits = [routeLimit, apiKeyLimited ? 'RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key)' : undefined].filter(Boolean);
           responses[status] = {
-            description: ERROR_STATUSES[status],
+            description: status === '429' ? `${ERROR_STATUSES[status]}: ${limits.join('; ')}` : ERROR_STATUSES[status],
+            ...(status === '429' ? { headers: RATE_LIMIT_HEADERS } : {}),
             content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
           };
         }
@@ -93,7 +122,8 @@ export class OpenApiRegistry {
           ...(schema.summary ? { summary: schema.summary } : {}),
           ...(schema.description ? { description: schema.description } : {}),
           ...(schema.tags ? { tags: schema.tags } : {}),
-          ...(schema.security ? { security: schema.security } : {}),
+          // Public routes say so (an empty list) rather than leaving the reader to guess.
+          security: schema.security ?? [],
           parameters: [
             ...parametersOf(schema.params, 'path'),
             ...parametersOf(schema.querystring, 'query'),
@@ -112,10 +142,16 @@ export class OpenApiRegistry {
     for (const [name, event] of Object.entries(WEBHOOK_EVENTS)) {
       webhooks[name] = {
         post: {
+          operationId: `webhook${name.replace(/(^|[._])(.)/g, (_m, _sep: string, c: string) => c.toUpperCase())}`,
           summary: event.summary,
           description:
-            'Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret). Answer 2xx within 10 s; anything else is retried with backoff.',
-          parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+            'Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.',
+          // Sent by coinvoice to the merchant's URL: the signature authenticates it, not a credential.
+          security: [],
+          parameters: [
+            ...['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((header) => ({ name: header, in: 'header', required: true, schema: { type: 'string' } })),
+            { name: 'webhook-event-type', in: 'header', required: true, description: 'The event type', schema: { type: 'string', const: name } },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: plain(event.body) } } },
           responses: { '200': { description: 'Any 2xx acknowledges the delivery' } },
         },
@@ -126,6 +162,7 @@ export class OpenApiRegistry {
       info: {
         title: 'coinvoice API',
         version: '1.0.0',
+        license: { name: 'Proprietary', identifier: 'LicenseRef-coinvoice' },
         description:
           'Accept cryptocurrency payments: invoices priced in fiat and paid in a chosen coin, a hosted checkout page at /pay/{invoiceId}, a sandbox that simulates payments and sends signed webhooks, and payouts. Every error is application/problem+json (RFC 9457).',
       },
@@ -135,8 +172,10 @@ export class OpenApiRegistry {
         { name: 'sandbox', description: 'Simulated payments for sandbox projects' },
         { name: 'payouts', description: 'Balances and withdrawals (x-api-key or merchant JWT)' },
         { name: 'checkout', description: 'What the hosted checkout page reads (public)' },
+        { name: 'rates', description: 'The exchange rates invoices are priced at now (public)' },
         { name: 'dashboard', description: 'Merchant dashboard (Bearer session token); not meant for public integrations' },
         { name: 'admin', description: 'Operators' },
+        { name: 'events', description: 'The project’s webhook events as a stream, for development without a public URL (x-api-key)' },
       ],
       paths,
       webhooks,

@@ -89,6 +89,20 @@ export function violationsOfValidation(issues: AjvIssue[]): Violation[] {
   return out;
 }
 
+/**
+ * The headers of a 429: Retry-After (RFC 9110) and the IETF RateLimit fields
+ * (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy: "<name>";q=<limit>;w=<window s>` and
+ * `RateLimit: "<name>";r=<remaining>;t=<seconds until reset>`.
+ */
+export function rateLimitHeaders(limit: { policy: string; limit: number; windowSeconds: number; retryAfterSeconds: number; remaining?: number }): Record<string, string> {
+  const name = JSON.stringify(limit.policy);
+  return {
+    ...(limit.remaining === undefined || limit.remaining === 0 ? { 'retry-after': String(limit.retryAfterSeconds) } : {}),
+    'ratelimit-policy': `${name};q=${limit.limit};w=${limit.windowSeconds}`,
+    ratelimit: `${name};r=${limit.remaining ?? 0};t=${limit.retryAfterSeconds}`,
+  };
+}
+
 /** Fastify's error handler: every failure, whatever its source, leaves as one problem document. */
 export function handleError(logger: Logger) {
   return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
@@ -100,9 +114,18 @@ export function handleError(logger: Logger) {
       const facts = errorFacts(error);
       const status = httpStatusOf(facts.connectCode, facts.code);
       if (status >= 500) logger.error({ err: error, requestId }, 'backend call failed');
+      // A service's own deliberate 503 (e.g. rates_unavailable) keeps its code and message; a
+      // transport failure says only that a dependency is unavailable.
+      const deliberateUnavailable = status === 503 && facts.code !== 'service_unavailable';
       const detail = status >= 500 && status !== 503 ? 'an internal error occurred' : facts.message;
-      const code = status === 503 || status === 504 ? 'service_unavailable' : facts.code;
-      return sendProblem(reply, problemOf(status, code, status === 503 || status === 504 ? 'a dependency is unavailable; try again shortly' : detail, requestId, facts.violations));
+      const unavailable = (status === 503 || status === 504) && !deliberateUnavailable;
+      const code = unavailable ? 'service_unavailable' : facts.code;
+      const headers = facts.rateLimit ? rateLimitHeaders(facts.rateLimit) : undefined;
+      return sendProblem(
+        reply,
+        problemOf(status, code, unavailable ? 'a dependency is unavailable; try again shortly' : detail, requestId, facts.violations),
+        headers,
+      );
     }
     const fastifyError = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
     if (fastifyError.validation) {

@@ -19,10 +19,14 @@ import type { Backends } from './backends';
 import { handleError, problemOf, sendProblem } from './problem';
 import { OpenApiRegistry } from './openapi';
 import { checkoutRoutes, docsRoutes } from './routes/checkout';
+import { dashboardRoutes } from './routes/dashboard';
+import { rateRoutes } from './routes/rates';
 import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
 import { payoutRoutes } from './routes/payouts';
+import { eventStreamRoutes } from './routes/events-stream';
 import { webhookRoutes } from './routes/webhooks';
+import type { GatewayRateLimits } from './rate-limits';
 
 export interface GatewayClients {
   auth: Client<typeof AuthService>;
@@ -38,6 +42,11 @@ export interface GatewayDeps {
   sessions: SessionVerifier;
   logger: Logger;
   bodyLimitBytes: number;
+  rateLimits: GatewayRateLimits;
+  /** Fastify's trustProxy: which X-Forwarded-For hops give the client IP. */
+  trustProxy?: boolean | string[];
+  /** Where the dashboard's built files are; default the dashboard workspace's dist/. */
+  dashboardDir?: string;
 }
 
 /** JSON bodies: an empty body is "no body" (optional bodies), malformed JSON a 400 problem. */
@@ -55,6 +64,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.bodyLimitBytes,
+    trustProxy: deps.trustProxy ?? false,
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
@@ -67,7 +77,9 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   const openapi = new OpenApiRegistry();
   openapi.attach(app);
 
-  app.removeContentTypeParser('application/json');
+  // JSON only: Fastify's default text/plain parser would hand a string to the JSON Schema (a 400)
+  // where the contract promises 415 for a body that is not JSON.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
 
   // Every handler runs with the request id current, so RPCs and logs downstream carry it.
@@ -97,12 +109,15 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', backends });
   });
 
-  const hooks = authHooks({ apiKeys: deps.apiKeys, sessions: deps.sessions });
+  const hooks = authHooks({ apiKeys: deps.apiKeys, sessions: deps.sessions, rateLimits: deps.rateLimits });
   merchantRoutes(app, { auth: deps.clients.auth, hooks });
   invoiceRoutes(app, { auth: deps.clients.auth, invoices: deps.clients.invoices, hooks });
-  checkoutRoutes(app, { invoices: deps.clients.invoices });
+  checkoutRoutes(app, { invoices: deps.clients.invoices, rateLimits: deps.rateLimits });
+  rateRoutes(app, { invoices: deps.clients.invoices });
   webhookRoutes(app, { auth: deps.clients.auth, notifier: deps.clients.notifier, hooks });
+  eventStreamRoutes(app, { notifier: deps.clients.notifier, hooks });
   payoutRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
+  dashboardRoutes(app, { logger: deps.logger, dir: deps.dashboardDir });
   let document: unknown;
   docsRoutes(app, () => (document ??= openapi.document()));
 

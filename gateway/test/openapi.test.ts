@@ -2,8 +2,11 @@
  * The OpenAPI document: valid OpenAPI 3.1, covering every route the gateway registers, and equal
  * to the committed snapshot so every change to the public contract is deliberate.
  */
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildForDocument } from '../src/openapi-document';
 
@@ -46,7 +49,11 @@ test('every public field of the Invoice is documented with its contract type', (
     amountReceived: 'number', priceCurrency: 'string', payCurrency: 'string', status: 'union', createdAt: 'string',
     expiredAt: 'string', address: 'string', amountExpected: 'number', successUrl: 'string', cancelUrl: 'string',
     projectName: 'string', isDonation: 'boolean',
+    // Additions for live invoices (DESIGN.md §9), optional: the 17 documented fields stay as they are.
+    payments: 'array', confirmationsRequired: 'integer',
   });
+  expect(invoice.required).not.toContain('payments');
+  expect(invoice.required).not.toContain('confirmationsRequired');
   expect(doc.components.securitySchemes.apiKeyAuth).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
   expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
   expect(Object.keys(doc.webhooks)).toContain('invoice.paid');
@@ -69,3 +76,21 @@ test('the document equals the committed snapshot (run `npm run openapi:snapshot`
   const snapshot = JSON.parse(readFileSync(path.join(__dirname, '..', 'openapi.snapshot.json'), 'utf8'));
   expect(doc).toEqual(snapshot);
 });
+
+test('@redocly/cli lint (recommended rules) reports 0 errors and 0 warnings on the served document', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'openapi-lint-'));
+  try {
+    const file = path.join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const redocly = path.join(__dirname, '..', '..', 'node_modules', '.bin', 'redocly');
+    // Exits non-zero on errors; the JSON report is on stdout either way. Telemetry off: runs offline.
+    const run = await promisify(execFile)(redocly, ['lint', file, '--extends=recommended', '--format=json'], {
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+    const report = JSON.parse(run.stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string }> };
+    expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+    expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);

@@ -33,6 +33,7 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { authService } from '../../services/auth/src/server';
 import { invoiceService } from '../../services/invoice/src/server';
+import { CHAIN_ADAPTERS } from '../../services/invoice/src/watcher/role';
 import { notifierService } from '../../services/notifier/src/server';
 import { payoutService } from '../../services/payout/src/server';
 import { gatewaySettings } from '../../gateway/src/config';
@@ -121,10 +122,14 @@ export const PROCESSES: readonly ProcessName[] = [...SERVICES, 'gateway'];
 /** What a container runs: the image's entrypoint contract (deploy/entrypoint.sh). */
 export interface Role {
   process: ProcessName;
-  mode: 'serve' | 'migrate';
+  /** `watch`: the invoice service's chain watcher role (`invoice watch <chain>`), same settings as serve. */
+  mode: 'serve' | 'migrate' | 'watch';
 }
 
-const DEFINITIONS: Record<ServiceName, { settings: Settings }> = {
+/** Chains the invoice service can watch (services/invoice/src/watcher/role.ts CHAIN_ADAPTERS). */
+export const WATCHED_CHAINS: readonly string[] = Object.keys(CHAIN_ADAPTERS);
+
+const DEFINITIONS: Record<ServiceName, { settings: Settings; requiredInProduction?: (env: Record<string, string | undefined>) => string[] }> = {
   auth: authService,
   invoice: invoiceService,
   payout: payoutService,
@@ -152,11 +157,14 @@ export function roleOf(container: IContainer): Role | string {
   if (container.command !== undefined) return 'sets command: the image entrypoint (deploy/entrypoint.sh) must choose the process';
   const [first, second, ...rest] = container.args ?? [];
   if (first === 'gateway' && second === undefined) return { process: 'gateway', mode: 'serve' };
+  if (first === 'invoice' && second === 'watch' && rest.length === 1 && WATCHED_CHAINS.includes(rest[0] ?? '')) {
+    return { process: 'invoice', mode: 'watch' };
+  }
   if (SERVICES.includes(first as ServiceName) && rest.length === 0) {
     if (second === undefined) return { process: first as ServiceName, mode: 'serve' };
     if (second === 'migrate') return { process: first as ServiceName, mode: 'migrate' };
   }
-  return `args ${JSON.stringify(container.args ?? [])} are not a process of the image (auth|invoice|payout|notifier [migrate] | gateway)`;
+  return `args ${JSON.stringify(container.args ?? [])} are not a process of the image (auth|invoice|payout|notifier [migrate] | invoice watch <chain> | gateway)`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -377,6 +385,21 @@ export function checkEnvironment(ctx: DeployContext): string[] {
           problems.push(`${where}: ${name}=${JSON.stringify(given)} from ${entry?.from} is invalid for ${process}: expected ${setting.expected}`);
         }
       }
+      // Rules across settings (DESIGN.md §11): e.g. an xpub for every enabled coin.
+      const definition = role.process !== 'gateway' && role.mode === 'serve' ? DEFINITIONS[role.process] : undefined;
+      if (production && definition?.requiredInProduction) {
+        const raw = Object.fromEntries([...env].map(([name, entry]) => [name, entry.value]));
+        for (const name of definition.requiredInProduction(raw)) {
+          const entry = env.get(name);
+          if (entry && entry.value === undefined) continue; // a Secret created outside kustomize
+          if (!entry || entry.value === '') {
+            problems.push(
+              `${where}: ${name} is required in production by ${process} (a rule across settings, DESIGN.md §11) ` +
+                `but ${entry ? `${entry.from} gives it empty` : 'no env or envFrom provides it'}`,
+            );
+          }
+        }
+      }
       for (const [name, entry] of env) {
         if (!(name in settings) && !NODE_VARIABLES.has(name)) {
           problems.push(`${where}: ${name} (from ${entry.from}) is not a setting of ${process}: a typo, or a setting that no longer exists`);
@@ -445,10 +468,10 @@ export function checkSecretList(ctx: DeployContext): string[] {
 
 /** The container ports each process must expose, by name, and the setting that picks the port. */
 const PORTS: Record<ProcessName, Record<string, string>> = {
-  auth: { grpc: 'GRPC_PORT', 'http-admin': 'ADMIN_PORT' },
-  invoice: { grpc: 'GRPC_PORT', 'http-admin': 'ADMIN_PORT' },
-  payout: { grpc: 'GRPC_PORT', 'http-admin': 'ADMIN_PORT' },
-  notifier: { grpc: 'GRPC_PORT', 'http-admin': 'ADMIN_PORT' },
+  auth: { grpc: 'GRPC_PORT', 'grpc-health': 'GRPC_HEALTH_PORT', 'http-admin': 'ADMIN_PORT' },
+  invoice: { grpc: 'GRPC_PORT', 'grpc-health': 'GRPC_HEALTH_PORT', 'http-admin': 'ADMIN_PORT' },
+  payout: { grpc: 'GRPC_PORT', 'grpc-health': 'GRPC_HEALTH_PORT', 'http-admin': 'ADMIN_PORT' },
+  notifier: { grpc: 'GRPC_PORT', 'grpc-health': 'GRPC_HEALTH_PORT', 'http-admin': 'ADMIN_PORT' },
   gateway: { http: 'GATEWAY_PORT' },
 };
 
@@ -462,7 +485,8 @@ function probeProblems(container: IContainer, kind: string, probe: IProbe | unde
   if (probe.grpc) {
     const exposed = findPort(container, probe.grpc.port);
     if (!exposed) return [`${at}: grpc port ${probe.grpc.port} is not a port the container exposes`];
-    if (exposed.name !== 'grpc') return [`${at}: grpc port ${probe.grpc.port} is the container's ${exposed.name ?? 'unnamed'} port, not grpc`];
+    // With mutual TLS (production) probes use the plaintext health-only port (GRPC_HEALTH_PORT).
+    if (exposed.name !== 'grpc' && exposed.name !== 'grpc-health') return [`${at}: grpc port ${probe.grpc.port} is the container's ${exposed.name ?? 'unnamed'} port, not grpc`];
     if (role.process === 'gateway') return [`${at}: the gateway serves HTTP, not gRPC`];
     return [];
   }
@@ -491,7 +515,10 @@ export function checkPortsAndProbes(ctx: DeployContext): string[] {
       for (const [portName, variable] of Object.entries(PORTS[role.process])) {
         const port = findPort(container, portName);
         const listens = effectiveValue(settings, env, variable);
-        if (!port) problems.push(`${where}: no container port named ${portName}`);
+        // grpc-health exists only with mutual TLS (production): checked when declared.
+        if (!port) {
+          if (portName !== 'grpc-health') problems.push(`${where}: no container port named ${portName}`);
+        }
         else if (listens !== undefined && String(port.containerPort) !== listens) {
           problems.push(`${where}: the process listens on ${variable}=${listens} but container port ${portName} is ${port.containerPort}`);
         }
@@ -759,6 +786,8 @@ export function expectedPaths(ctx: DeployContext): Set<string> {
   const paths = new Set<string>();
   for (const s of SERVICES) paths.add(`gateway -> ${s}:grpc`);
   for (const s of ['invoice', 'payout', 'notifier']) paths.add(`${s} -> auth:grpc`);
+  // The code emails (issue 12): auth and payout call the notifier.
+  for (const s of ['auth', 'payout']) paths.add(`${s} -> notifier:grpc`);
   paths.add('anywhere -> gateway:http');
   for (const s of SERVICES) paths.add(`prometheus -> ${s}:http-admin`);
   for (const s of SERVICES) {
@@ -767,6 +796,18 @@ export function expectedPaths(ctx: DeployContext): Set<string> {
   }
   paths.add('gateway -> external:4222/TCP');
   for (const port of [80, 443, 25, 465, 587]) paths.add(`notifier -> external:${port}/TCP`);
+  // The invoice service's chain watchers: their database, NATS, their node, and Prometheus.
+  for (const chain of WATCHED_CHAINS) {
+    const watcher = `invoice-watcher-${chain}`;
+    paths.add(`${watcher} -> external:5432/TCP`);
+    paths.add(`${watcher} -> external:4222/TCP`);
+    paths.add(`prometheus -> ${watcher}:http-admin`);
+  }
+  for (const port of [443, 8545]) paths.add(`invoice-watcher-ethereum -> external:${port}/TCP`);
+  // Esplora (HTTPS, or electrs on 3000) and the Tron full node (HTTPS, or java-tron on 8090).
+  for (const chain of ['bitcoin', 'litecoin', 'tron']) {
+    for (const port of [443, 3000, 8090]) paths.add(`invoice-watcher-${chain} -> external:${port}/TCP`);
+  }
   for (const w of workloadsOf(ctx.objects)) {
     paths.add(`${w.id} -> dns:53/UDP`);
     paths.add(`${w.id} -> dns:53/TCP`);
@@ -1055,6 +1096,8 @@ export function buildContextFiles(): string[] {
     walk(`${pkg}/src`);
   }
   walk('gateway/assets');
+  files.push('dashboard/package.json', 'dashboard/tsconfig.json', 'dashboard/index.html', 'dashboard/vite.config.ts');
+  walk('dashboard/src');
   return files;
 }
 
@@ -1132,6 +1175,7 @@ export function checkImage(dockerfile: string, dockerignore: string): string[] {
     ...SERVICES.flatMap((s) => [`services/${s}/dist`, `services/${s}/src/store/migrations`]),
     'gateway/dist',
     'gateway/assets',
+    'dashboard/dist',
     'deploy/entrypoint.sh',
   ];
   for (const rel of needed) {

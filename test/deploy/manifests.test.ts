@@ -68,9 +68,9 @@ function broken(overlay: OverlayName, mutate: (ctx: DeployContext) => void): Dep
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   const ctx = () => contexts[overlay];
 
-  test('renders the five Deployments, their Services, autoscalers, budgets and the migration Jobs', () => {
+  test('renders the nine Deployments (the invoice service serving, and watching ethereum, bitcoin, litecoin and tron), their Services, autoscalers, budgets and the migration Jobs', () => {
     const names = (kind: string) => ctx().objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
-    const processes = ['auth', 'gateway', 'invoice', 'notifier', 'payout'];
+    const processes = ['auth', 'gateway', 'invoice', 'invoice-watcher-bitcoin', 'invoice-watcher-ethereum', 'invoice-watcher-litecoin', 'invoice-watcher-tron', 'notifier', 'payout'];
     expect(names('Deployment')).toEqual(processes);
     expect(names('Service')).toEqual(processes);
     expect(names('HorizontalPodAutoscaler')).toEqual(processes);
@@ -140,18 +140,28 @@ describe('the image', () => {
           for (const c of w.pod.containers) roles.add(JSON.stringify(c.args ?? []));
         }
       }
-      expect(roles.size).toBe(9);
+      expect(roles.size).toBe(13); // 5 serve, 4 migrate, invoice watch ethereum / bitcoin / litecoin / tron
       for (const role of roles) {
         const args = JSON.parse(role) as string[];
-        const [process = '', mode] = args;
+        const [process = '', ...rest] = args;
         const main = process === 'gateway' ? 'gateway/dist/main.js' : `services/${process}/dist/main.js`;
-        expect(run(args)).toBe([path.join(REPO_ROOT, main), ...(mode ? [mode] : [])].join(' '));
+        expect(run(args)).toBe([path.join(REPO_ROOT, main), ...rest].join(' '));
       }
+      expect(() => run(['invoice', 'watch'])).toThrow();
+      expect(() => run(['auth', 'watch', 'ethereum'])).toThrow();
       expect(run(['migrate']).split('\n')).toEqual(
         ['auth', 'invoice', 'payout', 'notifier'].map((s) => `${path.join(REPO_ROOT, `services/${s}/dist/main.js`)} migrate`),
       );
       expect(() => run(['billing'])).toThrow();
       expect(() => run(['auth', 'seed'])).toThrow();
+      // The auth service's admin commands (issue 12), with their arguments checked.
+      const auth = path.join(REPO_ROOT, 'services/auth/dist/main.js');
+      expect(run(['auth', 'grant-operator', 'ops@example.com'])).toBe(`${auth} grant-operator ops@example.com`);
+      expect(run(['auth', 'revoke-operator', 'ops@example.com'])).toBe(`${auth} revoke-operator ops@example.com`);
+      expect(run(['auth', 'rotate-kek'])).toBe(`${auth} rotate-kek`);
+      expect(() => run(['auth', 'grant-operator'])).toThrow();
+      expect(() => run(['auth', 'rotate-kek', 'now'])).toThrow();
+      expect(() => run(['payout', 'grant-operator', 'ops@example.com'])).toThrow();
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }
@@ -192,12 +202,16 @@ describe('the checks catch what they claim to', () => {
   test('a container port that no longer matches where the process listens', () => {
     const ctx = broken('production', (c) => {
       const port = container(c, 'Deployment', 'invoice').ports?.find((p) => p.name === 'grpc');
-      if (port) port.containerPort = 50060;
+      if (port) port.containerPort = 50061;
+      const health = container(c, 'Deployment', 'invoice').ports?.find((p) => p.name === 'grpc-health');
+      if (health) health.containerPort = 50062;
     });
     expect(checkPortsAndProbes(ctx)).toEqual(
       expect.arrayContaining([
-        'Deployment invoice container invoice: the process listens on GRPC_PORT=50052 but container port grpc is 50060',
-        'Deployment invoice container invoice readinessProbe: grpc port 50052 is not a port the container exposes',
+        'Deployment invoice container invoice: the process listens on GRPC_PORT=50052 but container port grpc is 50061',
+        // With mutual TLS the probes ask the plaintext health port (GRPC_HEALTH_PORT).
+        'Deployment invoice container invoice: the process listens on GRPC_HEALTH_PORT=50060 but container port grpc-health is 50062',
+        'Deployment invoice container invoice readinessProbe: grpc port 50060 is not a port the container exposes',
       ]),
     );
   });
@@ -210,6 +224,31 @@ describe('the checks catch what they claim to', () => {
     expect(checkEnvironment(ctx)).toEqual([
       expect.stringMatching(/^Deployment invoice container invoice: DATABASE_URL is required in production by invoice \(.*\) but no env or envFrom provides it/),
     ]);
+  });
+
+  test('production: the invoice keys of every enabled coin are required (no empty xpub ships), and live rates are set', () => {
+    const invoice = (c: DeployContext) => container(c, 'Deployment', 'invoice');
+    const rendered = findObject<IConfigMap>(contexts.production.objects, 'ConfigMap', 'invoice-config').data ?? {};
+    expect(rendered.RATES_SOURCE).toBe('live');
+    expect(Object.keys(rendered).filter((k) => k.startsWith('INVOICE_XPUB_'))).toEqual([]);
+    expect(invoice(contexts.production).envFrom).toContainEqual({ secretRef: { name: 'invoice-xpubs' } });
+
+    const withoutKeys = (c: DeployContext) => {
+      invoice(c).envFrom = (invoice(c).envFrom ?? []).filter((s) => s.secretRef?.name !== 'invoice-xpubs');
+    };
+    const problems = checkEnvironment(broken('production', withoutKeys));
+    expect(problems).toHaveLength(12);
+    expect(problems[0]).toMatch(/^Deployment invoice container invoice: INVOICE_XPUB_BTC is required in production by invoice \(a rule across settings/);
+    // Only the enabled coins need keys; development needs none (development keys).
+    const onlyBtc = broken('production', (c) => {
+      withoutKeys(c);
+      findObject<IConfigMap>(c.objects, 'ConfigMap', 'invoice-config').data!.INVOICE_COINS = 'BTC';
+    });
+    expect(checkEnvironment(onlyBtc)).toEqual([
+      expect.stringMatching(/: INVOICE_XPUB_BTC is required in production/),
+      expect.stringMatching(/: INVOICE_XPUB_BTC_TESTNET is required in production/),
+    ]);
+    expect(checkEnvironment(broken('development', withoutKeys))).toEqual([]);
   });
 
   test('a key removed from a ConfigMap', () => {
@@ -412,7 +451,7 @@ describe('the checks catch what they claim to', () => {
       'Dockerfile: the final stage does not copy gateway/assets',
     ]);
     expect(checkImage(dockerfile, `${dockerignore}\nservices/*/src/store\n`)).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^\.dockerignore leaves services\/auth\/src\/store\/migrations\/0001_event_tables\.sql out/)]),
+      expect.arrayContaining([expect.stringMatching(/^\.dockerignore leaves services\/auth\/src\/store\/migrations\/0002_merchants_projects_api_keys\.sql out/)]),
     );
   });
 

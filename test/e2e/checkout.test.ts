@@ -2,8 +2,8 @@
  * Issue 7 in a real browser: the hosted checkout page of a sandbox invoice shows the amount and
  * address, its QR code decodes to a payment URI with the same address and amount, it switches to
  * the paid state without a reload when the invoice is paid through the API, it shows an expired
- * invoice as expired, an unknown id gets a 404 page, nothing is fetched from third parties, and
- * /docs renders the API reference.
+ * invoice as expired, an unknown id gets a 404 page, and nothing is fetched from third parties
+ * (/docs: test/e2e/docs.test.ts).
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -144,17 +144,4 @@ test('the public checkout endpoint exposes only what the customer needs', async 
   expect(res.text).not.toContain('order-77');
   expect(res.text).not.toContain('secret merchant note');
   expect(res.text).not.toContain(project.id);
-});
-
-test('/docs renders the API reference in the browser', async () => {
-  const { page, requests } = await openPage(1280, 800);
-  await page.goto(`${system.gatewayUrl}/docs`);
-  await page.waitForSelector('section.op');
-  const text = await page.textContent('#reference');
-  expect(text).toContain('/api/invoice/{id}/sandbox/pay');
-  expect(text).toContain('invoice.paid');
-  await page.screenshot({ path: path.join(ARTIFACTS, 'docs-1280x800.png') });
-  const origin = new URL(system.gatewayUrl).origin;
-  expect(requests.filter((u) => !u.startsWith(origin))).toEqual([]);
-  await page.context().close();
 });

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import postgres from 'postgres';
 import { decodeSegwitV0 } from '../../services/invoice/test/support/independent-codecs';
 import { publishedEvents } from '../support/events';
+import { markEmailVerified } from '../support/accounts';
 import { apiKeyHeader, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
 
@@ -24,6 +25,7 @@ beforeAll(async () => {
   api = new GatewayClient(system.gatewayUrl);
   db = postgres(system.database.url, { max: 2, onnotice: () => undefined });
   const merchant = await registerMerchant(api);
+  await markEmailVerified(system, merchant.merchantId);
   [sandbox, live] = await Promise.all([createProjectWithKey(api, merchant, 'sandbox', { name: 'Sandbox Shop' }), createProjectWithKey(api, merchant, 'live', { name: 'Live Shop' })]);
 }, 120_000);
 

@@ -19,9 +19,11 @@ import { eventually, Receiver } from '../../services/notifier/test/support/recei
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
 import { testNatsUrl } from '../support/infra';
 import { bootSystem, type BootedSystem } from '../support/system';
+import { markEmailVerified } from '../support/accounts';
+import { grantOperator } from '../support/operators';
+import { publishLivePayment } from '../support/events';
 
 const CODE_TTL_MS = 10_000;
-const ADMIN_EMAIL = `ops-${randomUUID().slice(0, 8)}@coinvoice.test`;
 
 let system: BootedSystem;
 let api: GatewayClient;
@@ -34,7 +36,8 @@ beforeAll(async () => {
   inbox = await new SmtpInbox().start();
   system = await bootSystem({
     env: {
-      ADMIN_EMAILS: ADMIN_EMAIL,
+      // Tests 3 and 7 hold many payouts open at once.
+      PAYOUT_MAX_OPEN_UNVERIFIED: '1000',
       SMTP_URL: inbox.url,
       EMAIL_FROM: 'coinvoice <no-reply@coinvoice.test>',
       PAYOUT_CODE_TTL_MS: String(CODE_TTL_MS),
@@ -45,7 +48,7 @@ beforeAll(async () => {
   });
   api = new GatewayClient(system.gatewayUrl);
   db = postgres(system.database.url, { max: 2, onnotice: () => undefined });
-  admin = await registerMerchant(api, { email: ADMIN_EMAIL });
+  admin = await operator();
 }, 120_000);
 
 afterAll(async () => {
@@ -120,6 +123,24 @@ async function payInvoice(key: string, payCurrency: string, amountReceived: numb
   const paid = await api.post(`/api/invoice/${created.body.id}/sandbox/pay`, { amountReceived }, { headers: apiKeyHeader(key) });
   expect(paid.status).toBe(200);
   return created.body.id as string;
+}
+
+/** A registered merchant made operator by the grant-operator command, logged in again for the admin claim. */
+async function operator(): Promise<MerchantFixture> {
+  return grantOperator(system, api, `ops-${randomUUID().slice(0, 8)}@coinvoice.test`, 'operator-password-1');
+}
+
+/**
+ * A live shop (verified merchant) whose live balance holds `amount` of `currency`: the only kind
+ * of payout an operator completes or rejects (sandbox payouts complete by themselves).
+ */
+async function liveFundedShop(currency: string, amount: number, extra: { webhookUrl?: string } = {}): Promise<Shop> {
+  const merchant = await registerMerchant(api);
+  await markEmailVerified(system, merchant.merchantId);
+  const project = await createProjectWithKey(api, merchant, 'live', extra);
+  await publishLivePayment(system.namespace, { projectId: project.id, currency, amount: String(amount) });
+  await balanceReaches(project.key, currency, amount);
+  return { merchant, project };
 }
 
 /** A sandbox shop whose balance holds `amount` of `currency`. */
@@ -214,6 +235,7 @@ describe('1. the ledger fed by invoice.paid', () => {
     const namespace = new EventNamespace(system.namespace);
     const duplicateId = randomUUID();
     let forgedId = '';
+    await markEmailVerified(system, shop.merchant.merchantId);
     const live = await createProjectWithKey(api, shop.merchant, 'live');
     try {
       const jsm = await nats.jetstreamManager();
@@ -257,8 +279,8 @@ describe('2. request → emailed code → verify → admin complete', () => {
   test('balances are right at every step, and every state change reaches the webhook', async () => {
     const receiver = await new Receiver().start();
     receivers.push(receiver);
-    const { merchant, project } = await fundedShop('ETH', 1.25, { webhookUrl: receiver.url });
-    const address = addressFor('ETH');
+    const { merchant, project } = await liveFundedShop('ETH', 1.25, { webhookUrl: receiver.url });
+    const address = addressFor('ETH', 'mainnet');
 
     const requested = await requestPayout(project.key, { amount: 0.5, currency: 'ETH', address, note: 'Supplier invoice 42' });
     expect(requested.status).toBe(201);
@@ -272,6 +294,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
       transactionHash: null,
       adminNote: null,
       createdAt: expect.any(String),
+      environment: 'live',
     });
     const payoutId = requested.body.id as string;
     expect(Math.abs(new Date(requested.body.createdAt).getTime() - Date.now())).toBeLessThan(60_000);
@@ -299,7 +322,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
     const wh = new Webhook(project.webhookSecret);
     const bodies = delivered.map((r) => wh.verify(r.body, r.headers as Record<string, string>) as Record<string, unknown>);
     expect(bodies.map((b) => b.status).sort()).toEqual(['AwaitingVerification', 'Completed', 'Pending']);
-    expect(bodies.find((b) => b.status === 'Completed')).toEqual({ payoutId, status: 'Completed', amount: 0.5, currency: 'ETH', environment: 'sandbox', transactionHash: hash });
+    expect(bodies.find((b) => b.status === 'Completed')).toEqual({ payoutId, status: 'Completed', amount: 0.5, currency: 'ETH', environment: 'live', transactionHash: hash });
     for (const r of receiver.requests) expect(r.body).not.toContain(code);
     // Never logged by any process (as a token of its own: timestamps and ids may contain its digits).
     expect(logsText()).not.toMatch(new RegExp(`(?<![0-9A-Za-z])${code}(?![0-9A-Za-z])`));
@@ -307,10 +330,10 @@ describe('2. request → emailed code → verify → admin complete', () => {
   });
 
   test('the merchant JWT works too, with its own projectId; a projectId of another merchant answers 403 naming projectId', async () => {
-    const { merchant, project } = await fundedShop('BTC', 0.01);
+    const { merchant, project } = await liveFundedShop('BTC', 0.01);
     const stranger = await sandboxShop();
     const auth = bearer(merchant.token);
-    const body = { amount: 0.004, currency: 'BTC', address: addressFor('BTC') };
+    const body = { amount: 0.004, currency: 'BTC', address: addressFor('BTC', 'mainnet') };
 
     const missing = expectProblem(await api.post('/api/payout/request', body, { headers: auth }), 400, 'validation_failed');
     expect(missing.errors).toEqual([{ field: 'projectId', message: expect.stringContaining('is required') }]);
@@ -403,8 +426,8 @@ describe('4. wrong and expired codes', () => {
 
 describe('5. cancel', () => {
   test('cancel releases the hold; cancelling a Completed payout answers 409', async () => {
-    const { merchant, project } = await fundedShop('USDT', 300);
-    const address = addressFor('USDT');
+    const { merchant, project } = await liveFundedShop('USDT', 300);
+    const address = addressFor('USDT', 'mainnet');
     const a = await requestPayout(project.key, { amount: 100, currency: 'USDT', address });
     const b = await requestPayout(project.key, { amount: 150.5, currency: 'USDT', address });
     expect(await balances(project.key)).toEqual({ USDT: { available: 49.5, pending: 250.5, total: 300 } });
@@ -424,8 +447,8 @@ describe('5. cancel', () => {
   });
 
   test('an operator rejects a Pending payout with a note: released, adminNote shown', async () => {
-    const { merchant, project } = await fundedShop('BTC', 0.02);
-    const created = await requestPayout(project.key, { amount: 0.02, currency: 'BTC', address: addressFor('BTC') });
+    const { merchant, project } = await liveFundedShop('BTC', 0.02);
+    const created = await requestPayout(project.key, { amount: 0.02, currency: 'BTC', address: addressFor('BTC', 'mainnet') });
     await api.post('/api/payout/verify', { payoutId: created.body.id, code: await emailedCode(merchant, created.body.id) }, { headers: apiKeyHeader(project.key) });
     const rejected = await api.post(`/api/admin/payouts/${created.body.id}/reject`, { adminNote: 'Destination flagged' }, { headers: bearer(admin.token) });
     expect(rejected.body).toEqual({ ...created.body, status: 'Rejected', adminNote: 'Destination flagged' });
@@ -447,7 +470,9 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     ['an amount with 9 decimals', () => ({ ...valid(), amount: 0.123456789 }), 400, 'amount'],
     ['a zero amount', () => ({ ...valid(), amount: 0 }), 400, 'amount'],
     ['a negative amount', () => ({ ...valid(), amount: -1 }), 400, 'amount'],
-    ['an amount as a string', () => ({ ...valid(), amount: '0.01' }), 400, 'amount'],
+    // (A decimal string is accepted like invoice prices: test/e2e/contract-bounds.test.ts.)
+    ['an amount string with 9 decimals', () => ({ ...valid(), amount: '0.123456789' }), 400, 'amount'],
+    ['an amount string that is not a decimal', () => ({ ...valid(), amount: '1e-2' }), 400, 'amount'],
     ['a huge amount', () => ({ ...valid(), amount: 1e300 }), 400, 'amount'],
     ['a tiny amount', () => ({ ...valid(), amount: 5e-324 }), 400, 'amount'],
     ['7 decimals of USDT', () => ({ ...valid(), currency: 'USDT', address: addressFor('USDT'), amount: 1.1234567 }), 400, 'amount'],
@@ -533,8 +558,8 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
 
 describe('8. completion exactly once', () => {
   test('completing the same payout twice concurrently debits once; the second answers 409', async () => {
-    const { merchant, project } = await fundedShop('BTC', 0.3);
-    const created = await requestPayout(project.key, { amount: 0.2, currency: 'BTC', address: addressFor('BTC') });
+    const { merchant, project } = await liveFundedShop('BTC', 0.3);
+    const created = await requestPayout(project.key, { amount: 0.2, currency: 'BTC', address: addressFor('BTC', 'mainnet') });
     await api.post('/api/payout/verify', { payoutId: created.body.id, code: await emailedCode(merchant, created.body.id) }, { headers: apiKeyHeader(project.key) });
     expect(await balances(project.key)).toEqual({ BTC: { available: 0.1, pending: 0.2, total: 0.3 } });
 
@@ -592,7 +617,8 @@ describe('7. history', () => {
     }
     // Every item is the contract's Payout, exactly.
     for (const p of seen) {
-      expect(Object.keys(p).sort()).toEqual(['address', 'adminNote', 'amount', 'createdAt', 'currency', 'id', 'note', 'status', 'transactionHash']);
+      // …plus `environment` (issue 12).
+    expect(Object.keys(p).sort()).toEqual(['address', 'adminNote', 'amount', 'createdAt', 'currency', 'environment', 'id', 'note', 'status', 'transactionHash']);
     }
   }, 120_000);
 });

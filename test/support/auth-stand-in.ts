@@ -11,9 +11,14 @@ import { AuthService, type GetProjectContextResponseSchema } from '@coinvoice/ru
 
 export type ProjectContextReply = MessageInitShape<typeof GetProjectContextResponseSchema>;
 
-/** GetProjectContext over real gRPC, answering from a map the test controls (unknown: NotFound). */
+/**
+ * GetProjectContext over real gRPC, answering from a map the test controls (unknown: NotFound);
+ * VerifyOperatorToken answers for the tokens in `operatorTokens` (token → merchant id), refuses
+ * any other as auth does (Unauthenticated).
+ */
 export class AuthStandIn<Project> {
   readonly projects = new Map<string, Project>();
+  readonly operatorTokens = new Map<string, string>();
   calls = 0;
   /** When set, every call fails with Unavailable (auth down). */
   down = false;
@@ -32,6 +37,11 @@ export class AuthStandIn<Project> {
           const project = this.projects.get(req.projectId);
           if (!project) throw new ConnectError('project not found', Code.NotFound);
           return this.contextOf(req.projectId, project);
+        });
+        router.rpc(AuthService.method.verifyOperatorToken, async (req) => {
+          const merchantId = this.operatorTokens.get(req.token);
+          if (!merchantId) throw new ConnectError('the operator session token is invalid', Code.Unauthenticated);
+          return { merchantId, email: 'operator@example.com' };
         });
       },
     });

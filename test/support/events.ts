@@ -59,3 +59,33 @@ export async function publishedEvents(namespace: string, type: string, options: 
     return out;
   });
 }
+
+/**
+ * Credits a LIVE balance as a confirmed on-chain payment would: an `invoice.paid` published on the
+ * invoice stream exactly as the invoice service's outbox relay publishes it. End-to-end tests have
+ * no chain to pay live invoices on; operator actions need live payouts (sandbox ones complete by
+ * themselves).
+ */
+export async function publishLivePayment(namespace: string, payment: { projectId: string; currency: string; amount: string }): Promise<string> {
+  const { randomUUID } = await import('node:crypto');
+  const { headers } = await import('nats');
+  const invoiceId = randomUUID();
+  const payload = {
+    invoiceId,
+    projectId: payment.projectId,
+    status: 'Paid',
+    amount: payment.amount,
+    currency: payment.currency,
+    environment: 'live',
+    transactionHash: randomUUID().replace(/-/g, '').repeat(2),
+    paidAt: new Date().toISOString(),
+  };
+  await withNats(async (nc) => {
+    const h = headers();
+    h.set('event-type', 'invoice.paid');
+    h.set('event-key', invoiceId);
+    h.set('event-time', new Date().toISOString());
+    await nc.jetstream().publish(`${namespace}.invoice.paid`, new TextEncoder().encode(JSON.stringify(payload)), { msgID: randomUUID(), headers: h });
+  });
+  return invoiceId;
+}

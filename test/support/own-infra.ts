@@ -41,7 +41,7 @@ process.on('disconnect', () => {
 `;
 let watchdog: ChildProcess | undefined;
 
-function track(child: ChildProcess, killSignal: NodeJS.Signals): void {
+export function track(child: ChildProcess, killSignal: NodeJS.Signals): void {
   const pid = child.pid;
   if (pid === undefined) return;
   if (!watchdog || watchdog.exitCode !== null || !watchdog.connected) {
@@ -64,7 +64,7 @@ function exited(child: ChildProcess): Promise<void> {
   });
 }
 
-async function stopProcess(child: ChildProcess, signal: NodeJS.Signals, timeoutMs: number): Promise<void> {
+export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals, timeoutMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const done = exited(child);
   child.kill(signal);

@@ -8,9 +8,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from './infra';
+import { RELAXED_RATE_LIMITS } from './rate-limits';
+
+export { RELAXED_RATE_LIMITS };
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 export const LAUNCHER = path.join(REPO_ROOT, 'deploy', 'local', 'dist', 'start.js');
+
 
 export interface ProcessInfo {
   pid: number;
@@ -48,6 +52,9 @@ export async function bootSystem(options: { env?: NodeJS.ProcessEnv; timeoutMs?:
       GATEWAY_PORT: '0',
       COINVOICE_DATA_DIR: dataDir,
       LOG_LEVEL: 'info',
+      // Tests of other features register, log in and pay from one IP far more than a person
+      // would; test/e2e/security.test.ts sets the real limits and proves them.
+      ...RELAXED_RATE_LIMITS,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

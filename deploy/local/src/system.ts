@@ -1,15 +1,17 @@
 /**
- * Runs the whole system as real processes: migrations, then the four services and the gateway,
+ * Runs the whole system as real processes: migrations, then the four services, a chain watcher
+ * per configured chain (CHAIN_ETHEREUM_RPC_URL → `invoice watch ethereum`) and the gateway,
  * each its own Node process; waits until the gateway's /readyz answers 200. Like Kubernetes with
  * restartPolicy Always, a process that dies is started again (so a crash test can kill one), and a
  * service can run several replicas (`<SERVICE>_REPLICAS=2`) that share its work.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { SERVICE_PORTS, type ServiceName } from '@coinvoice/runtime';
-import { stopChild } from './infrastructure';
+import { freePort, stopChild } from './infrastructure';
+
+export { freePort };
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 export const SERVICES: ServiceName[] = ['auth', 'invoice', 'payout', 'notifier'];
@@ -19,16 +21,6 @@ export function serviceEntry(name: ServiceName): string {
 }
 export const GATEWAY_ENTRY = path.join(REPO_ROOT, 'gateway', 'dist', 'main.js');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export interface SystemOptions {
   databaseUrl: string;
@@ -79,6 +71,8 @@ export async function migrateAll(databaseUrl: string, env: NodeJS.ProcessEnv): P
 interface Managed {
   name: string;
   entry: string;
+  /** Arguments after the entry (e.g. `watch ethereum`). */
+  args?: string[];
   env: NodeJS.ProcessEnv;
   info: Omit<ProcessInfo, 'pid' | 'restarts'>;
   child?: ChildProcess;
@@ -88,11 +82,29 @@ interface Managed {
 
 const MAX_CRASHES_PER_MINUTE = 5;
 
-function replicasOf(name: ServiceName, env: NodeJS.ProcessEnv): number {
-  const raw = env[`${name.toUpperCase()}_REPLICAS`];
+function replicasOf(name: string, env: NodeJS.ProcessEnv): number {
+  const variable = `${name.toUpperCase()}_REPLICAS`;
+  const raw = env[variable];
   const n = raw === undefined ? 1 : Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`${name.toUpperCase()}_REPLICAS=${raw} is invalid: expected 1 to 8`);
+  if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`${variable}=${raw} is invalid: expected 1 to 8`);
   return n;
+}
+
+/**
+ * The chain watchers to run (the invoice service's `watch <chain>` role): one per chain whose
+ * source is configured. WATCHER_REPLICAS=2 runs a standby next to each active watcher.
+ */
+export const CHAIN_SOURCES: Readonly<Record<string, string>> = {
+  ethereum: 'CHAIN_ETHEREUM_RPC_URL',
+  bitcoin: 'CHAIN_BITCOIN_ESPLORA_URL',
+  litecoin: 'CHAIN_LITECOIN_ESPLORA_URL',
+  tron: 'CHAIN_TRON_API_URL',
+};
+
+export function configuredChains(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(CHAIN_SOURCES)
+    .filter(([, variable]) => (env[variable] ?? '') !== '')
+    .map(([chain]) => chain);
 }
 
 async function waitReady(url: string, timeoutMs: number, failed: () => string | undefined): Promise<void> {
@@ -121,20 +133,63 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
 
   const managed: Managed[] = [];
   const primaryUrl = new Map<ServiceName, string>();
+  // Mutual TLS when TLS_CA_FILE is given: https URLs, and each process's own certificate from
+  // <NAME>_TLS_CERT_FILE / <NAME>_TLS_KEY_FILE (else the shared TLS_CERT_FILE / TLS_KEY_FILE).
+  const scheme = options.env.TLS_CA_FILE ? 'https' : 'http';
+  const tlsOf = (name: string) => ({
+    TLS_CERT_FILE: options.env[`${name.toUpperCase()}_TLS_CERT_FILE`] ?? options.env.TLS_CERT_FILE,
+    TLS_KEY_FILE: options.env[`${name.toUpperCase()}_TLS_KEY_FILE`] ?? options.env.TLS_KEY_FILE,
+  });
+  // Ports first, so every service knows where the others are (auth and payout call the notifier).
+  const planned: { name: ServiceName; replica: number; grpc: number; admin: number }[] = [];
   for (const name of SERVICES) {
     const replicas = replicasOf(name, options.env);
     for (let i = 0; i < replicas; i++) {
       const defaults = SERVICE_PORTS[name];
       const grpc = auto || i > 0 ? await freePort() : defaults.grpc;
       const admin = auto || i > 0 ? await freePort() : defaults.admin;
-      const grpcUrl = `http://127.0.0.1:${grpc}`;
-      if (i === 0) primaryUrl.set(name, grpcUrl);
+      if (i === 0) primaryUrl.set(name, `${scheme}://127.0.0.1:${grpc}`);
+      planned.push({ name, replica: i, grpc, admin });
+    }
+  }
+  for (const { name, replica, grpc, admin } of planned) {
+    managed.push({
+      name: replica === 0 ? name : `${name}-${replica + 1}`,
+      entry: serviceEntry(name),
+      env: {
+        ...shared,
+        AUTH_URL: primaryUrl.get('auth'),
+        NOTIFIER_URL: primaryUrl.get('notifier'),
+        // Per-service NATS users (deploy/nats): <SERVICE>_NATS_URL replaces NATS_URL for that service.
+        NATS_URL: options.env[`${name.toUpperCase()}_NATS_URL`] ?? options.natsUrl,
+        ...tlsOf(name),
+        GRPC_PORT: String(grpc),
+        ADMIN_PORT: String(admin),
+      },
+      info: { grpcUrl: `${scheme}://127.0.0.1:${grpc}`, adminUrl: `http://127.0.0.1:${admin}` },
+      restarts: 0,
+      recentCrashes: [],
+    });
+  }
+  for (const chain of configuredChains(options.env)) {
+    const replicas = replicasOf('watcher', options.env);
+    for (let i = 0; i < replicas; i++) {
+      // Watchers serve only health and /metrics: always on free ports, next to the invoice API.
+      // They are the invoice service in another role: its NATS user and its certificate.
+      const grpc = await freePort();
+      const admin = await freePort();
       managed.push({
-        name: i === 0 ? name : `${name}-${i + 1}`,
-        entry: serviceEntry(name),
-        // Services that call auth (the notifier) find it where it was started; auth comes first.
-        env: { ...shared, AUTH_URL: primaryUrl.get('auth'), GRPC_PORT: String(grpc), ADMIN_PORT: String(admin) },
-        info: { grpcUrl, adminUrl: `http://127.0.0.1:${admin}` },
+        name: i === 0 ? `watch-${chain}` : `watch-${chain}-${i + 1}`,
+        entry: serviceEntry('invoice'),
+        args: ['watch', chain],
+        env: {
+          ...shared,
+          NATS_URL: options.env.INVOICE_NATS_URL ?? options.natsUrl,
+          ...tlsOf('invoice'),
+          GRPC_PORT: String(grpc),
+          ADMIN_PORT: String(admin),
+        },
+        info: { grpcUrl: `${scheme}://127.0.0.1:${grpc}`, adminUrl: `http://127.0.0.1:${admin}` },
         restarts: 0,
         recentCrashes: [],
       });
@@ -148,6 +203,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     env: {
       ...shared,
       GATEWAY_PORT: String(gatewayPort),
+      NATS_URL: options.env.GATEWAY_NATS_URL ?? options.natsUrl,
+      ...tlsOf('gateway'),
       AUTH_URL: primaryUrl.get('auth'),
       INVOICE_URL: primaryUrl.get('invoice'),
       PAYOUT_URL: primaryUrl.get('payout'),
@@ -176,7 +233,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     // The IPC channel lets a child notice when this launcher dies, and stop instead of lingering.
     // COINVOICE_NODE_ARGS: extra Node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = (options.env.COINVOICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-    const child = spawn(process.execPath, [...nodeArgs, m.entry], { env: m.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const child = spawn(process.execPath, [...nodeArgs, m.entry, ...(m.args ?? [])], { env: m.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     m.child = child;

@@ -73,6 +73,7 @@ export class ApiKeyVerifier {
         environment: res.environment === Environment.SANDBOX ? 'sandbox' : 'live',
         merchantId: res.merchantId,
         invoiceLifetimeMinutes: res.invoiceLifetimeMinutes,
+        paymentTolerancePercent: res.paymentTolerancePercent || '0',
       };
     } catch (err) {
       if (err instanceof ConnectError && (err.code === Code.Unauthenticated || err.code === Code.NotFound)) throw invalidApiKey();

@@ -8,10 +8,13 @@ import { HttpProblem } from '../problem';
 import { API_KEY_HEADER, type ApiKeyVerifier } from './api-keys';
 import type { ApiKeyPrincipal, MerchantPrincipal } from './principal';
 import type { SessionVerifier } from './sessions';
+import type { GatewayRateLimits } from '../rate-limits';
 
 export interface Authenticators {
   apiKeys: ApiKeyVerifier;
   sessions: SessionVerifier;
+  /** Calls per API key are counted once the key is known. */
+  rateLimits: GatewayRateLimits;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -19,16 +22,21 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export function authHooks({ apiKeys, sessions }: Authenticators) {
+export function authHooks({ apiKeys, sessions, rateLimits }: Authenticators) {
+  const verifyApiKey = async (request: FastifyRequest) => {
+    const principal = await apiKeys.verify(header(request, API_KEY_HEADER));
+    await rateLimits.apiKey(principal.keyId);
+    return principal;
+  };
   const apiKey: onRequestAsyncHookHandler = async (request) => {
-    request.principal = await apiKeys.verify(header(request, API_KEY_HEADER));
+    request.principal = await verifyApiKey(request);
   };
   const merchant: onRequestAsyncHookHandler = async (request) => {
     request.principal = await sessions.verify(header(request, 'authorization'));
   };
   /** Payout routes take either; an API key wins when both are sent (it names the project). */
   const apiKeyOrMerchant: onRequestAsyncHookHandler = async (request) => {
-    if (header(request, API_KEY_HEADER) !== undefined) request.principal = await apiKeys.verify(header(request, API_KEY_HEADER));
+    if (header(request, API_KEY_HEADER) !== undefined) request.principal = await verifyApiKey(request);
     else if (header(request, 'authorization') !== undefined) request.principal = await sessions.verify(header(request, 'authorization'));
     else throw new HttpProblem(401, 'unauthenticated', 'send an x-api-key header or an Authorization: Bearer token');
   };

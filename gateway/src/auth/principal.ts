@@ -9,6 +9,8 @@ export interface ApiKeyPrincipal {
   environment: ProjectEnvironment;
   merchantId: string;
   invoiceLifetimeMinutes: number;
+  /** Decimal string. */
+  paymentTolerancePercent: string;
 }
 
 export interface MerchantPrincipal {
@@ -16,6 +18,8 @@ export interface MerchantPrincipal {
   merchantId: string;
   email: string;
   admin: boolean;
+  /** The session token itself: operator actions pass it on to be verified again by the service. */
+  token: string;
 }
 
 export type Principal = ApiKeyPrincipal | MerchantPrincipal;

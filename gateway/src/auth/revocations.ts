@@ -4,11 +4,12 @@
  * outbox relay publishes to JetStream subjects, which core subscribers receive too. After a
  * reconnect the feed may have had a gap, so the whole cache is dropped.
  */
-import { ApiKeyRevokedSchema, ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
+import { ApiKeyRevokedSchema, ProjectUpdatedSchema, SessionsRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { EventNamespace, type Logger } from '@coinvoice/runtime';
 import { Events, type NatsConnection, type Subscription } from 'nats';
 import type { ApiKeyVerifier } from './api-keys';
+import type { SessionVerifier } from './sessions';
 
 export class RevocationListener {
   private subscriptions: Subscription[] = [];
@@ -18,6 +19,7 @@ export class RevocationListener {
     private readonly namespace: string,
     private readonly verifier: ApiKeyVerifier,
     private readonly logger: Logger,
+    private readonly sessions?: SessionVerifier,
   ) {}
 
   start(): void {
@@ -49,14 +51,36 @@ export class RevocationListener {
         },
       }),
     );
+    const sessions = this.sessions;
+    if (sessions) {
+      this.subscriptions.push(
+        this.nats.subscribe(ns.subject('auth.sessions_revoked'), {
+          callback: (err, msg) => {
+            if (err) return this.logger.error({ err }, 'session revocation subscription failed');
+            try {
+              const event = fromJson(SessionsRevokedSchema, decode(msg.data), { ignoreUnknownFields: true });
+              sessions.revokeSessions(event.merchantId, event.minSessionEpoch);
+            } catch (parseError) {
+              this.logger.error({ err: parseError }, 'unreadable sessions_revoked event; reloading revocations');
+              this.reloadSessionRevocations(sessions);
+            }
+          },
+        }),
+      );
+    }
     void (async () => {
       for await (const status of this.nats.status()) {
         if (status.type === Events.Reconnect) {
-          this.logger.warn('NATS reconnected: dropping cached API key verifications');
+          this.logger.warn('NATS reconnected: dropping cached API key verifications, reloading session revocations');
           this.verifier.clear();
+          if (sessions) this.reloadSessionRevocations(sessions);
         }
       }
     })();
+  }
+
+  private reloadSessionRevocations(sessions: SessionVerifier): void {
+    sessions.loadRevocations().catch((err: unknown) => this.logger.error({ err }, 'could not reload session revocations from auth'));
   }
 
   /** Resolves once the server has our subscriptions (tests revoke right after start). */

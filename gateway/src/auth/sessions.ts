@@ -26,6 +26,10 @@ export function invalidToken(detail: string): HttpProblem {
 }
 
 export class SessionVerifier {
+  /** Per merchant, the lowest session epoch still valid (logout, password change, operator change). */
+  private readonly minEpochs = new Map<string, number>();
+  /** The first load of the revocation list; no session token is accepted before it succeeded. */
+  private initialLoad: Promise<void> | undefined;
   private keys: VerificationKeys | undefined;
   private fetchedAt = 0;
   private lastUnknownKidFetch = 0;
@@ -78,6 +82,7 @@ export class SessionVerifier {
     const match = /^Bearer ([A-Za-z0-9_.-]+)$/i.exec(authorization.trim());
     if (!match?.[1]) throw invalidToken('the Authorization header must be "Bearer <token>"');
     const token = match[1];
+    await this.ensureRevocations();
     const now = this.options.now?.() ?? new Date();
     let result = verifyJwt(token, await this.currentKeys(), now);
     if (!result.valid && result.reason === 'unknown_key') {
@@ -86,6 +91,29 @@ export class SessionVerifier {
     if (!result.valid) {
       throw invalidToken(result.reason === 'expired' ? 'the session token has expired' : 'the session token is invalid');
     }
-    return { kind: 'merchant', merchantId: result.claims.sub, email: result.claims.email, admin: result.claims.admin === true };
+    if (result.claims.sv < (this.minEpochs.get(result.claims.sub) ?? 0)) throw invalidToken('the session has ended (logout or password change)');
+    return { kind: 'merchant', merchantId: result.claims.sub, email: result.claims.email, admin: result.claims.admin === true, token };
+  }
+
+  /** Tokens of `merchantId` below `minEpoch` are refused from now on (pushed by auth over NATS). */
+  revokeSessions(merchantId: string, minEpoch: number): void {
+    if (minEpoch > (this.minEpochs.get(merchantId) ?? 0)) this.minEpochs.set(merchantId, minEpoch);
+  }
+
+  ensureRevocations(): Promise<void> {
+    this.initialLoad ??= this.loadRevocations().catch((err: unknown) => {
+      this.initialLoad = undefined; // asked again by the next request
+      throw err;
+    });
+    return this.initialLoad;
+  }
+
+  /**
+   * Loads every revocation whose tokens may be unexpired (at start, and after a gap in the NATS
+   * feed). Until it succeeds after a gap no session token is trusted.
+   */
+  async loadRevocations(): Promise<void> {
+    const res = await this.auth.listSessionRevocations({});
+    for (const revocation of res.revocations) this.revokeSessions(revocation.merchantId, revocation.minSessionEpoch);
   }
 }

@@ -13,6 +13,7 @@ import { isoTime } from '../json';
 import { CheckoutSchema } from '../schemas/checkout';
 import { IdParams } from '../schemas/common';
 import { invoiceStatuses } from './invoices';
+import type { GatewayRateLimits } from '../rate-limits';
 
 const ASSETS = path.join(packageRoot(__dirname), 'assets');
 const asset = (name: string) => readFileSync(path.join(ASSETS, name), 'utf8');
@@ -43,6 +44,10 @@ export function checkoutJson(c: Checkout | undefined) {
     isSandbox: c.isSandbox,
     successUrl: c.successUrl,
     cancelUrl: c.cancelUrl,
+    // Live only (the sandbox skips confirmations): "N of M" and what is still missing.
+    ...(c.isSandbox
+      ? {}
+      : { confirmations: c.confirmations, confirmationsRequired: c.confirmationsRequired, amountRemaining: decimalToJsonNumber(c.amountRemaining) }),
   };
 }
 
@@ -50,22 +55,26 @@ function isNotFound(err: unknown): boolean {
   return err instanceof ConnectError && (err.code === Code.NotFound || err.code === Code.InvalidArgument);
 }
 
-export function checkoutRoutes(app: FastifyInstance, { invoices }: { invoices: Client<typeof InvoiceService> }): void {
+export function checkoutRoutes(
+  app: FastifyInstance,
+  { invoices, rateLimits }: { invoices: Client<typeof InvoiceService>; rateLimits: GatewayRateLimits },
+): void {
   const page = asset('checkout.html');
   const notFoundPage = asset('not-found.html');
-  const files: Record<string, { body: string; type: string }> = {
-    'checkout.css': { body: asset('checkout.css'), type: 'text/css; charset=utf-8' },
-    'checkout.js': { body: asset('checkout.js'), type: 'text/javascript; charset=utf-8' },
-  };
+  // A Map, not an object literal: a name like "constructor" must not find an inherited property.
+  const files = new Map<string, { body: string; type: string }>([
+    ['checkout.css', { body: asset('checkout.css'), type: 'text/css; charset=utf-8' }],
+    ['checkout.js', { body: asset('checkout.js'), type: 'text/javascript; charset=utf-8' }],
+  ]);
   const sendNotFound = (reply: FastifyReply) => reply.code(404).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(notFoundPage);
 
   app.get<{ Params: { file: string } }>('/pay/assets/:file', { schema: { hide: true } }, async (req, reply) => {
-    const file = files[req.params.file];
+    const file = files.get(req.params.file);
     if (!file) return sendNotFound(reply);
     return reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=300' }).type(file.type).send(file.body);
   });
 
-  app.get<{ Params: { invoiceId: string } }>('/pay/:invoiceId', { schema: { hide: true } }, async (req, reply) => {
+  app.get<{ Params: { invoiceId: string } }>('/pay/:invoiceId', { schema: { hide: true }, onRequest: rateLimits.checkout }, async (req, reply) => {
     const { invoiceId } = req.params;
     if (!UUID.test(invoiceId)) return sendNotFound(reply);
     try {
@@ -84,6 +93,7 @@ export function checkoutRoutes(app: FastifyInstance, { invoices }: { invoices: C
       params: IdParams,
       response: { 200: CheckoutSchema },
     },
+    onRequest: rateLimits.checkout,
     handler: async (req, reply) => {
       const res = await invoices.getCheckout({ invoiceId: req.params.id });
       reply.header('cache-control', 'no-store');
@@ -93,6 +103,7 @@ export function checkoutRoutes(app: FastifyInstance, { invoices }: { invoices: C
 
   app.get<{ Params: { id: string } }>('/api/checkout/:id/qr.svg', {
     schema: { hide: true, params: IdParams },
+    onRequest: rateLimits.checkout,
     handler: async (req, reply) => {
       const res = await invoices.getCheckout({ invoiceId: req.params.id });
       const svg = await QRCode.toString(res.checkout?.paymentUri ?? '', { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
@@ -101,11 +112,25 @@ export function checkoutRoutes(app: FastifyInstance, { invoices }: { invoices: C
   });
 }
 
+/** Scalar API Reference's self-contained browser build, from its npm package. */
+function scalarStandalone(): string {
+  // The package's main entry is dist/index.js; the browser build sits next to it.
+  return readFileSync(path.join(path.dirname(require.resolve('@scalar/api-reference')), 'browser', 'standalone.js'), 'utf8');
+}
+
+/** /docs: the OpenAPI document rendered by Scalar API Reference, under the checkout page's CSP. */
 export function docsRoutes(app: FastifyInstance, document: () => unknown): void {
   const html = asset('docs.html');
-  const js = asset('docs.js');
+  // Read on the first request: 4 MB an idle gateway need not hold.
+  let scalar: string | undefined;
+  const files: Record<string, () => string> = { 'scalar.js': () => (scalar ??= scalarStandalone()) };
   const headers = { ...PAGE_HEADERS, 'cache-control': 'public, max-age=60' };
   app.get('/openapi.json', { schema: { hide: true } }, async () => document());
   app.get('/docs', { schema: { hide: true } }, async (_req, reply) => reply.headers(headers).type('text/html; charset=utf-8').send(html));
-  app.get('/docs/assets/docs.js', { schema: { hide: true } }, async (_req, reply) => reply.headers(headers).type('text/javascript; charset=utf-8').send(js));
+  app.get<{ Params: { file: string } }>('/docs/assets/:file', { schema: { hide: true } }, async (req, reply) => {
+    const file = Object.hasOwn(files, req.params.file) ? files[req.params.file] : undefined;
+    const body = file?.();
+    if (body === undefined) return reply.code(404).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(asset('not-found.html'));
+    return reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=300' }).type('text/javascript; charset=utf-8').send(body);
+  });
 }

@@ -29,9 +29,27 @@ export interface InvoiceRouteDeps {
 
 export const invoiceStatuses = publicNames('invoice status', [
   [InvoiceStatus.WAITING, 'Waiting'],
+  [InvoiceStatus.CONFIRMING, 'Confirming'],
+  [InvoiceStatus.PARTIALLY_PAID, 'PartiallyPaid'],
   [InvoiceStatus.PAID, 'Paid'],
   [InvoiceStatus.EXPIRED, 'Expired'],
 ] as const);
+
+/** Live invoices only: the sandbox's invoice JSON stays exactly the documented 17 fields. */
+function liveFields(i: Invoice) {
+  if (i.environment !== Environment.LIVE) return {};
+  return {
+    payments: i.payments.map((p) => ({
+      transactionHash: p.transactionHash,
+      amount: decimalToJsonNumber(p.amount),
+      asset: p.asset,
+      confirmations: p.confirmations,
+      status: p.status,
+      detectedAt: isoTime(p.detectedAt),
+    })),
+    confirmationsRequired: i.confirmationsRequired,
+  };
+}
 
 export function invoiceJson(i: Invoice | undefined) {
   if (!i) throw new Error('invoice missing from a service response');
@@ -53,6 +71,7 @@ export function invoiceJson(i: Invoice | undefined) {
     cancelUrl: i.cancelUrl,
     projectName: i.projectName,
     isDonation: i.isDonation,
+    ...liveFields(i),
   };
 }
 
@@ -91,6 +110,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
         environment: environmentOf(project.environment),
         projectName: project.projectName,
         lifetimeMinutes: project.invoiceLifetimeMinutes,
+        paymentTolerancePercent: project.paymentTolerancePercent,
         priceAmount: req.body.priceAmount,
         priceCurrency: req.body.priceCurrency,
         payCurrency: req.body.payCurrency,
@@ -151,10 +171,29 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       const res = await invoices.listInvoices({
         projectId: req.params.id,
         status: req.query.status ? invoiceStatuses.value(req.query.status) : undefined,
+        orderId: req.query.orderId,
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
       });
       return { items: res.invoices.map(invoiceJson), nextCursor: res.nextCursor || null };
+    },
+  });
+
+  app.get<{ Params: { id: string } }>('/api/merchant/invoices/:id', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'One of your invoices, with its current status (the dashboard’s invoice page)',
+      security: bearer,
+      params: IdParams,
+      response: { 200: InvoiceSchema },
+    },
+    onRequest: hooks.merchant,
+    handler: async (req) => {
+      // Another merchant's invoice answers 404 as if it did not exist.
+      const owner = await invoices.getInvoiceProject({ invoiceId: req.params.id });
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+      const res = await invoices.getInvoice({ projectId: owner.projectId, invoiceId: req.params.id });
+      return invoiceJson(res.invoice);
     },
   });
 

@@ -1,6 +1,7 @@
 /** The merchant dashboard API (/api/merchant/*): accounts, projects, API keys. Bearer JWT. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import { jsonNumberToDecimal } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
@@ -11,8 +12,10 @@ import {
   CreateApiKeyBody,
   CreatedApiKeySchema,
   CreatedProjectSchema,
+  ChangePasswordBody,
   CreateProjectBody,
   LoginBody,
+  VerifyEmailBody,
   MerchantSchema,
   ProjectParams,
   ProjectSchema,
@@ -33,7 +36,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
   app.post<{ Body: RegisterBody }>('/api/merchant/register', {
     schema: { tags: ['dashboard'], summary: 'Create a merchant account', body: RegisterBody, response: { 201: RegisterResponse } },
     handler: async (req, reply) => {
-      const res = await auth.registerMerchant(req.body);
+      const res = await auth.registerMerchant({ ...req.body, clientIp: req.ip });
       return reply.code(201).send({ merchant: merchantJson(res.merchant), token: res.token, expiresAt: isoTime(res.expiresAt) });
     },
   });
@@ -41,7 +44,58 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
   app.post<{ Body: LoginBody }>('/api/merchant/login', {
     schema: { tags: ['dashboard'], summary: 'Log in and get a session token', body: LoginBody, response: { 200: SessionSchema } },
     handler: async (req) => {
-      const res = await auth.login(req.body);
+      const res = await auth.login({ ...req.body, clientIp: req.ip });
+      return { token: res.token, expiresAt: isoTime(res.expiresAt) };
+    },
+  });
+
+  app.post<{ Body: VerifyEmailBody }>('/api/merchant/email/verify', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Confirm your email address with the emailed code (needed for live API keys and live payouts)',
+      description: 'A wrong code answers 400 invalid_verification_code (5 attempts per code); no valid code pending answers 409 verification_code_expired.',
+      security: bearer,
+      body: VerifyEmailBody,
+      response: { 200: MerchantSchema },
+    },
+    onRequest: hooks.merchant,
+    handler: async (req) => merchantJson((await auth.verifyEmail({ merchantId: merchantPrincipal(req).merchantId, code: req.body.code })).merchant),
+  });
+
+  app.post('/api/merchant/email/verification', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Email a new verification code (the previous one stops working)',
+      security: bearer,
+      response: { 202: Type.Object({}) },
+    },
+    onRequest: hooks.merchant,
+    handler: async (req, reply) => {
+      await auth.resendEmailVerification({ merchantId: merchantPrincipal(req).merchantId });
+      return reply.code(202).send({});
+    },
+  });
+
+  app.post('/api/merchant/logout', {
+    schema: { tags: ['dashboard'], summary: 'End every session of your account (each token answers 401 within a second)', security: bearer, response: { 204: Type.Null() } },
+    onRequest: hooks.merchant,
+    handler: async (req, reply) => {
+      await auth.logout({ merchantId: merchantPrincipal(req).merchantId });
+      return reply.code(204).send();
+    },
+  });
+
+  app.post<{ Body: ChangePasswordBody }>('/api/merchant/password', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Change your password: every older session ends; a new token is returned',
+      security: bearer,
+      body: ChangePasswordBody,
+      response: { 200: SessionSchema },
+    },
+    onRequest: hooks.merchant,
+    handler: async (req) => {
+      const res = await auth.changePassword({ merchantId: merchantPrincipal(req).merchantId, ...req.body });
       return { token: res.token, expiresAt: isoTime(res.expiresAt) };
     },
   });
@@ -67,6 +121,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
         name: req.body.name,
         environment: environmentOf(req.body.environment),
         webhookUrl: req.body.webhookUrl,
+        paymentTolerancePercent: percentField(req.body.paymentTolerancePercent),
       });
       return reply.code(201).send({ ...projectJson(res.project), webhookSecret: res.webhookSecret });
     },
@@ -101,7 +156,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
     },
     onRequest: hooks.merchant,
     handler: async (req) => {
-      const { name, webhookUrl, invoiceLifetimeMinutes } = req.body;
+      const { name, webhookUrl, invoiceLifetimeMinutes, paymentTolerancePercent } = req.body;
       const res = await auth.updateProject({
         merchantId: merchantPrincipal(req).merchantId,
         projectId: req.params.id,
@@ -109,6 +164,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
         // null and "" both remove the webhook (the proto's empty string).
         webhookUrl: webhookUrl === null ? '' : webhookUrl,
         invoiceLifetimeMinutes,
+        paymentTolerancePercent: percentField(paymentTolerancePercent),
       });
       return projectJson(res.project);
     },
@@ -169,4 +225,9 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       return reply.code(204).send();
     },
   });
+}
+
+/** A JSON number percent as the decimal string auth validates (at most 2 decimals). */
+function percentField(value: number | undefined): string | undefined {
+  return value === undefined ? undefined : jsonNumberToDecimal(value).decimal;
 }

@@ -8,12 +8,12 @@
  * merchant's, or none at all) answers the same 403, so the answer says nothing about other
  * merchants' projects. The project's environment (sandbox or live) comes from the key or from auth.
  */
-import { decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
+import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { PayoutStatus, type GetBalanceResponse, type Payout, type PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { authHooks } from '../auth/hooks';
+import { merchantPrincipal, type authHooks } from '../auth/hooks';
 import { environmentName, environmentOf, isoTime, publicNames } from '../json';
 import { HttpProblem } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
@@ -21,6 +21,8 @@ import { IdempotencyKeyHeaders } from '../schemas/invoice';
 import {
   BalanceSchema,
   CompletePayoutBody,
+  OperatorPayoutListSchema,
+  OperatorPayoutQuery,
   PayoutHistoryQuery,
   PayoutHistorySchema,
   PayoutSchema,
@@ -58,13 +60,8 @@ export function payoutJson(p: Payout | undefined) {
     transactionHash: p.transactionHash ?? null,
     adminNote: p.adminNote ?? null,
     createdAt: isoTime(p.createdAt),
+    environment: environmentName(p.environment),
   };
-}
-
-/** A canonical decimal string from the service, written as a JSON number token digit for digit. */
-function jsonDecimal(decimal: string): string {
-  if (!/^(0|[1-9]\d*)(\.\d*[1-9])?$/.test(decimal)) throw new Error(`not a canonical decimal: ${JSON.stringify(decimal.slice(0, 40))}`);
-  return decimal;
 }
 
 /**
@@ -75,7 +72,7 @@ function jsonDecimal(decimal: string): string {
 export function balanceJsonText(res: GetBalanceResponse): string {
   const balances = res.balances.map(
     (b) =>
-      `{"currency":${JSON.stringify(b.currency)},"available":${jsonDecimal(b.available)},"pending":${jsonDecimal(b.pending)},"total":${jsonDecimal(b.total)}}`,
+      `{"currency":${JSON.stringify(b.currency)},"available":${decimalAsJsonNumber(b.available)},"pending":${decimalAsJsonNumber(b.pending)},"total":${decimalAsJsonNumber(b.total)}}`,
   );
   return `{"projectId":${JSON.stringify(res.projectId)},"environment":${JSON.stringify(environmentName(res.environment))},"balances":[${balances.join(',')}]}`;
 }
@@ -121,7 +118,9 @@ function checkText(field: string, text: string | undefined): void {
   }
 }
 
-function amountDecimal(amount: number): string {
+/** The amount as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit. */
+function amountDecimal(amount: string | number): string {
+  if (typeof amount === 'string') return amount;
   try {
     return jsonNumberToDecimal(amount).decimal;
   } catch {
@@ -233,6 +232,26 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
   });
 
+  app.get<{ Querystring: OperatorPayoutQuery }>('/api/admin/payouts', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: every project’s payouts, oldest first, by status and environment (the queue: status=Pending&environment=live)',
+      security: bearer,
+      querystring: OperatorPayoutQuery,
+      response: { 200: OperatorPayoutListSchema },
+    },
+    onRequest: hooks.admin,
+    handler: async (req) => {
+      const res = await payouts.listAllPayouts({
+        status: req.query.status ? payoutStatuses.value(req.query.status) : undefined,
+        environment: req.query.environment ? environmentOf(req.query.environment) : undefined,
+        pageSize: parseLimit(req.query.limit),
+        cursor: req.query.cursor ?? '',
+      });
+      return { items: res.payouts.map((p) => ({ ...payoutJson(p), projectId: p.projectId })), nextCursor: res.nextCursor || null };
+    },
+  });
+
   app.post<{ Params: { id: string }; Body: CompletePayoutBody }>('/api/admin/payouts/:id/complete', {
     schema: {
       tags: ['admin'],
@@ -244,7 +263,11 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.admin,
     handler: async (req) => {
-      const res = await payouts.completePayout({ payoutId: req.params.id, transactionHash: req.body.transactionHash });
+      const res = await payouts.completePayout({
+        payoutId: req.params.id,
+        transactionHash: req.body.transactionHash,
+        operatorToken: merchantPrincipal(req).token,
+      });
       return payoutJson(res.payout);
     },
   });
@@ -261,7 +284,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     onRequest: hooks.admin,
     handler: async (req) => {
       checkText('adminNote', req.body.adminNote);
-      const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote });
+      const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote, operatorToken: merchantPrincipal(req).token });
       return payoutJson(res.payout);
     },
   });

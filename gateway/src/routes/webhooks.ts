@@ -1,6 +1,7 @@
 /**
  * The dashboard's webhook delivery log (Bearer): every delivery of a project with the endpoint's
- * health, one delivery with every attempt exactly as sent, and manual redelivery. Ownership is
+ * health, one delivery with every attempt exactly as sent, manual redelivery and a signed test
+ * event ("send a test event"). Ownership is
  * checked first with auth (another merchant's project answers 404 as if it did not exist); the
  * notifier then answers for that project only.
  */
@@ -97,6 +98,7 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
         projectId: req.params.id,
         status: req.query.status ? deliveryStatuses.value(req.query.status) : undefined,
         eventType: req.query.eventType,
+        invoiceId: req.query.invoiceId,
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
       });
@@ -132,6 +134,22 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
     handler: async (req, reply) => {
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       const res = await notifier.redeliverWebhook({ projectId: req.params.id, deliveryId: req.params.deliveryId });
+      return reply.code(201).send(deliveryJson(res.delivery));
+    },
+  });
+
+  app.post<{ Params: { id: string } }>('/api/merchant/projects/:id/webhook-test', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Send a signed webhook.test event to the project’s webhook URL; it appears in the delivery log',
+      security: bearer,
+      params: IdParams,
+      response: { 201: WebhookDeliverySchema },
+    },
+    onRequest: hooks.merchant,
+    handler: async (req, reply) => {
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      const res = await notifier.sendTestWebhook({ projectId: req.params.id });
       return reply.code(201).send(deliveryJson(res.delivery));
     },
   });

@@ -19,6 +19,9 @@ export const CheckoutSchema = Type.Object(
     isSandbox: Type.Boolean(),
     successUrl: Type.String(),
     cancelUrl: Type.String(),
+    confirmations: Type.Optional(Type.Integer({ minimum: 0, description: 'Live only: the fewest confirmations among the payments counting' })),
+    confirmationsRequired: Type.Optional(Type.Integer({ minimum: 1, description: 'Live only' })),
+    amountRemaining: Type.Optional(Type.Number({ description: 'Live only: what is still missing, 0 once covered' })),
   },
   { $id: 'Checkout', additionalProperties: false },
 );

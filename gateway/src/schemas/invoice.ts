@@ -1,7 +1,25 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
 
-export const InvoiceStatusName = Type.Union([Type.Literal('Waiting'), Type.Literal('Paid'), Type.Literal('Expired')]);
+export const InvoiceStatusName = Type.Union(
+  [Type.Literal('Waiting'), Type.Literal('Confirming'), Type.Literal('PartiallyPaid'), Type.Literal('Paid'), Type.Literal('Expired')],
+  { description: 'Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming' },
+);
+
+export const PaymentSchema = Type.Object(
+  {
+    transactionHash: Type.String(),
+    amount: Type.Number({ description: 'In asset' }),
+    asset: Type.String({ description: 'What was sent: the invoice’s payCurrency, or another token (recorded, not credited)' }),
+    confirmations: Type.Integer({ minimum: 0 }),
+    status: Type.Union(
+      [Type.Literal('seen'), Type.Literal('confirmed'), Type.Literal('final'), Type.Literal('orphaned'), Type.Literal('replaced')],
+      { description: 'seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent)' },
+    ),
+    detectedAt: Timestamp,
+  },
+  { additionalProperties: false },
+);
 
 const HttpUrl = (description: string) => Type.String({ maxLength: 2048, description });
 
@@ -39,6 +57,10 @@ export const InvoiceSchema = Type.Object(
     cancelUrl: Type.String(),
     projectName: Type.String(),
     isDonation: Type.Boolean(),
+    payments: Type.Optional(Type.Array(PaymentSchema, { description: 'Live invoices only: transfers to the address seen on chain, oldest first' })),
+    confirmationsRequired: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'Live invoices only: confirmations a payment needs before the invoice is Paid' }),
+    ),
   },
   { $id: 'Invoice' },
 );
@@ -55,7 +77,12 @@ export const SandboxPayBody = Type.Optional(
 export type SandboxPayBody = Static<typeof SandboxPayBody>;
 
 export const InvoiceListQuery = Type.Object(
-  { status: Type.Optional(InvoiceStatusName), limit: LimitParam, cursor: CursorParam },
+  {
+    status: Type.Optional(InvoiceStatusName),
+    orderId: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Only invoices with exactly this order id' })),
+    limit: LimitParam,
+    cursor: CursorParam,
+  },
   { additionalProperties: false },
 );
 export type InvoiceListQuery = Static<typeof InvoiceListQuery>;

@@ -10,9 +10,23 @@ export const RegisterBody = Type.Object({ email: Email, password: Password, name
 export const LoginBody = Type.Object({ email: Email, password: Password }, { additionalProperties: false });
 
 export const MerchantSchema = Type.Object(
-  { id: Uuid, email: Type.String(), name: Type.String(), isAdmin: Type.Boolean(), createdAt: Timestamp },
+  {
+    id: Uuid,
+    email: Type.String(),
+    name: Type.String(),
+    isAdmin: Type.Boolean(),
+    createdAt: Timestamp,
+    emailVerified: Type.Boolean({ description: 'The email address is confirmed (needed for live API keys and live payouts)' }),
+  },
   { $id: 'Merchant' },
 );
+
+export const VerifyEmailBody = Type.Object(
+  { code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code emailed at registration (or by the resend route)' }) },
+  { additionalProperties: false },
+);
+
+export const ChangePasswordBody = Type.Object({ currentPassword: Password, newPassword: Password }, { additionalProperties: false });
 
 export const SessionSchema = Type.Object({ token: Type.String(), expiresAt: Timestamp });
 export const RegisterResponse = Type.Object({ merchant: MerchantSchema, token: Type.String(), expiresAt: Timestamp });
@@ -24,6 +38,7 @@ export const ProjectSchema = Type.Object(
     environment: EnvironmentName,
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     invoiceLifetimeMinutes: Type.Integer(),
+    paymentTolerancePercent: Type.Number({ description: 'Live invoices: a payment this many percent below amountExpected still pays (0 to 5)' }),
     createdAt: Timestamp,
   },
   { $id: 'Project' },
@@ -33,8 +48,14 @@ export const CreatedProjectSchema = Type.Object({
   webhookSecret: Type.String({ description: 'whsec_… signing secret; shown only here and on rotation' }),
 });
 
+const PaymentTolerancePercent = Type.Number({
+  minimum: 0,
+  maximum: 5,
+  description: 'Percent below amountExpected a live payment may fall short and still pay the invoice (0 to 5, at most 2 decimals; default 0). Fixed on each invoice at creation.',
+});
+
 export const CreateProjectBody = Type.Object(
-  { name: Name, environment: EnvironmentName, webhookUrl: Type.Optional(WebhookUrl) },
+  { name: Name, environment: EnvironmentName, webhookUrl: Type.Optional(WebhookUrl), paymentTolerancePercent: Type.Optional(PaymentTolerancePercent) },
   { additionalProperties: false },
 );
 export const UpdateProjectBody = Type.Object(
@@ -44,6 +65,7 @@ export const UpdateProjectBody = Type.Object(
     invoiceLifetimeMinutes: Type.Optional(
       Type.Integer({ minimum: 5, maximum: 10080, description: 'Minutes from creation until a Waiting invoice expires (5 to 10080; default 60)' }),
     ),
+    paymentTolerancePercent: Type.Optional(PaymentTolerancePercent),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -73,6 +95,8 @@ export const ApiKeyParams = Type.Object({ id: Uuid, keyId: Uuid }, { additionalP
 
 export type RegisterBody = Static<typeof RegisterBody>;
 export type LoginBody = Static<typeof LoginBody>;
+export type VerifyEmailBody = Static<typeof VerifyEmailBody>;
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>;
 export type CreateProjectBody = Static<typeof CreateProjectBody>;
 export type UpdateProjectBody = Static<typeof UpdateProjectBody>;
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;

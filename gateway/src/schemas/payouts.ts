@@ -4,7 +4,7 @@
  * POSTs, query for GETs) and is required; with an API key it may be left out (the key's project).
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+import { CursorParam, EnvironmentName, LimitParam, Timestamp, Uuid } from './common';
 
 export const PayoutStatusName = Type.Union([
   Type.Literal('AwaitingVerification'),
@@ -32,20 +32,30 @@ export const PayoutSchema = Type.Object(
     transactionHash: Type.Union([Type.String(), Type.Null()], { description: 'The on-chain transaction that sent the funds; null until Completed' }),
     adminNote: Type.Union([Type.String(), Type.Null()], { description: 'The operator’s reason for a rejection; null unless Rejected' }),
     createdAt: Timestamp,
+    environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')], {
+      description: 'The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash)',
+    }),
   },
   { $id: 'Payout' },
 );
 
 export const RequestPayoutBody = Type.Object(
   {
-    amount: Type.Number({ exclusiveMinimum: 0, description: 'Amount in currency: > 0, at most 8 decimal places (6 for USDT, USDC and TRX)' }),
+    // A decimal string like invoice prices ("0.015"), or a JSON number; either is taken exactly as written.
+    amount: Type.Union(
+      [
+        Type.String({ minLength: 1, maxLength: 64, description: 'Decimal string, e.g. "0.015"' }),
+        Type.Number({ exclusiveMinimum: 0, description: 'JSON number, e.g. 0.015' }),
+      ],
+      { description: 'Amount in currency: > 0, at most 8 decimal places (6 for USDT, USDC and TRX); a decimal string or a number' },
+    ),
     currency: Type.String({ maxLength: 16, description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX' }),
     address: Type.String({
       maxLength: 128,
       description: 'Destination address of that coin with a valid checksum: mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects',
     }),
     projectId: ProjectIdField,
-    note: Type.Optional(Type.String({ maxLength: 1000, description: 'Up to 500 characters' })),
+    note: Type.Optional(Type.String({ maxLength: 500, description: 'Up to 500 characters' })),
   },
   { additionalProperties: false },
 );
@@ -105,7 +115,23 @@ export const CompletePayoutBody = Type.Object(
 export type CompletePayoutBody = Static<typeof CompletePayoutBody>;
 
 export const RejectPayoutBody = Type.Object(
-  { adminNote: Type.String({ minLength: 1, maxLength: 1000, description: 'Why the payout is refused (up to 500 characters); shown to the merchant' }) },
+  { adminNote: Type.String({ minLength: 1, maxLength: 500, description: 'Why the payout is refused (up to 500 characters); shown to the merchant' }) },
   { additionalProperties: false },
 );
 export type RejectPayoutBody = Static<typeof RejectPayoutBody>;
+
+export const OperatorPayoutQuery = Type.Object(
+  {
+    status: Type.Optional(PayoutStatusName),
+    environment: Type.Optional(EnvironmentName),
+    limit: LimitParam,
+    cursor: CursorParam,
+  },
+  { additionalProperties: false },
+);
+export type OperatorPayoutQuery = Static<typeof OperatorPayoutQuery>;
+
+export const OperatorPayoutListSchema = Type.Object({
+  items: Type.Array(Type.Object({ ...PayoutSchema.properties, projectId: Uuid }), { description: 'Oldest first: the order to work the queue in' }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page' }),
+});

@@ -31,6 +31,39 @@ export const InvoiceExpiredWebhook = Type.Object(
   { additionalProperties: false },
 );
 
+/** The invoice.paid keys followed by what is particular to the event. */
+function invoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, extra: Extra) {
+  return Type.Object(
+    {
+      invoiceId: Uuid,
+      orderId: Type.String(),
+      status,
+      amount: Type.Number(),
+      currency: Type.String(),
+      environment: Environment,
+      ...extra,
+    },
+    { additionalProperties: false },
+  );
+}
+
+const LiveStatus = Type.Union([Type.Literal('Waiting'), Type.Literal('PartiallyPaid'), Type.Literal('Confirming'), Type.Literal('Paid'), Type.Literal('Expired')]);
+
+export const InvoiceConfirmingWebhook = invoiceWebhook(Type.Literal('Confirming'), {
+  confirmations: Type.Integer({ description: 'The fewest confirmations among the payments counting' }),
+  confirmationsRequired: Type.Integer(),
+});
+export const InvoicePartiallyPaidWebhook = invoiceWebhook(Type.Literal('PartiallyPaid'), {
+  amountRemaining: Type.Number({ description: 'What is still missing, in currency' }),
+});
+export const InvoiceLatePaymentWebhook = invoiceWebhook(LiveStatus, {
+  transactionHash: Type.String(),
+  credited: Type.Boolean({ description: 'false for another asset sent to the address: recorded, not credited' }),
+});
+export const InvoiceReopenedWebhook = invoiceWebhook(LiveStatus, {
+  previousStatus: LiveStatus,
+});
+
 /** Every payout webhook: the payout, its new status, amount, coin and environment, then what is particular to the event. */
 function payoutWebhook<S extends string, Extra extends Record<string, TSchema>>(status: S, extra: Extra) {
   return Type.Object(
@@ -62,7 +95,14 @@ export const PayoutCancelledWebhook = payoutWebhook('Cancelled', {
 
 export const WEBHOOK_EVENTS: Record<string, { summary: string; body: TSchema }> = {
   'invoice.paid': { summary: 'An invoice was paid (in the sandbox: a simulated payment)', body: InvoicePaidWebhook },
-  'invoice.expired': { summary: 'A Waiting invoice passed its expiredAt unpaid', body: InvoiceExpiredWebhook },
+  'invoice.expired': { summary: 'An unpaid invoice passed its expiredAt', body: InvoiceExpiredWebhook },
+  'invoice.confirming': { summary: 'Live: payments covering the price are on chain, awaiting confirmations', body: InvoiceConfirmingWebhook },
+  'invoice.partially_paid': { summary: 'Live: less than the price was received (amount so far, amountRemaining)', body: InvoicePartiallyPaidWebhook },
+  'invoice.late_payment': {
+    summary: 'Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, or another asset); amount and currency are the payment’s',
+    body: InvoiceLatePaymentWebhook,
+  },
+  'invoice.reopened': { summary: 'Live: a chain reorg removed payments before Paid; status is where the invoice moved back to', body: InvoiceReopenedWebhook },
   'payout.requested': { summary: 'A payout was requested and its amount held; it awaits the emailed code', body: PayoutRequestedWebhook },
   'payout.verified': { summary: 'A payout was confirmed with its code (Pending) and waits for an operator', body: PayoutVerifiedWebhook },
   'payout.completed': { summary: 'A payout was sent on chain (Completed); its amount left the balance', body: PayoutCompletedWebhook },

@@ -55,6 +55,7 @@ export const WebhookDeliveryListQuery = Type.Object(
   {
     status: Type.Optional(DeliveryStatusName),
     eventType: Type.Optional(Type.String({ maxLength: 100, pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$', description: 'e.g. invoice.paid' })),
+    invoiceId: Type.Optional(Type.String({ format: 'uuid', description: 'Only deliveries about this invoice (their body’s invoiceId)' })),
     limit: LimitParam,
     cursor: CursorParam,
   },

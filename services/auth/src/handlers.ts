@@ -15,10 +15,28 @@
  * Nothing secret is ever logged: passwords, plain API keys, tokens and webhook secrets are never
  * passed to the logger, only ids.
  */
-import { Code, errors, serviceError, enqueueEvent, type Logger, type Sql } from '@coinvoice/runtime';
-import type { ServiceImpl } from '@connectrpc/connect';
+import {
+  Code,
+  errors,
+  isWellFormedOneTimeCode,
+  issueOneTimeCode,
+  oneTimeCodeMatches,
+  serviceError,
+  enforceRateLimit,
+  enqueueEvent,
+  eventTransaction,
+  type EventTransaction,
+  type RateLimitPolicy,
+  type RateLimitStore,
+  type Logger,
+  type Sql,
+  type TransactionSql,
+} from '@coinvoice/runtime';
+import type { Client, ServiceImpl } from '@connectrpc/connect';
+import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type {
   AuthService,
+  ChangePasswordRequest,
   CreateApiKeyRequest,
   CreateProjectRequest,
   GetMerchantRequest,
@@ -27,7 +45,11 @@ import type {
   ListApiKeysRequest,
   ListProjectsRequest,
   LoginRequest,
+  LogoutRequest,
   RegisterMerchantRequest,
+  ResendEmailVerificationRequest,
+  VerifyEmailRequest,
+  VerifyOperatorTokenRequest,
   RevokeApiKeyRequest,
   RotateWebhookSecretRequest,
   UpdateProjectRequest,
@@ -38,11 +60,11 @@ import {
   generateWebhookSecret,
   hashApiKey,
   issueApiKey,
-  normaliseEmail,
   parseApiKey,
   validateApiKeyCreation,
   validateLogin,
   validateNewProject,
+  validatePasswordChange,
   validateProjectUpdate,
   validateRegistration,
   type PasswordHasher,
@@ -50,9 +72,10 @@ import {
   type Validated,
   type WebhookUrlPolicy,
 } from './domain';
-import { apiKeyRevokedEvent, projectUpdatedEvent } from './events/auth-events';
+import { apiKeyRevokedEvent, projectUpdatedEvent, sessionsRevokedEvent } from './events/auth-events';
 import {
   apiKeyMessage,
+  canonicalPercent,
   environmentFromProto,
   environmentToProto,
   jwkMessage,
@@ -61,6 +84,9 @@ import {
 } from './messages';
 import type { SessionTokens } from './sessions';
 import type { ApiKeyStore, MerchantRow, MerchantStore, ProjectStore } from './store';
+
+/** Wrong email codes allowed per issued code (a new code resets them). */
+export const EMAIL_CODE_MAX_ATTEMPTS = 5;
 
 /** A key's last_used_at is written at most once per this many seconds. */
 export const DEFAULT_LAST_USED_INTERVAL_SECONDS = 60;
@@ -72,8 +98,18 @@ export interface AuthHandlerDeps {
   apiKeys: ApiKeyStore;
   sessions: SessionTokens;
   passwords: PasswordHasher;
-  /** Normalised emails of operators (ADMIN_EMAILS). */
-  adminEmails: ReadonlySet<string>;
+  /** Emails the email verification code (SendEmailVerificationEmail). */
+  notifier: Pick<Client<typeof NotifierService>, 'sendEmailVerificationEmail'>;
+  /** How long an email verification code is valid. */
+  emailCodeTtlMs: number;
+  /** Limits that guard passwords and codes (DESIGN §13), counted in Postgres across replicas. */
+  rateLimits: {
+    store: RateLimitStore;
+    loginPerAccount: RateLimitPolicy;
+    loginPerIp: RateLimitPolicy;
+    registerPerIp: RateLimitPolicy;
+    emailCodePerAccount: RateLimitPolicy;
+  };
   webhookUrlPolicy: WebhookUrlPolicy;
   logger: Logger;
   lastUsedIntervalSeconds?: number;
@@ -96,6 +132,8 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
 
   async registerMerchant(req: RegisterMerchantRequest) {
     const input = validated(validateRegistration({ email: req.email, password: req.password, name: req.name }));
+    // Before the 19 MiB hash: a flood costs one upsert per request.
+    await this.limit(this.deps.rateLimits.registerPerIp, clientKey(req.clientIp));
     // Hashed before the insert, so a taken email costs the same time as a new one.
     const passwordHash = await this.deps.passwords.hash(input.password);
     const merchant = await this.deps.merchants.create({ email: input.email, name: input.name, passwordHash });
@@ -104,10 +142,14 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
         { field: 'email', message: 'is already registered' },
       ]);
     }
-    const session = await this.deps.sessions.issue(this.subjectOf(merchant));
+    const session = await this.deps.sessions.issue(subjectOf(merchant));
     this.deps.logger.info({ merchantId: merchant.id }, 'merchant registered');
+    // The account works at once (sandbox); a failed email only means the merchant asks again.
+    await this.sendEmailCode(merchant).catch((err: unknown) =>
+      this.deps.logger.warn({ merchantId: merchant.id, error: errorMessage(err) }, 'could not email the verification code; the merchant can ask again'),
+    );
     return {
-      merchant: merchantMessage(merchant, this.isAdmin(merchant.email)),
+      merchant: merchantMessage(merchant),
       token: session.token,
       expiresAt: timestampFromDate(session.expiresAt),
     };
@@ -115,6 +157,9 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
 
   async login(req: LoginRequest) {
     const input = validated(validateLogin({ email: req.email, password: req.password }));
+    // Every attempt counts, right or wrong: once limited, the right password waits too.
+    await this.limit(this.deps.rateLimits.loginPerIp, clientKey(req.clientIp));
+    await this.limit(this.deps.rateLimits.loginPerAccount, input.email);
     const merchant = await this.deps.merchants.findCredentialsByEmail(input.email);
     // An unknown email spends the same argon2id work as a wrong password and gets the same answer.
     const matches = merchant
@@ -129,7 +174,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     if (this.deps.passwords.needsRehash(merchant.password_hash)) {
       await this.rehash(merchant.id, merchant.password_hash, input.password);
     }
-    const session = await this.deps.sessions.issue(this.subjectOf(merchant));
+    const session = await this.deps.sessions.issue(subjectOf(merchant));
     this.deps.logger.info({ merchantId: merchant.id }, 'merchant logged in');
     return { token: session.token, expiresAt: timestampFromDate(session.expiresAt) };
   }
@@ -137,7 +182,102 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   async getMerchant(req: GetMerchantRequest) {
     const merchant = isUuid(req.merchantId) ? await this.deps.merchants.findById(req.merchantId) : undefined;
     if (!merchant) throw errors.notFound('merchant');
-    return { merchant: merchantMessage(merchant, this.isAdmin(merchant.email)) };
+    return { merchant: merchantMessage(merchant) };
+  }
+
+  async verifyEmail(req: VerifyEmailRequest) {
+    const merchantId = requireId(req.merchantId, 'merchant');
+    if (!isWellFormedOneTimeCode(req.code)) throw errors.validation([{ field: 'code', message: 'must be 6 digits' }]);
+    await this.limit(this.deps.rateLimits.emailCodePerAccount, merchantId);
+    type Outcome = { kind: 'verified'; merchant: MerchantRow } | { kind: 'wrong'; left: number } | { kind: 'expired' } | { kind: 'none' };
+    const outcome = await this.deps.sql.begin(async (tx): Promise<Outcome> => {
+      const row = await this.deps.merchants.lockEmailCode(tx, merchantId);
+      if (!row) throw errors.notFound('merchant');
+      if (row.email_verified_at !== null) {
+        const merchant = await this.deps.merchants.findById(merchantId, tx);
+        return merchant ? { kind: 'verified', merchant } : { kind: 'none' };
+      }
+      if (!row.email_code_hash || !row.email_code_salt || !row.email_code_expires_at) return { kind: 'none' };
+      if (row.email_code_expires_at.getTime() <= row.now.getTime()) return { kind: 'expired' };
+      if (oneTimeCodeMatches(merchantId, req.code, row.email_code_salt, row.email_code_hash)) {
+        const merchant = await this.deps.merchants.markEmailVerified(tx, merchantId);
+        return merchant ? { kind: 'verified', merchant } : { kind: 'none' };
+      }
+      return { kind: 'wrong', left: await this.deps.merchants.useEmailCodeAttempt(tx, merchantId) };
+    });
+    switch (outcome.kind) {
+      case 'verified':
+        this.deps.logger.info({ merchantId }, 'merchant email verified');
+        return { merchant: merchantMessage(outcome.merchant) };
+      case 'wrong':
+        throw serviceError(Code.InvalidArgument, 'invalid_verification_code', 'the verification code is wrong', [
+          { field: 'code', message: outcome.left > 0 ? `is wrong; ${outcome.left} attempt(s) left` : 'is wrong; no attempts left, ask for a new code' },
+        ]);
+      case 'expired':
+      case 'none':
+        throw errors.conflict('verification_code_expired', 'no valid verification code is pending: ask for a new one');
+    }
+  }
+
+  async resendEmailVerification(req: ResendEmailVerificationRequest) {
+    const merchant = await this.deps.merchants.findById(requireId(req.merchantId, 'merchant'));
+    if (!merchant) throw errors.notFound('merchant');
+    if (merchant.email_verified_at !== null) throw errors.conflict('email_already_verified', 'the email address is already verified');
+    await this.limit(this.deps.rateLimits.emailCodePerAccount, merchant.id);
+    try {
+      await this.sendEmailCode(merchant);
+    } catch (err) {
+      this.deps.logger.warn({ merchantId: merchant.id, error: errorMessage(err) }, 'could not email the verification code');
+      throw serviceError(Code.Unavailable, 'service_unavailable', 'the email could not be sent; try again shortly');
+    }
+    return {};
+  }
+
+  async logout(req: LogoutRequest) {
+    const merchantId = requireId(req.merchantId, 'merchant');
+    const revoked = await eventTransaction(this.deps.sql, (tx) => revokeSessions(tx, this.deps.merchants, merchantId));
+    if (revoked === undefined) throw errors.notFound('merchant');
+    this.deps.logger.info({ merchantId }, 'merchant logged out: every session revoked');
+    return {};
+  }
+
+  async changePassword(req: ChangePasswordRequest) {
+    const merchantId = requireId(req.merchantId, 'merchant');
+    const input = validated(validatePasswordChange({ currentPassword: req.currentPassword, newPassword: req.newPassword }));
+    const merchant = await this.deps.merchants.findCredentialsById(merchantId);
+    if (!merchant) throw errors.notFound('merchant');
+    if (!(await this.deps.passwords.verify(input.currentPassword, merchant.password_hash))) {
+      throw serviceError(Code.Unauthenticated, 'invalid_credentials', 'the current password is wrong', [
+        { field: 'currentPassword', message: 'is wrong' },
+      ]);
+    }
+    const newHash = await this.deps.passwords.hash(input.newPassword);
+    const epoch = await eventTransaction(this.deps.sql, async (tx) => {
+      const replaced = await this.deps.merchants.replacePasswordHash(merchantId, merchant.password_hash, newHash, tx);
+      if (!replaced) throw errors.conflict('conflict', 'the password changed meanwhile; try again');
+      return revokeSessions(tx, this.deps.merchants, merchantId);
+    });
+    if (epoch === undefined) throw errors.notFound('merchant');
+    const session = await this.deps.sessions.issue(subjectOf({ ...merchant, session_epoch: epoch }));
+    this.deps.logger.info({ merchantId }, 'password changed: every older session revoked');
+    return { token: session.token, expiresAt: timestampFromDate(session.expiresAt) };
+  }
+
+  async listSessionRevocations() {
+    const rows = await this.deps.merchants.listSessionRevocations(this.deps.sessions.retentionSeconds);
+    return { revocations: rows.map((row) => ({ merchantId: row.id, minSessionEpoch: row.session_epoch })) };
+  }
+
+  async verifyOperatorToken(req: VerifyOperatorTokenRequest) {
+    const result = await this.deps.sessions.verify(req.token);
+    if (!result.valid) throw errors.unauthenticated('invalid_token', 'the operator session token is invalid or expired');
+    const merchant = await this.deps.merchants.findById(result.claims.sub);
+    // The token must be current (not revoked) and its merchant an operator now, not only when signed.
+    if (!merchant || merchant.session_epoch > result.claims.sv) {
+      throw errors.unauthenticated('invalid_token', 'the operator session token was revoked');
+    }
+    if (!merchant.is_operator) throw errors.forbidden('forbidden', 'this operation is for operators');
+    return { merchantId: merchant.id, email: merchant.email };
   }
 
   async getJwks() {
@@ -157,7 +297,12 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   async createProject(req: CreateProjectRequest) {
     const merchantId = requireId(req.merchantId, 'merchant');
     const input = validated(
-      validateNewProject({ name: req.name, environment: environmentFromProto(req.environment), webhookUrl: req.webhookUrl }),
+      validateNewProject({
+        name: req.name,
+        environment: environmentFromProto(req.environment),
+        webhookUrl: req.webhookUrl,
+        paymentTolerancePercent: req.paymentTolerancePercent,
+      }),
     );
     if (input.webhookUrl !== undefined) await this.checkWebhookDestination(input.webhookUrl);
     const webhookSecret = generateWebhookSecret();
@@ -167,6 +312,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       environment: input.environment,
       webhookUrl: input.webhookUrl ?? null,
       webhookSecret,
+      paymentTolerancePercent: input.paymentTolerancePercent ?? '0',
     });
     if (!project) throw errors.notFound('merchant');
     this.deps.logger.info({ merchantId, projectId: project.id, environment: project.environment }, 'project created');
@@ -188,11 +334,16 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     const merchantId = requireId(req.merchantId, 'project');
     const projectId = requireId(req.projectId, 'project');
     const changes = validated(
-      validateProjectUpdate({ name: req.name, webhookUrl: req.webhookUrl, invoiceLifetimeMinutes: req.invoiceLifetimeMinutes }),
+      validateProjectUpdate({
+        name: req.name,
+        webhookUrl: req.webhookUrl,
+        invoiceLifetimeMinutes: req.invoiceLifetimeMinutes,
+        paymentTolerancePercent: req.paymentTolerancePercent,
+      }),
     );
     if (typeof changes.webhookUrl === 'string') await this.checkWebhookDestination(changes.webhookUrl);
     const changesSomething = Object.keys(changes).length > 0;
-    const project = await this.deps.sql.begin(async (tx) => {
+    const project = await eventTransaction(this.deps.sql, async (tx) => {
       const updated = await this.deps.projects.update(tx, merchantId, projectId, changes);
       if (updated && changesSomething) {
         await enqueueEvent(tx, projectUpdatedEvent(updated, { webhookSecretRotated: false }));
@@ -208,7 +359,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     const merchantId = requireId(req.merchantId, 'project');
     const projectId = requireId(req.projectId, 'project');
     const webhookSecret = generateWebhookSecret();
-    const project = await this.deps.sql.begin(async (tx) => {
+    const project = await eventTransaction(this.deps.sql, async (tx) => {
       const updated = await this.deps.projects.replaceWebhookSecret(tx, merchantId, projectId, webhookSecret);
       if (updated) await enqueueEvent(tx, projectUpdatedEvent(updated, { webhookSecretRotated: true }));
       return updated;
@@ -224,6 +375,12 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   async createApiKey(req: CreateApiKeyRequest) {
     const project = await this.ownedProject(req.merchantId, req.projectId);
     const input = validated(validateApiKeyCreation({ name: req.name }));
+    if (project.environment === 'live') {
+      const merchant = await this.deps.merchants.findById(project.merchant_id);
+      if (merchant?.email_verified_at == null) {
+        throw errors.forbidden('email_not_verified', 'verify your email address before creating live API keys');
+      }
+    }
     const issued = issueApiKey(project.environment);
     const apiKey = await this.deps.apiKeys.create({
       projectId: project.id,
@@ -245,7 +402,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     const merchantId = requireId(req.merchantId, 'api key');
     const projectId = requireId(req.projectId, 'api key');
     const keyId = requireId(req.keyId, 'api key');
-    const revoked = await this.deps.sql.begin(async (tx) => {
+    const revoked = await eventTransaction(this.deps.sql, async (tx) => {
       const result = await this.deps.apiKeys.revoke(tx, merchantId, projectId, keyId);
       if (result?.revokedNow && result.key.revoked_at) {
         await enqueueEvent(
@@ -279,6 +436,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       environment: environmentToProto(found.environment),
       merchantId: found.merchant_id,
       invoiceLifetimeMinutes: found.invoice_lifetime_minutes,
+      paymentTolerancePercent: canonicalPercent(found.payment_tolerance_percent),
     };
   }
 
@@ -297,17 +455,35 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       ...(context.webhook_url === null ? {} : { webhookUrl: context.webhook_url }),
       webhookSecret: context.webhook_secret,
       invoiceLifetimeMinutes: context.invoice_lifetime_minutes,
+      merchantEmailVerified: context.merchant_email_verified,
     };
   }
 
   // -------------------------------------------------------------------------------------------
 
-  private isAdmin(email: string): boolean {
-    return this.deps.adminEmails.has(normaliseEmail(email));
+  private async limit(policy: RateLimitPolicy, key: string): Promise<void> {
+    try {
+      await enforceRateLimit(this.deps.rateLimits.store, policy, key);
+    } catch (err) {
+      this.deps.logger.info({ policy: policy.name }, 'rate limit reached');
+      throw err;
+    }
   }
 
-  private subjectOf(merchant: MerchantRow): SessionSubject {
-    return { merchantId: merchant.id, email: merchant.email, admin: this.isAdmin(merchant.email) };
+  /** A new email verification code (replacing any earlier one), emailed by the notifier; stored only hashed. */
+  private async sendEmailCode(merchant: MerchantRow): Promise<void> {
+    const issued = issueOneTimeCode(merchant.id);
+    await this.deps.merchants.setEmailCode(merchant.id, {
+      hash: issued.hash,
+      salt: issued.salt,
+      ttlMs: this.deps.emailCodeTtlMs,
+      attempts: EMAIL_CODE_MAX_ATTEMPTS,
+    });
+    await this.deps.notifier.sendEmailVerificationEmail({
+      email: merchant.email,
+      code: issued.code,
+      expiresAt: timestampFromDate(new Date(this.now().getTime() + this.deps.emailCodeTtlMs)),
+    });
   }
 
   /** The merchant's project, or not_found (unknown, malformed, or someone else's). */
@@ -332,6 +508,29 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       this.deps.logger.warn({ merchantId, error: err instanceof Error ? err.message : String(err) }, 'could not upgrade a password hash');
     }
   }
+}
+
+/** The client's IP as the gateway saw it; calls without one (internal) share one key. */
+function clientKey(ip: string): string {
+  return ip === '' ? 'unknown' : ip;
+}
+
+function subjectOf(merchant: MerchantRow): SessionSubject {
+  return { merchantId: merchant.id, email: merchant.email, admin: merchant.is_operator, sessionEpoch: merchant.session_epoch };
+}
+
+/**
+ * Raises the merchant's session epoch and announces it (gateways drop older tokens at once); the
+ * new epoch, or undefined for an unknown merchant. Also used by the operator commands.
+ */
+export async function revokeSessions(tx: EventTransaction, merchants: MerchantStore, merchantId: string): Promise<number | undefined> {
+  const epoch = await merchants.revokeSessions(tx, merchantId);
+  if (epoch !== undefined) await enqueueEvent(tx, sessionsRevokedEvent({ merchantId, minSessionEpoch: epoch, revokedAt: new Date() }));
+  return epoch;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function validated<T>(result: Validated<T>): T {

@@ -36,13 +36,14 @@ export function environmentFromProto(environment: Environment): unknown {
   }
 }
 
-export function merchantMessage(row: MerchantRow, isAdmin: boolean): Merchant {
+export function merchantMessage(row: MerchantRow): Merchant {
   return create(MerchantSchema, {
     id: row.id,
     email: row.email,
     name: row.name,
-    isAdmin,
+    isAdmin: row.is_operator,
     createdAt: timestampFromDate(row.created_at),
+    emailVerified: row.email_verified_at !== null,
   });
 }
 
@@ -54,6 +55,7 @@ export function projectMessage(row: ProjectRow): Project {
     environment: environmentToProto(row.environment),
     ...(row.webhook_url === null ? {} : { webhookUrl: row.webhook_url }),
     invoiceLifetimeMinutes: row.invoice_lifetime_minutes,
+    paymentTolerancePercent: canonicalPercent(row.payment_tolerance_percent),
     createdAt: timestampFromDate(row.created_at),
   });
 }
@@ -72,4 +74,9 @@ export function apiKeyMessage(row: ApiKeyRow): ApiKey {
 
 export function jwkMessage(jwk: Ed25519Jwk): Jwk {
   return create(JwkSchema, { kid: jwk.kid, kty: jwk.kty, crv: jwk.crv, x: jwk.x, alg: jwk.alg, use: jwk.use });
+}
+
+/** "1.50" (numeric(4,2)) → "1.5"; "0.00" → "0": one spelling per value. */
+export function canonicalPercent(stored: string): string {
+  return stored.includes('.') ? stored.replace(/0+$/, '').replace(/\.$/, '') : stored;
 }

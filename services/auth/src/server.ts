@@ -6,41 +6,45 @@ import {
   webhookDestinationSettings,
   webhookUrlPolicyOf,
   type ServiceDefinition,
-  type Setting,
+  allowCallers,
+  createRpcClient,
+  PostgresRateLimitStore,
+  rateLimitCleaner,
+  rateLimitSetting,
+  previousKeksSetting,
+  SecretBox,
+  secretsKekSetting,
 } from '@coinvoice/runtime';
+import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import {
-  checkEmail,
   OWASP_ARGON2ID_PARAMS,
   PasswordHasher,
   type WebhookUrlPolicy,
 } from './domain';
 import { AuthHandlers } from './handlers';
 import { SessionTokens } from './sessions';
-import { ApiKeyStore, MerchantStore, ProjectStore, SigningKeyStore } from './store';
-
-/** ADMIN_EMAILS: comma-separated emails, compared case-insensitively; every entry must be an email. */
-function adminEmailsSetting(): Setting<ReadonlySet<string>> {
-  return {
-    expected: 'a comma-separated list of email addresses (may be empty)',
-    default: '',
-    parse(raw) {
-      const emails = new Set<string>();
-      for (const entry of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-        const email = checkEmail(entry);
-        if (!email.ok) return undefined;
-        emails.add(email.value);
-      }
-      return emails;
-    },
-  };
-}
+import { ApiKeyStore, MerchantStore, ProjectStore, reencryptSecrets, SigningKeyStore } from './store';
 
 export const authSettings = {
   /** The same switch the notifier reads: in production, webhooks may not point at private networks. */
   ...webhookDestinationSettings,
-  /** Merchants whose email is listed are operators: `admin: true` in their token, is_admin in GetMerchant. */
-  ADMIN_EMAILS: adminEmailsSetting(),
+  /** Key-encryption key of the webhook secrets and signing keys at rest (required in production). */
+  SECRETS_KEK: secretsKekSetting,
+  /** Older KEKs still accepted for reading while `rotate-kek` re-encrypts (comma-separated). */
+  SECRETS_KEK_PREVIOUS: previousKeksSetting,
+  /** gRPC URL of the notifier, which emails the email verification code. */
+  NOTIFIER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50054' }),
+  /** Login attempts per account (normalised email), right or wrong, shared by every replica. */
+  RATE_LIMIT_LOGIN_PER_ACCOUNT: rateLimitSetting('login-account', '10/15m'),
+  /** Login attempts per client IP. */
+  RATE_LIMIT_LOGIN_PER_IP: rateLimitSetting('login-ip', '50/15m'),
+  /** Registrations per client IP. */
+  RATE_LIMIT_REGISTER_PER_IP: rateLimitSetting('register-ip', '10/1h'),
+  /** Email verification attempts and code resends per merchant. */
+  RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT: rateLimitSetting('email-code', '10/1h'),
+  /** How long an email verification code is valid. Default 24 h. */
+  EMAIL_CODE_TTL_MS: setting.int({ default: 24 * 60 * 60_000, min: 60_000, max: 7 * 24 * 60 * 60_000 }),
   /** Lifetime of a session JWT; also how long a retired signing key stays in the JWKS. Default 12 h. */
   SESSION_TTL_SECONDS: setting.int({ default: 12 * 60 * 60, min: 60, max: 30 * 24 * 60 * 60 }),
   /** argon2id memory cost (KiB) of new password hashes. Default: the OWASP minimum, 19 MiB. */
@@ -61,19 +65,58 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
   return {
     name: 'auth',
     rpcServices: [AuthService.typeName],
+    callers: [
+      allowCallers(AuthService, {
+        registerMerchant: ['gateway'],
+        login: ['gateway'],
+        getMerchant: ['gateway'],
+        getJwks: ['gateway'],
+        // No process rotates keys today; an operator tool would be added here.
+        rotateSigningKey: [],
+        createProject: ['gateway'],
+        listProjects: ['gateway'],
+        getProject: ['gateway'],
+        updateProject: ['gateway'],
+        rotateWebhookSecret: ['gateway'],
+        createApiKey: ['gateway'],
+        listApiKeys: ['gateway'],
+        revokeApiKey: ['gateway'],
+        verifyApiKey: ['gateway'],
+        // Carries the webhook secret: only the services that need the project's context.
+        getProjectContext: ['payout', 'notifier'],
+        verifyEmail: ['gateway'],
+        resendEmailVerification: ['gateway'],
+        logout: ['gateway'],
+        changePassword: ['gateway'],
+        listSessionRevocations: ['gateway'],
+        verifyOperatorToken: ['payout'],
+      }),
+    ],
     settings: authSettings,
     migrationsDir: migrationsDirOf(__dirname),
-    async build({ config, sql, logger }) {
-      const sessions = new SessionTokens(new SigningKeyStore(sql), config.SESSION_TTL_SECONDS);
+    async build({ config, sql, logger, rpcTls }) {
+      const box = new SecretBox(config.SECRETS_KEK, config.SECRETS_KEK_PREVIOUS);
+      // Rows from before encryption (or under an older KEK) are sealed with the current KEK now.
+      const resealed = await reencryptSecrets(sql, box);
+      if (resealed.webhookSecrets + resealed.signingKeys > 0) logger.info({ ...resealed, kekId: box.current.id }, 'secrets at rest re-encrypted');
+      const sessions = new SessionTokens(new SigningKeyStore(sql, box), config.SESSION_TTL_SECONDS);
       await sessions.ensureSigningKey();
       const handlers = new AuthHandlers({
         sql,
         merchants: new MerchantStore(sql),
-        projects: new ProjectStore(sql),
+        projects: new ProjectStore(sql, box),
         apiKeys: new ApiKeyStore(sql),
         sessions,
         passwords: new PasswordHasher({ ...OWASP_ARGON2ID_PARAMS, memoryKiB: config.PASSWORD_HASH_MEMORY_KIB }),
-        adminEmails: config.ADMIN_EMAILS,
+        notifier: createRpcClient(NotifierService, config.NOTIFIER_URL, { timeoutMs: 10_000, tls: rpcTls }),
+        emailCodeTtlMs: config.EMAIL_CODE_TTL_MS,
+        rateLimits: {
+          store: new PostgresRateLimitStore(sql),
+          loginPerAccount: config.RATE_LIMIT_LOGIN_PER_ACCOUNT,
+          loginPerIp: config.RATE_LIMIT_LOGIN_PER_IP,
+          registerPerIp: config.RATE_LIMIT_REGISTER_PER_IP,
+          emailCodePerAccount: config.RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT,
+        },
         webhookUrlPolicy: options.webhookUrlPolicy ?? webhookUrlPolicyOf(createSsrfGuard({ mode: ssrfModeOf(config) })),
         logger,
       });
@@ -81,6 +124,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
         routes(router) {
           router.service(AuthService, handlers);
         },
+        workers: [rateLimitCleaner(sql, logger)],
       };
     },
   };

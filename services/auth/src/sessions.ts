@@ -15,6 +15,8 @@ import {
   type IssuedSessionToken,
   type SessionSubject,
   type SigningKey,
+  type VerifiedJwt,
+  verifyJwt,
 } from './domain';
 import type { SigningKeyRow, SigningKeyStore } from './store';
 
@@ -56,6 +58,13 @@ export class SessionTokens {
     const live = new Set(rows.map((row) => row.kid));
     for (const kid of this.parsed.keys()) if (!live.has(kid)) this.parsed.delete(kid);
     return rows.map((row) => publicJwkOf(this.remember(row)));
+  }
+
+  /** Checks a token against every published key (signature, time window, issuer, audience). */
+  async verify(token: string): Promise<VerifiedJwt> {
+    const rows = await this.store.listLive(this.retentionSeconds);
+    const keys = new Map(rows.map((row) => [row.kid, this.remember(row).publicKey]));
+    return verifyJwt(token, keys, this.now());
   }
 
   /** A new active key; the previous one stays published until its tokens have expired. */

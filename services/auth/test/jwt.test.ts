@@ -16,7 +16,7 @@ import {
 const NOW = new Date('2030-01-01T12:00:00Z');
 const NOW_SECONDS = NOW.getTime() / 1000;
 const TTL = 3600;
-const merchant: SessionSubject = { merchantId: 'f5c3c0de-8a4b-4c1e-9d0a-2b7e6f1a9c33', email: 'ada@example.com', admin: false };
+const merchant: SessionSubject = { merchantId: 'f5c3c0de-8a4b-4c1e-9d0a-2b7e6f1a9c33', email: 'ada@example.com', admin: false, sessionEpoch: 0 };
 
 function base64UrlJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -32,6 +32,7 @@ function validPayload(overrides: object = {}): object {
   return {
     sub: merchant.merchantId,
     email: merchant.email,
+    sv: 0,
     iat: NOW_SECONDS,
     exp: NOW_SECONDS + TTL,
     iss: 'coinvoice',
@@ -56,6 +57,7 @@ describe('signing and verifying session tokens', () => {
       claims: {
         sub: merchant.merchantId,
         email: merchant.email,
+        sv: 0,
         iat: NOW_SECONDS,
         exp: NOW_SECONDS + TTL,
         iss: 'coinvoice',

@@ -4,9 +4,10 @@
  */
 import { toJson } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { Code, ConfigError, loadServiceConfig } from '@coinvoice/runtime';
+import { Code, createLogger, loadServiceConfig } from '@coinvoice/runtime';
 import { GetJwksResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { importJwks, verifyJwt, type SessionClaims } from '../src/domain';
+import { changeOperator } from '../src/operators/commands';
 import { authService } from '../src/server';
 import { PASSWORD, register, rpcError, startAuth, uniqueEmail, type AuthClient, type StartedAuth } from './support/auth';
 
@@ -16,7 +17,7 @@ let client: AuthClient;
 
 beforeAll(async () => {
   auth = await startAuth({
-    env: { ADMIN_EMAILS: ' Ops@Example.com ,boss@example.org', SESSION_TTL_SECONDS: String(SESSION_TTL_SECONDS) },
+    env: { SESSION_TTL_SECONDS: String(SESSION_TTL_SECONDS) },
   });
   client = auth.client;
 });
@@ -124,25 +125,34 @@ describe('RegisterMerchant, Login, GetMerchant', () => {
   });
 });
 
-describe('admin role (ADMIN_EMAILS)', () => {
-  it('marks listed emails, in any case, as admin in the token and in GetMerchant', async () => {
+describe('operators: granted by command only', () => {
+  it('no email makes an operator at registration; grant-operator does (audit-logged, sessions ended); revoke-operator undoes it', async () => {
     const { merchant, token } = await register(client, { email: 'OPS@example.com' });
-    expect(merchant.isAdmin).toBe(true);
-    expect((await verifiedClaims(token)).admin).toBe(true);
-    const login = await client.login({ email: 'ops@EXAMPLE.com', password: PASSWORD });
-    expect((await verifiedClaims(login.token)).admin).toBe(true);
-    expect((await client.getMerchant({ merchantId: merchant.id })).merchant?.isAdmin).toBe(true);
+    expect(merchant.isAdmin).toBe(false);
+    expect((await verifiedClaims(token)).admin).toBeUndefined();
 
-    const other = await register(client, { email: 'boss@example.org.evil.com' });
-    expect(other.merchant.isAdmin).toBe(false);
-    expect((await verifiedClaims(other.token)).admin).toBeUndefined();
+    const logger = createLogger({ service: 'auth', level: 'silent' });
+    expect(await changeOperator(auth.db, { action: 'grant', email: 'nobody@example.com', actor: 'test' }, logger)).toMatchObject({ ok: false });
+    expect(await changeOperator(auth.db, { action: 'grant', email: ' Ops@EXAMPLE.com ', actor: 'test' }, logger)).toEqual({ ok: true, merchantId: merchant.id, changed: true });
+    expect((await client.getMerchant({ merchantId: merchant.id })).merchant?.isAdmin).toBe(true);
+    const login = await client.login({ email: 'ops@example.com', password: PASSWORD });
+    const claims = await verifiedClaims(login.token);
+    expect(claims).toMatchObject({ admin: true, sv: 1 });
+    expect(await client.verifyOperatorToken({ token: login.token })).toMatchObject({ merchantId: merchant.id });
+    // The token from before the grant is revoked (its epoch is older).
+    expect((await rpcError(client.verifyOperatorToken({ token }))).code).toBe('invalid_token');
+
+    expect(await changeOperator(auth.db, { action: 'revoke', email: 'ops@example.com', actor: 'test' }, logger)).toMatchObject({ ok: true, changed: true });
+    expect((await rpcError(client.verifyOperatorToken({ token: login.token }))).code).toBe('invalid_token');
+    const after = await client.login({ email: 'ops@example.com', password: PASSWORD });
+    expect((await rpcError(client.verifyOperatorToken({ token: after.token }))).code).toBe('forbidden');
+    const audit = await auth.db<{ action: string; actor: string }[]>`select action, actor from operator_audit where merchant_id = ${merchant.id} order by id`;
+    expect(audit.map((r) => ({ ...r }))).toEqual([{ action: 'grant', actor: 'test' }, { action: 'revoke', actor: 'test' }]);
   });
 
-  it('refuses an ADMIN_EMAILS entry that is not an email at start, naming the variable', () => {
-    expect(() => loadServiceConfig(authService, { ADMIN_EMAILS: 'ops@example.com,not-an-email' })).toThrow(ConfigError);
-    expect(() => loadServiceConfig(authService, { ADMIN_EMAILS: 'ops@example.com,not-an-email' })).toThrow(/ADMIN_EMAILS/);
+  it('validates its settings at start, naming the variable', () => {
     const config = loadServiceConfig(authService, {});
-    expect(config.ADMIN_EMAILS.size).toBe(0);
+    expect('ADMIN_EMAILS' in config).toBe(false);
     expect(config.SESSION_TTL_SECONDS).toBe(12 * 60 * 60);
     expect(config.PASSWORD_HASH_MEMORY_KIB).toBe(19 * 1024);
     expect(() => loadServiceConfig(authService, { PASSWORD_HASH_MEMORY_KIB: '512' })).toThrow(/PASSWORD_HASH_MEMORY_KIB/);

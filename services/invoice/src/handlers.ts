@@ -9,9 +9,10 @@
  * - GetCheckout, GetInvoiceProject: validation_failed, not_found.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { enqueueEvent, errors, invalidRequest, requireValid, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { Code, enqueueEvent, errors, eventTransaction, invalidRequest, requireValid, serviceError, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import {
   InvoiceSchema,
   type CreateInvoiceRequest,
@@ -22,6 +23,7 @@ import {
   type GetInvoiceProjectResponseSchema,
   type GetInvoiceRequest,
   type GetInvoiceResponseSchema,
+  type GetRatesResponseSchema,
   type Invoice,
   type InvoiceService,
   type ListInvoicesRequest,
@@ -36,31 +38,41 @@ import {
   INVOICE_CURSORS,
   isCryptoCode,
   networkOf,
+  parseTolerancePercent,
   payDecision,
-  quote,
+  quoteAtRates,
   validateCreateInvoice,
   validateInvoiceId,
   validateInvoiceRef,
   validateListInvoices,
   validatePayInvoice,
+  type CryptoCode,
   type NewInvoiceRequest,
-  type RateProvider,
+  type Chain,
 } from './domain';
 import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
+import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
 import { checkoutToProto, environmentFromProto, environmentToProto, invoiceToProto, statusFromProto } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
+import { paymentsOfInvoice, paymentsOfInvoices } from './store/payments';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
 export interface InvoiceHandlerDeps {
   sql: Sql;
-  rates: RateProvider;
+  pricing: InvoicePricing;
+  /** RATES_MAX_AGE_MS, shown by GetRates. */
+  ratesMaxAgeMs: number;
+  /** INVOICE_COINS: invoices in any other coin are refused. */
+  enabledCoins: readonly CryptoCode[];
   keys: KeyRing;
   metrics?: InvoiceMetrics;
+  /** Confirmations a new live invoice on a chain needs (fixed on the invoice at creation). */
+  confirmationsFor: (chain: Chain) => number;
 }
 
 const invoiceNotFound = () => errors.notFound('invoice');
@@ -75,12 +87,23 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})`,
       }),
     );
-    // Rates before the transaction: a slow provider must not hold locks.
-    const quoted = await quote(
-      { priceAmount: request.priceAmount, priceCurrency: request.priceCurrency.code, payCurrency: request.payCurrency.code },
-      this.deps.rates,
-    );
+    const payCurrency = request.payCurrency.code;
+    if (!this.deps.enabledCoins.includes(payCurrency)) {
+      throw invalidRequest([{ field: 'payCurrency', message: `is not accepted here (accepted: ${this.deps.enabledCoins.join(', ')})` }]);
+    }
+    // Cached rates only (refreshed in the background): a request never waits for a provider.
+    const rates = this.deps.pricing.ratesFor(request.environment, payCurrency, request.priceCurrency.code);
+    if (!rates) {
+      throw serviceError(
+        Code.Unavailable,
+        'rates_unavailable',
+        `no fresh exchange rate for ${payCurrency}/${request.priceCurrency.code}: live invoices are never priced from a stale quote; try again shortly`,
+      );
+    }
+    const quoted = quoteAtRates({ priceAmount: request.priceAmount, priceCurrency: request.priceCurrency.code, payCurrency }, rates);
     if (!quoted.ok) throw invalidRequest([{ field: 'priceAmount', message: quoted.reason }]);
+    const tolerance = parseTolerancePercent(req.paymentTolerancePercent);
+    if (!tolerance.ok) throw invalidRequest([{ field: 'paymentTolerancePercent', message: tolerance.reason }]);
     const { rate, amountExpected, priceAmountInUsd } = quoted.value;
 
     const invoiceId = randomUUID();
@@ -90,7 +113,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const key = this.deps.keys.keyFor(request.payCurrency.code, networkOf(request.environment));
     const index = await allocateAddressIndex(this.deps.sql, key.keyId);
     const address = key.deriver.addressAt(index);
-    const outcome = await this.deps.sql.begin(async (tx) => {
+    const outcome = await eventTransaction(this.deps.sql, async (tx) => {
       if (request.idempotencyKey !== undefined) {
         const claimed = await invoiceIdempotencyKeys.claim(tx, {
           projectId: request.projectId,
@@ -112,6 +135,8 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         priceAmountInUsd: formatPlain(priceAmountInUsd),
         payCurrency: request.payCurrency.code,
         rate: formatPlain(rate),
+        rateSources: [...rates.sources],
+        rateQuotedAt: rates.quotedAt,
         amountExpected: formatPlain(amountExpected),
         address,
         keyId: key.keyId,
@@ -120,6 +145,8 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         cancelUrl: request.cancelUrl,
         isDonation: request.isDonation,
         lifetimeMinutes: request.lifetimeMinutes,
+        confirmationsRequired: request.environment === 'live' ? this.deps.confirmationsFor(request.payCurrency.chain) : 0,
+        paymentTolerancePercent: formatPlain(tolerance.value),
       });
       await enqueueEvent(tx, invoiceCreatedEvent(row));
       const invoice = invoiceToProto(row);
@@ -155,13 +182,13 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const ref = requireValid(validateInvoiceRef(req));
     const row = await findInvoice(this.deps.sql, ref.projectId, ref.invoiceId);
     if (!row) throw invoiceNotFound();
-    return { invoice: invoiceToProto(row) };
+    return { invoice: invoiceToProto(row, await paymentsOfInvoice(this.deps.sql, row)) };
   }
 
   async payInvoice(req: PayInvoiceRequest): Reply<typeof PayInvoiceResponseSchema> {
     const pay = requireValid(validatePayInvoice(req));
     const transactionHash = pay.transactionHash ?? randomBytes(32).toString('hex');
-    const row = await this.deps.sql.begin(async (tx) => {
+    const row = await eventTransaction(this.deps.sql, async (tx) => {
       const locked = await lockInvoice(tx, pay.projectId, pay.invoiceId);
       if (!locked) throw invoiceNotFound();
       const { invoice, now } = locked;
@@ -191,18 +218,38 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
 
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
-    const query = requireValid(validateListInvoices({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
+    const query = requireValid(validateListInvoices({ projectId: req.projectId, status, orderId: req.orderId, pageSize: req.pageSize, cursor: req.cursor }));
     // One more than asked tells whether another page follows.
     const rows = await listInvoices(this.deps.sql, { ...query, limit: query.pageSize + 1 });
     const page = INVOICE_CURSORS.page(rows, query.pageSize);
-    return { invoices: page.rows.map(invoiceToProto), nextCursor: page.nextCursor };
+    const payments = await paymentsOfInvoices(this.deps.sql, page.rows.map((row) => row.id));
+    return { invoices: page.rows.map((row) => invoiceToProto(row, payments.get(row.id))), nextCursor: page.nextCursor };
   }
 
   async getCheckout(req: GetCheckoutRequest): Reply<typeof GetCheckoutResponseSchema> {
     const invoiceId = requireValid(validateInvoiceId(req));
     const row = await findInvoiceById(this.deps.sql, invoiceId);
     if (!row) throw invoiceNotFound();
-    return { checkout: checkoutToProto(row) };
+    return { checkout: checkoutToProto(row, await paymentsOfInvoice(this.deps.sql, row)) };
+  }
+
+  async getRates(): Reply<typeof GetRatesResponseSchema> {
+    const overview = this.deps.pricing.overview();
+    return {
+      source: overview.source,
+      maxAgeMs: BigInt(this.deps.ratesMaxAgeMs),
+      rates: overview.prices.map((p) => ({
+        currency: p.currency,
+        usd: formatPlain(p.usd),
+        sources: [...p.sources],
+        quotedAt: p.quotedAt ? timestampFromDate(p.quotedAt) : undefined,
+      })),
+      providers: overview.providers.map((p) => ({
+        name: p.name,
+        fetchedAt: p.fetchedAt ? timestampFromDate(p.fetchedAt) : undefined,
+        healthy: p.healthy,
+      })),
+    };
   }
 
   async getInvoiceProject(req: GetInvoiceProjectRequest): Reply<typeof GetInvoiceProjectResponseSchema> {

@@ -9,9 +9,11 @@ import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environm
 import {
   CheckoutSchema,
   InvoiceSchema,
+  PaymentSchema,
   InvoiceStatus,
   type Checkout,
   type Invoice,
+  type Payment,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import {
   Decimal,
@@ -20,18 +22,24 @@ import {
   formatFixed,
   formatPlain,
   isCryptoCode,
+  deriveInvoiceState,
   isFiatCode,
+  isLivePayment,
   networkOf,
   paymentUri,
   type InvoiceStatusName,
   type ProjectEnvironment,
 } from './domain';
+import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
+import type { PaymentRow } from './store/payments';
 
 const STATUS_TO_PROTO: Readonly<Record<InvoiceStatusName, InvoiceStatus>> = {
   Waiting: InvoiceStatus.WAITING,
   Paid: InvoiceStatus.PAID,
   Expired: InvoiceStatus.EXPIRED,
+  Confirming: InvoiceStatus.CONFIRMING,
+  PartiallyPaid: InvoiceStatus.PARTIALLY_PAID,
 };
 
 export function statusToProto(status: InvoiceStatusName): InvoiceStatus {
@@ -63,7 +71,22 @@ function cryptoAmount(amount: string): string {
   return formatPlain(new Decimal(amount));
 }
 
-export function invoiceToProto(row: InvoiceRow): Invoice {
+export function paymentToProto(row: PaymentRow): Payment {
+  return create(PaymentSchema, {
+    transactionHash: row.transaction_hash,
+    outputIndex: row.output_index,
+    amount: cryptoAmount(row.amount),
+    asset: row.asset,
+    confirmations: row.confirmations,
+    status: row.status,
+    detectedAt: timestampFromDate(row.detected_at),
+    ...(row.block_number === null ? {} : { blockNumber: BigInt(row.block_number) }),
+    ...(row.block_hash === null ? {} : { blockHash: row.block_hash }),
+    ...(row.block_time === null ? {} : { blockTime: timestampFromDate(row.block_time) }),
+  });
+}
+
+export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] = []): Invoice {
   return create(InvoiceSchema, {
     id: row.id,
     ...(row.order_id === null ? {} : { orderId: row.order_id }),
@@ -87,13 +110,17 @@ export function invoiceToProto(row: InvoiceRow): Invoice {
     ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
     ...(row.paid_at === null ? {} : { paidAt: timestampFromDate(row.paid_at) }),
     rate: cryptoAmount(row.rate),
+    payments: payments.map(paymentToProto),
+    confirmationsRequired: row.confirmations_required,
+    paymentTolerancePercent: cryptoAmount(row.payment_tolerance_percent),
   });
 }
 
 /** Only what the customer's checkout page needs: no order id/description, project or merchant data. */
-export function checkoutToProto(row: InvoiceRow): Checkout {
+export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[] = []): Checkout {
   if (!isCryptoCode(row.pay_currency)) throw new Error(`stored invoice has unknown pay currency ${row.pay_currency}`);
   const coin = cryptoCurrency(row.pay_currency);
+  const counting = payments.filter((p) => p.asset === row.pay_currency && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
     status: statusToProto(row.status),
@@ -109,5 +136,13 @@ export function checkoutToProto(row: InvoiceRow): Checkout {
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     paymentUri: paymentUri(coin, networkOf(row.environment), row.address, new Decimal(row.amount_expected)),
+    confirmationsRequired: row.confirmations_required,
+    confirmations: Math.min(confirmationsOf(counting), row.confirmations_required || Number.MAX_SAFE_INTEGER),
+    amountRemaining: cryptoAmount(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
   });
+}
+
+/** The fewest confirmations among payments still counting: how far the invoice is from Paid. */
+function confirmationsOf(payments: readonly PaymentRow[]): number {
+  return payments.length === 0 ? 0 : Math.min(...payments.map((p) => p.confirmations));
 }

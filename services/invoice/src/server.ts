@@ -1,10 +1,14 @@
-import { migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { allowCallers, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { InvoiceHandlers } from './handlers';
 import { loadKeyRing } from './key-ring';
 import { createInvoiceMetrics } from './metrics';
-import { invoiceSettings, type XpubVariable } from './settings';
+import { CoinbaseFeed, KrakenFeed } from './rates/feeds';
+import { LiveRateBook } from './rates/live-rate-book';
+import { InvoicePricing } from './rates/pricing';
+import { checkInvoiceConfig, invoiceSettings, ratesSourceOf, requiredInProduction, type XpubVariable } from './settings';
 import { ExpirySweeper } from './sweeper';
+import { confirmationsRequired } from './watcher/role';
 
 export { invoiceSettings } from './settings';
 
@@ -12,8 +16,22 @@ export { invoiceSettings } from './settings';
 export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
   name: 'invoice',
   rpcServices: [InvoiceService.typeName],
+  // Only the gateway calls the invoice service.
+  callers: [
+    allowCallers(InvoiceService, {
+      createInvoice: ['gateway'],
+      getInvoice: ['gateway'],
+      payInvoice: ['gateway'],
+      listInvoices: ['gateway'],
+      getCheckout: ['gateway'],
+      getInvoiceProject: ['gateway'],
+      getRates: ['gateway'],
+    }),
+  ],
   settings: invoiceSettings,
   migrationsDir: migrationsDirOf(__dirname),
+  checkConfig: checkInvoiceConfig,
+  requiredInProduction,
   async build({ config, sql, logger, metrics: registry }) {
     const metrics = createInvoiceMetrics(registry);
     const keys = await loadKeyRing({
@@ -21,8 +39,32 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       configured: config as Readonly<Record<XpubVariable, string>>,
       logger,
       production: config.APP_ENV === 'production',
+      enabledCoins: config.INVOICE_COINS,
     });
-    const handlers = new InvoiceHandlers({ sql, rates: config.INVOICE_RATE_TABLE, keys, metrics });
+    const source = ratesSourceOf(config);
+    const feedOptions = { timeoutMs: config.RATES_TIMEOUT_MS };
+    const liveRates =
+      source === 'live'
+        ? new LiveRateBook({
+            feeds: [
+              new CoinbaseFeed({ ...feedOptions, baseUrl: config.RATES_COINBASE_URL }),
+              new KrakenFeed({ ...feedOptions, baseUrl: config.RATES_KRAKEN_URL }),
+            ],
+            refreshMs: config.RATES_REFRESH_MS,
+            maxAgeMs: config.RATES_MAX_AGE_MS,
+            logger,
+          })
+        : undefined;
+    const pricing = new InvoicePricing({ source, table: config.INVOICE_RATE_TABLE, live: liveRates });
+    const handlers = new InvoiceHandlers({
+      sql,
+      pricing,
+      ratesMaxAgeMs: config.RATES_MAX_AGE_MS,
+      enabledCoins: config.INVOICE_COINS,
+      keys,
+      metrics,
+      confirmationsFor: (chain) => confirmationsRequired(chain, config),
+    });
     const sweeper = new ExpirySweeper({
       sql,
       logger,
@@ -34,7 +76,7 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       routes(router) {
         router.service(InvoiceService, handlers);
       },
-      workers: [sweeper],
+      workers: liveRates ? [liveRates, sweeper] : [sweeper],
     };
   },
 };

@@ -1,15 +1,22 @@
 /**
- * The expiry sweeper (a Worker of every replica): every INVOICE_SWEEP_INTERVAL_MS it turns Waiting
- * invoices past expired_at into Expired, a batch per transaction, writing one `invoice.expired`
- * per invoice to the outbox in that same transaction. Batches are taken with FOR UPDATE SKIP
- * LOCKED, so sweepers of several replicas share the work and each invoice is expired exactly once.
+ * The expiry sweeper (a Worker of every replica): every INVOICE_SWEEP_INTERVAL_MS it settles open
+ * invoices past expired_at with the one status rule (settlement.ts → deriveInvoiceState), a batch
+ * per transaction; those the rule says are Expired become Expired with one `invoice.expired` in
+ * the same transaction. Batches are taken with FOR UPDATE SKIP LOCKED, so sweepers of several
+ * replicas share the work and each invoice is expired exactly once.
+ *
+ * A live invoice is only settled once its chain's watcher has processed blocks past its expiredAt
+ * (the cursor's block time): a payment mined before expiry but not yet seen — the watcher is
+ * down or behind — must still pay it, not expire it.
  * It also deletes Idempotency-Keys past their 24 h retention, at most once a minute.
  */
-import { enqueueEvent, PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
-import { invoiceExpiredEvent } from './events/invoice-events';
+import { eventTransaction, PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
+import { SUPPORTED_CRYPTO } from './domain';
 import type { InvoiceMetrics } from './metrics';
+import { settleInvoice } from './settlement';
 import { invoiceIdempotencyKeys } from './store/idempotency';
-import { expireDueInvoices } from './store/invoices';
+import { lockDueOpenInvoices } from './store/invoices';
+import { cursorTimes } from './store/payments';
 
 export interface ExpirySweeperOptions extends SweeperSettings {
   metrics?: InvoiceMetrics;
@@ -25,12 +32,21 @@ export class ExpirySweeper extends PeriodicBatchWorker {
     });
   }
 
-  /** Expires one batch now; returns how many invoices it expired. */
+  /** Settles one batch of due invoices now; returns how many it expired. */
   async processBatch(): Promise<number> {
-    const expired = await this.options.sql.begin(async (tx) => {
-      const rows = await expireDueInvoices(tx, this.options.batchSize);
-      for (const row of rows) await enqueueEvent(tx, invoiceExpiredEvent(row));
-      return rows.length;
+    const expired = await eventTransaction(this.options.sql, async (tx) => {
+      const seenUntil = await cursorTimes(tx);
+      const watchedUntil: Record<string, string> = {};
+      for (const coin of SUPPORTED_CRYPTO) {
+        const until = seenUntil.get(coin.chain);
+        if (until) watchedUntil[coin.code] = until.toISOString();
+      }
+      let count = 0;
+      for (const row of await lockDueOpenInvoices(tx, this.options.batchSize, watchedUntil)) {
+        const outcome = await settleInvoice(tx, row.id, this.logger);
+        if (outcome?.invoice.status === 'Expired' && outcome.previousStatus !== 'Expired') count++;
+      }
+      return count;
     });
     if (expired > 0) {
       this.options.metrics?.expired.inc(expired);

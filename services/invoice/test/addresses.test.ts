@@ -9,6 +9,7 @@ import {
   createAddressDeriver,
   generateDevelopmentKeyPair,
   p2wpkhAddress,
+  PublicChildDeriver,
   parseExtendedPublicKey,
   toEip55,
   validateAddress,
@@ -16,6 +17,7 @@ import {
   validateP2wpkhAddress,
   validateTronAddress,
 } from '../src/domain/addresses';
+import { secp256k1Backends } from '@coinvoice/runtime/coins/secp256k1';
 import { CRYPTO_CODES, cryptoCurrency, type CryptoCode, type Network } from '../src/domain/currencies';
 import {
   base58CheckDecode,
@@ -56,6 +58,14 @@ describe('BIP32 test vector 1 (seed 000102030405060708090a0b0c0d0e0f)', () => {
     const child = account.deriveChild(2);
     expect(child.publicExtendedKey).toBe(vectors[4]![1]);
     expect(child.deriveChild(1_000_000_000).publicExtendedKey).toBe(vectors[5]![1]);
+  });
+
+  it('derives the same non-hardened child public keys with the fast deriver (libsecp256k1 + node SHA-512)', () => {
+    const [parent, child, grandchild] = [3, 4, 5].map((i) => value(parseExtendedPublicKey(vectors[i]![1])));
+    expect(Buffer.from(new PublicChildDeriver(parent!).childPublicKey(2)).toString('hex')).toBe(Buffer.from(child!.publicKey!).toString('hex'));
+    expect(Buffer.from(new PublicChildDeriver(child!).childPublicKey(1_000_000_000)).toString('hex')).toBe(
+      Buffer.from(grandchild!.publicKey!).toString('hex'),
+    );
   });
 });
 
@@ -322,3 +332,20 @@ function independentlyCheck(currency: CryptoCode, network: Network, address: str
     expect(payload?.toString('hex')).toBe(`41${ethereumKeyHash(publicKey).toString('hex')}`);
   }
 }
+
+describe('secp256k1 backends', () => {
+  it('libsecp256k1 and the @noble/curves fallback compute the same points', () => {
+    expect(secp256k1Backends.map((b) => b.backend)).toEqual(['libsecp256k1', 'noble']);
+    const [native, fallback] = secp256k1Backends;
+    const parent = value(parseExtendedPublicKey(generateDevelopmentKeyPair('BTC', 'mainnet').xpub)).publicKey!;
+    for (let i = 1; i <= 20; i++) {
+      const tweak = Uint8Array.from(Buffer.from(i.toString(16).padStart(2, '0').repeat(32), 'hex'));
+      const child = native!.tweakAdd(parent, tweak);
+      expect(Buffer.from(fallback!.tweakAdd(parent, tweak)).toString('hex')).toBe(Buffer.from(child).toString('hex'));
+      expect(Buffer.from(fallback!.uncompress(child)).toString('hex')).toBe(Buffer.from(native!.uncompress(child)).toString('hex'));
+    }
+    // A tweak ≥ the group order is refused by both.
+    const tooLarge = Uint8Array.from(Buffer.alloc(32, 0xff));
+    for (const backend of secp256k1Backends) expect(() => backend.tweakAdd(parent, tooLarge)).toThrow();
+  });
+});

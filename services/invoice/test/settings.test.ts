@@ -72,3 +72,23 @@ test('a key is identified by its material: the xpub and zpub forms of one key sh
   expect(keyMaterialHash(asXpub)).toBe(keyMaterialHash(BIP84_ZPUB));
   expect(keyMaterialHash(TESTNET.xpub)).not.toBe(keyMaterialHash(BIP84_ZPUB));
 });
+
+test('live payment settings: Ethereum source, confirmations, token contracts, poll, monitoring window', () => {
+  const defaults = load({});
+  expect(defaults).toMatchObject({
+    CHAIN_ETHEREUM_RPC_URL: '',
+    CHAIN_ETHEREUM_CONFIRMATIONS: 12,
+    CHAIN_ETHEREUM_USDT_CONTRACT: '0xdAC17F958D2ee523a2206206994597C13D831ec7',
+    CHAIN_ETHEREUM_USDC_CONTRACT: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+    CHAIN_ETHEREUM_POLL_MS: 2000,
+    INVOICE_MONITOR_AFTER_EXPIRY: 24 * 3_600_000,
+  });
+  expect(load({ CHAIN_ETHEREUM_RPC_URL: 'https://node.example/v3/key', INVOICE_MONITOR_AFTER_EXPIRY: '90m' })).toMatchObject({
+    CHAIN_ETHEREUM_RPC_URL: 'https://node.example/v3/key',
+    INVOICE_MONITOR_AFTER_EXPIRY: 90 * 60_000,
+  });
+  expect(configError({ CHAIN_ETHEREUM_RPC_URL: 'ftp://node.example' }).message).toMatch(/^config: CHAIN_ETHEREUM_RPC_URL=/);
+  expect(configError({ CHAIN_ETHEREUM_USDT_CONTRACT: '0x1234' }).message).toMatch(/CHAIN_ETHEREUM_USDT_CONTRACT/);
+  expect(configError({ CHAIN_ETHEREUM_CONFIRMATIONS: '0' }).message).toMatch(/CHAIN_ETHEREUM_CONFIRMATIONS/);
+  expect(configError({ INVOICE_MONITOR_AFTER_EXPIRY: 'a day' }).message).toMatch(/INVOICE_MONITOR_AFTER_EXPIRY/);
+});

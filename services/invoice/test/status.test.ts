@@ -13,6 +13,10 @@ import {
 const EXPECTED: Array<[InvoiceStatusName, InvoiceEvent, InvoiceStatusName | undefined]> = [
   ['Waiting', 'pay', 'Paid'],
   ['Waiting', 'expire', 'Expired'],
+  ['Confirming', 'pay', undefined],
+  ['Confirming', 'expire', undefined],
+  ['PartiallyPaid', 'pay', undefined],
+  ['PartiallyPaid', 'expire', undefined],
   ['Paid', 'pay', undefined],
   ['Paid', 'expire', undefined],
   ['Expired', 'pay', undefined],

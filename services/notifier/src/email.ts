@@ -1,5 +1,5 @@
 /**
- * Email: the payout verification code (DESIGN.md §5), sent over SMTP with nodemailer. In
+ * Email: the payout verification code (DESIGN.md §5) and the email verification code, sent over SMTP with nodemailer. In
  * development without SMTP_URL each email is written as an .eml file to a mailbox folder instead,
  * so `npm start` works on a fresh machine and the code can still be read.
  *
@@ -10,7 +10,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Logger } from '@coinvoice/runtime';
-import type { PayoutVerificationCodeIssued } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+import type {
+  SendEmailVerificationEmailRequest,
+  SendPayoutVerificationEmailRequest,
+} from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import nodemailer from 'nodemailer';
 
 export interface EmailMessage {
@@ -83,7 +86,7 @@ function mailboxMailer(dir: string, from: string): Mailer {
 }
 
 /** The verification email for a payout. Subject without the code (it shows in notifications and lists). */
-export function verificationCodeEmail(event: PayoutVerificationCodeIssued): EmailMessage {
+export function payoutVerificationEmail(event: SendPayoutVerificationEmailRequest): EmailMessage {
   const expires = event.expiresAt ? timestampDate(event.expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
   const sandbox = event.environment === 'sandbox' ? ' (sandbox)' : '';
   return {
@@ -97,6 +100,27 @@ export function verificationCodeEmail(event: PayoutVerificationCodeIssued): Emai
       `Enter it to confirm the payout (id ${event.payoutId}).` + (expires ? ` It expires at ${expires} (UTC).` : ''),
       '',
       'If you did not request this payout, do not share this code with anyone: cancel the payout and change your password.',
+      '',
+      '— coinvoice',
+    ].join('\n'),
+  };
+}
+
+/** The code that proves a merchant's email address. */
+export function emailVerificationEmail(request: SendEmailVerificationEmailRequest): EmailMessage {
+  const expires = request.expiresAt ? timestampDate(request.expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
+  return {
+    to: request.email,
+    subject: 'Confirm your email address for coinvoice',
+    text: [
+      'Your coinvoice email verification code is:',
+      '',
+      `    ${request.code}`,
+      '',
+      'Enter it in the dashboard to confirm this address (needed for live API keys and live payouts).' +
+        (expires ? ` It expires at ${expires} (UTC).` : ''),
+      '',
+      'If you did not create a coinvoice account, ignore this email.',
       '',
       '— coinvoice',
     ].join('\n'),

@@ -5,10 +5,14 @@
  * - GetWebhookDelivery: validation_failed, not_found (also for a delivery of another project).
  * - RedeliverWebhook: validation_failed, not_found, webhook_not_configured (FailedPrecondition)
  *   when the project has no webhook URL now. Auth unreachable: unavailable.
+ * - SendTestWebhook: validation_failed, not_found (auth does not know the project),
+ *   webhook_not_configured (FailedPrecondition).
+ * - ListProjectEvents: validation_failed (projectId, cursor, pageSize), not_found (project).
  * The caller (the gateway) has checked that the project is the merchant's.
  */
+import { randomUUID } from 'node:crypto';
 import type { DescMessage, MessageInitShape } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { errors, type Logger, type Sql, type Violation } from '@coinvoice/runtime';
 import {
@@ -16,18 +20,31 @@ import {
   type GetWebhookDeliveryRequest,
   type GetWebhookDeliveryResponseSchema,
   type ListWebhookDeliveriesRequest,
+  type ListProjectEventsRequest,
+  type ListProjectEventsResponseSchema,
   type ListWebhookDeliveriesResponseSchema,
   type NotifierService,
   type RedeliverWebhookRequest,
   type RedeliverWebhookResponseSchema,
+  type SendEmailVerificationEmailRequest,
+  type SendEmailVerificationEmailResponseSchema,
+  type SendPayoutVerificationEmailRequest,
+  type SendPayoutVerificationEmailResponseSchema,
+  type SendTestWebhookRequest,
+  type SendTestWebhookResponseSchema,
   type WebhookAttemptSchema,
   type WebhookDeliverySchema,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { DeliveryState } from './domain/delivery-state';
+import { emailVerificationEmail, payoutVerificationEmail, type Mailer } from './email';
+import { serializeWebhookBody } from './domain/payloads';
+import { webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
+import { currentProjectEventSeq, listProjectEvents } from './store/project-events';
 import {
   findDelivery,
   findEndpoint,
+  insertOriginalDelivery,
   insertRedelivery,
   listAttempts,
   listDeliveries,
@@ -38,6 +55,8 @@ import {
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
 export const DEFAULT_PAGE_SIZE = 20;
+/** The dashboard's "send a test event". */
+export const TEST_EVENT_TYPE = 'webhook.test';
 export const MAX_PAGE_SIZE = 100;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -58,6 +77,8 @@ export interface NotifierHandlerDeps {
   sql: Sql;
   projects: ProjectDirectory;
   logger: Logger;
+  /** Sends the codes' emails (SMTP, or the development mailbox folder). */
+  mailer: Mailer;
   /** Wakes this replica's worker after a redelivery committed. */
   onDeliveryCreated?: () => void;
 }
@@ -76,6 +97,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     if (req.eventType !== undefined && (req.eventType.length > 100 || !EVENT_TYPE.test(req.eventType))) {
       violations.push({ field: 'eventType', message: 'must be an event type like invoice.paid' });
     }
+    if (req.invoiceId !== undefined) checkUuid(violations, 'invoiceId', req.invoiceId);
     if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) violations.push({ field: 'pageSize', message: `must be from 1 to ${MAX_PAGE_SIZE}` });
     const beforeSeq = req.cursor === '' ? undefined : decodeCursor(req.cursor);
     if (beforeSeq === null) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
@@ -83,7 +105,14 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
 
     const limit = req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize;
     const [rows, project] = await Promise.all([
-      listDeliveries(this.deps.sql, { projectId: req.projectId, status, eventType: req.eventType, beforeSeq: beforeSeq ?? undefined, limit }),
+      listDeliveries(this.deps.sql, {
+        projectId: req.projectId,
+        status,
+        eventType: req.eventType,
+        invoiceId: req.invoiceId?.toLowerCase(),
+        beforeSeq: beforeSeq ?? undefined,
+        limit,
+      }),
       this.deps.projects.get(req.projectId),
     ]);
     const page = rows.slice(0, limit);
@@ -120,6 +149,71 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     return { delivery: deliveryMessage(row) };
   }
 
+  // The two code emails: the code is in the request and the email only, never stored or logged.
+
+  async sendPayoutVerificationEmail(req: SendPayoutVerificationEmailRequest): Reply<typeof SendPayoutVerificationEmailResponseSchema> {
+    checkCodeEmail(req.email, req.code);
+    if (req.expiresAt && timestampDate(req.expiresAt).getTime() <= Date.now()) {
+      throw errors.conflict('verification_code_expired', 'the code expired before it could be emailed; not sent');
+    }
+    const sent = await this.deps.mailer.send(payoutVerificationEmail(req));
+    this.deps.logger.info({ payoutId: req.payoutId, messageId: sent.messageId }, 'notifier: payout verification email sent');
+    return { messageId: sent.messageId };
+  }
+
+  async sendEmailVerificationEmail(req: SendEmailVerificationEmailRequest): Reply<typeof SendEmailVerificationEmailResponseSchema> {
+    checkCodeEmail(req.email, req.code);
+    const sent = await this.deps.mailer.send(emailVerificationEmail(req));
+    this.deps.logger.info({ messageId: sent.messageId }, 'notifier: email verification code sent');
+    return { messageId: sent.messageId };
+  }
+
+  async sendTestWebhook(req: SendTestWebhookRequest): Reply<typeof SendTestWebhookResponseSchema> {
+    const violations: Violation[] = [];
+    checkUuid(violations, 'projectId', req.projectId);
+    if (violations.length > 0) throw invalid(violations);
+    const project = await this.deps.projects.get(req.projectId);
+    if (!project) throw errors.notFound('project');
+    if (project.webhookUrl === undefined) {
+      throw errors.conflict('webhook_not_configured', 'the project has no webhook URL: set one before sending a test event');
+    }
+    const eventId = randomUUID();
+    const body = serializeWebhookBody({ eventId, projectId: project.projectId, message: 'A test event from the coinvoice dashboard', sentAt: new Date().toISOString() });
+    const url = project.webhookUrl;
+    // An event of its own (no ordering key): signed, sent, retried and logged like every other.
+    const row = await this.deps.sql.begin((tx) =>
+      insertOriginalDelivery(tx, { projectId: project.projectId, eventId, eventType: TEST_EVENT_TYPE, eventKey: null, url, body }),
+    );
+    if (!row) throw new Error('a new test event already had a delivery');
+    this.deps.onDeliveryCreated?.();
+    this.deps.logger.info({ deliveryId: row.id, eventId, projectId: project.projectId }, 'notifier: test webhook queued');
+    return { delivery: deliveryMessage(row) };
+  }
+
+  async listProjectEvents(req: ListProjectEventsRequest): Reply<typeof ListProjectEventsResponseSchema> {
+    const violations: Violation[] = [];
+    checkUuid(violations, 'projectId', req.projectId);
+    if (req.cursor !== undefined && !/^(0|[1-9]\d{0,17})$/.test(req.cursor)) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
+    if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) violations.push({ field: 'pageSize', message: `must be from 1 to ${MAX_PAGE_SIZE}` });
+    if (violations.length > 0) throw invalid(violations);
+    const project = await this.deps.projects.get(req.projectId);
+    if (!project) throw errors.notFound('project');
+    if (req.cursor === undefined) return { events: [], cursor: await currentProjectEventSeq(this.deps.sql) };
+
+    const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, afterSeq: req.cursor, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
+    const now = new Date();
+    return {
+      // Signed now with the current secret, as the next delivery attempt would be.
+      events: rows.map((row) => ({
+        eventId: row.event_id,
+        eventType: row.event_type,
+        headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: now, body: row.body, secret: project.webhookSecret }),
+        body: row.body,
+      })),
+      cursor: rows.at(-1)?.seq ?? req.cursor,
+    };
+  }
+
   private async find(projectId: string, deliveryId: string): Promise<DeliveryRow> {
     const violations: Violation[] = [];
     checkUuid(violations, 'projectId', projectId);
@@ -129,6 +223,14 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     if (!row) throw errors.notFound('webhook delivery');
     return row;
   }
+}
+
+/** Syntax only (the caller is a service that read the address from auth); the code is never echoed. */
+function checkCodeEmail(email: string, code: string): void {
+  const violations: Violation[] = [];
+  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) violations.push({ field: 'email', message: 'must be an email address' });
+  if (!/^\d{6}$/.test(code)) violations.push({ field: 'code', message: 'must be 6 digits' });
+  if (violations.length > 0) throw invalid(violations);
 }
 
 function checkUuid(violations: Violation[], field: string, value: string): void {

@@ -1,4 +1,4 @@
-import { createRpcClient, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { allowCallers, createRpcClient, migrationsDirOf, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { Counter } from 'prom-client';
@@ -9,6 +9,7 @@ import { createMailer } from './email';
 import { notifierConsumers } from './events/consumers';
 import { NotifierHandlers } from './handlers';
 import { AuthProjectDirectory } from './project-context';
+import { projectEventsRetention } from './project-events-retention';
 import { notifierSettings } from './settings';
 
 export { notifierSettings } from './settings';
@@ -17,11 +18,23 @@ export { notifierSettings } from './settings';
 export const notifierService: ServiceDefinition<typeof notifierSettings> = {
   name: 'notifier',
   rpcServices: [NotifierService.typeName],
+  callers: [
+    allowCallers(NotifierService, {
+      listWebhookDeliveries: ['gateway'],
+      getWebhookDelivery: ['gateway'],
+      redeliverWebhook: ['gateway'],
+      sendTestWebhook: ['gateway'],
+      listProjectEvents: ['gateway'],
+      // The code emails: only the service that owns the code.
+      sendPayoutVerificationEmail: ['payout'],
+      sendEmailVerificationEmail: ['auth'],
+    }),
+  ],
   settings: notifierSettings,
   migrationsDir: migrationsDirOf(__dirname),
-  build({ config, sql, nats, logger, metrics }) {
+  build({ config, sql, nats, logger, metrics, rpcTls }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
-    const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000 }));
+    const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }));
     const ssrfMode = ssrfModeOf(config);
     const mailer = createMailer(config);
     const attempts = new Counter({
@@ -47,13 +60,14 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       sql,
       nats,
       namespace: config.EVENT_NAMESPACE,
+      stream: streamSettingsOf(config),
       logger,
       projects,
       mailer,
       onDeliveryCreated: () => worker.wake(),
       dispatch: worker,
     });
-    const handlers = new NotifierHandlers({ sql, projects, logger, onDeliveryCreated: () => worker.wake() });
+    const handlers = new NotifierHandlers({ sql, projects, logger, mailer, onDeliveryCreated: () => worker.wake() });
     logger.info(
       {
         webhookDestinations: ssrfMode === 'production' ? 'public addresses only' : 'private and loopback allowed (development)',
@@ -80,6 +94,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
             mailer.close();
           },
         },
+        projectEventsRetention({ sql, logger }),
       ],
     };
   },

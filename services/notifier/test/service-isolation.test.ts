@@ -122,6 +122,10 @@ describe('one slow endpoint does not hold up the others', () => {
   });
 });
 
+function codeEmail(email: string, code: string, expiresAt: Date) {
+  return { payoutId: randomUUID(), environment: 'live', amount: '0.5', currency: 'BTC', email, code, expiresAt: timestampFromDate(expiresAt) };
+}
+
 function codeIssued(projectId: string, email: string, code: string, expiresAt: Date): JsonValue {
   return toJson(
     PayoutVerificationCodeIssuedSchema,
@@ -139,7 +143,7 @@ function codeIssued(projectId: string, email: string, code: string, expiresAt: D
   );
 }
 
-describe('payout verification email', () => {
+describe('code emails (SendPayoutVerificationEmail, SendEmailVerificationEmail)', () => {
   let h: Harness;
   let inbox: SmtpInbox;
   let r: Receiver;
@@ -154,12 +158,12 @@ describe('payout verification email', () => {
     await r?.stop();
   });
 
-  test('the code reaches the merchant by SMTP, never as a webhook; an already expired code is not sent', async () => {
+  test('the payout code reaches the merchant by SMTP from the RPC only: never stored, never a webhook; an expired code is not sent', async () => {
     const project = h.auth.addProject({ webhookUrl: r.url });
-    const expired = codeIssued(project.id, 'late@example.com', '111111', new Date(Date.now() - 1000));
-    await h.publish('payout.verification_code_issued', expired);
-    const payload = codeIssued(project.id, project.merchantEmail, '482913', new Date(Date.now() + 15 * 60_000));
-    await h.publish('payout.verification_code_issued', payload);
+    expect(await h.client.sendPayoutVerificationEmail(codeEmail('late@example.com', '111111', new Date(Date.now() - 1000))).then(() => 'sent', (err: { rawMessage: string }) => err.rawMessage)).toMatch(/expired/);
+    const request = codeEmail(project.merchantEmail, '482913', new Date(Date.now() + 15 * 60_000));
+    const sent = await h.client.sendPayoutVerificationEmail(request);
+    expect(sent.messageId).not.toBe('');
 
     const mail = await inbox.waitFor((m) => m.to.includes(project.merchantEmail));
     expect(mail.from).toBe('no-reply@coinvoice.test');
@@ -168,13 +172,27 @@ describe('payout verification email', () => {
     const text = mailText(mail.raw);
     expect(text).toContain('482913');
     expect(text).toContain('0.5 BTC');
-    expect(text).toContain((payload as { payoutId: string }).payoutId);
+    expect(text).toContain(request.payoutId);
 
-    await new Promise((resolve) => setTimeout(resolve, 300));
     expect(inbox.messages.filter((m) => m.to.includes('late@example.com'))).toEqual([]);
     expect(r.requests).toEqual([]);
-    const rows = await h.sql`select 1 from webhook_deliveries where project_id = ${project.id}`;
-    expect(rows).toHaveLength(0);
+    const rows = await h.sql`select t::text as row from webhook_deliveries t`;
+    expect(rows.map((row) => String(row.row)).join('\n')).not.toContain('482913');
+  });
+
+  test('an old-style payout.verification_code_issued event is not emailed (codes never travel through NATS)', async () => {
+    const project = h.auth.addProject({});
+    const before = inbox.messages.length;
+    await h.publish('payout.verification_code_issued', codeIssued(project.id, project.merchantEmail, '730155', new Date(Date.now() + 60_000)));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(inbox.messages.slice(before).filter((m) => m.to.includes(project.merchantEmail))).toEqual([]);
+  });
+
+  test('the email verification code', async () => {
+    await h.client.sendEmailVerificationEmail({ email: 'new@example.com', code: '123456', expiresAt: timestampFromDate(new Date(Date.now() + 60_000)) });
+    const mail = await inbox.waitFor((m) => m.to.includes('new@example.com'));
+    expect(mailText(mail.raw)).toContain('123456');
+    expect(mailHeader(mail.raw, 'subject')).not.toContain('123456');
   });
 });
 
@@ -192,7 +210,7 @@ describe('development without SMTP_URL', () => {
 
   test('the email is written to the mailbox folder as an .eml file', async () => {
     const project = h.auth.addProject({});
-    await h.publish('payout.verification_code_issued', codeIssued(project.id, project.merchantEmail, '730155', new Date(Date.now() + 60_000)));
+    await h.client.sendPayoutVerificationEmail(codeEmail(project.merchantEmail, '730155', new Date(Date.now() + 60_000)));
     const file = await eventually(async () => readdirSync(dir).find((f) => f.endsWith('.eml')));
     const raw = readFileSync(path.join(dir, file), 'utf8');
     expect(mailHeader(raw, 'to')).toBe(project.merchantEmail);

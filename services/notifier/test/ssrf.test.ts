@@ -115,13 +115,16 @@ describe('production mode refuses', () => {
   });
 
   test.each([
-    ['http://metadata.attacker.example/', 'metadata.attacker.example resolves to 169.254.169.254, which is in the link-local / cloud metadata range'],
-    ['http://loopback.attacker.example/', 'resolves to 127.0.0.1, which is in the loopback range'],
-    ['https://mapped.attacker.example/', 'resolves to ::ffff:127.0.0.1, which is in the loopback range 127.0.0.0/8, as IPv4-mapped'],
-    ['http://ula.attacker.example/', 'resolves to fd00:ec2::254, which is in the unique local range'],
-    ['http://mixed.attacker.example/', 'resolves to 10.0.0.5, which is in the private range'],
+    ['http://metadata.attacker.example/', 'metadata.attacker.example resolves to an address that is in the link-local / cloud metadata range'],
+    ['http://loopback.attacker.example/', 'loopback.attacker.example resolves to an address that is in the loopback range'],
+    ['https://mapped.attacker.example/', 'mapped.attacker.example resolves to an address that is in the loopback range 127.0.0.0/8, as IPv4-mapped'],
+    ['http://ula.attacker.example/', 'ula.attacker.example resolves to an address that is in the unique local range'],
+    ['http://mixed.attacker.example/', 'mixed.attacker.example resolves to an address that is in the private range'],
   ])('a public-looking name that resolves inside: %s', async (url, message) => {
-    expect(await refusal(url)).toEqual({ reason: 'blocked_address', message: expect.stringContaining(message) });
+    const refused = await refusal(url);
+    expect(refused).toEqual({ reason: 'blocked_address', message: expect.stringContaining(message) });
+    // The resolved internal address is never echoed (the message reaches the merchant).
+    for (const ip of ['169.254.169.254', '127.0.0.1', 'fd00:ec2::254', '10.0.0.5']) expect(JSON.stringify(refused)).not.toContain(ip);
   });
 
   test.each([
@@ -331,7 +334,9 @@ describe('configuration (WEBHOOK_ALLOW_PRIVATE_DESTINATIONS) and the config-time
     const policy = webhookUrlPolicyOf(production);
     expect(await policy.refusal('http://169.254.169.254/')).toMatch(/169\.254\.169\.254 is in the link-local \/ cloud metadata range 169\.254\.0\.0\/16/);
     expect(await policy.refusal('http://127.0.0.1:8080/hooks')).toMatch(/loopback/);
-    expect(await policy.refusal('https://loopback.attacker.example/h')).toMatch(/resolves to 127\.0\.0\.1/);
+    expect(await policy.refusal('https://loopback.attacker.example/h')).toMatch(/resolves to an address that is in the loopback range/);
+    // The resolved internal address is never echoed to the merchant.
+    expect(await policy.refusal('https://loopback.attacker.example/h')).not.toContain('127.0.0.1');
     expect(await policy.refusal('https://not-yet.example.com/hooks')).toBeUndefined();
     expect(await policy.refusal('https://hooks.example.com/hooks')).toBeUndefined();
     expect(await policy.refusal('ftp://hooks.example.com/')).toMatch(/http or https/);

@@ -77,7 +77,7 @@ test.each([
   ['http://169.254.169.254/latest/meta-data/', 'destination refused (blocked_address): 169.254.169.254 is in the link-local / cloud metadata range 169.254.0.0/16'],
   ['http://127.0.0.1:8080/hook', 'destination refused (blocked_address): 127.0.0.1 is in the loopback range 127.0.0.0/8'],
   ['http://[::ffff:169.254.169.254]/', 'destination refused (blocked_address): ::ffff:a9fe:a9fe is in the link-local / cloud metadata range 169.254.0.0/16, as IPv4-mapped'],
-  ['https://rebind.example.com/hook', 'destination refused (blocked_address): rebind.example.com resolves to 169.254.169.254, which is in the link-local'],
+  ['https://rebind.example.com/hook', 'destination refused (blocked_address): rebind.example.com resolves to an address that is in the link-local'],
   ['http://localhost:3000/', 'destination refused (blocked_host_name): localhost is an internal host name'],
 ])('%s is refused before any connection', async (url, error) => {
   const before = sent.length;

@@ -13,14 +13,31 @@
  * - CancelPayout: validation_failed, not_found, payout_not_cancellable (409).
  * - CompletePayout / RejectPayout: validation_failed (transactionHash per chain / adminNote),
  *   not_found, payout_not_pending (409).
+ * - ListAllPayouts (operators; the gateway checks the operator claim): validation_failed (status,
+ *   environment, pageSize, cursor).
  * Another project's payout is not_found, as if it did not exist.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
-import { enqueueEvent, errors, invalidRequest, requireValid, serviceError, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import {
+  enforceRateLimit,
+  enqueueEvent,
+  eventTransaction,
+  errors,
+  invalidRequest,
+  requireValid,
+  serviceError,
+  type Logger,
+  type RateLimitPolicy,
+  type RateLimitStore,
+  type Sql,
+  type TransactionSql,
+} from '@coinvoice/runtime';
 import { formatPlain } from '@coinvoice/runtime/coins';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   PayoutSchema,
   type CancelPayoutRequest,
@@ -29,6 +46,8 @@ import {
   type CompletePayoutResponseSchema,
   type GetBalanceRequest,
   type GetBalanceResponseSchema,
+  type ListAllPayoutsRequest,
+  type ListAllPayoutsResponseSchema,
   type ListPayoutsRequest,
   type ListPayoutsResponseSchema,
   type Payout,
@@ -46,33 +65,55 @@ import {
   codeMatches,
   decide,
   issueCode,
+  OPERATOR_QUEUE_CURSORS,
   PAYOUT_CURSORS,
   storedCoin,
   validateBalanceQuery,
   validateCompletePayout,
   validateListPayouts,
+  validateOperatorList,
   validatePayoutRef,
   validateRejectPayout,
   validateRequestPayout,
   validateVerifyPayout,
   type NewPayoutRequest,
 } from './domain';
-import { payoutRequestedEvent, verificationCodeIssuedEvent } from './events/payout-events';
+import { payoutRequestedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
-import { balanceToProto, environmentFromProto, environmentToProto, payoutToProto, statusFromProto } from './proto';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { amountString, balanceToProto, environmentFromProto, environmentToProto, payoutToProto, statusFromProto } from './proto';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { hold, listBalances } from './store/ledger';
-import { findPayout, insertPayout, listPayouts, lockPayout, useAttempt, type PayoutRow } from './store/payouts';
+import {
+  countOpenUnverified,
+  findPayout,
+  insertPayout,
+  listAllPayouts,
+  listPayouts,
+  lockPayout,
+  lockProjectPayouts,
+  useAttempt,
+  type PayoutRow,
+} from './store/payouts';
 import { applyTrigger } from './transitions';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
 export interface PayoutHandlerDeps {
   sql: Sql;
-  /** GetProjectContext: the merchant's email (and the project's environment, as a cross-check). */
-  auth: Pick<Client<typeof AuthService>, 'getProjectContext'>;
+  /**
+   * GetProjectContext: the merchant's email (and the project's environment, as a cross-check);
+   * VerifyOperatorToken: operator actions are checked here again, not only at the gateway.
+   */
+  auth: Pick<Client<typeof AuthService>, 'getProjectContext' | 'verifyOperatorToken'>;
+  /** Emails the verification code: the only way the plain code leaves this service. */
+  notifier: Pick<Client<typeof NotifierService>, 'sendPayoutVerificationEmail'>;
   logger: Logger;
   codeTtlMs: number;
+  /** Payouts of one project that may await verification at once (each one is 5 guesses at a code). */
+  maxOpenUnverified: number;
+  /** Per-project limits (DESIGN §13), counted in Postgres across replicas. */
+  rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; requestPerProject: RateLimitPolicy };
   metrics?: PayoutMetrics;
 }
 
@@ -108,11 +149,14 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         idempotencyKey: req.idempotencyKey,
       }),
     );
+    await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, request.projectId.toLowerCase());
     // Auth before the transaction: a slow call must not hold locks.
     const email = await this.merchantEmail(request);
 
     const payoutId = randomUUID();
-    const outcome = await this.deps.sql.begin(async (tx) => {
+    const outcome = await eventTransaction(this.deps.sql, async (tx) => {
+      // Serialises this project's requests, so the open-payout count below cannot race.
+      await lockProjectPayouts(tx, request.projectId);
       if (request.idempotencyKey !== undefined) {
         const claimed = await payoutIdempotencyKeys.claim(tx, {
           projectId: request.projectId,
@@ -121,6 +165,12 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
           resourceId: payoutId,
         });
         if (!claimed) return { replayOf: await this.replay(tx, request) };
+      }
+      if ((await countOpenUnverified(tx, request.projectId)) >= this.deps.maxOpenUnverified) {
+        throw errors.conflict(
+          'too_many_unverified_payouts',
+          `at most ${this.deps.maxOpenUnverified} payouts may await verification at once: verify or cancel one first`,
+        );
       }
       const amount = formatPlain(request.amount);
       const key = { projectId: request.projectId, environment: request.environment, currency: request.currency.code };
@@ -149,7 +199,9 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         codeAttempts: CODE_MAX_ATTEMPTS,
       });
       await enqueueEvent(tx, payoutRequestedEvent(row));
-      await enqueueEvent(tx, verificationCodeIssuedEvent(row, { email, code: issued.code }));
+      // Last, inside the transaction: if the email cannot be sent the payout never existed. The
+      // code goes to the notifier in this call only, never into the outbox, a stream or a log.
+      await this.emailCode(row, email, issued.code);
       const payout = payoutToProto(row);
       if (request.idempotencyKey !== undefined) {
         await payoutIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, toBinary(PayoutSchema, payout));
@@ -168,6 +220,36 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     return { payout: outcome.created, idempotentReplay: false };
   }
 
+  private async emailCode(row: PayoutRow, email: string, code: string): Promise<void> {
+    try {
+      await this.deps.notifier.sendPayoutVerificationEmail({
+        payoutId: row.id,
+        environment: row.environment,
+        amount: amountString(row.amount),
+        currency: row.currency,
+        email,
+        code,
+        expiresAt: timestampFromDate(row.code_expires_at),
+      });
+    } catch (err) {
+      this.deps.logger.warn({ payoutId: row.id, error: ConnectError.from(err).rawMessage }, 'the verification email could not be sent; payout not created');
+      throw serviceError(Code.Unavailable, 'service_unavailable', 'the verification email could not be sent; try again shortly');
+    }
+  }
+
+  /** The operator behind `token`, checked by auth now (signature, revocation, operator right). */
+  private async operator(token: string): Promise<string> {
+    if (token === '') throw errors.unauthenticated('invalid_token', 'an operator session token is required');
+    try {
+      return (await this.deps.auth.verifyOperatorToken({ token })).merchantId;
+    } catch (err) {
+      const code = ConnectError.from(err).code;
+      if (code === Code.Unauthenticated) throw errors.unauthenticated('invalid_token', 'the operator session token is invalid or revoked');
+      if (code === Code.PermissionDenied || code === Code.NotFound) throw errors.forbidden('forbidden', 'this operation is for operators');
+      throw serviceError(Code.Unavailable, 'service_unavailable', 'the operator could not be checked (auth); try again shortly');
+    }
+  }
+
   /** The merchant's email from auth; the project's environment there must be the one the caller named. */
   private async merchantEmail(request: NewPayoutRequest): Promise<string> {
     let context;
@@ -180,6 +262,9 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     }
     if (environmentFromProto(context.environment) !== request.environment) {
       throw invalidRequest([{ field: 'environment', message: "is not the project's environment" }]);
+    }
+    if (request.environment === 'live' && !context.merchantEmailVerified) {
+      throw errors.forbidden('email_not_verified', 'verify your email address before requesting live payouts');
     }
     if (context.merchantEmail === '') throw new Error(`auth has no email for the merchant of project ${request.projectId}`);
     return context.merchantEmail;
@@ -202,7 +287,9 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
 
   async verifyPayout(req: VerifyPayoutRequest): Reply<typeof VerifyPayoutResponseSchema> {
     const verify = requireValid(validateVerifyPayout(req));
-    const outcome = await this.deps.sql.begin(async (tx): Promise<VerifyOutcome> => {
+    // Per project, across payouts: fresh payouts must not give a stolen key unlimited guesses.
+    await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.verifyPerProject, verify.projectId.toLowerCase());
+    const outcome = await eventTransaction(this.deps.sql, async (tx): Promise<VerifyOutcome> => {
       const locked = await lockPayout(tx, verify.payoutId, verify.projectId);
       if (!locked) throw payoutNotFound();
       const { payout, now } = locked;
@@ -215,7 +302,12 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         return { kind: 'expired' };
       }
       if (codeMatches(payout.id, verify.code, payout.code_salt, payout.code_hash)) {
-        return { kind: 'verified', payout: await applyTrigger(tx, payout, 'verify') };
+        const verified = await applyTrigger(tx, payout, 'verify');
+        // Sandbox money is not real: no operator sends it, it completes at once with a simulated hash.
+        if (verified.environment === 'sandbox') {
+          return { kind: 'verified', payout: await applyTrigger(tx, verified, 'complete', { transactionHash: simulatedTransactionHash(verified.currency) }) };
+        }
+        return { kind: 'verified', payout: verified };
       }
       const attemptsLeft = await useAttempt(tx, payout.id);
       if (attemptsLeft > 0) return { kind: 'wrong_code', attemptsLeft };
@@ -266,9 +358,18 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
   }
 
+  async listAllPayouts(req: ListAllPayoutsRequest): Reply<typeof ListAllPayoutsResponseSchema> {
+    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const environment = req.environment === Environment.UNSPECIFIED ? undefined : (environmentFromProto(req.environment) ?? `unknown (${req.environment})`);
+    const query = requireValid(validateOperatorList({ status, environment, pageSize: req.pageSize, cursor: req.cursor }));
+    const rows = await listAllPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
+    const page = OPERATOR_QUEUE_CURSORS.page(rows, query.pageSize);
+    return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
+  }
+
   async cancelPayout(req: CancelPayoutRequest): Reply<typeof CancelPayoutResponseSchema> {
     const ref = requireValid(validatePayoutRef(req));
-    const row = await this.deps.sql.begin(async (tx) => {
+    const row = await eventTransaction(this.deps.sql, async (tx) => {
       const locked = await lockPayout(tx, ref.payoutId, ref.projectId);
       if (!locked) throw payoutNotFound();
       return applyTrigger(tx, locked.payout, 'cancel');
@@ -280,7 +381,8 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
 
   async completePayout(req: CompletePayoutRequest): Reply<typeof CompletePayoutResponseSchema> {
     const complete = requireValid(validateCompletePayout(req));
-    const row = await this.deps.sql.begin(async (tx) => {
+    const operatorId = await this.operator(req.operatorToken);
+    const row = await eventTransaction(this.deps.sql, async (tx) => {
       const locked = await lockPayout(tx, complete.payoutId);
       if (!locked) throw payoutNotFound();
       const { payout } = locked;
@@ -292,21 +394,28 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       return applyTrigger(tx, payout, 'complete', { transactionHash: hash.value });
     });
     this.deps.metrics?.completed.inc({ currency: row.currency });
-    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, transactionHash: row.transaction_hash }, 'payout completed; hold debited');
+    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, transactionHash: row.transaction_hash, operatorId }, 'payout completed; hold debited');
     return { payout: payoutToProto(row) };
   }
 
   async rejectPayout(req: RejectPayoutRequest): Reply<typeof RejectPayoutResponseSchema> {
     const reject = requireValid(validateRejectPayout(req));
-    const row = await this.deps.sql.begin(async (tx) => {
+    const operatorId = await this.operator(req.operatorToken);
+    const row = await eventTransaction(this.deps.sql, async (tx) => {
       const locked = await lockPayout(tx, reject.payoutId);
       if (!locked) throw payoutNotFound();
       return applyTrigger(tx, locked.payout, 'reject', { adminNote: reject.adminNote });
     });
     this.deps.metrics?.rejected.inc();
-    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id }, 'payout rejected by an operator; hold released');
+    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, operatorId }, 'payout rejected by an operator; hold released');
     return { payout: payoutToProto(row) };
   }
+}
+
+/** A random hash in the coin's transaction-hash format, for sandbox payouts (nothing is sent). */
+export function simulatedTransactionHash(currency: string): string {
+  const hex = randomBytes(32).toString('hex');
+  return storedCoin(currency).chain === 'ethereum' ? `0x${hex}` : hex;
 }
 
 function attemptsLeft(n: number): string {

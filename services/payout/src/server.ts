@@ -1,5 +1,14 @@
-import { createRpcClient, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import {
+  allowCallers,
+  createRpcClient,
+  migrationsDirOf,
+  PostgresRateLimitStore,
+  rateLimitCleaner,
+  streamSettingsOf,
+  type ServiceDefinition,
+} from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { ledgerConsumer } from './events/ledger-consumer';
 import { PayoutHandlers } from './handlers';
@@ -13,17 +22,47 @@ export { payoutSettings } from './settings';
 export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   name: 'payout',
   rpcServices: [PayoutService.typeName],
+  // Only the gateway; operator actions also carry the operator's token, verified again here.
+  callers: [
+    allowCallers(PayoutService, {
+      getBalance: ['gateway'],
+      requestPayout: ['gateway'],
+      verifyPayout: ['gateway'],
+      listPayouts: ['gateway'],
+      cancelPayout: ['gateway'],
+      completePayout: ['gateway'],
+      rejectPayout: ['gateway'],
+      // The operators' queue (the gateway's admin route checks the operator's token).
+      listAllPayouts: ['gateway'],
+    }),
+  ],
   settings: payoutSettings,
   migrationsDir: migrationsDirOf(__dirname),
-  build({ config, sql, nats, logger, metrics: registry }) {
+  build({ config, sql, nats, logger, metrics: registry, rpcTls }) {
     const metrics = createPayoutMetrics(registry);
     // A short deadline: RequestPayout waits for it before answering.
-    const auth = createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 3_000 });
-    const handlers = new PayoutHandlers({ sql, auth, logger, codeTtlMs: config.PAYOUT_CODE_TTL_MS, metrics });
+    const auth = createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 3_000, tls: rpcTls });
+    // The email is sent inside RequestPayout's transaction: SMTP may take a few seconds.
+    const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL, { timeoutMs: 15_000, tls: rpcTls });
+    const handlers = new PayoutHandlers({
+      sql,
+      auth,
+      notifier,
+      logger,
+      codeTtlMs: config.PAYOUT_CODE_TTL_MS,
+      maxOpenUnverified: config.PAYOUT_MAX_OPEN_UNVERIFIED,
+      rateLimits: {
+        store: new PostgresRateLimitStore(sql),
+        verifyPerProject: config.RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT,
+        requestPerProject: config.RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT,
+      },
+      metrics,
+    });
     const ledger = ledgerConsumer({
       sql,
       nats,
       namespace: config.EVENT_NAMESPACE,
+      stream: streamSettingsOf(config),
       logger,
       onCredited: (credit) => metrics.credited.inc({ currency: credit.currency, environment: credit.environment }),
     });
@@ -38,7 +77,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       routes(router) {
         router.service(PayoutService, handlers);
       },
-      workers: [ledger, sweeper],
+      workers: [ledger, sweeper, rateLimitCleaner(sql, logger)],
     };
   },
 };

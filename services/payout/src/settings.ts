@@ -2,12 +2,20 @@
  * The payout service's own settings (environment variables, validated at start; a bad value stops
  * the process with one line naming the variable). Documented in services/payout/README.md.
  */
-import { setting } from '@coinvoice/runtime';
+import { rateLimitSetting, setting } from '@coinvoice/runtime';
 import { DEFAULT_CODE_TTL_MS } from './domain';
 
 export const payoutSettings = {
   /** gRPC URL of the auth service: GetProjectContext gives the merchant's email for the code. */
   AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
+  /** gRPC URL of the notifier: it emails the verification code (the only place the code goes). */
+  NOTIFIER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50054' }),
+  /** Payouts of one project that may await verification at once (DESIGN §13). */
+  PAYOUT_MAX_OPEN_UNVERIFIED: setting.int({ default: 3, min: 1, max: 1_000_000 }),
+  /** Verification attempts per project, across its payouts (each payout also allows only 5). */
+  RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT: rateLimitSetting('payout-verify-project', '20/1h'),
+  /** Payout requests per project (each one emails a code). */
+  RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT: rateLimitSetting('payout-request-project', '30/1h'),
   /** How long a verification code is valid (DESIGN.md §5: 15 minutes); after it the payout is cancelled. */
   PAYOUT_CODE_TTL_MS: setting.int({ default: DEFAULT_CODE_TTL_MS, min: 1_000, max: 24 * 60 * 60_000 }),
   /** How often the sweeper looks for AwaitingVerification payouts whose code expired. */

@@ -7,7 +7,7 @@
  * first. So nothing stays stuck in AwaitingVerification. It also deletes Idempotency-Keys past
  * their 24 h retention, at most once a minute.
  */
-import { PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
+import { eventTransaction, PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
 import type { PayoutMetrics } from './metrics';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { lockExpiredAwaiting, type PayoutRow } from './store/payouts';
@@ -36,7 +36,7 @@ export class CodeExpirySweeper extends PeriodicBatchWorker {
 
   /** Cancels one batch now; returns how many payouts it cancelled. */
   async processBatch(): Promise<number> {
-    const cancelled = await this.options.sql.begin(async (tx) => {
+    const cancelled = await eventTransaction(this.options.sql, async (tx) => {
       const due = (await lockExpiredAwaiting(tx, this.options.batchSize)).sort(byBalance);
       for (const payout of due) await applyTrigger(tx, payout, 'expire_code');
       return due.length;

@@ -3,7 +3,7 @@
  * the status change (guarded in SQL), the ledger effect the table names (release or debit of the
  * hold), and the event the table names, all committing together or not at all.
  */
-import { enqueueEvent, errors, type TransactionSql } from '@coinvoice/runtime';
+import { enqueueEvent, errors, type EventTransaction } from '@coinvoice/runtime';
 import { decide, REFUSAL_CODE, type PayoutTrigger } from './domain';
 import { transitionEvent } from './events/payout-events';
 import { debit, release, type BalanceKey } from './store/ledger';
@@ -18,7 +18,7 @@ export function balanceKeyOf(payout: PayoutRow): BalanceKey {
  * payout_not_cancellable) when the table refuses it from the payout's status.
  */
 export async function applyTrigger(
-  tx: TransactionSql,
+  tx: EventTransaction,
   payout: PayoutRow,
   trigger: PayoutTrigger,
   fields: TransitionFields = {},

@@ -46,7 +46,8 @@ test('a payout left unverified past its code lifetime is cancelled by itself and
 });
 
 test('a payout verified in time is left alone by the sweeper', async () => {
-  const project = h.auth.addProject('sandbox');
+  // Live: it stays Pending (a sandbox one would complete at once).
+  const project = h.auth.addProject('live');
   await h.credit(project, 'BTC', '1');
   const { payout } = await h.client.requestPayout(payoutRequest(project, { amount: '0.2' }));
   await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });

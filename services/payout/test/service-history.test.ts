@@ -12,7 +12,8 @@ let original: string[];
 
 beforeAll(async () => {
   h = await startPayoutHarness();
-  project = h.auth.addProject('sandbox');
+  // Live: verified payouts stay Pending (sandbox ones complete at once).
+  project = h.auth.addProject('live');
   await h.credit(project, 'USDT', '100000');
   original = await mapLimit(250, 10, async () => (await h.client.requestPayout(payoutRequest(project, { currency: 'USDT', amount: '1' }))).payout!.id);
 }, 120_000);

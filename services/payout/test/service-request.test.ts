@@ -29,7 +29,7 @@ afterAll(async () => {
   await h?.dispose();
 });
 
-test('a request holds the amount, answers AwaitingVerification, and writes payout.requested and the code event', async () => {
+test('a request holds the amount, answers AwaitingVerification, writes payout.requested and has the notifier email the code (never an event)', async () => {
   const project = h.auth.addProject('sandbox');
   await h.credit(project, 'BTC', '0.05');
   const address = addressFor('BTC', 'sandbox');
@@ -53,7 +53,7 @@ test('a request holds the amount, answers AwaitingVerification, and writes payou
 
   const events = await h.sql<{ event_type: string; payload: Record<string, unknown> }[]>`
     select event_type, payload from outbox where event_key = ${payout!.id} order by seq`;
-  expect(events.map((e) => e.event_type)).toEqual(['payout.requested', 'payout.verification_code_issued']);
+  expect(events.map((e) => e.event_type)).toEqual(['payout.requested']);
   expect(events[0]!.payload).toEqual({
     payoutId: payout!.id,
     projectId: project.id,
@@ -66,17 +66,50 @@ test('a request holds the amount, answers AwaitingVerification, and writes payou
     createdAt: expect.any(String),
   });
   expect(new Date(events[0]!.payload.createdAt as string).getTime()).toBe(timestampDate(payout!.createdAt!).getTime());
-  const issued = events[1]!.payload;
-  expect(issued).toMatchObject({ payoutId: payout!.id, projectId: project.id, environment: 'sandbox', amount: '0.0125', currency: 'BTC', status: 'AwaitingVerification', email: project.email });
-  expect(issued.code).toMatch(/^\d{6}$/);
+  const issued = h.notifier.payoutEmails.find((e) => e.payoutId === payout!.id);
+  expect(issued).toMatchObject({ payoutId: payout!.id, environment: 'sandbox', amount: '0.0125', currency: 'BTC', email: project.email });
+  expect(issued!.code).toMatch(/^\d{6}$/);
   // Valid 15 minutes (the default) from creation.
-  const expiresAt = new Date(issued.expiresAt as string).getTime();
+  const expiresAt = timestampDate(issued!.expiresAt!).getTime();
   expect(expiresAt - timestampDate(payout!.createdAt!).getTime()).toBe(15 * 60_000);
+  // Not in any row of the schema (the outbox included).
+  const everything = await h.sql<{ t: string }[]>`
+    select string_agg(t, ' ') as t from (
+      select row_to_json(p)::text as t from payouts p union all select row_to_json(o)::text from outbox o
+      union all select row_to_json(l)::text from ledger_entries l) rows`;
+  expect(everything[0]!.t).not.toMatch(new RegExp(`(?<![0-9A-Za-z])${issued!.code}(?![0-9A-Za-z])`));
 
   // Stored hashed with a salt of its own: the plain code is nowhere in the payouts table.
   const [stored] = await h.sql`select row_to_json(p)::text as text, length(code_hash) as hash_len, length(code_salt) as salt_len, code_attempts_left from payouts p where id = ${payout!.id}`;
   expect(stored).toMatchObject({ hash_len: 32, salt_len: 32, code_attempts_left: 5 });
-  expect(stored!.text).not.toContain(issued.code as string);
+  expect(stored!.text).not.toContain(issued!.code);
+});
+
+test('the notifier down: no payout, nothing held, unavailable', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'BTC', '0.05');
+  h.notifier.down = true;
+  try {
+    expect(await rejection(h.client.requestPayout(payoutRequest(project, { amount: '0.01' })))).toMatchObject({ connectCode: Code.Unavailable, code: 'service_unavailable' });
+  } finally {
+    h.notifier.down = false;
+  }
+  expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.05', pending: '0', total: '0.05' });
+  const rows = await h.sql`select 1 from payouts where project_id = ${project.id}`;
+  expect(rows).toHaveLength(0);
+});
+
+test('a live payout needs a verified merchant email; a sandbox one does not', async () => {
+  const live = h.auth.addProject('live');
+  live.emailVerified = false;
+  await h.credit(live, 'BTC', '1');
+  expect(await rejection(h.client.requestPayout(payoutRequest(live, { amount: '0.1' })))).toMatchObject({ connectCode: Code.PermissionDenied, code: 'email_not_verified' });
+  const sandbox = h.auth.addProject('sandbox');
+  sandbox.emailVerified = false;
+  await h.credit(sandbox, 'BTC', '1');
+  expect((await h.client.requestPayout(payoutRequest(sandbox, { amount: '0.1' }))).payout?.status).toBe(PayoutStatus.AWAITING_VERIFICATION);
+  live.emailVerified = true;
+  expect((await h.client.requestPayout(payoutRequest(live, { amount: '0.1' }))).payout?.status).toBe(PayoutStatus.AWAITING_VERIFICATION);
 });
 
 test('codes are 6 random digits, different per payout', async () => {
@@ -178,7 +211,7 @@ describe('validation: violations name the public fields', () => {
 });
 
 test('auth decides the project: unknown → not_found; another environment → refused; auth down → unavailable', async () => {
-  const unknown = { id: '0b0b0b0b-0000-4000-8000-000000000000', environment: 'sandbox' as const, email: 'x@example.com' };
+  const unknown = { id: '0b0b0b0b-0000-4000-8000-000000000000', environment: 'sandbox' as const, email: 'x@example.com', emailVerified: true };
   expect(await rejection(h.client.requestPayout(payoutRequest(unknown)))).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
 
   const live = h.auth.addProject('live');
@@ -209,8 +242,7 @@ describe('Idempotency-Key', () => {
     expect(second).toMatchObject({ idempotentReplay: true });
     expect(second.payout).toEqual(first.payout);
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.7', pending: '0.3', total: '1' });
-    const [codes] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_type = 'payout.verification_code_issued' and payload->>'projectId' = ${project.id}`;
-    expect(codes!.n).toBe(1);
+    expect(h.notifier.payoutEmails.filter((e) => e.payoutId === first.payout!.id)).toHaveLength(1);
   });
 
   test('the same key with another body answers idempotency_key_reused', async () => {

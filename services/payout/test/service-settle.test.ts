@@ -15,6 +15,7 @@ import {
   rejection,
   startPayoutHarness,
   wrongCode,
+  OPERATOR_TOKEN,
   type FakeProject,
   type Harness,
 } from './support/harness';
@@ -34,7 +35,8 @@ const ETH_TX = `0x${'b2'.repeat(32)}`;
 
 async function payoutIn(status: 'AwaitingVerification' | 'Pending', options: { currency?: 'BTC' | 'ETH'; amount?: string } = {}) {
   const currency = options.currency ?? 'BTC';
-  const project = h.auth.addProject('sandbox');
+  // Live: only live payouts wait for an operator (sandbox ones complete when verified).
+  const project = h.auth.addProject('live');
   await h.credit(project, currency, '1');
   const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount: options.amount ?? '0.25' }));
   if (status === 'Pending') await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
@@ -59,7 +61,7 @@ describe('cancel', () => {
     expect(payout).toMatchObject({ id: payoutId, status: PayoutStatus.CANCELLED });
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
     expect(await settlements(payoutId)).toEqual(['hold', 'release']);
-    expect(await lastEvent(payoutId)).toMatchObject({ event_type: 'payout.cancelled', payload: { status: 'Cancelled', reason: 'user', amount: '0.25', currency: 'BTC', environment: 'sandbox' } });
+    expect(await lastEvent(payoutId)).toMatchObject({ event_type: 'payout.cancelled', payload: { status: 'Cancelled', reason: 'user', amount: '0.25', currency: 'BTC', environment: 'live' } });
     // Twice: 409, nothing moves.
     expect(await rejection(h.client.cancelPayout({ projectId: project.id, payoutId }))).toMatchObject({
       connectCode: Code.FailedPrecondition,
@@ -71,13 +73,13 @@ describe('cancel', () => {
 
   test('a Completed or Rejected payout cannot be cancelled', async () => {
     const completed = await payoutIn('Pending');
-    await h.client.completePayout({ payoutId: completed.payoutId, transactionHash: BTC_TX });
+    await h.client.completePayout({ payoutId: completed.payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN });
     expect(await rejection(h.client.cancelPayout({ projectId: completed.project.id, payoutId: completed.payoutId }))).toMatchObject({
       code: 'payout_not_cancellable',
       message: 'payout is Completed; only a payout in AwaitingVerification or Pending can be cancelled',
     });
     const rejected = await payoutIn('Pending');
-    await h.client.rejectPayout({ payoutId: rejected.payoutId, adminNote: 'KYC pending' });
+    await h.client.rejectPayout({ payoutId: rejected.payoutId, adminNote: 'KYC pending', operatorToken: OPERATOR_TOKEN });
     expect(await rejection(h.client.cancelPayout({ projectId: rejected.project.id, payoutId: rejected.payoutId }))).toMatchObject({ code: 'payout_not_cancellable' });
     expect(await balanceOf(h, completed.project, 'BTC')).toEqual({ available: '0.75', pending: '0', total: '0.75' });
     expect(await balanceOf(h, rejected.project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
@@ -93,7 +95,7 @@ describe('cancel', () => {
 describe('complete', () => {
   test('Pending → Completed with the hash: pending and total decrease by the amount (debit), payout.completed', async () => {
     const { project, payoutId } = await payoutIn('Pending', { amount: '0.3' });
-    const { payout } = await h.client.completePayout({ payoutId, transactionHash: BTC_TX.toUpperCase() });
+    const { payout } = await h.client.completePayout({ payoutId, transactionHash: BTC_TX.toUpperCase(), operatorToken: OPERATOR_TOKEN });
     expect(payout).toMatchObject({ id: payoutId, status: PayoutStatus.COMPLETED, transactionHash: BTC_TX });
     expect(payout!.adminNote).toBeUndefined();
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.7', pending: '0', total: '0.7' });
@@ -101,14 +103,14 @@ describe('complete', () => {
     expect(await settlements(payoutId)).toEqual(['hold', 'debit']);
     expect(await lastEvent(payoutId)).toMatchObject({
       event_type: 'payout.completed',
-      payload: { payoutId, projectId: project.id, status: 'Completed', amount: '0.3', currency: 'BTC', environment: 'sandbox', transactionHash: BTC_TX, completedAt: expect.any(String) },
+      payload: { payoutId, projectId: project.id, status: 'Completed', amount: '0.3', currency: 'BTC', environment: 'live', transactionHash: BTC_TX, completedAt: expect.any(String) },
     });
   });
 
   test('completing the same payout concurrently 10 times debits once; the others answer payout_not_pending', async () => {
     const { project, payoutId } = await payoutIn('Pending', { currency: 'ETH', amount: '0.4' });
     const outcomes = await Promise.allSettled(
-      Array.from({ length: 10 }, (_, i) => h.client.completePayout({ payoutId, transactionHash: `0x${String(i).repeat(64)}` })),
+      Array.from({ length: 10 }, (_, i) => h.client.completePayout({ payoutId, transactionHash: `0x${String(i).repeat(64)}`, operatorToken: OPERATOR_TOKEN })),
     );
     const ok = outcomes.filter((o) => o.status === 'fulfilled');
     expect(ok).toHaveLength(1);
@@ -121,7 +123,7 @@ describe('complete', () => {
     expect(events!.n).toBe(1);
     // And once more, sequentially, with the winning hash: still 409.
     const winner = (ok[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof h.client.completePayout>>>).value.payout!;
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: winner.transactionHash! }))).toMatchObject({
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: winner.transactionHash!, operatorToken: OPERATOR_TOKEN }))).toMatchObject({
       code: 'payout_not_pending',
       message: 'payout is Completed; only a payout in Pending can be completed',
     });
@@ -129,8 +131,8 @@ describe('complete', () => {
 
   test('an AwaitingVerification payout cannot be completed or rejected', async () => {
     const { project, payoutId } = await payoutIn('AwaitingVerification');
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX }))).toMatchObject({ code: 'payout_not_pending' });
-    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'no' }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'no', operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.75', pending: '0.25', total: '1' });
   });
 
@@ -141,42 +143,42 @@ describe('complete', () => {
     ['BTC', '', 'is required'],
   ] as const)('a %s payout refuses the transaction hash %j', async (currency, transactionHash, message) => {
     const { project, payoutId } = await payoutIn('Pending', { currency });
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash }))).toMatchObject({
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash, operatorToken: OPERATOR_TOKEN }))).toMatchObject({
       code: 'validation_failed',
       violations: [{ field: 'transactionHash', message }],
     });
     expect(await balanceOf(h, project, currency)).toEqual({ available: '0.75', pending: '0.25', total: '1' });
-    const ok = await h.client.completePayout({ payoutId, transactionHash: currency === 'ETH' ? ETH_TX : BTC_TX });
+    const ok = await h.client.completePayout({ payoutId, transactionHash: currency === 'ETH' ? ETH_TX : BTC_TX, operatorToken: OPERATOR_TOKEN });
     expect(ok.payout!.status).toBe(PayoutStatus.COMPLETED);
   });
 
   test('an unknown payout is not_found', async () => {
-    expect(await rejection(h.client.completePayout({ payoutId: randomUUID(), transactionHash: BTC_TX }))).toMatchObject({ code: 'not_found' });
-    expect(await rejection(h.client.rejectPayout({ payoutId: randomUUID(), adminNote: 'x' }))).toMatchObject({ code: 'not_found' });
+    expect(await rejection(h.client.completePayout({ payoutId: randomUUID(), transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'not_found' });
+    expect(await rejection(h.client.rejectPayout({ payoutId: randomUUID(), adminNote: 'x', operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'not_found' });
   });
 });
 
 describe('reject', () => {
   test('Pending → Rejected with the admin note: hold released, payout.rejected', async () => {
     const { project, payoutId } = await payoutIn('Pending', { amount: '0.5' });
-    const { payout } = await h.client.rejectPayout({ payoutId, adminNote: 'Destination flagged by compliance' });
+    const { payout } = await h.client.rejectPayout({ payoutId, adminNote: 'Destination flagged by compliance', operatorToken: OPERATOR_TOKEN });
     expect(payout).toMatchObject({ status: PayoutStatus.REJECTED, adminNote: 'Destination flagged by compliance' });
     expect(payout!.transactionHash).toBeUndefined();
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
     expect(await settlements(payoutId)).toEqual(['hold', 'release']);
     expect(await lastEvent(payoutId)).toMatchObject({ event_type: 'payout.rejected', payload: { status: 'Rejected', adminNote: 'Destination flagged by compliance', amount: '0.5' } });
-    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'again' }))).toMatchObject({ code: 'payout_not_pending' });
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'again', operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
   });
 
   test.each([['', 'is required'], ['   ', 'is required'], ['x'.repeat(501), 'must be at most 500 characters']])('an admin note %j is refused', async (adminNote, message) => {
     const { payoutId } = await payoutIn('Pending');
-    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote }))).toMatchObject({ code: 'validation_failed', violations: [{ field: 'adminNote', message }] });
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'validation_failed', violations: [{ field: 'adminNote', message }] });
   });
 });
 
 test('a full life: request, a wrong code, verify, complete; the ledger explains the balance at every step', async () => {
-  const project: FakeProject = h.auth.addProject('sandbox');
+  const project: FakeProject = h.auth.addProject('live');
   await h.credit(project, 'USDC', '100');
   await h.credit(project, 'USDC', '25.5');
   const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'USDC', amount: '120.25' }));
@@ -185,9 +187,34 @@ test('a full life: request, a wrong code, verify, complete; the ledger explains 
   await rejection(h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: wrongCode(code) }));
   await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code });
   expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '120.25', total: '125.5' });
-  await h.client.completePayout({ payoutId: payout!.id, transactionHash: ETH_TX });
+  await h.client.completePayout({ payoutId: payout!.id, transactionHash: ETH_TX, operatorToken: OPERATOR_TOKEN });
   expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '0', total: '5.25' });
   expect(await ledgerSums(h, project.id, 'USDC')).toEqual({ available: '5.25', pending: '0' });
   const events = await h.sql<{ event_type: string }[]>`select event_type from outbox where event_key = ${payout!.id} order by seq`;
-  expect(events.map((e) => e.event_type)).toEqual(['payout.requested', 'payout.verification_code_issued', 'payout.verified', 'payout.completed']);
+  expect(events.map((e) => e.event_type)).toEqual(['payout.requested', 'payout.verified', 'payout.completed']);
+});
+
+test('a sandbox payout completes by itself when verified, with a simulated hash, and never waits for an operator', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'ETH', '1');
+  const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'ETH', amount: '0.4' }));
+  const verified = await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+  expect(verified.payout).toMatchObject({ status: PayoutStatus.COMPLETED, transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '0.6', pending: '0', total: '0.6' });
+  expect(await settlements(payout!.id)).toEqual(['hold', 'debit']);
+  const events = await h.sql<{ event_type: string }[]>`select event_type from outbox where event_key = ${payout!.id} order by seq`;
+  expect(events.map((e) => e.event_type)).toEqual(['payout.requested', 'payout.verified', 'payout.completed']);
+  const pending = await h.client.listPayouts({ projectId: project.id, status: PayoutStatus.PENDING });
+  expect(pending.payouts).toEqual([]);
+});
+
+test('CompletePayout and RejectPayout need a valid operator session token, checked with auth', async () => {
+  const { payoutId } = await payoutIn('Pending');
+  for (const operatorToken of ['', 'a-merchant-token']) {
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
+    expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'x', operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
+  }
+  const [row] = await h.sql<{ status: string }[]>`select status from payouts where id = ${payoutId}`;
+  expect(row!.status).toBe('Pending');
+  expect((await h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN })).payout?.status).toBe(PayoutStatus.COMPLETED);
 });

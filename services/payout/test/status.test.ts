@@ -24,7 +24,7 @@ import {
   type PayoutTrigger,
   type Transition,
 } from '../src/domain/status';
-import { payoutRequestedEvent, transitionEvent, verificationCodeIssuedEvent } from '../src/events/payout-events';
+import { payoutRequestedEvent, transitionEvent } from '../src/events/payout-events';
 import type { PayoutRow } from '../src/store/payouts';
 
 type Cell = [PayoutStatusName, PayoutTrigger, Transition | undefined];
@@ -74,7 +74,7 @@ test('source and target statuses the SQL guards use', () => {
   });
   // Terminal states have no way out; nothing leads back to AwaitingVerification (creation only).
   for (const terminal of ['Completed', 'Rejected', 'Cancelled'] as const) expect(TRANSITIONS[terminal]).toEqual({});
-  expect(CREATION).toEqual({ to: 'AwaitingVerification', ledger: 'hold', events: ['payout.requested', 'payout.verification_code_issued'] });
+  expect(CREATION).toEqual({ to: 'AwaitingVerification', ledger: 'hold', events: ['payout.requested'] });
 });
 
 test('409 codes and reasons of refused triggers', () => {
@@ -169,17 +169,13 @@ test.each(transitions)('%s --%s--> event → webhook', (_from, _trigger, t) => {
   expectDocumented(event.type, JSON.parse(webhook.body));
 });
 
-test('creation: payout.requested is a webhook; payout.verification_code_issued (plain code, email) never is', () => {
+test('creation: payout.requested is a webhook (the code is emailed by RPC, no event carries it)', () => {
   const created = row('AwaitingVerification', { note: 'June' });
   const requested = payoutRequestedEvent(created);
   const webhook = webhookForEventJson(requested.type, requested.payload);
   expect(webhook.kind === 'webhook' && JSON.parse(webhook.body)).toEqual({ ...base, status: 'AwaitingVerification' });
   if (webhook.kind === 'webhook') expectDocumented(requested.type, JSON.parse(webhook.body));
-
-  const issued = verificationCodeIssuedEvent(created, { email: 'm@example.com', code: '012345' });
-  expect(issued.payload).toMatchObject({ code: '012345', email: 'm@example.com', expiresAt: '2026-03-01T10:15:00Z' });
-  expect(webhookForEventJson(issued.type, issued.payload)).toMatchObject({ kind: 'not_a_webhook' });
-  expect(WEBHOOK_EVENTS[issued.type]).toBeUndefined();
+  expect(JSON.stringify(requested.payload)).not.toMatch(/code|email/);
 });
 
 test('an event is only built from a row in the state it reports', () => {

@@ -70,6 +70,24 @@ export function redactUrlPassword(raw: string): string {
   return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, '$1:***@');
 }
 
+const DURATION_UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `30d` → 2592000000; undefined for anything but a whole number followed by ms, s, m, h or d. */
+export function parseDurationMs(raw: string): number | undefined {
+  const match = /^(\d{1,12})(ms|s|m|h|d)$/.exec(raw.trim());
+  if (!match) return undefined;
+  const ms = Number(match[1]) * DURATION_UNIT_MS[match[2] as keyof typeof DURATION_UNIT_MS];
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}
+
+/** The largest whole unit: 2592000000 → `30d`, 90000 → `90s`. */
+export function formatDurationMs(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    if (ms >= DURATION_UNIT_MS[unit] && ms % DURATION_UNIT_MS[unit] === 0) return `${ms / DURATION_UNIT_MS[unit]}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
 export const setting = {
   string(options: { default?: string; expected?: string } = {}): Setting<string> {
     return { expected: options.expected ?? 'a non-empty string', default: options.default, parse: (raw) => raw };
@@ -113,6 +131,20 @@ export const setting = {
       },
     };
   },
+  /** Like `url`, or a comma-separated list of such URLs (the seed servers of a NATS cluster). */
+  urlList(protocols: string[], options: { default?: string; devDefault?: string } = {}): Setting<string> {
+    const one = setting.url(protocols);
+    return {
+      expected: `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}, or a comma-separated list of them`,
+      default: options.default,
+      devDefault: options.devDefault,
+      shown: (raw) => raw.split(',').map(redactUrlPassword).join(','),
+      parse: (raw) => {
+        const urls = raw.split(',').map((part) => part.trim());
+        return urls.every((url) => one.parse(url) !== undefined) ? urls.join(',') : undefined;
+      },
+    };
+  },
   oneOf<T extends string>(values: readonly T[], options: { default?: T } = {}): Setting<T> {
     return {
       expected: `one of ${values.join(', ')}`,
@@ -134,6 +166,18 @@ export const setting = {
       parse: (raw) => raw.split(',').map((s) => s.trim()).filter((s) => s !== ''),
     };
   },
+  /** A duration such as `30d`, `12h`, `90m`, `45s` or `500ms`, in milliseconds. */
+  duration(options: { default?: string; minMs?: number; maxMs?: number } = {}): Setting<number> {
+    const { minMs = 0, maxMs = Number.MAX_SAFE_INTEGER } = options;
+    return {
+      expected: `a duration like 30d, 12h, 90m or 45s (number + ms|s|m|h|d), from ${formatDurationMs(minMs)} to ${formatDurationMs(maxMs)}`,
+      default: options.default,
+      parse: (raw) => {
+        const ms = parseDurationMs(raw);
+        return ms !== undefined && ms >= minMs && ms <= maxMs ? ms : undefined;
+      },
+    };
+  },
   /**
    * A NATS subject token / stream-name prefix. Lower case only: stream names are upper-cased, so
    * "Foo" and "foo" would share a stream while publishing on different subjects.
@@ -153,8 +197,15 @@ export const commonSettings = {
   APP_ENV: setting.oneOf(['development', 'production'] as const, { default: 'development' }),
   DATABASE_URL: setting.url(['postgres:', 'postgresql:'], { devDefault: 'postgres://postgres@127.0.0.1:5432/postgres' }),
   DATABASE_POOL_MAX: setting.int({ default: 10, min: 1, max: 200 }),
-  NATS_URL: setting.url(['nats:', 'tls:'], { devDefault: 'nats://127.0.0.1:4222' }),
+  /** One server, or several of one cluster (the client also learns the others from the server). */
+  NATS_URL: setting.urlList(['nats:', 'tls:'], { devDefault: 'nats://127.0.0.1:4222' }),
   EVENT_NAMESPACE: setting.name({ default: 'coinvoice' }),
+  /** Copies of each JetStream stream a NATS cluster keeps: 1, or 3/5 on a cluster of that many servers. */
+  NATS_STREAM_REPLICAS: setting.int({ default: 1, min: 1, max: 5 }),
+  /** How long a stream keeps events (JetStream drops older ones). */
+  NATS_STREAM_MAX_AGE: setting.duration({ default: '30d', minMs: 60 * 60_000, maxMs: 3_650 * 86_400_000 }),
   LOG_LEVEL: setting.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info' }),
   SHUTDOWN_GRACE_MS: setting.int({ default: 10_000, min: 0, max: 120_000 }),
+  /** How long processed_events records are kept: longer than a stream keeps events (30 days). */
+  PROCESSED_EVENTS_RETENTION_DAYS: setting.int({ default: 35, min: 1, max: 3650 }),
 };

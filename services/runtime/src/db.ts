@@ -7,12 +7,10 @@
  * only int2/int4/oid/float4/float8 are parsed to numbers — and this module keeps it that way by
  * not registering parsers for them. A test guards the behaviour.
  */
-// First: guards postgres.js against crashing the process when a connection dies (see the module).
-import './postgres-write-guard';
+// postgres.js is pinned to 3.4.9 and patched at install time (patches/postgres+3.4.9.patch,
+// patches/README.md): without it a Postgres restart crashes the process.
 import postgres from 'postgres';
 import type { Logger } from './log';
-
-export { postgresWriteGuard } from './postgres-write-guard';
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;

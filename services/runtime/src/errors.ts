@@ -36,6 +36,8 @@ export interface ErrorFacts {
   code: string;
   message: string;
   violations: Violation[];
+  /** Set when a rate limit refused the call (code rate_limited). */
+  rateLimit?: { policy: string; limit: number; windowSeconds: number; retryAfterSeconds: number };
 }
 
 /** The stable code and violations of any error (a ConnectError from a service, or anything else). */
@@ -47,6 +49,16 @@ export function errorFacts(err: unknown): ErrorFacts & { connectCode: Code } {
     code: detail?.code || defaultErrorCode(connectError.code),
     message: connectError.rawMessage,
     violations: detail?.violations.map((v) => ({ field: v.field, message: v.message })) ?? [],
+    ...(detail?.rateLimit
+      ? {
+          rateLimit: {
+            policy: detail.rateLimit.policy,
+            limit: detail.rateLimit.limit,
+            windowSeconds: detail.rateLimit.windowSeconds,
+            retryAfterSeconds: detail.rateLimit.retryAfterSeconds,
+          },
+        }
+      : {}),
   };
 }
 

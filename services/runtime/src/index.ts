@@ -16,3 +16,6 @@ export * from './environment';
 export * from './paging';
 export * from './idempotency';
 export * from './periodic-worker';
+export * from './rate-limit';
+export * from './secrets-at-rest';
+export * from './internal-calls';

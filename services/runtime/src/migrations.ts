@@ -31,6 +31,12 @@ export interface MigrateOptions {
   schema: string;
   /** Folder of `NNNN_name.sql` files. */
   dir: string;
+  /**
+   * Migrations the code supplies ahead of the folder's files (the runtime's event tables,
+   * EVENT_TABLES_MIGRATION): one source for SQL every service needs, versioned and checksummed
+   * like a file, so databases that applied it as a file of their own go on as before.
+   */
+  builtIn?: MigrationFile[];
   logger?: Logger;
 }
 
@@ -55,6 +61,13 @@ const MIGRATION_FILE = /^(\d{4})_([a-z0-9_-]+)\.sql$/;
  * from any other advisory lock that might hash the same schema name. ASCII "cvmg".
  */
 const MIGRATION_LOCK_CLASS = 0x63766d67;
+
+/** A migration supplied by code (see MigrateOptions.builtIn), named as its file would be. */
+export function sqlMigration(version: number, name: string, sql: string): MigrationFile {
+  const file = `${String(version).padStart(4, '0')}_${name}.sql`;
+  if (!MIGRATION_FILE.test(file)) throw new MigrationError(`built-in migration ${file} is misnamed: expected NNNN_name`);
+  return { version, name, file, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+}
 
 /** Reads and orders the migration files of `dir`; a `.sql` file with a malformed name is an error. */
 export async function readMigrations(dir: string): Promise<MigrationFile[]> {
@@ -94,7 +107,12 @@ interface AppliedRow {
 export async function migrate(sql: Sql, options: MigrateOptions): Promise<MigrateResult> {
   const { schema, dir, logger } = options;
   assertSchemaName(schema);
-  const migrations = await readMigrations(dir);
+  const migrations = [...(options.builtIn ?? []), ...(await readMigrations(dir))];
+  for (const [i, migration] of migrations.entries()) {
+    const clash = migrations.findIndex((other) => other.version === migration.version);
+    if (clash !== i) throw new MigrationError(`migrations ${migrations[clash]?.file} and ${migration.file} (schema ${schema}) share version ${migration.version}`);
+  }
+  migrations.sort((a, b) => a.version - b.version);
   const log = logger?.child({ schema });
 
   // One connection for the whole run: the advisory lock is a session lock, and the per-file

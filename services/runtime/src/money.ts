@@ -1,19 +1,49 @@
 /**
  * Money crosses process boundaries as decimal strings and is never a binary float inside the
- * system. JSON numbers exist only at the public edge; these are the two conversions there.
+ * system. JSON numbers exist only at the public edge; these are the conversions there, and the
+ * only ones: decimal → JSON number is `decimalAsJsonNumber` (the token, for bodies written as
+ * exact text: webhooks, balances) and `decimalToJsonNumber` (the same token as a JS number, for
+ * bodies a serializer writes), built on it.
  */
 import Decimal from 'decimal.js';
 
 /**
- * A decimal string as a JSON number. Refuses (throws) when the double would not be exactly the
- * decimal — that would be a bug upstream (amounts are bounded so this cannot happen), never a
- * silent rounding of someone's money.
+ * The JSON number token for a decimal string, written digit for digit so nothing is lost on our
+ * side: JSON.parse of it gives the nearest double (exact round trip for up to 15 significant
+ * digits, which covers 8 decimals up to 9,999,999.99999999), and a decimal-aware parser gets the
+ * exact value. Canonical form: no exponent, no leading zeros, no trailing fractional zeros, no
+ * "-0". Accepts plain and exponent notation (decimal.js writes tiny values as "1e-8").
+ * @throws Error on anything else ("", "+1", ".5", "1.", "NaN", whitespace…): this text goes into
+ *   the body verbatim, so it must be a number and nothing else.
+ */
+export function decimalAsJsonNumber(decimal: string): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d{1,2}))?$/.exec(decimal);
+  if (!match) throw new Error(`not a decimal number: ${JSON.stringify(decimal.slice(0, 40))}`);
+  const [, sign = '', whole = '', fraction = '', exponentText] = match;
+  const exponent = exponentText === undefined ? 0 : Number(exponentText);
+
+  // All digits, and where the decimal point sits among them.
+  const digits = whole + fraction;
+  const point = whole.length + exponent;
+  const padded = point <= 0 ? '0'.repeat(1 - point) + digits : digits.padEnd(point, '0');
+  const pointInPadded = Math.max(point, 1);
+
+  const integerPart = padded.slice(0, pointInPadded).replace(/^0+(?=\d)/, '');
+  const fractionPart = padded.slice(pointInPadded).replace(/0+$/, '');
+  const magnitude = fractionPart === '' ? integerPart : `${integerPart}.${fractionPart}`;
+  return magnitude === '0' ? '0' : sign + magnitude;
+}
+
+/**
+ * A decimal string as a JSON number (the value of its `decimalAsJsonNumber` token). Refuses
+ * (throws) when the double would not be exactly the decimal — that would be a bug upstream
+ * (amounts are bounded so this cannot happen), never a silent rounding of someone's money.
  */
 export function decimalToJsonNumber(decimal: string): number {
-  const exact = new Decimal(decimal);
-  const value = exact.toNumber();
-  if (!Number.isFinite(value) || !new Decimal(value).eq(exact)) {
-    throw new Error(`amount ${decimal} cannot be represented exactly as a JSON number`);
+  const token = decimalAsJsonNumber(decimal);
+  const value = Number(token);
+  if (!Number.isFinite(value) || !new Decimal(value).eq(new Decimal(token))) {
+    throw new RangeError(`amount ${decimal} cannot be represented exactly as a JSON number`);
   }
   return value;
 }

@@ -85,3 +85,16 @@ export abstract class PeriodicBatchWorker implements Worker {
     });
   }
 }
+
+/** A retention job: every `intervalMs`, `prune(batchSize)` deletes up to that many expired rows and says how many. */
+export class RetentionJob extends PeriodicBatchWorker {
+  constructor(private readonly job: { logger: Logger; component: string; intervalMs: number; batchSize: number; prune: (limit: number) => Promise<number> }) {
+    super({ ...job, failureMessage: `${job.component}: round failed; retried at the next interval` });
+  }
+
+  async processBatch(): Promise<number> {
+    const deleted = await this.job.prune(this.job.batchSize);
+    if (deleted > 0) this.logger.info({ deleted }, `${this.job.component}: pruned`);
+    return deleted;
+  }
+}

@@ -8,17 +8,17 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { ConnectRouter } from '@connectrpc/connect';
 import type { NatsConnection } from 'nats';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
 import { commonSettings, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
-import { createDb, pingDb, postgresWriteGuard, type Sql } from './db';
-import { connectNats, ensureServiceStream, OutboxRelay, pingNats } from './events';
+import { createDb, pingDb, type Sql } from './db';
+import { connectNats, ensureServiceStream, EVENT_TABLES_MIGRATION, OutboxRelay, pingNats, processedEventsRetention, type StreamSettings } from './events';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
 import { migrate } from './migrations';
-import { HealthMonitor, startRpcServer } from './rpc';
+import { callerPolicy, grpcHealthPortSetting, rpcTlsOf, rpcTlsSettings, type ServiceCallers } from './internal-calls';
+import { HealthMonitor, startRpcServer, type RpcRouter, type RpcTls } from './rpc';
 
 export type ServiceName = 'auth' | 'invoice' | 'payout' | 'notifier';
 
@@ -30,7 +30,8 @@ export const SERVICE_PORTS: Record<ServiceName, { grpc: number; admin: number }>
   notifier: { grpc: 50054, admin: 9054 },
 };
 
-export type CommonConfig = ConfigOf<typeof commonSettings> & { GRPC_PORT: number; ADMIN_PORT: number };
+export type CommonConfig = ConfigOf<typeof commonSettings> &
+  ConfigOf<typeof rpcTlsSettings> & { GRPC_PORT: number; ADMIN_PORT: number; GRPC_HEALTH_PORT: number };
 
 export interface ServiceDeps<C> {
   config: C & CommonConfig;
@@ -38,6 +39,8 @@ export interface ServiceDeps<C> {
   nats: NatsConnection;
   logger: Logger;
   metrics: Registry;
+  /** Mutual TLS material for this process's RPC clients (undefined: plaintext, development). */
+  rpcTls: RpcTls | undefined;
 }
 
 /** Background work a service runs next to its RPCs (relays, consumers, sweepers). */
@@ -47,7 +50,7 @@ export interface Worker {
 }
 
 export interface ServiceParts {
-  routes(router: ConnectRouter): void;
+  routes(router: RpcRouter): void;
   workers?: Worker[];
 }
 
@@ -58,7 +61,22 @@ export interface ServiceDefinition<S extends Settings> {
   settings: S;
   /** Absolute path of the folder of NNNN_name.sql migrations. */
   migrationsDir: string;
+  /**
+   * Which processes may call each RPC (by certificate name), checked on every call when mutual
+   * TLS is on (always in production).
+   */
+  callers: ServiceCallers[];
   build(deps: ServiceDeps<ConfigOf<S>>): ServiceParts | Promise<ServiceParts>;
+  /**
+   * Rules across settings (e.g. what APP_ENV=production refuses, DESIGN.md §11), run right after
+   * parsing and before any connection: throw a ConfigError naming the variable.
+   */
+  checkConfig?(config: ConfigOf<S> & CommonConfig): void;
+  /**
+   * The variables checkConfig needs non-empty when APP_ENV=production, from the raw environment:
+   * lets a manifest check find a missing one without starting the process.
+   */
+  requiredInProduction?(env: Env): string[];
 }
 
 /** The folder holding the package.json above `dir`: the same answer from src/ (tests) and dist/. */
@@ -81,12 +99,21 @@ export function serviceSettings(name: ServiceName) {
   return {
     ...commonSettings,
     GRPC_PORT: setting.port(SERVICE_PORTS[name].grpc),
+    GRPC_HEALTH_PORT: grpcHealthPortSetting,
+    ...rpcTlsSettings,
     ADMIN_PORT: setting.port(SERVICE_PORTS[name].admin),
   };
 }
 
+/** The stream shape every process of the system configures alike (see StreamSettings). */
+export function streamSettingsOf(config: CommonConfig): StreamSettings {
+  return { replicas: config.NATS_STREAM_REPLICAS, maxAgeMs: config.NATS_STREAM_MAX_AGE };
+}
+
 export function loadServiceConfig<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env) {
-  return loadConfig({ ...serviceSettings(definition.name), ...definition.settings }, env) as ConfigOf<S> & CommonConfig;
+  const config = loadConfig({ ...serviceSettings(definition.name), ...definition.settings }, env) as ConfigOf<S> & CommonConfig;
+  definition.checkConfig?.(config);
+  return config;
 }
 
 export async function migrateService<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env): Promise<void> {
@@ -97,7 +124,7 @@ export async function migrateService<S extends Settings>(definition: ServiceDefi
   const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: 1 });
   try {
-    await migrate(sql, { schema: definition.name, dir: definition.migrationsDir, logger });
+    await migrate(sql, { schema: definition.name, dir: definition.migrationsDir, builtIn: [EVENT_TABLES_MIGRATION], logger });
   } finally {
     await sql.end({ timeout: 5 });
   }
@@ -113,16 +140,15 @@ export async function startService<S extends Settings>(
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
 
-  if (postgresWriteGuard === 'too-late') {
-    logger.error('postgres.js was loaded before its write guard: a Postgres restart can crash this process (see runtime postgres-write-guard.ts)');
-  }
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: config.DATABASE_POOL_MAX, logger });
   const nats = await connectNats({ url: config.NATS_URL, name: definition.name, logger });
-  await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name });
+  await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
 
-  const parts = await definition.build({ config, sql, nats, logger, metrics });
+  const rpcTls = rpcTlsOf(config);
+  const parts = await definition.build({ config, sql, nats, logger, metrics, rpcTls });
   const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, logger });
-  const workers: Worker[] = [relay, ...(parts.workers ?? [])];
+  const pruner = processedEventsRetention({ sql, logger, retentionMs: config.PROCESSED_EVENTS_RETENTION_DAYS * 24 * 60 * 60_000 });
+  const workers: Worker[] = [relay, pruner, ...(parts.workers ?? [])];
 
   const health = new HealthMonitor(definition.rpcServices, [
     { name: 'postgres', check: () => pingDb(sql) },
@@ -130,7 +156,17 @@ export async function startService<S extends Settings>(
     // overall, and still ready for traffic (the `readiness` health name).
     { name: 'nats', check: () => pingNats(nats), neededForRequests: false },
   ]);
-  const rpc = await startRpcServer({ port: config.GRPC_PORT, routes: parts.routes, health, logger, metrics });
+  const rpc = await startRpcServer({
+    port: config.GRPC_PORT,
+    routes: parts.routes,
+    health,
+    logger,
+    metrics,
+    tls: rpcTls,
+    // Without TLS there is no caller identity to check (development): everything is allowed.
+    authorize: rpcTls ? callerPolicy(...definition.callers) : undefined,
+    healthPort: rpcTls && config.GRPC_HEALTH_PORT > 0 ? config.GRPC_HEALTH_PORT : undefined,
+  });
   const admin = await startAdminServer({ port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
   for (const worker of workers) await worker.start();
   logger.info({ grpcPort: rpc.port, adminPort: admin.port }, `${definition.name} service serving`);

@@ -161,8 +161,11 @@ export function createSsrfGuard(options: { mode: SsrfMode; resolve?: HostResolve
       for (const { address } of addresses) {
         const classified = classifyIpAddress(address);
         if (classified.category !== 'public') {
-          const via = literal === undefined ? `${hostname} resolves to ${address}, which` : address;
-          return refuse('blocked_address', `${via} is in the ${classified.range}: webhook URLs must point to a public address`);
+          // A resolved address is never echoed: the message reaches the merchant (API answers,
+          // the delivery log) and must not map the internal network for them.
+          const via = literal === undefined ? `${hostname} resolves to an address that` : address;
+          const range = literal === undefined && classified.embeddedIPv4 ? classified.range.replace(` ${classified.embeddedIPv4}`, '') : classified.range;
+          return refuse('blocked_address', `${via} is in the ${range}: webhook URLs must point to a public address`);
         }
       }
     }

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { headers as natsHeaders, type JetStreamManager, type NatsConnection } from 'nats';
+import { headers as natsHeaders, nanos, type JetStreamManager, type NatsConnection } from 'nats';
 import { createDb, type Sql } from '../src/db';
 import {
   connectNats,
@@ -306,5 +306,94 @@ describe('IdempotentConsumer', () => {
     // Terminated, not left for redelivery after ack_wait.
     await waitFor('the stream to be settled', () => settled(stream), 3000);
     expect(await sql`select event_id from processed_events where event_id = 'evt-garbage'`).toHaveLength(0);
+  });
+});
+
+describe('ensureStream', () => {
+  it('keeps events 30 days by default on one replica, and brings an existing stream to the configured age', async () => {
+    const { stream, ns } = await newStream();
+    const created = await jsm.streams.info(stream);
+    expect(created.config.max_age).toBe(nanos(30 * 86_400_000));
+    expect(created.config.num_replicas).toBe(1);
+    const updated = await ensureStream(jsm, { namespace: ns, service: 'invoice', maxAgeMs: 2 * 3_600_000, replicas: 1 });
+    expect(updated.config.max_age).toBe(nanos(2 * 3_600_000));
+    expect((await jsm.streams.info(stream)).config.max_age).toBe(nanos(2 * 3_600_000));
+  });
+});
+
+describe('IdempotentConsumer pulls in batches', () => {
+  it('asks for many messages per pull request, and applies every event once, in order per invoice', async () => {
+    const { stream, ns } = await newStream();
+    const INVOICES = 10;
+    const PER_INVOICE = 20;
+    // Every pull request the consumer makes, as the server receives it.
+    const pullRequests: number[] = [];
+    const watcher = nats.subscribe(`$JS.API.CONSUMER.MSG.NEXT.${stream}.payout-ledger`, {
+      callback: (_err, msg) => pullRequests.push((JSON.parse(new TextDecoder().decode(msg.data)) as { batch: number }).batch),
+    });
+    // Interleaved: invoice 0 event 0, invoice 1 event 0, …, invoice 0 event 1, …
+    for (let step = 0; step < PER_INVOICE; step++) {
+      await Promise.all(
+        Array.from({ length: INVOICES }, (_, invoice) =>
+          publishPaid(ns, { id: `evt-b-${invoice}-${step}`, invoiceId: `inv_b_${invoice}`, amount: `${step + 1}.00000000` }),
+        ),
+      );
+    }
+    const seen = new Map<string, number[]>();
+    const consumer = newConsumer(stream, ns, {
+      batchSize: 16,
+      handler: async (tx, event) => {
+        const payload = event.payload as { invoiceId: string; amount: string };
+        seen.set(payload.invoiceId, [...(seen.get(payload.invoiceId) ?? []), Number(payload.amount)]);
+        await creditHandler(tx, event);
+      },
+    });
+    await consumer.start();
+    await waitFor('every event to be handled', async () => {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from credits where starts_with(invoice_id, 'inv_b_')`;
+      return row?.n === INVOICES * PER_INVOICE;
+    }, 30_000);
+    await waitFor('the stream to be settled', () => settled(stream), 5_000);
+    watcher.unsubscribe();
+
+    // In order per invoice, each once.
+    for (let invoice = 0; invoice < INVOICES; invoice++) {
+      expect(seen.get(`inv_b_${invoice}`)).toEqual(Array.from({ length: PER_INVOICE }, (_, step) => step + 1));
+      expect((await credits(`inv_b_${invoice}`)).map((c) => Number(c.amount))).toEqual(Array.from({ length: PER_INVOICE }, (_, step) => step + 1));
+    }
+    // 200 events through pull requests of 16: ~13 of them, not 200 of one.
+    expect(pullRequests.every((batch) => batch === 16)).toBe(true);
+    expect(pullRequests.length).toBeLessThanOrEqual(Math.ceil((INVOICES * PER_INVOICE) / 16) + 3);
+  });
+
+  it('stop() in the middle of a batch hands the rest back at once: the next replica gets them without waiting for ack_wait', async () => {
+    const { stream, ns } = await newStream();
+    for (let i = 0; i < 10; i++) await publishPaid(ns, { id: `evt-s-${i}`, invoiceId: `inv_s_${i}`, amount: '1.00000000' });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const handled: string[] = [];
+    const first = newConsumer(stream, ns, {
+      batchSize: 10,
+      ackWaitMs: 30_000,
+      handler: async (tx, event) => {
+        handled.push(event.id);
+        if (event.id === 'evt-s-0') await released;
+        await creditHandler(tx, event);
+      },
+    });
+    await first.start();
+    await waitFor('the first event to be in hand', async () => handled.includes('evt-s-0'));
+    const stopping = first.stop();
+    release();
+    await stopping;
+    expect(handled).toEqual(['evt-s-0']); // the other nine were received with it, and given back
+
+    const started = Date.now();
+    await newConsumer(stream, ns).start();
+    await waitFor('the next replica to handle the other nine', async () => {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from credits where starts_with(invoice_id, 'inv_s_')`;
+      return row?.n === 10;
+    }, 10_000);
+    expect(Date.now() - started).toBeLessThan(10_000); // not ack_wait (30 s)
   });
 });

@@ -2,12 +2,15 @@
  * Migrations and the service pool against a real Postgres (a database of this file's own).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createDb, pingDb, type Sql } from '../src/db';
 import { migrate, MigrationError } from '../src/migrations';
+import { commonSettings, loadConfig } from '../src/config';
+import { EVENT_TABLES_DDL, EVENT_TABLES_MIGRATION, processedEventsRetention } from '../src/events';
+import { createLogger } from '../src/log';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';
 
 const REPO_ROOT = path.resolve(__dirname, '../../..');
@@ -229,5 +232,60 @@ describe('createDb', () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
     }
+  });
+});
+
+describe('the event tables from one source (EVENT_TABLES_MIGRATION)', () => {
+  it('a database that applied them as a service file of its own (0001_event_tables.sql) goes on as before', async () => {
+    const sql = pool('legacy_events');
+    // What every service kept as its first migration before the runtime supplied it.
+    const before = migrationsDir('legacy-events', { '0001_event_tables.sql': EVENT_TABLES_DDL, '0002_things.sql': 'create table things (id int);' });
+    await migrate(sql, { schema: 'legacy_events', dir: before });
+
+    const after = migrationsDir('events-built-in', { '0002_things.sql': 'create table things (id int);', '0003_more.sql': 'create table more (id int);' });
+    await expect(migrate(sql, { schema: 'legacy_events', dir: after, builtIn: [EVENT_TABLES_MIGRATION] })).resolves.toEqual({
+      applied: ['0003_more.sql'],
+      skipped: ['0001_event_tables.sql', '0002_things.sql'],
+    });
+  });
+
+  it('a new database gets them as migration 1, and a folder that still has a version 1 is refused', async () => {
+    const sql = pool('fresh_events');
+    const dir = migrationsDir('fresh-events', { '0002_things.sql': 'create table things (id int);' });
+    await expect(migrate(sql, { schema: 'fresh_events', dir, builtIn: [EVENT_TABLES_MIGRATION] })).resolves.toMatchObject({
+      applied: ['0001_event_tables.sql', '0002_things.sql'],
+    });
+    expect(await tablesIn(sql, 'fresh_events')).toEqual(['outbox', 'processed_events', 'schema_migrations', 'things']);
+
+    const clash = migrationsDir('clash-events', { '0001_init.sql': 'select 1;' });
+    await expect(migrate(pool('clash_events'), { schema: 'clash_events', dir: clash, builtIn: [EVENT_TABLES_MIGRATION] })).rejects.toThrow(/share version 1/);
+  });
+
+  it('no service keeps a copy of the event-table DDL among its migration files', () => {
+    for (const service of ['auth', 'invoice', 'payout', 'notifier']) {
+      const dir = path.join(REPO_ROOT, 'services', service, 'src', 'store', 'migrations');
+      for (const file of readdirSync(dir)) expect(readFileSync(path.join(dir, file), 'utf8')).not.toMatch(/create table (outbox|processed_events)\b/);
+    }
+  });
+});
+
+describe('processed_events retention (processedEventsRetention)', () => {
+  it('deletes records past the retention, oldest first in bounded batches, and keeps the rest', async () => {
+    const sql = pool('retention');
+    await migrate(sql, { schema: 'retention', dir: migrationsDir('retention', {}), builtIn: [EVENT_TABLES_MIGRATION] });
+    await sql`
+      insert into processed_events (consumer_name, event_id, processed_at)
+      select 'c', 'old-' || i, now() - interval '40 days' - i * interval '1 minute' from generate_series(1, 5) i`;
+    await sql`insert into processed_events (consumer_name, event_id, processed_at) values ('c', 'recent', now() - interval '1 day')`;
+    const pruner = processedEventsRetention({ sql, logger: createLogger({ service: 'test', level: 'silent' }), retentionMs: 35 * 86_400_000, batchSize: 3 });
+    expect(await pruner.processBatch()).toBe(3);
+    expect(await pruner.processBatch()).toBe(2);
+    expect(await pruner.processBatch()).toBe(0);
+    expect((await sql`select event_id from processed_events`).map((r) => r.event_id)).toEqual(['recent']);
+  });
+
+  it('the retention is a validated setting, 35 days by default', () => {
+    expect(loadConfig(commonSettings, {}).PROCESSED_EVENTS_RETENTION_DAYS).toBe(35);
+    expect(() => loadConfig(commonSettings, { PROCESSED_EVENTS_RETENTION_DAYS: '0' })).toThrow(/PROCESSED_EVENTS_RETENTION_DAYS/);
   });
 });

@@ -11,6 +11,7 @@ import {
   connectNats,
   enqueueEvent,
   ensureStream,
+  eventTransaction,
   EVENT_TABLES_DDL,
   EventNamespace,
   OutboxRelay,
@@ -100,7 +101,7 @@ async function storedEvents(streamName = stream): Promise<StoredEvent[]> {
 }
 
 async function enqueue(type: string, payload: Record<string, string>): Promise<string> {
-  return sql.begin((tx) => enqueueEvent(tx, { type, payload }));
+  return eventTransaction(sql, (tx) => enqueueEvent(tx, { type, payload }));
 }
 
 async function unpublishedCount(): Promise<number> {
@@ -147,7 +148,7 @@ describe('outbox', () => {
   it('publishes an event committed in a transaction exactly once, with its id, type, key and request id', async () => {
     await newRelay().start();
     const id = await withRequestId('req-outbox-1', () =>
-      sql.begin((tx) =>
+      eventTransaction(sql, (tx) =>
         enqueueEvent(tx, { type: 'invoice.paid', key: 'inv_1', payload: { invoiceId: 'inv_1', amount: '0.10000000' } }),
       ),
     );
@@ -230,7 +231,7 @@ describe('outbox', () => {
     await newRelay().start();
     let rolledBackId: string | undefined;
     await expect(
-      sql.begin(async (tx) => {
+      eventTransaction(sql, async (tx) => {
         rolledBackId = await enqueueEvent(tx, { type: 'invoice.expired', payload: { invoiceId: 'inv_rb' } });
         throw new Error('business rule failed after the event was written');
       }),
@@ -258,6 +259,13 @@ describe('outbox', () => {
     process.stdout.write(`outbox: commit → stored in JetStream in ${latencyMs} ms (poll interval ${pollIntervalMs} ms)\n`);
   });
 
+  it('leaves the pool as it was: sql.begin is postgres.js\'s own, not swapped', async () => {
+    const pool = newPool();
+    const begin = pool.begin;
+    await newRelay({ sql: pool, pollIntervalMs: 30_000 }).start();
+    expect(pool.begin).toBe(begin);
+  });
+
   it('keeps rows while publishing fails and publishes them, in order, once JetStream takes them', async () => {
     // A namespace whose stream does not exist yet: every publish fails (no stream answers).
     const outage = new EventNamespace(uniqueName('outage'));
@@ -274,8 +282,58 @@ describe('outbox', () => {
     expect((await storedEvents(outageStream)).map((e) => e.msgId)).toEqual(ids);
   });
 
+  it('publishes different keys concurrently, one key in order; a failure mid-batch loses and reorders nothing per key', async () => {
+    const KEYS = 8;
+    const PER_KEY = 6;
+    const ids = new Map<string, string[]>();
+    await eventTransaction(sql, async (tx) => {
+      for (let step = 0; step < PER_KEY; step++) {
+        for (let k = 0; k < KEYS; k++) {
+          const key = `inv_key_${k}`;
+          const id = await enqueueEvent(tx, { type: 'invoice.paid', key, payload: { invoiceId: key, step: String(step) } });
+          ids.set(key, [...(ids.get(key) ?? []), id]);
+        }
+      }
+    });
+    const inFlight = new Map<string, number>();
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    let maxPerKey = 0;
+    let failedOnce = false;
+    const failing = ids.get('inv_key_3')?.[2];
+    await newRelay({
+      batchSize: KEYS * PER_KEY,
+      afterPublish: async (event) => {
+        const key = [...ids].find(([, keyIds]) => keyIds.includes(event.id))?.[0] ?? '?';
+        inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+        concurrent += 1;
+        maxConcurrent = Math.max(maxConcurrent, concurrent);
+        maxPerKey = Math.max(maxPerKey, inFlight.get(key) ?? 0);
+        await sleep(2);
+        concurrent -= 1;
+        inFlight.set(key, (inFlight.get(key) ?? 1) - 1);
+        // The third event of one key fails once (after its PubAck: the batch rolls back and is
+        // published again; what JetStream stored the first time it drops as duplicates).
+        if (event.id === failing && !failedOnce) {
+          failedOnce = true;
+          throw new Error('simulated failure in the middle of a batch');
+        }
+      },
+    }).start();
+    await waitFor('every row to be marked', async () => (await unpublishedCount()) === 0, 20_000);
+
+    expect(failedOnce).toBe(true);
+    expect(maxConcurrent).toBeGreaterThan(1); // keys went out together
+    expect(maxPerKey).toBe(1); // never two events of one key at once
+    const stored = await storedEvents();
+    expect(stored).toHaveLength(KEYS * PER_KEY);
+    for (const [key, expected] of ids) {
+      expect(stored.filter((e) => e.eventKey === key).map((e) => e.msgId)).toEqual(expected);
+    }
+  });
+
   it('rejects an event type that is not "<service>.<name>" before writing anything', async () => {
-    await expect(sql.begin((tx) => enqueueEvent(tx, { type: 'Invoice Paid', payload: {} }))).rejects.toThrow(
+    await expect(eventTransaction(sql, (tx) => enqueueEvent(tx, { type: 'Invoice Paid', payload: {} }))).rejects.toThrow(
       /invalid event type/,
     );
     expect(await sql`select 1 from outbox`).toHaveLength(0);

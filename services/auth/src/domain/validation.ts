@@ -117,6 +117,13 @@ export function checkInvoiceLifetimeMinutes(raw: unknown): FieldCheck<number> {
   return { ok: true, value: raw };
 }
 
+/** A project's payment tolerance: a decimal string from 0 to 5 with at most 2 decimals. */
+export function checkPaymentTolerancePercent(raw: unknown): FieldCheck<string> {
+  if (typeof raw !== 'string' || !/^\d{1,2}(\.\d{1,2})?$/.test(raw)) return refuse('must be a number from 0 to 5 with at most 2 decimals');
+  if (Number(raw) > 5) return refuse('must be between 0 and 5');
+  return { ok: true, value: raw };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Requests
 
@@ -151,15 +158,30 @@ export interface NewProjectInput {
   environment: ProjectEnvironment;
   /** Absent when no webhook is configured. */
   webhookUrl?: string;
+  /** Decimal string 0–5; absent when not given (the project then tolerates 0). */
+  paymentTolerancePercent?: string;
 }
 
 /** A new project; a missing, null or empty `webhookUrl` means no webhook. */
-export function validateNewProject(input: { name?: unknown; environment?: unknown; webhookUrl?: unknown }): Validated<NewProjectInput> {
+export function validateNewProject(input: {
+  name?: unknown;
+  environment?: unknown;
+  webhookUrl?: unknown;
+  paymentTolerancePercent?: unknown;
+}): Validated<NewProjectInput> {
   const fields = new FieldCollector();
   const name = fields.take('name', checkName(input.name));
   const environment = fields.take('environment', checkEnvironment(input.environment));
   const webhookUrl = isUnset(input.webhookUrl) ? undefined : fields.take('webhookUrl', checkWebhookUrl(input.webhookUrl));
-  return fields.result(() => ({ name: name!, environment: environment!, ...(webhookUrl === undefined ? {} : { webhookUrl }) }));
+  const tolerance = isUnset(input.paymentTolerancePercent)
+    ? undefined
+    : fields.take('paymentTolerancePercent', checkPaymentTolerancePercent(input.paymentTolerancePercent));
+  return fields.result(() => ({
+    name: name!,
+    environment: environment!,
+    ...(webhookUrl === undefined ? {} : { webhookUrl }),
+    ...(tolerance === undefined ? {} : { paymentTolerancePercent: tolerance }),
+  }));
 }
 
 export interface ProjectUpdateInput {
@@ -167,6 +189,7 @@ export interface ProjectUpdateInput {
   /** `null` removes the webhook. */
   webhookUrl?: string | null;
   invoiceLifetimeMinutes?: number;
+  paymentTolerancePercent?: string;
 }
 
 /**
@@ -177,6 +200,7 @@ export function validateProjectUpdate(input: {
   name?: unknown;
   webhookUrl?: unknown;
   invoiceLifetimeMinutes?: unknown;
+  paymentTolerancePercent?: unknown;
 }): Validated<ProjectUpdateInput> {
   const fields = new FieldCollector();
   const update: ProjectUpdateInput = {};
@@ -185,6 +209,9 @@ export function validateProjectUpdate(input: {
   else if (input.webhookUrl !== undefined) update.webhookUrl = fields.take('webhookUrl', checkWebhookUrl(input.webhookUrl));
   if (input.invoiceLifetimeMinutes !== undefined) {
     update.invoiceLifetimeMinutes = fields.take('invoiceLifetimeMinutes', checkInvoiceLifetimeMinutes(input.invoiceLifetimeMinutes));
+  }
+  if (input.paymentTolerancePercent !== undefined) {
+    update.paymentTolerancePercent = fields.take('paymentTolerancePercent', checkPaymentTolerancePercent(input.paymentTolerancePercent));
   }
   return fields.result(() => update);
 }
@@ -220,4 +247,16 @@ class FieldCollector {
   result<T>(build: () => T): Validated<T> {
     return this.violations.length > 0 ? { ok: false, violations: [...this.violations] } : { ok: true, value: build() };
   }
+}
+
+export interface PasswordChangeInput {
+  currentPassword: string;
+  newPassword: string;
+}
+
+export function validatePasswordChange(input: { currentPassword?: unknown; newPassword?: unknown }): Validated<PasswordChangeInput> {
+  const fields = new FieldCollector();
+  const currentPassword = fields.take('currentPassword', checkLoginPassword(input.currentPassword));
+  const newPassword = fields.take('newPassword', checkNewPassword(input.newPassword));
+  return fields.result(() => ({ currentPassword: currentPassword!, newPassword: newPassword! }));
 }

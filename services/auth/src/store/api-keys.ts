@@ -65,7 +65,7 @@ export class ApiKeyStore {
   async findForVerification(keyHash: string): Promise<ApiKeyVerificationRow | undefined> {
     const [row] = await this.sql<ApiKeyVerificationRow[]>`
       select k.id as key_id, k.revoked_at, k.last_used_at,
-             p.id as project_id, p.name as project_name, p.environment, p.merchant_id, p.invoice_lifetime_minutes
+             p.id as project_id, p.name as project_name, p.environment, p.merchant_id, p.invoice_lifetime_minutes, p.payment_tolerance_percent::text as payment_tolerance_percent
       from api_keys k join projects p on p.id = k.project_id
       where k.key_hash = ${keyHash}`;
     return row;

@@ -4,3 +4,4 @@ export * from './merchants';
 export * from './signing-keys';
 export * from './projects';
 export * from './api-keys';
+export * from './secrets';

@@ -2,12 +2,14 @@
  * Projects. Every merchant-facing read and write is scoped by (merchant_id, project id): a
  * project of another merchant is simply not found.
  */
-import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
+import { randomUUID } from 'node:crypto';
+import type { Queryable, SecretBox, Sql, TransactionSql } from '@coinvoice/runtime';
 import type { ProjectEnvironment } from '../domain';
 import { isForeignKeyViolation } from './pg-errors';
 import type { ProjectContextRow, ProjectRow } from './rows';
+import { openStored, webhookSecretContext } from './secrets';
 
-const PROJECT_COLUMNS = ['id', 'merchant_id', 'name', 'environment', 'webhook_url', 'invoice_lifetime_minutes', 'created_at', 'updated_at'];
+const PROJECT_COLUMNS = ['id', 'merchant_id', 'name', 'environment', 'webhook_url', 'invoice_lifetime_minutes', 'payment_tolerance_percent', 'created_at', 'updated_at'];
 
 export interface NewProject {
   merchantId: string;
@@ -15,6 +17,8 @@ export interface NewProject {
   environment: ProjectEnvironment;
   webhookUrl: string | null;
   webhookSecret: string;
+  /** Decimal string 0–5. */
+  paymentTolerancePercent: string;
 }
 
 /** Fields to change; absent ones stay as they are. `webhookUrl: null` removes the webhook. */
@@ -22,17 +26,27 @@ export interface ProjectChanges {
   name?: string;
   webhookUrl?: string | null;
   invoiceLifetimeMinutes?: number;
+  /** Decimal string 0–5. */
+  paymentTolerancePercent?: string;
 }
 
 export class ProjectStore {
-  constructor(private readonly sql: Sql) {}
+  /** `box` seals the webhook secret (SECRETS_KEK): never stored in plaintext. */
+  constructor(
+    private readonly sql: Sql,
+    private readonly box: SecretBox,
+  ) {}
 
   /** The new project, or undefined when the merchant does not exist. */
   async create(project: NewProject): Promise<ProjectRow | undefined> {
+    // The id first: the sealed secret is bound to its row.
+    const id = randomUUID();
+    const secret = this.box.encrypt(project.webhookSecret, webhookSecretContext(id));
     try {
       const [row] = await this.sql<ProjectRow[]>`
-        insert into projects (merchant_id, name, environment, webhook_url, webhook_secret)
-        values (${project.merchantId}, ${project.name}, ${project.environment}, ${project.webhookUrl}, ${project.webhookSecret})
+        insert into projects (id, merchant_id, name, environment, webhook_url, webhook_secret, webhook_secret_kek_id, payment_tolerance_percent)
+        values (${id}, ${project.merchantId}, ${project.name}, ${project.environment}, ${project.webhookUrl}, ${secret}, ${this.box.current.id},
+                ${project.paymentTolerancePercent}::numeric)
         returning ${this.sql(PROJECT_COLUMNS)}`;
       return row;
     } catch (err) {
@@ -63,6 +77,7 @@ export class ProjectStore {
     if (changes.name !== undefined) columns.name = changes.name;
     if (changes.webhookUrl !== undefined) columns.webhook_url = changes.webhookUrl;
     if (changes.invoiceLifetimeMinutes !== undefined) columns.invoice_lifetime_minutes = changes.invoiceLifetimeMinutes;
+    if (changes.paymentTolerancePercent !== undefined) columns.payment_tolerance_percent = changes.paymentTolerancePercent;
     if (Object.keys(columns).length === 0) return this.findOwned(merchantId, projectId, tx);
     const [row] = await tx<ProjectRow[]>`
       update projects set ${tx(columns)}, updated_at = now()
@@ -74,7 +89,8 @@ export class ProjectStore {
   /** Replaces the webhook secret of the merchant's project; undefined when not theirs. */
   async replaceWebhookSecret(tx: TransactionSql, merchantId: string, projectId: string, secret: string): Promise<ProjectRow | undefined> {
     const [row] = await tx<ProjectRow[]>`
-      update projects set webhook_secret = ${secret}, updated_at = now()
+      update projects
+      set webhook_secret = ${this.box.encrypt(secret, webhookSecretContext(projectId))}, webhook_secret_kek_id = ${this.box.current.id}, updated_at = now()
       where id = ${projectId} and merchant_id = ${merchantId}
       returning ${tx(PROJECT_COLUMNS)}`;
     return row;
@@ -82,11 +98,14 @@ export class ProjectStore {
 
   /** A project with its merchant's email and the webhook secret, for other services. */
   async findContext(projectId: string): Promise<ProjectContextRow | undefined> {
-    const [row] = await this.sql<ProjectContextRow[]>`
-      select p.id, p.merchant_id, p.name, p.environment, p.webhook_url, p.invoice_lifetime_minutes,
-             p.created_at, p.updated_at, p.webhook_secret, m.email as merchant_email
+    const [row] = await this.sql<(ProjectContextRow & { webhook_secret_kek_id: string | null })[]>`
+      select p.id, p.merchant_id, p.name, p.environment, p.webhook_url, p.invoice_lifetime_minutes, p.payment_tolerance_percent::text,
+             p.created_at, p.updated_at, p.webhook_secret, p.webhook_secret_kek_id,
+             m.email as merchant_email, (m.email_verified_at is not null) as merchant_email_verified
       from projects p join merchants m on m.id = p.merchant_id
       where p.id = ${projectId}`;
-    return row;
+    if (!row) return undefined;
+    const { webhook_secret_kek_id: kekId, ...context } = row;
+    return { ...context, webhook_secret: openStored(this.box, row.webhook_secret, kekId, webhookSecretContext(row.id)) };
   }
 }

@@ -6,6 +6,19 @@ export interface MerchantRow {
   email: string;
   name: string;
   created_at: Date;
+  is_operator: boolean;
+  email_verified_at: Date | null;
+  session_epoch: number;
+}
+
+/** The pending email verification code of a merchant (its hash and salt, never the code). */
+export interface EmailCodeRow {
+  id: string;
+  email_verified_at: Date | null;
+  email_code_hash: Buffer | null;
+  email_code_salt: Buffer | null;
+  email_code_expires_at: Date | null;
+  email_code_attempts_left: number;
 }
 
 /** A merchant with the password hash: only Login reads it. */
@@ -28,6 +41,8 @@ export interface ProjectRow {
   environment: ProjectEnvironment;
   webhook_url: string | null;
   invoice_lifetime_minutes: number;
+  /** numeric(4,2) as a decimal string. */
+  payment_tolerance_percent: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -36,6 +51,7 @@ export interface ProjectRow {
 export interface ProjectContextRow extends ProjectRow {
   webhook_secret: string;
   merchant_email: string;
+  merchant_email_verified: boolean;
 }
 
 export interface ApiKeyRow {
@@ -58,4 +74,5 @@ export interface ApiKeyVerificationRow {
   environment: ProjectEnvironment;
   merchant_id: string;
   invoice_lifetime_minutes: number;
+  payment_tolerance_percent: string;
 }

@@ -23,6 +23,7 @@ import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import type { Msg, NatsConnection, Subscription } from 'nats';
 import { startTestService, type TestService, type TestServiceOptions } from '../../../../test/support/service';
+import { RELAXED_RATE_LIMITS } from '../../../../test/support/rate-limits';
 import { authService, type authSettings } from '../../src/server';
 
 export type AuthClient = Client<typeof AuthService>;
@@ -46,7 +47,7 @@ export async function startAuth(
 ): Promise<StartedAuth> {
   const svc = await startTestService(options.definition ?? authService, {
     ...options,
-    env: { PASSWORD_HASH_MEMORY_KIB: TEST_PASSWORD_MEMORY_KIB, ...options.env },
+    env: { PASSWORD_HASH_MEMORY_KIB: TEST_PASSWORD_MEMORY_KIB, ...RELAXED_RATE_LIMITS, ...options.env },
   });
   const client = createRpcClient(AuthService, svc.url);
   const db = createDb({ url: svc.database.url, schema: 'auth', max: 2 });
@@ -78,6 +79,11 @@ export async function rpcError(call: Promise<unknown>): Promise<ReturnType<typeo
     return errorFacts(err);
   }
   throw new Error('expected the RPC to fail, it succeeded');
+}
+
+/** Marks the merchant's email verified (the code flow is tested in service-email-verification). */
+export async function markVerified(db: Sql, merchantId: string): Promise<void> {
+  await db`update merchants set email_verified_at = now() where id = ${merchantId}`;
 }
 
 export function uniqueEmail(label = 'merchant'): string {

@@ -4,4 +4,6 @@ export * from './currencies';
 export * from './rates';
 export * from './addresses';
 export * from './status';
+export * from './payments';
 export * from './requests';
+export * from './live-rates';

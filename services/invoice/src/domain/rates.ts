@@ -52,6 +52,16 @@ export const CROSS_RATE_SIGNIFICANT_DIGITS = 12;
 /** Rates in a table: at most this many decimals (JPY in USD needs a few; 18 is generous). */
 const MAX_RATE_DECIMALS = 18;
 
+/**
+ * Price of one coin in a fiat currency from both prices in USD: exact for USD, otherwise cut DOWN to
+ * CROSS_RATE_SIGNIFICANT_DIGITS (a lower rate means more coin expected, so rounding never costs the
+ * merchant). Static and live rates both go through here.
+ */
+export function crossRate(coinUsd: Decimal, fiatUsd: Decimal): Decimal {
+  if (fiatUsd.eq(1)) return coinUsd;
+  return coinUsd.div(fiatUsd).toSignificantDigits(CROSS_RATE_SIGNIFICANT_DIGITS, Rounding.down);
+}
+
 /** A `RateProvider` over a fixed `RateTable`. */
 export class StaticRateProvider implements RateProvider {
   private readonly fiatUsd: ReadonlyMap<FiatCode, Decimal>;
@@ -82,8 +92,7 @@ export class StaticRateProvider implements RateProvider {
     const coinUsd = this.cryptoUsd.get(payCurrency);
     const fiatUsd = this.fiatUsd.get(priceCurrency);
     if (!coinUsd || !fiatUsd) throw new Error(`no rate for ${payCurrency}/${priceCurrency}`);
-    if (fiatUsd.eq(1)) return coinUsd;
-    return coinUsd.div(fiatUsd).toSignificantDigits(CROSS_RATE_SIGNIFICANT_DIGITS, Rounding.down);
+    return crossRate(coinUsd, fiatUsd);
   }
 
   usdRateNow(fiat: FiatCode): Decimal {

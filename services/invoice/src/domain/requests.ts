@@ -264,10 +264,16 @@ export function checkAmountForCoin(amount: Decimal, coin: CryptoCurrency): Viola
 // ---------------------------------------------------------------------------------------------
 // ListInvoices
 
-export type ListRequest = KeysetListRequest<InvoiceStatusName>;
+/** A project's invoices, optionally only those with one order id (the dashboard's search). */
+export type ListRequest = KeysetListRequest<InvoiceStatusName> & { orderId: string | undefined };
 
-export function validateListInvoices(input: KeysetListInput): Validated<ListRequest> {
-  return validateKeysetListRequest(input, INVOICE_STATUSES, INVOICE_CURSORS);
+export function validateListInvoices(input: KeysetListInput & { orderId?: unknown }): Validated<ListRequest> {
+  const list = validateKeysetListRequest(input, INVOICE_STATUSES, INVOICE_CURSORS);
+  const orderId = input.orderId === undefined ? pass(undefined) : checkText(input.orderId, LIMITS.orderIdMaxLength, { required: true });
+  if (list.ok && orderId.ok) return { ok: true, value: { ...list.value, orderId: orderId.value } };
+  const violations = list.ok ? [] : [...list.violations];
+  if (!orderId.ok) violations.push({ field: 'orderId', message: orderId.reason });
+  return { ok: false, violations };
 }
 
 /** A page boundary: the (createdAt, id) of the last invoice shown, newest first. */

@@ -1,15 +1,18 @@
 /**
- * Invoice status and the one table of allowed transitions (DESIGN.md §4):
+ * Invoice status names and the table of SIMULATED transitions (DESIGN.md §4):
  *
- *   Waiting --pay-->    Paid      (sandbox pay / dashboard Simulate; later: a confirmed payment)
+ *   Waiting --pay-->    Paid      (sandbox pay / dashboard Simulate)
  *   Waiting --expire--> Expired   (the expiry sweeper, once expiredAt has passed)
  *
- * Anything else is refused: Paid and Expired are terminal. The store derives its SQL guards from
- * this table (`sourceStatuses`), so the rule lives in one place.
+ * Live invoices move by their payments: their status is `deriveInvoiceState` (payments.ts), and
+ * the sweeper expires an open invoice only when that function says Expired. The store derives its
+ * SQL guards from this table (`sourceStatuses`), so the rule lives in one place.
  */
 
 /** Public spellings, also stored as-is in the database. */
-export const INVOICE_STATUSES = ['Waiting', 'Paid', 'Expired'] as const;
+export const INVOICE_STATUSES = ['Waiting', 'Confirming', 'PartiallyPaid', 'Paid', 'Expired'] as const;
+/** Statuses whose address is still watched and which the sweeper may still expire. */
+export const OPEN_INVOICE_STATUSES = ['Waiting', 'Confirming', 'PartiallyPaid'] as const satisfies readonly InvoiceStatusName[];
 export type InvoiceStatusName = (typeof INVOICE_STATUSES)[number];
 
 export const INVOICE_EVENTS = ['pay', 'expire'] as const;
@@ -17,6 +20,9 @@ export type InvoiceEvent = (typeof INVOICE_EVENTS)[number];
 
 export const TRANSITIONS: Readonly<Record<InvoiceStatusName, Readonly<Partial<Record<InvoiceEvent, InvoiceStatusName>>>>> = {
   Waiting: { pay: 'Paid', expire: 'Expired' },
+  // Live-only statuses: they move by payments and the derived status, never by simulation.
+  Confirming: {},
+  PartiallyPaid: {},
   Paid: {},
   Expired: {},
 };

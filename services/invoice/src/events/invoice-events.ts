@@ -3,7 +3,9 @@
  * to the outbox with `enqueueEvent` in the transaction of the change:
  *   invoice.created — CreateInvoice
  *   invoice.paid    — PayInvoice (Waiting → Paid)
- *   invoice.expired — the expiry sweeper (Waiting → Expired)
+ *   invoice.expired — the expiry sweeper (open → Expired)
+ *   invoice.confirming, invoice.partially_paid, invoice.late_payment, invoice.reopened — the
+ *     chain watcher's settlement of live invoices (settlement.ts)
  * Payloads are the protobuf messages as JSON (`toJson`), flat, public spellings, amounts as
  * decimal strings, keyed by the invoice id.
  */
@@ -11,9 +13,13 @@ import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { NewEvent } from '@coinvoice/runtime';
 import {
+  InvoiceConfirmingSchema,
   InvoiceCreatedSchema,
   InvoiceExpiredSchema,
+  InvoiceLatePaymentSchema,
   InvoicePaidSchema,
+  InvoicePartiallyPaidSchema,
+  InvoiceReopenedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { formatFixed, formatPlain, Decimal, fiatCurrency, isFiatCode } from '../domain';
 import type { InvoiceRow } from '../store/invoices';
@@ -22,25 +28,82 @@ export const INVOICE_EVENT_TYPES = {
   created: 'invoice.created',
   paid: 'invoice.paid',
   expired: 'invoice.expired',
+  confirming: 'invoice.confirming',
+  partiallyPaid: 'invoice.partially_paid',
+  latePayment: 'invoice.late_payment',
+  reopened: 'invoice.reopened',
 } as const;
+
+function amountReceived(row: InvoiceRow): string {
+  return formatPlain(new Decimal(row.amount_received));
+}
+
+export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): NewEvent {
+  const message = create(InvoiceConfirmingSchema, {
+    ...invoiceFields(row),
+    ...receivedFields(row),
+    confirmations,
+    confirmationsRequired: row.confirmations_required,
+  });
+  return { type: INVOICE_EVENT_TYPES.confirming, payload: toJson(InvoiceConfirmingSchema, message), key: row.id };
+}
+
+export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Decimal): NewEvent {
+  const message = create(InvoicePartiallyPaidSchema, {
+    ...invoiceFields(row),
+    ...receivedFields(row),
+    amountRemaining: formatPlain(amountRemaining),
+  });
+  return { type: INVOICE_EVENT_TYPES.partiallyPaid, payload: toJson(InvoicePartiallyPaidSchema, message), key: row.id };
+}
+
+export function invoiceLatePaymentEvent(
+  row: InvoiceRow,
+  payment: { id: string; transactionHash: string; asset: string; amount: Decimal; credited: boolean },
+): NewEvent {
+  const message = create(InvoiceLatePaymentSchema, {
+    ...invoiceFields(row),
+    amount: formatPlain(payment.amount),
+    currency: payment.asset,
+    transactionHash: payment.transactionHash,
+    credited: payment.credited,
+    paymentId: payment.id,
+  });
+  return { type: INVOICE_EVENT_TYPES.latePayment, payload: toJson(InvoiceLatePaymentSchema, message), key: row.id };
+}
+
+export function invoiceReopenedEvent(row: InvoiceRow, previousStatus: string): NewEvent {
+  const message = create(InvoiceReopenedSchema, {
+    ...invoiceFields(row),
+    ...receivedFields(row),
+    previousStatus,
+  });
+  return { type: INVOICE_EVENT_TYPES.reopened, payload: toJson(InvoiceReopenedSchema, message), key: row.id };
+}
 
 function orderId(row: InvoiceRow): { orderId?: string } {
   return row.order_id === null ? {} : { orderId: row.order_id };
 }
 
+/** What every invoice event says of its invoice, in the flat public style of invoice.paid. */
+function invoiceFields(row: InvoiceRow) {
+  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
+}
+
+/** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */
+function receivedFields(row: InvoiceRow) {
+  return { amount: amountReceived(row), currency: row.pay_currency };
+}
+
 export function invoiceCreatedEvent(row: InvoiceRow): NewEvent {
   const minorUnits = isFiatCode(row.price_currency) ? fiatCurrency(row.price_currency).minorUnits : 2;
   const message = create(InvoiceCreatedSchema, {
-    invoiceId: row.id,
-    projectId: row.project_id,
-    ...orderId(row),
-    status: row.status,
+    ...invoiceFields(row),
     priceAmount: formatFixed(new Decimal(row.price_amount), minorUnits),
     priceCurrency: row.price_currency,
     amountExpected: formatPlain(new Decimal(row.amount_expected)),
     currency: row.pay_currency,
     address: row.address,
-    environment: row.environment,
     createdAt: timestampFromDate(row.created_at),
     expiredAt: timestampFromDate(row.expired_at),
   });
@@ -53,13 +116,8 @@ export function invoicePaidEvent(row: InvoiceRow): NewEvent {
     throw new Error(`invoice ${row.id} is not paid`);
   }
   const message = create(InvoicePaidSchema, {
-    invoiceId: row.id,
-    projectId: row.project_id,
-    ...orderId(row),
-    status: row.status,
-    amount: formatPlain(new Decimal(row.amount_received)),
-    currency: row.pay_currency,
-    environment: row.environment,
+    ...invoiceFields(row),
+    ...receivedFields(row),
     transactionHash: row.transaction_hash,
     paidAt: timestampFromDate(row.paid_at),
   });
@@ -69,12 +127,8 @@ export function invoicePaidEvent(row: InvoiceRow): NewEvent {
 export function invoiceExpiredEvent(row: InvoiceRow): NewEvent {
   if (row.status !== 'Expired') throw new Error(`invoice ${row.id} is not expired`);
   const message = create(InvoiceExpiredSchema, {
-    invoiceId: row.id,
-    projectId: row.project_id,
-    ...orderId(row),
-    status: row.status,
+    ...invoiceFields(row),
     currency: row.pay_currency,
-    environment: row.environment,
     expiredAt: timestampFromDate(row.expired_at),
   });
   return { type: INVOICE_EVENT_TYPES.expired, payload: toJson(InvoiceExpiredSchema, message), key: row.id };

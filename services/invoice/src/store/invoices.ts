@@ -5,7 +5,7 @@
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
 import type { InvoiceCursor, InvoiceEvent, InvoiceStatusName, ProjectEnvironment } from '../domain';
-import { nextStatus, sourceStatuses } from '../domain';
+import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain';
 
 export interface InvoiceRow {
   id: string;
@@ -19,6 +19,10 @@ export interface InvoiceRow {
   price_amount_in_usd: string;
   pay_currency: string;
   rate: string;
+  /** Where the rate came from: "coinbase", "kraken" (live quotes) or "static" (the table). */
+  rate_sources: string[];
+  /** The oldest quote the rate was made from (the static table's asOf, when it has one). */
+  rate_quoted_at: Date | null;
   amount_expected: string;
   amount_received: string;
   status: InvoiceStatusName;
@@ -32,6 +36,10 @@ export interface InvoiceRow {
   created_at: Date;
   expired_at: Date;
   paid_at: Date | null;
+  /** Decimal string, 0–5, fixed at creation. */
+  payment_tolerance_percent: string;
+  /** 0 for sandbox invoices. */
+  confirmations_required: number;
 }
 
 export interface NewInvoiceRow {
@@ -47,6 +55,8 @@ export interface NewInvoiceRow {
   priceAmountInUsd: string;
   payCurrency: string;
   rate: string;
+  rateSources: string[];
+  rateQuotedAt: Date | null;
   amountExpected: string;
   address: string;
   keyId: number;
@@ -55,6 +65,10 @@ export interface NewInvoiceRow {
   cancelUrl: string;
   isDonation: boolean;
   lifetimeMinutes: number;
+  /** Live: the chain's confirmation count now; sandbox: 0 (never watched). */
+  confirmationsRequired: number;
+  /** Decimal string 0–5: the project's payment tolerance now. */
+  paymentTolerancePercent: string;
 }
 
 /** Inserts a Waiting invoice; created_at is the database clock, expired_at = created_at + lifetime. */
@@ -63,15 +77,17 @@ export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Pro
     with clock as (select date_trunc('milliseconds', now()) as created_at)
     insert into invoices (
       id, project_id, environment, project_name, order_id, order_description,
-      price_amount, price_currency, price_amount_in_usd, pay_currency, rate, amount_expected,
-      address, key_id, address_index, success_url, cancel_url, is_donation, created_at, expired_at
+      price_amount, price_currency, price_amount_in_usd, pay_currency, rate, rate_sources, rate_quoted_at, amount_expected,
+      address, key_id, address_index, success_url, cancel_url, is_donation, created_at, expired_at,
+      confirmations_required, payment_tolerance_percent
     )
     select
       ${row.id}, ${row.projectId}, ${row.environment}, ${row.projectName}, ${row.orderId}, ${row.orderDescription},
       ${row.priceAmount}::numeric, ${row.priceCurrency}, ${row.priceAmountInUsd}::numeric, ${row.payCurrency},
-      ${row.rate}::numeric, ${row.amountExpected}::numeric,
+      ${row.rate}::numeric, ${row.rateSources}::text[], ${row.rateQuotedAt}::timestamptz, ${row.amountExpected}::numeric,
       ${row.address}, ${row.keyId}, ${row.addressIndex}, ${row.successUrl}, ${row.cancelUrl}, ${row.isDonation},
-      clock.created_at, clock.created_at + make_interval(mins => ${row.lifetimeMinutes}::int)
+      clock.created_at, clock.created_at + make_interval(mins => ${row.lifetimeMinutes}::int),
+      ${row.confirmationsRequired}, ${row.paymentTolerancePercent}::numeric
     from clock
     returning *`;
   if (!inserted) throw new Error('insert into invoices returned no row');
@@ -125,28 +141,30 @@ export async function markPaid(
 }
 
 /**
- * Expires up to `limit` Waiting invoices whose expired_at has passed. Rows another transaction
- * holds (another sweeper's batch, a payment in progress) are skipped, so two sweepers never expire
- * the same invoice and a payment that wins its lock is never overtaken.
+ * Locks up to `limit` open invoices (Waiting, PartiallyPaid, Confirming) whose expired_at has
+ * passed, oldest first, skipping rows another transaction holds. The caller settles each
+ * (settlement.ts).
  */
-export async function expireDueInvoices(tx: TransactionSql, limit: number): Promise<InvoiceRow[]> {
+export async function lockDueOpenInvoices(
+  tx: TransactionSql,
+  limit: number,
+  /** Live invoices only when their pay currency's chain has been watched past their expiredAt (ISO times by currency). */
+  watchedUntil: Readonly<Record<string, string>>,
+): Promise<InvoiceRow[]> {
   return tx<InvoiceRow[]>`
-    with due as (
-      select id from invoices
-      where status = any(${sourceStatuses('expire')}) and expired_at <= now()
-      order by expired_at
-      limit ${limit}
-      for update skip locked
-    )
-    update invoices set status = ${target('expire')}
-    from due
-    where invoices.id = due.id
-    returning invoices.*`;
+    select * from invoices
+    where status = any(${[...OPEN_INVOICE_STATUSES]}) and expired_at <= now()
+      and (environment = 'sandbox' or expired_at < (${JSON.stringify(watchedUntil)}::text::jsonb ->> pay_currency)::timestamptz)
+    order by expired_at
+    limit ${limit}
+    for update skip locked`;
 }
 
 export interface ListQuery {
   projectId: string;
   status: InvoiceStatusName | undefined;
+  /** Only invoices with exactly this order id. */
+  orderId?: string | undefined;
   after: InvoiceCursor | undefined;
   limit: number;
 }
@@ -154,10 +172,11 @@ export interface ListQuery {
 /** Newest first by (created_at, id): keyset pagination, stable while invoices are being created. */
 export async function listInvoices(sql: Queryable, query: ListQuery): Promise<InvoiceRow[]> {
   const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
+  const byOrder = query.orderId === undefined ? sql`` : sql`and order_id = ${query.orderId}`;
   const after = query.after === undefined ? sql`` : sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`;
   return sql<InvoiceRow[]>`
     select * from invoices
-    where project_id = ${query.projectId} ${byStatus} ${after}
+    where project_id = ${query.projectId} ${byStatus} ${byOrder} ${after}
     order by created_at desc, id desc
     limit ${query.limit}`;
 }

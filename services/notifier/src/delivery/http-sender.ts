@@ -20,12 +20,15 @@ export interface HttpSender {
     verdict: Extract<DestinationVerdict, { ok: true }>;
     headers: Record<string, string>;
     body: string;
+    /** Time left for this attempt. */
     timeoutMs: number;
+    /** The configured attempt limit, named in the error (the time left may be a little less). */
+    limitMs?: number;
   }): Promise<HttpAttempt>;
 }
 
 export const nodeHttpSender: HttpSender = {
-  post({ verdict, headers, body, timeoutMs }) {
+  post({ verdict, headers, body, timeoutMs, limitMs }) {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const client = verdict.url.protocol === 'https:' ? https : http;
@@ -53,7 +56,7 @@ export const nodeHttpSender: HttpSender = {
           // The status came in time; the body did not finish: the answer counts, the rest is cut.
           finish({ kind: 'response', status, bodyExcerpt: excerpt(), durationMs: elapsed() });
         } else {
-          finish({ kind: 'timeout', durationMs: elapsed(), error: `no response within ${timeoutMs} ms` });
+          finish({ kind: 'timeout', durationMs: elapsed(), error: `no response within ${limitMs ?? timeoutMs} ms` });
         }
         req.destroy();
       }, timeoutMs);

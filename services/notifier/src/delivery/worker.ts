@@ -22,11 +22,11 @@
 import { randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { enqueueEvent, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
+import { enqueueEvent, eventTransaction, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
 import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
 import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } from '../domain/delivery-state';
 import { classifyAttempt, type AttemptResult, type RandomSource, type RetrySchedule } from '../domain/retry-schedule';
-import { signWebhook } from '../domain/signing';
+import { webhookDeliveryHeaders } from '../domain/signing';
 import type { SsrfGuard } from '../domain/ssrf';
 import type { ProjectContext, ProjectDirectory } from '../project-context';
 import {
@@ -43,7 +43,6 @@ import {
 import type { HttpAttempt, HttpSender } from './http-sender';
 
 export const WEBHOOK_DELIVERY_FAILED = 'notifier.webhook_delivery_failed';
-export const USER_AGENT = 'coinvoice-webhooks/1';
 
 export interface DeliveryWorkerOptions {
   sql: Sql;
@@ -280,7 +279,7 @@ export class DeliveryWorker implements Worker {
     const attemptNumber = row.attempt_count + 1;
     const success = outcome.result === 'success';
 
-    const kept = await this.options.sql.begin(async (tx) => {
+    const kept = await eventTransaction(this.options.sql, async (tx) => {
       const ours = await recordOutcome(tx, row.id, token, {
         status: next.state,
         attemptCount: next.attemptCount,
@@ -342,12 +341,7 @@ export class DeliveryWorker implements Worker {
     const started = performance.now();
     let headers: Record<string, string> = {};
     try {
-      headers = {
-        'content-type': 'application/json',
-        'content-length': String(Buffer.byteLength(row.body)),
-        'user-agent': USER_AGENT,
-        ...signWebhook({ id: row.event_id, timestamp: attemptedAt, body: row.body, secret }),
-      };
+      headers = webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: attemptedAt, body: row.body, secret });
     } catch (err) {
       return failed(attemptedAt, headers, `cannot sign: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -366,7 +360,7 @@ export class DeliveryWorker implements Worker {
       };
     }
     const remaining = Math.max(1, this.options.timeoutMs - Math.round(performance.now() - started));
-    const http: HttpAttempt = await this.options.sender.post({ verdict, headers, body: row.body, timeoutMs: remaining });
+    const http: HttpAttempt = await this.options.sender.post({ verdict, headers, body: row.body, timeoutMs: remaining, limitMs: this.options.timeoutMs });
     const durationMs = Math.round(performance.now() - started);
     switch (http.kind) {
       case 'response':

@@ -5,13 +5,23 @@
  * a webhook by accident: an event missing from the table is "not a webhook" (fail closed), and a
  * test checks the table against the event messages in the protos.
  *
- * Bodies are flat. Every webhook event type has a distinct `status`, so a body says which event it
- * is without a type field (the documented invoice.paid body has exactly six keys):
+ * Bodies are flat, in the style of the documented invoice.paid body (exactly six keys). Most event
+ * types have a distinct `status`; late_payment and reopened carry the invoice's status and are
+ * told apart by their own keys (transactionHash/credited, previousStatus):
  *
  *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment}
  *                     (orderId "" when the merchant gave none, as the public Invoice has it)
  *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment}
- *                     (no amount: the event carries none, and an expired invoice received nothing)
+ *                     (no amount: the event carries none; late or partial money comes as late_payment)
+ *   invoice.confirming     {invoiceId, orderId, status:"Confirming", amount, currency, environment,
+ *                           confirmations, confirmationsRequired}
+ *   invoice.partially_paid {invoiceId, orderId, status:"PartiallyPaid", amount, currency, environment,
+ *                           amountRemaining}
+ *   invoice.late_payment   {invoiceId, orderId, status, amount, currency, environment,
+ *                           transactionHash, credited}   (status: the invoice's, Paid or Expired;
+ *                           amount/currency: this payment's; credited false for another asset)
+ *   invoice.reopened       {invoiceId, orderId, status, amount, currency, environment, previousStatus}
+ *                           (a reorg removed payments before Paid; status is where it moved back to)
  *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
  *   payout.verified   {payoutId, status:"Pending", amount, currency, environment}
  *   payout.completed  {payoutId, status:"Completed", amount, currency, environment, transactionHash}
@@ -30,11 +40,16 @@
  */
 import { fromJson, isMessage, type DescMessage, type JsonValue, type Message } from '@bufbuild/protobuf';
 import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
-import { ApiKeyRevokedSchema, ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
+import { decimalAsJsonNumber } from '@coinvoice/runtime';
+import { ApiKeyRevokedSchema, ProjectUpdatedSchema, SessionsRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import {
+  InvoiceConfirmingSchema,
   InvoiceCreatedSchema,
   InvoiceExpiredSchema,
+  InvoiceLatePaymentSchema,
   InvoicePaidSchema,
+  InvoicePartiallyPaidSchema,
+  InvoiceReopenedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
 import {
@@ -66,7 +81,7 @@ export class JsonDecimal {
   }
 }
 
-export type WebhookFieldValue = string | null | JsonDecimal;
+export type WebhookFieldValue = string | boolean | null | JsonDecimal;
 export type WebhookFields = Readonly<Record<string, WebhookFieldValue>>;
 
 export type WebhookMapping =
@@ -119,20 +134,31 @@ export const EVENT_WEBHOOK_TABLE = {
     InvoiceCreatedSchema,
     'not a documented webhook: the merchant created the invoice and has the API response',
   ),
-  'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({
-    invoiceId: read.required('invoiceId', e.invoiceId),
-    orderId: e.orderId ?? '',
-    status: read.required('status', e.status),
-    amount: read.amount('amount', e.amount),
-    currency: read.required('currency', e.currency),
-    environment: read.environment(e.environment),
-  })),
+  'invoice.paid': webhook(InvoicePaidSchema, invoiceBase),
   'invoice.expired': webhook(InvoiceExpiredSchema, (e, read) => ({
     invoiceId: read.required('invoiceId', e.invoiceId),
     orderId: e.orderId ?? '',
     status: read.required('status', e.status),
     currency: read.required('currency', e.currency),
     environment: read.environment(e.environment),
+  })),
+  'invoice.confirming': webhook(InvoiceConfirmingSchema, (e, read) => ({
+    ...invoiceBase(e, read),
+    confirmations: JsonDecimal.of(String(e.confirmations)),
+    confirmationsRequired: JsonDecimal.of(String(e.confirmationsRequired)),
+  })),
+  'invoice.partially_paid': webhook(InvoicePartiallyPaidSchema, (e, read) => ({
+    ...invoiceBase(e, read),
+    amountRemaining: read.amount('amountRemaining', e.amountRemaining),
+  })),
+  'invoice.late_payment': webhook(InvoiceLatePaymentSchema, (e, read) => ({
+    ...invoiceBase(e, read),
+    transactionHash: read.required('transactionHash', e.transactionHash),
+    credited: e.credited,
+  })),
+  'invoice.reopened': webhook(InvoiceReopenedSchema, (e, read) => ({
+    ...invoiceBase(e, read),
+    previousStatus: read.required('previousStatus', e.previousStatus),
   })),
   'payout.requested': webhook(PayoutRequestedSchema, payoutBase),
   'payout.verification_code_issued': internal(
@@ -158,6 +184,7 @@ export const EVENT_WEBHOOK_TABLE = {
   ),
   'auth.api_key_revoked': internal(ApiKeyRevokedSchema, 'internal: gateway cache invalidation'),
   'auth.project_updated': internal(ProjectUpdatedSchema, 'internal: cache invalidation of project settings'),
+  'auth.sessions_revoked': internal(SessionsRevokedSchema, 'internal: gateways refuse the merchant\'s older session tokens'),
 } as const satisfies Record<string, EventRule>;
 
 export type PublishedEventType = keyof typeof EVENT_WEBHOOK_TABLE;
@@ -207,33 +234,6 @@ export function serializeWebhookBody(fields: WebhookFields): string {
   return `{${members.join(',')}}`;
 }
 
-/**
- * The JSON number token for a decimal string, written digit for digit so nothing is lost on our
- * side: JSON.parse of it gives the nearest double (exact round trip for up to 15 significant
- * digits, which covers 8 decimals up to 9,999,999.99999999), and a decimal-aware parser gets the
- * exact value. Canonical form: no exponent, no leading zeros, no trailing fractional zeros, no
- * "-0". Accepts plain and exponent notation (decimal.js writes tiny values as "1e-8").
- * @throws Error on anything else ("", "+1", ".5", "1.", "NaN", whitespace…): this text goes into
- *   the body verbatim, so it must be a number and nothing else.
- */
-export function decimalAsJsonNumber(decimal: string): string {
-  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d{1,2}))?$/.exec(decimal);
-  if (!match) throw new Error(`not a decimal number: ${JSON.stringify(decimal.slice(0, 40))}`);
-  const [, sign = '', whole = '', fraction = '', exponentText] = match;
-  const exponent = exponentText === undefined ? 0 : Number(exponentText);
-
-  // All digits, and where the decimal point sits among them.
-  const digits = whole + fraction;
-  const point = whole.length + exponent;
-  const padded = point <= 0 ? '0'.repeat(1 - point) + digits : digits.padEnd(point, '0');
-  const pointInPadded = Math.max(point, 1);
-
-  const integerPart = padded.slice(0, pointInPadded).replace(/^0+(?=\d)/, '');
-  const fractionPart = padded.slice(pointInPadded).replace(/0+$/, '');
-  const magnitude = fractionPart === '' ? integerPart : `${integerPart}.${fractionPart}`;
-  return magnitude === '0' ? '0' : sign + magnitude;
-}
-
 interface FieldReader {
   /** A string field that must not be empty (proto3 cannot tell empty from absent). */
   required(name: string, value: string): string;
@@ -256,6 +256,27 @@ function fieldReader(eventType: string): FieldReader {
     },
     environment: (value) =>
       value === 'live' || value === 'sandbox' ? value : fail(`environment ${JSON.stringify(value)} is not live|sandbox`),
+  };
+}
+
+interface InvoiceEventFields {
+  invoiceId: string;
+  orderId?: string;
+  status: string;
+  amount: string;
+  currency: string;
+  environment: string;
+}
+
+/** The invoice.paid keys, in its order: every invoice webhook with an amount starts with them. */
+function invoiceBase(e: InvoiceEventFields, read: FieldReader) {
+  return {
+    invoiceId: read.required('invoiceId', e.invoiceId),
+    orderId: e.orderId ?? '',
+    status: read.required('status', e.status),
+    amount: read.amount('amount', e.amount),
+    currency: read.required('currency', e.currency),
+    environment: read.environment(e.environment),
   };
 }
 

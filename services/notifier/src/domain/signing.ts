@@ -5,6 +5,8 @@
  *   webhook-id:        the event id (the same on every retry, so receivers can deduplicate)
  *   webhook-timestamp: unix seconds of this attempt
  *   webhook-signature: "v1," + base64(HMAC-SHA256(secret bytes, `${id}.${timestamp}.${body}`))
+ *   webhook-event-type: the event type (e.g. invoice.paid), DESIGN.md §14: bodies of different
+ *                      events arrive at the same URL, so the receiver dispatches on this header
  *
  * The secret is "whsec_" + base64 of its raw bytes; the HMAC key is the decoded bytes, not the text.
  */
@@ -31,6 +33,11 @@ export type WebhookSignatureHeaders = {
   'webhook-timestamp': string;
   'webhook-signature': string;
 };
+
+/** Every header of a delivery that says what it is and proves who sent it. */
+export type WebhookDeliveryHeaders = WebhookSignatureHeaders & { 'webhook-event-type': string };
+
+const EVENT_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 
 /** A new random project secret: 32 bytes (the spec asks for 24 to 64). */
 export function generateWebhookSecret(): string {
@@ -79,6 +86,31 @@ export type WebhookVerification =
 
 /** Header values as Node (IncomingHttpHeaders), fetch (Headers) or a plain object give them. */
 export type HeaderSource = Headers | Record<string, string | readonly string[] | undefined>;
+
+export const WEBHOOK_USER_AGENT = 'coinvoice-webhooks/1';
+
+/**
+ * Every header of one delivery attempt: the JSON body's, the signature headers, and
+ * `webhook-event-type` derived from the event type of the delivery (not signed: Standard Webhooks
+ * signs id, timestamp and body). Used by the delivery worker and by ListProjectEvents (what
+ * `coinvoice listen` forwards), so a forwarded event is signed exactly like a delivery.
+ */
+export function webhookDeliveryHeaders(params: {
+  id: string;
+  eventType: string;
+  timestamp: Date;
+  body: string;
+  secret: string;
+}): WebhookDeliveryHeaders & { 'content-type': string; 'content-length': string; 'user-agent': string } {
+  if (!EVENT_TYPE.test(params.eventType)) throw new Error(`webhook event type must look like invoice.paid, got "${params.eventType}"`);
+  return {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(params.body)),
+    'user-agent': WEBHOOK_USER_AGENT,
+    ...signWebhook(params),
+    'webhook-event-type': params.eventType,
+  };
+}
 
 /**
  * Verifies a received webhook the way a Standard Webhooks receiver does: the timestamp within

@@ -6,11 +6,8 @@
  *
  * - An event the payload table maps to a webhook, for a project with a webhook URL: an original
  *   delivery due now, in the same transaction. The worker is woken after commit.
- * - payout.verification_code_issued: the email with the code, never a webhook.
  * - Anything else (internal events, unknown types): recorded as processed, nothing else.
  */
-import { fromJson } from '@bufbuild/protobuf';
-import { timestampDate } from '@bufbuild/protobuf/wkt';
 import {
   ensureServiceStream,
   EventNamespace,
@@ -18,18 +15,17 @@ import {
   type ConsumedEvent,
   type Logger,
   type Sql,
+  type StreamSettings,
   type TransactionSql,
   type Worker,
 } from '@coinvoice/runtime';
-import { PayoutVerificationCodeIssuedSchema } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
 import type { NatsConnection } from 'nats';
 import { isWebhookEventType, MalformedEventError, webhookForEventJson } from '../domain/payloads';
 import type { Reservation } from '../delivery/worker';
-import { verificationCodeEmail, type Mailer } from '../email';
+import type { Mailer } from '../email';
 import type { ProjectContext, ProjectDirectory } from '../project-context';
 import { insertOriginalDelivery, type DeliveryRow } from '../store/deliveries';
-
-export const VERIFICATION_CODE_EVENT = 'payout.verification_code_issued';
+import { insertProjectEvent } from '../store/project-events';
 
 /** The streams the notifier reads, and the durable consumer name on each. */
 export const CONSUMED_STREAMS = [
@@ -41,6 +37,8 @@ export interface NotifierConsumerDeps {
   sql: Sql;
   nats: NatsConnection;
   namespace: string;
+  /** The consumed streams' configured shape, for when the notifier is first to create them. */
+  stream: StreamSettings;
   logger: Logger;
   projects: ProjectDirectory;
   mailer: Mailer;
@@ -57,16 +55,12 @@ export type HandledEvent =
   | { kind: 'leased'; row: DeliveryRow; context: ProjectContext; reservation: Reservation };
 
 export class NotifierEventHandler {
-  constructor(private readonly deps: Omit<NotifierConsumerDeps, 'nats' | 'namespace'>) {}
+  constructor(private readonly deps: Omit<NotifierConsumerDeps, 'nats' | 'namespace' | 'stream'>) {}
 
   /** Applies the event inside `tx`; says what is left to do after commit. */
   async handle(tx: TransactionSql, event: ConsumedEvent): Promise<HandledEvent> {
     const nothing = { kind: 'nothing' } as const;
     const log = this.deps.logger.child({ eventId: event.id, eventType: event.type });
-    if (event.type === VERIFICATION_CODE_EVENT) {
-      await this.emailVerificationCode(event, log);
-      return nothing;
-    }
     let mapping;
     try {
       mapping = webhookForEventJson(event.type, event.payload);
@@ -84,6 +78,8 @@ export class NotifierEventHandler {
       log.warn({ projectId: mapping.projectId }, 'notifier: event of a project auth does not know; no webhook');
       return nothing;
     }
+    // Every webhook event of the project, URL or not: what `coinvoice listen` streams.
+    await insertProjectEvent(tx, { projectId: mapping.projectId, eventId: event.id, eventType: event.type, body: mapping.body });
     if (project.webhookUrl === undefined) return nothing;
     const reservation = this.deps.dispatch?.reserve(project.webhookUrl);
     try {
@@ -108,28 +104,6 @@ export class NotifierEventHandler {
       throw err;
     }
   }
-
-  private async emailVerificationCode(event: ConsumedEvent, log: Logger): Promise<void> {
-    let message;
-    try {
-      message = fromJson(PayoutVerificationCodeIssuedSchema, event.payload, { ignoreUnknownFields: true });
-    } catch {
-      // The decoder's message could quote the payload, and the payload holds the code: say nothing of it.
-      log.error('notifier: malformed payout.verification_code_issued skipped; no email sent');
-      return;
-    }
-    const fields = { payoutId: message.payoutId, projectId: message.projectId };
-    if (message.email === '' || !/^\d{4,10}$/.test(message.code)) {
-      log.error(fields, 'notifier: payout.verification_code_issued without an email or a code; no email sent');
-      return;
-    }
-    if (message.expiresAt && timestampDate(message.expiresAt).getTime() <= Date.now()) {
-      log.warn(fields, 'notifier: verification code expired before it could be emailed; not sent');
-      return;
-    }
-    const sent = await this.deps.mailer.send(verificationCodeEmail(message));
-    log.info({ ...fields, messageId: sent.messageId }, 'notifier: payout verification email sent');
-  }
 }
 
 /** One IdempotentConsumer per stream, each creating its stream first (it may not exist yet). */
@@ -146,8 +120,8 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
       name,
       filterSubjects: namespace.streamSubjects(service),
       logger: deps.logger,
-      // Webhook events and the verification email; anything else (invoice.created…) is not ours.
-      handles: (type) => isWebhookEventType(type) || type === VERIFICATION_CODE_EVENT,
+      // Webhook events; anything else (invoice.created…) is not ours. Codes are emailed by RPC.
+      handles: (type) => isWebhookEventType(type),
       handler: async (tx, event) => {
         const previous = pending.get(event.id);
         if (previous?.kind === 'leased') previous.reservation.release(); // an earlier try rolled back
@@ -165,7 +139,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
     return {
       async start() {
         // The payout stream exists once the payout service has started; the notifier may be first.
-        await ensureServiceStream(deps.nats, { namespace, service });
+        await ensureServiceStream(deps.nats, { namespace, service, ...deps.stream });
         await consumer.start();
       },
       stop: () => consumer.stop(),

@@ -290,6 +290,8 @@ export interface ListDeliveriesQuery {
   projectId: string;
   status?: DeliveryState;
   eventType?: string;
+  /** Only deliveries whose JSON body's invoiceId is this. */
+  invoiceId?: string;
   /** Only deliveries older than this seq (the cursor). */
   beforeSeq?: string;
   limit: number;
@@ -302,6 +304,7 @@ export async function listDeliveries(q: Sql, query: ListDeliveriesQuery): Promis
     where project_id = ${query.projectId}
       ${query.status ? q`and status = ${query.status}` : q``}
       ${query.eventType ? q`and event_type = ${query.eventType}` : q``}
+      ${query.invoiceId ? q`and body::jsonb ->> 'invoiceId' = ${query.invoiceId}` : q``}
       ${query.beforeSeq ? q`and seq < ${query.beforeSeq}` : q``}
     order by seq desc
     limit ${query.limit + 1}`;

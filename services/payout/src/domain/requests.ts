@@ -6,6 +6,8 @@
  */
 import {
   checkEnvironment,
+  checkOptionalOneOf,
+  checkPageSize,
   checkIdempotencyKey,
   checkUuid,
   codePoints,
@@ -252,3 +254,30 @@ export type PayoutCursor = KeysetCursor;
 
 /** Opaque to clients: base64url of "p1:<createdAt epoch ms>:<payout id>". */
 export const PAYOUT_CURSORS = new KeysetCursorFormat('p1');
+
+// ---------------------------------------------------------------------------------------------
+// ListAllPayouts (operators)
+
+/** The operators' queue: every project's payouts, oldest first, by status and environment. */
+export interface OperatorListRequest {
+  status: PayoutStatusName | undefined;
+  environment: ProjectEnvironment | undefined;
+  pageSize: number;
+  /** The (createdAt, id) of the last payout shown; the page starts after it. */
+  after: KeysetCursor | undefined;
+}
+
+/** Opaque to clients: base64url of "q1:<createdAt epoch ms>:<payout id>" (oldest first, unlike p1). */
+export const OPERATOR_QUEUE_CURSORS = new KeysetCursorFormat('q1');
+
+export function validateOperatorList(input: { status?: unknown; environment?: unknown; pageSize?: unknown; cursor?: unknown }): Validated<OperatorListRequest> {
+  const fields = new RequestFields();
+  const status = fields.take('status', checkOptionalOneOf(input.status, PAYOUT_STATUSES));
+  const environment = fields.take('environment', checkOptionalOneOf(input.environment, ['live', 'sandbox'] as const));
+  const pageSize = fields.take('pageSize', checkPageSize(input.pageSize));
+  const after = fields.take<KeysetCursor | undefined>(
+    'cursor',
+    input.cursor === undefined || input.cursor === '' ? pass(undefined) : OPERATOR_QUEUE_CURSORS.decode(input.cursor),
+  );
+  return fields.result(() => ({ status, environment, pageSize: pageSize!, after }));
+}

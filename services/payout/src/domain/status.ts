@@ -2,7 +2,7 @@
  * Payout status and the one table of allowed transitions (DESIGN.md §5), with what each one does to
  * the ledger and which event it emits:
  *
- *   (new)                --request-->        AwaitingVerification  hold     payout.requested (+ payout.verification_code_issued)
+ *   (new)                --request-->        AwaitingVerification  hold     payout.requested (the code is emailed by RPC, never an event)
  *   AwaitingVerification --verify-->         Pending               —        payout.verified
  *   AwaitingVerification --cancel-->         Cancelled             release  payout.cancelled reason "user"
  *   AwaitingVerification --exhaust_attempts--> Cancelled           release  payout.cancelled reason "attempts_exhausted"
@@ -28,7 +28,6 @@ export type LedgerEffect = 'none' | 'release' | 'debit';
 
 export type PayoutEventType =
   | 'payout.requested'
-  | 'payout.verification_code_issued'
   | 'payout.verified'
   | 'payout.completed'
   | 'payout.rejected'
@@ -49,7 +48,7 @@ export interface Transition {
 export const CREATION = {
   to: 'AwaitingVerification',
   ledger: 'hold',
-  events: ['payout.requested', 'payout.verification_code_issued'],
+  events: ['payout.requested'],
 } as const satisfies { to: PayoutStatusName; ledger: 'hold'; events: readonly PayoutEventType[] };
 
 const cancelled = (reason: CancelReason): Transition => ({ to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason });

@@ -11,6 +11,10 @@
  * The credit goes to the balance of the event's project, environment and coin: a sandbox payment
  * lands in a sandbox balance, which a live project never sees. NATS 2.9 allows one filter subject
  * per consumer: exactly `<ns>.invoice.paid`.
+ *
+ * A second durable consumer ("payout-ledger-late", `<ns>.invoice.late_payment`) credits live
+ * money that invoice.paid did not include (after expiry, after Paid, a later overpayment), once
+ * per payment id; a late payment of another asset (`credited: false`) credits nothing.
  */
 import { fromJson } from '@bufbuild/protobuf';
 import {
@@ -20,17 +24,75 @@ import {
   type ConsumedEvent,
   type Logger,
   type Sql,
+  type StreamSettings,
   type TransactionSql,
   type Worker,
 } from '@coinvoice/runtime';
 import { findCryptoCurrency, formatPlain, parsePositiveDecimal } from '@coinvoice/runtime/coins';
-import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { InvoiceLatePaymentSchema, InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import type { NatsConnection } from 'nats';
 import { isUuid, type ProjectEnvironment } from '../domain';
-import { creditInvoice, type BalanceKey } from '../store/ledger';
+import { creditInvoice, creditLatePayment, type BalanceKey } from '../store/ledger';
 
 export const LEDGER_CONSUMER = 'payout-ledger';
+export const LATE_PAYMENT_CONSUMER = 'payout-ledger-late';
 export const INVOICE_PAID = 'invoice.paid';
+export const INVOICE_LATE_PAYMENT = 'invoice.late_payment';
+
+export interface LatePaymentCredit extends InvoiceCredit {
+  paymentId: string;
+}
+
+/** The credit an invoice.late_payment asks for; `credit: null` when it credits nothing (another asset, sandbox). */
+export function creditOfLatePayment(
+  payload: ConsumedEvent['payload'],
+): { ok: true; credit: LatePaymentCredit | null } | { ok: false; reason: string } {
+  let event;
+  try {
+    event = fromJson(InvoiceLatePaymentSchema, payload, { ignoreUnknownFields: true });
+  } catch (err) {
+    return { ok: false, reason: `not an InvoiceLatePayment message: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!event.credited || event.environment !== 'live') return { ok: true, credit: null };
+  if (!isUuid(event.invoiceId)) return { ok: false, reason: 'invoiceId is not a UUID' };
+  if (!isUuid(event.projectId)) return { ok: false, reason: 'projectId is not a UUID' };
+  if (event.paymentId === '') return { ok: false, reason: 'paymentId is missing' };
+  const coin = findCryptoCurrency(event.currency);
+  if (!coin.ok) return { ok: false, reason: `currency: ${coin.reason}` };
+  const amount = parsePositiveDecimal(event.amount, 18);
+  if (!amount.ok) return { ok: false, reason: `amount ${amount.reason}` };
+  return {
+    ok: true,
+    credit: {
+      invoiceId: event.invoiceId.toLowerCase(),
+      projectId: event.projectId.toLowerCase(),
+      environment: 'live',
+      currency: coin.value.code,
+      amount: formatPlain(amount.value),
+      paymentId: event.paymentId,
+    },
+  };
+}
+
+/** Applies one invoice.late_payment inside the consumer's transaction. */
+export function latePaymentHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited'>) {
+  return async (tx: TransactionSql, event: ConsumedEvent): Promise<void> => {
+    const log = options.logger.child({ eventId: event.id, eventType: event.type });
+    const parsed = creditOfLatePayment(event.payload);
+    if (!parsed.ok) {
+      log.error({ error: parsed.reason }, 'payout ledger: malformed invoice.late_payment skipped; nothing credited');
+      return;
+    }
+    const { credit } = parsed;
+    if (!credit) return;
+    if (await creditLatePayment(tx, { ...credit, eventId: event.id })) {
+      log.info({ invoiceId: credit.invoiceId, paymentId: credit.paymentId, currency: credit.currency, amount: credit.amount }, 'payout ledger: late payment credited');
+      options.onCredited?.(credit);
+    } else {
+      log.info({ paymentId: credit.paymentId }, 'payout ledger: late payment was already credited; duplicate ignored');
+    }
+  };
+}
 
 export interface InvoiceCredit extends BalanceKey {
   invoiceId: string;
@@ -69,6 +131,8 @@ export interface LedgerConsumerOptions {
   sql: Sql;
   nats: NatsConnection;
   namespace: string;
+  /** The invoice stream's configured shape, for when this consumer is first to create it. */
+  stream: StreamSettings;
   logger: Logger;
   /** Told after each credit's transaction ran (metrics). */
   onCredited?: (credit: InvoiceCredit) => void;
@@ -107,11 +171,23 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     logger: options.logger,
     handler: ledgerHandler(options),
   });
+  const late = new IdempotentConsumer({
+    sql: options.sql,
+    nats: options.nats,
+    stream: namespace.streamName('invoice'),
+    name: LATE_PAYMENT_CONSUMER,
+    filterSubjects: [namespace.subject(INVOICE_LATE_PAYMENT)],
+    logger: options.logger,
+    handler: latePaymentHandler(options),
+  });
   return {
     async start() {
-      await ensureServiceStream(options.nats, { namespace, service: 'invoice' });
+      await ensureServiceStream(options.nats, { namespace, service: 'invoice', ...options.stream });
       await consumer.start();
+      await late.start();
     },
-    stop: () => consumer.stop(),
+    stop: async () => {
+      await Promise.all([consumer.stop(), late.stop()]);
+    },
   };
 }

@@ -4,8 +4,8 @@
  * messages as JSON (`toJson`): flat, public spellings, amounts as decimal strings, keyed by the
  * payout id. Which transition emits which event is the domain's table (src/domain/status.ts).
  *
- * payout.verification_code_issued carries the plain code and the merchant's email for the
- * notifier's email; it is never a webhook, and nothing here or anywhere in the service logs it.
+ * No event carries the verification code: it leaves the service only in the notifier call that
+ * emails it (NotifierService.SendPayoutVerificationEmail).
  */
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -15,7 +15,6 @@ import {
   PayoutCompletedSchema,
   PayoutRejectedSchema,
   PayoutRequestedSchema,
-  PayoutVerificationCodeIssuedSchema,
   PayoutVerifiedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
 import type { PayoutEventType } from '../domain';
@@ -50,17 +49,6 @@ export function payoutRequestedEvent(row: PayoutRow): NewEvent {
     createdAt: timestampFromDate(row.created_at),
   });
   return event('payout.requested', row, toJson(PayoutRequestedSchema, message));
-}
-
-export function verificationCodeIssuedEvent(row: PayoutRow, delivery: { email: string; code: string }): NewEvent {
-  assertStatus(row, 'AwaitingVerification');
-  const message = create(PayoutVerificationCodeIssuedSchema, {
-    ...base(row),
-    email: delivery.email,
-    code: delivery.code,
-    expiresAt: timestampFromDate(row.code_expires_at),
-  });
-  return event('payout.verification_code_issued', row, toJson(PayoutVerificationCodeIssuedSchema, message));
 }
 
 export function payoutVerifiedEvent(row: PayoutRow): NewEvent {

@@ -56,6 +56,29 @@ export async function creditInvoice(
   return true;
 }
 
+/**
+ * Credits one late payment (invoice.late_payment): unique per payment id, so the same payment
+ * never credits twice whatever number of events (and ids) report it. False when already credited.
+ */
+export async function creditLatePayment(
+  tx: TransactionSql,
+  credit: BalanceKey & { invoiceId: string; paymentId: string; amount: string; eventId: string },
+): Promise<boolean> {
+  const inserted = await tx`
+    insert into ledger_entries (project_id, environment, currency, kind, amount, invoice_id, event_id, payment_id)
+    values (${credit.projectId}, ${credit.environment}, ${credit.currency}, 'credit_late_payment', ${credit.amount}::numeric,
+            ${credit.invoiceId}, ${credit.eventId}, ${credit.paymentId})
+    on conflict (payment_id) where kind = 'credit_late_payment' do nothing
+    returning id`;
+  if (inserted.length === 0) return false;
+  await tx`
+    insert into balances (project_id, environment, currency, available, pending)
+    values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.amount}::numeric, 0)
+    on conflict (project_id, environment, currency)
+    do update set available = balances.available + excluded.available, updated_at = now()`;
+  return true;
+}
+
 /** Locks a balance row for a change; undefined when the project was never credited in that coin. */
 export async function lockBalance(tx: TransactionSql, key: BalanceKey): Promise<BalanceRow | undefined> {
   const [row] = await tx<BalanceRow[]>`

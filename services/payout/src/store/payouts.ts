@@ -172,3 +172,34 @@ export async function listPayouts(sql: Queryable, query: ListQuery): Promise<Pay
     order by created_at desc, id desc
     limit ${query.limit}`;
 }
+
+/** Transaction-level lock on a project's payout requests (advisory, keyed by the project id). */
+export async function lockProjectPayouts(tx: TransactionSql, projectId: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${'payout-requests:' + projectId.toLowerCase()}, 0))`;
+}
+
+/** How many of the project's payouts await verification now. */
+export async function countOpenUnverified(tx: TransactionSql, projectId: string): Promise<number> {
+  const [row] = await tx<{ n: number }[]>`
+    select count(*)::int as n from payouts where project_id = ${projectId} and status = 'AwaitingVerification'`;
+  return row?.n ?? 0;
+}
+
+export interface OperatorQuery {
+  status: PayoutStatusName | undefined;
+  environment: ProjectEnvironment | undefined;
+  after: PayoutCursor | undefined;
+  limit: number;
+}
+
+/** Every project's payouts, oldest first by (created_at, id): the operators' work queue. */
+export async function listAllPayouts(sql: Queryable, query: OperatorQuery): Promise<PayoutRow[]> {
+  const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
+  const byEnvironment = query.environment === undefined ? sql`` : sql`and environment = ${query.environment}`;
+  const after = query.after === undefined ? sql`` : sql`and (created_at, id) > (${query.after.createdAt}, ${query.after.id})`;
+  return sql<PayoutRow[]>`
+    select * from payouts
+    where true ${byStatus} ${byEnvironment} ${after}
+    order by created_at asc, id asc
+    limit ${query.limit}`;
+}

@@ -16,6 +16,7 @@ import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/e
 import { PayoutService, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { waitFor } from '../../../../test/support/async';
 import { AuthStandIn } from '../../../../test/support/auth-stand-in';
+import { NotifierStandIn } from '../../../../test/support/notifier-stand-in';
 import { startTestService } from '../../../../test/support/service';
 import { openServiceHarness, type ServiceHarnessBase } from '../../../../test/support/service-harness';
 import { payoutService } from '../../src/server';
@@ -26,7 +27,12 @@ export interface FakeProject {
   id: string;
   environment: 'live' | 'sandbox';
   email: string;
+  /** The merchant proved the address (live payouts need it). Default true. */
+  emailVerified: boolean;
 }
+
+/** The session token the auth stand-in accepts as an operator's (CompletePayout, RejectPayout). */
+export const OPERATOR_TOKEN = 'operator-session-token';
 
 /** The auth stand-in, answering with each project's environment and merchant email. */
 export class FakeAuth extends AuthStandIn<FakeProject> {
@@ -39,12 +45,14 @@ export class FakeAuth extends AuthStandIn<FakeProject> {
       merchantEmail: project.email,
       webhookSecret: 'whsec_dGVzdA==',
       invoiceLifetimeMinutes: 60,
+      merchantEmailVerified: project.emailVerified,
     }));
+    this.operatorTokens.set(OPERATOR_TOKEN, randomUUID());
   }
 
   addProject(environment: 'live' | 'sandbox' = 'sandbox'): FakeProject {
     const id = randomUUID();
-    const project = { id, environment, email: `m-${id.slice(0, 8)}@example.com` };
+    const project = { id, environment, email: `m-${id.slice(0, 8)}@example.com`, emailVerified: true };
     this.projects.set(id, project);
     return project;
   }
@@ -53,6 +61,8 @@ export class FakeAuth extends AuthStandIn<FakeProject> {
 /** The payout service's harness; `sql` is a pool on the payout schema. */
 export interface Harness extends ServiceHarnessBase {
   auth: FakeAuth;
+  /** Receives the verification emails (the codes). */
+  notifier: NotifierStandIn;
   client: PayoutClient;
   /** Publishes an invoice.paid as the invoice service's relay would; returns the event id. */
   publishInvoicePaid(paid: InvoicePaidInput, options?: { eventId?: string }): Promise<string>;
@@ -70,17 +80,27 @@ export interface InvoicePaidInput {
   amount: string;
 }
 
-/** Settings every test service gets unless overridden: a fast sweeper. */
-export const FAST_SWEEP = { PAYOUT_SWEEP_INTERVAL_MS: '100' };
+/**
+ * Settings every test service gets unless overridden: a fast sweeper, and limits out of the way
+ * (tests of the limits set their own).
+ */
+export const FAST_SWEEP = {
+  PAYOUT_SWEEP_INTERVAL_MS: '100',
+  PAYOUT_MAX_OPEN_UNVERIFIED: '1000',
+  RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT: '100000/1m',
+  RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT: '100000/1m',
+};
 
 export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<Harness> {
   const auth = await new FakeAuth().start();
-  const svc = await startTestService(payoutService, { env: { AUTH_URL: auth.url, ...FAST_SWEEP, ...env } });
+  const notifier = await new NotifierStandIn().start();
+  const svc = await startTestService(payoutService, { env: { AUTH_URL: auth.url, NOTIFIER_URL: notifier.url, ...FAST_SWEEP, ...env } });
   const client = createRpcClient(PayoutService, svc.url, { timeoutMs: 30_000 });
   const base = await openServiceHarness(svc, { schema: 'payout', poolSize: 4, natsName: 'payout-test', streams: ['invoice', 'payout'] });
   const harness: Harness = {
     ...base,
     auth,
+    notifier,
     client,
     async publishInvoicePaid(paid, options = {}) {
       const id = options.eventId ?? randomUUID();
@@ -113,6 +133,7 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
     async dispose() {
       await base.dispose();
       await auth.stop();
+      await notifier.stop();
     },
   };
   return harness;
@@ -168,12 +189,11 @@ export function payoutRequest(project: FakeProject, overrides: Partial<{ amount:
   };
 }
 
-/** The plain code of a payout, as the notifier receives it: from the outbox's payout.verification_code_issued. */
+/** The plain code of a payout, as the notifier received it to email (SendPayoutVerificationEmail). */
 export async function codeOf(h: Harness, payoutId: string): Promise<string> {
-  const [row] = await h.sql<{ code: string }[]>`
-    select payload->>'code' as code from outbox where event_type = 'payout.verification_code_issued' and event_key = ${payoutId}`;
-  if (!row) throw new Error(`no verification code event for payout ${payoutId}`);
-  return row.code;
+  const code = h.notifier.payoutCode(payoutId);
+  if (!code) throw new Error(`no verification email for payout ${payoutId}`);
+  return code;
 }
 
 /** A 6-digit code that is not `code`. */

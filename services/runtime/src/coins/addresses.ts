@@ -7,7 +7,7 @@
  * Same key, same index, same address. The validators below are independent of derivation and are
  * meant for any address that reaches the service (e.g. payout destinations).
  */
-import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { hash } from 'node:crypto';
 import { ripemd160 } from '@noble/hashes/legacy.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
@@ -16,8 +16,10 @@ import { bech32, createBase58check } from '@scure/base';
 import { HARDENED_OFFSET, HDKey, type Versions } from '@scure/bip32';
 import { cryptoCurrency, type Chain, type CryptoCode, type Network } from './currencies';
 import { ok, refused, type Parsed } from './money';
+import { secp256k1Points } from './secp256k1';
 
-const base58check = createBase58check(sha256);
+// node's SHA-256 (OpenSSL) is about twice @noble/hashes' on these short inputs; same digest.
+const base58check = createBase58check((data: Uint8Array) => hash('sha256', data, 'buffer'));
 
 /** bech32 human-readable parts of the UTXO chains. */
 export const BECH32_HRP: Readonly<Record<'bitcoin' | 'litecoin', Readonly<Record<Network, string>>>> = {
@@ -70,27 +72,65 @@ export function parseExtendedPublicKey(key: unknown): Parsed<HDKey> {
   }
 }
 
+/** SHA-512's block size: HMAC pads its key to one block. */
+const SHA512_BLOCK_BYTES = 128;
+
+/**
+ * BIP32 CKDpub from one parent node, for many non-hardened indexes: I = HMAC-SHA512(chain code,
+ * serP(K) ‖ ser32(index)), child = K + parse256(I_L)·G. @scure/bip32's deriveChild computes the
+ * same on @noble/curves at ~1 ms; this runs on libsecp256k1 (./secp256k1) and node's SHA-512 with
+ * the HMAC's constant parts built once: (key ⊕ ipad) ‖ serP(K) ‖ index, then (key ⊕ opad) ‖ inner
+ * digest, where only the index and the inner digest change (rewritten in place: it is synchronous).
+ * Only the child's public key is computed (addresses need no grandchildren).
+ */
+export class PublicChildDeriver {
+  private readonly parentPublicKey: Uint8Array;
+  private readonly innerMessage: Buffer;
+  private readonly outerMessage: Buffer;
+
+  constructor(parent: HDKey) {
+    if (!parent.publicKey || !parent.chainCode) throw new Error('the parent key has no public key or chain code');
+    this.parentPublicKey = parent.publicKey;
+    this.innerMessage = Buffer.alloc(SHA512_BLOCK_BYTES + 33 + 4);
+    this.outerMessage = Buffer.alloc(SHA512_BLOCK_BYTES + 64);
+    for (let i = 0; i < SHA512_BLOCK_BYTES; i++) {
+      const keyByte = parent.chainCode[i] ?? 0; // the 32-byte chain code is shorter than a block: zero-padded
+      this.innerMessage[i] = keyByte ^ 0x36;
+      this.outerMessage[i] = keyByte ^ 0x5c;
+    }
+    this.innerMessage.set(parent.publicKey, SHA512_BLOCK_BYTES);
+  }
+
+  /** The compressed public key of non-hardened child `index` (0 ≤ index < 2^31). */
+  childPublicKey(index: number): Uint8Array {
+    if (!Number.isSafeInteger(index) || index < 0 || index >= HARDENED_OFFSET) {
+      throw new RangeError(`address index must be an integer in [0, 2^31), got ${index}`);
+    }
+    this.innerMessage.writeUInt32BE(index, SHA512_BLOCK_BYTES + 33);
+    this.outerMessage.set(hash('sha512', this.innerMessage, 'buffer'), SHA512_BLOCK_BYTES);
+    const tweak = hash('sha512', this.outerMessage, 'buffer').subarray(0, 32);
+    // An invalid I_L (≥ n, or a sum at infinity) has probability < 2^-127; BIP32 says to skip such
+    // an index, and like @scure/bip32 this refuses it instead of silently answering another one.
+    return secp256k1Points.tweakAdd(this.parentPublicKey, tweak);
+  }
+}
+
 /** Derives invoice addresses of one coin and network from one account key. */
 export class AddressDeriver {
   /** The external (receive) chain node m/…/account'/0, derived once. */
-  private readonly receiveChain: HDKey;
+  private readonly receiveChain: PublicChildDeriver;
 
   constructor(
     accountKey: HDKey,
     readonly currency: CryptoCode,
     readonly network: Network,
   ) {
-    this.receiveChain = accountKey.deriveChild(0);
+    this.receiveChain = new PublicChildDeriver(accountKey.deriveChild(0));
   }
 
   /** The address at receive index `index` (0 ≤ index < 2^31): account/0/index. */
   addressAt(index: number): string {
-    if (!Number.isSafeInteger(index) || index < 0 || index >= HARDENED_OFFSET) {
-      throw new RangeError(`address index must be an integer in [0, 2^31), got ${index}`);
-    }
-    const publicKey = this.receiveChain.deriveChild(index).publicKey;
-    if (!publicKey) throw new Error('derived key has no public key');
-    return addressFromPublicKey(publicKey, this.currency, this.network);
+    return addressFromPublicKey(this.receiveChain.childPublicKey(index), this.currency, this.network);
   }
 }
 
@@ -137,10 +177,10 @@ export function tronAddress(compressedPublicKey: Uint8Array): string {
 export function toEip55(hexAddress: string): string {
   const lower = hexAddress.replace(/^0x/i, '').toLowerCase();
   if (!/^[0-9a-f]{40}$/.test(lower)) throw new RangeError('an Ethereum address is 40 hex digits');
-  const hash = keccak_256(new TextEncoder().encode(lower));
+  const digest = keccak_256(Buffer.from(lower, 'latin1'));
   let out = '0x';
   for (let i = 0; i < lower.length; i++) {
-    const byte = hash[i >> 1] ?? 0;
+    const byte = digest[i >> 1] ?? 0;
     const nibble = i % 2 === 0 ? byte >> 4 : byte & 0x0f;
     const char = lower.charAt(i);
     out += nibble >= 8 ? char.toUpperCase() : char;
@@ -193,6 +233,15 @@ export function validateEip55Address(address: unknown, options: { requireChecksu
   return refused(singleCase ? 'must carry its EIP-55 checksum (mixed case)' : 'has an invalid EIP-55 checksum');
 }
 
+/**
+ * The base58check spelling of a Tron address the full-node HTTP API gives in hex ("41" + 20 bytes,
+ * its default without `visible: true`); undefined for anything else.
+ */
+export function tronAddressFromHex(hex: string): string | undefined {
+  if (!/^41[0-9a-fA-F]{40}$/.test(hex)) return undefined;
+  return base58check.encode(Uint8Array.from(Buffer.from(hex, 'hex')));
+}
+
 /** A Tron address: base58check with a valid checksum of 21 bytes starting 0x41 ("T…"). */
 export function validateTronAddress(address: unknown): Parsed<string> {
   if (typeof address !== 'string' || address.length === 0 || address.length > 64) return refused('must be a Tron base58 address');
@@ -233,7 +282,7 @@ export function generateDevelopmentKeyPair(currency: CryptoCode, network: Networ
 
 /** keccak256 of the 64-byte uncompressed public key (without the 0x04 tag), last 20 bytes. */
 function ethereumKeyHash(compressedPublicKey: Uint8Array): Uint8Array {
-  const uncompressed = secp256k1.Point.fromBytes(compressedPublicKey).toBytes(false);
+  const uncompressed = secp256k1Points.uncompress(compressedPublicKey);
   return keccak_256(uncompressed.subarray(1)).subarray(12);
 }
 

@@ -12,6 +12,7 @@
  * units ("19.90", "1500" for JPY) use `formatFixed(amount, minorUnits)` instead.
  */
 import { Decimal as DecimalJs } from 'decimal.js';
+import { decimalToJsonNumber } from '../money';
 
 /**
  * decimal.js configured for money. 80 significant digits keep every product and quotient of
@@ -148,10 +149,7 @@ export function isExactJsonNumber(amount: Decimal): boolean {
  * checked against that limit first, so a throw here means a bug, never bad input.
  */
 export function toJsonNumber(amount: Decimal): number {
-  if (!isExactJsonNumber(amount)) {
-    throw new RangeError(`amount ${formatPlain(amount)} is not exactly representable as a JSON number`);
-  }
-  return Number(formatPlain(amount));
+  return decimalToJsonNumber(formatPlain(amount));
 }
 
 /** Converts a whole number of base units (satoshi, wei, sun…) back to a decimal amount. */

@@ -5,3 +5,4 @@
 export * from './environment';
 export * from './api-keys';
 export * from './jwt';
+export * from './one-time-code';

@@ -31,6 +31,8 @@ export interface SessionClaims {
   sub: string;
   email: string;
   admin?: boolean;
+  /** Session epoch of the merchant when issued: revoked once the merchant's epoch is higher. */
+  sv: number;
   /** Issued at, unix seconds. */
   iat: number;
   /** Expires at, unix seconds. */
@@ -44,6 +46,8 @@ export interface SessionSubject {
   merchantId: string;
   email: string;
   admin: boolean;
+  /** The merchant's current session epoch (raised by logout, password change, operator changes). */
+  sessionEpoch: number;
 }
 
 export interface IssuedSessionToken {
@@ -164,6 +168,7 @@ export function signSessionToken(
     sub: subject.merchantId,
     email: subject.email,
     ...(subject.admin ? { admin: true } : {}),
+    sv: subject.sessionEpoch,
     iat,
     exp: iat + options.ttlSeconds,
     iss: JWT_ISSUER,
@@ -225,12 +230,15 @@ export function verifyJwt(
   // From here on the payload is authentic (signed by our key); still check its shape.
   const payload = decodeJsonObject(encodedPayload);
   if (!payload) return refused('malformed');
-  const { sub, email, admin, iat, exp, nbf, iss, aud } = payload;
+  const { sub, email, admin, sv, iat, exp, nbf, iss, aud } = payload;
   if (
     typeof sub !== 'string' ||
     sub === '' ||
     typeof email !== 'string' ||
     (admin !== undefined && typeof admin !== 'boolean') ||
+    typeof sv !== 'number' ||
+    !Number.isSafeInteger(sv) ||
+    sv < 0 ||
     !isUnixTime(iat) ||
     !isUnixTime(exp) ||
     (nbf !== undefined && !isUnixTime(nbf))
@@ -247,7 +255,7 @@ export function verifyJwt(
   }
   return {
     valid: true,
-    claims: { sub, email, ...(admin === true ? { admin } : {}), iat, exp, iss: JWT_ISSUER, aud: JWT_AUDIENCE },
+    claims: { sub, email, ...(admin === true ? { admin } : {}), sv, iat, exp, iss: JWT_ISSUER, aud: JWT_AUDIENCE },
   };
 }
 

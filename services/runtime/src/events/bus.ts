@@ -105,9 +105,30 @@ export interface ConnectNatsOptions {
 }
 
 /** Connects to NATS; once connected it reconnects forever, logging each disconnect and reconnect. */
+/**
+ * NATS_URL may carry the service's NATS user (nats://user:password@host:4222, per-service users
+ * with their own permissions: deploy/nats/nats-server.conf); the client takes them as options.
+ */
+export function natsServersAndCredentials(url: string): { servers: string[]; user?: string; pass?: string } {
+  let user: string | undefined;
+  let pass: string | undefined;
+  const servers = url
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((server) => {
+      const parsed = URL.canParse(server) ? new URL(server) : undefined;
+      if (!parsed || parsed.username === '') return server;
+      user = decodeURIComponent(parsed.username);
+      pass = decodeURIComponent(parsed.password);
+      return `${parsed.protocol}//${parsed.host}`;
+    });
+  return { servers, ...(user === undefined ? {} : { user, pass }) };
+}
+
 export async function connectNats(options: ConnectNatsOptions): Promise<NatsConnection> {
   const nc = await connect({
-    servers: options.url.split(',').map((s) => s.trim()).filter(Boolean),
+    ...natsServersAndCredentials(options.url),
     name: options.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
@@ -166,14 +187,21 @@ export interface EnsureStreamOptions {
    * Default 10 minutes.
    */
   duplicateWindowMs?: number;
-  /** How long events are kept (default 7 days); 0 keeps them until limits say otherwise. */
+  /** How long events are kept (default 30 days, NATS_STREAM_MAX_AGE); 0 keeps them until limits say otherwise. */
   maxAgeMs?: number;
-  /** Copies kept by a NATS cluster (default 1; 3 in a production cluster). */
+  /** Copies kept by a NATS cluster (default 1; 3 in a production cluster: NATS_STREAM_REPLICAS). */
   replicas?: number;
 }
 
+/**
+ * The configured shape of every stream (NATS_STREAM_REPLICAS, NATS_STREAM_MAX_AGE). Every process
+ * that ensures a stream, also one that only consumes it, passes the same values: a process with
+ * other values would reconfigure the stream back and forth.
+ */
+export type StreamSettings = Pick<EnsureStreamOptions, 'replicas' | 'maxAgeMs'>;
+
 const DEFAULT_DUPLICATE_WINDOW_MS = 10 * 60_000;
-const DEFAULT_MAX_AGE_MS = 7 * 24 * 60 * 60_000;
+const DEFAULT_MAX_AGE_MS = 30 * 24 * 60 * 60_000;
 
 /**
  * Creates the service's stream, or brings an existing one to this configuration. Safe to call

@@ -15,7 +15,9 @@
  * transaction ends, then finds the row (skip) or, if that one rolled back, handles it itself.
  *
  * The consumer is a durable pull consumer shared by every replica of the service (each message
- * goes to one of them). Messages are handled one at a time per replica, in delivery order.
+ * goes to one of them). Messages are handled one at a time per replica, in delivery order. They
+ * are pulled in batches (`batchSize`, default 32): one pull request for up to that many instead of
+ * one request and round trip per message.
  */
 import {
   AckPolicy,
@@ -32,8 +34,9 @@ import {
 import { Code, ConnectError } from '@connectrpc/connect';
 import { isDatabaseUnavailableError, type Sql, type TransactionSql } from '../db';
 import { sanitizeRequestId, withRequestId, type Logger } from '../log';
+import { RetentionJob } from '../periodic-worker';
 import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
-import type { JsonValue } from './outbox';
+import { eventTransaction, type EventTransaction, type JsonValue } from './outbox';
 
 /**
  * DDL of the processed-events table. Each service that consumes events copies it into its first
@@ -69,7 +72,7 @@ export interface ConsumedEvent {
 }
 
 /** Applies an event's effect inside `tx`; throwing rolls it back and the event is retried. */
-export type EventHandler = (tx: TransactionSql, event: ConsumedEvent) => Promise<void>;
+export type EventHandler = (tx: EventTransaction, event: ConsumedEvent) => Promise<void>;
 
 export interface IdempotentConsumerOptions {
   /** The service's pool: `processed_events` and the handler's tables resolve in its schema. */
@@ -96,6 +99,12 @@ export interface IdempotentConsumerOptions {
   ackWaitMs?: number;
   /** Long-poll length of one pull request (default 5000 ms, at least 1000). */
   pullExpiresMs?: number;
+  /**
+   * Messages one pull request asks for (default 32). They are handled one by one as they arrive;
+   * those not yet handled wait in the client (their ack_wait running), so keep a batch well
+   * below ack_wait divided by a handler's time.
+   */
+  batchSize?: number;
   /** Redelivery delay after a failure: doubles per delivery from `initialMs` up to `maxMs` (default 1 s … 60 s). */
   retry?: { initialMs?: number; maxMs?: number };
   /** Deliveries before JetStream gives up on a message (default unlimited: a bug fix should not lose events). */
@@ -114,13 +123,14 @@ export class IdempotentConsumer {
   private readonly logger: Logger;
   private readonly ackWaitMs: number;
   private readonly pullExpiresMs: number;
+  private readonly batchSize: number;
   private readonly retryInitialMs: number;
   private readonly retryMaxMs: number;
   private running = false;
   private loop: Promise<void> | undefined;
   private interruptSleep: (() => void) | undefined;
-  /** The pull in progress while no message is being handled. */
-  private idlePull: ConsumerMessages | undefined;
+  /** The pull request in progress (its messages are handled as they arrive). */
+  private pull: ConsumerMessages | undefined;
   /** The last message failed because a dependency is down (not because of the message). */
   private dependencyDown = false;
 
@@ -130,6 +140,7 @@ export class IdempotentConsumer {
     this.logger = options.logger.child({ component: 'consumer', consumer: options.name, stream: options.stream });
     this.ackWaitMs = options.ackWaitMs ?? 30_000;
     this.pullExpiresMs = Math.max(1000, options.pullExpiresMs ?? 5000);
+    this.batchSize = Math.max(1, options.batchSize ?? 32);
     this.retryInitialMs = options.retry?.initialMs ?? 1000;
     this.retryMaxMs = options.retry?.maxMs ?? 60_000;
   }
@@ -145,16 +156,17 @@ export class IdempotentConsumer {
   }
 
   /**
-   * Graceful stop: pulls no more, finishes (commits and acks) the message in hand, and hands any
-   * message that arrives meanwhile straight back (nak without delay) to another replica.
+   * Graceful stop: pulls no more, finishes (commits and acks) the message in hand, and hands the
+   * messages of the batch not yet handled straight back (nak without delay) to another replica.
    * Resolves as soon as the message in hand (if any) is done.
    */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    // Idle, waiting on the server: end the pull now instead of at its expiry. A message the
-    // server sends in that very instant is redelivered after ack_wait, as after a crash.
-    this.idlePull?.stop();
+    // End the pull request now instead of at its expiry: the server sends nothing more, and the
+    // messages already received are still iterated (and nak'ed). A message the server sends in
+    // that very instant is redelivered after ack_wait, as after a crash.
+    this.pull?.stop();
     this.interruptSleep?.();
     await this.loop;
     this.loop = undefined;
@@ -189,17 +201,19 @@ export class IdempotentConsumer {
     let failures = 0;
     while (this.running) {
       try {
-        // One message per pull: nothing sits in a client-side buffer where a stop or a crash
-        // would strand it until ack_wait, and a slow handler never outlives its pull.
-        const pull = await consumer.fetch({ max_messages: 1, expires: this.pullExpiresMs });
-        this.idlePull = pull;
+        const pull = await consumer.fetch({ max_messages: this.batchSize, expires: this.pullExpiresMs });
+        this.pull = pull;
+        if (!this.running) pull.stop(); // stop() came while the request was being made
         for await (const msg of pull) {
-          this.idlePull = undefined;
-          if (!this.running) {
-            // Arrived while stopping: give it back at once rather than after ack_wait.
-            msg.nak();
+          if (!this.running || this.dependencyDown) {
+            // Stopping: give it back at once rather than after ack_wait. A dependency is down:
+            // the rest of the batch would fail alike; it comes back after the usual delay.
+            msg.nak(this.running ? this.retryInitialMs : undefined);
             continue;
           }
+          // While a dependency is down the rest of this batch is handed back by the branch above,
+          // each message at once with the retry delay. The pull is not stopped early: messages the
+          // server already sent for it would then reach nobody and come back only after ack_wait.
           await this.handle(msg);
         }
         failures = 0;
@@ -216,7 +230,7 @@ export class IdempotentConsumer {
         this.logger.warn({ err, failures, retryInMs }, 'consumer: pull failed; retrying');
         await this.sleep(retryInMs);
       } finally {
-        this.idlePull = undefined;
+        this.pull = undefined;
       }
     }
   }
@@ -234,7 +248,7 @@ export class IdempotentConsumer {
       // Tell the server we are still at it, so a slow handler is not redelivered to another replica.
       const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(this.ackWaitMs / 2)));
       try {
-        const applied = await this.options.sql.begin(async (tx) => {
+        const applied = await eventTransaction(this.options.sql, async (tx) => {
           const claimed = await tx`
             insert into processed_events (consumer_name, event_id)
             values (${this.options.name}, ${event.id})
@@ -318,7 +332,10 @@ function isDependencyOutage(err: unknown): boolean {
   return err instanceof ConnectError && (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded);
 }
 
-/** Deletes processed-event records older than `olderThanMs` (keep them longer than the streams keep events). */
+/**
+ * Deletes processed-event records older than `olderThanMs`, at most `limit` (oldest first). Keep
+ * them longer than the streams keep events: a record is what makes a replayed event a no-op.
+ */
 export async function deleteProcessedEvents(sql: Sql, options: { olderThanMs: number; limit?: number }): Promise<number> {
   const cutoff = new Date(Date.now() - options.olderThanMs);
   const result = await sql`
@@ -326,7 +343,19 @@ export async function deleteProcessedEvents(sql: Sql, options: { olderThanMs: nu
     where (consumer_name, event_id) in (
       select consumer_name, event_id from processed_events
       where processed_at < ${cutoff}
+      order by processed_at
       limit ${options.limit ?? 10_000}
     )`;
   return result.count;
+}
+
+/** The retention job of processed_events: hourly, a bounded batch at a time (a full batch: the next at once). */
+export function processedEventsRetention(options: { sql: Sql; logger: Logger; retentionMs: number; intervalMs?: number; batchSize?: number }): RetentionJob {
+  return new RetentionJob({
+    logger: options.logger,
+    component: 'processed-events-retention',
+    intervalMs: options.intervalMs ?? 60 * 60_000,
+    batchSize: options.batchSize ?? 10_000,
+    prune: (limit) => deleteProcessedEvents(options.sql, { olderThanMs: options.retentionMs, limit }),
+  });
 }

@@ -1,4 +1,5 @@
 /** Events: NATS JetStream naming and setup, the transactional outbox, idempotent consumers. */
+import { sqlMigration } from '../migrations';
 import { PROCESSED_EVENTS_DDL } from './consumer';
 import { OUTBOX_DDL } from './outbox';
 
@@ -6,9 +7,12 @@ export * from './bus';
 export * from './outbox';
 export * from './consumer';
 
-/**
- * The event tables every service needs (outbox + processed_events) as one SQL snippet. Each
- * service pastes it into its first migration file, so migrations stay plain SQL; the runtime's
- * tests apply this constant through migrate() to prove it works as shipped.
- */
+/** The event tables every service needs (outbox + processed_events) as one SQL snippet. */
 export const EVENT_TABLES_DDL = `${OUTBOX_DDL}\n${PROCESSED_EVENTS_DDL}`;
+
+/**
+ * Every service's migration 0001: the event tables, from this one source (migrateService applies
+ * it ahead of the service's own files). Its text is byte for byte what each service once kept as
+ * its own 0001_event_tables.sql, so databases that applied that file see the same checksum.
+ */
+export const EVENT_TABLES_MIGRATION = sqlMigration(1, 'event_tables', EVENT_TABLES_DDL);

@@ -7,7 +7,8 @@
  *
  *   begin
  *     select … from outbox where published_at is null order by seq limit n for update skip locked
- *     for each row: publish (msgID = event id), await the PubAck
+ *     publish every row (msgID = event id) and await the PubAcks: rows of different keys
+ *       concurrently, rows of one key (an invoice, a payout) one after the other
  *     update outbox set published_at = now() where seq in (…)
  *   commit
  *
@@ -15,10 +16,11 @@
  *   JetStream drops inside the stream's duplicate window: each event is stored exactly once.
  * - Several relays (one per replica) never take the same row: SKIP LOCKED hands each its own.
  * - A failed publish rolls the batch back and the relay retries with backoff: nothing is lost
- *   and, within one relay, nothing is reordered. Across relays, order follows commit timing, not
- *   strictly seq; consumers must not depend on order across different aggregates.
+ *   and, within one relay, no event of a key is stored ahead of an earlier one of the same key.
+ *   Across keys, and across relays, order follows publish and commit timing, not strictly seq;
+ *   consumers must not depend on order across different aggregates.
  * - A commit that enqueued events wakes the relay of its process at once (see
- *   wakeRelaysAfterCommit); a poll interval is the fallback, e.g. for rows a crashed replica left.
+ *   eventTransaction); a poll interval is the fallback, e.g. for rows a crashed replica left.
  */
 import { randomUUID } from 'node:crypto';
 import { Events, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
@@ -63,41 +65,46 @@ export interface NewEvent {
   id?: string;
 }
 
+declare const eventTransactionBrand: unique symbol;
+/**
+ * A transaction that may write events: only `eventTransaction` makes one, so `enqueueEvent`
+ * cannot be called in a transaction that would not wake the relay after commit.
+ */
+export type EventTransaction = TransactionSql & { readonly [eventTransactionBrand]: true };
+
 /** Transactions that wrote outbox rows; when one commits, the relays on its pool are woken. */
 const transactionsWithEvents = new WeakSet<object>();
-const wakeAfterCommit = new WeakMap<Sql, Set<() => void>>();
+const relaysOf = new WeakMap<Sql, Set<() => void>>();
 
 /**
+ * Runs `fn` in a transaction of `sql` (`sql.begin`) in which events may be enqueued; after it
+ * commits, if it enqueued any, the relays on that pool in this process are woken at once.
+ *
  * Why no NOTIFY: Postgres serialises the commits of all transactions that sent NOTIFY on one
  * global lock, held through each commit's fsync — one NOTIFY per event would cap every
  * event-writing commit of the whole database at one per fsync (measured: ~180 invoice creations
- * a second). Instead the pool's `begin` is wrapped, once, so that a transaction which enqueued
- * events wakes the relays of that pool in this process right after it commits. Every service runs
- * its relay in the process that writes its outbox, so events leave at once; another replica's
- * relay finds a row at its next poll only if this process died between commit and publish.
+ * a second). Every service runs its relay in the process that writes its outbox, so events leave
+ * at once; another replica's relay finds a row at its next poll only if this process died between
+ * commit and publish.
  */
-function wakeRelaysAfterCommit(sql: Sql, wake: () => void): () => void {
-  let listeners = wakeAfterCommit.get(sql);
-  if (!listeners) {
-    const registered = new Set<() => void>();
-    listeners = registered;
-    wakeAfterCommit.set(sql, registered);
-    const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
-    (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args: unknown[]) => {
-      const last = args.length - 1;
-      const fn = args[last] as (tx: TransactionSql) => unknown;
-      let used: TransactionSql | undefined;
-      args[last] = (tx: TransactionSql) => {
-        used = tx;
-        return fn(tx);
-      };
-      return begin(...args).then((result) => {
-        if (used && transactionsWithEvents.has(used)) for (const listener of registered) listener();
-        return result;
-      });
-    };
+export async function eventTransaction<T>(sql: Sql, fn: (tx: EventTransaction) => Promise<T>): Promise<T> {
+  let used: TransactionSql | undefined;
+  const result = (await sql.begin((tx) => {
+    used = tx;
+    return fn(tx as EventTransaction);
+  })) as T;
+  if (used && transactionsWithEvents.has(used)) for (const wake of relaysOf.get(sql) ?? []) wake();
+  return result;
+}
+
+/** Registers a relay to be woken after an event transaction on `sql` commits; returns the unregister. */
+function wakeAfterEventCommits(sql: Sql, wake: () => void): () => void {
+  let relays = relaysOf.get(sql);
+  if (!relays) {
+    relays = new Set();
+    relaysOf.set(sql, relays);
   }
-  const set = listeners;
+  const set = relays;
   set.add(wake);
   return () => set.delete(wake);
 }
@@ -106,7 +113,7 @@ function wakeRelaysAfterCommit(sql: Sql, wake: () => void): () => void {
  * Writes `event` into the outbox inside the caller's transaction; the relay is woken when that
  * transaction commits. Returns the event id (also its `Nats-Msg-Id` and webhook id).
  */
-export async function enqueueEvent(tx: TransactionSql, event: NewEvent): Promise<string> {
+export async function enqueueEvent(tx: EventTransaction, event: NewEvent): Promise<string> {
   assertEventType(event.type);
   const id = event.id ?? randomUUID();
   const requestId = event.requestId ?? currentRequestId() ?? null;
@@ -219,7 +226,7 @@ export class OutboxRelay {
     if (this.running) return;
     await this.resolveSchema();
     this.running = true;
-    this.stopWaking = wakeRelaysAfterCommit(this.sql, () => this.wake());
+    this.stopWaking = wakeAfterEventCommits(this.sql, () => this.wake());
     this.loop = this.run();
     void this.wakeOnNatsReconnect();
   }
@@ -267,14 +274,35 @@ export class OutboxRelay {
         order by seq
         limit ${this.batchSize}
         for update skip locked`;
-      // One at a time, each PubAck awaited before the next: a failure leaves no later event
-      // stored ahead of an earlier one.
-      for (const row of rows) await this.publish(row);
+      await this.publishInKeyOrder(rows);
       if (rows.length > 0) {
         await tx`update ${tx(table)} set published_at = now() where seq in ${tx(rows.map((row) => row.seq))}`;
       }
       return rows.length;
     });
+  }
+
+  /**
+   * One PubAck round trip per key instead of one per event (measured: bench/results.md, "Event
+   * path"). Within a key each PubAck is awaited before the next event of that key goes out, so a
+   * failure never leaves a later event of an invoice stored ahead of an earlier one; events without
+   * a key form one chain of their own. Every chain is let finish before a failure is reported, so
+   * nothing of this batch is still in flight when its transaction rolls back.
+   */
+  private async publishInKeyOrder(rows: OutboxRow[]): Promise<void> {
+    const chains = new Map<string | null, OutboxRow[]>();
+    for (const row of rows) {
+      const chain = chains.get(row.event_key);
+      if (chain) chain.push(row);
+      else chains.set(row.event_key, [row]);
+    }
+    const outcomes = await Promise.allSettled(
+      Array.from(chains.values(), async (chain) => {
+        for (const row of chain) await this.publish(row);
+      }),
+    );
+    const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private async publish(row: OutboxRow): Promise<void> {

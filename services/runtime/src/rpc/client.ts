@@ -1,26 +1,259 @@
 /**
- * How one process calls another: the gRPC protocol over HTTP/2 cleartext, with the current
- * request id forwarded so a request can be followed across services in the logs.
+ * How one process calls another: @grpc/grpc-js underneath a Connect `Transport`, so callers keep
+ * `Client<typeof X>` and ConnectErrors. The current request id travels in metadata.
+ *
+ * Failures that are not a service's own answer — reset, refused, GOAWAY, a process killed
+ * mid-call — become `unavailable` (or `deadline_exceeded`), never anything a caller could take as
+ * a final verdict (409), and never with the socket's error text. Reads (`Get*`, `List*`, health)
+ * are retried once on a fresh connection; writes never are (callers use idempotency keys).
  */
-import type { DescService } from '@bufbuild/protobuf';
-import { createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import {
+  create,
+  fromBinary,
+  isMessage,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodStreaming,
+  type DescMethodUnary,
+  type DescService,
+  type MessageInitShape,
+  type MessageShape,
+} from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
+import {
+  Code,
+  ConnectError,
+  createClient,
+  type Client,
+  type ContextValues,
+  type StreamResponse,
+  type Transport,
+  type UnaryResponse,
+} from '@connectrpc/connect';
 import { currentRequestId, REQUEST_ID_HEADER } from '../log';
+import { decodeStatusDetails, STATUS_DETAILS_KEY } from './status-details';
+import type { RpcTls } from './tls';
 
-const forwardRequestId: Interceptor = (next) => (req) => {
-  const requestId = currentRequestId();
-  if (requestId && !req.header.has(REQUEST_ID_HEADER)) req.header.set(REQUEST_ID_HEADER, requestId);
-  return next(req);
-};
+type HeadersInit = ConstructorParameters<typeof Headers>[0];
 
-export function createRpcTransport(baseUrl: string, options: { timeoutMs?: number } = {}): Transport {
-  return createGrpcTransport({
-    baseUrl,
-    interceptors: [forwardRequestId],
-    defaultTimeoutMs: options.timeoutMs ?? 5_000,
-  });
+export interface RpcClientOptions {
+  /** Default deadline of a call, when the caller gives none. */
+  timeoutMs?: number;
+  /** Mutual TLS (the URL must be https://): this process's certificate and the CA to trust. */
+  tls?: RpcTls;
 }
 
-export function createRpcClient<S extends DescService>(service: S, baseUrl: string, options?: { timeoutMs?: number }): Client<S> {
+const DEFAULT_TIMEOUT_MS = 5_000;
+const RECONNECT_WAIT_MS = 1_000;
+
+/**
+ * Keep-alive finds a dead peer within ~25 s even when idle; reconnects start fast and stay
+ * bounded so a restarted service is found again within about a second.
+ */
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.keepalive_time_ms': 20_000,
+  'grpc.keepalive_timeout_ms': 5_000,
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.min_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1_000,
+  // Retries are decided here, per method, not by grpc-js' transparent retry policy.
+  'grpc.enable_retries': 0,
+};
+
+const READ_METHOD = /^(Get|List|Check|Watch)/;
+
+/** A read may be repeated without effect: the one kind of call retried after a transport failure. */
+export function isReadMethod(method: DescMethod): boolean {
+  return method.idempotency === 1 /* NO_SIDE_EFFECTS */ || READ_METHOD.test(method.name);
+}
+
+interface MethodCodec {
+  path: string;
+  serialize: (message: MessageShape<DescMessage>) => Buffer;
+  deserialize: (bytes: Buffer) => MessageShape<DescMessage>;
+  read: boolean;
+}
+
+const codecs = new WeakMap<DescMethod, MethodCodec>();
+
+function codecOf(method: DescMethod): MethodCodec {
+  let codec = codecs.get(method);
+  if (!codec) {
+    codec = {
+      path: `/${method.parent.typeName}/${method.name}`,
+      serialize: (message) => {
+        const bytes = toBinary(method.input, message);
+        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      },
+      deserialize: (bytes) => fromBinary(method.output, bytes),
+      read: isReadMethod(method),
+    };
+    codecs.set(method, codec);
+  }
+  return codec;
+}
+
+/**
+ * The ConnectError for a failed call. A status with `grpc-status-details-bin` is a service's own
+ * answer and keeps its code and details; anything else happened on the way (reset, refused,
+ * GOAWAY, RST_STREAM): it is `unavailable`, with our words rather than the socket's.
+ */
+export function connectErrorOf(err: grpc.ServiceError, callerAborted: boolean): ConnectError {
+  const details = err.metadata?.get(STATUS_DETAILS_KEY)[0];
+  if (details instanceof Buffer) {
+    const answer = decodeStatusDetails(details, err.details);
+    if (answer) return answer;
+  }
+  switch (err.code) {
+    case grpc.status.DEADLINE_EXCEEDED:
+      return new ConnectError('the service did not answer in time', Code.DeadlineExceeded);
+    case grpc.status.CANCELLED:
+      if (callerAborted) return new ConnectError('the call was cancelled', Code.Canceled);
+      return new ConnectError('the service could not be reached', Code.Unavailable);
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.INTERNAL:
+    case grpc.status.UNKNOWN:
+      return new ConnectError('the service could not be reached', Code.Unavailable);
+    default:
+      // A status some other gRPC server (or grpc-js itself) produced, e.g. UNIMPLEMENTED.
+      return new ConnectError(err.details || grpc.status[err.code] || 'rpc failed', err.code as number as Code);
+  }
+}
+
+/** Transport failures worth a second try on a fresh connection (reads only). */
+function isTransportFailure(err: grpc.ServiceError): boolean {
+  if (err.metadata?.get(STATUS_DETAILS_KEY).length) return false;
+  return err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL || err.code === grpc.status.UNKNOWN || err.code === grpc.status.CANCELLED;
+}
+
+function metadataOf(header: HeadersInit | undefined): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (header) new Headers(header).forEach((value, key) => metadata.set(key, value));
+  const requestId = currentRequestId();
+  if (requestId && metadata.get(REQUEST_ID_HEADER).length === 0) metadata.set(REQUEST_ID_HEADER, requestId);
+  return metadata;
+}
+
+function inputOf(method: DescMethod, input: MessageInitShape<DescMessage>): MessageShape<DescMessage> {
+  return isMessage(input, method.input) ? input : create(method.input, input);
+}
+
+const NO_HEADERS = new Headers();
+
+/** The target grpc-js dials: `http://host:port` (plaintext) or `https://host:port` (TLS). */
+function targetOf(baseUrl: string): { target: string; secure: boolean } {
+  const url = new URL(baseUrl);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`rpc address must be http(s)://host:port, got ${baseUrl}`);
+  return { target: url.host, secure: url.protocol === 'https:' };
+}
+
+export function createRpcTransport(baseUrl: string, options: RpcClientOptions = {}): Transport {
+  const { target, secure } = targetOf(baseUrl);
+  if (secure && !options.tls) throw new Error(`rpc address ${baseUrl} is https but no TLS settings were given`);
+  const credentials = secure && options.tls
+    ? grpc.credentials.createSsl(options.tls.ca, options.tls.key, options.tls.cert)
+    : grpc.credentials.createInsecure();
+  const channel = new grpc.Client(target, credentials, CHANNEL_OPTIONS);
+  const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+
+  function unaryOnce(codec: MethodCodec, request: MessageShape<DescMessage>, metadata: grpc.Metadata, deadline: number, signal: AbortSignal | undefined) {
+    return new Promise<MessageShape<DescMessage>>((resolve, reject) => {
+      const call = channel.makeUnaryRequest(codec.path, codec.serialize, codec.deserialize, request, metadata, { deadline }, (err, response) => {
+        signal?.removeEventListener('abort', cancel);
+        if (err) reject(err);
+        else resolve(response as MessageShape<DescMessage>);
+      });
+      function cancel() {
+        call.cancel();
+      }
+      signal?.addEventListener('abort', cancel, { once: true });
+    });
+  }
+
+  /**
+   * Resolves once the channel has a working connection again, or after a second at most (a
+   * restarted process is back by then; a peer that refuses every handshake is not worth the
+   * whole deadline): the retry then fails fast as unavailable.
+   */
+  function connected(deadline: number): Promise<void> {
+    const wait = Math.min(deadline, Date.now() + RECONNECT_WAIT_MS);
+    return new Promise<void>((resolve) => channel.waitForReady(wait, () => resolve()));
+  }
+
+  return {
+    async unary<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodUnary<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: HeadersInit | undefined,
+      input: MessageInitShape<I>,
+      _contextValues?: ContextValues,
+    ): Promise<UnaryResponse<I, O>> {
+      if (signal?.aborted) throw new ConnectError('the call was cancelled', Code.Canceled);
+      const codec = codecOf(method);
+      const request = inputOf(method, input as MessageInitShape<DescMessage>);
+      const metadata = metadataOf(header);
+      const deadline = Date.now() + (timeoutMs ?? defaultTimeoutMs);
+      let message: MessageShape<DescMessage>;
+      try {
+        message = await unaryOnce(codec, request, metadata, deadline, signal);
+      } catch (first) {
+        const err = first as grpc.ServiceError;
+        const retry = codec.read && isTransportFailure(err) && !signal?.aborted && Date.now() < deadline;
+        if (!retry) throw connectErrorOf(err, Boolean(signal?.aborted));
+        try {
+          // Wait for a connection that works (the old one is gone) rather than failing fast again.
+          await connected(deadline);
+          message = await unaryOnce(codec, request, metadata, deadline, signal);
+        } catch (second) {
+          throw connectErrorOf(second as grpc.ServiceError, Boolean(signal?.aborted));
+        }
+      }
+      return {
+        stream: false,
+        service: method.parent as DescService,
+        method,
+        header: NO_HEADERS,
+        message: message as MessageShape<O>,
+        trailer: NO_HEADERS,
+      };
+    },
+
+    async stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: HeadersInit | undefined,
+      input: AsyncIterable<MessageInitShape<I>>,
+      _contextValues?: ContextValues,
+    ): Promise<StreamResponse<I, O>> {
+      if (method.methodKind !== 'server_streaming') {
+        throw new ConnectError(`${method.methodKind} calls are not supported`, Code.Unimplemented);
+      }
+      const codec = codecOf(method);
+      let request: MessageShape<DescMessage> | undefined;
+      for await (const first of input) {
+        request = inputOf(method, first as MessageInitShape<DescMessage>);
+        break;
+      }
+      if (!request) throw new ConnectError('a server-streaming call needs one request', Code.InvalidArgument);
+      const options: grpc.CallOptions = timeoutMs !== undefined ? { deadline: Date.now() + timeoutMs } : {};
+      const call = channel.makeServerStreamRequest(codec.path, codec.serialize, codec.deserialize, request, metadataOf(header), options);
+      signal?.addEventListener('abort', () => call.cancel(), { once: true });
+      async function* messages(): AsyncIterable<MessageShape<O>> {
+        try {
+          for await (const message of call) yield message as MessageShape<O>;
+        } catch (err) {
+          throw connectErrorOf(err as grpc.ServiceError, Boolean(signal?.aborted));
+        }
+      }
+      return { stream: true, service: method.parent as DescService, method, header: NO_HEADERS, message: messages(), trailer: NO_HEADERS };
+    },
+  };
+}
+
+export function createRpcClient<S extends DescService>(service: S, baseUrl: string, options?: RpcClientOptions): Client<S> {
   return createClient(service, createRpcTransport(baseUrl, options));
 }

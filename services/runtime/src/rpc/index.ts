@@ -1,3 +1,4 @@
 export * from './health';
 export * from './server';
 export * from './client';
+export * from './tls';

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/auth/v1/auth.proto.
  */
 export const file_coinvoice_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Chxjb2ludm9pY2UvYXV0aC92MS9hdXRoLnByb3RvEhFjb2ludm9pY2UuYXV0aC52MSJ1CghNZXJjaGFudBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIMCgRuYW1lGAMgASgJEhAKCGlzX2FkbWluGAQgASgIEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIusBCgdQcm9qZWN0EgoKAmlkGAEgASgJEhMKC21lcmNoYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSNQoLZW52aXJvbm1lbnQYBCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhgKC3dlYmhvb2tfdXJsGAUgASgJSACIAQESIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAYgASgFEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF93ZWJob29rX3VybCLYAQoGQXBpS2V5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRCgNKd2sSCwoDa2lkGAEgASgJEgsKA2t0eRgCIAEoCRILCgNjcnYYAyABKAkSCQoBeBgEIAEoCRILCgNhbGcYBSABKAkSCwoDdXNlGAYgASgJIkgKF1JlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEgwKBG5hbWUYAyABKAkiiAEKGFJlZ2lzdGVyTWVyY2hhbnRSZXNwb25zZRItCghtZXJjaGFudBgBIAEoCzIbLmNvaW52b2ljZS5hdXRoLnYxLk1lcmNoYW50Eg0KBXRva2VuGAIgASgJEi4KCmV4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KDExvZ2luUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSJOCg1Mb2dpblJlc3BvbnNlEg0KBXRva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIikKEkdldE1lcmNoYW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSJEChNHZXRNZXJjaGFudFJlc3BvbnNlEi0KCG1lcmNoYW50GAEgASgLMhsuY29pbnZvaWNlLmF1dGgudjEuTWVyY2hhbnQiEAoOR2V0Sndrc1JlcXVlc3QiNwoPR2V0Sndrc1Jlc3BvbnNlEiQKBGtleXMYASADKAsyFi5jb2ludm9pY2UuYXV0aC52MS5Kd2siGQoXUm90YXRlU2lnbmluZ0tleVJlcXVlc3QiPwoYUm90YXRlU2lnbmluZ0tleVJlc3BvbnNlEiMKA2tleRgBIAEoCzIWLmNvaW52b2ljZS5hdXRoLnYxLkp3ayKaAQoUQ3JlYXRlUHJvamVjdFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRI1CgtlbnZpcm9ubWVudBgDIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSGAoLd2ViaG9va191cmwYBCABKAlIAIgBAUIOCgxfd2ViaG9va191cmwiXAoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0EhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIioKE0xpc3RQcm9qZWN0c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiRAoUTGlzdFByb2plY3RzUmVzcG9uc2USLAoIcHJvamVjdHMYASADKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IjwKEUdldFByb2plY3RSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQQoSR2V0UHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IskBChRVcGRhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgt3ZWJob29rX3VybBgEIAEoCUgBiAEBEiUKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBUgCiAEBQgcKBV9uYW1lQg4KDF93ZWJob29rX3VybEIbChlfaW52b2ljZV9saWZldGltZV9taW51dGVzIkQKFVVwZGF0ZVByb2plY3RSZXNwb25zZRIrCgdwcm9qZWN0GAEgASgLMhouY29pbnZvaWNlLmF1dGgudjEuUHJvamVjdCJFChpSb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIjUKG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIWCg53ZWJob29rX3NlY3JldBgBIAEoCSJMChNDcmVhdGVBcGlLZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCSJPChRDcmVhdGVBcGlLZXlSZXNwb25zZRIqCgdhcGlfa2V5GAEgASgLMhkuY29pbnZvaWNlLmF1dGgudjEuQXBpS2V5EgsKA2tleRgCIAEoCSI9ChJMaXN0QXBpS2V5c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJCChNMaXN0QXBpS2V5c1Jlc3BvbnNlEisKCGFwaV9rZXlzGAEgAygLMhkuY29pbnZvaWNlLmF1dGgudjEuQXBpS2V5Ik4KE1Jldm9rZUFwaUtleVJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIOCgZrZXlfaWQYAyABKAkiQgoUUmV2b2tlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleSIiChNWZXJpZnlBcGlLZXlSZXF1ZXN0EgsKA2tleRgBIAEoCSK+AQoUVmVyaWZ5QXBpS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFAoMcHJvamVjdF9uYW1lGAMgASgJEjUKC2Vudmlyb25tZW50GAQgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBITCgttZXJjaGFudF9pZBgFIAEoCRIgChhpbnZvaWNlX2xpZmV0aW1lX21pbnV0ZXMYBiABKAUiLgoYR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkijQIKGUdldFByb2plY3RDb250ZXh0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxwcm9qZWN0X25hbWUYAiABKAkSNQoLZW52aXJvbm1lbnQYAyABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhMKC21lcmNoYW50X2lkGAQgASgJEhYKDm1lcmNoYW50X2VtYWlsGAUgASgJEhgKC3dlYmhvb2tfdXJsGAYgASgJSACIAQESFgoOd2ViaG9va19zZWNyZXQYByABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAggASgFQg4KDF93ZWJob29rX3VybDLOCwoLQXV0aFNlcnZpY2USawoQUmVnaXN0ZXJNZXJjaGFudBIqLmNvaW52b2ljZS5hdXRoLnYxLlJlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0GisuY29pbnZvaWNlLmF1dGgudjEuUmVnaXN0ZXJNZXJjaGFudFJlc3BvbnNlEkoKBUxvZ2luEh8uY29pbnZvaWNlLmF1dGgudjEuTG9naW5SZXF1ZXN0GiAuY29pbnZvaWNlLmF1dGgudjEuTG9naW5SZXNwb25zZRJcCgtHZXRNZXJjaGFudBIlLmNvaW52b2ljZS5hdXRoLnYxLkdldE1lcmNoYW50UmVxdWVzdBomLmNvaW52b2ljZS5hdXRoLnYxLkdldE1lcmNoYW50UmVzcG9uc2USUAoHR2V0SndrcxIhLmNvaW52b2ljZS5hdXRoLnYxLkdldEp3a3NSZXF1ZXN0GiIuY29pbnZvaWNlLmF1dGgudjEuR2V0Sndrc1Jlc3BvbnNlEmsKEFJvdGF0ZVNpZ25pbmdLZXkSKi5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVTaWduaW5nS2V5UmVxdWVzdBorLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVNpZ25pbmdLZXlSZXNwb25zZRJiCg1DcmVhdGVQcm9qZWN0EicuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaKC5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVQcm9qZWN0UmVzcG9uc2USXwoMTGlzdFByb2plY3RzEiYuY29pbnZvaWNlLmF1dGgudjEuTGlzdFByb2plY3RzUmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKCkdldFByb2plY3QSJC5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0UmVxdWVzdBolLmNvaW52b2ljZS5hdXRoLnYxLkdldFByb2plY3RSZXNwb25zZRJiCg1VcGRhdGVQcm9qZWN0EicuY29pbnZvaWNlLmF1dGgudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaKC5jb2ludm9pY2UuYXV0aC52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2USdAoTUm90YXRlV2ViaG9va1NlY3JldBItLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gi4uY29pbnZvaWNlLmF1dGgudjEuUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEl8KDENyZWF0ZUFwaUtleRImLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaJy5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJcCgtMaXN0QXBpS2V5cxIlLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBomLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USXwoMUmV2b2tlQXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlEl8KDFZlcmlmeUFwaUtleRImLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUFwaUtleVJlcXVlc3QaJy5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlBcGlLZXlSZXNwb25zZRJuChFHZXRQcm9qZWN0Q29udGV4dBIrLmNvaW52b2ljZS5hdXRoLnYxLkdldFByb2plY3RDb250ZXh0UmVxdWVzdBosLmNvaW52b2ljZS5hdXRoLnYxLkdldFByb2plY3RDb250ZXh0UmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("Chxjb2ludm9pY2UvYXV0aC92MS9hdXRoLnByb3RvEhFjb2ludm9pY2UuYXV0aC52MSKNAQoITWVyY2hhbnQSCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghpc19hZG1pbhgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5lbWFpbF92ZXJpZmllZBgGIAEoCCKOAgoHUHJvamVjdBIKCgJpZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEjUKC2Vudmlyb25tZW50GAQgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgFIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GAggASgJQg4KDF93ZWJob29rX3VybCLYAQoGQXBpS2V5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRCgNKd2sSCwoDa2lkGAEgASgJEgsKA2t0eRgCIAEoCRILCgNjcnYYAyABKAkSCQoBeBgEIAEoCRILCgNhbGcYBSABKAkSCwoDdXNlGAYgASgJIlsKF1JlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJY2xpZW50X2lwGAQgASgJIogBChhSZWdpc3Rlck1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudBINCgV0b2tlbhgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJCCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJIk4KDUxvZ2luUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoSR2V0TWVyY2hhbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIkQKE0dldE1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudCIQCg5HZXRKd2tzUmVxdWVzdCI3Cg9HZXRKd2tzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLmNvaW52b2ljZS5hdXRoLnYxLkp3ayIZChdSb3RhdGVTaWduaW5nS2V5UmVxdWVzdCI/ChhSb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhYuY29pbnZvaWNlLmF1dGgudjEuSndrIuABChRDcmVhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEjUKC2Vudmlyb25tZW50GAMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBSABKAlIAYgBAUIOCgxfd2ViaG9va191cmxCHAoaX3BheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQiXAoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0EhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIioKE0xpc3RQcm9qZWN0c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiRAoUTGlzdFByb2plY3RzUmVzcG9uc2USLAoIcHJvamVjdHMYASADKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IjwKEUdldFByb2plY3RSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQQoSR2V0UHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0Io8CChRVcGRhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgt3ZWJob29rX3VybBgEIAEoCUgBiAEBEiUKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBUgCiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlIA4gBAUIHCgVfbmFtZUIOCgxfd2ViaG9va191cmxCGwoZX2ludm9pY2VfbGlmZXRpbWVfbWludXRlc0IcChpfcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudCJEChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKwoHcHJvamVjdBgBIAEoCzIaLmNvaW52b2ljZS5hdXRoLnYxLlByb2plY3QiRQoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSI1ChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USFgoOd2ViaG9va19zZWNyZXQYASABKAkiTAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBG5hbWUYAyABKAkiTwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleRILCgNrZXkYAiABKAkiPQoSTGlzdEFwaUtleXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgoTTGlzdEFwaUtleXNSZXNwb25zZRIrCghhcGlfa2V5cxgBIAMoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleSJOChNSZXZva2VBcGlLZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGa2V5X2lkGAMgASgJIkIKFFJldm9rZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5jb2ludm9pY2UuYXV0aC52MS5BcGlLZXkiIgoTVmVyaWZ5QXBpS2V5UmVxdWVzdBILCgNrZXkYASABKAki4QEKFFZlcmlmeUFwaUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhQKDHByb2plY3RfbmFtZRgDIAEoCRI1CgtlbnZpcm9ubWVudBgEIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEwoLbWVyY2hhbnRfaWQYBSABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAYgASgFEiEKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYByABKAkiLgoYR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkirgIKGUdldFByb2plY3RDb250ZXh0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxwcm9qZWN0X25hbWUYAiABKAkSNQoLZW52aXJvbm1lbnQYAyABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhMKC21lcmNoYW50X2lkGAQgASgJEhYKDm1lcmNoYW50X2VtYWlsGAUgASgJEhgKC3dlYmhvb2tfdXJsGAYgASgJSACIAQESFgoOd2ViaG9va19zZWNyZXQYByABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAggASgFEh8KF21lcmNoYW50X2VtYWlsX3ZlcmlmaWVkGAkgASgIQg4KDF93ZWJob29rX3VybCI3ChJWZXJpZnlFbWFpbFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDAoEY29kZRgCIAEoCSJEChNWZXJpZnlFbWFpbFJlc3BvbnNlEi0KCG1lcmNoYW50GAEgASgLMhsuY29pbnZvaWNlLmF1dGgudjEuTWVyY2hhbnQiNQoeUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIiEKH1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uUmVzcG9uc2UiJAoNTG9nb3V0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSIQCg5Mb2dvdXRSZXNwb25zZSJcChVDaGFuZ2VQYXNzd29yZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGAoQY3VycmVudF9wYXNzd29yZBgCIAEoCRIUCgxuZXdfcGFzc3dvcmQYAyABKAkiVwoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCh1MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdCJDChFTZXNzaW9uUmV2b2NhdGlvbhITCgttZXJjaGFudF9pZBgBIAEoCRIZChFtaW5fc2Vzc2lvbl9lcG9jaBgCIAEoBSJbCh5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVzcG9uc2USOQoLcmV2b2NhdGlvbnMYASADKAsyJC5jb2ludm9pY2UuYXV0aC52MS5TZXNzaW9uUmV2b2NhdGlvbiIrChpWZXJpZnlPcGVyYXRvclRva2VuUmVxdWVzdBINCgV0b2tlbhgBIAEoCSJBChtWZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFZW1haWwYAiABKAky2hAKC0F1dGhTZXJ2aWNlEmsKEFJlZ2lzdGVyTWVyY2hhbnQSKi5jb2ludm9pY2UuYXV0aC52MS5SZWdpc3Rlck1lcmNoYW50UmVxdWVzdBorLmNvaW52b2ljZS5hdXRoLnYxLlJlZ2lzdGVyTWVyY2hhbnRSZXNwb25zZRJKCgVMb2dpbhIfLmNvaW52b2ljZS5hdXRoLnYxLkxvZ2luUmVxdWVzdBogLmNvaW52b2ljZS5hdXRoLnYxLkxvZ2luUmVzcG9uc2USXAoLR2V0TWVyY2hhbnQSJS5jb2ludm9pY2UuYXV0aC52MS5HZXRNZXJjaGFudFJlcXVlc3QaJi5jb2ludm9pY2UuYXV0aC52MS5HZXRNZXJjaGFudFJlc3BvbnNlElAKB0dldEp3a3MSIS5jb2ludm9pY2UuYXV0aC52MS5HZXRKd2tzUmVxdWVzdBoiLmNvaW52b2ljZS5hdXRoLnYxLkdldEp3a3NSZXNwb25zZRJrChBSb3RhdGVTaWduaW5nS2V5EiouY29pbnZvaWNlLmF1dGgudjEuUm90YXRlU2lnbmluZ0tleVJlcXVlc3QaKy5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USYgoNQ3JlYXRlUHJvamVjdBInLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZVByb2plY3RSZXF1ZXN0GiguY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlEl8KDExpc3RQcm9qZWN0cxImLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaJy5jb2ludm9pY2UuYXV0aC52MS5MaXN0UHJvamVjdHNSZXNwb25zZRJZCgpHZXRQcm9qZWN0EiQuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdFJlcXVlc3QaJS5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0UmVzcG9uc2USYgoNVXBkYXRlUHJvamVjdBInLmNvaW52b2ljZS5hdXRoLnYxLlVwZGF0ZVByb2plY3RSZXF1ZXN0GiguY29pbnZvaWNlLmF1dGgudjEuVXBkYXRlUHJvamVjdFJlc3BvbnNlEnQKE1JvdGF0ZVdlYmhvb2tTZWNyZXQSLS5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBouLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJfCgxDcmVhdGVBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USXAoLTGlzdEFwaUtleXMSJS5jb2ludm9pY2UuYXV0aC52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJi5jb2ludm9pY2UuYXV0aC52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEl8KDFJldm9rZUFwaUtleRImLmNvaW52b2ljZS5hdXRoLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJy5jb2ludm9pY2UuYXV0aC52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJfCgxWZXJpZnlBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5QXBpS2V5UmVzcG9uc2USbgoRR2V0UHJvamVjdENvbnRleHQSKy5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0Q29udGV4dFJlcXVlc3QaLC5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0Q29udGV4dFJlc3BvbnNlElwKC1ZlcmlmeUVtYWlsEiUuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5RW1haWxSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5RW1haWxSZXNwb25zZRKAAQoXUmVzZW5kRW1haWxWZXJpZmljYXRpb24SMS5jb2ludm9pY2UuYXV0aC52MS5SZXNlbmRFbWFpbFZlcmlmaWNhdGlvblJlcXVlc3QaMi5jb2ludm9pY2UuYXV0aC52MS5SZXNlbmRFbWFpbFZlcmlmaWNhdGlvblJlc3BvbnNlEk0KBkxvZ291dBIgLmNvaW52b2ljZS5hdXRoLnYxLkxvZ291dFJlcXVlc3QaIS5jb2ludm9pY2UuYXV0aC52MS5Mb2dvdXRSZXNwb25zZRJlCg5DaGFuZ2VQYXNzd29yZBIoLmNvaW52b2ljZS5hdXRoLnYxLkNoYW5nZVBhc3N3b3JkUmVxdWVzdBopLmNvaW52b2ljZS5hdXRoLnYxLkNoYW5nZVBhc3N3b3JkUmVzcG9uc2USfQoWTGlzdFNlc3Npb25SZXZvY2F0aW9ucxIwLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RTZXNzaW9uUmV2b2NhdGlvbnNSZXF1ZXN0GjEuY29pbnZvaWNlLmF1dGgudjEuTGlzdFNlc3Npb25SZXZvY2F0aW9uc1Jlc3BvbnNlEnQKE1ZlcmlmeU9wZXJhdG9yVG9rZW4SLS5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlPcGVyYXRvclRva2VuUmVxdWVzdBouLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeU9wZXJhdG9yVG9rZW5SZXNwb25zZWIGcHJvdG8z", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * A merchant account.
@@ -38,7 +38,8 @@ export type Merchant = Message<"coinvoice.auth.v1.Merchant"> & {
   name: string;
 
   /**
-   * Operator flag (set by configuration): may call admin routes such as payout complete/reject.
+   * Operator flag (granted by the grant-operator command): may call admin routes such as payout
+   * complete/reject.
    *
    * @generated from field: bool is_admin = 4;
    */
@@ -48,6 +49,13 @@ export type Merchant = Message<"coinvoice.auth.v1.Merchant"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 5;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The merchant proved the email address (VerifyEmail); needed for live keys and live payouts.
+   *
+   * @generated from field: bool email_verified = 6;
+   */
+  emailVerified: boolean;
 };
 
 /**
@@ -104,6 +112,14 @@ export type Project = Message<"coinvoice.auth.v1.Project"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 7;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * Decimal string, 0 to 5 (default "0"): how far below amount_expected a live payment still
+   * pays an invoice (fixed on each invoice at creation).
+   *
+   * @generated from field: string payment_tolerance_percent = 8;
+   */
+  paymentTolerancePercent: string;
 };
 
 /**
@@ -244,6 +260,13 @@ export type RegisterMerchantRequest = Message<"coinvoice.auth.v1.RegisterMerchan
    * @generated from field: string name = 3;
    */
   name: string;
+
+  /**
+   * The HTTP client's address as the gateway saw it (rate limit per IP).
+   *
+   * @generated from field: string client_ip = 4;
+   */
+  clientIp: string;
 };
 
 /**
@@ -295,6 +318,13 @@ export type LoginRequest = Message<"coinvoice.auth.v1.LoginRequest"> & {
    * @generated from field: string password = 2;
    */
   password: string;
+
+  /**
+   * The HTTP client's address as the gateway saw it (rate limit per IP).
+   *
+   * @generated from field: string client_ip = 3;
+   */
+  clientIp: string;
 };
 
 /**
@@ -453,6 +483,13 @@ export type CreateProjectRequest = Message<"coinvoice.auth.v1.CreateProjectReque
    * @generated from field: optional string webhook_url = 4;
    */
   webhookUrl?: string | undefined;
+
+  /**
+   * Decimal string 0-5 with at most 2 decimals; "0" when absent.
+   *
+   * @generated from field: optional string payment_tolerance_percent = 5;
+   */
+  paymentTolerancePercent?: string | undefined;
 };
 
 /**
@@ -593,6 +630,13 @@ export type UpdateProjectRequest = Message<"coinvoice.auth.v1.UpdateProjectReque
    * @generated from field: optional int32 invoice_lifetime_minutes = 5;
    */
   invoiceLifetimeMinutes?: number | undefined;
+
+  /**
+   * Decimal string 0-5 with at most 2 decimals; unchanged when absent.
+   *
+   * @generated from field: optional string payment_tolerance_percent = 6;
+   */
+  paymentTolerancePercent?: string | undefined;
 };
 
 /**
@@ -852,6 +896,13 @@ export type VerifyApiKeyResponse = Message<"coinvoice.auth.v1.VerifyApiKeyRespon
    * @generated from field: int32 invoice_lifetime_minutes = 6;
    */
   invoiceLifetimeMinutes: number;
+
+  /**
+   * The project's payment tolerance (decimal string), passed to CreateInvoice likewise.
+   *
+   * @generated from field: string payment_tolerance_percent = 7;
+   */
+  paymentTolerancePercent: string;
 };
 
 /**
@@ -927,6 +978,13 @@ export type GetProjectContextResponse = Message<"coinvoice.auth.v1.GetProjectCon
    * @generated from field: int32 invoice_lifetime_minutes = 8;
    */
   invoiceLifetimeMinutes: number;
+
+  /**
+   * The merchant proved the email address: live payouts need it.
+   *
+   * @generated from field: bool merchant_email_verified = 9;
+   */
+  merchantEmailVerified: boolean;
 };
 
 /**
@@ -935,6 +993,249 @@ export type GetProjectContextResponse = Message<"coinvoice.auth.v1.GetProjectCon
  */
 export const GetProjectContextResponseSchema: GenMessage<GetProjectContextResponse> = /*@__PURE__*/
   messageDesc(file_coinvoice_auth_v1_auth, 33);
+
+/**
+ * @generated from message coinvoice.auth.v1.VerifyEmailRequest
+ */
+export type VerifyEmailRequest = Message<"coinvoice.auth.v1.VerifyEmailRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: string code = 2;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.VerifyEmailRequest.
+ * Use `create(VerifyEmailRequestSchema)` to create a new message.
+ */
+export const VerifyEmailRequestSchema: GenMessage<VerifyEmailRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 34);
+
+/**
+ * @generated from message coinvoice.auth.v1.VerifyEmailResponse
+ */
+export type VerifyEmailResponse = Message<"coinvoice.auth.v1.VerifyEmailResponse"> & {
+  /**
+   * @generated from field: coinvoice.auth.v1.Merchant merchant = 1;
+   */
+  merchant?: Merchant | undefined;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.VerifyEmailResponse.
+ * Use `create(VerifyEmailResponseSchema)` to create a new message.
+ */
+export const VerifyEmailResponseSchema: GenMessage<VerifyEmailResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 35);
+
+/**
+ * @generated from message coinvoice.auth.v1.ResendEmailVerificationRequest
+ */
+export type ResendEmailVerificationRequest = Message<"coinvoice.auth.v1.ResendEmailVerificationRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ResendEmailVerificationRequest.
+ * Use `create(ResendEmailVerificationRequestSchema)` to create a new message.
+ */
+export const ResendEmailVerificationRequestSchema: GenMessage<ResendEmailVerificationRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 36);
+
+/**
+ * @generated from message coinvoice.auth.v1.ResendEmailVerificationResponse
+ */
+export type ResendEmailVerificationResponse = Message<"coinvoice.auth.v1.ResendEmailVerificationResponse"> & {
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ResendEmailVerificationResponse.
+ * Use `create(ResendEmailVerificationResponseSchema)` to create a new message.
+ */
+export const ResendEmailVerificationResponseSchema: GenMessage<ResendEmailVerificationResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 37);
+
+/**
+ * @generated from message coinvoice.auth.v1.LogoutRequest
+ */
+export type LogoutRequest = Message<"coinvoice.auth.v1.LogoutRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.LogoutRequest.
+ * Use `create(LogoutRequestSchema)` to create a new message.
+ */
+export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 38);
+
+/**
+ * @generated from message coinvoice.auth.v1.LogoutResponse
+ */
+export type LogoutResponse = Message<"coinvoice.auth.v1.LogoutResponse"> & {
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.LogoutResponse.
+ * Use `create(LogoutResponseSchema)` to create a new message.
+ */
+export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 39);
+
+/**
+ * @generated from message coinvoice.auth.v1.ChangePasswordRequest
+ */
+export type ChangePasswordRequest = Message<"coinvoice.auth.v1.ChangePasswordRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: string current_password = 2;
+   */
+  currentPassword: string;
+
+  /**
+   * @generated from field: string new_password = 3;
+   */
+  newPassword: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ChangePasswordRequest.
+ * Use `create(ChangePasswordRequestSchema)` to create a new message.
+ */
+export const ChangePasswordRequestSchema: GenMessage<ChangePasswordRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 40);
+
+/**
+ * @generated from message coinvoice.auth.v1.ChangePasswordResponse
+ */
+export type ChangePasswordResponse = Message<"coinvoice.auth.v1.ChangePasswordResponse"> & {
+  /**
+   * A new session token; every older one is revoked.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ChangePasswordResponse.
+ * Use `create(ChangePasswordResponseSchema)` to create a new message.
+ */
+export const ChangePasswordResponseSchema: GenMessage<ChangePasswordResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 41);
+
+/**
+ * @generated from message coinvoice.auth.v1.ListSessionRevocationsRequest
+ */
+export type ListSessionRevocationsRequest = Message<"coinvoice.auth.v1.ListSessionRevocationsRequest"> & {
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ListSessionRevocationsRequest.
+ * Use `create(ListSessionRevocationsRequestSchema)` to create a new message.
+ */
+export const ListSessionRevocationsRequestSchema: GenMessage<ListSessionRevocationsRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 42);
+
+/**
+ * Tokens of this merchant whose session epoch ("sv" claim) is below min_session_epoch are revoked.
+ *
+ * @generated from message coinvoice.auth.v1.SessionRevocation
+ */
+export type SessionRevocation = Message<"coinvoice.auth.v1.SessionRevocation"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: int32 min_session_epoch = 2;
+   */
+  minSessionEpoch: number;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.SessionRevocation.
+ * Use `create(SessionRevocationSchema)` to create a new message.
+ */
+export const SessionRevocationSchema: GenMessage<SessionRevocation> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 43);
+
+/**
+ * @generated from message coinvoice.auth.v1.ListSessionRevocationsResponse
+ */
+export type ListSessionRevocationsResponse = Message<"coinvoice.auth.v1.ListSessionRevocationsResponse"> & {
+  /**
+   * @generated from field: repeated coinvoice.auth.v1.SessionRevocation revocations = 1;
+   */
+  revocations: SessionRevocation[];
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ListSessionRevocationsResponse.
+ * Use `create(ListSessionRevocationsResponseSchema)` to create a new message.
+ */
+export const ListSessionRevocationsResponseSchema: GenMessage<ListSessionRevocationsResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 44);
+
+/**
+ * @generated from message coinvoice.auth.v1.VerifyOperatorTokenRequest
+ */
+export type VerifyOperatorTokenRequest = Message<"coinvoice.auth.v1.VerifyOperatorTokenRequest"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.VerifyOperatorTokenRequest.
+ * Use `create(VerifyOperatorTokenRequestSchema)` to create a new message.
+ */
+export const VerifyOperatorTokenRequestSchema: GenMessage<VerifyOperatorTokenRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 45);
+
+/**
+ * @generated from message coinvoice.auth.v1.VerifyOperatorTokenResponse
+ */
+export type VerifyOperatorTokenResponse = Message<"coinvoice.auth.v1.VerifyOperatorTokenResponse"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: string email = 2;
+   */
+  email: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.VerifyOperatorTokenResponse.
+ * Use `create(VerifyOperatorTokenResponseSchema)` to create a new message.
+ */
+export const VerifyOperatorTokenResponseSchema: GenMessage<VerifyOperatorTokenResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 46);
 
 /**
  * AuthService owns merchants, session tokens (EdDSA JWTs), projects, webhook secrets and API keys.
@@ -1096,6 +1397,69 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof GetProjectContextRequestSchema;
     output: typeof GetProjectContextResponseSchema;
+  },
+  /**
+   * Confirms the merchant's email with the code the notifier emailed; invalid_verification_code
+   * (400) when wrong (5 attempts per code), verification_code_expired (409) when too old.
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.VerifyEmail
+   */
+  verifyEmail: {
+    methodKind: "unary";
+    input: typeof VerifyEmailRequestSchema;
+    output: typeof VerifyEmailResponseSchema;
+  },
+  /**
+   * Issues a new email verification code (the previous one stops working) and has it emailed.
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.ResendEmailVerification
+   */
+  resendEmailVerification: {
+    methodKind: "unary";
+    input: typeof ResendEmailVerificationRequestSchema;
+    output: typeof ResendEmailVerificationResponseSchema;
+  },
+  /**
+   * Ends every session of the merchant (publishes SessionsRevoked).
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.Logout
+   */
+  logout: {
+    methodKind: "unary";
+    input: typeof LogoutRequestSchema;
+    output: typeof LogoutResponseSchema;
+  },
+  /**
+   * Changes the password, ends every session, and signs the merchant in again.
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.ChangePassword
+   */
+  changePassword: {
+    methodKind: "unary";
+    input: typeof ChangePasswordRequestSchema;
+    output: typeof ChangePasswordResponseSchema;
+  },
+  /**
+   * Gateway at start and after a NATS gap: every session revocation whose tokens may still be
+   * unexpired.
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.ListSessionRevocations
+   */
+  listSessionRevocations: {
+    methodKind: "unary";
+    input: typeof ListSessionRevocationsRequestSchema;
+    output: typeof ListSessionRevocationsResponseSchema;
+  },
+  /**
+   * Payout service: checks an operator's session token (signature, expiry, revocation, and that
+   * the merchant is an operator now).
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.VerifyOperatorToken
+   */
+  verifyOperatorToken: {
+    methodKind: "unary";
+    input: typeof VerifyOperatorTokenRequestSchema;
+    output: typeof VerifyOperatorTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_auth_v1_auth, 0);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/auth/v1/events.proto.
  */
 export const file_coinvoice_auth_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jb2ludm9pY2UvYXV0aC92MS9ldmVudHMucHJvdG8SEWNvaW52b2ljZS5hdXRoLnYxInUKDUFwaUtleVJldm9rZWQSDgoGa2V5X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEAoIa2V5X2hhc2gYAyABKAkSLgoKcmV2b2tlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi4wEKDlByb2plY3RVcGRhdGVkEhIKCnByb2plY3RfaWQYASABKAkSEwoLbWVyY2hhbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBRIeChZ3ZWJob29rX3NlY3JldF9yb3RhdGVkGAYgASgIEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF93ZWJob29rX3VybGIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Ch5jb2ludm9pY2UvYXV0aC92MS9ldmVudHMucHJvdG8SEWNvaW52b2ljZS5hdXRoLnYxInUKDUFwaUtleVJldm9rZWQSDgoGa2V5X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEAoIa2V5X2hhc2gYAyABKAkSLgoKcmV2b2tlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihgIKDlByb2plY3RVcGRhdGVkEhIKCnByb2plY3RfaWQYASABKAkSEwoLbWVyY2hhbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBRIeChZ3ZWJob29rX3NlY3JldF9yb3RhdGVkGAYgASgIEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYCCABKAlCDgoMX3dlYmhvb2tfdXJsInEKD1Nlc3Npb25zUmV2b2tlZBITCgttZXJjaGFudF9pZBgBIAEoCRIZChFtaW5fc2Vzc2lvbl9lcG9jaBgCIAEoBRIuCgpyZXZva2VkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcGIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * Event "auth.api_key_revoked" (subject <ns>.auth.api_key_revoked): every gateway replica drops
@@ -97,6 +97,13 @@ export type ProjectUpdated = Message<"coinvoice.auth.v1.ProjectUpdated"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Decimal string.
+   *
+   * @generated from field: string payment_tolerance_percent = 8;
+   */
+  paymentTolerancePercent: string;
 };
 
 /**
@@ -105,4 +112,35 @@ export type ProjectUpdated = Message<"coinvoice.auth.v1.ProjectUpdated"> & {
  */
 export const ProjectUpdatedSchema: GenMessage<ProjectUpdated> = /*@__PURE__*/
   messageDesc(file_coinvoice_auth_v1_events, 1);
+
+/**
+ * Event "auth.sessions_revoked" (subject <ns>.auth.sessions_revoked): logout, a password change or
+ * an operator grant/revoke ended every session of the merchant; gateways refuse tokens whose "sv"
+ * claim is below min_session_epoch from now on.
+ *
+ * @generated from message coinvoice.auth.v1.SessionsRevoked
+ */
+export type SessionsRevoked = Message<"coinvoice.auth.v1.SessionsRevoked"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: int32 min_session_epoch = 2;
+   */
+  minSessionEpoch: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp revoked_at = 3;
+   */
+  revokedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.SessionsRevoked.
+ * Use `create(SessionsRevokedSchema)` to create a new message.
+ */
+export const SessionsRevokedSchema: GenMessage<SessionsRevoked> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_events, 2);
 

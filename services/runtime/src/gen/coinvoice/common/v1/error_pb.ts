@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/common/v1/error.proto.
  */
 export const file_coinvoice_common_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Ch9jb2ludm9pY2UvY29tbW9uL3YxL2Vycm9yLnByb3RvEhNjb2ludm9pY2UuY29tbW9uLnYxIlQKC0Vycm9yRGV0YWlsEgwKBGNvZGUYASABKAkSNwoKdmlvbGF0aW9ucxgCIAMoCzIjLmNvaW52b2ljZS5jb21tb24udjEuRmllbGRWaW9sYXRpb24iMAoORmllbGRWaW9sYXRpb24SDQoFZmllbGQYASABKAkSDwoHbWVzc2FnZRgCIAEoCWIGcHJvdG8z");
+  fileDesc("Ch9jb2ludm9pY2UvY29tbW9uL3YxL2Vycm9yLnByb3RvEhNjb2ludm9pY2UuY29tbW9uLnYxIpABCgtFcnJvckRldGFpbBIMCgRjb2RlGAEgASgJEjcKCnZpb2xhdGlvbnMYAiADKAsyIy5jb2ludm9pY2UuY29tbW9uLnYxLkZpZWxkVmlvbGF0aW9uEjoKCnJhdGVfbGltaXQYAyABKAsyJi5jb2ludm9pY2UuY29tbW9uLnYxLlJhdGVMaW1pdEV4Y2VlZGVkImcKEVJhdGVMaW1pdEV4Y2VlZGVkEg4KBnBvbGljeRgBIAEoCRINCgVsaW1pdBgCIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgDIAEoBRIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAQgASgFIjAKDkZpZWxkVmlvbGF0aW9uEg0KBWZpZWxkGAEgASgJEg8KB21lc3NhZ2UYAiABKAliBnByb3RvMw");
 
 /**
  * Machine-readable error detail attached to every ConnectError / gRPC error a coinvoice service
@@ -36,6 +36,14 @@ export type ErrorDetail = Message<"coinvoice.common.v1.ErrorDetail"> & {
    * @generated from field: repeated coinvoice.common.v1.FieldViolation violations = 2;
    */
   violations: FieldViolation[];
+
+  /**
+   * Set with code rate_limited (RESOURCE_EXHAUSTED): which limit refused the call and when to come
+   * back; the gateway turns it into Retry-After, RateLimit-Policy and RateLimit headers.
+   *
+   * @generated from field: coinvoice.common.v1.RateLimitExceeded rate_limit = 3;
+   */
+  rateLimit?: RateLimitExceeded | undefined;
 };
 
 /**
@@ -44,6 +52,44 @@ export type ErrorDetail = Message<"coinvoice.common.v1.ErrorDetail"> & {
  */
 export const ErrorDetailSchema: GenMessage<ErrorDetail> = /*@__PURE__*/
   messageDesc(file_coinvoice_common_v1_error, 0);
+
+/**
+ * A rate limit that refused a call: `limit` calls per `window_seconds` for one key.
+ *
+ * @generated from message coinvoice.common.v1.RateLimitExceeded
+ */
+export type RateLimitExceeded = Message<"coinvoice.common.v1.RateLimitExceeded"> & {
+  /**
+   * The policy's name, e.g. "login-account".
+   *
+   * @generated from field: string policy = 1;
+   */
+  policy: string;
+
+  /**
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: int32 window_seconds = 3;
+   */
+  windowSeconds: number;
+
+  /**
+   * Seconds until the current window ends and calls are allowed again (at least 1).
+   *
+   * @generated from field: int32 retry_after_seconds = 4;
+   */
+  retryAfterSeconds: number;
+};
+
+/**
+ * Describes the message coinvoice.common.v1.RateLimitExceeded.
+ * Use `create(RateLimitExceededSchema)` to create a new message.
+ */
+export const RateLimitExceededSchema: GenMessage<RateLimitExceeded> = /*@__PURE__*/
+  messageDesc(file_coinvoice_common_v1_error, 1);
 
 /**
  * One invalid input field.
@@ -72,5 +118,5 @@ export type FieldViolation = Message<"coinvoice.common.v1.FieldViolation"> & {
  * Use `create(FieldViolationSchema)` to create a new message.
  */
 export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
-  messageDesc(file_coinvoice_common_v1_error, 1);
+  messageDesc(file_coinvoice_common_v1_error, 2);
 

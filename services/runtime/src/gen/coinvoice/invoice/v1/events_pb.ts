@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/invoice/v1/events.proto.
  */
 export const file_coinvoice_invoice_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiFjb2ludm9pY2UvaW52b2ljZS92MS9ldmVudHMucHJvdG8SFGNvaW52b2ljZS5pbnZvaWNlLnYxIssCCg5JbnZvaWNlQ3JlYXRlZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSFAoMcHJpY2VfYW1vdW50GAUgASgJEhYKDnByaWNlX2N1cnJlbmN5GAYgASgJEhcKD2Ftb3VudF9leHBlY3RlZBgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIPCgdhZGRyZXNzGAkgASgJEhMKC2Vudmlyb25tZW50GAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLnAQoLSW52b2ljZVBhaWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEisKB3BhaWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLDAQoOSW52b2ljZUV4cGlyZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhMKC2Vudmlyb25tZW50GAYgASgJEi4KCmV4cGlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZGIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiFjb2ludm9pY2UvaW52b2ljZS92MS9ldmVudHMucHJvdG8SFGNvaW52b2ljZS5pbnZvaWNlLnYxIssCCg5JbnZvaWNlQ3JlYXRlZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSFAoMcHJpY2VfYW1vdW50GAUgASgJEhYKDnByaWNlX2N1cnJlbmN5GAYgASgJEhcKD2Ftb3VudF9leHBlY3RlZBgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIPCgdhZGRyZXNzGAkgASgJEhMKC2Vudmlyb25tZW50GAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLnAQoLSW52b2ljZVBhaWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEisKB3BhaWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLDAQoOSW52b2ljZUV4cGlyZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhMKC2Vudmlyb25tZW50GAYgASgJEi4KCmV4cGlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLdAQoRSW52b2ljZUNvbmZpcm1pbmcSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIVCg1jb25maXJtYXRpb25zGAggASgNEh4KFmNvbmZpcm1hdGlvbnNfcmVxdWlyZWQYCSABKA1CCwoJX29yZGVyX2lkIsMBChRJbnZvaWNlUGFydGlhbGx5UGFpZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhgKEGFtb3VudF9yZW1haW5pbmcYCCABKAlCCwoJX29yZGVyX2lkIucBChJJbnZvaWNlTGF0ZVBheW1lbnQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEhAKCGNyZWRpdGVkGAkgASgIEhIKCnBheW1lbnRfaWQYCiABKAlCCwoJX29yZGVyX2lkIr0BCg9JbnZvaWNlUmVvcGVuZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIXCg9wcmV2aW91c19zdGF0dXMYCCABKAlCCwoJX29yZGVyX2lkYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Event "invoice.created".
@@ -226,4 +226,261 @@ export type InvoiceExpired = Message<"coinvoice.invoice.v1.InvoiceExpired"> & {
  */
 export const InvoiceExpiredSchema: GenMessage<InvoiceExpired> = /*@__PURE__*/
   messageDesc(file_coinvoice_invoice_v1_events, 2);
+
+/**
+ * Event "invoice.confirming": payments covering the price are on the chain, awaiting confirmations.
+ *
+ * @generated from message coinvoice.invoice.v1.InvoiceConfirming
+ */
+export type InvoiceConfirming = Message<"coinvoice.invoice.v1.InvoiceConfirming"> & {
+  /**
+   * @generated from field: string invoice_id = 1;
+   */
+  invoiceId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: optional string order_id = 3;
+   */
+  orderId?: string | undefined;
+
+  /**
+   * "Confirming".
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Decimal string: amount_received so far.
+   *
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string environment = 7;
+   */
+  environment: string;
+
+  /**
+   * @generated from field: uint32 confirmations = 8;
+   */
+  confirmations: number;
+
+  /**
+   * @generated from field: uint32 confirmations_required = 9;
+   */
+  confirmationsRequired: number;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.InvoiceConfirming.
+ * Use `create(InvoiceConfirmingSchema)` to create a new message.
+ */
+export const InvoiceConfirmingSchema: GenMessage<InvoiceConfirming> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_events, 3);
+
+/**
+ * Event "invoice.partially_paid": less than the price was received before expiry.
+ *
+ * @generated from message coinvoice.invoice.v1.InvoicePartiallyPaid
+ */
+export type InvoicePartiallyPaid = Message<"coinvoice.invoice.v1.InvoicePartiallyPaid"> & {
+  /**
+   * @generated from field: string invoice_id = 1;
+   */
+  invoiceId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: optional string order_id = 3;
+   */
+  orderId?: string | undefined;
+
+  /**
+   * "PartiallyPaid".
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Decimal string: amount_received so far.
+   *
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string environment = 7;
+   */
+  environment: string;
+
+  /**
+   * Decimal string: what is still missing.
+   *
+   * @generated from field: string amount_remaining = 8;
+   */
+  amountRemaining: string;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.InvoicePartiallyPaid.
+ * Use `create(InvoicePartiallyPaidSchema)` to create a new message.
+ */
+export const InvoicePartiallyPaidSchema: GenMessage<InvoicePartiallyPaid> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_events, 4);
+
+/**
+ * Event "invoice.late_payment": a confirmed payment that invoice.paid did not include: after
+ * expiry, after Paid, or of another asset than the invoice's. `credited` says whether the ledger
+ * credits it (false for another asset).
+ *
+ * @generated from message coinvoice.invoice.v1.InvoiceLatePayment
+ */
+export type InvoiceLatePayment = Message<"coinvoice.invoice.v1.InvoiceLatePayment"> & {
+  /**
+   * @generated from field: string invoice_id = 1;
+   */
+  invoiceId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: optional string order_id = 3;
+   */
+  orderId?: string | undefined;
+
+  /**
+   * The invoice's status: "Expired" or "Paid".
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Decimal string: this payment's amount.
+   *
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * The asset of this payment.
+   *
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string environment = 7;
+   */
+  environment: string;
+
+  /**
+   * @generated from field: string transaction_hash = 8;
+   */
+  transactionHash: string;
+
+  /**
+   * @generated from field: bool credited = 9;
+   */
+  credited: boolean;
+
+  /**
+   * Identifies the payment (chain, transaction, output): the ledger credits it once.
+   *
+   * @generated from field: string payment_id = 10;
+   */
+  paymentId: string;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.InvoiceLatePayment.
+ * Use `create(InvoiceLatePaymentSchema)` to create a new message.
+ */
+export const InvoiceLatePaymentSchema: GenMessage<InvoiceLatePayment> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_events, 5);
+
+/**
+ * Event "invoice.reopened": a reorg or replacement removed payments before the invoice was Paid.
+ *
+ * @generated from message coinvoice.invoice.v1.InvoiceReopened
+ */
+export type InvoiceReopened = Message<"coinvoice.invoice.v1.InvoiceReopened"> & {
+  /**
+   * @generated from field: string invoice_id = 1;
+   */
+  invoiceId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: optional string order_id = 3;
+   */
+  orderId?: string | undefined;
+
+  /**
+   * The status it moved back to: "Waiting", "PartiallyPaid" or "Expired".
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Decimal string: amount_received now.
+   *
+   * @generated from field: string amount = 5;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string environment = 7;
+   */
+  environment: string;
+
+  /**
+   * The status it had before.
+   *
+   * @generated from field: string previous_status = 8;
+   */
+  previousStatus: string;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.InvoiceReopened.
+ * Use `create(InvoiceReopenedSchema)` to create a new message.
+ */
+export const InvoiceReopenedSchema: GenMessage<InvoiceReopened> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_events, 6);
 

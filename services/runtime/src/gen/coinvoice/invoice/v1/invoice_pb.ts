@@ -14,7 +14,81 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/invoice/v1/invoice.proto.
  */
 export const file_coinvoice_invoice_v1_invoice: GenFile = /*@__PURE__*/
-  fileDesc("CiJjb2ludm9pY2UvaW52b2ljZS92MS9pbnZvaWNlLnByb3RvEhRjb2ludm9pY2UuaW52b2ljZS52MSK2BQoHSW52b2ljZRIKCgJpZBgBIAEoCRIVCghvcmRlcl9pZBgCIAEoCUgAiAEBEh4KEW9yZGVyX2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESFAoMcHJpY2VfYW1vdW50GAQgASgJEhsKE3ByaWNlX2Ftb3VudF9pbl91c2QYBSABKAkSFwoPYW1vdW50X3JlY2VpdmVkGAYgASgJEhYKDnByaWNlX2N1cnJlbmN5GAcgASgJEhQKDHBheV9jdXJyZW5jeRgIIAEoCRIzCgZzdGF0dXMYCSABKA4yIy5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlU3RhdHVzEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2FkZHJlc3MYDCABKAkSFwoPYW1vdW50X2V4cGVjdGVkGA0gASgJEhMKC3N1Y2Nlc3NfdXJsGA4gASgJEhIKCmNhbmNlbF91cmwYDyABKAkSFAoMcHJvamVjdF9uYW1lGBAgASgJEhMKC2lzX2RvbmF0aW9uGBEgASgIEhIKCnByb2plY3RfaWQYEiABKAkSNQoLZW52aXJvbm1lbnQYEyABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50Eh0KEHRyYW5zYWN0aW9uX2hhc2gYFCABKAlIAogBARIrCgdwYWlkX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRyYXRlGBYgASgJQgsKCV9vcmRlcl9pZEIUChJfb3JkZXJfZGVzY3JpcHRpb25CEwoRX3RyYW5zYWN0aW9uX2hhc2giuQMKFENyZWF0ZUludm9pY2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhQKDHByb2plY3RfbmFtZRgDIAEoCRIUCgxwcmljZV9hbW91bnQYBCABKAkSFgoOcHJpY2VfY3VycmVuY3kYBSABKAkSFAoMcGF5X2N1cnJlbmN5GAYgASgJEhMKC3N1Y2Nlc3NfdXJsGAcgASgJEhIKCmNhbmNlbF91cmwYCCABKAkSFQoIb3JkZXJfaWQYCSABKAlIAIgBARIeChFvcmRlcl9kZXNjcmlwdGlvbhgKIAEoCUgBiAEBEhMKC2lzX2RvbmF0aW9uGAsgASgIEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEh0KEGxpZmV0aW1lX21pbnV0ZXMYDSABKAVIA4gBAUILCglfb3JkZXJfaWRCFAoSX29yZGVyX2Rlc2NyaXB0aW9uQhIKEF9pZGVtcG90ZW5jeV9rZXlCEwoRX2xpZmV0aW1lX21pbnV0ZXMiYgoVQ3JlYXRlSW52b2ljZVJlc3BvbnNlEi4KB2ludm9pY2UYASABKAsyHS5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlEhkKEWlkZW1wb3RlbnRfcmVwbGF5GAIgASgIIjsKEUdldEludm9pY2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKaW52b2ljZV9pZBgCIAEoCSJEChJHZXRJbnZvaWNlUmVzcG9uc2USLgoHaW52b2ljZRgBIAEoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2UioQEKEVBheUludm9pY2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKaW52b2ljZV9pZBgCIAEoCRIcCg9hbW91bnRfcmVjZWl2ZWQYAyABKAlIAIgBARIdChB0cmFuc2FjdGlvbl9oYXNoGAQgASgJSAGIAQFCEgoQX2Ftb3VudF9yZWNlaXZlZEITChFfdHJhbnNhY3Rpb25faGFzaCJEChJQYXlJbnZvaWNlUmVzcG9uc2USLgoHaW52b2ljZRgBIAEoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2UikQEKE0xpc3RJbnZvaWNlc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI4CgZzdGF0dXMYAiABKA4yIy5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlU3RhdHVzSACIAQESEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCUIJCgdfc3RhdHVzIlwKFExpc3RJbnZvaWNlc1Jlc3BvbnNlEi8KCGludm9pY2VzGAEgAygLMh0uY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZRITCgtuZXh0X2N1cnNvchgCIAEoCSIoChJHZXRDaGVja291dFJlcXVlc3QSEgoKaW52b2ljZV9pZBgBIAEoCSKEAwoIQ2hlY2tvdXQSCgoCaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZVN0YXR1cxIUCgxwYXlfY3VycmVuY3kYAyABKAkSFwoPYW1vdW50X2V4cGVjdGVkGAQgASgJEg8KB2FkZHJlc3MYBSABKAkSFAoMcHJpY2VfYW1vdW50GAYgASgJEhYKDnByaWNlX2N1cnJlbmN5GAcgASgJEi4KCmV4cGlyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Ftb3VudF9yZWNlaXZlZBgKIAEoCRISCgppc19zYW5kYm94GAsgASgIEhMKC3N1Y2Nlc3NfdXJsGAwgASgJEhIKCmNhbmNlbF91cmwYDSABKAkSEwoLcGF5bWVudF91cmkYDiABKAkiRwoTR2V0Q2hlY2tvdXRSZXNwb25zZRIwCghjaGVja291dBgBIAEoCzIeLmNvaW52b2ljZS5pbnZvaWNlLnYxLkNoZWNrb3V0Ii4KGEdldEludm9pY2VQcm9qZWN0UmVxdWVzdBISCgppbnZvaWNlX2lkGAEgASgJImYKGUdldEludm9pY2VQcm9qZWN0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQqgAEKDUludm9pY2VTdGF0dXMSHgoaSU5WT0lDRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZJTlZPSUNFX1NUQVRVU19XQUlUSU5HEAESFwoTSU5WT0lDRV9TVEFUVVNfUEFJRBACEhoKFklOVk9JQ0VfU1RBVFVTX0VYUElSRUQQAzL9BAoOSW52b2ljZVNlcnZpY2USaAoNQ3JlYXRlSW52b2ljZRIqLmNvaW52b2ljZS5pbnZvaWNlLnYxLkNyZWF0ZUludm9pY2VSZXF1ZXN0GisuY29pbnZvaWNlLmludm9pY2UudjEuQ3JlYXRlSW52b2ljZVJlc3BvbnNlEl8KCkdldEludm9pY2USJy5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRJbnZvaWNlUmVxdWVzdBooLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VSZXNwb25zZRJfCgpQYXlJbnZvaWNlEicuY29pbnZvaWNlLmludm9pY2UudjEuUGF5SW52b2ljZVJlcXVlc3QaKC5jb2ludm9pY2UuaW52b2ljZS52MS5QYXlJbnZvaWNlUmVzcG9uc2USZQoMTGlzdEludm9pY2VzEikuY29pbnZvaWNlLmludm9pY2UudjEuTGlzdEludm9pY2VzUmVxdWVzdBoqLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RJbnZvaWNlc1Jlc3BvbnNlEmIKC0dldENoZWNrb3V0EiguY29pbnZvaWNlLmludm9pY2UudjEuR2V0Q2hlY2tvdXRSZXF1ZXN0GikuY29pbnZvaWNlLmludm9pY2UudjEuR2V0Q2hlY2tvdXRSZXNwb25zZRJ0ChFHZXRJbnZvaWNlUHJvamVjdBIuLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VQcm9qZWN0UmVxdWVzdBovLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VQcm9qZWN0UmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("CiJjb2ludm9pY2UvaW52b2ljZS92MS9pbnZvaWNlLnByb3RvEhRjb2ludm9pY2UuaW52b2ljZS52MSK0AgoHUGF5bWVudBIYChB0cmFuc2FjdGlvbl9oYXNoGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIOCgZhbW91bnQYAyABKAkSDQoFYXNzZXQYBCABKAkSFQoNY29uZmlybWF0aW9ucxgFIAEoDRIOCgZzdGF0dXMYBiABKAkSLwoLZGV0ZWN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDGJsb2NrX251bWJlchgIIAEoBEgAiAEBEhcKCmJsb2NrX2hhc2gYCSABKAlIAYgBARIuCgpibG9ja190aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fYmxvY2tfbnVtYmVyQg0KC19ibG9ja19oYXNoIqoGCgdJbnZvaWNlEgoKAmlkGAEgASgJEhUKCG9yZGVyX2lkGAIgASgJSACIAQESHgoRb3JkZXJfZGVzY3JpcHRpb24YAyABKAlIAYgBARIUCgxwcmljZV9hbW91bnQYBCABKAkSGwoTcHJpY2VfYW1vdW50X2luX3VzZBgFIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYBiABKAkSFgoOcHJpY2VfY3VycmVuY3kYByABKAkSFAoMcGF5X2N1cnJlbmN5GAggASgJEjMKBnN0YXR1cxgJIAEoDjIjLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2VTdGF0dXMSLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYWRkcmVzcxgMIAEoCRIXCg9hbW91bnRfZXhwZWN0ZWQYDSABKAkSEwoLc3VjY2Vzc191cmwYDiABKAkSEgoKY2FuY2VsX3VybBgPIAEoCRIUCgxwcm9qZWN0X25hbWUYECABKAkSEwoLaXNfZG9uYXRpb24YESABKAgSEgoKcHJvamVjdF9pZBgSIAEoCRI1CgtlbnZpcm9ubWVudBgTIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSHQoQdHJhbnNhY3Rpb25faGFzaBgUIAEoCUgCiAEBEisKB3BhaWRfYXQYFSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHJhdGUYFiABKAkSLwoIcGF5bWVudHMYFyADKAsyHS5jb2ludm9pY2UuaW52b2ljZS52MS5QYXltZW50Eh4KFmNvbmZpcm1hdGlvbnNfcmVxdWlyZWQYGCABKA0SIQoZcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudBgZIAEoCUILCglfb3JkZXJfaWRCFAoSX29yZGVyX2Rlc2NyaXB0aW9uQhMKEV90cmFuc2FjdGlvbl9oYXNoIv8DChRDcmVhdGVJbnZvaWNlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIUCgxwcm9qZWN0X25hbWUYAyABKAkSFAoMcHJpY2VfYW1vdW50GAQgASgJEhYKDnByaWNlX2N1cnJlbmN5GAUgASgJEhQKDHBheV9jdXJyZW5jeRgGIAEoCRITCgtzdWNjZXNzX3VybBgHIAEoCRISCgpjYW5jZWxfdXJsGAggASgJEhUKCG9yZGVyX2lkGAkgASgJSACIAQESHgoRb3JkZXJfZGVzY3JpcHRpb24YCiABKAlIAYgBARITCgtpc19kb25hdGlvbhgLIAEoCBIcCg9pZGVtcG90ZW5jeV9rZXkYDCABKAlIAogBARIdChBsaWZldGltZV9taW51dGVzGA0gASgFSAOIAQESJgoZcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudBgOIAEoCUgEiAEBQgsKCV9vcmRlcl9pZEIUChJfb3JkZXJfZGVzY3JpcHRpb25CEgoQX2lkZW1wb3RlbmN5X2tleUITChFfbGlmZXRpbWVfbWludXRlc0IcChpfcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudCJiChVDcmVhdGVJbnZvaWNlUmVzcG9uc2USLgoHaW52b2ljZRgBIAEoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2USGQoRaWRlbXBvdGVudF9yZXBsYXkYAiABKAgiOwoRR2V0SW52b2ljZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgppbnZvaWNlX2lkGAIgASgJIkQKEkdldEludm9pY2VSZXNwb25zZRIuCgdpbnZvaWNlGAEgASgLMh0uY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZSKhAQoRUGF5SW52b2ljZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgppbnZvaWNlX2lkGAIgASgJEhwKD2Ftb3VudF9yZWNlaXZlZBgDIAEoCUgAiAEBEh0KEHRyYW5zYWN0aW9uX2hhc2gYBCABKAlIAYgBAUISChBfYW1vdW50X3JlY2VpdmVkQhMKEV90cmFuc2FjdGlvbl9oYXNoIkQKElBheUludm9pY2VSZXNwb25zZRIuCgdpbnZvaWNlGAEgASgLMh0uY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZSK1AQoTTGlzdEludm9pY2VzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjgKBnN0YXR1cxgCIAEoDjIjLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2VTdGF0dXNIAIgBARIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJEhUKCG9yZGVyX2lkGAUgASgJSAGIAQFCCQoHX3N0YXR1c0ILCglfb3JkZXJfaWQiXAoUTGlzdEludm9pY2VzUmVzcG9uc2USLwoIaW52b2ljZXMYASADKAsyHS5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlEhMKC25leHRfY3Vyc29yGAIgASgJIigKEkdldENoZWNrb3V0UmVxdWVzdBISCgppbnZvaWNlX2lkGAEgASgJItUDCghDaGVja291dBIKCgJpZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlU3RhdHVzEhQKDHBheV9jdXJyZW5jeRgDIAEoCRIXCg9hbW91bnRfZXhwZWN0ZWQYBCABKAkSDwoHYWRkcmVzcxgFIAEoCRIUCgxwcmljZV9hbW91bnQYBiABKAkSFgoOcHJpY2VfY3VycmVuY3kYByABKAkSLgoKZXhwaXJlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPYW1vdW50X3JlY2VpdmVkGAogASgJEhIKCmlzX3NhbmRib3gYCyABKAgSEwoLc3VjY2Vzc191cmwYDCABKAkSEgoKY2FuY2VsX3VybBgNIAEoCRITCgtwYXltZW50X3VyaRgOIAEoCRIeChZjb25maXJtYXRpb25zX3JlcXVpcmVkGA8gASgNEhUKDWNvbmZpcm1hdGlvbnMYECABKA0SGAoQYW1vdW50X3JlbWFpbmluZxgRIAEoCSJHChNHZXRDaGVja291dFJlc3BvbnNlEjAKCGNoZWNrb3V0GAEgASgLMh4uY29pbnZvaWNlLmludm9pY2UudjEuQ2hlY2tvdXQiLgoYR2V0SW52b2ljZVByb2plY3RSZXF1ZXN0EhIKCmludm9pY2VfaWQYASABKAkiZgoZR2V0SW52b2ljZVByb2plY3RSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudCIRCg9HZXRSYXRlc1JlcXVlc3QiowEKEEdldFJhdGVzUmVzcG9uc2USDgoGc291cmNlGAEgASgJEhIKCm1heF9hZ2VfbXMYAiABKAMSLgoFcmF0ZXMYAyADKAsyHy5jb2ludm9pY2UuaW52b2ljZS52MS5SYXRlUXVvdGUSOwoJcHJvdmlkZXJzGAQgAygLMiguY29pbnZvaWNlLmludm9pY2UudjEuUmF0ZVByb3ZpZGVyU3RhdHVzImoKCVJhdGVRdW90ZRIQCghjdXJyZW5jeRgBIAEoCRILCgN1c2QYAiABKAkSDwoHc291cmNlcxgDIAMoCRItCglxdW90ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImMKElJhdGVQcm92aWRlclN0YXR1cxIMCgRuYW1lGAEgASgJEi4KCmZldGNoZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2hlYWx0aHkYAyABKAgqwgEKDUludm9pY2VTdGF0dXMSHgoaSU5WT0lDRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZJTlZPSUNFX1NUQVRVU19XQUlUSU5HEAESFwoTSU5WT0lDRV9TVEFUVVNfUEFJRBACEhoKFklOVk9JQ0VfU1RBVFVTX0VYUElSRUQQAxIdChlJTlZPSUNFX1NUQVRVU19DT05GSVJNSU5HEAQSIQodSU5WT0lDRV9TVEFUVVNfUEFSVElBTExZX1BBSUQQBTLYBQoOSW52b2ljZVNlcnZpY2USaAoNQ3JlYXRlSW52b2ljZRIqLmNvaW52b2ljZS5pbnZvaWNlLnYxLkNyZWF0ZUludm9pY2VSZXF1ZXN0GisuY29pbnZvaWNlLmludm9pY2UudjEuQ3JlYXRlSW52b2ljZVJlc3BvbnNlEl8KCkdldEludm9pY2USJy5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRJbnZvaWNlUmVxdWVzdBooLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VSZXNwb25zZRJfCgpQYXlJbnZvaWNlEicuY29pbnZvaWNlLmludm9pY2UudjEuUGF5SW52b2ljZVJlcXVlc3QaKC5jb2ludm9pY2UuaW52b2ljZS52MS5QYXlJbnZvaWNlUmVzcG9uc2USZQoMTGlzdEludm9pY2VzEikuY29pbnZvaWNlLmludm9pY2UudjEuTGlzdEludm9pY2VzUmVxdWVzdBoqLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RJbnZvaWNlc1Jlc3BvbnNlEmIKC0dldENoZWNrb3V0EiguY29pbnZvaWNlLmludm9pY2UudjEuR2V0Q2hlY2tvdXRSZXF1ZXN0GikuY29pbnZvaWNlLmludm9pY2UudjEuR2V0Q2hlY2tvdXRSZXNwb25zZRJ0ChFHZXRJbnZvaWNlUHJvamVjdBIuLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VQcm9qZWN0UmVxdWVzdBovLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VQcm9qZWN0UmVzcG9uc2USWQoIR2V0UmF0ZXMSJS5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRSYXRlc1JlcXVlc3QaJi5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRSYXRlc1Jlc3BvbnNlYgZwcm90bzM", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+
+/**
+ * One transfer to the invoice's address seen on its chain (live invoices only).
+ *
+ * @generated from message coinvoice.invoice.v1.Payment
+ */
+export type Payment = Message<"coinvoice.invoice.v1.Payment"> & {
+  /**
+   * @generated from field: string transaction_hash = 1;
+   */
+  transactionHash: string;
+
+  /**
+   * ERC-20 log index, UTXO output index, or -1 for the transaction's own native value.
+   *
+   * @generated from field: int32 output_index = 2;
+   */
+  outputIndex: number;
+
+  /**
+   * Decimal string in asset.
+   *
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+
+  /**
+   * Crypto code of what was sent; differs from the invoice's pay_currency for a wrong token.
+   *
+   * @generated from field: string asset = 4;
+   */
+  asset: string;
+
+  /**
+   * @generated from field: uint32 confirmations = 5;
+   */
+  confirmations: number;
+
+  /**
+   * "seen", "confirmed", "final", "orphaned" or "replaced".
+   *
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp detected_at = 7;
+   */
+  detectedAt?: Timestamp | undefined;
+
+  /**
+   * Absent while unmined.
+   *
+   * @generated from field: optional uint64 block_number = 8;
+   */
+  blockNumber?: bigint | undefined;
+
+  /**
+   * @generated from field: optional string block_hash = 9;
+   */
+  blockHash?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp block_time = 10;
+   */
+  blockTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.Payment.
+ * Use `create(PaymentSchema)` to create a new message.
+ */
+export const PaymentSchema: GenMessage<Payment> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 0);
 
 /**
  * An invoice. Fields 1-17 mirror the public Invoice object field for field (same JSON names);
@@ -156,6 +230,27 @@ export type Invoice = Message<"coinvoice.invoice.v1.Invoice"> & {
    * @generated from field: string rate = 22;
    */
   rate: string;
+
+  /**
+   * Transfers to the address, oldest first (live invoices; empty in the sandbox).
+   *
+   * @generated from field: repeated coinvoice.invoice.v1.Payment payments = 23;
+   */
+  payments: Payment[];
+
+  /**
+   * Confirmations a payment needs on this invoice's chain (0 for sandbox invoices).
+   *
+   * @generated from field: uint32 confirmations_required = 24;
+   */
+  confirmationsRequired: number;
+
+  /**
+   * Decimal string: the project's payment tolerance (0-5 %) fixed at creation.
+   *
+   * @generated from field: string payment_tolerance_percent = 25;
+   */
+  paymentTolerancePercent: string;
 };
 
 /**
@@ -163,7 +258,7 @@ export type Invoice = Message<"coinvoice.invoice.v1.Invoice"> & {
  * Use `create(InvoiceSchema)` to create a new message.
  */
 export const InvoiceSchema: GenMessage<Invoice> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 0);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 1);
 
 /**
  * @generated from message coinvoice.invoice.v1.CreateInvoiceRequest
@@ -248,6 +343,14 @@ export type CreateInvoiceRequest = Message<"coinvoice.invoice.v1.CreateInvoiceRe
    * @generated from field: optional int32 lifetime_minutes = 13;
    */
   lifetimeMinutes?: number | undefined;
+
+  /**
+   * The project's payment tolerance (VerifyApiKey's payment_tolerance_percent), decimal string
+   * 0-5; "0" when absent. Fixed on the invoice.
+   *
+   * @generated from field: optional string payment_tolerance_percent = 14;
+   */
+  paymentTolerancePercent?: string | undefined;
 };
 
 /**
@@ -255,7 +358,7 @@ export type CreateInvoiceRequest = Message<"coinvoice.invoice.v1.CreateInvoiceRe
  * Use `create(CreateInvoiceRequestSchema)` to create a new message.
  */
 export const CreateInvoiceRequestSchema: GenMessage<CreateInvoiceRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 1);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 2);
 
 /**
  * @generated from message coinvoice.invoice.v1.CreateInvoiceResponse
@@ -279,7 +382,7 @@ export type CreateInvoiceResponse = Message<"coinvoice.invoice.v1.CreateInvoiceR
  * Use `create(CreateInvoiceResponseSchema)` to create a new message.
  */
 export const CreateInvoiceResponseSchema: GenMessage<CreateInvoiceResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 2);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 3);
 
 /**
  * @generated from message coinvoice.invoice.v1.GetInvoiceRequest
@@ -301,7 +404,7 @@ export type GetInvoiceRequest = Message<"coinvoice.invoice.v1.GetInvoiceRequest"
  * Use `create(GetInvoiceRequestSchema)` to create a new message.
  */
 export const GetInvoiceRequestSchema: GenMessage<GetInvoiceRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 3);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 4);
 
 /**
  * @generated from message coinvoice.invoice.v1.GetInvoiceResponse
@@ -318,7 +421,7 @@ export type GetInvoiceResponse = Message<"coinvoice.invoice.v1.GetInvoiceRespons
  * Use `create(GetInvoiceResponseSchema)` to create a new message.
  */
 export const GetInvoiceResponseSchema: GenMessage<GetInvoiceResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 4);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 5);
 
 /**
  * @generated from message coinvoice.invoice.v1.PayInvoiceRequest
@@ -354,7 +457,7 @@ export type PayInvoiceRequest = Message<"coinvoice.invoice.v1.PayInvoiceRequest"
  * Use `create(PayInvoiceRequestSchema)` to create a new message.
  */
 export const PayInvoiceRequestSchema: GenMessage<PayInvoiceRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 5);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 6);
 
 /**
  * @generated from message coinvoice.invoice.v1.PayInvoiceResponse
@@ -373,7 +476,7 @@ export type PayInvoiceResponse = Message<"coinvoice.invoice.v1.PayInvoiceRespons
  * Use `create(PayInvoiceResponseSchema)` to create a new message.
  */
 export const PayInvoiceResponseSchema: GenMessage<PayInvoiceResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 6);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 7);
 
 /**
  * @generated from message coinvoice.invoice.v1.ListInvoicesRequest
@@ -404,6 +507,13 @@ export type ListInvoicesRequest = Message<"coinvoice.invoice.v1.ListInvoicesRequ
    * @generated from field: string cursor = 4;
    */
   cursor: string;
+
+  /**
+   * Only invoices with exactly this order id (the merchant's own reference); all when absent.
+   *
+   * @generated from field: optional string order_id = 5;
+   */
+  orderId?: string | undefined;
 };
 
 /**
@@ -411,7 +521,7 @@ export type ListInvoicesRequest = Message<"coinvoice.invoice.v1.ListInvoicesRequ
  * Use `create(ListInvoicesRequestSchema)` to create a new message.
  */
 export const ListInvoicesRequestSchema: GenMessage<ListInvoicesRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 7);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 8);
 
 /**
  * @generated from message coinvoice.invoice.v1.ListInvoicesResponse
@@ -435,7 +545,7 @@ export type ListInvoicesResponse = Message<"coinvoice.invoice.v1.ListInvoicesRes
  * Use `create(ListInvoicesResponseSchema)` to create a new message.
  */
 export const ListInvoicesResponseSchema: GenMessage<ListInvoicesResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 8);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 9);
 
 /**
  * @generated from message coinvoice.invoice.v1.GetCheckoutRequest
@@ -452,7 +562,7 @@ export type GetCheckoutRequest = Message<"coinvoice.invoice.v1.GetCheckoutReques
  * Use `create(GetCheckoutRequestSchema)` to create a new message.
  */
 export const GetCheckoutRequestSchema: GenMessage<GetCheckoutRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 9);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 10);
 
 /**
  * The customer-facing view of an invoice: never order id/description, project or merchant data.
@@ -539,6 +649,27 @@ export type Checkout = Message<"coinvoice.invoice.v1.Checkout"> & {
    * @generated from field: string payment_uri = 14;
    */
   paymentUri: string;
+
+  /**
+   * Confirmations a payment needs (0 in the sandbox).
+   *
+   * @generated from field: uint32 confirmations_required = 15;
+   */
+  confirmationsRequired: number;
+
+  /**
+   * The fewest confirmations among the payments still counting (0 when none).
+   *
+   * @generated from field: uint32 confirmations = 16;
+   */
+  confirmations: number;
+
+  /**
+   * Decimal string: what is still missing for the price, "0" once covered.
+   *
+   * @generated from field: string amount_remaining = 17;
+   */
+  amountRemaining: string;
 };
 
 /**
@@ -546,7 +677,7 @@ export type Checkout = Message<"coinvoice.invoice.v1.Checkout"> & {
  * Use `create(CheckoutSchema)` to create a new message.
  */
 export const CheckoutSchema: GenMessage<Checkout> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 10);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 11);
 
 /**
  * @generated from message coinvoice.invoice.v1.GetCheckoutResponse
@@ -563,7 +694,7 @@ export type GetCheckoutResponse = Message<"coinvoice.invoice.v1.GetCheckoutRespo
  * Use `create(GetCheckoutResponseSchema)` to create a new message.
  */
 export const GetCheckoutResponseSchema: GenMessage<GetCheckoutResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 11);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 12);
 
 /**
  * @generated from message coinvoice.invoice.v1.GetInvoiceProjectRequest
@@ -580,7 +711,7 @@ export type GetInvoiceProjectRequest = Message<"coinvoice.invoice.v1.GetInvoiceP
  * Use `create(GetInvoiceProjectRequestSchema)` to create a new message.
  */
 export const GetInvoiceProjectRequestSchema: GenMessage<GetInvoiceProjectRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 12);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 13);
 
 /**
  * @generated from message coinvoice.invoice.v1.GetInvoiceProjectResponse
@@ -602,7 +733,133 @@ export type GetInvoiceProjectResponse = Message<"coinvoice.invoice.v1.GetInvoice
  * Use `create(GetInvoiceProjectResponseSchema)` to create a new message.
  */
 export const GetInvoiceProjectResponseSchema: GenMessage<GetInvoiceProjectResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_invoice, 13);
+  messageDesc(file_coinvoice_invoice_v1_invoice, 14);
+
+/**
+ * @generated from message coinvoice.invoice.v1.GetRatesRequest
+ */
+export type GetRatesRequest = Message<"coinvoice.invoice.v1.GetRatesRequest"> & {
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.GetRatesRequest.
+ * Use `create(GetRatesRequestSchema)` to create a new message.
+ */
+export const GetRatesRequestSchema: GenMessage<GetRatesRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 15);
+
+/**
+ * @generated from message coinvoice.invoice.v1.GetRatesResponse
+ */
+export type GetRatesResponse = Message<"coinvoice.invoice.v1.GetRatesResponse"> & {
+  /**
+   * RATES_SOURCE: "live" (Coinbase and Kraken quotes) or "static" (the configured table).
+   *
+   * @generated from field: string source = 1;
+   */
+  source: string;
+
+  /**
+   * RATES_MAX_AGE_MS: an older quote is never used.
+   *
+   * @generated from field: int64 max_age_ms = 2;
+   */
+  maxAgeMs: bigint;
+
+  /**
+   * One per currency that has a usable price now (none missing means every currency is priced).
+   *
+   * @generated from field: repeated coinvoice.invoice.v1.RateQuote rates = 3;
+   */
+  rates: RateQuote[];
+
+  /**
+   * The live providers (empty for the static source).
+   *
+   * @generated from field: repeated coinvoice.invoice.v1.RateProviderStatus providers = 4;
+   */
+  providers: RateProviderStatus[];
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.GetRatesResponse.
+ * Use `create(GetRatesResponseSchema)` to create a new message.
+ */
+export const GetRatesResponseSchema: GenMessage<GetRatesResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 16);
+
+/**
+ * @generated from message coinvoice.invoice.v1.RateQuote
+ */
+export type RateQuote = Message<"coinvoice.invoice.v1.RateQuote"> & {
+  /**
+   * "BTC", "EUR", … (USD is 1 by definition and not listed).
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * Price of one unit in USD, decimal string.
+   *
+   * @generated from field: string usd = 2;
+   */
+  usd: string;
+
+  /**
+   * Providers whose quotes made the price ("coinbase", "kraken") or "static".
+   *
+   * @generated from field: repeated string sources = 3;
+   */
+  sources: string[];
+
+  /**
+   * The oldest quote used; unset for a static table without asOf.
+   *
+   * @generated from field: google.protobuf.Timestamp quoted_at = 4;
+   */
+  quotedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.RateQuote.
+ * Use `create(RateQuoteSchema)` to create a new message.
+ */
+export const RateQuoteSchema: GenMessage<RateQuote> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 17);
+
+/**
+ * @generated from message coinvoice.invoice.v1.RateProviderStatus
+ */
+export type RateProviderStatus = Message<"coinvoice.invoice.v1.RateProviderStatus"> & {
+  /**
+   * "coinbase" or "kraken".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * When its last good answer arrived; unset: never.
+   *
+   * @generated from field: google.protobuf.Timestamp fetched_at = 2;
+   */
+  fetchedAt?: Timestamp | undefined;
+
+  /**
+   * Whether its last attempt succeeded.
+   *
+   * @generated from field: bool healthy = 3;
+   */
+  healthy: boolean;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.RateProviderStatus.
+ * Use `create(RateProviderStatusSchema)` to create a new message.
+ */
+export const RateProviderStatusSchema: GenMessage<RateProviderStatus> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 18);
 
 /**
  * Invoice status. Public spelling: "Waiting", "Paid", "Expired".
@@ -630,11 +887,26 @@ export enum InvoiceStatus {
   PAID = 2,
 
   /**
-   * expired_at passed while Waiting (terminal); set by the expiry sweeper.
+   * expired_at passed before the confirmed on-time total covered the price (terminal); late
+   * payments are still recorded and credited (invoice.late_payment).
    *
    * @generated from enum value: INVOICE_STATUS_EXPIRED = 3;
    */
   EXPIRED = 3,
+
+  /**
+   * Live: payments covering the price are on the chain, not yet confirmed enough.
+   *
+   * @generated from enum value: INVOICE_STATUS_CONFIRMING = 4;
+   */
+  CONFIRMING = 4,
+
+  /**
+   * Live: something was paid, less than the price (minus tolerance), not expired.
+   *
+   * @generated from enum value: INVOICE_STATUS_PARTIALLY_PAID = 5;
+   */
+  PARTIALLY_PAID = 5,
 }
 
 /**
@@ -714,6 +986,17 @@ export const InvoiceService: GenService<{
     methodKind: "unary";
     input: typeof GetInvoiceProjectRequestSchema;
     output: typeof GetInvoiceProjectResponseSchema;
+  },
+  /**
+   * Public, unauthenticated: the prices live invoices are created at right now, per currency, and
+   * how old they are (GET /api/rates). Served from the service's cache, never fetched on the call.
+   *
+   * @generated from rpc coinvoice.invoice.v1.InvoiceService.GetRates
+   */
+  getRates: {
+    methodKind: "unary";
+    input: typeof GetRatesRequestSchema;
+    output: typeof GetRatesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_invoice_v1_invoice, 0);

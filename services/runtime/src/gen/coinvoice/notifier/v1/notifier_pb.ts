@@ -12,7 +12,123 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/notifier/v1/notifier.proto.
  */
 export const file_coinvoice_notifier_v1_notifier: GenFile = /*@__PURE__*/
-  fileDesc("CiRjb2ludm9pY2Uvbm90aWZpZXIvdjEvbm90aWZpZXIucHJvdG8SFWNvaW52b2ljZS5ub3RpZmllci52MSKSAwoPV2ViaG9va0RlbGl2ZXJ5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSEgoKZXZlbnRfdHlwZRgEIAEoCRILCgN1cmwYBSABKAkSNQoGc3RhdHVzGAYgASgOMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkRlbGl2ZXJ5U3RhdHVzEhUKDWF0dGVtcHRfY291bnQYByABKAUSMwoPbmV4dF9hdHRlbXB0X2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaCg1yZWRlbGl2ZXJ5X29mGAogASgJSACIAQESDwoHcGF5bG9hZBgLIAEoCRIhChRsYXN0X3Jlc3BvbnNlX3N0YXR1cxgMIAEoBUgBiAEBQhAKDl9yZWRlbGl2ZXJ5X29mQhcKFV9sYXN0X3Jlc3BvbnNlX3N0YXR1cyL/AgoOV2ViaG9va0F0dGVtcHQSFgoOYXR0ZW1wdF9udW1iZXIYASABKAUSMAoMYXR0ZW1wdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJSCg9yZXF1ZXN0X2hlYWRlcnMYAyADKAsyOS5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0F0dGVtcHQuUmVxdWVzdEhlYWRlcnNFbnRyeRIUCgxyZXF1ZXN0X2JvZHkYBCABKAkSHAoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFSACIAQESHQoVcmVzcG9uc2VfYm9keV9leGNlcnB0GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgFEhIKBWVycm9yGAggASgJSAGIAQEaNQoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQhIKEF9yZXNwb25zZV9zdGF0dXNCCAoGX2Vycm9yInAKDkVuZHBvaW50SGVhbHRoEgsKA3VybBgBIAEoCRIzCg9sYXN0X3N1Y2Nlc3NfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAMgASgFIsQBChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSOgoGc3RhdHVzGAIgASgOMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkRlbGl2ZXJ5U3RhdHVzSACIAQESFwoKZXZlbnRfdHlwZRgDIAEoCUgBiAEBEhEKCXBhZ2Vfc2l6ZRgEIAEoBRIOCgZjdXJzb3IYBSABKAlCCQoHX3N0YXR1c0INCgtfZXZlbnRfdHlwZSKwAQodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USOgoKZGVsaXZlcmllcxgBIAMoCzImLmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rRGVsaXZlcnkSEwoLbmV4dF9jdXJzb3IYAiABKAkSPgoPZW5kcG9pbnRfaGVhbHRoGAMgASgLMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkVuZHBvaW50SGVhbHRoIkQKGUdldFdlYmhvb2tEZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCSKPAQoaR2V0V2ViaG9va0RlbGl2ZXJ5UmVzcG9uc2USOAoIZGVsaXZlcnkYASABKAsyJi5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0RlbGl2ZXJ5EjcKCGF0dGVtcHRzGAIgAygLMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tBdHRlbXB0IkIKF1JlZGVsaXZlcldlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiVAoYUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tEZWxpdmVyeSqJAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIdChlERUxJVkVSWV9TVEFUVVNfU1VDQ0VFREVEEAISGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBADMoYDCg9Ob3RpZmllclNlcnZpY2USggEKFUxpc3RXZWJob29rRGVsaXZlcmllcxIzLmNvaW52b2ljZS5ub3RpZmllci52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjQuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEnkKEkdldFdlYmhvb2tEZWxpdmVyeRIwLmNvaW52b2ljZS5ub3RpZmllci52MS5HZXRXZWJob29rRGVsaXZlcnlSZXF1ZXN0GjEuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkdldFdlYmhvb2tEZWxpdmVyeVJlc3BvbnNlEnMKEFJlZGVsaXZlcldlYmhvb2sSLi5jb2ludm9pY2Uubm90aWZpZXIudjEuUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QaLy5jb2ludm9pY2Uubm90aWZpZXIudjEuUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiRjb2ludm9pY2Uvbm90aWZpZXIvdjEvbm90aWZpZXIucHJvdG8SFWNvaW52b2ljZS5ub3RpZmllci52MSK7AQoiU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVxdWVzdBIRCglwYXlvdXRfaWQYASABKAkSEwoLZW52aXJvbm1lbnQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg0KBWVtYWlsGAUgASgJEgwKBGNvZGUYBiABKAkSLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQojU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCSJwCiFTZW5kRW1haWxWZXJpZmljYXRpb25FbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEY29kZRgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI4CiJTZW5kRW1haWxWZXJpZmljYXRpb25FbWFpbFJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkikgMKD1dlYmhvb2tEZWxpdmVyeRIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhIKCmV2ZW50X3R5cGUYBCABKAkSCwoDdXJsGAUgASgJEjUKBnN0YXR1cxgGIAEoDjIlLmNvaW52b2ljZS5ub3RpZmllci52MS5EZWxpdmVyeVN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAcgASgFEjMKD25leHRfYXR0ZW1wdF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoNcmVkZWxpdmVyeV9vZhgKIAEoCUgAiAEBEg8KB3BheWxvYWQYCyABKAkSIQoUbGFzdF9yZXNwb25zZV9zdGF0dXMYDCABKAVIAYgBAUIQCg5fcmVkZWxpdmVyeV9vZkIXChVfbGFzdF9yZXNwb25zZV9zdGF0dXMi/wIKDldlYmhvb2tBdHRlbXB0EhYKDmF0dGVtcHRfbnVtYmVyGAEgASgFEjAKDGF0dGVtcHRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASUgoPcmVxdWVzdF9oZWFkZXJzGAMgAygLMjkuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tBdHRlbXB0LlJlcXVlc3RIZWFkZXJzRW50cnkSFAoMcmVxdWVzdF9ib2R5GAQgASgJEhwKD3Jlc3BvbnNlX3N0YXR1cxgFIAEoBUgAiAEBEh0KFXJlc3BvbnNlX2JvZHlfZXhjZXJwdBgGIAEoCRITCgtkdXJhdGlvbl9tcxgHIAEoBRISCgVlcnJvchgIIAEoCUgBiAEBGjUKE1JlcXVlc3RIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUISChBfcmVzcG9uc2Vfc3RhdHVzQggKBl9lcnJvciJwCg5FbmRwb2ludEhlYWx0aBILCgN1cmwYASABKAkSMwoPbGFzdF9zdWNjZXNzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgDIAEoBSLsAQocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjoKBnN0YXR1cxgCIAEoDjIlLmNvaW52b2ljZS5ub3RpZmllci52MS5EZWxpdmVyeVN0YXR1c0gAiAEBEhcKCmV2ZW50X3R5cGUYAyABKAlIAYgBARIRCglwYWdlX3NpemUYBCABKAUSDgoGY3Vyc29yGAUgASgJEhcKCmludm9pY2VfaWQYBiABKAlIAogBAUIJCgdfc3RhdHVzQg0KC19ldmVudF90eXBlQg0KC19pbnZvaWNlX2lkIrABCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRI6CgpkZWxpdmVyaWVzGAEgAygLMiYuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tEZWxpdmVyeRITCgtuZXh0X2N1cnNvchgCIAEoCRI+Cg9lbmRwb2ludF9oZWFsdGgYAyABKAsyJS5jb2ludm9pY2Uubm90aWZpZXIudjEuRW5kcG9pbnRIZWFsdGgiRAoZR2V0V2ViaG9va0RlbGl2ZXJ5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJIo8BChpHZXRXZWJob29rRGVsaXZlcnlSZXNwb25zZRI4CghkZWxpdmVyeRgBIAEoCzImLmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rRGVsaXZlcnkSNwoIYXR0ZW1wdHMYAiADKAsyJS5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0F0dGVtcHQiQgoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCSJUChhSZWRlbGl2ZXJXZWJob29rUmVzcG9uc2USOAoIZGVsaXZlcnkYASABKAsyJi5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0RlbGl2ZXJ5IiwKFlNlbmRUZXN0V2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJTChdTZW5kVGVzdFdlYmhvb2tSZXNwb25zZRI4CghkZWxpdmVyeRgBIAEoCzImLmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rRGVsaXZlcnkiYQoYTGlzdFByb2plY3RFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoGY3Vyc29yGAIgASgJSACIAQESEQoJcGFnZV9zaXplGAMgASgFQgkKB19jdXJzb3IitQEKDFByb2plY3RFdmVudBIQCghldmVudF9pZBgBIAEoCRISCgpldmVudF90eXBlGAIgASgJEkEKB2hlYWRlcnMYAyADKAsyMC5jb2ludm9pY2Uubm90aWZpZXIudjEuUHJvamVjdEV2ZW50LkhlYWRlcnNFbnRyeRIMCgRib2R5GAQgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImAKGUxpc3RQcm9qZWN0RXZlbnRzUmVzcG9uc2USMwoGZXZlbnRzGAEgAygLMiMuY29pbnZvaWNlLm5vdGlmaWVyLnYxLlByb2plY3RFdmVudBIOCgZjdXJzb3IYAiABKAkqiQEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX1NVQ0NFRURFRBACEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQAzKbBwoPTm90aWZpZXJTZXJ2aWNlEoIBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMy5jb2ludm9pY2Uubm90aWZpZXIudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBo0LmNvaW52b2ljZS5ub3RpZmllci52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJ5ChJHZXRXZWJob29rRGVsaXZlcnkSMC5jb2ludm9pY2Uubm90aWZpZXIudjEuR2V0V2ViaG9va0RlbGl2ZXJ5UmVxdWVzdBoxLmNvaW52b2ljZS5ub3RpZmllci52MS5HZXRXZWJob29rRGVsaXZlcnlSZXNwb25zZRJzChBSZWRlbGl2ZXJXZWJob29rEi4uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Gi8uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZRKUAQobU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsEjkuY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRQYXlvdXRWZXJpZmljYXRpb25FbWFpbFJlcXVlc3QaOi5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2USkQEKGlNlbmRFbWFpbFZlcmlmaWNhdGlvbkVtYWlsEjguY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRFbWFpbFZlcmlmaWNhdGlvbkVtYWlsUmVxdWVzdBo5LmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kRW1haWxWZXJpZmljYXRpb25FbWFpbFJlc3BvbnNlEnAKD1NlbmRUZXN0V2ViaG9vaxItLmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kVGVzdFdlYmhvb2tSZXF1ZXN0Gi4uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRUZXN0V2ViaG9va1Jlc3BvbnNlEnYKEUxpc3RQcm9qZWN0RXZlbnRzEi8uY29pbnZvaWNlLm5vdGlmaWVyLnYxLkxpc3RQcm9qZWN0RXZlbnRzUmVxdWVzdBowLmNvaW52b2ljZS5ub3RpZmllci52MS5MaXN0UHJvamVjdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendPayoutVerificationEmailRequest
+ */
+export type SendPayoutVerificationEmailRequest = Message<"coinvoice.notifier.v1.SendPayoutVerificationEmailRequest"> & {
+  /**
+   * @generated from field: string payout_id = 1;
+   */
+  payoutId: string;
+
+  /**
+   * "live" or "sandbox".
+   *
+   * @generated from field: string environment = 2;
+   */
+  environment: string;
+
+  /**
+   * Decimal string.
+   *
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string email = 5;
+   */
+  email: string;
+
+  /**
+   * The plain 6-digit code.
+   *
+   * @generated from field: string code = 6;
+   */
+  code: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 7;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendPayoutVerificationEmailRequest.
+ * Use `create(SendPayoutVerificationEmailRequestSchema)` to create a new message.
+ */
+export const SendPayoutVerificationEmailRequestSchema: GenMessage<SendPayoutVerificationEmailRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 0);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendPayoutVerificationEmailResponse
+ */
+export type SendPayoutVerificationEmailResponse = Message<"coinvoice.notifier.v1.SendPayoutVerificationEmailResponse"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendPayoutVerificationEmailResponse.
+ * Use `create(SendPayoutVerificationEmailResponseSchema)` to create a new message.
+ */
+export const SendPayoutVerificationEmailResponseSchema: GenMessage<SendPayoutVerificationEmailResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 1);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendEmailVerificationEmailRequest
+ */
+export type SendEmailVerificationEmailRequest = Message<"coinvoice.notifier.v1.SendEmailVerificationEmailRequest"> & {
+  /**
+   * @generated from field: string email = 1;
+   */
+  email: string;
+
+  /**
+   * The plain code.
+   *
+   * @generated from field: string code = 2;
+   */
+  code: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendEmailVerificationEmailRequest.
+ * Use `create(SendEmailVerificationEmailRequestSchema)` to create a new message.
+ */
+export const SendEmailVerificationEmailRequestSchema: GenMessage<SendEmailVerificationEmailRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 2);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendEmailVerificationEmailResponse
+ */
+export type SendEmailVerificationEmailResponse = Message<"coinvoice.notifier.v1.SendEmailVerificationEmailResponse"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendEmailVerificationEmailResponse.
+ * Use `create(SendEmailVerificationEmailResponseSchema)` to create a new message.
+ */
+export const SendEmailVerificationEmailResponseSchema: GenMessage<SendEmailVerificationEmailResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 3);
 
 /**
  * One event to be delivered to one project's webhook URL.
@@ -102,7 +218,7 @@ export type WebhookDelivery = Message<"coinvoice.notifier.v1.WebhookDelivery"> &
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 0);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 4);
 
 /**
  * One HTTP attempt of a delivery, recorded exactly as sent.
@@ -170,7 +286,7 @@ export type WebhookAttempt = Message<"coinvoice.notifier.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 1);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 5);
 
 /**
  * Health of a project's webhook endpoint, so a silent endpoint is noticed.
@@ -205,7 +321,7 @@ export type EndpointHealth = Message<"coinvoice.notifier.v1.EndpointHealth"> & {
  * Use `create(EndpointHealthSchema)` to create a new message.
  */
 export const EndpointHealthSchema: GenMessage<EndpointHealth> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 2);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 6);
 
 /**
  * @generated from message coinvoice.notifier.v1.ListWebhookDeliveriesRequest
@@ -243,6 +359,13 @@ export type ListWebhookDeliveriesRequest = Message<"coinvoice.notifier.v1.ListWe
    * @generated from field: string cursor = 5;
    */
   cursor: string;
+
+  /**
+   * Only deliveries whose body names this invoice (its invoiceId field); all when absent.
+   *
+   * @generated from field: optional string invoice_id = 6;
+   */
+  invoiceId?: string | undefined;
 };
 
 /**
@@ -250,7 +373,7 @@ export type ListWebhookDeliveriesRequest = Message<"coinvoice.notifier.v1.ListWe
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 3);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 7);
 
 /**
  * @generated from message coinvoice.notifier.v1.ListWebhookDeliveriesResponse
@@ -279,7 +402,7 @@ export type ListWebhookDeliveriesResponse = Message<"coinvoice.notifier.v1.ListW
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 4);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 8);
 
 /**
  * @generated from message coinvoice.notifier.v1.GetWebhookDeliveryRequest
@@ -301,7 +424,7 @@ export type GetWebhookDeliveryRequest = Message<"coinvoice.notifier.v1.GetWebhoo
  * Use `create(GetWebhookDeliveryRequestSchema)` to create a new message.
  */
 export const GetWebhookDeliveryRequestSchema: GenMessage<GetWebhookDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 5);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 9);
 
 /**
  * @generated from message coinvoice.notifier.v1.GetWebhookDeliveryResponse
@@ -325,7 +448,7 @@ export type GetWebhookDeliveryResponse = Message<"coinvoice.notifier.v1.GetWebho
  * Use `create(GetWebhookDeliveryResponseSchema)` to create a new message.
  */
 export const GetWebhookDeliveryResponseSchema: GenMessage<GetWebhookDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 6);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 10);
 
 /**
  * @generated from message coinvoice.notifier.v1.RedeliverWebhookRequest
@@ -349,7 +472,7 @@ export type RedeliverWebhookRequest = Message<"coinvoice.notifier.v1.RedeliverWe
  * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
  */
 export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 7);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 11);
 
 /**
  * @generated from message coinvoice.notifier.v1.RedeliverWebhookResponse
@@ -368,7 +491,141 @@ export type RedeliverWebhookResponse = Message<"coinvoice.notifier.v1.RedeliverW
  * Use `create(RedeliverWebhookResponseSchema)` to create a new message.
  */
 export const RedeliverWebhookResponseSchema: GenMessage<RedeliverWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 8);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 12);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendTestWebhookRequest
+ */
+export type SendTestWebhookRequest = Message<"coinvoice.notifier.v1.SendTestWebhookRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendTestWebhookRequest.
+ * Use `create(SendTestWebhookRequestSchema)` to create a new message.
+ */
+export const SendTestWebhookRequestSchema: GenMessage<SendTestWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 13);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendTestWebhookResponse
+ */
+export type SendTestWebhookResponse = Message<"coinvoice.notifier.v1.SendTestWebhookResponse"> & {
+  /**
+   * The new Pending delivery of the test event.
+   *
+   * @generated from field: coinvoice.notifier.v1.WebhookDelivery delivery = 1;
+   */
+  delivery?: WebhookDelivery | undefined;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendTestWebhookResponse.
+ * Use `create(SendTestWebhookResponseSchema)` to create a new message.
+ */
+export const SendTestWebhookResponseSchema: GenMessage<SendTestWebhookResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 14);
+
+/**
+ * @generated from message coinvoice.notifier.v1.ListProjectEventsRequest
+ */
+export type ListProjectEventsRequest = Message<"coinvoice.notifier.v1.ListProjectEventsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * The cursor of a previous answer; absent: no events, only the cursor of "now" to start from.
+   *
+   * @generated from field: optional string cursor = 2;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * Maximum events to return: default 20 when 0, capped at 100.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.ListProjectEventsRequest.
+ * Use `create(ListProjectEventsRequestSchema)` to create a new message.
+ */
+export const ListProjectEventsRequestSchema: GenMessage<ListProjectEventsRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 15);
+
+/**
+ * One webhook event of a project, ready to be sent as a delivery is.
+ *
+ * @generated from message coinvoice.notifier.v1.ProjectEvent
+ */
+export type ProjectEvent = Message<"coinvoice.notifier.v1.ProjectEvent"> & {
+  /**
+   * The event id: the webhook-id header.
+   *
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * Event kind, e.g. "invoice.paid": the webhook-event-type header.
+   *
+   * @generated from field: string event_type = 2;
+   */
+  eventType: string;
+
+  /**
+   * The headers of a delivery (content-type, webhook-id, webhook-timestamp, webhook-signature,
+   * webhook-event-type, …), signed now.
+   *
+   * @generated from field: map<string, string> headers = 3;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * The exact JSON body a delivery sends.
+   *
+   * @generated from field: string body = 4;
+   */
+  body: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.ProjectEvent.
+ * Use `create(ProjectEventSchema)` to create a new message.
+ */
+export const ProjectEventSchema: GenMessage<ProjectEvent> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 16);
+
+/**
+ * @generated from message coinvoice.notifier.v1.ListProjectEventsResponse
+ */
+export type ListProjectEventsResponse = Message<"coinvoice.notifier.v1.ListProjectEventsResponse"> & {
+  /**
+   * @generated from field: repeated coinvoice.notifier.v1.ProjectEvent events = 1;
+   */
+  events: ProjectEvent[];
+
+  /**
+   * Pass as cursor to get the events after these.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.ListProjectEventsResponse.
+ * Use `create(ListProjectEventsResponseSchema)` to create a new message.
+ */
+export const ListProjectEventsResponseSchema: GenMessage<ListProjectEventsResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 17);
 
 /**
  * Delivery status.
@@ -447,6 +704,50 @@ export const NotifierService: GenService<{
     methodKind: "unary";
     input: typeof RedeliverWebhookRequestSchema;
     output: typeof RedeliverWebhookResponseSchema;
+  },
+  /**
+   * Internal (payout service): emails a payout verification code. The code exists only in this
+   * call and the email: the notifier neither stores nor logs it.
+   *
+   * @generated from rpc coinvoice.notifier.v1.NotifierService.SendPayoutVerificationEmail
+   */
+  sendPayoutVerificationEmail: {
+    methodKind: "unary";
+    input: typeof SendPayoutVerificationEmailRequestSchema;
+    output: typeof SendPayoutVerificationEmailResponseSchema;
+  },
+  /**
+   * Internal (auth service): emails the code that proves a merchant's address; never stored.
+   *
+   * @generated from rpc coinvoice.notifier.v1.NotifierService.SendEmailVerificationEmail
+   */
+  sendEmailVerificationEmail: {
+    methodKind: "unary";
+    input: typeof SendEmailVerificationEmailRequestSchema;
+    output: typeof SendEmailVerificationEmailResponseSchema;
+  },
+  /**
+   * Queues a signed "webhook.test" event to the project's current webhook URL (the dashboard's
+   * "send a test event"), delivered and logged like any other.
+   *
+   * @generated from rpc coinvoice.notifier.v1.NotifierService.SendTestWebhook
+   */
+  sendTestWebhook: {
+    methodKind: "unary";
+    input: typeof SendTestWebhookRequestSchema;
+    output: typeof SendTestWebhookResponseSchema;
+  },
+  /**
+   * The project's webhook events after a cursor, oldest first, each with the headers of a real
+   * delivery signed now with the project's current secret, whether or not the project has a
+   * webhook URL: what `coinvoice listen` forwards to a local URL. Events are kept a day.
+   *
+   * @generated from rpc coinvoice.notifier.v1.NotifierService.ListProjectEvents
+   */
+  listProjectEvents: {
+    methodKind: "unary";
+    input: typeof ListProjectEventsRequestSchema;
+    output: typeof ListProjectEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_notifier_v1_notifier, 0);

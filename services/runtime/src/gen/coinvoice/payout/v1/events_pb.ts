@@ -80,8 +80,8 @@ export const PayoutRequestedSchema: GenMessage<PayoutRequested> = /*@__PURE__*/
   messageDesc(file_coinvoice_payout_v1_events, 0);
 
 /**
- * Event "payout.verification_code_issued": the notifier emails the code to the merchant. Internal
- * only: never delivered as a webhook (it carries the plain code).
+ * Deprecated, no longer published: the payout service has the notifier email the code over RPC
+ * (NotifierService.SendPayoutVerificationEmail) so the code never sits in an outbox or a stream.
  *
  * @generated from message coinvoice.payout.v1.PayoutVerificationCodeIssued
  */

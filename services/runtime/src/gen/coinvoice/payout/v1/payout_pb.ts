@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/payout/v1/payout.proto.
  */
 export const file_coinvoice_payout_v1_payout: GenFile = /*@__PURE__*/
-  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL3BheW91dC5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSKdAwoGUGF5b3V0EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEjEKBnN0YXR1cxgHIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzEh0KEHRyYW5zYWN0aW9uX2hhc2gYCCABKAlIAYgBARIXCgphZG1pbl9ub3RlGAkgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoLZW52aXJvbm1lbnQYDCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50QgcKBV9ub3RlQhMKEV90cmFuc2FjdGlvbl9oYXNoQg0KC19hZG1pbl9ub3RlIk4KB0JhbGFuY2USEAoIY3VycmVuY3kYASABKAkSEQoJYXZhaWxhYmxlGAIgASgJEg8KB3BlbmRpbmcYAyABKAkSDQoFdG90YWwYBCABKAkiXgoRR2V0QmFsYW5jZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQijwEKEkdldEJhbGFuY2VSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIuCghiYWxhbmNlcxgDIAMoCzIcLmNvaW52b2ljZS5wYXlvdXQudjEuQmFsYW5jZSLiAQoUUmVxdWVzdFBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUgBiAEBQgcKBV9ub3RlQhIKEF9pZGVtcG90ZW5jeV9rZXkiXwoVUmVxdWVzdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhkKEWlkZW1wb3RlbnRfcmVwbGF5GAIgASgIIkoKE1ZlcmlmeVBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglwYXlvdXRfaWQYAiABKAkSDAoEY29kZRgDIAEoCSJDChRWZXJpZnlQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCKOAQoSTGlzdFBheW91dHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiEuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXRTdGF0dXNIAIgBARIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJQgkKB19zdGF0dXMiWAoTTGlzdFBheW91dHNSZXNwb25zZRIsCgdwYXlvdXRzGAEgAygLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSEwoLbmV4dF9jdXJzb3IYAiABKAkiPAoTQ2FuY2VsUGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhEKCXBheW91dF9pZBgCIAEoCSJDChRDYW5jZWxQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJEChVDb21wbGV0ZVBheW91dFJlcXVlc3QSEQoJcGF5b3V0X2lkGAEgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYAiABKAkiRQoWQ29tcGxldGVQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCI8ChNSZWplY3RQYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRISCgphZG1pbl9ub3RlGAIgASgJIkMKFFJlamVjdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0KscBCgxQYXlvdXRTdGF0dXMSHQoZUEFZT1VUX1NUQVRVU19VTlNQRUNJRklFRBAAEicKI1BBWU9VVF9TVEFUVVNfQVdBSVRJTkdfVkVSSUZJQ0FUSU9OEAESGQoVUEFZT1VUX1NUQVRVU19QRU5ESU5HEAISGwoXUEFZT1VUX1NUQVRVU19DT01QTEVURUQQAxIaChZQQVlPVVRfU1RBVFVTX1JFSkVDVEVEEAQSGwoXUEFZT1VUX1NUQVRVU19DQU5DRUxMRUQQBTLSBQoNUGF5b3V0U2VydmljZRJdCgpHZXRCYWxhbmNlEiYuY29pbnZvaWNlLnBheW91dC52MS5HZXRCYWxhbmNlUmVxdWVzdBonLmNvaW52b2ljZS5wYXlvdXQudjEuR2V0QmFsYW5jZVJlc3BvbnNlEmYKDVJlcXVlc3RQYXlvdXQSKS5jb2ludm9pY2UucGF5b3V0LnYxLlJlcXVlc3RQYXlvdXRSZXF1ZXN0GiouY29pbnZvaWNlLnBheW91dC52MS5SZXF1ZXN0UGF5b3V0UmVzcG9uc2USYwoMVmVyaWZ5UGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5WZXJpZnlQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5WZXJpZnlQYXlvdXRSZXNwb25zZRJgCgtMaXN0UGF5b3V0cxInLmNvaW52b2ljZS5wYXlvdXQudjEuTGlzdFBheW91dHNSZXF1ZXN0GiguY29pbnZvaWNlLnBheW91dC52MS5MaXN0UGF5b3V0c1Jlc3BvbnNlEmMKDENhbmNlbFBheW91dBIoLmNvaW52b2ljZS5wYXlvdXQudjEuQ2FuY2VsUGF5b3V0UmVxdWVzdBopLmNvaW52b2ljZS5wYXlvdXQudjEuQ2FuY2VsUGF5b3V0UmVzcG9uc2USaQoOQ29tcGxldGVQYXlvdXQSKi5jb2ludm9pY2UucGF5b3V0LnYxLkNvbXBsZXRlUGF5b3V0UmVxdWVzdBorLmNvaW52b2ljZS5wYXlvdXQudjEuQ29tcGxldGVQYXlvdXRSZXNwb25zZRJjCgxSZWplY3RQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLlJlamVjdFBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLlJlamVjdFBheW91dFJlc3BvbnNlYgZwcm90bzM", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL3BheW91dC5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSKdAwoGUGF5b3V0EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEjEKBnN0YXR1cxgHIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzEh0KEHRyYW5zYWN0aW9uX2hhc2gYCCABKAlIAYgBARIXCgphZG1pbl9ub3RlGAkgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoLZW52aXJvbm1lbnQYDCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50QgcKBV9ub3RlQhMKEV90cmFuc2FjdGlvbl9oYXNoQg0KC19hZG1pbl9ub3RlIk4KB0JhbGFuY2USEAoIY3VycmVuY3kYASABKAkSEQoJYXZhaWxhYmxlGAIgASgJEg8KB3BlbmRpbmcYAyABKAkSDQoFdG90YWwYBCABKAkiXgoRR2V0QmFsYW5jZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQijwEKEkdldEJhbGFuY2VSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIuCghiYWxhbmNlcxgDIAMoCzIcLmNvaW52b2ljZS5wYXlvdXQudjEuQmFsYW5jZSLiAQoUUmVxdWVzdFBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUgBiAEBQgcKBV9ub3RlQhIKEF9pZGVtcG90ZW5jeV9rZXkiXwoVUmVxdWVzdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhkKEWlkZW1wb3RlbnRfcmVwbGF5GAIgASgIIkoKE1ZlcmlmeVBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglwYXlvdXRfaWQYAiABKAkSDAoEY29kZRgDIAEoCSJDChRWZXJpZnlQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCKOAQoSTGlzdFBheW91dHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiEuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXRTdGF0dXNIAIgBARIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJQgkKB19zdGF0dXMiWAoTTGlzdFBheW91dHNSZXNwb25zZRIsCgdwYXlvdXRzGAEgAygLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSEwoLbmV4dF9jdXJzb3IYAiABKAkiPAoTQ2FuY2VsUGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhEKCXBheW91dF9pZBgCIAEoCSJDChRDYW5jZWxQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJcChVDb21wbGV0ZVBheW91dFJlcXVlc3QSEQoJcGF5b3V0X2lkGAEgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYAiABKAkSFgoOb3BlcmF0b3JfdG9rZW4YAyABKAkiRQoWQ29tcGxldGVQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJUChNSZWplY3RQYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRISCgphZG1pbl9ub3RlGAIgASgJEhYKDm9wZXJhdG9yX3Rva2VuGAMgASgJIkMKFFJlamVjdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IrQBChVMaXN0QWxsUGF5b3V0c1JlcXVlc3QSNgoGc3RhdHVzGAEgASgOMiEuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXRTdGF0dXNIAIgBARI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCUIJCgdfc3RhdHVzIlsKFkxpc3RBbGxQYXlvdXRzUmVzcG9uc2USLAoHcGF5b3V0cxgBIAMoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhMKC25leHRfY3Vyc29yGAIgASgJKscBCgxQYXlvdXRTdGF0dXMSHQoZUEFZT1VUX1NUQVRVU19VTlNQRUNJRklFRBAAEicKI1BBWU9VVF9TVEFUVVNfQVdBSVRJTkdfVkVSSUZJQ0FUSU9OEAESGQoVUEFZT1VUX1NUQVRVU19QRU5ESU5HEAISGwoXUEFZT1VUX1NUQVRVU19DT01QTEVURUQQAxIaChZQQVlPVVRfU1RBVFVTX1JFSkVDVEVEEAQSGwoXUEFZT1VUX1NUQVRVU19DQU5DRUxMRUQQBTK9BgoNUGF5b3V0U2VydmljZRJdCgpHZXRCYWxhbmNlEiYuY29pbnZvaWNlLnBheW91dC52MS5HZXRCYWxhbmNlUmVxdWVzdBonLmNvaW52b2ljZS5wYXlvdXQudjEuR2V0QmFsYW5jZVJlc3BvbnNlEmYKDVJlcXVlc3RQYXlvdXQSKS5jb2ludm9pY2UucGF5b3V0LnYxLlJlcXVlc3RQYXlvdXRSZXF1ZXN0GiouY29pbnZvaWNlLnBheW91dC52MS5SZXF1ZXN0UGF5b3V0UmVzcG9uc2USYwoMVmVyaWZ5UGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5WZXJpZnlQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5WZXJpZnlQYXlvdXRSZXNwb25zZRJgCgtMaXN0UGF5b3V0cxInLmNvaW52b2ljZS5wYXlvdXQudjEuTGlzdFBheW91dHNSZXF1ZXN0GiguY29pbnZvaWNlLnBheW91dC52MS5MaXN0UGF5b3V0c1Jlc3BvbnNlEmMKDENhbmNlbFBheW91dBIoLmNvaW52b2ljZS5wYXlvdXQudjEuQ2FuY2VsUGF5b3V0UmVxdWVzdBopLmNvaW52b2ljZS5wYXlvdXQudjEuQ2FuY2VsUGF5b3V0UmVzcG9uc2USaQoOQ29tcGxldGVQYXlvdXQSKi5jb2ludm9pY2UucGF5b3V0LnYxLkNvbXBsZXRlUGF5b3V0UmVxdWVzdBorLmNvaW52b2ljZS5wYXlvdXQudjEuQ29tcGxldGVQYXlvdXRSZXNwb25zZRJjCgxSZWplY3RQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLlJlamVjdFBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLlJlamVjdFBheW91dFJlc3BvbnNlEmkKDkxpc3RBbGxQYXlvdXRzEiouY29pbnZvaWNlLnBheW91dC52MS5MaXN0QWxsUGF5b3V0c1JlcXVlc3QaKy5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RBbGxQYXlvdXRzUmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * A payout. Fields mirror the public Payout object (same JSON names) plus project_id, environment
@@ -441,6 +441,13 @@ export type CompletePayoutRequest = Message<"coinvoice.payout.v1.CompletePayoutR
    * @generated from field: string transaction_hash = 2;
    */
   transactionHash: string;
+
+  /**
+   * The operator's session token, verified again here (auth VerifyOperatorToken).
+   *
+   * @generated from field: string operator_token = 3;
+   */
+  operatorToken: string;
 };
 
 /**
@@ -484,6 +491,13 @@ export type RejectPayoutRequest = Message<"coinvoice.payout.v1.RejectPayoutReque
    * @generated from field: string admin_note = 2;
    */
   adminNote: string;
+
+  /**
+   * The operator's session token, verified again here (auth VerifyOperatorToken).
+   *
+   * @generated from field: string operator_token = 3;
+   */
+  operatorToken: string;
 };
 
 /**
@@ -511,6 +525,72 @@ export type RejectPayoutResponse = Message<"coinvoice.payout.v1.RejectPayoutResp
  */
 export const RejectPayoutResponseSchema: GenMessage<RejectPayoutResponse> = /*@__PURE__*/
   messageDesc(file_coinvoice_payout_v1_payout, 15);
+
+/**
+ * @generated from message coinvoice.payout.v1.ListAllPayoutsRequest
+ */
+export type ListAllPayoutsRequest = Message<"coinvoice.payout.v1.ListAllPayoutsRequest"> & {
+  /**
+   * Only payouts in this status; all when absent.
+   *
+   * @generated from field: optional coinvoice.payout.v1.PayoutStatus status = 1;
+   */
+  status?: PayoutStatus | undefined;
+
+  /**
+   * Only payouts of this environment; all when absent (or UNSPECIFIED).
+   *
+   * @generated from field: coinvoice.common.v1.Environment environment = 2;
+   */
+  environment: Environment;
+
+  /**
+   * Maximum payouts to return: default 20 when 0, capped at 100.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * Opaque next_cursor of the previous page; empty for the first page.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ListAllPayoutsRequest.
+ * Use `create(ListAllPayoutsRequestSchema)` to create a new message.
+ */
+export const ListAllPayoutsRequestSchema: GenMessage<ListAllPayoutsRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 16);
+
+/**
+ * @generated from message coinvoice.payout.v1.ListAllPayoutsResponse
+ */
+export type ListAllPayoutsResponse = Message<"coinvoice.payout.v1.ListAllPayoutsResponse"> & {
+  /**
+   * Oldest first.
+   *
+   * @generated from field: repeated coinvoice.payout.v1.Payout payouts = 1;
+   */
+  payouts: Payout[];
+
+  /**
+   * Pass as cursor to get the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ListAllPayoutsResponse.
+ * Use `create(ListAllPayoutsResponseSchema)` to create a new message.
+ */
+export const ListAllPayoutsResponseSchema: GenMessage<ListAllPayoutsResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 17);
 
 /**
  * Payout status. Public spelling: "AwaitingVerification", "Pending", "Completed", "Rejected",
@@ -648,6 +728,16 @@ export const PayoutService: GenService<{
     methodKind: "unary";
     input: typeof RejectPayoutRequestSchema;
     output: typeof RejectPayoutResponseSchema;
+  },
+  /**
+   * Operators: payouts of every project, oldest first (the work queue), by status and environment.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.ListAllPayouts
+   */
+  listAllPayouts: {
+    methodKind: "unary";
+    input: typeof ListAllPayoutsRequestSchema;
+    output: typeof ListAllPayoutsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_payout_v1_payout, 0);

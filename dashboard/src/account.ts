@@ -1,0 +1,11 @@
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
+import type { Merchant } from './types';
+
+export const AccountContext = createContext<Merchant | null>(null);
+
+export function useAccount(): Merchant {
+  const merchant = useContext(AccountContext);
+  if (!merchant) throw new Error('useAccount outside a signed-in page');
+  return merchant;
+}

@@ -1,0 +1,113 @@
+import { useState } from 'preact/hooks';
+import { api, query } from '../api';
+import { useAccount } from '../account';
+import type { OperatorPayout, Page, Payout } from '../types';
+import { Empty, ErrorMessage, Field, Loading, PageHeading, Pager, TableWrap, Time, useAction, useLoad, usePager } from '../ui';
+
+function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
+  const [hash, setHash] = useState('');
+  const [note, setNote] = useState('');
+  const complete = useAction(async () => {
+    await api.post<Payout>(`/api/admin/payouts/${payout.id}/complete`, { transactionHash: hash.trim() });
+    onDone();
+  });
+  const reject = useAction(async () => {
+    await api.post<Payout>(`/api/admin/payouts/${payout.id}/reject`, { adminNote: note.trim() });
+    onDone();
+  });
+  const label = `${payout.amount} ${payout.currency}`;
+  return (
+    <div class="decide">
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void complete.run();
+        }}
+      >
+        <Field label={`Transaction hash for ${label}`} required spellcheck={false} autoComplete="off" value={hash} onValue={setHash} />
+        <button type="submit" class="primary" disabled={complete.busy}>
+          Complete
+        </button>
+        <ErrorMessage error={complete.error} />
+      </form>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void reject.run();
+        }}
+      >
+        <Field label={`Rejection note for ${label}`} required maxLength={500} value={note} onValue={setNote} />
+        <button type="submit" class="danger" disabled={reject.busy}>
+          Reject
+        </button>
+        <ErrorMessage error={reject.error} />
+      </form>
+    </div>
+  );
+}
+
+export function OperatorPage() {
+  const me = useAccount();
+  const pager = usePager();
+  const queue = useLoad(
+    () =>
+      me.isAdmin
+        ? api.get<Page<OperatorPayout>>(`/api/admin/payouts${query({ status: 'Pending', environment: 'live', limit: 20, cursor: pager.cursor })}`)
+        : Promise.resolve(undefined),
+    [me.isAdmin, pager.cursor],
+  );
+  return (
+    <>
+      <PageHeading title="Operator queue" />
+      {!me.isAdmin ? (
+        <p role="alert">This page is for coinvoice operators only.</p>
+      ) : queue.error ? (
+        <ErrorMessage error={queue.error} />
+      ) : !queue.data ? (
+        <Loading what="the payout queue" />
+      ) : queue.data.items.length === 0 ? (
+        <Empty>No live payout is waiting: the queue is empty.</Empty>
+      ) : (
+        <>
+          <p>Pending live payouts, oldest first. Send the funds, then complete the payout with the transaction hash, or reject it with a note.</p>
+          <TableWrap label="Pending live payouts">
+            <thead>
+              <tr>
+                <th scope="col">Requested</th>
+                <th scope="col">Amount</th>
+                <th scope="col">Address</th>
+                <th scope="col">Project</th>
+                <th scope="col">Decision</th>
+              </tr>
+            </thead>
+            <tbody>
+              {queue.data.items.map((p) => (
+                <tr key={p.id} data-testid="queue-row" data-payout-id={p.id}>
+                  <td>
+                    <Time iso={p.createdAt} />
+                  </td>
+                  <td>
+                    {p.amount} {p.currency}
+                    {p.note && <div class="muted">{p.note}</div>}
+                  </td>
+                  <td>
+                    <code class="wrap">{p.address}</code>
+                  </td>
+                  <td>
+                    <code>{p.projectId}</code>
+                  </td>
+                  <td>
+                    <Decide payout={p} onDone={queue.reload} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </TableWrap>
+          <Pager pager={pager} nextCursor={queue.data.nextCursor} label="Queue" />
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,101 @@
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { ProjectFrame } from '../project-frame';
+import type { Project } from '../types';
+import { ErrorMessage, Field, SecretOnce, Time, useAction } from '../ui';
+
+function EditProject({ project, onSaved }: { project: Project; onSaved: () => void }) {
+  const [name, setName] = useState(project.name);
+  const [webhookUrl, setWebhookUrl] = useState(project.webhookUrl ?? '');
+  const [lifetime, setLifetime] = useState(String(project.invoiceLifetimeMinutes));
+  const [tolerance, setTolerance] = useState(String(project.paymentTolerancePercent));
+  const [saved, setSaved] = useState(false);
+  const action = useAction(async () => {
+    setSaved(false);
+    const body = {
+      name,
+      webhookUrl: webhookUrl.trim() === '' ? null : webhookUrl.trim(),
+      invoiceLifetimeMinutes: Number(lifetime),
+      paymentTolerancePercent: Number(tolerance),
+    };
+    await api.patch<Project>(`/api/merchant/projects/${project.id}`, body);
+    setSaved(true);
+    onSaved();
+  });
+  return (
+    <section aria-labelledby="edit-project">
+      <h2 id="edit-project">Settings</h2>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run();
+        }}
+      >
+        <div class="grid">
+          <Field label="Project name" required value={name} onValue={setName} />
+          <Field label="Webhook URL" type="url" value={webhookUrl} onValue={setWebhookUrl} hint="Leave empty to stop sending webhooks." />
+          <Field label="Invoice lifetime (minutes)" type="number" min={5} max={10080} required value={lifetime} onValue={setLifetime} />
+          <Field label="Payment tolerance (%)" type="number" min={0} max={5} step="0.01" value={tolerance} onValue={setTolerance} />
+        </div>
+        <ErrorMessage error={action.error} />
+        <button type="submit" class="primary" disabled={action.busy}>
+          Save settings
+        </button>
+        <span role="status" aria-live="polite" class="muted">
+          {saved ? ' Saved.' : ''}
+        </span>
+      </form>
+      <p class="muted">
+        Created <Time iso={project.createdAt} /> · project id <code>{project.id}</code>
+      </p>
+    </section>
+  );
+}
+
+function RotateSecret({ project }: { project: Project }) {
+  const [confirming, setConfirming] = useState(false);
+  const [secret, setSecret] = useState<string | null>(null);
+  const action = useAction(async () => {
+    const res = await api.post<{ webhookSecret: string }>(`/api/merchant/projects/${project.id}/webhook-secret/rotate`);
+    setSecret(res.webhookSecret);
+    setConfirming(false);
+  });
+  return (
+    <section aria-labelledby="rotate-secret">
+      <h2 id="rotate-secret">Webhook signing secret</h2>
+      <p>Rotating replaces the secret at once: webhooks sent after that are signed with the new one.</p>
+      {!confirming ? (
+        <button type="button" onClick={() => setConfirming(true)}>
+          Rotate webhook secret
+        </button>
+      ) : (
+        <div class="confirm" role="group" aria-label="Confirm rotation">
+          <p>Your endpoint will reject webhooks until it uses the new secret. Rotate now?</p>
+          <button type="button" class="danger" disabled={action.busy} onClick={() => void action.run()}>
+            Yes, rotate the secret
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep the current secret
+          </button>
+        </div>
+      )}
+      <ErrorMessage error={action.error} />
+      {secret && (
+        <SecretOnce label="Webhook secret" secret={secret} testId="webhook-secret" warning="Store the new signing secret now; it is not shown again." />
+      )}
+    </section>
+  );
+}
+
+export function ProjectSettingsPage({ params }: { params: { id: string } }) {
+  return (
+    <ProjectFrame projectId={params.id} section="Settings">
+      {(project, reload) => (
+        <>
+          <EditProject project={project} onSaved={reload} />
+          <RotateSecret project={project} />
+        </>
+      )}
+    </ProjectFrame>
+  );
+}

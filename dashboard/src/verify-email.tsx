@@ -1,0 +1,58 @@
+/**
+ * Shown while the account's email is unverified: the 6-digit code emailed at registration
+ * (POST /api/merchant/email/verify answers the merchant, now verified), and a way to have a new
+ * code sent (POST /api/merchant/email/verification; the previous code stops working).
+ */
+import { useState } from 'preact/hooks';
+import { api } from './api';
+import type { Merchant } from './types';
+import { ErrorMessage, Field, useAction } from './ui';
+
+export function VerifyEmailBanner({ merchant, onVerified }: { merchant: Merchant; onVerified: (m: Merchant) => void }) {
+  const [code, setCode] = useState('');
+  const [resent, setResent] = useState(false);
+  const verify = useAction(async () => onVerified(await api.post<Merchant>('/api/merchant/email/verify', { code: code.trim() })));
+  const resend = useAction(async () => {
+    setResent(false);
+    verify.setError(undefined); // a refusal of the old code no longer applies to the new one
+    await api.post('/api/merchant/email/verification');
+    setResent(true);
+  });
+  if (merchant.emailVerified) return null;
+  return (
+    <section class="notice" aria-label="Verify your email">
+      <p>
+        <strong>Verify your email.</strong>{' '}
+        Enter the code we sent to <strong>{merchant.email}</strong>. Live API keys and live payouts need a verified email; the sandbox works
+        without.
+      </p>
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void verify.run();
+        }}
+      >
+        <Field
+          label="Email verification code"
+          autoComplete="one-time-code"
+          inputMode="numeric"
+          maxLength={6}
+          required
+          value={code}
+          onValue={setCode}
+        />
+        <button type="submit" class="primary" disabled={verify.busy}>
+          Verify email
+        </button>
+        <button type="button" disabled={resend.busy} onClick={() => void resend.run()}>
+          Send a new code
+        </button>
+      </form>
+      <p role="status" aria-live="polite" class="muted">
+        {resent ? 'A new code is on its way.' : ''}
+      </p>
+      <ErrorMessage error={verify.error ?? resend.error} />
+    </section>
+  );
+}

@@ -1,0 +1,123 @@
+/**
+ * The `coinvoice` command (the only place that reads the environment and the arguments):
+ *
+ *   coinvoice login --email you@shop.example [--password …] [--base-url http://127.0.0.1:8080] [--project <id>]
+ *   coinvoice invoices create --amount 19.90 --currency EUR --pay BTC [--order-id …] [--description …]
+ *   coinvoice invoices get <id>
+ *   coinvoice invoices list [--limit 20] [--status Waiting|Paid|Expired]
+ *   coinvoice sandbox pay <id>
+ *   coinvoice trigger invoice.paid
+ *   coinvoice listen --forward-to http://localhost:3000/webhooks [--events invoice.paid,…]
+ *
+ * The password may also come from COINVOICE_PASSWORD; the config file is COINVOICE_CONFIG
+ * (default ~/.config/coinvoice/config.json).
+ */
+import { parseArgs } from 'node:util';
+import { createInvoice, getInvoice, listInvoices, login, sandboxPay, trigger, type Io } from './commands';
+import { CliError, configPath } from './config';
+import { listen } from './listen';
+
+const USAGE = `usage:
+  coinvoice login --email <email> [--password <password>] [--base-url <url>] [--project <id>]
+  coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> [--order-id <id>] [--description <text>] [--success-url <url>] [--cancel-url <url>]
+  coinvoice invoices get <id>
+  coinvoice invoices list [--limit <n>] [--status Waiting|Paid|Expired]
+  coinvoice sandbox pay <id>
+  coinvoice trigger invoice.paid
+  coinvoice listen --forward-to <url> [--events <type,type>]`;
+
+function required(value: string | undefined, flag: string): string {
+  if (value === undefined || value === '') throw new CliError(`${flag} is required\n${USAGE}`);
+  return value;
+}
+
+async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values: v, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      email: { type: 'string' },
+      password: { type: 'string' },
+      'base-url': { type: 'string' },
+      project: { type: 'string' },
+      amount: { type: 'string' },
+      currency: { type: 'string' },
+      pay: { type: 'string' },
+      'order-id': { type: 'string' },
+      description: { type: 'string' },
+      'success-url': { type: 'string' },
+      'cancel-url': { type: 'string' },
+      limit: { type: 'string' },
+      status: { type: 'string' },
+      'forward-to': { type: 'string' },
+      events: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const io: Io = { out: (line) => process.stdout.write(`${line}\n`), configFile: configPath(env) };
+  const [command, sub, arg] = positionals;
+  if (v.help || command === undefined) {
+    io.out(USAGE);
+    return;
+  }
+  switch (`${command} ${sub ?? ''}`.trim()) {
+    case 'login':
+      await login(io, {
+        baseUrl: v['base-url'] ?? env.COINVOICE_BASE_URL ?? 'http://127.0.0.1:8080',
+        email: required(v.email, '--email'),
+        password: required(v.password ?? env.COINVOICE_PASSWORD, '--password (or COINVOICE_PASSWORD)'),
+        ...(v.project ? { project: v.project } : {}),
+      });
+      return;
+    case 'invoices create':
+      await createInvoice(io, {
+        amount: required(v.amount, '--amount'),
+        currency: required(v.currency, '--currency'),
+        pay: required(v.pay, '--pay'),
+        successUrl: v['success-url'] ?? 'https://example.com/success',
+        cancelUrl: v['cancel-url'] ?? 'https://example.com/cancel',
+        ...(v['order-id'] ? { orderId: v['order-id'] } : {}),
+        ...(v.description ? { description: v.description } : {}),
+      });
+      return;
+    case 'invoices get':
+      await getInvoice(io, required(arg, '<id>'));
+      return;
+    case 'invoices list': {
+      const status = v.status;
+      if (status !== undefined && status !== 'Waiting' && status !== 'Paid' && status !== 'Expired') throw new CliError('--status must be Waiting, Paid or Expired');
+      await listInvoices(io, { ...(v.limit ? { limit: v.limit } : {}), ...(status ? { status } : {}) });
+      return;
+    }
+    case 'sandbox pay':
+      await sandboxPay(io, required(arg, '<id>'));
+      return;
+    default:
+      if (command === 'trigger') return void (await trigger(io, required(sub, '<event type>')));
+      if (command === 'listen') {
+        const controller = new AbortController();
+        process.once('SIGINT', () => controller.abort());
+        process.once('SIGTERM', () => controller.abort());
+        await listen(io, {
+          forwardTo: required(v['forward-to'], '--forward-to'),
+          events: (v.events ?? '').split(',').filter((e) => e !== ''),
+          signal: controller.signal,
+        });
+        return;
+      }
+      throw new CliError(`unknown command: ${positionals.join(' ')}\n${USAGE}`);
+  }
+}
+
+/** One line for the user: our own errors as they are, others (e.g. "fetch failed") with their cause. */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err instanceof CliError) return err.message;
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  return `${err.message}${cause}`;
+}
+
+run(process.argv.slice(2), process.env).catch((err: unknown) => {
+  process.stderr.write(`coinvoice: ${describe(err)}\n`);
+  process.exitCode = 1;
+});

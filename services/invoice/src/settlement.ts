@@ -1,0 +1,181 @@
+/**
+ * Settlement: re-derives one invoice's status from its payments (the pure `deriveInvoiceState`)
+ * and writes the outcome with its events, in the caller's transaction. The watcher calls it for
+ * every invoice a block touched, the expiry sweeper for invoices past expiredAt, so both follow
+ * the same rule. The invoice row is locked first: the watcher, the sweeper and a sandbox pay never
+ * interleave on one invoice.
+ *
+ * Events (outbox, same transaction):
+ *   → Confirming                      invoice.confirming
+ *   → PartiallyPaid (or more of it)   invoice.partially_paid
+ *   → Paid                            invoice.paid, once (paid_at is set once); its amount is what
+ *                                     the ledger credits, so the payments it covers are marked 'paid'
+ *   → Expired                         invoice.expired
+ *   fewer funds than before Paid      invoice.reopened (a reorg or replacement removed payments)
+ *   a confirmed payment invoice.paid did not cover (after expiry, after Paid, another asset)
+ *                                     invoice.late_payment, once per payment ('late' credited,
+ *                                     'uncredited' for another asset)
+ */
+import { enqueueEvent, type Logger, type EventTransaction } from '@coinvoice/runtime';
+import { Decimal, deriveInvoiceState, isCryptoCode, isLivePayment, type InvoiceStatusName, type PaymentFacts } from './domain';
+import {
+  invoiceConfirmingEvent,
+  invoiceExpiredEvent,
+  invoiceLatePaymentEvent,
+  invoicePaidEvent,
+  invoicePartiallyPaidEvent,
+  invoiceReopenedEvent,
+} from './events/invoice-events';
+import type { InvoiceRow } from './store/invoices';
+import { lockInvoiceById, markReported, paymentsOf, type PaymentRow } from './store/payments';
+
+export interface SettlementOutcome {
+  invoice: InvoiceRow;
+  previousStatus: InvoiceStatusName;
+  events: string[];
+}
+
+export function paymentFacts(row: PaymentRow): PaymentFacts {
+  if (!isCryptoCode(row.asset)) throw new Error(`payment ${row.id} has unknown asset ${row.asset}`);
+  return { asset: row.asset, amount: new Decimal(row.amount), status: row.status, blockTime: row.block_time };
+}
+
+export function invoiceFacts(row: InvoiceRow) {
+  if (!isCryptoCode(row.pay_currency)) throw new Error(`invoice ${row.id} has unknown pay currency`);
+  return {
+    environment: row.environment,
+    payCurrency: row.pay_currency,
+    amountExpected: new Decimal(row.amount_expected),
+    expiredAt: row.expired_at,
+    tolerancePercent: new Decimal(row.payment_tolerance_percent),
+    paidAt: row.paid_at,
+    // Sandbox invoices have no payment rows: their amount is the simulated one.
+    ...(row.environment === 'sandbox' ? { simulatedAmount: new Decimal(row.amount_received) } : {}),
+  };
+}
+
+const RANK: Readonly<Record<InvoiceStatusName, number>> = { Waiting: 0, PartiallyPaid: 1, Confirming: 2, Paid: 3, Expired: 0 };
+
+/** Re-derives and writes one invoice; undefined when it does not exist. */
+export async function settleInvoice(tx: EventTransaction, invoiceId: string, logger: Logger): Promise<SettlementOutcome | undefined> {
+  const locked = await lockInvoiceById(tx, invoiceId);
+  if (!locked) return undefined;
+  const { invoice: before, now } = locked;
+  const payments = await paymentsOf(tx, invoiceId);
+  const derived = deriveInvoiceState(invoiceFacts(before), payments.map(paymentFacts), now);
+  const events: string[] = [];
+  // After Paid nothing is reversed automatically: a payment leaving the chain never lowers it.
+  const amount =
+    before.environment === 'sandbox'
+      ? before.amount_received
+      : before.paid_at !== null
+        ? Decimal.max(derived.amountReceived, before.amount_received).toFixed()
+        : derived.amountReceived.toFixed();
+
+  let invoice = before;
+  const statusChanged = derived.status !== before.status;
+  const amountChanged = !new Decimal(before.amount_received).eq(amount);
+  if (statusChanged || amountChanged) {
+    const becamePaid = derived.status === 'Paid' && before.paid_at === null;
+    // The transaction that completed the payment: the newest payment still counting.
+    const completing = [...payments].reverse().find((p) => p.asset === before.pay_currency && isLivePayment(p.status));
+    const [updated] = await tx<InvoiceRow[]>`
+      update invoices
+      set status = ${derived.status}, amount_received = ${amount}::numeric,
+          paid_at = case when ${becamePaid} then date_trunc('milliseconds', now()) else paid_at end,
+          transaction_hash = case when ${becamePaid} then ${completing?.transaction_hash ?? null} else transaction_hash end
+      where id = ${invoiceId}
+      returning *`;
+    invoice = updated!;
+  }
+
+  if (statusChanged) {
+    switch (derived.status) {
+      case 'Paid': {
+        // invoice.paid's amount is everything counting now: those payments are credited by it.
+        const covered = payments.filter((p) => p.asset === before.pay_currency && isLivePayment(p.status) && p.reported_as === null);
+        await markReported(tx, covered.map((p) => p.id), 'paid');
+        for (const p of covered) p.reported_as = 'paid';
+        await enqueueEvent(tx, invoicePaidEvent(invoice));
+        events.push('invoice.paid');
+        break;
+      }
+      case 'Confirming': {
+        const counting = payments.filter((p) => p.asset === before.pay_currency && isLivePayment(p.status));
+        const confirmations = counting.length === 0 ? 0 : Math.min(...counting.map((p) => p.confirmations));
+        if (RANK[before.status] > RANK.Confirming) break;
+        await enqueueEvent(tx, invoiceConfirmingEvent(invoice, confirmations));
+        events.push('invoice.confirming');
+        break;
+      }
+      case 'PartiallyPaid':
+        if (RANK[before.status] > RANK.PartiallyPaid) {
+          await enqueueEvent(tx, invoiceReopenedEvent(invoice, before.status));
+          events.push('invoice.reopened');
+        } else {
+          await enqueueEvent(tx, invoicePartiallyPaidEvent(invoice, derived.amountRemaining));
+          events.push('invoice.partially_paid');
+        }
+        break;
+      case 'Waiting':
+        await enqueueEvent(tx, invoiceReopenedEvent(invoice, before.status));
+        events.push('invoice.reopened');
+        break;
+      case 'Expired':
+        if (before.status === 'Confirming') {
+          // Its on-time payments left the chain after expiredAt: reopened, and now expired.
+          await enqueueEvent(tx, invoiceReopenedEvent(invoice, before.status));
+          events.push('invoice.reopened');
+        }
+        await enqueueEvent(tx, invoiceExpiredEvent(invoice));
+        events.push('invoice.expired');
+        break;
+    }
+  } else if (amountChanged && derived.status === 'PartiallyPaid') {
+    const fewer = new Decimal(amount).lt(before.amount_received);
+    await enqueueEvent(tx, fewer ? invoiceReopenedEvent(invoice, before.status) : invoicePartiallyPaidEvent(invoice, derived.amountRemaining));
+    events.push(fewer ? 'invoice.reopened' : 'invoice.partially_paid');
+  }
+
+  // Confirmed money the invoice.paid amount does not cover: reported (and credited) once each.
+  if (invoice.status === 'Paid' || invoice.status === 'Expired') {
+    for (const p of payments) {
+      if (p.reported_as !== null || (p.status !== 'confirmed' && p.status !== 'final')) continue;
+      const credited = p.asset === invoice.pay_currency;
+      await markReported(tx, [p.id], credited ? 'late' : 'uncredited');
+      await enqueueEvent(
+        tx,
+        invoiceLatePaymentEvent(invoice, {
+          id: `${p.chain}:${p.transaction_hash}:${p.output_index}`,
+          transactionHash: p.transaction_hash,
+          asset: p.asset,
+          amount: new Decimal(p.amount),
+          credited,
+        }),
+      );
+      events.push('invoice.late_payment');
+    }
+  } else {
+    // Another asset on an open invoice: reported once confirmed, never credited.
+    for (const p of payments) {
+      if (p.reported_as !== null || p.asset === invoice.pay_currency || (p.status !== 'confirmed' && p.status !== 'final')) continue;
+      await markReported(tx, [p.id], 'uncredited');
+      await enqueueEvent(
+        tx,
+        invoiceLatePaymentEvent(invoice, {
+          id: `${p.chain}:${p.transaction_hash}:${p.output_index}`,
+          transactionHash: p.transaction_hash,
+          asset: p.asset,
+          amount: new Decimal(p.amount),
+          credited: false,
+        }),
+      );
+      events.push('invoice.late_payment');
+    }
+  }
+
+  if (before.paid_at !== null && payments.some((p) => p.reported_as === 'paid' && p.status === 'orphaned')) {
+    logger.error({ invoiceId, chain: payments[0]?.chain }, 'INCIDENT: a payment of a Paid invoice left the chain (reorg deeper than the confirmation threshold); nothing reversed automatically');
+  }
+  return { invoice, previousStatus: before.status, events };
+}

@@ -1,0 +1,214 @@
+/**
+ * Payment rows, the watcher's cursor and recent blocks per chain (migration 0004). Amounts are
+ * numeric and come back as decimal strings.
+ */
+import type { Queryable, TransactionSql } from '@coinvoice/runtime';
+import type { CryptoCode } from '@coinvoice/runtime/coins/currencies';
+import { OPEN_INVOICE_STATUSES, type PaymentStatus } from '../domain';
+import type { BlockRef, ChainName, ObservedTransfer } from '../watcher/chain-adapter';
+import type { InvoiceRow } from './invoices';
+
+export interface PaymentRow {
+  id: string;
+  chain: ChainName;
+  transaction_hash: string;
+  output_index: number;
+  invoice_id: string;
+  address: string;
+  asset: CryptoCode;
+  amount: string;
+  block_number: string | null;
+  block_hash: string | null;
+  block_time: Date | null;
+  confirmations: number;
+  status: PaymentStatus;
+  detected_at: Date;
+  reported_as: 'paid' | 'late' | 'uncredited' | null;
+}
+
+/** The payments of an invoice, oldest first. */
+export async function paymentsOf(sql: Queryable, invoiceId: string): Promise<PaymentRow[]> {
+  return sql<PaymentRow[]>`select * from payments where invoice_id = ${invoiceId} order by id`;
+}
+
+/**
+ * The payments of one invoice as the API shows them. Only live invoices are watched, so a sandbox
+ * invoice has none: asking would cost every sandbox lookup a second round trip for nothing.
+ */
+export async function paymentsOfInvoice(sql: Queryable, invoice: Pick<InvoiceRow, 'id' | 'environment'>): Promise<PaymentRow[]> {
+  return invoice.environment === 'live' ? paymentsOf(sql, invoice.id) : [];
+}
+
+/** The payments of several invoices (list pages), grouped by invoice id. */
+export async function paymentsOfInvoices(sql: Queryable, invoiceIds: readonly string[]): Promise<Map<string, PaymentRow[]>> {
+  const grouped = new Map<string, PaymentRow[]>();
+  if (invoiceIds.length === 0) return grouped;
+  const rows = await sql<PaymentRow[]>`select * from payments where invoice_id = any(${invoiceIds as string[]}::uuid[]) order by id`;
+  for (const row of rows) {
+    const list = grouped.get(row.invoice_id) ?? [];
+    list.push(row);
+    grouped.set(row.invoice_id, list);
+  }
+  return grouped;
+}
+
+/**
+ * Records a transfer to an invoice's address, or updates the row of the same (chain, tx, output)
+ * when a re-scan or a re-mined block reports it again: a block scanned twice never double-counts.
+ * Returns the row and whether anything changed.
+ */
+export async function upsertPayment(
+  tx: TransactionSql,
+  chain: ChainName,
+  invoiceId: string,
+  transfer: ObservedTransfer,
+): Promise<PaymentRow> {
+  const block = transfer.block;
+  const [row] = await tx<PaymentRow[]>`
+    insert into payments (chain, transaction_hash, output_index, invoice_id, address, asset, amount,
+                          block_number, block_hash, block_time, confirmations, status)
+    values (${chain}, ${transfer.transactionHash}, ${transfer.outputIndex}, ${invoiceId}, ${transfer.address},
+            ${transfer.asset}, ${transfer.amount.toFixed()}::numeric,
+            ${block?.height ?? null}, ${block?.hash ?? null}, ${block?.time ?? null}, 0, 'seen')
+    on conflict (chain, transaction_hash, output_index) do update
+      set block_number = excluded.block_number, block_hash = excluded.block_hash,
+          block_time = excluded.block_time,
+          -- A payment orphaned by a reorg and mined again counts again; its confirmations restart.
+          status = case when payments.status in ('orphaned', 'replaced') or payments.block_hash is distinct from excluded.block_hash
+                        then 'seen' else payments.status end,
+          confirmations = case when payments.block_hash is distinct from excluded.block_hash then 0 else payments.confirmations end,
+          updated_at = now()
+    returning *`;
+  if (!row) throw new Error('upsert into payments returned no row');
+  return row;
+}
+
+/** Orphans the not-yet-final payments in blocks above `height`; returns the invoices touched. */
+export async function orphanPaymentsAbove(tx: TransactionSql, chain: ChainName, height: number): Promise<PaymentRow[]> {
+  return tx<PaymentRow[]>`
+    update payments set status = 'orphaned', confirmations = 0, updated_at = now()
+    where chain = ${chain} and block_number > ${height} and status in ('seen', 'confirmed', 'final')
+    returning *`;
+}
+
+/**
+ * Sets the confirmations of the chain's mined, still-changing payments from the head height and
+ * each invoice's required count; returns the rows whose status or confirmations changed.
+ */
+export async function refreshConfirmations(
+  tx: TransactionSql,
+  chain: ChainName,
+  headHeight: number,
+  finalityDepth: number,
+): Promise<PaymentRow[]> {
+  return tx<PaymentRow[]>`
+    with fresh as (
+      select p.id, greatest(${headHeight}::bigint - p.block_number + 1, 0)::int as confirmations, i.confirmations_required as required
+      from payments p join invoices i on i.id = p.invoice_id
+      where p.chain = ${chain} and p.status in ('seen', 'confirmed') and p.block_number is not null
+    )
+    update payments p
+    set confirmations = fresh.confirmations,
+        status = case when fresh.confirmations >= greatest(fresh.required, ${finalityDepth}::int) then 'final'
+                      when fresh.confirmations >= fresh.required then 'confirmed'
+                      else 'seen' end,
+        updated_at = now()
+    from fresh
+    where p.id = fresh.id and p.confirmations is distinct from fresh.confirmations
+    returning p.*`;
+}
+
+/** Marks how the ledger heard of a payment; only once (a second attempt changes nothing). */
+export async function markReported(tx: TransactionSql, paymentIds: readonly string[], as: 'paid' | 'late' | 'uncredited'): Promise<void> {
+  if (paymentIds.length === 0) return;
+  await tx`update payments set reported_as = ${as} where id = any(${paymentIds as string[]}::bigint[]) and reported_as is null`;
+}
+
+/** Per invoice: the sum of its live payments in `asset` mined up to `height` (reconciliation). */
+export async function recordedTotals(
+  sql: Queryable,
+  chain: ChainName,
+  asset: CryptoCode,
+  invoiceIds: readonly string[],
+  height: number,
+): Promise<Map<string, string>> {
+  const rows = await sql<{ invoice_id: string; total: string }[]>`
+    select invoice_id, sum(amount)::text as total from payments
+    where chain = ${chain} and asset = ${asset} and invoice_id = any(${invoiceIds as string[]}::uuid[])
+      and status in ('seen', 'confirmed', 'final') and block_number <= ${height}
+    group by invoice_id`;
+  return new Map(rows.map((r) => [r.invoice_id, r.total]));
+}
+
+export interface WatchedInvoice {
+  id: string;
+  address: string;
+  pay_currency: CryptoCode;
+}
+
+/**
+ * The live invoices whose addresses the watcher watches: open ones, and Expired ones within the
+ * monitoring window after expiry (late payments). Paid invoices' addresses stay watched for the
+ * same window after payment (overpayments in a later transaction).
+ */
+export async function watchedInvoices(sql: Queryable, assets: readonly CryptoCode[], monitorAfterMs: number): Promise<WatchedInvoice[]> {
+  return sql<WatchedInvoice[]>`
+    select id, address, pay_currency from invoices
+    where environment = 'live' and pay_currency = any(${assets as string[]})
+      and (status = any(${[...OPEN_INVOICE_STATUSES]})
+           or (status = 'Expired' and expired_at > now() - make_interval(secs => ${monitorAfterMs / 1000}))
+           or (status = 'Paid' and paid_at > now() - make_interval(secs => ${monitorAfterMs / 1000})))`;
+}
+
+export async function lockInvoiceById(tx: TransactionSql, invoiceId: string): Promise<{ invoice: InvoiceRow; now: Date } | undefined> {
+  const [row] = await tx<(InvoiceRow & { db_now: Date })[]>`select *, now() as db_now from invoices where id = ${invoiceId} for update`;
+  if (!row) return undefined;
+  const { db_now: now, ...invoice } = row;
+  return { invoice, now };
+}
+
+// --- cursor and recent blocks ---
+
+export async function loadCursor(sql: Queryable, chain: ChainName): Promise<{ height: number; hash: string } | undefined> {
+  const [row] = await sql<{ height: string; hash: string }[]>`select height, hash from chain_cursors where chain = ${chain}`;
+  return row && { height: Number(row.height), hash: row.hash };
+}
+
+export async function saveCursor(tx: TransactionSql, chain: ChainName, block: Pick<BlockRef, 'height' | 'hash' | 'time'>): Promise<void> {
+  await tx`
+    insert into chain_cursors (chain, height, hash, block_time) values (${chain}, ${block.height}, ${block.hash}, ${block.time})
+    on conflict (chain) do update set height = excluded.height, hash = excluded.hash, block_time = excluded.block_time, updated_at = now()`;
+}
+
+/** Each chain's cursor block time: how far in time its watcher has seen the chain. */
+export async function cursorTimes(sql: Queryable): Promise<Map<string, Date>> {
+  const rows = await sql<{ chain: string; block_time: Date }[]>`select chain, block_time from chain_cursors`;
+  return new Map(rows.map((r) => [r.chain, r.block_time]));
+}
+
+export async function saveBlocks(tx: TransactionSql, chain: ChainName, blocks: readonly BlockRef[], keep: number): Promise<void> {
+  if (blocks.length === 0) return;
+  const rows = blocks.map((b) => ({ chain, height: b.height, hash: b.hash, parent_hash: b.parentHash }));
+  await tx`
+    insert into chain_blocks ${tx(rows, 'chain', 'height', 'hash', 'parent_hash')}
+    on conflict (chain, height) do update set hash = excluded.hash, parent_hash = excluded.parent_hash`;
+  const top = blocks[blocks.length - 1]!.height;
+  await tx`delete from chain_blocks where chain = ${chain} and height <= ${top - keep}`;
+}
+
+/** The stored canonical blocks from `fromHeight` down, highest first (fork-point search). */
+export async function recentBlocks(sql: Queryable, chain: ChainName, fromHeight: number): Promise<{ height: number; hash: string }[]> {
+  const rows = await sql<{ height: string; hash: string }[]>`
+    select height, hash from chain_blocks where chain = ${chain} and height <= ${fromHeight} order by height desc`;
+  return rows.map((r) => ({ height: Number(r.height), hash: r.hash }));
+}
+
+export async function deleteBlocksAbove(tx: TransactionSql, chain: ChainName, height: number): Promise<void> {
+  await tx`delete from chain_blocks where chain = ${chain} and height > ${height}`;
+}
+
+/** Payments of a chain by status (the watcher's `watcher_payments` gauge, read at scrape time). */
+export async function paymentCountsByStatus(sql: Queryable, chain: ChainName): Promise<Map<string, number>> {
+  const rows = await sql<{ status: string; n: string }[]>`select status, count(*) as n from payments where chain = ${chain} group by status`;
+  return new Map(rows.map((r) => [r.status, Number(r.n)]));
+}

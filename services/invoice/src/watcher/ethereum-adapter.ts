@@ -1,0 +1,187 @@
+/**
+ * The `ethereum` chain adapter over JSON-RPC (viem): ETH as transaction values to watched
+ * addresses, USDT and USDC as ERC-20 Transfer logs of the configured contracts, fetched by block
+ * HASH (EIP-234) so a reorg between "block at height h" and "its logs" cannot mix two blocks.
+ * Every answer is checked before use: a null block, a block whose hash is not the one asked for,
+ * or a log of another block is a ChainSourceError, never an empty result.
+ */
+import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
+import { cryptoCurrency, type CryptoCode } from '@coinvoice/runtime/coins/currencies';
+import { fromBaseUnits, type Decimal } from '@coinvoice/runtime/coins/money';
+import { NATIVE_VALUE_INDEX } from '../domain/payments';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
+
+export interface EthereumAdapterOptions {
+  rpcUrl: string;
+  timeoutMs: number;
+  /** Token contracts by asset (0x…). */
+  tokens: { USDT: string; USDC: string };
+}
+
+const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+
+type FullBlock = Block<bigint, true, 'latest'>;
+
+/** Recipients per eth_getLogs topic filter. */
+const LOG_FILTER_ADDRESSES = 500;
+
+export class EthereumAdapter implements ChainAdapter {
+  readonly chain = 'ethereum' as const;
+  readonly assets: readonly CryptoCode[] = ['ETH', 'USDT', 'USDC'];
+  private readonly client: PublicClient;
+  private readonly balanceClient: PublicClient;
+  private readonly tokenOf: Map<string, 'USDT' | 'USDC'>;
+  /** The last full blocks fetched by number, reused by scanBlock (by hash) to save a round trip. */
+  private readonly recent = new Map<string, FullBlock>();
+
+  constructor(private readonly options: EthereumAdapterOptions) {
+    // Blocks and logs go as requests of their own (a log query names every watched address, so a
+    // batch of them can exceed a node's request size limit); balance reads are small and batched.
+    this.client = createPublicClient({ transport: http(options.rpcUrl, { timeout: options.timeoutMs, retryCount: 0 }) });
+    this.balanceClient = createPublicClient({
+      transport: http(options.rpcUrl, { timeout: options.timeoutMs, retryCount: 0, batch: { batchSize: 200, wait: 0 } }),
+    });
+    this.tokenOf = new Map([
+      [options.tokens.USDT.toLowerCase(), 'USDT'],
+      [options.tokens.USDC.toLowerCase(), 'USDC'],
+    ]);
+  }
+
+  async head(): Promise<BlockRef> {
+    const block = await this.call('eth_getBlockByNumber(latest)', () => this.client.getBlock({ blockTag: 'latest' }));
+    return blockRef(block, 'latest');
+  }
+
+  async blockAt(height: number): Promise<BlockRef | null> {
+    const block = await this.call(`eth_getBlockByNumber(${height})`, async () => {
+      try {
+        return await this.client.getBlock({ blockNumber: BigInt(height), includeTransactions: true });
+      } catch (err) {
+        // viem throws BlockNotFoundError for a `null` answer: past the head, or a node that lost it.
+        if (err instanceof Error && err.name === 'BlockNotFoundError') return null;
+        throw err;
+      }
+    });
+    if (block === null) return null;
+    const ref = blockRef(block, `height ${height}`);
+    if (ref.height !== height) throw new ChainSourceError('malformed', `asked for block ${height}, got ${ref.height}`);
+    this.remember(block);
+    return ref;
+  }
+
+  async scanBlock(block: BlockRef, addresses: WatchedAddresses): Promise<ObservedTransfer[]> {
+    if (addresses.all.length === 0) return [];
+    const full = this.recent.get(block.hash) ?? (await this.blockByHash(block.hash));
+    const transfers: ObservedTransfer[] = [];
+    for (const tx of full.transactions) {
+      if (typeof tx !== 'object' || tx.to === null || tx.value === 0n) continue;
+      const address = addresses.lookup(tx.to);
+      if (!address) continue;
+      transfers.push({
+        transactionHash: tx.hash,
+        outputIndex: NATIVE_VALUE_INDEX,
+        address,
+        asset: 'ETH',
+        amount: fromBaseUnits(tx.value, cryptoCurrency('ETH').baseUnitDecimals),
+        block,
+      });
+    }
+    // The recipients go in the topic filter, in chunks so no request outgrows a node's size limit.
+    const chunks: string[][] = [];
+    for (let i = 0; i < addresses.all.length; i += LOG_FILTER_ADDRESSES) chunks.push(addresses.all.slice(i, i + LOG_FILTER_ADDRESSES));
+    const answers = await Promise.all(
+      chunks.map((recipients) =>
+        this.call(`eth_getLogs(blockHash ${block.hash})`, () =>
+          this.client.getLogs({
+            blockHash: block.hash as Hash,
+            address: [...this.tokenOf.keys()] as `0x${string}`[],
+            event: TRANSFER,
+            args: { to: recipients as `0x${string}`[] },
+            strict: true,
+          }),
+        ),
+      ),
+    );
+    const logs = answers.flat();
+    for (const log of logs) {
+      if (log.blockHash !== block.hash || log.removed) {
+        throw new ChainSourceError('malformed', `a log of block ${log.blockHash} answered a query for ${block.hash}`);
+      }
+      const asset = this.tokenOf.get(log.address.toLowerCase());
+      const address = addresses.lookup(log.args.to);
+      if (!asset || !address || log.args.value === 0n) continue;
+      if (log.logIndex === null || log.transactionHash === null) throw new ChainSourceError('malformed', 'a mined log without index or hash');
+      transfers.push({
+        transactionHash: log.transactionHash,
+        outputIndex: log.logIndex,
+        address,
+        asset,
+        amount: fromBaseUnits(log.args.value, cryptoCurrency(asset).baseUnitDecimals),
+        block,
+      });
+    }
+    return transfers;
+  }
+
+  async balancesAt(asset: CryptoCode, addresses: readonly string[], block: BlockRef): Promise<Map<string, Decimal>> {
+    const balances = new Map<string, Decimal>();
+    const decimals = cryptoCurrency(asset).baseUnitDecimals;
+    const contract = [...this.tokenOf].find(([, token]) => token === asset)?.[0];
+    // Concurrent calls, sent as JSON-RPC batches by balanceClient (a thousand addresses cost a
+    // handful of HTTP requests, not a thousand round trips).
+    const read = async (address: string) => {
+      const raw = await this.call(`balance of ${address}`, () =>
+        asset === 'ETH'
+          ? this.balanceClient.getBalance({ address: address as `0x${string}`, blockNumber: BigInt(block.height) })
+          : this.balanceClient.readContract({
+              address: contract as `0x${string}`,
+              abi: [parseAbiItem('function balanceOf(address) view returns (uint256)')],
+              functionName: 'balanceOf',
+              args: [address as `0x${string}`],
+              blockNumber: BigInt(block.height),
+            }),
+      );
+      balances.set(address, fromBaseUnits(raw, decimals));
+    };
+    for (let i = 0; i < addresses.length; i += 500) await Promise.all(addresses.slice(i, i + 500).map(read));
+    return balances;
+  }
+
+  private async blockByHash(hash: string): Promise<FullBlock> {
+    const block = await this.call(`eth_getBlockByHash(${hash})`, async () => {
+      try {
+        return await this.client.getBlock({ blockHash: hash as Hash, includeTransactions: true });
+      } catch (err) {
+        if (err instanceof Error && err.name === 'BlockNotFoundError') return null;
+        throw err;
+      }
+    });
+    if (block === null) throw new ChainSourceError('missing_block', `block ${hash} is no longer known to the node`);
+    if (block.hash !== hash) throw new ChainSourceError('malformed', `asked for block ${hash}, got ${block.hash}`);
+    return block;
+  }
+
+  private remember(block: FullBlock): void {
+    if (block.hash === null) return;
+    this.recent.set(block.hash, block);
+    if (this.recent.size > 64) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /** Runs one RPC call, turning transport failures into ChainSourceErrors. */
+  private async call<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof ChainSourceError) throw err;
+      const name = err instanceof Error ? err.name : '';
+      const kind =
+        name === 'TimeoutError' ? 'timeout' : name === 'HttpRequestError' ? 'unavailable' : /Rpc|Resource|Internal/.test(name) ? 'rpc_error' : 'malformed';
+      throw new ChainSourceError(kind, `${what}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`, { cause: err });
+    }
+  }
+}
+
+function blockRef(block: { number: bigint | null; hash: Hash | null; parentHash: Hash; timestamp: bigint } | null, what: string): BlockRef {
+  if (!block || block.number === null || block.hash === null) throw new ChainSourceError('malformed', `block ${what}: null or pending block`);
+  return { height: Number(block.number), hash: block.hash, parentHash: block.parentHash, time: new Date(Number(block.timestamp) * 1000) };
+}

@@ -1,0 +1,376 @@
+/**
+ * The chain watcher (the `watch <chain>` role): follows one chain through its adapter and turns
+ * what it reads into payment rows and settled invoices.
+ *
+ * - One active watcher per chain: a session-level Postgres advisory lock held on a reserved
+ *   connection. The others stand by and try again every `standbyRetryMs`; when the active one
+ *   dies its connection closes, the lock is free, and a standby takes over from the cursor.
+ * - Every `pollMs`: check that the cursor block is still canonical (else a reorg: find the fork
+ *   point among the stored recent blocks, orphan the payments above it, rewind), then process
+ *   blocks cursor+1 … head in batches. Each batch is ONE transaction: its payments, its blocks,
+ *   the cursor, confirmations, and the settlement of every invoice touched — so a watcher killed
+ *   mid-scan leaves either the whole batch or nothing, and the next one resumes from the cursor
+ *   (a block scanned twice updates the same payment rows: never counted twice).
+ * - A node error (down, timeout, null block, malformed answer) is logged and counted and the tick
+ *   is retried after `pollMs`; nothing is written for a tick that failed.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { eventTransaction, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
+
+type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
+import { settleInvoice } from '../settlement';
+import {
+  deleteBlocksAbove,
+  loadCursor,
+  orphanPaymentsAbove,
+  recordedTotals,
+  recentBlocks,
+  refreshConfirmations,
+  saveBlocks,
+  saveCursor,
+  upsertPayment,
+  watchedInvoices,
+} from '../store/payments';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
+import { followMempool } from './mempool';
+import type { WatcherMetrics } from './metrics';
+
+export interface ChainWatcherOptions {
+  sql: Sql;
+  adapter: ChainAdapter;
+  logger: Logger;
+  metrics: WatcherMetrics;
+  pollMs: number;
+  /** Blocks per transaction while backfilling. */
+  batchBlocks: number;
+  /** Payments deeper than this are `final` and no longer followed through reorgs. */
+  finalityDepth: number;
+  /** How long after expiry (or payment) an address is still watched. */
+  monitorAfterExpiryMs: number;
+  standbyRetryMs?: number;
+  /** Reconcile balances at the head minus this many blocks plus one (the confirmation count). */
+  reconcileDepth: number;
+}
+
+/** Output index of a payment found by balance reconciliation (no transaction or log of its own). */
+const RECONCILED_INDEX = -2;
+
+/** Advisory lock key per chain: a fixed namespace and the chain's name hashed to 31 bits. */
+function lockKey(chain: string): number {
+  let hash = 0;
+  for (const char of `coinvoice-watcher:${chain}`) hash = (hash * 31 + char.charCodeAt(0)) | 0;
+  return hash;
+}
+
+export class ChainWatcher implements Worker {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly logger: Logger;
+  private lockConnection: ReservedSql | undefined;
+  private wake: AbortController | undefined;
+  private failures = { count: 0, since: 0, loggedAt: 0 };
+  /** The last height reconciled by this replica (a new active watcher starts from the head). */
+  private reconciledHeight = -1;
+  /** For tests and metrics: whether this replica holds the chain's lock. */
+  active = false;
+
+  constructor(private readonly options: ChainWatcherOptions) {
+    this.logger = options.logger.child({ component: 'watcher', chain: options.adapter.chain });
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake?.abort();
+    await this.loop;
+    await this.releaseLock();
+  }
+
+  private async pause(ms: number): Promise<void> {
+    if (!this.running) return;
+    this.wake = new AbortController();
+    await sleep(ms, undefined, { signal: this.wake.signal }).catch(() => undefined);
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      if (!(await this.holdLock())) {
+        await this.pause(this.options.standbyRetryMs ?? 2_000);
+        continue;
+      }
+      try {
+        await this.tick();
+        if (this.failures.count > 0) {
+          this.logger.info({ failedRounds: this.failures.count, sinceMs: Date.now() - this.failures.since }, 'watcher recovered: the node answers again');
+          this.failures = { count: 0, since: 0, loggedAt: 0 };
+        }
+      } catch (err) {
+        const kind = errorKind(err);
+        this.options.metrics.sourceErrors.inc({ chain: this.options.adapter.chain, kind });
+        const now = Date.now();
+        if (this.failures.count === 0) this.failures.since = now;
+        this.failures.count++;
+        // The first failure of a streak, then one line every 30 s: an outage is visible, not a flood.
+        if (this.failures.count === 1 || now - this.failures.loggedAt >= 30_000) {
+          this.failures.loggedAt = now;
+          this.logger.warn({ err, kind, failedRounds: this.failures.count }, 'watcher tick failed; nothing was written for it, retrying after the poll interval');
+        }
+      }
+      await this.pause(this.options.pollMs);
+    }
+  }
+
+  /** Takes or re-checks the chain's advisory lock; false while another replica holds it. */
+  private async holdLock(): Promise<boolean> {
+    const chain = this.options.adapter.chain;
+    try {
+      if (this.lockConnection) {
+        await this.lockConnection`select 1`;
+        return true;
+      }
+      const connection = await this.options.sql.reserve();
+      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${lockKey(chain)}) as locked`;
+      if (!row?.locked) {
+        connection.release();
+        if (this.active) this.logger.warn('lost the watcher lock; standing by');
+        this.active = false;
+        return false;
+      }
+      this.lockConnection = connection;
+      this.active = true;
+      this.options.metrics.active.set({ chain }, 1);
+      this.logger.info('active watcher for the chain (advisory lock taken)');
+      return true;
+    } catch (err) {
+      this.logger.warn({ err }, 'watcher lock connection failed; standing by');
+      await this.releaseLock();
+      return false;
+    }
+  }
+
+  private async releaseLock(): Promise<void> {
+    const connection = this.lockConnection;
+    this.lockConnection = undefined;
+    this.active = false;
+    this.options.metrics.active.set({ chain: this.options.adapter.chain }, 0);
+    if (!connection) return;
+    try {
+      await connection`select pg_advisory_unlock_all()`;
+    } catch {
+      // The connection is gone: so is the lock.
+    }
+    connection.release();
+  }
+
+  /** Watched addresses, looked up case-insensitively (hex chains) to the issued spelling. */
+  private async watched(): Promise<{ addresses: WatchedAddresses; invoiceOf: Map<string, string> }> {
+    const rows = await watchedInvoices(this.options.sql, this.options.adapter.assets, this.options.monitorAfterExpiryMs);
+    const byLower = new Map(rows.map((r) => [r.address.toLowerCase(), r.address]));
+    const invoiceOf = new Map(rows.map((r) => [r.address, r.id]));
+    return {
+      addresses: { all: rows.map((r) => r.address), lookup: (address) => byLower.get(address.toLowerCase()) },
+      invoiceOf,
+    };
+  }
+
+  /** One round: reorg check, then every block up to the head, then confirmations. */
+  async tick(): Promise<void> {
+    const { adapter, metrics } = this.options;
+    const chain = adapter.chain;
+    const head = await adapter.head();
+    let cursor = await loadCursor(this.options.sql, chain);
+    if (!cursor) {
+      // First start: from the current head (payments before it were never ours to watch).
+      const start = (await adapter.blockAt(Math.max(head.height - 1, 0))) ?? head;
+      await this.options.sql.begin((tx) => saveCursor(tx, chain, start));
+      cursor = { height: start.height, hash: start.hash };
+    }
+    if (head.height < cursor.height) {
+      // The chain is shorter than where we are: our blocks above its head left it.
+      cursor = await this.rewind(cursor.height, head);
+    } else {
+      const atCursor = await this.canonicalAt(cursor.height, head);
+      if (atCursor.hash !== cursor.hash) cursor = await this.rewind(cursor.height, head);
+    }
+    metrics.headLag.set({ chain }, Math.max(head.height - cursor.height, 0));
+
+    let { height, hash } = cursor;
+    while (this.running && height < head.height) {
+      const { addresses, invoiceOf } = await this.watched();
+      const blocks: BlockRef[] = [];
+      const transfers: ObservedTransfer[] = [];
+      // The batch's blocks are fetched and scanned concurrently (the transport batches the calls);
+      // only the prefix that links up hash by hash from the cursor is taken.
+      const last = Math.min(head.height, height + this.options.batchBlocks);
+      const fetched = await Promise.all(Array.from({ length: last - height }, (_, i) => this.canonicalAt(height + 1 + i, head)));
+      let parentHash = hash;
+      for (const block of fetched) {
+        if (block.parentHash !== parentHash) break; // a reorg under us: rewound below when nothing extends the cursor
+        blocks.push(block);
+        parentHash = block.hash;
+      }
+      for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) transfers.push(...found);
+      if (blocks.length === 0) {
+        // The next block does not extend our cursor: a reorg; rewind and carry on.
+        const rewound = await this.rewind(height, head);
+        ({ height, hash } = rewound);
+        continue;
+      }
+      const top = blocks[blocks.length - 1]!;
+      const settled = await eventTransaction(this.options.sql, async (tx) => {
+        const touched = new Set<string>();
+        for (const transfer of transfers) {
+          const invoiceId = invoiceOf.get(transfer.address);
+          if (!invoiceId) continue; // an address we never issued (or no longer watch)
+          await upsertPayment(tx, chain, invoiceId, transfer);
+          touched.add(invoiceId);
+        }
+        await saveBlocks(tx, chain, blocks, this.options.finalityDepth + 16);
+        await saveCursor(tx, chain, top);
+        for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth)) touched.add(row.invoice_id);
+        const outcomes = [];
+        for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId, this.logger));
+        return outcomes;
+      });
+      metrics.blocks.inc({ chain }, blocks.length);
+      this.countSettlements(settled);
+      height = top.height;
+      hash = top.hash;
+      metrics.headLag.set({ chain }, Math.max(head.height - height, 0));
+    }
+
+    // UTXO chains: unmined payments (0 confirmations) and replaced ones.
+    if (this.running && adapter.pendingTransfers) {
+      const { addresses, invoiceOf } = await this.watched();
+      this.countSettlements(await followMempool({ sql: this.options.sql, adapter, addresses, invoiceOf, logger: this.logger }));
+    }
+
+    const missed = await this.reconcile(head);
+
+    // Confirmations grow with the head even when no block of ours changed.
+    const settled = await eventTransaction(this.options.sql, async (tx) => {
+      const touched = new Set<string>();
+      for (const { invoiceId, transfer } of missed) {
+        await upsertPayment(tx, chain, invoiceId, transfer);
+        touched.add(invoiceId);
+      }
+      for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth)) touched.add(row.invoice_id);
+      const outcomes = [];
+      for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId, this.logger));
+      return outcomes;
+    });
+    this.countSettlements(settled);
+  }
+
+  /**
+   * Reconciliation at each newly confirmed height: every watched address's on-chain balance of
+   * its invoice's asset against the payments recorded up to that height. A balance above them is
+   * money the block scan missed (an internal ETH transfer from a contract wallet, a node that
+   * returned incomplete logs): recorded as a payment in the reconciled block, so it confirms,
+   * counts and reorgs like any other. (A balance below them is the merchant spending from the
+   * address: not a payment.) The reconciled block is at most a poll's worth of blocks after the
+   * transfer, which only matters for a transfer in the very last blocks before expiredAt.
+   */
+  private async reconcile(head: BlockRef): Promise<Array<{ invoiceId: string; transfer: ObservedTransfer }>> {
+    const { adapter, metrics } = this.options;
+    const height = head.height - this.options.reconcileDepth + 1;
+    if (height <= this.reconciledHeight || height < 0) return [];
+    const block = await this.canonicalAt(height, head);
+    const watched = await watchedInvoices(this.options.sql, adapter.assets, this.options.monitorAfterExpiryMs);
+    const missed: Array<{ invoiceId: string; transfer: ObservedTransfer }> = [];
+    for (const asset of adapter.assets) {
+      const mine = watched.filter((w) => w.pay_currency === asset);
+      if (mine.length === 0) continue;
+      const balances = await adapter.balancesAt(asset, mine.map((w) => w.address), block);
+      const recorded = await recordedTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.id), height);
+      for (const invoice of mine) {
+        const onChain = balances.get(invoice.address);
+        if (!onChain) continue;
+        const gap = onChain.minus(recorded.get(invoice.id) ?? 0);
+        if (gap.lte(0)) continue;
+        metrics.reconciliationMismatches.inc({ chain: adapter.chain, asset });
+        this.logger.warn({ invoiceId: invoice.id, asset, height, missing: gap.toFixed() }, 'reconciliation: the address holds more than its recorded payments; recording the difference');
+        missed.push({
+          invoiceId: invoice.id,
+          transfer: { transactionHash: `reconciled:${block.hash}:${invoice.address}`, outputIndex: RECONCILED_INDEX, address: invoice.address, asset, amount: gap, block },
+        });
+      }
+    }
+    this.reconciledHeight = height;
+    return missed;
+  }
+
+  private countSettlements(outcomes: readonly (Awaited<ReturnType<typeof settleInvoice>>)[]): void {
+    for (const outcome of outcomes) {
+      if (!outcome) continue;
+      for (const event of outcome.events) this.options.metrics.events.inc({ chain: this.options.adapter.chain, event });
+      if (outcome.events.length > 0) {
+        this.logger.info({ invoiceId: outcome.invoice.id, from: outcome.previousStatus, to: outcome.invoice.status, events: outcome.events }, 'invoice settled');
+      }
+    }
+  }
+
+  /**
+   * The cursor's block left the canonical chain: walk the stored recent blocks down to the first
+   * one the node still has, orphan every payment above it, re-settle their invoices, and continue
+   * from there.
+   */
+  /**
+   * The canonical block at a height the head says exists. A node that answers `null` for it is
+   * wrong (or lagging behind its own head): an error, never "no block", so bad answers can never
+   * look like a reorg.
+   */
+  private async canonicalAt(height: number, head: BlockRef): Promise<BlockRef> {
+    if (height === head.height) return head;
+    const block = await this.options.adapter.blockAt(height);
+    if (!block) throw new ChainSourceError('missing_block', `the node answered no block at ${height} below its head ${head.height}`);
+    return block;
+  }
+
+  private async rewind(fromHeight: number, head: BlockRef): Promise<{ height: number; hash: string }> {
+    const { adapter, metrics } = this.options;
+    const chain = adapter.chain;
+    let fork: BlockRef | undefined;
+    for (const stored of await recentBlocks(this.options.sql, chain, fromHeight)) {
+      if (stored.height > head.height) continue; // above the (shorter) chain: not canonical
+      const canonical = await this.canonicalAt(stored.height, head);
+      if (canonical.hash === stored.hash) {
+        fork = canonical;
+        break;
+      }
+    }
+    if (!fork) {
+      // Deeper than we keep blocks for: an incident. Re-scan from below the kept window.
+      const lowest = Math.max(Math.min(fromHeight, head.height) - this.options.finalityDepth - 16, 0);
+      fork = await this.canonicalAt(lowest, head);
+      this.logger.error({ fromHeight, rewoundTo: lowest }, 'INCIDENT: reorg deeper than the stored blocks; rescanning');
+    }
+    const depth = fromHeight - fork.height;
+    const forkBlock = fork;
+    const outcomes = await eventTransaction(this.options.sql, async (tx) => {
+      const orphaned = await orphanPaymentsAbove(tx, chain, forkBlock.height);
+      await deleteBlocksAbove(tx, chain, forkBlock.height);
+      await saveCursor(tx, chain, forkBlock);
+      metrics.paymentsOrphaned.inc({ chain }, orphaned.length);
+      const result = [];
+      for (const invoiceId of new Set(orphaned.map((p) => p.invoice_id))) result.push(await settleInvoice(tx, invoiceId, this.logger));
+      return result;
+    });
+    metrics.reorgs.inc({ chain });
+    this.logger.warn({ forkHeight: fork.height, depth }, 'reorg: rewound to the fork point and orphaned the payments above it');
+    this.countSettlements(outcomes);
+    return { height: fork.height, hash: fork.hash };
+  }
+}
+
+function errorKind(err: unknown): string {
+  if (err && typeof err === 'object' && 'kind' in err && typeof err.kind === 'string') return err.kind;
+  return 'other';
+}
+

@@ -1,0 +1,91 @@
+/** The one invoice-status rule (DESIGN.md §9), table-tested over the combinations that matter. */
+import {
+  Decimal,
+  confirmationsAt,
+  deriveInvoiceState,
+  minedPaymentStatus,
+  type InvoiceFacts,
+  type InvoiceStatusName,
+  type PaymentFacts,
+  type PaymentStatus,
+} from '../src/domain';
+
+const expiredAt = new Date('2026-01-01T13:00:00.000Z');
+const before = new Date('2026-01-01T12:30:00.000Z'); // a block time before expiry
+const after = new Date('2026-01-01T13:30:00.000Z'); // a block time after expiry
+const nowOpen = new Date('2026-01-01T12:45:00.000Z');
+const nowExpired = new Date('2026-01-01T14:00:00.000Z');
+
+const invoice = (overrides: Partial<InvoiceFacts> = {}): InvoiceFacts => ({
+  environment: 'live',
+  payCurrency: 'USDT',
+  amountExpected: new Decimal('100'),
+  expiredAt,
+  tolerancePercent: new Decimal(0),
+  paidAt: null,
+  ...overrides,
+});
+const pay = (amount: string, status: PaymentStatus, blockTime: Date | null = before, asset: PaymentFacts['asset'] = 'USDT'): PaymentFacts => ({
+  asset,
+  amount: new Decimal(amount),
+  status,
+  blockTime,
+});
+
+type Row = [string, InvoiceFacts, PaymentFacts[], Date, InvoiceStatusName, string];
+const TABLE: Row[] = [
+  ['nothing seen', invoice(), [], nowOpen, 'Waiting', '0'],
+  ['nothing seen, expired', invoice(), [], nowExpired, 'Expired', '0'],
+  ['under, unconfirmed', invoice(), [pay('50', 'seen')], nowOpen, 'PartiallyPaid', '50'],
+  ['under, confirmed', invoice(), [pay('50', 'confirmed')], nowOpen, 'PartiallyPaid', '50'],
+  ['under, expired', invoice(), [pay('50', 'confirmed')], nowExpired, 'Expired', '50'],
+  ['exact, unconfirmed', invoice(), [pay('100', 'seen')], nowOpen, 'Confirming', '100'],
+  ['exact, confirmed', invoice(), [pay('100', 'confirmed')], nowOpen, 'Paid', '100'],
+  ['exact, final', invoice(), [pay('100', 'final')], nowOpen, 'Paid', '100'],
+  ['two halves, one confirmed', invoice(), [pay('50', 'confirmed'), pay('50', 'seen')], nowOpen, 'Confirming', '100'],
+  ['two halves, both confirmed', invoice(), [pay('50', 'confirmed'), pay('50', 'final')], nowOpen, 'Paid', '100'],
+  ['over, confirmed', invoice(), [pay('150', 'confirmed')], nowOpen, 'Paid', '150'],
+  ['within tolerance, confirmed', invoice({ tolerancePercent: new Decimal('1') }), [pay('99', 'confirmed')], nowOpen, 'Paid', '99'],
+  ['within tolerance, unconfirmed', invoice({ tolerancePercent: new Decimal('1') }), [pay('99', 'seen')], nowOpen, 'Confirming', '99'],
+  ['just beyond tolerance', invoice({ tolerancePercent: new Decimal('1') }), [pay('98.99', 'confirmed')], nowOpen, 'PartiallyPaid', '98.99'],
+  ['mined on time, confirmed after expiry', invoice(), [pay('100', 'confirmed', before)], nowExpired, 'Paid', '100'],
+  ['mined on time, still confirming after expiry', invoice(), [pay('100', 'seen', before)], nowExpired, 'Confirming', '100'],
+  ['late: mined after expiry', invoice(), [pay('100', 'confirmed', after)], nowExpired, 'Expired', '100'],
+  ['late part completes nothing', invoice(), [pay('50', 'confirmed', before), pay('50', 'confirmed', after)], nowExpired, 'Expired', '100'],
+  ['unmined after expiry', invoice(), [pay('100', 'seen', null)], nowExpired, 'Expired', '100'],
+  ['orphaned', invoice(), [pay('100', 'orphaned')], nowOpen, 'Waiting', '0'],
+  ['orphaned half of two', invoice(), [pay('50', 'orphaned'), pay('50', 'seen')], nowOpen, 'PartiallyPaid', '50'],
+  ['replaced', invoice(), [pay('100', 'replaced', null)], nowOpen, 'Waiting', '0'],
+  ['wrong asset', invoice(), [pay('100', 'confirmed', before, 'USDC')], nowOpen, 'Waiting', '0'],
+  ['wrong asset next to a right one', invoice(), [pay('100', 'confirmed', before, 'USDC'), pay('40', 'seen')], nowOpen, 'PartiallyPaid', '40'],
+  ['already paid, payment orphaned afterwards', invoice({ paidAt: before }), [pay('100', 'orphaned')], nowOpen, 'Paid', '0'],
+  ['sandbox, simulated pay', invoice({ environment: 'sandbox', paidAt: before, simulatedAmount: new Decimal('100') }), [], nowOpen, 'Paid', '100'],
+  ['sandbox, waiting', invoice({ environment: 'sandbox', simulatedAmount: new Decimal(0) }), [], nowOpen, 'Waiting', '0'],
+  ['sandbox, expired', invoice({ environment: 'sandbox', simulatedAmount: new Decimal(0) }), [], nowExpired, 'Expired', '0'],
+];
+
+test.each(TABLE)('%s', (_name, facts, payments, now, status, received) => {
+  const state = deriveInvoiceState(facts, payments, now);
+  expect(state.status).toBe(status);
+  expect(state.amountReceived.toFixed()).toBe(received);
+});
+
+test('remaining amount: what is missing, zero once covered or paid', () => {
+  expect(deriveInvoiceState(invoice(), [pay('30', 'seen')], nowOpen).amountRemaining.toFixed()).toBe('70');
+  expect(deriveInvoiceState(invoice(), [pay('150', 'seen')], nowOpen).amountRemaining.toFixed()).toBe('0');
+  expect(deriveInvoiceState(invoice(), [pay('100', 'confirmed')], nowOpen).amountRemaining.toFixed()).toBe('0');
+});
+
+test('a block timestamp exactly at expiredAt is on time', () => {
+  expect(deriveInvoiceState(invoice(), [pay('100', 'confirmed', expiredAt)], nowExpired).status).toBe('Paid');
+});
+
+test('confirmations and payment status from the head', () => {
+  expect(confirmationsAt(null, 10)).toBe(0);
+  expect(confirmationsAt(10, 10)).toBe(1);
+  expect(confirmationsAt(10, 21)).toBe(12);
+  expect(confirmationsAt(11, 10)).toBe(0);
+  expect(minedPaymentStatus(1, 3, 6)).toBe('seen');
+  expect(minedPaymentStatus(3, 3, 6)).toBe('confirmed');
+  expect(minedPaymentStatus(6, 3, 6)).toBe('final');
+});

@@ -1,0 +1,146 @@
+/**
+ * A protocol-level stand-in for a Tron full node's HTTP API (java-tron `/wallet/*`), NOT a node:
+ * no Tron node installs on these machines. Blocks and TransferContract transactions in the API's
+ * JSON shapes (blockID = 8-byte number ‖ 24 bytes of hash, block_header.raw_data, txID, ret,
+ * raw_data.contract[].parameter.value with hex 41… addresses and amounts in sun); signatures are
+ * random bytes, not verified by anyone. Plays mining, failed transactions and outages.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { base58CheckDecode } from './independent-codecs';
+
+interface TronTx {
+  txID: string;
+  to: string;
+  amountSun: number;
+  success: boolean;
+}
+
+interface TronBlock {
+  blockID: string;
+  number: number;
+  parentHash: string;
+  timestamp: number;
+  txs: TronTx[];
+}
+
+/** Hex (41…) form of a base58 Tron address, as the full node's JSON spells it. */
+export function tronHex(address: string): string {
+  const payload = base58CheckDecode(address);
+  if (!payload || payload.length !== 21 || payload[0] !== 0x41) throw new Error(`not a Tron address: ${address}`);
+  return Buffer.from(payload).toString('hex');
+}
+
+export class TronStandIn {
+  readonly blocks: TronBlock[] = [];
+  down = false;
+  private readonly sockets = new Set<Socket>();
+  private readonly from = `41${randomBytes(20).toString('hex')}`;
+
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static async start(): Promise<TronStandIn> {
+    let standIn: TronStandIn | undefined;
+    const server = createServer((req, res) => standIn!.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    standIn = new TronStandIn(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    server.on('connection', (socket) => {
+      standIn!.sockets.add(socket);
+      socket.on('close', () => standIn!.sockets.delete(socket));
+    });
+    for (let i = 0; i < 3; i++) standIn.mine([]);
+    return standIn;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  get tip(): TronBlock {
+    return this.blocks[this.blocks.length - 1]!;
+  }
+
+  transfer(to: string, amountSun: number, success = true): TronTx {
+    return { txID: randomBytes(32).toString('hex'), to: tronHex(to), amountSun, success };
+  }
+
+  mine(txs: TronTx[]): TronBlock {
+    const number = this.blocks.length;
+    const parentHash = this.tip?.blockID ?? '0'.repeat(64);
+    const digest = createHash('sha256').update(`${number}:${parentHash}:${txs.map((t) => t.txID).join(',')}`).digest('hex');
+    const blockID = number.toString(16).padStart(16, '0') + digest.slice(16);
+    const block = { blockID, number, parentHash, timestamp: Math.max(Date.now(), (this.tip?.timestamp ?? 0) + 1), txs };
+    this.blocks.push(block);
+    return block;
+  }
+
+  private txJson(tx: TronTx, block: TronBlock) {
+    const rawData = {
+      contract: [
+        {
+          parameter: { value: { amount: tx.amountSun, owner_address: this.from, to_address: tx.to }, type_url: 'type.googleapis.com/protocol.TransferContract' },
+          type: 'TransferContract',
+        },
+      ],
+      ref_block_bytes: block.blockID.slice(12, 16),
+      ref_block_hash: block.parentHash.slice(16, 32),
+      expiration: block.timestamp + 60_000,
+      timestamp: block.timestamp - 1_000,
+    };
+    return {
+      ret: [{ contractRet: tx.success ? 'SUCCESS' : 'OUT_OF_ENERGY' }],
+      signature: [randomBytes(65).toString('hex')],
+      txID: tx.txID,
+      raw_data: rawData,
+      raw_data_hex: Buffer.from(JSON.stringify(rawData)).toString('hex'),
+    };
+  }
+
+  private blockJson(block: TronBlock) {
+    return {
+      blockID: block.blockID,
+      block_header: {
+        raw_data: {
+          number: block.number,
+          txTrieRoot: '0'.repeat(64),
+          witness_address: `41${'ab'.repeat(20)}`,
+          parentHash: block.parentHash,
+          version: 30,
+          timestamp: block.timestamp,
+        },
+        witness_signature: randomBytes(65).toString('hex'),
+      },
+      ...(block.txs.length > 0 ? { transactions: block.txs.map((t) => this.txJson(t, block)) } : {}),
+    };
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      if (this.down) return this.send(res, 503, { Error: 'stand-in is down' });
+      const input = (body ? JSON.parse(body) : {}) as Record<string, unknown>;
+      const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
+      if (path === '/wallet/getnowblock') return this.send(res, 200, this.blockJson(this.tip));
+      if (path === '/wallet/getblockbynum') {
+        const block = this.blocks[Number(input.num)];
+        return this.send(res, 200, block ? this.blockJson(block) : {});
+      }
+      if (path === '/wallet/getblockbyid') {
+        const block = this.blocks.find((b) => b.blockID === input.value);
+        return this.send(res, 200, block ? this.blockJson(block) : {});
+      }
+      return this.send(res, 404, { Error: `unknown path ${path}` });
+    });
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * ListProjectEvents (what `coinvoice listen` streams): every webhook event of a project, with or
+ * without a webhook URL, after a cursor that starts at "now", each with the headers of a real
+ * delivery signed with the project's current secret; other projects' events never show; old
+ * events are pruned.
+ */
+import { randomUUID } from 'node:crypto';
+import { create, toJson } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { createLogger, errorFacts } from '@coinvoice/runtime';
+import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { Webhook } from 'standardwebhooks';
+import { projectEventsRetention } from '../src/project-events-retention';
+import { eventually, startNotifier, type Harness } from './support/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startNotifier();
+});
+afterAll(async () => {
+  await h?.dispose();
+});
+
+const paid = (projectId: string) =>
+  toJson(InvoicePaidSchema, create(InvoicePaidSchema, { invoiceId: randomUUID(), projectId, status: 'Paid', amount: '0.5', currency: 'BTC', environment: 'sandbox', transactionHash: 'ab'.repeat(32), paidAt: timestampFromDate(new Date()) }));
+
+test('events after "now", signed like a delivery, for a project without a webhook URL, and only its own', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const other = h.auth.addProject({ webhookUrl: undefined });
+  const before = await h.publish('invoice.paid', paid(project.id));
+  await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${before}`).length > 0 ? true : undefined));
+
+  const { events: none, cursor } = await h.client.listProjectEvents({ projectId: project.id });
+  expect(none).toEqual([]);
+  const eventId = await h.publish('invoice.paid', paid(project.id));
+  await h.publish('invoice.paid', paid(other.id));
+
+  const page = await eventually(async () => {
+    const res = await h.client.listProjectEvents({ projectId: project.id, cursor });
+    return res.events.length > 0 ? res : undefined;
+  });
+  expect(page.events.map((e) => e.eventId)).toEqual([eventId]);
+  const [event] = page.events;
+  if (!event) throw new Error('no event');
+  expect(event.eventType).toBe('invoice.paid');
+  expect(event.headers).toMatchObject({ 'webhook-id': eventId, 'webhook-event-type': 'invoice.paid', 'content-type': 'application/json' });
+  expect(new Webhook(project.webhookSecret).verify(event.body, event.headers)).toEqual(JSON.parse(event.body));
+  // Nothing after the last one.
+  expect((await h.client.listProjectEvents({ projectId: project.id, cursor: page.cursor })).events).toEqual([]);
+});
+
+test('a project auth does not know answers not_found; a malformed cursor validation_failed', async () => {
+  await expect(h.client.listProjectEvents({ projectId: randomUUID() }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('not_found');
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  await expect(h.client.listProjectEvents({ projectId: project.id, cursor: 'abc' }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('validation_failed');
+});
+
+test('events older than a day are pruned', async () => {
+  await h.sql`insert into project_events (project_id, event_id, event_type, body, created_at) values (${randomUUID()}, ${randomUUID()}, 'invoice.paid', '{}', now() - interval '25 hours')`;
+  const fresh = randomUUID();
+  await h.sql`insert into project_events (project_id, event_id, event_type, body) values (${randomUUID()}, ${fresh}, 'invoice.paid', '{}')`;
+  const job = projectEventsRetention({ sql: h.sql, logger: createLogger({ service: 'test', level: 'silent' }) });
+  expect(await job.processBatch()).toBeGreaterThanOrEqual(1);
+  expect(await h.sql`select 1 from project_events where created_at < now() - interval '24 hours'`).toHaveLength(0);
+  expect(await h.sql`select 1 from project_events where event_id = ${fresh}`).toHaveLength(1);
+});

@@ -1,0 +1,16 @@
+-- Late payments (invoice.late_payment, DESIGN.md §9): confirmed live money that invoice.paid did
+-- not include — after expiry, after Paid, overpayments in a later transaction — is credited once
+-- per payment (chain:transaction:output), never twice, whatever the event ids.
+alter table ledger_entries add column payment_id text;
+alter table ledger_entries drop constraint ledger_entries_kind_check;
+alter table ledger_entries add constraint ledger_entries_kind_check
+  check (kind in ('credit_invoice', 'credit_late_payment', 'hold', 'release', 'debit'));
+alter table ledger_entries drop constraint ledger_entries_check;
+alter table ledger_entries drop constraint ledger_entries_check1;
+alter table ledger_entries add constraint ledger_entries_credit_source_check
+  check ((kind in ('credit_invoice', 'credit_late_payment')) = (invoice_id is not null and event_id is not null));
+alter table ledger_entries add constraint ledger_entries_credit_payout_check
+  check ((kind in ('credit_invoice', 'credit_late_payment')) = (payout_id is null));
+alter table ledger_entries add constraint ledger_entries_late_payment_check
+  check ((kind = 'credit_late_payment') = (payment_id is not null));
+create unique index ledger_entries_late_payment_credit_idx on ledger_entries (payment_id) where kind = 'credit_late_payment';

@@ -1,0 +1,178 @@
+/**
+ * Rate limits (DESIGN.md §13): at most `limit` calls per `windowSeconds` for one key (an account,
+ * an IP, a project, an API key), counted in fixed windows. Limits that guard secrets (login,
+ * registration, payout codes) count in Postgres, so every replica shares one count; the others
+ * may count in memory per replica. A refused call is a RESOURCE_EXHAUSTED ServiceError with code
+ * `rate_limited` and a RateLimitExceeded detail, which the gateway turns into a 429 with
+ * Retry-After, RateLimit-Policy and RateLimit headers.
+ *
+ * Fixed windows may let up to twice the limit through around a window boundary; the limits are
+ * set with that in mind. Keys are stored as SHA-256 (no IPs or emails in the counter table).
+ */
+import { createHash } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { Setting } from './config';
+import type { Queryable, Sql } from './db';
+import { ErrorDetailSchema, RateLimitExceededSchema } from './gen/coinvoice/common/v1/error_pb';
+import type { Logger } from './log';
+import type { Worker } from './service';
+
+export interface RateLimitPolicy {
+  /** Names the limit in the RateLimit headers and logs, e.g. "login-account". */
+  name: string;
+  limit: number;
+  windowSeconds: number;
+}
+
+export type RateLimitDecision =
+  | { allowed: true; remaining: number; resetSeconds: number }
+  | { allowed: false; retryAfterSeconds: number };
+
+export interface RateLimitStore {
+  /** Counts one call of `key` under `policy` and says whether it is within the limit. */
+  consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision>;
+}
+
+/** DDL of the counter table; each service that counts in Postgres copies it into a migration. */
+export const RATE_LIMIT_COUNTERS_DDL = `
+create table rate_limit_counters (
+  -- policy name ':' SHA-256 of the key
+  bucket       text not null,
+  window_start timestamptz not null,
+  expires_at   timestamptz not null,
+  hits         integer not null,
+  primary key (bucket, window_start)
+);
+create index rate_limit_counters_expires_idx on rate_limit_counters (expires_at);
+`;
+
+function bucketOf(policy: RateLimitPolicy, key: string): string {
+  return `${policy.name}:${createHash('sha256').update(key, 'utf8').digest('hex')}`;
+}
+
+function decision(policy: RateLimitPolicy, hits: number, resetSeconds: number): RateLimitDecision {
+  const reset = Math.max(1, Math.ceil(resetSeconds));
+  return hits <= policy.limit ? { allowed: true, remaining: policy.limit - hits, resetSeconds: reset } : { allowed: false, retryAfterSeconds: reset };
+}
+
+/** Counts in the service's own schema: one upsert per call, shared by every replica. */
+export class PostgresRateLimitStore implements RateLimitStore {
+  constructor(private readonly sql: Queryable) {}
+
+  async consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision> {
+    const w = policy.windowSeconds;
+    const [row] = await this.sql<{ hits: number; reset_seconds: number }[]>`
+      insert into rate_limit_counters as c (bucket, window_start, expires_at, hits)
+      values (
+        ${bucketOf(policy, key)},
+        to_timestamp(floor(extract(epoch from clock_timestamp()) / ${w}) * ${w}),
+        to_timestamp((floor(extract(epoch from clock_timestamp()) / ${w}) + 1) * ${w}),
+        1)
+      on conflict (bucket, window_start) do update set hits = c.hits + 1
+      returning hits, extract(epoch from (expires_at - clock_timestamp()))::float8 as reset_seconds`;
+    if (!row) throw new Error('rate limit upsert returned no row');
+    return decision(policy, row.hits, row.reset_seconds);
+  }
+
+  /** Deletes windows that have ended. */
+  async deleteExpired(): Promise<number> {
+    const rows = await this.sql`delete from rate_limit_counters where expires_at < now() returning 1`;
+    return rows.length;
+  }
+}
+
+/** Counts in this process only (limits that need not hold across replicas). Bounded in size. */
+export class MemoryRateLimitStore implements RateLimitStore {
+  private readonly windows = new Map<string, { windowEnd: number; hits: number }>();
+
+  constructor(
+    private readonly maxKeys = 100_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision> {
+    const now = this.now();
+    const bucket = `${policy.name}:${key}`;
+    let entry = this.windows.get(bucket);
+    if (!entry || entry.windowEnd <= now) {
+      const windowMs = policy.windowSeconds * 1000;
+      entry = { windowEnd: (Math.floor(now / windowMs) + 1) * windowMs, hits: 0 };
+      if (!this.windows.has(bucket) && this.windows.size >= this.maxKeys) this.evictExpired(now);
+      this.windows.set(bucket, entry);
+    }
+    entry.hits += 1;
+    return decision(policy, entry.hits, (entry.windowEnd - now) / 1000);
+  }
+
+  private evictExpired(now: number): void {
+    for (const [bucket, entry] of this.windows) if (entry.windowEnd <= now) this.windows.delete(bucket);
+    // Still full: drop the oldest entries (a flood of fresh keys cannot grow memory without bound).
+    for (const bucket of this.windows.keys()) {
+      if (this.windows.size < this.maxKeys) break;
+      this.windows.delete(bucket);
+    }
+  }
+}
+
+/** The error a refused call fails with (RESOURCE_EXHAUSTED → 429). */
+export function rateLimitedError(policy: RateLimitPolicy, retryAfterSeconds: number): ConnectError {
+  const detail = create(ErrorDetailSchema, {
+    code: 'rate_limited',
+    rateLimit: create(RateLimitExceededSchema, {
+      policy: policy.name,
+      limit: policy.limit,
+      windowSeconds: policy.windowSeconds,
+      retryAfterSeconds,
+    }),
+  });
+  return new ConnectError(`too many requests (${policy.name}): try again in ${retryAfterSeconds} s`, Code.ResourceExhausted, undefined, [
+    { desc: ErrorDetailSchema, value: detail },
+  ]);
+}
+
+/** Counts the call; throws `rate_limited` when it is over the limit. */
+export async function enforceRateLimit(store: RateLimitStore, policy: RateLimitPolicy, key: string): Promise<void> {
+  const outcome = await store.consume(policy, key);
+  if (!outcome.allowed) throw rateLimitedError(policy, outcome.retryAfterSeconds);
+}
+
+const DURATION_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** "<limit>/<window>" such as "10/15m" (units s, m, h, d): a limit setting with its policy name. */
+export function rateLimitSetting(name: string, defaultValue: string): Setting<RateLimitPolicy> {
+  return {
+    expected: 'a limit per window like "10/15m" (a count, "/", a duration in s, m, h or d)',
+    default: defaultValue,
+    parse(raw) {
+      const match = /^\s*(\d{1,9})\s*\/\s*(\d{1,7})\s*([smhd])\s*$/.exec(raw);
+      if (!match) return undefined;
+      const limit = Number(match[1]);
+      const windowSeconds = Number(match[2]) * (DURATION_SECONDS[match[3]!] ?? 0);
+      if (limit < 1 || windowSeconds < 1 || windowSeconds > 7 * 86_400) return undefined;
+      return { name, limit, windowSeconds };
+    },
+  };
+}
+
+/** Deletes ended windows every `intervalMs` (a service worker next to its RPCs). */
+export function rateLimitCleaner(sql: Sql, logger: Logger, intervalMs = 60_000): Worker {
+  const store = new PostgresRateLimitStore(sql);
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  return {
+    start() {
+      timer = setInterval(() => {
+        running ??= store
+          .deleteExpired()
+          .catch((err: unknown) => logger.warn({ err }, 'could not delete expired rate limit windows'))
+          .finally(() => (running = undefined));
+      }, intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      await running;
+    },
+  };
+}

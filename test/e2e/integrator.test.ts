@@ -1,0 +1,170 @@
+/**
+ * The integrator kit against the running system (one boot for the file): the typed client
+ * (@coinvoice/client, generated from the OpenAPI document) drives the API end to end, and the
+ * `coinvoice` CLI logs in, creates, gets, lists and pays invoices, and `coinvoice listen` forwards
+ * a sandbox invoice.paid to a local receiver that verifies it with the `standardwebhooks` package.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createCoinvoiceClient, type Invoice, type WebhookBody } from '@coinvoice/client';
+import { Webhook } from 'standardwebhooks';
+import { Receiver } from '../../services/notifier/test/support/receiver';
+import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
+
+const CLI = path.join(REPO_ROOT, 'packages', 'cli', 'bin', 'coinvoice.js');
+let system: BootedSystem;
+let workDir: string;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+beforeAll(async () => {
+  workDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-cli-'));
+  system = await bootSystem({ env: { PASSWORD_HASH_MEMORY_KIB: '1024' } });
+}, 120_000);
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGTERM');
+  await system?.stop();
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+/** A merchant with a sandbox project (no webhook URL) made through the typed client. */
+async function merchantWithProject(email: string, password: string) {
+  const anonymous = createCoinvoiceClient({ baseUrl: system.gatewayUrl });
+  const registered = await anonymous.POST('/api/merchant/register', { body: { email, password, name: 'Typed Shop' } });
+  if (!registered.data) throw new Error(`register: ${registered.response.status}`);
+  const dashboard = createCoinvoiceClient({ baseUrl: system.gatewayUrl, token: registered.data.token });
+  const project = await dashboard.POST('/api/merchant/projects', { body: { name: 'CLI sandbox', environment: 'sandbox' } });
+  if (!project.data) throw new Error(`project: ${project.response.status}`);
+  return { dashboard, project: project.data };
+}
+
+describe('the typed client', () => {
+  test('creates, reads and pays an invoice, and answers errors as typed problems', async () => {
+    const { dashboard, project } = await merchantWithProject(`typed-${Date.now()}@example.com`, 'a-long-password');
+    const key = await dashboard.POST('/api/merchant/projects/{id}/api-keys', { params: { path: { id: project.id } }, body: { name: 'typed client' } });
+    expect(key.response.status).toBe(201);
+    const api = createCoinvoiceClient({ baseUrl: system.gatewayUrl, apiKey: key.data?.key ?? '' });
+
+    const created = await api.POST('/api/invoice', {
+      body: { priceAmount: '19.90', priceCurrency: 'EUR', payCurrency: 'BTC', orderId: 'typed-1', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/cancel' },
+      headers: { 'idempotency-key': 'typed-1' },
+    });
+    expect(created.response.status).toBe(201);
+    const invoice: Invoice | undefined = created.data;
+    expect(invoice).toMatchObject({ orderId: 'typed-1', priceAmount: 19.9, priceCurrency: 'EUR', payCurrency: 'BTC', status: 'Waiting' });
+
+    const paid = await api.POST('/api/invoice/{id}/sandbox/pay', { params: { path: { id: invoice?.id ?? '' } } });
+    expect(paid.data?.status).toBe('Paid');
+    const read = await api.GET('/api/invoice/{id}', { params: { path: { id: invoice?.id ?? '' } } });
+    expect(read.data).toMatchObject({ id: invoice?.id, status: 'Paid', amountReceived: invoice?.amountExpected });
+
+    const missing = await api.GET('/api/invoice/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } });
+    expect(missing.response.status).toBe(404);
+    expect(missing.error).toMatchObject({ status: 404, code: 'not_found' });
+    const invalid = await api.POST('/api/invoice', { body: { priceAmount: 'abc', priceCurrency: 'EUR', payCurrency: 'BTC', successUrl: 'https://a.example', cancelUrl: 'https://a.example' } });
+    expect(invalid.error?.code).toBe('validation_failed');
+    expect(invalid.error?.errors?.map((e) => e.field)).toContain('priceAmount');
+
+    const balance = await api.GET('/api/payout/balance');
+    expect(balance.data?.balances.find((b) => b.currency === 'BTC')?.available).toBe(invoice?.amountExpected);
+  });
+});
+
+describe('the coinvoice CLI', () => {
+  const email = `cli-${Date.now()}@example.com`;
+  const password = 'a-long-password';
+  let webhookSecret = '';
+  const env = () => ({ ...process.env, COINVOICE_CONFIG: path.join(workDir, 'config.json'), COINVOICE_PASSWORD: password });
+
+  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [CLI, ...args], { env: env() });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  async function ok(args: string[]): Promise<string> {
+    const run = await cli(args);
+    expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 0, stderr: '' });
+    return run.stdout;
+  }
+
+  beforeAll(async () => {
+    const { project } = await merchantWithProject(email, password);
+    webhookSecret = project.webhookSecret;
+  });
+
+  test('login keeps a session and a CLI API key of the sandbox project, readable by its owner only', async () => {
+    expect(await cli(['invoices', 'get', 'x'])).toMatchObject({ code: 1, stderr: expect.stringContaining('not logged in') });
+    const out = await ok(['login', '--email', email, '--base-url', system.gatewayUrl]);
+    expect(out).toMatch(/Logged in as .*project "CLI sandbox" \(sandbox/);
+    expect(statSync(path.join(workDir, 'config.json')).mode & 0o777).toBe(0o600);
+    expect(await cli(['login', '--email', email, '--password', 'wrong-password', '--base-url', system.gatewayUrl])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('login failed: 401'),
+    });
+  });
+
+  test('invoices create, get, list and sandbox pay', async () => {
+    const created = JSON.parse(await ok(['invoices', 'create', '--amount', '12.50', '--currency', 'EUR', '--pay', 'LTC', '--order-id', 'cli-1'])) as Invoice;
+    expect(created).toMatchObject({ orderId: 'cli-1', priceAmount: 12.5, payCurrency: 'LTC', status: 'Waiting' });
+    expect(JSON.parse(await ok(['invoices', 'get', created.id]))).toMatchObject({ id: created.id, status: 'Waiting' });
+    const list = JSON.parse(await ok(['invoices', 'list', '--limit', '5'])) as { items: Array<{ id: string }> };
+    expect(list.items.map((i) => i.id)).toContain(created.id);
+    expect(JSON.parse(await ok(['sandbox', 'pay', created.id]))).toMatchObject({ id: created.id, status: 'Paid' });
+    const bad = await cli(['invoices', 'create', '--amount', 'twelve', '--currency', 'EUR', '--pay', 'LTC']);
+    expect(bad).toMatchObject({ code: 1, stderr: expect.stringMatching(/creating the invoice failed: 400 validation_failed.*priceAmount/) });
+  });
+
+  test('listen forwards a triggered sandbox invoice.paid to a local URL, signed like a real delivery', async () => {
+    const receiver = await new Receiver(() => ({ status: 204 })).start();
+    try {
+      const listener = spawn(process.execPath, [CLI, 'listen', '--forward-to', receiver.url], { env: env() });
+      children.push(listener);
+      let output = '';
+      listener.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      listener.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      const waitForOutput = async (pattern: RegExp, timeoutMs = 20_000) => {
+        const deadline = Date.now() + timeoutMs;
+        while (!pattern.test(output)) {
+          if (Date.now() > deadline) throw new Error(`listen printed no ${pattern} within ${timeoutMs} ms:\n${output}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      await waitForOutput(/Ready! Forwarding the events of project "CLI sandbox"/);
+
+      const triggered = await ok(['trigger', 'invoice.paid']);
+      const invoiceId = /sandbox invoice ([0-9a-f-]{36}) paid/.exec(triggered)?.[1];
+      expect(invoiceId).toBeDefined();
+
+      const [req] = await receiver.waitFor(1, 20_000);
+      if (!req) throw new Error('nothing forwarded');
+      // The local endpoint verifies it exactly as it verifies production deliveries.
+      const verified = new Webhook(webhookSecret).verify(req.body, {
+        'webhook-id': String(req.headers['webhook-id']),
+        'webhook-timestamp': String(req.headers['webhook-timestamp']),
+        'webhook-signature': String(req.headers['webhook-signature']),
+      }) as WebhookBody<'invoice.paid'>;
+      expect(verified).toMatchObject({ invoiceId, status: 'Paid', currency: 'BTC', environment: 'sandbox' });
+      expect(req.headers['webhook-event-type']).toBe('invoice.paid');
+      expect(req.headers['content-type']).toBe('application/json');
+      expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(req.body, req.headers as Record<string, string>)).toThrow();
+      await waitForOutput(new RegExp(`--> invoice\\.paid \\[${String(req.headers['webhook-id'])}\\]\\s+<-- \\[204\\] POST ${receiver.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+      listener.kill('SIGTERM');
+    } finally {
+      await receiver.stop();
+    }
+  });
+
+  test('the event stream needs a valid API key', async () => {
+    const res = await fetch(`${system.gatewayUrl}/api/events/stream`, { headers: { 'x-api-key': 'SBX_not-a-key' } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * A stand-in for the notifier's code emails (SendPayoutVerificationEmail,
+ * SendEmailVerificationEmail), for testing the services that send them: a real gRPC server on
+ * 127.0.0.1 keeping every request, as the notifier would have emailed it.
+ */
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import {
+  NotifierService,
+  type SendEmailVerificationEmailRequest,
+  type SendPayoutVerificationEmailRequest,
+} from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+
+export class NotifierStandIn {
+  readonly payoutEmails: SendPayoutVerificationEmailRequest[] = [];
+  readonly verificationEmails: SendEmailVerificationEmailRequest[] = [];
+  /** When set, every call fails with Unavailable (notifier down). */
+  down = false;
+  private server: http2.Http2Server | undefined;
+  url = '';
+
+  async start(): Promise<this> {
+    const handler = connectNodeAdapter({
+      routes: (router) => {
+        router.rpc(NotifierService.method.sendPayoutVerificationEmail, async (req) => {
+          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+          this.payoutEmails.push(req);
+          return { messageId: `<${this.payoutEmails.length}@test>` };
+        });
+        router.rpc(NotifierService.method.sendEmailVerificationEmail, async (req) => {
+          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+          this.verificationEmails.push(req);
+          return { messageId: `<v${this.verificationEmails.length}@test>` };
+        });
+      },
+    });
+    this.server = http2.createServer(handler);
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** The code emailed for `payoutId` (the only place it exists besides the merchant's mailbox). */
+  payoutCode(payoutId: string): string | undefined {
+    return this.payoutEmails.find((e) => e.payoutId === payoutId)?.code;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}

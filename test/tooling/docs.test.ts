@@ -1,0 +1,93 @@
+/**
+ * The README and docs/ of a fresh clone: every link stays inside the repository (and names a file
+ * and heading that exist) except public standards and package pages; the event catalogue is the
+ * one written from the OpenAPI document, and lists every event the notifier sends as a webhook.
+ */
+import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { buildForDocument } from '../../gateway/src/openapi-document';
+import { eventCatalogueMarkdown, withReadmeCatalogue } from '../../gateway/src/event-catalogue';
+import { EVENT_WEBHOOK_TABLE, isWebhookEventType } from '../../services/notifier/src/domain/payloads';
+import { REPO_ROOT } from '../support/system';
+
+/** Public standards and package registries: the only places outside the repository a doc may link to. */
+const ALLOWED_HOSTS = new Set(['www.standardwebhooks.com', 'www.rfc-editor.org', 'datatracker.ietf.org', 'spec.openapis.org', 'www.npmjs.com', 'pypi.org', 'pkg.go.dev', 'packagist.org']);
+
+const DOCS = ['README.md', ...readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+/** Link targets of a Markdown text: [text](target), <https://…> autolinks and bare URLs; code blocks excluded. */
+function linksOf(markdown: string): string[] {
+  const prose = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+  const targets = [...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1] ?? '');
+  const bare = [...prose.matchAll(/(?<!\]\()\bhttps?:\/\/[^\s)>\]]+/g)].map((m) => m[0]);
+  return [...new Set([...targets, ...bare])];
+}
+
+/** GitHub's heading anchors of a Markdown file. */
+function anchorsOf(markdown: string): Set<string> {
+  const headings = markdown.replace(/```[\s\S]*?```/g, '').match(/^#{1,6} .+$/gm) ?? [];
+  return new Set(headings.map((h) => h.replace(/^#+ /, '').trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')));
+}
+
+test.each(DOCS)('%s links only inside the repository, to files and headings that exist (or to standards and package pages)', (doc) => {
+  const file = path.join(REPO_ROOT, doc);
+  const text = readFileSync(file, 'utf8');
+  const problems: string[] = [];
+  for (const target of linksOf(text)) {
+    if (/^https?:\/\//.test(target)) {
+      const host = new URL(target).host;
+      if (!ALLOWED_HOSTS.has(host)) problems.push(`${target}: outside the repository`);
+      continue;
+    }
+    if (/^[a-z]+:/i.test(target)) {
+      problems.push(`${target}: not a link into the repository`);
+      continue;
+    }
+    const [relative = '', anchor] = target.split('#');
+    const resolved = relative === '' ? file : path.resolve(path.dirname(file), relative);
+    if (path.relative(REPO_ROOT, resolved).startsWith('..')) {
+      problems.push(`${target}: leaves the repository`);
+      continue;
+    }
+    if (!existsSync(resolved)) {
+      problems.push(`${target}: no such file`);
+      continue;
+    }
+    if (anchor && statSync(resolved).isFile() && resolved.endsWith('.md') && !anchorsOf(readFileSync(resolved, 'utf8')).has(anchor)) {
+      problems.push(`${target}: no heading #${anchor}`);
+    }
+  }
+  expect(problems).toEqual([]);
+});
+
+test('the link check catches what it claims to', () => {
+  expect(linksOf('[a](../shared/DESIGN.md) <https://example.com/x> see https://cdn.example/y `https://in.code/z`')).toEqual([
+    '../shared/DESIGN.md',
+    'https://example.com/x',
+    'https://cdn.example/y',
+  ]);
+  expect(anchorsOf('## invoice.paid\n## Payouts end to end')).toEqual(new Set(['invoicepaid', 'payouts-end-to-end']));
+});
+
+describe('the event catalogue', () => {
+  let doc: ReturnType<Awaited<ReturnType<typeof buildForDocument>>['openapi']['document']>;
+  beforeAll(async () => {
+    const built = await buildForDocument();
+    doc = built.openapi.document();
+    await built.app.close();
+  });
+
+  test('docs/webhook-events.md and the README table are written from the OpenAPI document (npm run openapi:snapshot)', () => {
+    expect(readFileSync(path.join(REPO_ROOT, 'docs', 'webhook-events.md'), 'utf8')).toBe(eventCatalogueMarkdown(doc));
+    const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+    expect(readme).toBe(withReadmeCatalogue(readme, doc));
+  });
+
+  test('every event the notifier sends as a webhook is in the catalogue, with its webhook-event-type', () => {
+    const catalogue = readFileSync(path.join(REPO_ROOT, 'docs', 'webhook-events.md'), 'utf8');
+    for (const type of Object.keys(EVENT_WEBHOOK_TABLE).filter(isWebhookEventType)) {
+      expect(catalogue).toContain(`## ${type}\n`);
+      expect(catalogue).toContain(`\`webhook-event-type: ${type}\``);
+    }
+  });
+});
