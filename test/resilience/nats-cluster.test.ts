@@ -8,7 +8,7 @@
  * is their sum.
  */
 import { randomUUID } from 'node:crypto';
-import { nanos, type NatsConnection } from 'nats';
+import { nanos, type JetStreamManager, type NatsConnection, type StreamInfo } from 'nats';
 import postgres from 'postgres';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { NatsCluster } from '../support/nats-cluster';
@@ -57,6 +57,20 @@ async function withRetries(what: string, attempt: () => Promise<{ status: number
       if (!(err instanceof TypeError) || Date.now() > deadline) throw err; // TypeError: fetch's network failure
     }
     await sleep(Math.min(50 * tries, 500));
+  }
+}
+
+/** Stream info, asked again while the JetStream API times out (a node has just died), up to `withinMs`. */
+async function streamInfoOnceAnswered(jsm: JetStreamManager, stream: string, withinMs: number): Promise<StreamInfo> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    try {
+      const info = await jsm.streams.info(stream);
+      if (info.cluster?.leader || Date.now() > deadline) return info;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await sleep(250);
   }
 }
 
@@ -114,8 +128,10 @@ test('a node killed under load: every invoice Paid, one webhook each, one ledger
   expect(createdAtKill).toBeGreaterThan(0);
   expect(createdAfterKill).toBeGreaterThan(0);
 
-  // The stream lives on, led by another node.
-  const after = await jsm.streams.info(invoiceStream);
+  // The stream lives on, led by another node. The test's own connection may have been on the
+  // killed node, and the cluster's meta leader may have died with it: the JetStream API answers
+  // again once the client has reconnected and a new meta leader is elected, so ask until then.
+  const after = await streamInfoOnceAnswered(jsm, invoiceStream, 30_000);
   expect(after.cluster?.leader).toBeDefined();
   expect(after.cluster?.leader).not.toBe(leader);
 
