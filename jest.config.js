@@ -10,6 +10,9 @@ module.exports = {
     '<rootDir>/gateway/test/**/*.test.ts',
     '<rootDir>/deploy/local/test/**/*.test.ts',
   ],
+  // Timing tests run on their own afterwards (jest.perf.config.js): CPU time measured while the
+  // other worker's end-to-end file loads both cores is inflated by the contention, not the code.
+  testPathIgnorePatterns: ['/node_modules/', '\\.perf\\.test\\.ts$'],
   transform: { '^.+\\.(t|j|mj)sx?$': swc },
   // ESM-only dependencies are transformed to CommonJS for Jest's module system.
   transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure|@seriousme)/)'],

@@ -1,7 +1,8 @@
 /**
  * `node bench/dist/diagnose.js`: where a gateway request's time goes, hop by hop, on this machine:
  * the gateway alone (/healthz), the invoice gRPC hop alone (GetInvoice from here), and the whole
- * GET /api/invoice/{id}. Prints requests per second for each at the bench's concurrency.
+ * GET /api/invoice/{id}. Prints requests per second for each at the bench's concurrency; then, for
+ * create, get and sandbox pay, the CPU each process spent per request (bench/src/cpu-accounting.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,15 +13,18 @@ import postgres from 'postgres';
 import { createRpcClient } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
+import { cpuPerRequest, sampleCpu } from './cpu-accounting';
 
 const CONNECTIONS = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 
-async function rate(label: string, options: autocannon.Options): Promise<void> {
+async function rate(label: string, options: autocannon.Options, processes?: Record<string, number>): Promise<void> {
+  const before = processes && sampleCpu(processes);
   const result = await new Promise<autocannon.Result>((resolve, reject) =>
     autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options }, (err, res) => (err ? reject(err) : resolve(res))),
   );
   console.log(`${label}: ${result.requests.average.toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, errors ${result.errors + result.non2xx}`);
+  if (processes && before) console.log(`  CPU: ${cpuPerRequest(before, sampleCpu(processes), result.requests.total)}`);
 }
 
 async function main(): Promise<void> {
@@ -64,6 +68,25 @@ async function main(): Promise<void> {
     }));
     console.log(`invoice gRPC GetInvoice alone (from this process): ${(done / ((Date.now() - started) / 1000)).toFixed(0)} req/s`);
     await rate('whole GET /api/invoice/{id}', { url: `${gw}/api/invoice/${invoice.id}`, headers: { 'x-api-key': key.key! } });
+
+    // Where each request's CPU goes, per process (load generator = this process).
+    const processes = { ...Object.fromEntries(Object.entries(system.describe()).map(([name, info]) => [name, info.pid])), 'load generator': process.pid };
+    const created: string[] = [];
+    const headers = { 'x-api-key': key.key!, 'content-type': 'application/json' };
+    const body = JSON.stringify({ priceAmount: '19.90', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://e.x/', cancelUrl: 'https://e.x/' });
+    await rate('create (POST /api/invoice)', {
+      url: `${gw}/api/invoice`, method: 'POST', headers, body,
+      setupClient(c) {
+        c.on('body', (buf: Buffer) => {
+          const id = (JSON.parse(buf.toString()) as { id?: string }).id;
+          if (id) created.push(id);
+        });
+      },
+    }, processes);
+    let next = 0;
+    await rate('get (GET /api/invoice/{id})', { url: gw, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/invoice/${created[next++ % created.length]}`, headers: { 'x-api-key': key.key! } }) }] }, processes);
+    let paying = 0;
+    await rate('sandbox pay (POST …/sandbox/pay, no webhook URL)', { url: gw, amount: created.length, duration: undefined, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: `/api/invoice/${created[paying++ % created.length]}/sandbox/pay`, headers: { 'x-api-key': key.key! } }) }] }, processes);
   } finally {
     await system.stop();
     await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);

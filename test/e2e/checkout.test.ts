@@ -24,7 +24,13 @@ let db: postgres.Sql;
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  [system, browser] = await Promise.all([bootSystem({ env: { INVOICE_SWEEP_INTERVAL_MS: '200' } }), launchBrowser()]);
+  // Both started together; whichever succeeded is kept for afterAll even when the other failed,
+  // so a missing browser never leaves a running system behind.
+  const [booted, launched] = await Promise.allSettled([bootSystem({ env: { INVOICE_SWEEP_INTERVAL_MS: '200' } }), launchBrowser()]);
+  if (booted.status === 'fulfilled') system = booted.value;
+  if (launched.status === 'fulfilled') browser = launched.value;
+  if (booted.status === 'rejected') throw booted.reason;
+  if (launched.status === 'rejected') throw launched.reason;
   api = new GatewayClient(system.gatewayUrl);
   db = postgres(system.database.url, { max: 1, onnotice: () => undefined });
   project = await createProjectWithKey(api, await registerMerchant(api), 'sandbox');

@@ -157,10 +157,13 @@ async function checkPage(tab: Tab, name: string, title: string): Promise<void> {
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await receiver.start();
-  [system, browser] = await Promise.all([
-    bootSystem({ env: { ...operatorBootEnv(OPERATOR_EMAIL), PASSWORD_HASH_MEMORY_KIB: '1024', WEBHOOK_RETRY_SCHEDULE: '200ms,300ms' } }),
-    launchBrowser(),
-  ]);
+  // Both started together; whichever succeeded is kept for afterAll even when the other failed,
+  // so a missing browser never leaves a running system behind.
+  const [booted, launched] = await Promise.allSettled([bootSystem({ env: { ...operatorBootEnv(OPERATOR_EMAIL), PASSWORD_HASH_MEMORY_KIB: '1024', WEBHOOK_RETRY_SCHEDULE: '200ms,300ms' } }), launchBrowser()]);
+  if (booted.status === 'fulfilled') system = booted.value;
+  if (launched.status === 'fulfilled') browser = launched.value;
+  if (booted.status === 'rejected') throw booted.reason;
+  if (launched.status === 'rejected') throw launched.reason;
   api = new GatewayClient(system.gatewayUrl);
   operator = await grantOperator(system, api, OPERATOR_EMAIL, OPERATOR_PASSWORD);
 }, 120_000);

@@ -57,14 +57,19 @@ export async function bootSystem(options: { env?: NodeJS.ProcessEnv; timeoutMs?:
       ...RELAXED_RATE_LIMITS,
       ...options.env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The IPC channel is a lifeline: if this worker dies without stop(), the launcher sees the
+    // channel close and stops the system (deploy/local/src/start.ts).
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let output = '';
   launcher.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   launcher.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
 
   const gatewayUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`system not ready in time:\n${output}`)), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => {
+      launcher.kill('SIGTERM'); // nobody will get a handle to stop it
+      reject(new Error(`system not ready in time:\n${output}`));
+    }, options.timeoutMs ?? 60_000);
     const onData = () => {
       const match = /coinvoice is ready at (http:\/\/\S+)/.exec(output);
       if (match?.[1]) {

@@ -28,6 +28,9 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
+  // Started with an IPC channel (the test suites do): the parent's death closes it, and the
+  // system must not outlive a test run that was killed before it could stop it.
+  if (process.send) process.on('disconnect', () => void stopAll(0));
 
   try {
     const ports = { freePorts: gatewayPort === 0 };
