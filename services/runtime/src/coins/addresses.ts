@@ -8,8 +8,6 @@
  * meant for any address that reaches the service (e.g. payout destinations).
  */
 import { hash } from 'node:crypto';
-import { ripemd160 } from '@noble/hashes/legacy.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { randomBytes } from '@noble/hashes/utils.js';
 import { bech32, createBase58check } from '@scure/base';
@@ -84,13 +82,14 @@ const SHA512_BLOCK_BYTES = 128;
  * Only the child's public key is computed (addresses need no grandchildren).
  */
 export class PublicChildDeriver {
-  private readonly parentPublicKey: Uint8Array;
+  /** The parent point, uncompressed once here so no derivation pays for its square root. */
+  private readonly parentPoint: Uint8Array;
   private readonly innerMessage: Buffer;
   private readonly outerMessage: Buffer;
 
   constructor(parent: HDKey) {
     if (!parent.publicKey || !parent.chainCode) throw new Error('the parent key has no public key or chain code');
-    this.parentPublicKey = parent.publicKey;
+    this.parentPoint = secp256k1Points.uncompress(parent.publicKey);
     this.innerMessage = Buffer.alloc(SHA512_BLOCK_BYTES + 33 + 4);
     this.outerMessage = Buffer.alloc(SHA512_BLOCK_BYTES + 64);
     for (let i = 0; i < SHA512_BLOCK_BYTES; i++) {
@@ -101,8 +100,8 @@ export class PublicChildDeriver {
     this.innerMessage.set(parent.publicKey, SHA512_BLOCK_BYTES);
   }
 
-  /** The compressed public key of non-hardened child `index` (0 ≤ index < 2^31). */
-  childPublicKey(index: number): Uint8Array {
+  /** The public key of non-hardened child `index` (0 ≤ index < 2^31), compressed unless asked not to. */
+  childPublicKey(index: number, compressed = true): Uint8Array {
     if (!Number.isSafeInteger(index) || index < 0 || index >= HARDENED_OFFSET) {
       throw new RangeError(`address index must be an integer in [0, 2^31), got ${index}`);
     }
@@ -111,7 +110,7 @@ export class PublicChildDeriver {
     const tweak = hash('sha512', this.outerMessage, 'buffer').subarray(0, 32);
     // An invalid I_L (≥ n, or a sum at infinity) has probability < 2^-127; BIP32 says to skip such
     // an index, and like @scure/bip32 this refuses it instead of silently answering another one.
-    return secp256k1Points.tweakAdd(this.parentPublicKey, tweak);
+    return secp256k1Points.tweakAdd(this.parentPoint, tweak, compressed);
   }
 }
 
@@ -119,6 +118,8 @@ export class PublicChildDeriver {
 export class AddressDeriver {
   /** The external (receive) chain node m/…/account'/0, derived once. */
   private readonly receiveChain: PublicChildDeriver;
+  /** Ethereum and Tron hash the uncompressed key: derive it in that form rather than convert. */
+  private readonly compressedKeys: boolean;
 
   constructor(
     accountKey: HDKey,
@@ -126,11 +127,13 @@ export class AddressDeriver {
     readonly network: Network,
   ) {
     this.receiveChain = new PublicChildDeriver(accountKey.deriveChild(0));
+    const chain = cryptoCurrency(currency).chain;
+    this.compressedKeys = chain === 'bitcoin' || chain === 'litecoin';
   }
 
   /** The address at receive index `index` (0 ≤ index < 2^31): account/0/index. */
   addressAt(index: number): string {
-    return addressFromPublicKey(this.receiveChain.childPublicKey(index), this.currency, this.network);
+    return addressFromPublicKey(this.receiveChain.childPublicKey(index, this.compressedKeys), this.currency, this.network);
   }
 }
 
@@ -140,34 +143,38 @@ export function createAddressDeriver(accountXpub: unknown, currency: CryptoCode,
   return key.ok ? ok(new AddressDeriver(key.value, currency, network)) : key;
 }
 
-/** The address of a compressed secp256k1 public key for a coin and network. */
-export function addressFromPublicKey(compressedPublicKey: Uint8Array, currency: CryptoCode, network: Network): string {
+/**
+ * The address of a secp256k1 public key for a coin and network: compressed (33 bytes) for Bitcoin
+ * and Litecoin; Ethereum and Tron take either form.
+ */
+export function addressFromPublicKey(publicKey: Uint8Array, currency: CryptoCode, network: Network): string {
   const chain = cryptoCurrency(currency).chain;
   switch (chain) {
     case 'bitcoin':
     case 'litecoin':
-      return p2wpkhAddress(compressedPublicKey, BECH32_HRP[chain][network]);
+      return p2wpkhAddress(publicKey, BECH32_HRP[chain][network]);
     case 'ethereum':
-      return eip55Address(compressedPublicKey);
+      return eip55Address(publicKey);
     case 'tron':
-      return tronAddress(compressedPublicKey);
+      return tronAddress(publicKey);
   }
 }
 
-/** Native segwit v0 P2WPKH: bech32(hrp, [0, ...words(hash160(pubkey))]). */
+/** Native segwit v0 P2WPKH: bech32(hrp, [0, ...words(hash160(pubkey))]), of a compressed key. */
 export function p2wpkhAddress(compressedPublicKey: Uint8Array, hrp: string): string {
-  const keyHash = ripemd160(sha256(compressedPublicKey));
+  if (compressedPublicKey.length !== 33) throw new RangeError('P2WPKH needs a compressed (33-byte) public key');
+  const keyHash = hash('ripemd160', hash('sha256', compressedPublicKey, 'buffer'), 'buffer');
   return bech32.encode(hrp, [0, ...bech32.toWords(keyHash)]);
 }
 
-/** EIP-55 checksummed Ethereum address of a public key. */
-export function eip55Address(compressedPublicKey: Uint8Array): string {
-  return toEip55(bytesToHex(ethereumKeyHash(compressedPublicKey)));
+/** EIP-55 checksummed Ethereum address of a public key (compressed or not). */
+export function eip55Address(publicKey: Uint8Array): string {
+  return toEip55(bytesToHex(ethereumKeyHash(publicKey)));
 }
 
-/** Tron address of a public key: base58check(0x41 ‖ keccak256(uncompressed key)[12..32]). */
-export function tronAddress(compressedPublicKey: Uint8Array): string {
-  return base58check.encode(Uint8Array.of(TRON_ADDRESS_PREFIX, ...ethereumKeyHash(compressedPublicKey)));
+/** Tron address of a public key (compressed or not): base58check(0x41 ‖ keccak256(uncompressed key)[12..32]). */
+export function tronAddress(publicKey: Uint8Array): string {
+  return base58check.encode(Uint8Array.of(TRON_ADDRESS_PREFIX, ...ethereumKeyHash(publicKey)));
 }
 
 /**
@@ -281,11 +288,11 @@ export function generateDevelopmentKeyPair(currency: CryptoCode, network: Networ
 }
 
 /** keccak256 of the 64-byte uncompressed public key (without the 0x04 tag), last 20 bytes. */
-function ethereumKeyHash(compressedPublicKey: Uint8Array): Uint8Array {
-  const uncompressed = secp256k1Points.uncompress(compressedPublicKey);
+function ethereumKeyHash(publicKey: Uint8Array): Uint8Array {
+  const uncompressed = publicKey.length === 65 ? publicKey : secp256k1Points.uncompress(publicKey);
   return keccak_256(uncompressed.subarray(1)).subarray(12);
 }
 
 function bytesToHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
 }

