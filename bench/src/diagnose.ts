@@ -21,7 +21,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 async function rate(label: string, options: autocannon.Options, processes?: Record<string, number>): Promise<void> {
   const before = processes && sampleCpu(processes);
   const result = await new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options }, (err, res) => (err ? reject(err) : resolve(res))),
+    // A fixed number of requests (`amount`) replaces the duration.
+    autocannon({ connections: CONNECTIONS, ...(options.amount === undefined ? { duration: SECONDS } : {}), ...options }, (err, res) => (err ? reject(err) : resolve(res))),
   );
   console.log(`${label}: ${result.requests.average.toFixed(0)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, errors ${result.errors + result.non2xx}`);
   if (processes && before) console.log(`  CPU: ${cpuPerRequest(before, sampleCpu(processes), result.requests.total)}`);
@@ -53,6 +54,8 @@ async function main(): Promise<void> {
     const key = await post(`/api/merchant/projects/${project.id}/api-keys`, { name: 'd' }, auth);
     const invoice = await post('/api/invoice', { priceAmount: '1.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://e.x/', cancelUrl: 'https://e.x/' }, { 'x-api-key': key.key! });
 
+    // DIAGNOSE_CPU_ONLY=1 skips the hop-by-hop part (for a CPU profile of create/get/pay alone).
+    if (process.env.DIAGNOSE_CPU_ONLY !== '1') {
     await rate('gateway alone (GET /healthz)', { url: `${gw}/healthz` });
     await rate('gateway + key check, no backend (GET /api/invoice/not-a-uuid → 400)', { url: `${gw}/api/invoice/x`, headers: { 'x-api-key': key.key! } });
     const invoiceUrl = system.describe().invoice!.grpcUrl!;
@@ -68,6 +71,7 @@ async function main(): Promise<void> {
     }));
     console.log(`invoice gRPC GetInvoice alone (from this process): ${(done / ((Date.now() - started) / 1000)).toFixed(0)} req/s`);
     await rate('whole GET /api/invoice/{id}', { url: `${gw}/api/invoice/${invoice.id}`, headers: { 'x-api-key': key.key! } });
+    }
 
     // Where each request's CPU goes, per process (load generator = this process).
     const processes = { ...Object.fromEntries(Object.entries(system.describe()).map(([name, info]) => [name, info.pid])), 'load generator': process.pid };
@@ -86,7 +90,7 @@ async function main(): Promise<void> {
     let next = 0;
     await rate('get (GET /api/invoice/{id})', { url: gw, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/invoice/${created[next++ % created.length]}`, headers: { 'x-api-key': key.key! } }) }] }, processes);
     let paying = 0;
-    await rate('sandbox pay (POST …/sandbox/pay, no webhook URL)', { url: gw, amount: created.length, duration: undefined, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: `/api/invoice/${created[paying++ % created.length]}/sandbox/pay`, headers: { 'x-api-key': key.key! } }) }] }, processes);
+    await rate('sandbox pay (POST …/sandbox/pay, no webhook URL)', { url: gw, amount: created.length, requests: [{ method: 'POST', setupRequest: (r) => ({ ...r, path: `/api/invoice/${created[paying++ % created.length]}/sandbox/pay`, headers: { 'x-api-key': key.key! } }) }] }, processes);
   } finally {
     await system.stop();
     await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);

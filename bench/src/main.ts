@@ -19,6 +19,7 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { REPO_ROOT, resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@coinvoice/local';
 import { startRateProviders } from './rate-providers';
+import { cpuPerRequest, sampleCpu } from './cpu-accounting';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -31,6 +32,8 @@ interface Row {
   p99: number;
   errors: number;
   note?: string;
+  /** CPU per request of each process during the scenario (bench/src/cpu-accounting.ts). */
+  cpu?: string;
 }
 
 /**
@@ -60,6 +63,13 @@ function load(options: autocannon.Options): Promise<autocannon.Result> {
 function rowOf(name: string, result: autocannon.Result, note?: string): Row {
   const errors = result.errors + result.timeouts + result.non2xx;
   return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors, note };
+}
+
+/** A scenario's load with the CPU each process spent per request (the system's pids and this process). */
+async function measured(name: string, processes: Record<string, number>, options: autocannon.Options): Promise<{ row: Row; result: autocannon.Result }> {
+  const before = sampleCpu(processes);
+  const result = await load(options);
+  return { row: { ...rowOf(name, result), cpu: cpuPerRequest(before, sampleCpu(processes), result.requests.total) }, result };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -178,10 +188,14 @@ async function main(): Promise<void> {
     await load({ url: `${baseline.url}/invoice`, method: 'POST', duration: 2 });
     await load({ url: `${gw}/api/invoice`, method: 'POST', headers, body: INVOICE_BODY, duration: 2 });
 
-    const baseCreate = rowOf('baseline: Fastify + 1 INSERT', await load({ url: `${baseline.url}/invoice`, method: 'POST' }));
+    const processes = {
+      ...Object.fromEntries(Object.entries(system?.describe() ?? {}).map(([name, info]) => [name, info.pid])),
+      'load generator': process.pid,
+    };
+    const baseCreate = (await measured('baseline: Fastify + 1 INSERT', { baseline: baseline.child.pid ?? 0, 'load generator': process.pid }, { url: `${baseline.url}/invoice`, method: 'POST' })).row;
     rows.push(baseCreate);
     const created: string[] = [];
-    const create = await load({
+    const { row: createRow } = await measured('create invoice (POST /api/invoice)', processes, {
       url: `${gw}/api/invoice`,
       method: 'POST',
       headers,
@@ -197,24 +211,24 @@ async function main(): Promise<void> {
         });
       },
     });
-    rows.push(rowOf('create invoice (POST /api/invoice)', create));
+    rows.push(createRow);
 
     let next = 0;
     const ids = created.slice();
-    const get = await load({
+    const { row: getRow } = await measured('get invoice (GET /api/invoice/{id})', processes, {
       requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[next++ % ids.length]}`, headers: { 'x-api-key': apiKey } }) }],
       url: gw,
     });
-    rows.push(rowOf('get invoice (GET /api/invoice/{id})', get));
+    rows.push(getRow);
 
     // Each pay needs its own Waiting invoice: pay the ones created above, each once.
     let payIndex = 0;
-    const pay = await load({
+    const { row: payRow, result: pay } = await measured('sandbox pay (POST …/sandbox/pay)', processes, {
       url: gw,
       requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[payIndex++ % ids.length]}/sandbox/pay`, headers: { 'x-api-key': apiKey } }) }],
       amount: ids.length,
     });
-    rows.push(rowOf('sandbox pay (POST …/sandbox/pay)', pay, payIndex > ids.length ? 'some ids paid twice (409s)' : undefined));
+    rows.push({ ...payRow, note: payIndex > ids.length ? 'some ids paid twice (409s)' : undefined });
 
     // The pay phase queued one webhook per paid invoice; sample low-load latency only once they
     // have all arrived (else the samples queue behind the backlog), and report how long that took.
@@ -300,6 +314,7 @@ async function main(): Promise<void> {
       ...rows.map((r) => `| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r === baseCreate ? '100%' : pct(r.rps, baseCreate.rps)} |`),
       `| pay → webhook at receiver (${latencies.length} sequential, low load) | — | ${webhookP50.toFixed(1)} | ${webhookP99.toFixed(1)} | ${WEBHOOK_SAMPLES - latencies.length} lost | — |`,
     ].join('\n');
+    const cpuLines = rows.filter((r) => r.cpu).map((r) => `- ${r.name}: ${r.cpu}`);
     const targets = [
       `create ≥ 35% of baseline: ${pct(rows[1]!.rps, baseCreate.rps)} ${rows[1]!.rps >= 0.35 * baseCreate.rps ? '✔' : '✘'}`,
       `get ≥ 50% of baseline: ${pct(rows[2]!.rps, baseCreate.rps)} ${rows[2]!.rps >= 0.5 * baseCreate.rps ? '✔' : '✘'}`,
@@ -319,7 +334,7 @@ async function main(): Promise<void> {
           ]
         : []),
     ];
-    console.log(`\n${table}\n\n${targets.join('\n')}`);
+    console.log(`\n${table}\n\n${targets.join('\n')}\n\nCPU per request (ms, by process):\n${cpuLines.join('\n')}`);
 
     const resultsFile = path.join(REPO_ROOT, 'bench', 'results.md');
     const previous = (() => {
@@ -335,7 +350,9 @@ async function main(): Promise<void> {
       `# Benchmark results\n\nWritten by \`npm run bench\` on ${new Date().toISOString()}.\n\n` +
         `Machine: ${machine()}. Everything on this one machine: Postgres, NATS, the five processes, the ` +
         `load generator (autocannon, ${CONNECTIONS} connections, ${SECONDS} s per scenario) and the baseline process.\n\n` +
-        `${table}\n\n${targets.map((t) => `- ${t}`).join('\n')}\n- ${backlogNote}\n\n<!-- notes -->${notes}`,
+        `${table}\n\n${targets.map((t) => `- ${t}`).join('\n')}\n- ${backlogNote}\n\n` +
+        `Where each request's CPU went, in ms per request by process (from /proc; Postgres is all its processes, ` +
+        `the load generator is autocannon in the bench's own process; the pay phase also delivers its webhooks):\n\n${cpuLines.join('\n')}\n\n<!-- notes -->${notes}`,
     );
     console.log(`\nwritten to ${resultsFile}`);
   } finally {

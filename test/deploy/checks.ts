@@ -37,6 +37,7 @@ import { CHAIN_ADAPTERS } from '../../services/invoice/src/watcher/role';
 import { notifierService } from '../../services/notifier/src/server';
 import { payoutService } from '../../services/payout/src/server';
 import { gatewaySettings } from '../../gateway/src/config';
+import { SERVICE_NODE_FLAGS } from '../../deploy/local/src/system';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const OVERLAYS = ['development', 'production'] as const;
@@ -1143,6 +1144,11 @@ export function checkImage(dockerfile: string, dockerignore: string): string[] {
   else if (finalUid === undefined) problems.push(`Dockerfile: USER ${user} is not numeric (runAsNonRoot can only verify a numeric user)`);
   else if (finalUid === 0) problems.push('Dockerfile: USER is root');
   if (!final.instructions.some((i) => i.op === 'ENV' && /\bNODE_ENV=production\b/.test(i.args))) problems.push('Dockerfile: the final stage does not set NODE_ENV=production');
+  // The image's processes run with the launcher's Node flags (idle memory is measured with them).
+  const expected = SERVICE_NODE_FLAGS.join(' ');
+  const found = final.instructions.filter((i) => i.op === 'ENV').map((i) => /\bNODE_OPTIONS=(?:"([^"]*)"|(\S+))/.exec(i.args)).find((m) => m);
+  const value = found ? (found[1] ?? found[2]) : undefined;
+  if (value !== expected) problems.push(`Dockerfile: the final stage's NODE_OPTIONS is ${value ?? 'unset'}, not the launcher's flags "${expected}"`);
 
   const installs = (stage: DockerStage) =>
     stage.instructions.filter((i) => i.op === 'RUN' && /(^|[\s;&|(])(npm\s+(ci|install|i|add)|yarn(\s+(install|add))?|pnpm\s+(install|i|add))(\s|$)/.test(i.args));
