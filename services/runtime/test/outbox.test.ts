@@ -246,6 +246,29 @@ describe('outbox', () => {
     expect(await sql`select event_id from outbox where event_id = ${rolledBackId ?? ''}`).toHaveLength(0);
   });
 
+  it('a failed outbox insert fails the transaction and commits nothing, though its COMMIT went out pipelined behind it', async () => {
+    await sql`create table if not exists effects (id text primary key)`;
+    const id = await enqueue('invoice.paid', { invoiceId: 'inv_dup' });
+    // The same event id again violates outbox.event_id's unique constraint, and nothing awaits the
+    // insert before the COMMIT: Postgres answers that COMMIT with ROLLBACK, not an error.
+    const attempt = eventTransaction(sql, async (tx) => {
+      await tx`insert into effects (id) values ('effect of the failed transaction')`;
+      await enqueueEvent(tx, { id, type: 'invoice.paid', payload: { invoiceId: 'inv_dup' } });
+      return 'reported as committed';
+    });
+    await expect(attempt).rejects.toMatchObject({ code: '23505' });
+    expect(await sql`select id from effects`).toEqual([]);
+    expect(await sql`select event_id from outbox where event_id = ${id}`).toHaveLength(1);
+
+    // The pipelined insert saves the round trip: one write carries the insert and the COMMIT.
+    const committed = await eventTransaction(sql, async (tx) => {
+      await tx`insert into effects (id) values ('effect of a good transaction')`;
+      return enqueueEvent(tx, { type: 'invoice.paid', payload: { invoiceId: 'inv_ok' } });
+    });
+    expect(await sql`select id from effects`).toEqual([{ id: 'effect of a good transaction' }]);
+    expect(await sql`select event_id from outbox where event_id = ${committed}`).toHaveLength(1);
+  });
+
   it('is woken by the commit: publish latency far below the poll interval', async () => {
     const pollIntervalMs = 30_000;
     await newRelay({ pollIntervalMs }).start();
