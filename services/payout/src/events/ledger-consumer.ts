@@ -54,9 +54,18 @@ export function creditOfLatePayment(
     return { ok: false, reason: `not an InvoiceLatePayment message: ${err instanceof Error ? err.message : String(err)}` };
   }
   if (!event.credited || event.environment !== 'live') return { ok: true, credit: null };
+  if (event.paymentId === '') return { ok: false, reason: 'paymentId is missing' };
+  const credit = invoiceCreditOf(event, 'live');
+  return credit.ok ? { ok: true, credit: { ...credit.credit, paymentId: event.paymentId } } : credit;
+}
+
+/** The fields every credit checks, in one place: ids are UUIDs, a known coin, a positive amount. */
+function invoiceCreditOf(
+  event: { invoiceId: string; projectId: string; currency: string; amount: string },
+  environment: ProjectEnvironment,
+): { ok: true; credit: InvoiceCredit } | { ok: false; reason: string } {
   if (!isUuid(event.invoiceId)) return { ok: false, reason: 'invoiceId is not a UUID' };
   if (!isUuid(event.projectId)) return { ok: false, reason: 'projectId is not a UUID' };
-  if (event.paymentId === '') return { ok: false, reason: 'paymentId is missing' };
   const coin = findCryptoCurrency(event.currency);
   if (!coin.ok) return { ok: false, reason: `currency: ${coin.reason}` };
   const amount = parsePositiveDecimal(event.amount, 18);
@@ -66,10 +75,9 @@ export function creditOfLatePayment(
     credit: {
       invoiceId: event.invoiceId.toLowerCase(),
       projectId: event.projectId.toLowerCase(),
-      environment: 'live',
+      environment,
       currency: coin.value.code,
       amount: formatPlain(amount.value),
-      paymentId: event.paymentId,
     },
   };
 }
@@ -108,23 +116,8 @@ export function creditOfInvoicePaid(payload: ConsumedEvent['payload']): { ok: tr
   } catch (err) {
     return { ok: false, reason: `not an InvoicePaid message: ${err instanceof Error ? err.message : String(err)}` };
   }
-  if (!isUuid(event.invoiceId)) return { ok: false, reason: 'invoiceId is not a UUID' };
-  if (!isUuid(event.projectId)) return { ok: false, reason: 'projectId is not a UUID' };
   if (event.environment !== 'live' && event.environment !== 'sandbox') return { ok: false, reason: `environment ${JSON.stringify(event.environment)} is not live|sandbox` };
-  const coin = findCryptoCurrency(event.currency);
-  if (!coin.ok) return { ok: false, reason: `currency: ${coin.reason}` };
-  const amount = parsePositiveDecimal(event.amount, 18);
-  if (!amount.ok) return { ok: false, reason: `amount ${amount.reason}` };
-  return {
-    ok: true,
-    credit: {
-      invoiceId: event.invoiceId.toLowerCase(),
-      projectId: event.projectId.toLowerCase(),
-      environment: event.environment as ProjectEnvironment,
-      currency: coin.value.code,
-      amount: formatPlain(amount.value),
-    },
-  };
+  return invoiceCreditOf(event, event.environment);
 }
 
 export interface LedgerConsumerOptions {

@@ -41,19 +41,7 @@ export async function creditInvoice(
   tx: TransactionSql,
   credit: BalanceKey & { invoiceId: string; amount: string; eventId: string },
 ): Promise<boolean> {
-  const inserted = await tx`
-    insert into ledger_entries (project_id, environment, currency, kind, amount, invoice_id, event_id)
-    values (${credit.projectId}, ${credit.environment}, ${credit.currency}, 'credit_invoice', ${credit.amount}::numeric,
-            ${credit.invoiceId}, ${credit.eventId})
-    on conflict (invoice_id) where kind = 'credit_invoice' do nothing
-    returning id`;
-  if (inserted.length === 0) return false;
-  await tx`
-    insert into balances (project_id, environment, currency, available, pending)
-    values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.amount}::numeric, 0)
-    on conflict (project_id, environment, currency)
-    do update set available = balances.available + excluded.available, updated_at = now()`;
-  return true;
+  return insertCredit(tx, { ...credit, kind: 'credit_invoice', paymentId: null });
 }
 
 /**
@@ -64,19 +52,39 @@ export async function creditLatePayment(
   tx: TransactionSql,
   credit: BalanceKey & { invoiceId: string; paymentId: string; amount: string; eventId: string },
 ): Promise<boolean> {
-  const inserted = await tx`
-    insert into ledger_entries (project_id, environment, currency, kind, amount, invoice_id, event_id, payment_id)
-    values (${credit.projectId}, ${credit.environment}, ${credit.currency}, 'credit_late_payment', ${credit.amount}::numeric,
-            ${credit.invoiceId}, ${credit.eventId}, ${credit.paymentId})
-    on conflict (payment_id) where kind = 'credit_late_payment' do nothing
-    returning id`;
-  if (inserted.length === 0) return false;
-  await tx`
-    insert into balances (project_id, environment, currency, available, pending)
-    values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.amount}::numeric, 0)
-    on conflict (project_id, environment, currency)
-    do update set available = balances.available + excluded.available, updated_at = now()`;
-  return true;
+  return insertCredit(tx, { ...credit, kind: 'credit_late_payment' });
+}
+
+/**
+ * One credit: the ledger entry, unless its unique index (per invoice, or per payment for late
+ * payments) already holds one, and — only when the entry went in — the balance's increase, in one
+ * statement (one round trip). True when credited.
+ */
+async function insertCredit(
+  tx: TransactionSql,
+  credit: BalanceKey & { kind: 'credit_invoice' | 'credit_late_payment'; invoiceId: string; paymentId: string | null; amount: string; eventId: string },
+): Promise<boolean> {
+  // The conflict target names the partial unique index of the kind (SQL, not a parameter).
+  const onceOnly =
+    credit.kind === 'credit_invoice'
+      ? tx`on conflict (invoice_id) where kind = 'credit_invoice' do nothing`
+      : tx`on conflict (payment_id) where kind = 'credit_late_payment' do nothing`;
+  const [row] = await tx<{ credited: number }[]>`
+    with entry as (
+      insert into ledger_entries (project_id, environment, currency, kind, amount, invoice_id, event_id, payment_id)
+      values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.kind}, ${credit.amount}::numeric,
+              ${credit.invoiceId}, ${credit.eventId}, ${credit.paymentId})
+      ${onceOnly}
+      returning amount
+    ), balance as (
+      insert into balances (project_id, environment, currency, available, pending)
+      select ${credit.projectId}, ${credit.environment}, ${credit.currency}, entry.amount, 0 from entry
+      on conflict (project_id, environment, currency)
+      do update set available = balances.available + excluded.available, updated_at = now()
+      returning 1
+    )
+    select (select count(*) from entry)::int as credited`;
+  return (row?.credited ?? 0) > 0;
 }
 
 /** Locks a balance row for a change; undefined when the project was never credited in that coin. */
