@@ -56,21 +56,21 @@ async function main(): Promise<void> {
 
     // DIAGNOSE_CPU_ONLY=1 skips the hop-by-hop part (for a CPU profile of create/get/pay alone).
     if (process.env.DIAGNOSE_CPU_ONLY !== '1') {
-    await rate('gateway alone (GET /healthz)', { url: `${gw}/healthz` });
-    await rate('gateway + key check, no backend (GET /api/invoice/not-a-uuid → 400)', { url: `${gw}/api/invoice/x`, headers: { 'x-api-key': key.key! } });
-    const invoiceUrl = system.describe().invoice!.grpcUrl!;
-    const client = createRpcClient(InvoiceService, invoiceUrl);
-    let done = 0;
-    const until = Date.now() + SECONDS * 1000;
-    const started = Date.now();
-    await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-      while (Date.now() < until) {
-        await client.getInvoice({ projectId: project.id!, invoiceId: invoice.id! });
-        done++;
-      }
-    }));
-    console.log(`invoice gRPC GetInvoice alone (from this process): ${(done / ((Date.now() - started) / 1000)).toFixed(0)} req/s`);
-    await rate('whole GET /api/invoice/{id}', { url: `${gw}/api/invoice/${invoice.id}`, headers: { 'x-api-key': key.key! } });
+      await rate('gateway alone (GET /healthz)', { url: `${gw}/healthz` });
+      await rate('gateway + key check, no backend (GET /api/invoice/not-a-uuid → 400)', { url: `${gw}/api/invoice/x`, headers: { 'x-api-key': key.key! } });
+      const invoiceUrl = system.describe().invoice!.grpcUrl!;
+      const client = createRpcClient(InvoiceService, invoiceUrl);
+      let done = 0;
+      const until = Date.now() + SECONDS * 1000;
+      const started = Date.now();
+      await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+        while (Date.now() < until) {
+          await client.getInvoice({ projectId: project.id!, invoiceId: invoice.id! });
+          done++;
+        }
+      }));
+      console.log(`invoice gRPC GetInvoice alone (from this process): ${(done / ((Date.now() - started) / 1000)).toFixed(0)} req/s`);
+      await rate('whole GET /api/invoice/{id}', { url: `${gw}/api/invoice/${invoice.id}`, headers: { 'x-api-key': key.key! } });
     }
 
     // Where each request's CPU goes, per process (load generator = this process).
