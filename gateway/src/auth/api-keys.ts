@@ -47,12 +47,13 @@ export class ApiKeyVerifier {
 
   async verify(raw: unknown): Promise<ApiKeyPrincipal> {
     if (raw === undefined || raw === '') throw invalidApiKey('the x-api-key header is required');
-    const parsed = parseApiKey(raw);
-    if (!parsed.wellFormed) throw invalidApiKey();
-    const key = raw as string;
-    const hash = hashApiKey(key);
+    if (typeof raw !== 'string') throw invalidApiKey();
+    // A cached key was well-formed when it was first verified: its checksum need not be re-checked.
+    const hash = hashApiKey(raw);
     const cached = this.cache.get(hash);
     if (cached && cached.expiresAt > this.now()) return cached.principal;
+    if (!parseApiKey(raw).wellFormed) throw invalidApiKey();
+    const key = raw;
     const pending = this.inFlight.get(hash);
     if (pending) return pending;
     const lookup = this.lookup(key, hash).finally(() => this.inFlight.delete(hash));

@@ -15,7 +15,7 @@
  * a mistyped key without a database lookup. Only `hashApiKey(key)` and `apiKeyDisplayPrefix(key)`
  * are ever stored; the plain key is shown once.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, hash, randomBytes } from 'node:crypto';
 import type { ProjectEnvironment } from './environment';
 
 export const BASE62_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -114,7 +114,7 @@ export function parseApiKey(raw: unknown): ParsedApiKey {
 
 /** SHA-256 of the whole key as lowercase hex: what the database stores and looks keys up by. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 /** The environment prefix and the first 8 random characters, e.g. `SBX_a1B2c3D4`; a literal prefix of the key. */
