@@ -49,6 +49,26 @@ test('events after "now", signed like a delivery, for a project without a webhoo
   expect((await h.client.listProjectEvents({ projectId: project.id, cursor: page.cursor })).events).toEqual([]);
 });
 
+test('a listener never passes an event that commits after a later one was listed', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
+  const insert = (sql: typeof h.sql, eventId: string) =>
+    sql`insert into project_events (project_id, event_id, event_type, body) values (${project.id}, ${eventId}, 'invoice.paid', '{}')`;
+  // A consumer transaction takes seq n and is still running while another commits seq n+1.
+  const slow = randomUUID();
+  const fast = randomUUID();
+  const slowCommitted = h.sql.begin(async (tx) => {
+    await insert(tx, slow);
+    await insert(h.sql, fast); // autocommit, on another connection of the pool
+    const whileRunning = await h.client.listProjectEvents({ projectId: project.id, cursor });
+    // n+1 would move the cursor past n, which then commits: it waits until n has settled.
+    expect(whileRunning.events.map((e) => e.eventId)).toEqual([]);
+  });
+  await slowCommitted;
+  const after = await h.client.listProjectEvents({ projectId: project.id, cursor });
+  expect(after.events.map((e) => e.eventId)).toEqual([slow, fast]);
+});
+
 test('a project auth does not know answers not_found; a malformed cursor validation_failed', async () => {
   await expect(h.client.listProjectEvents({ projectId: randomUUID() }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('not_found');
   const project = h.auth.addProject({ webhookUrl: undefined });

@@ -20,23 +20,28 @@ export async function insertProjectEvent(
 }
 
 /**
- * The project's events after `afterSeq`, oldest first. A seq is taken at insert, not at commit: an
- * event whose consumer transaction commits after a later one was already listed can be passed
- * over by a listener. Acceptable for a development stream (a delivery never depends on it).
+ * Rows a cursor may pass: those of transactions older than every transaction still running. A seq
+ * is taken at insert, not at commit, so a row of a running transaction may yet appear below rows
+ * already visible; listing stops short of it until it has committed (or rolled back). The price:
+ * a transaction left open anywhere in the cluster holds the stream back until it ends (a
+ * development stream; deliveries never depend on it).
  */
+const settled = (sql: Queryable) => sql`tx_id < pg_snapshot_xmin(pg_current_snapshot())`;
+
+/** The project's events after `afterSeq`, oldest first, never passing one that may still commit. */
 export async function listProjectEvents(sql: Queryable, q: { projectId: string; afterSeq: string; limit: number }): Promise<ProjectEventRow[]> {
   return sql<ProjectEventRow[]>`
     select seq::text as seq, event_id, event_type, body from project_events
-    where project_id = ${q.projectId} and seq > ${q.afterSeq}
+    where project_id = ${q.projectId} and seq > ${q.afterSeq} and ${settled(sql)}
     order by seq limit ${q.limit}`;
 }
 
 /**
- * Where "now" is for a new listener: the last seq of the whole table, not of the project, so an
- * event of the project committed later (always a higher seq) is after it.
+ * Where "now" is for a new listener: the last settled seq of the whole table, not of the project,
+ * so every event of the project that commits later is after it.
  */
 export async function currentProjectEventSeq(sql: Queryable): Promise<string> {
-  const [row] = await sql<{ seq: string }[]>`select coalesce(max(seq), 0)::text as seq from project_events`;
+  const [row] = await sql<{ seq: string }[]>`select coalesce(max(seq), 0)::text as seq from project_events where ${settled(sql)}`;
   return row?.seq ?? '0';
 }
 
