@@ -9,6 +9,7 @@ import {
   allowCallers,
   createRpcClient,
   PostgresRateLimitStore,
+  RATE_LIMITS_MIGRATION,
   rateLimitCleaner,
   rateLimitSetting,
   previousKeksSetting,
@@ -94,6 +95,8 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
     ],
     settings: authSettings,
     migrationsDir: migrationsDirOf(__dirname),
+    // Counters shared by every replica (rate limits that guard secrets), from the runtime.
+    builtInMigrations: [RATE_LIMITS_MIGRATION],
     async build({ config, sql, logger, rpcTls }) {
       const box = new SecretBox(config.SECRETS_KEK, config.SECRETS_KEK_PREVIOUS);
       // Rows from before encryption (or under an older KEK) are sealed with the current KEK now.

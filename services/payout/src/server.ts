@@ -3,6 +3,7 @@ import {
   createRpcClient,
   migrationsDirOf,
   PostgresRateLimitStore,
+  RATE_LIMITS_MIGRATION,
   rateLimitCleaner,
   streamSettingsOf,
   type ServiceDefinition,
@@ -38,6 +39,8 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   ],
   settings: payoutSettings,
   migrationsDir: migrationsDirOf(__dirname),
+  // Counters shared by every replica (rate limits that guard secrets), from the runtime.
+  builtInMigrations: [RATE_LIMITS_MIGRATION],
   build({ config, sql, nats, logger, metrics: registry, rpcTls }) {
     const metrics = createPayoutMetrics(registry);
     // A short deadline: RequestPayout waits for it before answering.

@@ -16,6 +16,7 @@ import type { Setting } from './config';
 import type { Queryable, Sql } from './db';
 import { ErrorDetailSchema, RateLimitExceededSchema } from './gen/coinvoice/common/v1/error_pb';
 import type { Logger } from './log';
+import { sqlMigration } from './migrations';
 import type { Worker } from './service';
 
 export interface RateLimitPolicy {
@@ -34,8 +35,13 @@ export interface RateLimitStore {
   consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision>;
 }
 
-/** DDL of the counter table; each service that counts in Postgres copies it into a migration. */
-export const RATE_LIMIT_COUNTERS_DDL = `
+/**
+ * The counter table, as migration 5 of each service that counts in Postgres (auth, payout:
+ * ServiceDefinition.builtInMigrations). The text, comments included, is what those services kept
+ * as their own 0005_rate_limits.sql: same checksum, so databases that applied the file go on.
+ */
+export const RATE_LIMIT_COUNTERS_DDL = `-- Rate limit counters (DESIGN §13), shared by every replica: runtime rate-limit.ts
+-- (RATE_LIMIT_COUNTERS_DDL) counts here; keys are SHA-256 hashes, never IPs or emails.
 create table rate_limit_counters (
   -- policy name ':' SHA-256 of the key
   bucket       text not null,
@@ -46,6 +52,8 @@ create table rate_limit_counters (
 );
 create index rate_limit_counters_expires_idx on rate_limit_counters (expires_at);
 `;
+
+export const RATE_LIMITS_MIGRATION = sqlMigration(5, 'rate_limits', RATE_LIMIT_COUNTERS_DDL);
 
 function bucketOf(policy: RateLimitPolicy, key: string): string {
   return `${policy.name}:${createHash('sha256').update(key, 'utf8').digest('hex')}`;

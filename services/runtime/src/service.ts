@@ -16,7 +16,7 @@ import { createDb, pingDb, type Sql } from './db';
 import { connectNats, ensureServiceStream, EVENT_TABLES_MIGRATION, OutboxRelay, pingNats, processedEventsRetention, type StreamSettings } from './events';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
-import { migrate } from './migrations';
+import { migrate, type MigrationFile } from './migrations';
 import { callerPolicy, grpcHealthPortSetting, rpcTlsOf, rpcTlsSettings, type ServiceCallers } from './internal-calls';
 import { HealthMonitor, startRpcServer, type RpcRouter, type RpcTls } from './rpc';
 
@@ -61,6 +61,11 @@ export interface ServiceDefinition<S extends Settings> {
   settings: S;
   /** Absolute path of the folder of NNNN_name.sql migrations. */
   migrationsDir: string;
+  /**
+   * Migrations the runtime supplies besides the event tables (always migration 1), e.g.
+   * RATE_LIMITS_MIGRATION for a service that counts rate limits in Postgres.
+   */
+  builtInMigrations?: MigrationFile[];
   /**
    * Which processes may call each RPC (by certificate name), checked on every call when mutual
    * TLS is on (always in production).
@@ -124,7 +129,7 @@ export async function migrateService<S extends Settings>(definition: ServiceDefi
   const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: 1 });
   try {
-    await migrate(sql, { schema: definition.name, dir: definition.migrationsDir, builtIn: [EVENT_TABLES_MIGRATION], logger });
+    await migrate(sql, { schema: definition.name, dir: definition.migrationsDir, builtIn: [EVENT_TABLES_MIGRATION, ...(definition.builtInMigrations ?? [])], logger });
   } finally {
     await sql.end({ timeout: 5 });
   }

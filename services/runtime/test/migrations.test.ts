@@ -10,6 +10,7 @@ import { createDb, pingDb, type Sql } from '../src/db';
 import { migrate, MigrationError } from '../src/migrations';
 import { commonSettings, loadConfig } from '../src/config';
 import { EVENT_TABLES_DDL, EVENT_TABLES_MIGRATION, processedEventsRetention } from '../src/events';
+import { RATE_LIMIT_COUNTERS_DDL, RATE_LIMITS_MIGRATION } from '../src/rate-limit';
 import { createLogger } from '../src/log';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';
 
@@ -265,6 +266,27 @@ describe('the event tables from one source (EVENT_TABLES_MIGRATION)', () => {
     for (const service of ['auth', 'invoice', 'payout', 'notifier']) {
       const dir = path.join(REPO_ROOT, 'services', service, 'src', 'store', 'migrations');
       for (const file of readdirSync(dir)) expect(readFileSync(path.join(dir, file), 'utf8')).not.toMatch(/create table (outbox|processed_events)\b/);
+    }
+  });
+});
+
+describe('the rate-limit counters from one source (RATE_LIMITS_MIGRATION)', () => {
+  it('a database that applied them as 0005_rate_limits.sql of its own goes on as before; a new one gets them', async () => {
+    const legacy = pool('legacy_limits');
+    await migrate(legacy, { schema: 'legacy_limits', dir: migrationsDir('legacy-limits', { '0005_rate_limits.sql': RATE_LIMIT_COUNTERS_DDL }), builtIn: [EVENT_TABLES_MIGRATION] });
+    await expect(
+      migrate(legacy, { schema: 'legacy_limits', dir: migrationsDir('limits-built-in', { '0006_more.sql': 'create table more (id int);' }), builtIn: [EVENT_TABLES_MIGRATION, RATE_LIMITS_MIGRATION] }),
+    ).resolves.toEqual({ applied: ['0006_more.sql'], skipped: ['0001_event_tables.sql', '0005_rate_limits.sql'] });
+
+    const fresh = pool('fresh_limits');
+    await migrate(fresh, { schema: 'fresh_limits', dir: migrationsDir('fresh-limits', {}), builtIn: [EVENT_TABLES_MIGRATION, RATE_LIMITS_MIGRATION] });
+    expect(await tablesIn(fresh, 'fresh_limits')).toEqual(['outbox', 'processed_events', 'rate_limit_counters', 'schema_migrations']);
+  });
+
+  it('no service keeps a copy of the counter DDL among its migration files', () => {
+    for (const service of ['auth', 'invoice', 'payout', 'notifier']) {
+      const dir = path.join(REPO_ROOT, 'services', service, 'src', 'store', 'migrations');
+      for (const file of readdirSync(dir)) expect(readFileSync(path.join(dir, file), 'utf8')).not.toMatch(/create table rate_limit_counters\b/);
     }
   });
 });
