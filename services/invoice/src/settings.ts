@@ -2,7 +2,7 @@
  * The invoice service's own settings (environment variables, validated at start; a bad value
  * stops the process with one line naming the variable). Documented in services/invoice/README.md.
  */
-import { ConfigError, setting, type Setting } from '@coinvoice/runtime';
+import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/runtime';
 import {
   CRYPTO_CODES,
   cryptoCurrency,
@@ -107,15 +107,10 @@ function optionalUrl(protocols: string[]): Setting<string> {
 
 /** A duration: "24h", "90m", "30s" or milliseconds. */
 function durationSetting(defaultValue: string): Setting<number> {
-  const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
   return {
     expected: 'a duration such as 24h, 90m, 30s or a number of milliseconds',
     default: defaultValue,
-    parse: (raw) => {
-      const match = /^(\d{1,10})(ms|s|m|h|d)?$/.exec(raw);
-      if (!match) return undefined;
-      return Number(match[1]) * units[match[2] ?? 'ms']!;
-    },
+    parse: (raw) => parseDurationMs(raw, { bareMilliseconds: true }),
   };
 }
 

@@ -72,11 +72,15 @@ export function redactUrlPassword(raw: string): string {
 
 const DURATION_UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
-/** `30d` → 2592000000; undefined for anything but a whole number followed by ms, s, m, h or d. */
-export function parseDurationMs(raw: string): number | undefined {
-  const match = /^(\d{1,12})(ms|s|m|h|d)$/.exec(raw.trim());
-  if (!match) return undefined;
-  const ms = Number(match[1]) * DURATION_UNIT_MS[match[2] as keyof typeof DURATION_UNIT_MS];
+/**
+ * `30d` → 2592000000; undefined for anything but a whole number followed by ms, s, m, h or d (or,
+ * with `bareMilliseconds`, a whole number alone: milliseconds). The one duration syntax of the
+ * system's settings.
+ */
+export function parseDurationMs(raw: string, options: { bareMilliseconds?: boolean } = {}): number | undefined {
+  const match = /^(\d{1,12})(ms|s|m|h|d)?$/.exec(raw.trim());
+  if (!match || (match[2] === undefined && !options.bareMilliseconds)) return undefined;
+  const ms = Number(match[1]) * DURATION_UNIT_MS[(match[2] ?? 'ms') as keyof typeof DURATION_UNIT_MS];
   return Number.isSafeInteger(ms) ? ms : undefined;
 }
 

@@ -51,6 +51,10 @@ test('durations parse and print in whole units', () => {
   expect(parseDurationMs('45s')).toBe(45_000);
   expect(parseDurationMs('30d')).toBe(2_592_000_000);
   expect(parseDurationMs('30')).toBeUndefined();
+  // Where a setting documents bare numbers as milliseconds (the invoice service's durations).
+  expect(parseDurationMs('1500', { bareMilliseconds: true })).toBe(1_500);
+  expect(parseDurationMs('2m', { bareMilliseconds: true })).toBe(120_000);
+  expect(parseDurationMs('2 m', { bareMilliseconds: true })).toBeUndefined();
   expect(parseDurationMs('d')).toBeUndefined();
   expect(formatDurationMs(2_592_000_000)).toBe('30d');
   expect(formatDurationMs(90_000)).toBe('90s');

@@ -7,6 +7,7 @@
  * jitter of ±jitterRatio (default ±20%), so endpoints that fail together (an outage) are not all
  * retried in the same second afterwards. Waits are never negative.
  */
+import { parseDurationMs } from '@coinvoice/runtime';
 
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
 export const DEFAULT_JITTER_RATIO = 0.2;
@@ -14,8 +15,7 @@ export const DEFAULT_JITTER_RATIO = 0.2;
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
 const MAX_RETRIES = 30;
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const MAX_DELAY_MS = 7 * UNIT_MS.d;
+const MAX_DELAY_MS = 7 * 86_400_000; // a week
 
 /** A source of uniform numbers in [0, 1), like Math.random; tests pass a fixed one. */
 export type RandomSource = () => number;
@@ -94,14 +94,13 @@ export function parseRetrySchedule(text: string, options: { jitterRatio?: number
   const quoted = JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
   if (text.trim() === '') throw new RetryScheduleError(`retry schedule is empty: expected delays like "${DEFAULT_RETRY_SCHEDULE}"`);
   const delays = text.split(',').map((entry, index) => {
-    const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(entry.trim());
-    if (!match) {
+    const delayMs = parseDurationMs(entry);
+    if (delayMs === undefined) {
       throw new RetryScheduleError(
         `retry schedule ${quoted}: entry ${index + 1} ${JSON.stringify(entry.trim())} is not a duration like 500ms, 5s, 5m, 2h or 1d`,
       );
     }
-    const [, amount = '', unit = 'ms'] = match;
-    return Number(amount) * UNIT_MS[unit as keyof typeof UNIT_MS];
+    return delayMs;
   });
   try {
     return retrySchedule(delays, options);
