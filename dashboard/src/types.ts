@@ -1,123 +1,37 @@
-/** The JSON the dashboard reads, as the gateway's schemas (gateway/src/schemas) define it. */
-export interface Merchant {
-  id: string;
-  email: string;
-  name: string;
-  isAdmin: boolean;
-  createdAt: string;
-  emailVerified: boolean;
-}
+/**
+ * The JSON the dashboard reads, taken from the typed client generated from the gateway's OpenAPI
+ * document (packages/client, `npm run generate:client`): a field the gateway changes changes here,
+ * and a page that reads it no longer compiles. Type-only: nothing of the client is bundled.
+ */
+import type { paths } from '../../packages/client/src/openapi';
 
-export interface Project {
-  id: string;
-  name: string;
-  environment: 'live' | 'sandbox';
-  webhookUrl: string | null;
-  invoiceLifetimeMinutes: number;
-  createdAt: string;
-  paymentTolerancePercent: number;
-}
+type Method = 'get' | 'post' | 'patch' | 'delete';
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  createdAt: string;
-  revokedAt: string | null;
-  lastUsedAt: string | null;
+/** The JSON body `path` answers to `method` with a 200. */
+type Answer<P extends keyof paths, M extends Method> = paths[P][M] extends {
+  responses: { 200: { content: { 'application/json': infer Body } } };
 }
+  ? Body
+  : never;
 
-export interface Payment {
-  transactionHash: string;
-  amount: number;
-  confirmations: number;
-  status: string;
-  detectedAt: string;
-}
+export type Merchant = Answer<'/api/merchant/me', 'get'>;
+export type Project = Answer<'/api/merchant/projects', 'get'>['items'][number];
+export type ApiKey = Answer<'/api/merchant/projects/{id}/api-keys', 'get'>['items'][number];
+export type Invoice = Answer<'/api/merchant/invoices/{id}', 'get'>;
+export type Payment = NonNullable<Invoice['payments']>[number];
 
-export interface Invoice {
-  id: string;
-  orderId: string;
-  orderDescription: string;
-  priceAmount: number;
-  priceAmountInUsd: number;
-  amountReceived: number;
-  priceCurrency: string;
-  payCurrency: string;
-  status: string;
-  createdAt: string;
-  expiredAt: string;
-  address: string;
-  amountExpected: number;
-  successUrl: string;
-  cancelUrl: string;
-  projectName: string;
-  isDonation: boolean;
-  /** Live invoices only (sandbox invoices are never watched on chain). */
-  payments?: Payment[];
-  confirmationsRequired?: number;
-}
-
+/** A page of a list route: its items and the cursor of the next page (null on the last). */
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
 
-export interface WebhookDelivery {
-  id: string;
-  eventId: string;
-  eventType: string;
-  url: string;
-  status: 'pending' | 'succeeded' | 'failed';
-  attemptCount: number;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  redeliveryOf: string | null;
-  payload: string;
-  lastResponseStatus: number | null;
-}
+export type DeliveryLog = Answer<'/api/merchant/projects/{id}/webhook-deliveries', 'get'>;
+export type WebhookDelivery = DeliveryLog['items'][number];
+export type EndpointHealth = DeliveryLog['endpoint'];
+export type WebhookAttempt = Answer<'/api/merchant/projects/{id}/webhook-deliveries/{deliveryId}', 'get'>['attempts'][number];
 
-export interface WebhookAttempt {
-  attemptNumber: number;
-  attemptedAt: string;
-  requestHeaders: Record<string, string>;
-  requestBody: string;
-  responseStatus: number | null;
-  responseBodyExcerpt: string;
-  durationMs: number;
-  error: string | null;
-}
-
-export interface EndpointHealth {
-  url: string | null;
-  lastSuccessAt: string | null;
-  consecutiveFailures: number;
-}
-
-export interface DeliveryLog extends Page<WebhookDelivery> {
-  endpoint: EndpointHealth;
-}
-
-export interface Payout {
-  id: string;
-  amount: number;
-  currency: string;
-  address: string;
-  note: string;
-  status: string;
-  transactionHash: string | null;
-  adminNote: string | null;
-  createdAt: string;
-  environment: 'live' | 'sandbox';
-}
-
+export type Payout = Answer<'/api/payout/history', 'get'>['items'][number];
 /** A payout in the operator queue, which spans projects. */
-export interface OperatorPayout extends Payout {
-  projectId: string;
-}
-
-export interface Balances {
-  projectId: string;
-  environment: 'live' | 'sandbox';
-  balances: Array<{ currency: string; available: number; pending: number; total: number }>;
-}
+export type OperatorPayout = Answer<'/api/admin/payouts', 'get'>['items'][number];
+export type Balances = Answer<'/api/payout/balance', 'get'>;
