@@ -1097,7 +1097,7 @@ export function buildContextFiles(): string[] {
     walk(`${pkg}/src`);
   }
   walk('gateway/assets');
-  files.push('dashboard/package.json', 'dashboard/tsconfig.json', 'dashboard/index.html', 'dashboard/vite.config.ts');
+  files.push('dashboard/package.json', 'dashboard/tsconfig.json', 'dashboard/index.html', 'dashboard/vite.config.ts', 'packages/client/src/openapi.ts');
   walk('dashboard/src');
   return files;
 }
