@@ -247,6 +247,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
         environment: req.query.environment ? environmentOf(req.query.environment) : undefined,
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
+        operatorToken: merchantPrincipal(req).token,
       });
       return { items: res.payouts.map((p) => ({ ...payoutJson(p), projectId: p.projectId })), nextCursor: res.nextCursor || null };
     },

@@ -359,6 +359,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async listAllPayouts(req: ListAllPayoutsRequest): Reply<typeof ListAllPayoutsResponseSchema> {
+    await this.operator(req.operatorToken);
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
     const environment = req.environment === Environment.UNSPECIFIED ? undefined : (environmentFromProto(req.environment) ?? `unknown (${req.environment})`);
     const query = requireValid(validateOperatorList({ status, environment, pageSize: req.pageSize, cursor: req.cursor }));

@@ -6,7 +6,10 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { PayoutStatus, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { codeOf, payoutRequest, rejection, startPayoutHarness, type FakeProject, type Harness } from './support/harness';
+import { Code } from '@connectrpc/connect';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { ListAllPayoutsRequestSchema } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { codeOf, OPERATOR_TOKEN, payoutRequest, rejection, startPayoutHarness, type FakeProject, type Harness } from './support/harness';
 
 let h: Harness;
 let live: FakeProject;
@@ -29,13 +32,16 @@ async function pending(project: FakeProject): Promise<string> {
   return payout!.id;
 }
 
+/** The queue as an operator asks for it: with the operator's session token. */
+const queue = (req: MessageInitShape<typeof ListAllPayoutsRequestSchema>) => h.client.listAllPayouts({ operatorToken: OPERATOR_TOKEN, ...req });
+
 const order = (p: Payout) => [timestampDate(p.createdAt!).getTime(), p.id] as const;
 
 async function walk(pageSize: number, during?: () => Promise<void>): Promise<Payout[]> {
   const seen: Payout[] = [];
   let cursor = '';
   do {
-    const page = await h.client.listAllPayouts({ status: PayoutStatus.PENDING, environment: Environment.LIVE, pageSize, cursor });
+    const page = await queue({ status: PayoutStatus.PENDING, environment: Environment.LIVE, pageSize, cursor });
     seen.push(...page.payouts);
     cursor = page.nextCursor;
     await during?.();
@@ -70,17 +76,17 @@ test('Pending live payouts of every project, oldest first, paged without duplica
   expect(new Set(seen.map((p) => p.projectId))).toEqual(new Set([live.id, otherLive.id]));
 
   // Other filters, and none at all.
-  const sandboxQueue = await h.client.listAllPayouts({ status: PayoutStatus.PENDING, environment: Environment.SANDBOX });
+  const sandboxQueue = await queue({ status: PayoutStatus.PENDING, environment: Environment.SANDBOX });
   expect(sandboxQueue.payouts.map((p) => p.id)).toEqual([]);
-  const sandboxDone = await h.client.listAllPayouts({ status: PayoutStatus.COMPLETED, environment: Environment.SANDBOX });
+  const sandboxDone = await queue({ status: PayoutStatus.COMPLETED, environment: Environment.SANDBOX });
   expect(sandboxDone.payouts.map((p) => p.id)).toEqual([sandboxPending]);
-  const awaitingQueue = await h.client.listAllPayouts({ status: PayoutStatus.AWAITING_VERIFICATION });
+  const awaitingQueue = await queue({ status: PayoutStatus.AWAITING_VERIFICATION });
   expect(awaitingQueue.payouts.map((p) => p.id)).toEqual([awaiting!.id]);
-  const everything = await h.client.listAllPayouts({ pageSize: 100 });
+  const everything = await queue({ pageSize: 100 });
   expect(everything.payouts).toHaveLength(queued.length + arrived.length + 2);
   // The default page (20) holds all of them; a smaller page says where the next one starts.
-  expect(await h.client.listAllPayouts({})).toMatchObject({ payouts: everything.payouts, nextCursor: '' });
-  const small = await h.client.listAllPayouts({ pageSize: 5 });
+  expect(await queue({})).toMatchObject({ payouts: everything.payouts, nextCursor: '' });
+  const small = await queue({ pageSize: 5 });
   expect(small.payouts).toEqual(everything.payouts.slice(0, 5));
   expect(small.nextCursor).not.toBe('');
 });
@@ -89,9 +95,17 @@ test('bad statuses, environments, page sizes and cursors (a merchant history cur
   const history = await h.client.listPayouts({ projectId: live.id, pageSize: 1 });
   expect(history.nextCursor).not.toBe('');
   for (const cursor of ['not a cursor', history.nextCursor, 'x'.repeat(300)]) {
-    expect(await rejection(h.client.listAllPayouts({ cursor }))).toMatchObject({ code: 'validation_failed', violations: [{ field: 'cursor', message: 'is not a valid cursor' }] });
+    expect(await rejection(queue({ cursor }))).toMatchObject({ code: 'validation_failed', violations: [{ field: 'cursor', message: 'is not a valid cursor' }] });
   }
-  expect(await rejection(h.client.listAllPayouts({ status: 99 as PayoutStatus }))).toMatchObject({ violations: [{ field: 'status' }] });
-  expect(await rejection(h.client.listAllPayouts({ environment: 7 as Environment }))).toMatchObject({ violations: [{ field: 'environment' }] });
-  expect(await rejection(h.client.listAllPayouts({ pageSize: -1 }))).toMatchObject({ violations: [{ field: 'pageSize' }] });
+  expect(await rejection(queue({ status: 99 as PayoutStatus }))).toMatchObject({ violations: [{ field: 'status' }] });
+  expect(await rejection(queue({ environment: 7 as Environment }))).toMatchObject({ violations: [{ field: 'environment' }] });
+  expect(await rejection(queue({ pageSize: -1 }))).toMatchObject({ violations: [{ field: 'pageSize' }] });
+});
+
+test("the queue (every merchant's payouts and addresses) needs a valid operator session token, checked with auth", async () => {
+  await pending(live);
+  for (const operatorToken of ['', 'a-merchant-token']) {
+    expect(await rejection(h.client.listAllPayouts({ operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
+  }
+  expect((await queue({ status: PayoutStatus.PENDING })).payouts.length).toBeGreaterThan(0);
 });
