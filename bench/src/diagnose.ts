@@ -87,6 +87,8 @@ async function main(): Promise<void> {
         });
       },
     }, processes);
+    // DIAGNOSE_CREATE_ONLY=1 stops after create (a CPU profile of creation alone).
+    if (process.env.DIAGNOSE_CREATE_ONLY === '1') return;
     let next = 0;
     await rate('get (GET /api/invoice/{id})', { url: gw, requests: [{ method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/invoice/${created[next++ % created.length]}`, headers: { 'x-api-key': key.key! } }) }] }, processes);
     let paying = 0;

@@ -269,6 +269,37 @@ describe('outbox', () => {
     expect(await sql`select event_id from outbox where event_id = ${committed}`).toHaveLength(1);
   });
 
+  it('under load lets events gather between batches (coalesceMs); an idle relay still starts at once', async () => {
+    // Each publish held 5 ms, an event committed every 5 ms or so: without the pause each batch
+    // takes the one or two that arrived during the one before (measured: ~150 batches for 400).
+    const batchSizes: number[] = [];
+    const relay = newRelay({ coalesceMs: 250, pollIntervalMs: 30_000, afterPublish: () => sleep(5) });
+    const relayBatch = relay.relayBatch.bind(relay);
+    relay.relayBatch = async () => {
+      const relayed = await relayBatch();
+      if (relayed > 0) batchSizes.push(relayed);
+      return relayed;
+    };
+    await relay.start();
+    await sleep(300); // idle: asleep for the poll interval
+
+    const started = Date.now();
+    const first = await enqueue('invoice.paid', { invoiceId: 'inv_idle' });
+    await waitFor('the first event in the stream', async () => (await storedEvents()).some((e) => e.msgId === first), 5000);
+    expect(Date.now() - started).toBeLessThan(200); // not held back by the 250 ms pause
+
+    const ids: string[] = [first];
+    for (let i = 0; i < 400; i++) {
+      ids.push(await enqueue('invoice.paid', { invoiceId: `inv_load_${i}` }));
+      await sleep(5);
+    }
+    await waitFor('every event published', async () => (await unpublishedCount()) === 0, 30_000);
+    expect(new Set((await storedEvents()).map((e) => e.msgId))).toEqual(new Set(ids));
+    expect(batchSizes.reduce((a, b) => a + b, 0)).toBe(ids.length);
+    // 400 events over ≥ 2 s, in batches at least 250 ms apart once loaded: about 10.
+    expect(batchSizes.length).toBeLessThan(25);
+  });
+
   it('is woken by the commit: publish latency far below the poll interval', async () => {
     const pollIntervalMs = 30_000;
     await newRelay({ pollIntervalMs }).start();
