@@ -65,7 +65,11 @@ test('a listener never passes an event that commits after a later one was listed
     expect(whileRunning.events.map((e) => e.eventId)).toEqual([]);
   });
   await slowCommitted;
-  const after = await h.client.listProjectEvents({ projectId: project.id, cursor });
+  // Both once settled (another transaction of the cluster, e.g. a parallel test's, may hold it a moment).
+  const after = await eventually(async () => {
+    const res = await h.client.listProjectEvents({ projectId: project.id, cursor });
+    return res.events.length >= 2 ? res : undefined;
+  });
   expect(after.events.map((e) => e.eventId)).toEqual([slow, fast]);
 });
 

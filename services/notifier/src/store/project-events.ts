@@ -37,11 +37,12 @@ export async function listProjectEvents(sql: Queryable, q: { projectId: string; 
 }
 
 /**
- * Where "now" is for a new listener: the last settled seq of the whole table, not of the project,
- * so every event of the project that commits later is after it.
+ * Where "now" is for a new listener: the last committed seq of the whole table, not of the
+ * project. An event whose transaction is running at that very instant with a lower seq is before
+ * "now" for this listener; from there on, listing never passes one.
  */
 export async function currentProjectEventSeq(sql: Queryable): Promise<string> {
-  const [row] = await sql<{ seq: string }[]>`select coalesce(max(seq), 0)::text as seq from project_events where ${settled(sql)}`;
+  const [row] = await sql<{ seq: string }[]>`select coalesce(max(seq), 0)::text as seq from project_events`;
   return row?.seq ?? '0';
 }
 
