@@ -134,6 +134,32 @@ test('500, 500, 200 → three attempts with the same webhook-id, each recorded w
   expect(list.endpointHealth?.lastSuccessAt).toBeDefined();
 });
 
+test("a retry goes to the project's webhook URL of the moment: a merchant who fixes a broken URL gets the pending retries there", async () => {
+  const broken = await receiver(() => ({ status: 500, body: 'down' }));
+  const fixed = await receiver();
+  const project = h.auth.addProject({ webhookUrl: broken.url });
+  const eventId = await h.publish('invoice.paid', invoicePaid(project.id));
+  await broken.waitFor(1);
+  const stored = h.auth.projects.get(project.id);
+  if (!stored) throw new Error('no project');
+  stored.webhookUrl = fixed.url; // the merchant's PATCH, as auth answers it from now on
+
+  const [request] = await fixed.waitFor(1);
+  expect(request?.headers['webhook-id']).toBe(eventId);
+  expect(() => new Webhook(project.webhookSecret).verify(request!.body, request!.headers as Record<string, string>)).not.toThrow();
+  const [row] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'succeeded' ? rows : undefined;
+  });
+  const got = await h.client.getWebhookDelivery({ projectId: project.id, deliveryId: row?.id ?? '' });
+  expect(got.delivery).toMatchObject({ url: fixed.url, status: DeliveryStatus.SUCCEEDED, lastResponseStatus: 200 });
+  const attempts = await h.sql<{ url: string; response_status: number }[]>`
+    select url, response_status from webhook_attempts where delivery_id = ${row!.id} order by attempt_number`;
+  expect(attempts.at(0)).toEqual({ url: broken.url, response_status: 500 });
+  expect(attempts.at(-1)).toEqual({ url: fixed.url, response_status: 200 });
+  expect(broken.requests.length + fixed.requests.length).toBe(attempts.length);
+});
+
 test('retries exhausted → failed, the last error kept, notifier.webhook_delivery_failed published; the endpoint shows its failures', async () => {
   const r = await receiver(() => ({ status: 503, body: 'down for maintenance' }));
   const project = h.auth.addProject({ webhookUrl: r.url });

@@ -32,6 +32,7 @@ const resolver: HostResolver = async (hostname) => {
 };
 
 let worker: DeliveryWorker;
+const webhookUrls = new Map<string, string>();
 
 beforeAll(async () => {
   database = await createTestDatabase('cvnotifierw');
@@ -40,7 +41,8 @@ beforeAll(async () => {
   worker = new DeliveryWorker({
     sql,
     logger: createLogger({ service: 'notifier', level: 'silent' }),
-    projects: { get: async (projectId) => ({ projectId, webhookUrl: undefined, webhookSecret: secret, merchantEmail: 'm@example.com' }) },
+    // Each delivery below is its project's only one, to the project's current webhook URL.
+    projects: { get: async (projectId) => ({ projectId, webhookUrl: webhookUrls.get(projectId), webhookSecret: secret, merchantEmail: 'm@example.com' }) },
     guard: createSsrfGuard({ mode: 'production', resolve: resolver }),
     sender: recordingSender,
     schedule: parseRetrySchedule('20ms'),
@@ -60,9 +62,11 @@ afterAll(async () => {
 
 async function deliver(url: string) {
   const id = randomUUID();
+  const projectId = randomUUID();
+  webhookUrls.set(projectId, url);
   await sql`
     insert into webhook_deliveries (id, project_id, event_id, event_type, url, body, next_attempt_at)
-    values (${id}, ${randomUUID()}, ${randomUUID()}, 'invoice.paid', ${url}, '{}', now())`;
+    values (${id}, ${projectId}, ${randomUUID()}, 'invoice.paid', ${url}, '{}', now())`;
   worker.wake();
   return eventually(async () => {
     const [row] = await sql<{ status: string }[]>`select status from webhook_deliveries where id = ${id}`;

@@ -254,10 +254,16 @@ export class DeliveryWorker implements Worker {
 
     let secret: string | undefined;
     let projectKnown = true;
+    // Every attempt goes to the project's webhook URL now: a merchant who fixes a broken URL gets
+    // the pending retries there, not at the old address.
+    let url: string | undefined = row.url;
     try {
       const project = fresh ?? (await this.options.projects.get(row.project_id));
       if (project === undefined) projectKnown = false;
-      else secret = project.webhookSecret;
+      else {
+        secret = project.webhookSecret;
+        url = project.webhookUrl;
+      }
     } catch (err) {
       // Not an attempt: nothing was sent. Due again shortly, the count untouched.
       log.warn({ err }, 'delivery worker: auth unreachable; the attempt is postponed');
@@ -265,7 +271,8 @@ export class DeliveryWorker implements Worker {
       return;
     }
 
-    const record = projectKnown && secret !== undefined ? await this.attempt(row, secret) : projectGone(row);
+    const record = !projectKnown || secret === undefined ? projectGone(row) : url === undefined ? noWebhookUrl() : await this.attempt({ ...row, url }, secret);
+    const sentTo = url ?? row.url;
     const outcome = classifyAttempt(record.result);
     const delivery = toDomain(row);
     const event = deliveryEventForAttempt({
@@ -281,6 +288,7 @@ export class DeliveryWorker implements Worker {
 
     const kept = await eventTransaction(this.options.sql, async (tx) => {
       const ours = await recordOutcome(tx, row.id, token, {
+        url: sentTo,
         status: next.state,
         attemptCount: next.attemptCount,
         nextAttemptAt: next.nextAttemptAt,
@@ -293,7 +301,7 @@ export class DeliveryWorker implements Worker {
         deliveryId: row.id,
         attemptNumber,
         attemptedAt: record.attemptedAt,
-        url: row.url,
+        url: sentTo,
         requestHeaders: record.headers,
         requestBody: row.body,
         responseStatus: record.responseStatus,
@@ -301,7 +309,7 @@ export class DeliveryWorker implements Worker {
         durationMs: record.durationMs,
         error: record.error,
       });
-      await updateEndpointHealth(tx, row.project_id, row.url, success, record.attemptedAt);
+      await updateEndpointHealth(tx, row.project_id, sentTo, success, record.attemptedAt);
       if (!ours) return false;
       if (next.state === 'failed') {
         await enqueueEvent(tx, {
@@ -314,7 +322,7 @@ export class DeliveryWorker implements Worker {
               projectId: row.project_id,
               eventId: row.event_id,
               eventType: row.event_type,
-              url: row.url,
+              url: sentTo,
               attemptCount: next.attemptCount,
               lastResponseStatus: record.responseStatus ?? undefined,
               lastError: record.responseStatus === null ? (record.error ?? undefined) : undefined,
@@ -395,6 +403,10 @@ function failed(attemptedAt: Date, headers: Record<string, string>, error: strin
 
 function projectGone(row: DeliveryRow): AttemptRecord {
   return failed(new Date(), {}, `project ${row.project_id} no longer exists: nothing was sent`);
+}
+
+function noWebhookUrl(): AttemptRecord {
+  return failed(new Date(), {}, 'the project has no webhook URL any more: nothing was sent');
 }
 
 function toDomain(row: DeliveryRow): WebhookDelivery {

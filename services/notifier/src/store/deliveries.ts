@@ -197,6 +197,8 @@ export async function nextDueAt(sql: Sql, options: { perUrl: number; busy: Reado
 
 /** The delivery's state after an attempt, as the state machine computed it. */
 export interface AttemptOutcomeUpdate {
+  /** Where the attempt went: the project's webhook URL at the time (it may have changed since creation). */
+  url: string;
   status: DeliveryState;
   attemptCount: number;
   nextAttemptAt: Date | null;
@@ -234,7 +236,7 @@ export async function insertAttempt(tx: TransactionSql, a: NewAttempt): Promise<
 export async function recordOutcome(tx: TransactionSql, deliveryId: string, leaseToken: string, u: AttemptOutcomeUpdate): Promise<boolean> {
   const updated = await tx`
     update webhook_deliveries
-    set status = ${u.status}, attempt_count = ${u.attemptCount}, next_attempt_at = ${u.nextAttemptAt},
+    set url = ${u.url}, status = ${u.status}, attempt_count = ${u.attemptCount}, next_attempt_at = ${u.nextAttemptAt},
         finished_at = ${u.finishedAt}, last_attempt_at = ${u.lastAttemptAt},
         last_response_status = ${u.lastResponseStatus}, last_error = ${u.lastError},
         lease_token = null, updated_at = now()
