@@ -21,6 +21,7 @@ const ERROR_STATUSES: Record<string, string> = {
   '422': 'Idempotency-Key reused with a different body',
   '429': 'Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README)',
   '503': 'A dependency is unavailable; retry shortly',
+  '504': 'A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key',
 };
 
 /**
@@ -101,10 +102,13 @@ export class OpenApiRegistry {
                 ? { description: json.description ?? 'Success', content: json.content }
                 : { description: 'Success', content: { 'application/json': { schema: json } } };
         }
-        const errorStatuses = ['400', '404', '503'];
+        const errorStatuses = ['400', '404', '503', '504'];
         if (schema.security) errorStatuses.push('401', '403');
         if (schema.body) errorStatuses.push('413', '415');
-        if (['post', 'patch', 'delete'].includes(method.toLowerCase()) && route.url.includes(':')) errorStatuses.push('409');
+        // A write on a resource, or by an authenticated caller (payout request: insufficient
+        // balance; payout verify: not verifiable; email verify: code expired), may meet a state
+        // that refuses it.
+        if (['post', 'patch', 'delete'].includes(method.toLowerCase()) && (route.url.includes(':') || schema.security)) errorStatuses.push('409');
         if (schema.headers && JSON.stringify(schema.headers).includes('idempotency-key')) errorStatuses.push('422');
         const routeLimit = RATE_LIMITED_ROUTES[`${method.toLowerCase()} ${openapiPath(route.url)}`];
         const apiKeyLimited = JSON.stringify(schema.security ?? []).includes('apiKeyAuth');
