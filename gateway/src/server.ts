@@ -102,6 +102,8 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   );
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Browsers ask for it on every page (checkout, docs, dashboard): no icon, and no 404 in their console.
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
   // /readyz: every backend fully healthy. /readyz?scope=traffic: every backend can serve requests
   // (what Kubernetes routes on: a NATS outage delays events but must not take the API down).
   app.get<{ Querystring: { scope?: string } }>('/readyz', { schema: { hide: true } }, async (req, reply) => {

@@ -151,3 +151,9 @@ test('the public checkout endpoint exposes only what the customer needs', async 
   expect(res.text).not.toContain('secret merchant note');
   expect(res.text).not.toContain(project.id);
 });
+
+test('/favicon.ico, which browsers ask for on every page, answers 204 (no 404 in the page console)', async () => {
+  const res = await fetch(`${system.gatewayUrl}/favicon.ico`);
+  expect(res.status).toBe(204);
+  expect(res.headers.get('cache-control')).toBe('public, max-age=86400');
+});
