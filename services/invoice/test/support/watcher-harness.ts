@@ -64,7 +64,15 @@ export async function startUtxoHarness(chainName: 'bitcoin' | 'litecoin', networ
           return ok(last) ? last : undefined;
         }, timeoutMs);
       } catch (err) {
-        throw new Error(`${(err as Error).message}; last state: ${JSON.stringify(last)}; chain tip ${chain.tip.height}`);
+        // What a timing question needs (a payment's block time against expiredAt, how far the
+        // watcher had seen, when each event was written): watcher-outage.test.ts failed once so.
+        const timing = {
+          payments: await h.sql`select transaction_hash, block_number, block_time, detected_at from payments where invoice_id = ${invoiceId} order by id`,
+          cursors: await h.sql`select chain, height, block_time from chain_cursors`,
+          events: await h.sql`select event_type, created_at from outbox where payload->>'invoiceId' = ${invoiceId} order by seq`,
+          blockTimes: chain.blocks.map((b) => [b.height, b.time]),
+        };
+        throw new Error(`${(err as Error).message}; last state: ${JSON.stringify(last)}; chain tip ${chain.tip.height}; timing ${JSON.stringify(timing)}`);
       }
     },
     async dispose() {
