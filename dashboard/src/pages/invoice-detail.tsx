@@ -5,7 +5,7 @@ import { api, query } from '../api';
 import { ProjectFrame } from '../project-frame';
 import type { DeliveryLog, Invoice, Project } from '../types';
 import { Empty, ErrorMessage, Loading, StatusBadge, TableWrap, Time, useAction, useLoad } from '../ui';
-import { DeliveryRow } from './webhooks';
+import { DeliveryTable } from './webhooks';
 
 /** Statuses that can still change: the page follows them live. */
 const OPEN = new Set(['Waiting', 'Confirming', 'PartiallyPaid']);
@@ -112,23 +112,7 @@ function Deliveries({ project, invoice }: { project: Project; invoice: Invoice }
       ) : log.data.items.length === 0 ? (
         <Empty>{project.webhookUrl ? 'No webhook sent for this invoice yet.' : 'This project has no webhook URL: no webhooks are sent.'}</Empty>
       ) : (
-        <TableWrap label="Webhook deliveries for this invoice">
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last response</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {log.data.items.map((d) => (
-              <DeliveryRow key={d.id} projectId={project.id} delivery={d} onChanged={log.reload} />
-            ))}
-          </tbody>
-        </TableWrap>
+        <DeliveryTable label="Webhook deliveries for this invoice" projectId={project.id} deliveries={log.data.items} onChanged={log.reload} />
       )}
     </section>
   );

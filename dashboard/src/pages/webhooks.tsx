@@ -36,8 +36,31 @@ function Attempts({ projectId, deliveryId }: { projectId: string; deliveryId: st
   );
 }
 
+/** Deliveries as a table (the Webhooks page, an invoice's detail), a row each. */
+export function DeliveryTable({ label, projectId, deliveries, onChanged }: { label: string; projectId: string; deliveries: WebhookDelivery[]; onChanged: () => void }) {
+  return (
+    <TableWrap label={label}>
+      <thead>
+        <tr>
+          <th scope="col">Event</th>
+          <th scope="col">Status</th>
+          <th scope="col">Attempts</th>
+          <th scope="col">Last response</th>
+          <th scope="col">Created</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {deliveries.map((d) => (
+          <DeliveryRow key={d.id} projectId={projectId} delivery={d} onChanged={onChanged} />
+        ))}
+      </tbody>
+    </TableWrap>
+  );
+}
+
 /** One delivery in a table: open it to see each attempt, or send it again. */
-export function DeliveryRow({ projectId, delivery, onChanged }: { projectId: string; delivery: WebhookDelivery; onChanged: () => void }) {
+function DeliveryRow({ projectId, delivery, onChanged }: { projectId: string; delivery: WebhookDelivery; onChanged: () => void }) {
   const [open, setOpen] = useState(false);
   const redeliver = useAction(async () => {
     await api.post(`/api/merchant/projects/${projectId}/webhook-deliveries/${delivery.id}/redeliver`);
@@ -162,23 +185,7 @@ function Log({ project }: { project: Project }) {
           <Empty>No webhook deliveries{status ? ' with this status' : ' yet'}.</Empty>
         ) : (
           <>
-            <TableWrap label="Webhook deliveries">
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Last response</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {log.data.items.map((d) => (
-                  <DeliveryRow key={d.id} projectId={project.id} delivery={d} onChanged={log.reload} />
-                ))}
-              </tbody>
-            </TableWrap>
+            <DeliveryTable label="Webhook deliveries" projectId={project.id} deliveries={log.data.items} onChanged={log.reload} />
             <Pager pager={pager} nextCursor={log.data.nextCursor} label="Delivery" />
           </>
         )}

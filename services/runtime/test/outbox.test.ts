@@ -246,11 +246,10 @@ describe('outbox', () => {
     expect(await sql`select event_id from outbox where event_id = ${rolledBackId ?? ''}`).toHaveLength(0);
   });
 
-  it('a failed outbox insert fails the transaction and commits nothing, though its COMMIT went out pipelined behind it', async () => {
+  it('a failed outbox insert fails the transaction and commits nothing of it', async () => {
     await sql`create table if not exists effects (id text primary key)`;
     const id = await enqueue('invoice.paid', { invoiceId: 'inv_dup' });
-    // The same event id again violates outbox.event_id's unique constraint, and nothing awaits the
-    // insert before the COMMIT: Postgres answers that COMMIT with ROLLBACK, not an error.
+    // The same event id again violates outbox.event_id's unique constraint.
     const attempt = eventTransaction(sql, async (tx) => {
       await tx`insert into effects (id) values ('effect of the failed transaction')`;
       await enqueueEvent(tx, { id, type: 'invoice.paid', payload: { invoiceId: 'inv_dup' } });
@@ -260,7 +259,7 @@ describe('outbox', () => {
     expect(await sql`select id from effects`).toEqual([]);
     expect(await sql`select event_id from outbox where event_id = ${id}`).toHaveLength(1);
 
-    // The pipelined insert saves the round trip: one write carries the insert and the COMMIT.
+    // A good transaction afterwards commits its effect and its event.
     const committed = await eventTransaction(sql, async (tx) => {
       await tx`insert into effects (id) values ('effect of a good transaction')`;
       return enqueueEvent(tx, { type: 'invoice.paid', payload: { invoiceId: 'inv_ok' } });

@@ -72,11 +72,8 @@ declare const eventTransactionBrand: unique symbol;
  */
 export type EventTransaction = TransactionSql & { readonly [eventTransactionBrand]: true };
 
-/**
- * Transactions that wrote outbox rows, with those inserts: when one commits, its inserts are
- * checked and the relays on its pool are woken.
- */
-const outboxInsertsOf = new WeakMap<object, Array<Promise<unknown>>>();
+/** Transactions that wrote outbox rows; when one commits, the relays on its pool are woken. */
+const transactionsWithEvents = new WeakSet<object>();
 const relaysOf = new WeakMap<Sql, Set<() => void>>();
 
 /**
@@ -96,15 +93,7 @@ export async function eventTransaction<T>(sql: Sql, fn: (tx: EventTransaction) =
     used = tx;
     return fn(tx as EventTransaction);
   })) as T;
-  const inserts = used && outboxInsertsOf.get(used);
-  if (inserts) {
-    // The outbox inserts went out pipelined, and the COMMIT may have been sent before their
-    // answers came back. Postgres ends a transaction in which a statement failed with ROLLBACK,
-    // even when asked to COMMIT, and postgres.js reports no error for that: a failed insert here
-    // means nothing was committed, and the caller must hear it.
-    await Promise.all(inserts);
-    for (const wake of relaysOf.get(sql) ?? []) wake();
-  }
+  if (used && transactionsWithEvents.has(used)) for (const wake of relaysOf.get(sql) ?? []) wake();
   return result;
 }
 
@@ -128,16 +117,10 @@ export async function enqueueEvent(tx: EventTransaction, event: NewEvent): Promi
   assertEventType(event.type);
   const id = event.id ?? randomUUID();
   const requestId = event.requestId ?? currentRequestId() ?? null;
-  // Sent, not awaited: the insert travels pipelined with the transaction's next statements and its
-  // COMMIT instead of costing a round trip of its own (nothing in a transaction reads the outbox).
-  // eventTransaction awaits it after the commit; a failure aborts the whole transaction.
-  const insert = tx`
+  await tx`
     insert into outbox (event_id, event_type, event_key, payload, request_id)
-    values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId})`.then(() => undefined);
-  insert.catch(() => undefined); // observed by eventTransaction; never an unhandled rejection
-  const inserts = outboxInsertsOf.get(tx) ?? [];
-  inserts.push(insert);
-  outboxInsertsOf.set(tx, inserts);
+    values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId})`;
+  transactionsWithEvents.add(tx);
   return id;
 }
 
