@@ -167,9 +167,13 @@ test('bad answers from the node (null blocks, RPC errors, timeouts, 30 s down) n
 test('a payment mined before expiredAt while the watcher is stopped pays the invoice after restart (never Expired); a payment after expiry is recorded, credited and reported while the invoice stays Expired', async () => {
   const onTime = await createInvoice('6.00');
   const late = await createInvoice('7.00');
-  // Short lifetimes (the API's minimum is 5 minutes): set in the database for the test.
-  await db`update invoices set expired_at = now() + interval '3 seconds' where id = ${onTime.id}`;
-  await db`update invoices set expired_at = now() + interval '1 second' where id = ${late.id}`;
+  // Short lifetimes (the API's minimum is 5 minutes): set in the database for the test. Anvil's
+  // next block time is the later of now and one second after the latest block (mining several
+  // blocks at once runs its clock ahead of ours), so the lifetimes count from that.
+  const latest = await anvil.publicClient.getBlock();
+  const nextBlockTime = Math.max(Date.now(), (Number(latest.timestamp) + 1) * 1000);
+  await db`update invoices set expired_at = ${new Date(nextBlockTime + 3_000)} where id = ${onTime.id}`;
+  await db`update invoices set expired_at = ${new Date(nextBlockTime + 1_000)} where id = ${late.id}`;
 
   const active = await activeWatcher();
   process.kill(active.pid, 'SIGSTOP'); // the active watcher stops (it keeps its lock: no takeover)

@@ -30,9 +30,11 @@ test(`a ${OUTAGE_MS / 1000} s source outage: nothing is marked, nothing paid bef
   u.chain.down = true;
   const outageStarted = Date.now();
   // Paid in blocks mined during the outage, before expiredAt (which the test moves close).
-  u.chain.mine([u.chain.pay(payer, [{ address: paidOne.address, value: paidOne.sat }])]);
+  const paymentBlock = u.chain.mine([u.chain.pay(payer, [{ address: paidOne.address, value: paidOne.sat }])]);
   u.chain.mine([]);
-  const expiresAt = new Date(Date.now() + 3_000);
+  // Block times are whole, strictly increasing seconds (this one may be a second ahead of the wall
+  // clock): expiredAt is 3 s after the later of the payment block's time and now.
+  const expiresAt = new Date(Math.max(Date.now(), paymentBlock.time * 1000) + 3_000);
   await u.h.sql`update invoices set expired_at = ${expiresAt} where id = any(${[paidOne.id, unpaid.id]}::uuid[])`;
 
   // Through the outage (expiredAt passes early on), check repeatedly: nothing marked, nothing expired.

@@ -67,29 +67,29 @@ export class EsploraStandIn {
   /** While set, every request answers 503 (the source is down). */
   down = false;
   requests = 0;
-  private clock: number;
+  private clock = 0;
   private readonly sockets = new Set<Socket>();
 
   private constructor(
     readonly network: bitcoin.Network,
     private readonly server: Server,
     readonly url: string,
-    startTime: number,
-  ) {
-    this.clock = startTime;
-  }
+  ) {}
 
   static async start(network: bitcoin.Network = bitcoin.networks.bitcoin): Promise<EsploraStandIn> {
     let standIn: EsploraStandIn | undefined;
     const server = createServer((req, res) => standIn!.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    standIn = new EsploraStandIn(network, server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, Math.floor(Date.now() / 1000) - 3600);
+    standIn = new EsploraStandIn(network, server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
     server.on('connection', (socket) => {
       standIn!.sockets.add(socket);
       socket.on('close', () => standIn!.sockets.delete(socket));
     });
-    // A short history, so the chain has a tip and parents.
-    for (let i = 0; i < 3; i++) standIn.mine([]);
+    // A short history, so the chain has a tip and parents: ten minutes apart and in the past, so
+    // blocks mined by a test carry the wall clock's time (a history mined "now" put the clock
+    // seconds ahead, and a payment mined before a test's expiredAt got a block time after it).
+    const now = Math.floor(Date.now() / 1000);
+    for (let i = 3; i > 0; i--) standIn.appendBlock(standIn.tip?.hash ?? '0'.repeat(64), [], now - i * 600);
     return standIn;
   }
 
@@ -169,10 +169,10 @@ export class EsploraStandIn {
     for (let i = 0; i < depth; i++) this.appendBlock(this.tip.hash, i === 0 ? txs : []);
   }
 
-  private appendBlock(parent: string, txs: StandInTx[]): StandInBlock {
+  private appendBlock(parent: string, txs: StandInTx[], time?: number): StandInBlock {
     const height = this.blocks.length;
     // Block times follow the wall clock (strictly increasing), unless a test set the clock ahead.
-    this.clock = Math.max(Math.floor(Date.now() / 1000), this.clock + 1);
+    this.clock = time ?? Math.max(Math.floor(Date.now() / 1000), this.clock + 1);
     const header = Buffer.concat([Buffer.from(String(height)), Buffer.from(parent, 'hex'), randomBytes(8), ...txs.map((t) => Buffer.from(t.txid, 'hex'))]);
     const block: StandInBlock = { hash: sha256d(header).reverse().toString('hex'), height, parent, time: this.clock, txs };
     this.blocks.push(block);
