@@ -4,7 +4,7 @@
  * with two sweepers, idempotency and bad input.
  */
 import { randomUUID } from 'node:crypto';
-import { validateAddress, Decimal } from '@coinvoice/runtime/coins';
+import { cryptoCurrency, isCryptoCode, minimumAmount, validateAddress, Decimal } from '@coinvoice/runtime/coins';
 import fc from 'fast-check';
 import postgres from 'postgres';
 import { decodeSegwitV0 } from '../../services/invoice/test/support/independent-codecs';
@@ -168,6 +168,13 @@ test('money is exact or refused: decimals per currency, JPY without minor units'
   expect(jpy.body.priceAmount).toBe(1500);
   expect(jpy.body.priceAmountInUsd).toBe(10.35); // 1500 × 0.0069, half-up to cents
 
+  // Below a UTXO chain's dust limit no wallet can pay: 0.30 USD is 286 sat at the shipped 105,000 (dust: 294).
+  const dust = expectProblem(await create(sandbox, { priceAmount: '0.30', payCurrency: 'BTC' }), 400, 'validation_failed');
+  expect(dust.errors).toEqual([
+    { field: 'priceAmount', message: "is too small: it comes to 0.00000286 BTC, below the smallest payable amount of 0.00000294 BTC (the chain's dust limit)" },
+  ]);
+  expect((await create(sandbox, { priceAmount: '0.31', payCurrency: 'BTC' })).body.amountExpected).toBe(0.00000296);
+
   for (const [priceAmount, priceCurrency] of [['1500.5', 'JPY'], ['10.001', 'USD'], ['1e3', 'USD'], ['-5.00', 'USD'], ['0', 'EUR'], ['0.00', 'EUR'], ['abc', 'USD'], [' 10', 'USD']]) {
     const res = await create(sandbox, { priceAmount, priceCurrency });
     const problem = expectProblem(res, 400, 'validation_failed');
@@ -187,6 +194,13 @@ test('property: amountExpected at the shipped rate never falls short of the pric
         const decimals = fiat === 'JPY' ? 0 : 2;
         const price = new Decimal(minor).div(new Decimal(10).pow(decimals));
         const res = await create(sandbox, { priceAmount: price.toFixed(decimals), priceCurrency: fiat, payCurrency: coin });
+        if (!isCryptoCode(coin)) throw new Error(coin);
+        // A price worth less than the coin's dust limit is refused (a UTXO chain cannot carry it).
+        const minimum = minimumAmount(cryptoCurrency(coin));
+        if (price.mul(usdPerFiat[fiat]!).div(usdPerCoin[coin]!).lt(minimum)) {
+          expect(expectProblem(res, 400, 'validation_failed').errors).toEqual([expect.objectContaining({ field: 'priceAmount', message: expect.stringMatching(/^is too small/) })]);
+          return;
+        }
         expect(res.status).toBe(201);
         // The value the merchant receives, at the same static rate, is at least the price.
         const valueInFiat = new Decimal(res.body.amountExpected).mul(usdPerCoin[coin]!).div(usdPerFiat[fiat]!);

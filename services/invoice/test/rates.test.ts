@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { CRYPTO_CODES, FIAT_CODES, cryptoCurrency, fiatCurrency, type CryptoCode, type FiatCode } from '../src/domain/currencies';
+import { CRYPTO_CODES, FIAT_CODES, cryptoCurrency, fiatCurrency, minimumAmount, type CryptoCode, type FiatCode } from '../src/domain/currencies';
 import { Decimal, formatPlain, parsePriceAmount } from '../src/domain/money';
 import {
   DEFAULT_RATE_TABLE,
@@ -144,6 +144,17 @@ describe('quote', () => {
     const q = quoteAtRates({ priceAmount: price('999999999999.99', 'USD'), priceCurrency: 'USD', payCurrency: 'TRX' }, { rate: new Decimal('0.27'), usdRate: new Decimal(1) });
     expect(q).toEqual({ ok: false, reason: 'is too large to be quoted in TRX' });
   });
+  it('refuses an amount below the dust limit of a UTXO chain (BTC 294 sat, LTC 2,940 litoshi) and takes one at it', () => {
+    const at = (payCurrency: CryptoCode, priceAmount: string, rate: string) =>
+      quoteAtRates({ priceAmount: price(priceAmount, 'USD'), priceCurrency: 'USD', payCurrency }, { rate: new Decimal(rate), usdRate: new Decimal(1) });
+    expect(at('BTC', '1', '341297')).toEqual({ ok: false, reason: "is too small: it comes to 0.00000293 BTC, below the smallest payable amount of 0.00000294 BTC (the chain's dust limit)" });
+    expect(formatPlain(value(at('BTC', '1', '340137')).amountExpected)).toBe('0.00000294');
+    expect(at('LTC', '1', '34026')).toMatchObject({ ok: false, reason: expect.stringContaining('0.00002939 LTC, below the smallest payable amount of 0.0000294 LTC') });
+    expect(formatPlain(value(at('LTC', '1', '34014')).amountExpected)).toBe('0.0000294');
+    // Account chains have no dust: one amount unit is payable.
+    expect(formatPlain(value(at('ETH', '0.01', '3000000')).amountExpected)).toBe('0.00000001');
+    expect(formatPlain(value(at('TRX', '0.01', '10000')).amountExpected)).toBe('0.000001');
+  });
 });
 
 describe('quote properties', () => {
@@ -225,7 +236,7 @@ describe('quote properties', () => {
           { rate: new Decimal(rate), usdRate: new Decimal(usd) },
         );
         if (q.ok) expect(compareProduct(formatPlain(q.value.amountExpected), rate, req.priceAmount)).toBeGreaterThanOrEqual(0);
-        else expect(q.reason).toBe(`is too large to be quoted in ${payCurrency}`);
+        else expect(q.reason).toMatch(new RegExp(`^is too large to be quoted in ${payCurrency}$|^is too small: .* below the smallest payable amount of ${formatPlain(minimumAmount(cryptoCurrency(payCurrency)))} ${payCurrency} `));
       }),
       { numRuns: 1000 },
     );

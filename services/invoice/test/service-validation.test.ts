@@ -61,6 +61,7 @@ describe('CreateInvoice refuses bad input naming the field', () => {
     ['too many decimals', { priceAmount: '10.001' }, 'priceAmount', 'must have at most 2 decimal places for USD'],
     ['decimals in JPY', { priceAmount: '1500.5', priceCurrency: 'JPY' }, 'priceAmount', 'must be a whole number: JPY has no minor units'],
     ['absurd price', { priceAmount: '1234567890123' }, 'priceAmount', 'must have at most 12 digits before the decimal point'],
+    ['a price below the dust limit of BTC', { priceAmount: '0.01' }, 'priceAmount', /^is too small: it comes to 0\.0000001 BTC, below the smallest payable amount of 0\.00000294 BTC/],
     ['missing price', { priceAmount: '' }, 'priceAmount', 'is required'],
     ['javascript: URL', { successUrl: 'javascript:alert(1)' }, 'successUrl', 'must be an http or https URL'],
     ['relative URL', { successUrl: '/thanks' }, 'successUrl', /must be an absolute URL/],

@@ -168,6 +168,8 @@ describe('validation: violations name the public fields', () => {
     ['13 integer digits', (p) => payoutRequest(p, { amount: '1000000000000' }), 'amount', 'must have at most 12 digits before the decimal point'],
     ['a huge number converted at the edge', (p) => payoutRequest(p, { amount: '1'.padEnd(300, '0') }), 'amount', 'must have at most 12 digits before the decimal point'],
     ['7 decimals of USDT', (p) => payoutRequest(p, { currency: 'USDT', amount: '1.1234567' }), 'amount', 'must have at most 6 decimal places for USDT'],
+    ['BTC below its dust limit (293 sat)', (p) => payoutRequest(p, { amount: '0.00000293' }), 'amount', "must be at least 0.00000294 BTC (the chain's dust limit: a smaller output cannot be sent)"],
+    ['LTC below its dust limit (2,939 litoshi)', (p) => payoutRequest(p, { currency: 'LTC', amount: '0.00002939' }), 'amount', "must be at least 0.0000294 LTC (the chain's dust limit: a smaller output cannot be sent)"],
     ['no amount', (p) => ({ ...payoutRequest(p), amount: '' }), 'amount', 'is required'],
     ['an unsupported currency', (p) => ({ ...payoutRequest(p), currency: 'DOGE' }), 'currency', /unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX/],
     ['a lower-case currency', (p) => ({ ...payoutRequest(p), currency: 'btc' }), 'currency', /unsupported currency/],
@@ -200,6 +202,15 @@ describe('validation: violations name the public fields', () => {
     const note = '💸'.repeat(500);
     const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'USDT', amount: '1.123456', note }));
     expect(payout).toMatchObject({ amount: '1.123456', note });
+  });
+
+  test('payouts at the dust limit (BTC 294 sat, LTC 2,940 litoshi) and of one amount unit of ETH are fine', async () => {
+    const project = sandbox();
+    for (const currency of ['BTC', 'LTC', 'ETH'] as const) await h.credit(project, currency, '1');
+    for (const [currency, amount] of [['BTC', '0.00000294'], ['LTC', '0.0000294'], ['ETH', '0.00000001']] as const) {
+      const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount }));
+      expect(payout).toMatchObject({ amount, currency });
+    }
   });
 
   test('several bad fields are reported together', async () => {

@@ -8,11 +8,12 @@ import {
   FIAT_CODES,
   cryptoCurrency,
   isCryptoCode,
+  minimumAmount,
   isFiatCode,
   type CryptoCode,
   type FiatCode,
 } from './currencies';
-import { Decimal, Rounding, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from './money';
+import { Decimal, Rounding, formatPlain, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from './money';
 
 export interface RateProvider {
   /** Price of ONE unit of `payCurrency` in `priceCurrency`, e.g. rate('BTC', 'EUR') = 60185.18… */
@@ -205,6 +206,10 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
 
   if (!isExactJsonNumber(amountExpected) || !isExactJsonNumber(priceAmountInUsd)) {
     return refused(`is too large to be quoted in ${payCurrency}`);
+  }
+  const minimum = minimumAmount(cryptoCurrency(payCurrency));
+  if (amountExpected.lt(minimum)) {
+    return refused(`is too small: it comes to ${formatPlain(amountExpected)} ${payCurrency}, below the smallest payable amount of ${formatPlain(minimum)} ${payCurrency} (the chain's dust limit)`);
   }
   return ok({ priceAmountInUsd, amountExpected, rate: rates.rate });
 }

@@ -31,6 +31,8 @@ import {
   findCryptoCurrency,
   MAX_CRYPTO_DECIMALS,
   MAX_INTEGER_DIGITS,
+  formatPlain,
+  minimumAmount,
   parseCryptoAmount,
   validateAddress,
   type CryptoCurrency,
@@ -80,6 +82,10 @@ export function checkPayoutAmount(raw: unknown, coin: CryptoCurrency | undefined
   if (!parsed.ok) return parsed;
   if (coin && parsed.value.decimalPlaces() > coin.amountDecimals) {
     return fail(`must have at most ${coin.amountDecimals} decimal places for ${coin.code}`);
+  }
+  // Only a UTXO coin's dust limit can bite here: one amount unit is already the decimals' floor.
+  if (coin && parsed.value.lt(minimumAmount(coin))) {
+    return fail(`must be at least ${formatPlain(minimumAmount(coin))} ${coin.code} (the chain's dust limit: a smaller output cannot be sent)`);
   }
   return parsed;
 }

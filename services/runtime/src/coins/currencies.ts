@@ -2,7 +2,7 @@
  * The currency registry (DESIGN.md §4): the fiat price currencies and crypto pay currencies the
  * service supports, with what the rest of the domain needs to know about each.
  */
-import { formatPlain, refused, toBaseUnits, type Decimal, type Parsed } from './money';
+import { Decimal, formatPlain, refused, toBaseUnits, type Parsed } from './money';
 
 export const FIAT_CODES = ['USD', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD'] as const;
 export type FiatCode = (typeof FIAT_CODES)[number];
@@ -58,6 +58,12 @@ export interface CryptoCurrency {
   readonly uriScheme: 'bitcoin' | 'litecoin' | 'ethereum' | 'tron';
   /** Set for tokens: the payment is a contract call, not a native transfer. */
   readonly token?: Erc20Token;
+  /**
+   * UTXO chains: the smallest P2WPKH output, in base units, that nodes relay. Below it an output is
+   * "dust" and a standard wallet cannot send it: Bitcoin Core's dust threshold at its default
+   * dust relay fee of 3,000 sat/kvB is 294 sat; Litecoin Core's fee is ten times that (30,000).
+   */
+  readonly dustLimitBaseUnits?: number;
 }
 
 export type Currency = FiatCurrency | CryptoCurrency;
@@ -86,6 +92,7 @@ const CRYPTO: Readonly<Record<CryptoCode, CryptoCurrency>> = {
     bip44CoinType: 0,
     derivationPurpose: 84,
     uriScheme: 'bitcoin',
+    dustLimitBaseUnits: 294,
   },
   LTC: {
     kind: 'crypto',
@@ -98,6 +105,7 @@ const CRYPTO: Readonly<Record<CryptoCode, CryptoCurrency>> = {
     bip44CoinType: 2,
     derivationPurpose: 84,
     uriScheme: 'litecoin',
+    dustLimitBaseUnits: 2_940,
   },
   ETH: {
     kind: 'crypto',
@@ -181,6 +189,17 @@ export function fiatCurrency(code: FiatCode): FiatCurrency {
 /** The registry entry of a known crypto code. */
 export function cryptoCurrency(code: CryptoCode): CryptoCurrency {
   return CRYPTO[code];
+}
+
+/**
+ * The smallest amount of a coin that can be asked for or paid out: one unit of its amount
+ * decimals, or on UTXO chains the dust limit (a smaller output is not relayed, so an invoice
+ * for less could never be paid and a payout for less never sent).
+ */
+export function minimumAmount(currency: CryptoCurrency): Decimal {
+  const unit = new Decimal(10).pow(-currency.amountDecimals);
+  if (currency.dustLimitBaseUnits === undefined) return unit;
+  return Decimal.max(unit, new Decimal(currency.dustLimitBaseUnits).div(new Decimal(10).pow(currency.baseUnitDecimals)));
 }
 
 /**
