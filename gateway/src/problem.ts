@@ -65,10 +65,36 @@ interface AjvIssue {
   params: Record<string, unknown>;
 }
 
+/**
+ * A field that may be one of several types (`anyOf`, e.g. an amount as a string or a number) fails
+ * in every branch: Ajv reports each branch's complaint. Keep what the value's own type broke
+ * (`-1` → "must be > 0", not also "must be string"); a value of none of the types gets one line.
+ */
+function collapseAnyOf(issues: AjvIssue[]): AjvIssue[] {
+  const anyOfPaths = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath));
+  if (anyOfPaths.size === 0) return issues;
+  const out: AjvIssue[] = [];
+  for (const issue of issues) {
+    if (!anyOfPaths.has(issue.instancePath)) {
+      out.push(issue);
+      continue;
+    }
+    const group = issues.filter((i) => i.instancePath === issue.instancePath);
+    const own = group.filter((i) => i.keyword !== 'type' && i.keyword !== 'anyOf');
+    if (own.length > 0) {
+      if (own.includes(issue)) out.push(issue);
+    } else if (issue.keyword === 'anyOf') {
+      const types = group.filter((i) => i.keyword === 'type').map((i) => String(i.params.type));
+      out.push({ ...issue, message: `must be ${types.join(' or ')}` });
+    }
+  }
+  return out;
+}
+
 export function violationsOfValidation(issues: AjvIssue[]): Violation[] {
   const seen = new Set<string>();
   const out: Violation[] = [];
-  for (const issue of issues) {
+  for (const issue of collapseAnyOf(issues)) {
     const field = fieldOfInstancePath(
       issue.instancePath,
       typeof issue.params.missingProperty === 'string' ? issue.params.missingProperty : undefined,

@@ -494,6 +494,19 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     expect(problem.errors.map((e: { field: string }) => e.field)).toContain(field);
   });
 
+  test('an amount of neither type, or of a type but out of bounds, gets one message (not one per allowed type)', async () => {
+    for (const [amount, message] of [
+      [-1, 'must be > 0'],
+      [0, 'must be > 0'],
+      [true, 'must be string or number'],
+      [null, 'must be string or number'],
+      ['', 'must NOT have fewer than 1 characters'],
+    ] as const) {
+      const problem = expectProblem(await requestPayout(shop.project.key, { ...valid(), amount }), 400, 'validation_failed');
+      expect(problem.errors).toEqual([{ field: 'amount', message }]);
+    }
+  });
+
   test('bad verify, history and cancel input names the field', async () => {
     const key = apiKeyHeader(shop.project.key);
     expect(expectProblem(await api.post('/api/payout/verify', { payoutId: 'x', code: '123456' }, { headers: key }), 400).errors[0].field).toBe('payoutId');
