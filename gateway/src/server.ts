@@ -27,6 +27,7 @@ import { payoutRoutes } from './routes/payouts';
 import { eventStreamRoutes } from './routes/events-stream';
 import { webhookRoutes } from './routes/webhooks';
 import type { GatewayRateLimits } from './rate-limits';
+import { RouteMethods } from './route-methods';
 
 export interface GatewayClients {
   auth: Client<typeof AuthService>;
@@ -97,9 +98,17 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   });
 
   app.setErrorHandler(handleError(deps.logger));
-  app.setNotFoundHandler((req, reply) =>
-    sendProblem(reply, problemOf(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`, req.id)),
-  );
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', (route) => routeMethods.add(route.url, route.method));
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0]!;
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      const problem = problemOf(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${req.method}`, req.id);
+      return sendProblem(reply, problem, { allow: allowed.join(', ') });
+    }
+    return sendProblem(reply, problemOf(404, 'not_found', `no route ${req.method} ${path}`, req.id));
+  });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   // Browsers ask for it on every page (checkout, docs, dashboard): no icon, and no 404 in their console.

@@ -1,0 +1,45 @@
+/**
+ * A known path asked with a method it does not answer gets 405 with `Allow` (problem+json
+ * `method_not_allowed`); an unknown path stays 404. Requests never reach a backend here.
+ */
+import { buildForDocument } from '../src/openapi-document';
+
+let built: Awaited<ReturnType<typeof buildForDocument>>;
+let base: string;
+
+beforeAll(async () => {
+  built = await buildForDocument();
+  base = await built.app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(async () => {
+  await built.app.close();
+});
+
+test.each([
+  ['DELETE', '/api/invoice/0b0b0b0b-0000-4000-8000-000000000000', 'GET, HEAD'],
+  ['PUT', '/api/invoice', 'POST'],
+  ['GET', '/api/payout/request', 'POST'],
+  ['POST', '/api/rates', 'GET, HEAD'],
+  ['PATCH', '/api/checkout/some-id/qr.svg', 'GET, HEAD'],
+  ['POST', '/dashboard/invoices/123', 'GET, HEAD'],
+])('%s %s → 405, Allow: %s', async (method, url, allow) => {
+  const res = await fetch(`${base}${url}?x=1`, { method });
+  expect(res.status).toBe(405);
+  expect(res.headers.get('allow')).toBe(allow);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(await res.json()).toMatchObject({ status: 405, code: 'method_not_allowed', detail: `${url} answers ${allow}, not ${method}` });
+});
+
+test('an unknown path is 404 whatever the method', async () => {
+  for (const method of ['GET', 'POST', 'DELETE'] as const) {
+    const res = await fetch(`${base}/api/nothing-here`, { method });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('allow')).toBeNull();
+    expect(await res.json()).toMatchObject({ status: 404, code: 'not_found' });
+  }
+});
+
+test('a path of a parameter route with an extra segment is unknown, not another method', async () => {
+  const res = await fetch(`${base}/api/invoice/abc/def`, { method: 'DELETE' });
+  expect(res.status).toBe(404);
+});
