@@ -4,7 +4,8 @@
  * service (<SERVICE>_NATS_URL) and works end to end — an invoice paid in the sandbox reaches the
  * webhook (notifier) and the balance (payout ledger), a key revocation reaches the gateway — while
  * a foreign publish is refused: the gateway cannot publish invoice.paid, the payout user cannot
- * publish invoice events, and nothing forged reaches the invoice stream.
+ * publish invoice events, and nothing forged reaches the invoice stream; a consumer's user may not
+ * reconfigure another service's stream (only create it, when it starts first).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -148,4 +149,27 @@ test('a foreign publish is refused: the gateway cannot publish invoice.paid, the
   // The owner may (the same call, so the refusals above are the permissions, not the call).
   expect(await publishAs('invoice', 'coinvoice.invoice.created')).toMatch(/^accepted/);
   expect(await invoiceStreamCount()).toBe(before + 1);
+});
+
+test("a consumer's user cannot reconfigure another service's stream; the owner can", async () => {
+  const as = async (user: User, streamName: string) => {
+    const nc = await connectAs(user);
+    try {
+      const jsm = await nc.jetstreamManager();
+      const { config } = await jsm.streams.info(streamName);
+      await jsm.streams.update(streamName, { ...config, max_age: config.max_age });
+      return 'updated';
+    } catch (err) {
+      return err instanceof Error ? err.message : String(err);
+    } finally {
+      await nc.close().catch(() => undefined);
+    }
+  };
+  expect(await as('payout', 'COINVOICE_INVOICE')).toMatch(/permission|timeout/i);
+  expect(await as('notifier', 'COINVOICE_INVOICE')).toMatch(/permission|timeout/i);
+  expect(await as('notifier', 'COINVOICE_PAYOUT')).toMatch(/permission|timeout/i);
+  expect(await as('gateway', 'COINVOICE_INVOICE')).toMatch(/permission|timeout/i);
+  // The same call by the owners (so the refusals above are the permissions, not the call).
+  expect(await as('invoice', 'COINVOICE_INVOICE')).toBe('updated');
+  expect(await as('payout', 'COINVOICE_PAYOUT')).toBe('updated');
 });

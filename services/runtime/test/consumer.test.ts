@@ -319,6 +319,16 @@ describe('ensureStream', () => {
     expect(updated.config.max_age).toBe(nanos(2 * 3_600_000));
     expect((await jsm.streams.info(stream)).config.max_age).toBe(nanos(2 * 3_600_000));
   });
+
+  it("a consumer's call (reconfigure: false) leaves an existing stream as its owner made it, and creates a missing one", async () => {
+    const { stream, ns } = await newStream();
+    const seen = await ensureStream(jsm, { namespace: ns, service: 'invoice', maxAgeMs: 2 * 3_600_000, reconfigure: false });
+    expect(seen.config.max_age).toBe(nanos(30 * 86_400_000));
+    expect((await jsm.streams.info(stream)).config.max_age).toBe(nanos(30 * 86_400_000));
+    const created = await ensureStream(jsm, { namespace: ns, service: 'payout', maxAgeMs: 3_600_000, reconfigure: false });
+    expect(created.config.max_age).toBe(nanos(3_600_000));
+    await jsm.streams.delete(created.config.name);
+  });
 });
 
 describe('IdempotentConsumer pulls in batches', () => {

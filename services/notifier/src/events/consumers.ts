@@ -139,7 +139,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
     return {
       async start() {
         // The payout stream exists once the payout service has started; the notifier may be first.
-        await ensureServiceStream(deps.nats, { namespace, service, ...deps.stream });
+        await ensureServiceStream(deps.nats, { namespace, service, ...deps.stream, reconfigure: false });
         await consumer.start();
       },
       stop: () => consumer.stop(),

@@ -175,7 +175,7 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
   });
   return {
     async start() {
-      await ensureServiceStream(options.nats, { namespace, service: 'invoice', ...options.stream });
+      await ensureServiceStream(options.nats, { namespace, service: 'invoice', ...options.stream, reconfigure: false });
       await consumer.start();
       await late.start();
     },

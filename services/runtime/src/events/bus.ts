@@ -191,6 +191,12 @@ export interface EnsureStreamOptions {
   maxAgeMs?: number;
   /** Copies kept by a NATS cluster (default 1; 3 in a production cluster: NATS_STREAM_REPLICAS). */
   replicas?: number;
+  /**
+   * false for a consumer of another service's stream: it creates the stream when it starts first
+   * (start order is free) but never reconfigures an existing one — that is the owner's, and the
+   * consumer's NATS user may not update it (deploy/nats/nats-server.conf).
+   */
+  reconfigure?: boolean;
 }
 
 /**
@@ -232,13 +238,14 @@ export async function ensureStream(jsm: JetStreamManager, options: EnsureStreamO
     return await jsm.streams.add(config);
   } catch (err) {
     if (!isJetStreamApiError(err, JS_ERR.streamNameInUse)) throw err;
+    if (options.reconfigure === false) return jsm.streams.info(name);
     // It exists with another configuration (an older release of ours): update what may change.
     const { storage: _storage, ...updatable } = config;
     return jsm.streams.update(name, updatable);
   }
 }
 
-/** `ensureStream` from a connection: what a service calls at start for its own stream. */
+/** `ensureStream` from a connection: what a service calls at start for its own stream (and, with `reconfigure: false`, a consumer for another's). */
 export async function ensureServiceStream(nats: NatsConnection, options: EnsureStreamOptions): Promise<StreamInfo> {
   return ensureStream(await nats.jetstreamManager(), options);
 }
