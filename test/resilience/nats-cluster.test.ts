@@ -8,6 +8,7 @@
  * is their sum.
  */
 import { randomUUID } from 'node:crypto';
+import { ensureStream } from '@coinvoice/runtime';
 import { nanos, type JetStreamManager, type NatsConnection, type StreamInfo } from 'nats';
 import postgres from 'postgres';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
@@ -98,6 +99,29 @@ async function client(project: ProjectFixture, until: () => boolean, created: st
     }
   }
 }
+
+test('a stream made on one replica (NATS_STREAM_REPLICAS=1) becomes R3 when the setting says 3, keeping its events', async () => {
+  const jsm = await nc.jetstreamManager();
+  const namespace = `r1r3_${randomUUID().slice(0, 8)}`;
+  const r1 = await ensureStream(jsm, { namespace, service: 'invoice', replicas: 1 });
+  expect(r1.config.num_replicas).toBe(1);
+  const js = nc.jetstream();
+  for (let i = 0; i < 5; i++) await js.publish(`${namespace}.invoice.created`, new TextEncoder().encode(String(i)), { msgID: `m${i}` });
+  const r3 = await ensureStream(jsm, { namespace, service: 'invoice', replicas: 3 });
+  expect(r3.config.num_replicas).toBe(3);
+  // A leader and two copies that caught up with it (while it scales, the group may have no leader).
+  const settled = (i: StreamInfo) => Boolean(i.cluster?.leader) && (i.cluster?.replicas ?? []).filter((r) => r.current).length === 2;
+  const deadline = Date.now() + 20_000;
+  let info = await jsm.streams.info(r3.config.name);
+  while (!settled(info) && Date.now() < deadline) {
+    await sleep(200);
+    info = await jsm.streams.info(r3.config.name);
+  }
+  expect(info.cluster?.leader).toEqual(expect.any(String));
+  expect(info.cluster?.replicas?.map((r) => r.current)).toEqual([true, true]);
+  expect(info.state.messages).toBe(5);
+  await jsm.streams.delete(r3.config.name);
+}, 60_000);
 
 test('a node killed under load: every invoice Paid, one webhook each, one ledger credit each', async () => {
   const jsm = await nc.jetstreamManager();
