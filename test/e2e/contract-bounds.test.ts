@@ -148,7 +148,8 @@ describe('payout amount', () => {
   }
 
   test('a decimal string and the same JSON number reach the balance check alike (no balance: 409), exactly', async () => {
-    for (const amount of ['0.00000001', '12.5', 0.00000001, 12.5]) {
+    // (The smallest BTC payout is its dust limit, 0.00000294.)
+    for (const amount of ['0.00000301', '12.5', 0.00000301, 12.5]) {
       expectProblem(await request(amount), 409, 'insufficient_balance');
     }
   });
