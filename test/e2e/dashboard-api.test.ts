@@ -135,7 +135,10 @@ test('a merchant reads an invoice of theirs by id, finds invoices by order id, a
 
   const own = await api.get(`/api/merchant/invoices/${first.id}`, { headers: bearer(merchant.token) });
   expect(own.status).toBe(200);
-  expect(own.body).toEqual((await api.get(`/api/invoice/${first.id}`, { headers: apiKeyHeader(sandbox.key) })).body);
+  // The public invoice, plus how it was priced (the static table's rate, source and date here).
+  const { pricing, ...publicPart } = own.body;
+  expect(publicPart).toEqual((await api.get(`/api/invoice/${first.id}`, { headers: apiKeyHeader(sandbox.key) })).body);
+  expect(pricing).toEqual({ rate: 105000, rateSources: ['static'], rateQuotedAt: '2025-06-01T00:00:00.000Z' });
   const stranger = await registerMerchant(api);
   expectProblem(await api.get(`/api/merchant/invoices/${first.id}`, { headers: bearer(stranger.token) }), 404, 'not_found');
   expectProblem(await api.get(`/api/merchant/invoices/${randomUUID()}`, { headers: bearer(merchant.token) }), 404, 'not_found');

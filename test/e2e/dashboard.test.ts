@@ -303,6 +303,10 @@ describe('the merchant journey', () => {
     const fields = page.getByTestId('invoice-fields');
     await fields.getByText(invoice.id).waitFor();
     await fields.getByText(`${invoice.amountExpected} BTC`, { exact: true }).waitFor();
+    // How it was priced: the EUR cross rate of the static table (the merchant-only part of the invoice).
+    const merchantView = await api.get(`/api/merchant/invoices/${invoice.id}`, { headers: bearer(merchant.token) });
+    await fields.getByText(`1 BTC = ${merchantView.body.pricing.rate} EUR`, { exact: true }).waitFor();
+    await fields.getByText('the static rate table', { exact: true }).waitFor();
     expect(await page.getByRole('link', { name: 'Open the checkout page' }).getAttribute('href')).toBe(`/pay/${invoice.id}`);
 
     // A reload of a client route is served the app (SPA fallback) and lands on the same page.

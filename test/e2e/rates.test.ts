@@ -7,7 +7,7 @@
 import { markEmailVerified } from '../support/accounts';
 import { RateStandIn } from '../../services/invoice/test/support/rate-stand-ins';
 import { waitFor } from '../support/async';
-import { apiKeyHeader, createProjectWithKey, expectProblem, GatewayClient, registerMerchant } from '../support/http';
+import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
 
 let system: BootedSystem;
@@ -64,6 +64,13 @@ test('both providers down: a live invoice answers 503 rates_unavailable, a sandb
   const first = await api.post('/api/invoice', invoiceBody, { headers: apiKeyHeader(live.key) });
   expect(first.status).toBe(201);
   expect(first.body.amountExpected).toBe(0.00099901);
+  // The merchant sees how it was priced (the dashboard's invoice page); the public invoice does not.
+  expect(first.body.pricing).toBeUndefined();
+  const seen = await api.get(`/api/merchant/invoices/${first.body.id}`, { headers: bearer(merchant.token) });
+  expect(seen.body.pricing).toEqual({ rate: 100100, rateSources: ['coinbase', 'kraken'], rateQuotedAt: expect.any(String) });
+  const quoteAge = new Date(first.body.createdAt).getTime() - new Date(seen.body.pricing.rateQuotedAt).getTime();
+  expect(quoteAge).toBeGreaterThanOrEqual(0);
+  expect(quoteAge).toBeLessThanOrEqual(2000); // RATES_MAX_AGE_MS: never a staler quote
 
   coinbase.behaviour = { kind: 'status', status: 503 };
   kraken.behaviour = { kind: 'hang', ms: 10_000 };
@@ -80,6 +87,8 @@ test('both providers down: a live invoice answers 503 rates_unavailable, a sandb
   expect(sandboxInvoice.status).toBe(201);
   // 105 / 105,000 (the static table); at the live 100,100 it would be 0.00104896.
   expect(sandboxInvoice.body.amountExpected).toBe(0.001);
+  const sandboxSeen = await api.get(`/api/merchant/invoices/${sandboxInvoice.body.id}`, { headers: bearer(merchant.token) });
+  expect(sandboxSeen.body.pricing).toMatchObject({ rate: 105000, rateSources: ['static'] });
   coinbase.setPrices({ BTC: '100000' });
   kraken.setPrices({ BTC: '100200' });
 });

@@ -11,6 +11,13 @@ import { DeliveryTable } from './webhooks';
 const OPEN = new Set(['Waiting', 'Confirming', 'PartiallyPaid']);
 const POLL_MS = 3000;
 
+/** "static" is the rate table; providers' names mean the median of their fresh quotes. */
+function rateSource(sources: string[]): string {
+  const providers = sources.filter((s) => s !== 'static');
+  const parts = [...(providers.length > 0 ? [`${providers.length > 1 ? 'median of ' : ''}${providers.join(', ')}`] : []), ...(sources.includes('static') ? ['the static rate table'] : [])];
+  return parts.join(' and ');
+}
+
 function Fields({ invoice }: { invoice: Invoice }) {
   const rows: Array<[string, ComponentChildren]> = [
     ['Status', <StatusBadge status={invoice.status} />],
@@ -22,6 +29,9 @@ function Fields({ invoice }: { invoice: Invoice }) {
     ['Amount expected', `${invoice.amountExpected} ${invoice.payCurrency}`],
     ['Amount received', `${invoice.amountReceived} ${invoice.payCurrency}`],
     ['Pay currency', invoice.payCurrency],
+    ['Exchange rate', `1 ${invoice.payCurrency} = ${invoice.pricing.rate} ${invoice.priceCurrency}`],
+    ['Rate source', rateSource(invoice.pricing.rateSources)],
+    ['Rate quoted', invoice.pricing.rateQuotedAt ? <Time iso={invoice.pricing.rateQuotedAt} /> : '—'],
     ['Address', <code class="wrap">{invoice.address}</code>],
     ['Created', <Time iso={invoice.createdAt} />],
     ['Expires', <Time iso={invoice.expiredAt} />],
@@ -128,7 +138,7 @@ function Detail({ project, invoiceId }: { project: Project; invoiceId: string })
     return () => clearTimeout(timer);
   }, [status, tick]);
   const simulate = useAction(async () => {
-    await api.post<Invoice>(`/api/merchant/invoices/${invoiceId}/simulate`);
+    await api.post<unknown>(`/api/merchant/invoices/${invoiceId}/simulate`);
     invoice.reload();
   });
   if (invoice.error && !invoice.data) return <ErrorMessage error={invoice.error} />;

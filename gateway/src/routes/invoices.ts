@@ -9,7 +9,7 @@ import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/run
 import type { Client } from '@connectrpc/connect';
 import type { FastifyInstance } from 'fastify';
 import { apiKeyPrincipal, merchantPrincipal, type authHooks } from '../auth/hooks';
-import { environmentOf, isoTime, publicNames } from '../json';
+import { environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
 import { HttpProblem } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
@@ -18,6 +18,7 @@ import {
   InvoiceListQuery,
   InvoiceListSchema,
   InvoiceSchema,
+  MerchantInvoiceSchema,
   SandboxPayBody,
 } from '../schemas/invoice';
 
@@ -73,6 +74,13 @@ export function invoiceJson(i: Invoice | undefined) {
     isDonation: i.isDonation,
     ...liveFields(i),
   };
+}
+
+/** The invoice as its merchant sees it in the dashboard: the public shape plus how it was priced. */
+export function merchantInvoiceJson(i: Invoice | undefined) {
+  if (!i) throw new Error('invoice missing from a service response');
+  const pricing = { rate: decimalToJsonNumber(i.rate), rateSources: [...i.rateSources], rateQuotedAt: isoTimeOrNull(i.rateQuotedAt) };
+  return { ...invoiceJson(i), pricing };
 }
 
 function sandboxPayFields(body: SandboxPayBody) {
@@ -182,10 +190,10 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
   app.get<{ Params: { id: string } }>('/api/merchant/invoices/:id', {
     schema: {
       tags: ['dashboard'],
-      summary: 'One of your invoices, with its current status (the dashboard’s invoice page)',
+      summary: 'One of your invoices, with its current status and how it was priced (the dashboard’s invoice page)',
       security: bearer,
       params: IdParams,
-      response: { 200: InvoiceSchema },
+      response: { 200: MerchantInvoiceSchema },
     },
     onRequest: hooks.merchant,
     handler: async (req) => {
@@ -193,7 +201,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       const owner = await invoices.getInvoiceProject({ invoiceId: req.params.id });
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
       const res = await invoices.getInvoice({ projectId: owner.projectId, invoiceId: req.params.id });
-      return invoiceJson(res.invoice);
+      return merchantInvoiceJson(res.invoice);
     },
   });
 

@@ -65,6 +65,22 @@ export const InvoiceSchema = Type.Object(
   { $id: 'Invoice' },
 );
 
+/** How the invoice was priced, for the merchant (the dashboard's invoice page); not in the public invoice. */
+export const InvoicePricingSchema = Type.Object(
+  {
+    rate: Type.Number({ description: 'Price of one payCurrency unit in priceCurrency, fixed at creation: amountExpected = priceAmount / rate, rounded up' }),
+    rateSources: Type.Array(Type.String(), {
+      description: 'Where the rate came from: the providers whose quotes made it (coinbase, kraken; the median of fresh quotes) or static (the rate table)',
+    }),
+    rateQuotedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'Time of the oldest quote behind the rate (null for a static table without a date)',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const MerchantInvoiceSchema = Type.Object({ ...InvoiceSchema.properties, pricing: InvoicePricingSchema }, { $id: 'MerchantInvoice' });
+
 export const SandboxPayBody = Type.Optional(
   Type.Object(
     {

@@ -289,7 +289,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of your invoices, with its current status (the dashboard’s invoice page) */
+        /** One of your invoices, with its current status and how it was priced (the dashboard’s invoice page) */
         get: operations["getApiMerchantInvoicesId"];
         put?: never;
         post?: never;
@@ -3151,6 +3151,14 @@ export interface operations {
                         }[];
                         /** @description Live invoices only: confirmations a payment needs before the invoice is Paid */
                         confirmationsRequired?: number;
+                        pricing: {
+                            /** @description Price of one payCurrency unit in priceCurrency, fixed at creation: amountExpected = priceAmount / rate, rounded up */
+                            rate: number;
+                            /** @description Where the rate came from: the providers whose quotes made it (coinbase, kraken; the median of fresh quotes) or static (the rate table) */
+                            rateSources: string[];
+                            /** @description Time of the oldest quote behind the rate (null for a static table without a date) */
+                            rateQuotedAt: string | null;
+                        };
                     };
                 };
             };

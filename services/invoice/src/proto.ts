@@ -110,6 +110,8 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
     ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
     ...(row.paid_at === null ? {} : { paidAt: timestampFromDate(row.paid_at) }),
     rate: cryptoAmount(row.rate),
+    rateSources: row.rate_sources,
+    ...(row.rate_quoted_at === null ? {} : { rateQuotedAt: timestampFromDate(row.rate_quoted_at) }),
     payments: payments.map(paymentToProto),
     confirmationsRequired: row.confirmations_required,
     paymentTolerancePercent: cryptoAmount(row.payment_tolerance_percent),
