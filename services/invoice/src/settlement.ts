@@ -16,7 +16,7 @@
  *                                     invoice.late_payment, once per payment ('late' credited,
  *                                     'uncredited' for another asset)
  */
-import { enqueueEvent, type Logger, type EventTransaction } from '@coinvoice/runtime';
+import { enqueueEvent, type EventTransaction } from '@coinvoice/runtime';
 import { Decimal, deriveInvoiceState, isCryptoCode, isLivePayment, type InvoiceStatusName, type PaymentFacts } from './domain';
 import {
   invoiceConfirmingEvent,
@@ -57,7 +57,7 @@ export function invoiceFacts(row: InvoiceRow) {
 const RANK: Readonly<Record<InvoiceStatusName, number>> = { Waiting: 0, PartiallyPaid: 1, Confirming: 2, Paid: 3, Expired: 0 };
 
 /** Re-derives and writes one invoice; undefined when it does not exist. */
-export async function settleInvoice(tx: EventTransaction, invoiceId: string, logger: Logger): Promise<SettlementOutcome | undefined> {
+export async function settleInvoice(tx: EventTransaction, invoiceId: string): Promise<SettlementOutcome | undefined> {
   const locked = await lockInvoiceById(tx, invoiceId);
   if (!locked) return undefined;
   const { invoice: before, now } = locked;
@@ -174,8 +174,5 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string, log
     }
   }
 
-  if (before.paid_at !== null && payments.some((p) => p.reported_as === 'paid' && p.status === 'orphaned')) {
-    logger.error({ invoiceId, chain: payments[0]?.chain }, 'INCIDENT: a payment of a Paid invoice left the chain (reorg deeper than the confirmation threshold); nothing reversed automatically');
-  }
   return { invoice, previousStatus: before.status, events };
 }

@@ -43,7 +43,7 @@ export class ExpirySweeper extends PeriodicBatchWorker {
       }
       let count = 0;
       for (const row of await lockDueOpenInvoices(tx, this.options.batchSize, watchedUntil)) {
-        const outcome = await settleInvoice(tx, row.id, this.logger);
+        const outcome = await settleInvoice(tx, row.id);
         if (outcome?.invoice.status === 'Expired' && outcome.previousStatus !== 'Expired') count++;
       }
       return count;

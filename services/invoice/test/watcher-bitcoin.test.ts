@@ -109,3 +109,33 @@ test('one transaction paying two invoices credits both; an underpayment then a t
   expect(paidA.events.filter((e) => e === 'invoice.paid')).toHaveLength(1);
   expect(paidB.events.filter((e) => e === 'invoice.paid')).toHaveLength(1);
 });
+
+test('a reorg deeper than the confirmation threshold after Paid: nothing reversed (still Paid, no invoice.reopened), counted once as an incident', async () => {
+  const incidents = async () => {
+    const text = await (await fetch(`${u.watcher.adminUrl}/metrics`)).text();
+    return Number(/^watcher_credited_payments_orphaned_total\{chain="bitcoin"\} (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  const before = await incidents();
+  const invoice = await liveInvoice();
+  const input = payer.utxos[0]!;
+  const payment = u.chain.pay(payer, [{ address: invoice.address, value: invoice.sat }], input);
+  u.chain.mine([payment]);
+  u.chain.mine([]);
+  await until(invoice.id, 'Paid at 2 confirmations', (s) => s.status === 'Paid');
+
+  // Both blocks replaced; the new first one spends the same coin elsewhere.
+  const doubleSpend = u.chain.pay(payer, [{ address: new Payer(u.chain.network).payment.address!, value: 5_000_000 }], input);
+  u.chain.reorg(2, [doubleSpend]);
+  u.chain.mine([]);
+  const after = await until(invoice.id, 'its payment off the chain', (s) => s.payments[0]?.status === 'orphaned' || s.payments[0]?.status === 'replaced');
+  expect(after.status).toBe('Paid');
+  expect(after.events.filter((e) => e === 'invoice.paid')).toHaveLength(1);
+  expect(after.events).not.toContain('invoice.reopened');
+  expect(await incidents()).toBe(before + 1);
+  // Later blocks settle the invoice again: the incident is not counted twice.
+  u.chain.mine([]);
+  u.chain.mine([]);
+  await new Promise((r) => setTimeout(r, 600));
+  expect(await incidents()).toBe(before + 1);
+  expect((await state(invoice.id)).status).toBe('Paid');
+});

@@ -49,7 +49,7 @@ export async function followMempool(options: {
       for (const row of replaced) touched.add(row.invoice_id);
     }
     const outcomes = [];
-    for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId, logger));
+    for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId));
     return outcomes;
   });
 }

@@ -7,6 +7,7 @@ export interface WatcherMetrics {
   blocks: Counter<'chain'>;
   reorgs: Counter<'chain'>;
   paymentsOrphaned: Counter<'chain'>;
+  creditedPaymentsOrphaned: Counter<'chain'>;
   sourceErrors: Counter<'chain' | 'kind'>;
   events: Counter<'chain' | 'event'>;
   reconciliationMismatches: Counter<'chain' | 'asset'>;
@@ -34,6 +35,12 @@ export function createWatcherMetrics(
     blocks: new Counter({ name: 'watcher_blocks_processed_total', help: 'Blocks scanned and committed', labelNames: ['chain'] as const, registers: [registry] }),
     reorgs: new Counter({ name: 'watcher_reorgs_total', help: 'Reorgs detected (cursor block left the canonical chain)', labelNames: ['chain'] as const, registers: [registry] }),
     paymentsOrphaned: new Counter({ name: 'watcher_payments_orphaned_total', help: 'Payments orphaned by reorgs', labelNames: ['chain'] as const, registers: [registry] }),
+    creditedPaymentsOrphaned: new Counter({
+      name: 'watcher_credited_payments_orphaned_total',
+      help: 'INCIDENTS: payments already credited to a balance (invoice.paid or a credited late payment) whose block left the chain; nothing is reversed automatically',
+      labelNames: ['chain'] as const,
+      registers: [registry],
+    }),
     sourceErrors: new Counter({ name: 'watcher_source_errors_total', help: 'Failed watcher rounds by cause (node down, timeout, malformed answer, missing block)', labelNames: ['chain', 'kind'] as const, registers: [registry] }),
     events: new Counter({ name: 'watcher_invoice_events_total', help: 'Invoice events written by settlement, by type', labelNames: ['chain', 'event'] as const, registers: [registry] }),
     reconciliationMismatches: new Counter({ name: 'watcher_reconciliation_mismatches_total', help: 'Addresses whose on-chain balance exceeded their recorded payments', labelNames: ['chain', 'asset'] as const, registers: [registry] }),

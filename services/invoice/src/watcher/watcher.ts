@@ -235,7 +235,7 @@ export class ChainWatcher implements Worker {
         await saveCursor(tx, chain, top);
         for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth)) touched.add(row.invoice_id);
         const outcomes = [];
-        for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId, this.logger));
+        for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId));
         return outcomes;
       });
       metrics.blocks.inc({ chain }, blocks.length);
@@ -262,7 +262,7 @@ export class ChainWatcher implements Worker {
       }
       for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth)) touched.add(row.invoice_id);
       const outcomes = [];
-      for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId, this.logger));
+      for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId));
       return outcomes;
     });
     this.countSettlements(settled);
@@ -358,8 +358,17 @@ export class ChainWatcher implements Worker {
       await deleteBlocksAbove(tx, chain, forkBlock.height);
       await saveCursor(tx, chain, forkBlock);
       metrics.paymentsOrphaned.inc({ chain }, orphaned.length);
+      // Money already credited to a merchant's balance left the chain: reversing it is an
+      // operator's decision (DESIGN §9). Logged and counted once, when it happens.
+      for (const p of orphaned.filter((row) => row.reported_as === 'paid' || row.reported_as === 'late')) {
+        metrics.creditedPaymentsOrphaned.inc({ chain });
+        this.logger.error(
+          { invoiceId: p.invoice_id, transactionHash: p.transaction_hash, outputIndex: p.output_index, asset: p.asset, amount: p.amount, creditedAs: p.reported_as },
+          'INCIDENT: a payment already credited to a balance left the chain (a reorg deeper than the confirmation threshold); nothing reversed automatically',
+        );
+      }
       const result = [];
-      for (const invoiceId of new Set(orphaned.map((p) => p.invoice_id))) result.push(await settleInvoice(tx, invoiceId, this.logger));
+      for (const invoiceId of new Set(orphaned.map((p) => p.invoice_id))) result.push(await settleInvoice(tx, invoiceId));
       return result;
     });
     metrics.reorgs.inc({ chain });
