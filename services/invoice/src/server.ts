@@ -55,6 +55,15 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
             logger,
           })
         : undefined;
+    if (liveRates) {
+      // Quotes before serving (each provider asked once, bounded by RATES_TIMEOUT_MS): a replica
+      // that just started prices live invoices at once. Providers down: it serves anyway (503
+      // rates_unavailable for live invoices, the sandbox from the table) and keeps asking.
+      liveRates.start();
+      await liveRates.firstQuotes();
+      const quoted = liveRates.providers().filter((p) => p.fetchedAt !== undefined).map((p) => p.source);
+      logger.info({ quoted }, quoted.length > 0 ? 'live rates: first quotes in' : 'live rates: no provider answered yet; live invoices answer 503 until one does');
+    }
     const pricing = new InvoicePricing({ source, table: config.INVOICE_RATE_TABLE, live: liveRates });
     const handlers = new InvoiceHandlers({
       sql,

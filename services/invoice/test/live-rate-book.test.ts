@@ -147,3 +147,20 @@ test('both providers down for longer than the max age: no price at all (never a 
   kraken.setPrices({ BTC: '100200' });
   await btcPricedAt('100100', ['coinbase', 'kraken']);
 });
+
+test('a quote is as old as its question: an answer that took 0.8 s is 0.8 s old when it arrives', async () => {
+  let clock = new Date('2026-01-01T00:00:00Z').getTime();
+  const slowFeed = {
+    source: 'coinbase' as const,
+    async fetchPrices() {
+      clock += 800; // the answer arrives 0.8 s after the question
+      return { prices: new Map([['BTC' as const, new Decimal('100000')]]), problems: [] };
+    },
+  };
+  const slowBook = new LiveRateBook({ feeds: [slowFeed], refreshMs: 60_000, maxAgeMs: 1_000, logger: pino({ level: 'silent' }), now: () => new Date(clock) });
+  await slowBook.refresh(slowFeed);
+  const price = slowBook.price('BTC')!;
+  expect(price.quotedAt.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+  clock += 201; // 1.001 s after the question, 0.201 s after the answer: too old
+  expect(slowBook.price('BTC')).toBeUndefined();
+});

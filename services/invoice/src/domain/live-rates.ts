@@ -106,6 +106,7 @@ export function parseKrakenTicker(body: unknown): ProviderPrices {
 /** One provider's latest successful answer. */
 export interface ProviderSnapshot {
   readonly source: RateSourceName;
+  /** When the provider was asked for this answer (its age counts from then, not from its arrival). */
   readonly fetchedAt: Date;
   readonly prices: ReadonlyMap<QuotedCode, Decimal>;
 }

@@ -27,7 +27,7 @@ export interface LiveRateBookOptions {
 /** What GET /api/rates shows per provider. */
 export interface ProviderStatus {
   source: RateSourceName;
-  /** When its last good answer arrived (undefined: never). */
+  /** When its last good answer was asked for (undefined: never). */
   fetchedAt: Date | undefined;
   /** Its USD prices from that answer. */
   prices: ReadonlyMap<QuotedCode, Decimal>;
@@ -45,6 +45,7 @@ export class LiveRateBook implements Worker {
   private readonly loops: Promise<void>[] = [];
   private readonly wakers = new Set<() => void>();
   private stopping = new AbortController();
+  private firstRound: Promise<void> = Promise.resolve();
   private readonly logger: Logger;
   private readonly now: () => Date;
 
@@ -57,7 +58,22 @@ export class LiveRateBook implements Worker {
     if (this.running) return;
     this.running = true;
     this.stopping = new AbortController();
-    for (const feed of this.options.feeds) this.loops.push(this.refreshLoop(feed));
+    const firstAnswers: Promise<void>[] = [];
+    for (const feed of this.options.feeds) {
+      let answered!: () => void;
+      firstAnswers.push(new Promise<void>((resolve) => (answered = resolve)));
+      this.loops.push(this.refreshLoop(feed, answered));
+    }
+    this.firstRound = Promise.all(firstAnswers).then(() => undefined);
+  }
+
+  /**
+   * Resolves once every provider has been asked once (answered, failed or timed out: at most
+   * RATES_TIMEOUT_MS). The service awaits it before it serves, so a new replica never refuses
+   * live invoices with 503 only because its first quotes are still on the way.
+   */
+  firstQuotes(): Promise<void> {
+    return this.firstRound;
   }
 
   async stop(): Promise<void> {
@@ -89,13 +105,16 @@ export class LiveRateBook implements Worker {
 
   /** Asks one provider now (the loop's step; tests may call it to refresh deterministically). */
   async refresh(feed: RateFeed): Promise<void> {
+    // A quote is as old as the question: its age counts from when it was asked, so a slow answer
+    // (or one handled late on a busy process) is never taken for fresher than it is.
+    const askedAt = this.now();
     try {
       const answer = await feed.fetchPrices(this.stopping.signal);
       if (answer.problems.length > 0) {
         this.logger.warn({ source: feed.source, problems: answer.problems }, 'rate provider answer has unusable entries; they are ignored');
       }
       if (answer.prices.size === 0) throw new Error(`no usable price in the answer (${answer.problems.slice(0, 3).join('; ')})`);
-      this.snapshots.set(feed.source, { source: feed.source, fetchedAt: this.now(), prices: answer.prices });
+      this.snapshots.set(feed.source, { source: feed.source, fetchedAt: askedAt, prices: answer.prices });
       this.lastErrors.delete(feed.source);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
@@ -124,9 +143,10 @@ export class LiveRateBook implements Worker {
     return prices;
   }
 
-  private async refreshLoop(feed: RateFeed): Promise<void> {
+  private async refreshLoop(feed: RateFeed, answered: () => void): Promise<void> {
     while (this.running) {
       await this.refresh(feed);
+      answered();
       if (!this.running) break;
       await new Promise<void>((resolve) => {
         const wake = () => {
