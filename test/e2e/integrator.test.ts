@@ -122,6 +122,22 @@ describe('the coinvoice CLI', () => {
     expect(bad).toMatchObject({ code: 1, stderr: expect.stringMatching(/creating the invoice failed: 400 validation_failed.*priceAmount/) });
   });
 
+  test('invoices list filters by every status, live ones included; rates shows the prices new invoices get', async () => {
+    const paid = JSON.parse(await ok(['invoices', 'list', '--status', 'Paid'])) as { items: Array<{ status: string }> };
+    expect(paid.items.length).toBeGreaterThan(0);
+    expect(paid.items.every((i) => i.status === 'Paid')).toBe(true);
+    for (const status of ['PartiallyPaid', 'Confirming']) {
+      expect(JSON.parse(await ok(['invoices', 'list', '--status', status]))).toEqual({ items: [], nextCursor: null });
+    }
+    expect(await cli(['invoices', 'list', '--status', 'Done'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--status must be one of Waiting, PartiallyPaid, Confirming, Paid, Expired'),
+    });
+    const rates = JSON.parse(await ok(['rates'])) as { source: string; rates: Array<{ currency: string; usd: number }> };
+    expect(rates.source).toBe('static');
+    expect(rates.rates).toContainEqual(expect.objectContaining({ currency: 'BTC', usd: 105000 }));
+  });
+
   test('listen forwards a triggered sandbox invoice.paid to a local URL, signed like a real delivery', async () => {
     const receiver = await new Receiver(() => ({ status: 204 })).start();
     try {

@@ -1,5 +1,5 @@
 /**
- * The commands: login, invoices create|get|list, sandbox pay, trigger. Each takes the parsed
+ * The commands: login, invoices create|get|list, sandbox pay, trigger, rates. Each takes the parsed
  * options and an output function, and answers through the typed client (@coinvoice/client).
  */
 import type { paths } from '@coinvoice/client';
@@ -73,6 +73,9 @@ export async function getInvoice(io: Io, id: string) {
 }
 
 type InvoiceListQuery = NonNullable<paths['/api/merchant/projects/{id}/invoices']['get']['parameters']['query']>;
+export type InvoiceStatusFilter = NonNullable<InvoiceListQuery['status']>;
+/** Every status an invoice can be in (live invoices also pass through PartiallyPaid and Confirming). */
+export const INVOICE_STATUSES: readonly InvoiceStatusFilter[] = ['Waiting', 'PartiallyPaid', 'Confirming', 'Paid', 'Expired'];
 
 export async function listInvoices(io: Io, o: { limit?: string; status?: InvoiceListQuery['status'] }) {
   const config = readConfig(io.configFile);
@@ -115,4 +118,11 @@ export async function trigger(io: Io, eventType: string) {
   const paid = unwrap(await client.POST('/api/invoice/{id}/sandbox/pay', { params: { path: { id: created.id } } }), `paying invoice ${created.id}`);
   io.out(`Triggered invoice.paid: sandbox invoice ${paid.id} paid (${paid.amountReceived} ${paid.payCurrency})`);
   return paid;
+}
+
+/** The exchange rates new invoices are priced at now (public: no login needed), with their age. */
+export async function rates(io: Io, baseUrl: string) {
+  const answer = unwrap(await merchantClient({ baseUrl, token: '' }).GET('/api/rates'), 'reading the rates');
+  io.out(json(answer));
+  return answer;
 }

@@ -4,8 +4,9 @@
  *   coinvoice login --email you@shop.example [--password …] [--base-url http://127.0.0.1:8080] [--project <id>]
  *   coinvoice invoices create --amount 19.90 --currency EUR --pay BTC [--order-id …] [--description …]
  *   coinvoice invoices get <id>
- *   coinvoice invoices list [--limit 20] [--status Waiting|Paid|Expired]
+ *   coinvoice invoices list [--limit 20] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
  *   coinvoice sandbox pay <id>
+ *   coinvoice rates [--base-url http://127.0.0.1:8080]
  *   coinvoice trigger invoice.paid
  *   coinvoice listen --forward-to http://localhost:3000/webhooks [--events invoice.paid,…]
  *
@@ -13,16 +14,17 @@
  * (default ~/.config/coinvoice/config.json).
  */
 import { parseArgs } from 'node:util';
-import { createInvoice, getInvoice, listInvoices, login, sandboxPay, trigger, type Io } from './commands';
-import { CliError, configPath } from './config';
+import { createInvoice, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, type InvoiceStatusFilter, type Io } from './commands';
+import { CliError, configPath, readConfig } from './config';
 import { listen } from './listen';
 
 const USAGE = `usage:
   coinvoice login --email <email> [--password <password>] [--base-url <url>] [--project <id>]
   coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> [--order-id <id>] [--description <text>] [--success-url <url>] [--cancel-url <url>]
   coinvoice invoices get <id>
-  coinvoice invoices list [--limit <n>] [--status Waiting|Paid|Expired]
+  coinvoice invoices list [--limit <n>] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
   coinvoice sandbox pay <id>
+  coinvoice rates [--base-url <url>]
   coinvoice trigger invoice.paid
   coinvoice listen --forward-to <url> [--events <type,type>]`;
 
@@ -85,8 +87,22 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       return;
     case 'invoices list': {
       const status = v.status;
-      if (status !== undefined && status !== 'Waiting' && status !== 'Paid' && status !== 'Expired') throw new CliError('--status must be Waiting, Paid or Expired');
+      const isStatus = (value: string): value is InvoiceStatusFilter => (INVOICE_STATUSES as readonly string[]).includes(value);
+      if (status !== undefined && !isStatus(status)) throw new CliError(`--status must be one of ${INVOICE_STATUSES.join(', ')}`);
       await listInvoices(io, { ...(v.limit ? { limit: v.limit } : {}), ...(status ? { status } : {}) });
+      return;
+    }
+    case 'rates': {
+      // Public: the logged-in base URL when there is one, else --base-url / COINVOICE_BASE_URL.
+      let baseUrl = v['base-url'] ?? env.COINVOICE_BASE_URL;
+      if (baseUrl === undefined) {
+        try {
+          baseUrl = readConfig(io.configFile).baseUrl;
+        } catch {
+          baseUrl = 'http://127.0.0.1:8080';
+        }
+      }
+      await rates(io, baseUrl);
       return;
     }
     case 'sandbox pay':
