@@ -22,7 +22,7 @@
     current = c;
     root.className = 'card state-' + c.status.toLowerCase();
     el('sandbox').classList.toggle('hidden', !c.isSandbox);
-    setText('amount', c.amountExpected + ' ' + c.payCurrency);
+    setText('amount', c.amountExpectedDecimal + ' ' + c.payCurrency);
     setText('fiat', c.priceAmount + ' ' + c.priceCurrency);
     setText('address', c.address);
     el('qr').setAttribute('src', endpoint + '/qr.svg');
@@ -36,7 +36,7 @@
     el('pay').classList.toggle('hidden', !waiting);
     el('confirming').classList.toggle('hidden', !confirming);
     if (confirming) setText('confirmations', c.confirmations + ' of ' + c.confirmationsRequired);
-    if (partially) setText('amount', c.amountRemaining + ' ' + c.payCurrency);
+    if (partially) setText('amount', c.amountRemainingDecimal + ' ' + c.payCurrency);
     el('paid').classList.toggle('hidden', c.status !== 'Paid');
     el('expired').classList.toggle('hidden', c.status !== 'Expired');
     el('success-link').setAttribute('href', c.successUrl);
@@ -44,11 +44,11 @@
     el('back-link').setAttribute('href', c.cancelUrl);
     // The status line and the way out belong to the waiting state; the result panels say the rest.
     setText('status', partially
-      ? 'Received ' + c.amountReceived + ' ' + c.payCurrency + ' — ' + c.amountRemaining + ' ' + c.payCurrency + ' remaining'
+      ? 'Received ' + c.amountReceivedDecimal + ' ' + c.payCurrency + ' — ' + c.amountRemainingDecimal + ' ' + c.payCurrency + ' remaining'
       : 'Waiting for payment…');
     el('status').classList.toggle('hidden', !waiting);
     el('back-link').parentNode.classList.toggle('hidden', !waiting);
-    setText('received', c.amountReceived + ' ' + c.payCurrency);
+    setText('received', c.amountReceivedDecimal + ' ' + c.payCurrency);
     tick();
   }
 

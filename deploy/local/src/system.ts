@@ -168,6 +168,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       env: {
         ...shared,
         AUTH_URL: primaryUrl.get('auth'),
+        INVOICE_URL: primaryUrl.get('invoice'),
         NOTIFIER_URL: primaryUrl.get('notifier'),
         // Per-service NATS users (deploy/nats): <SERVICE>_NATS_URL replaces NATS_URL for that service.
         NATS_URL: options.env[`${name.toUpperCase()}_NATS_URL`] ?? options.natsUrl,

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { decimalToJsonNumber, packageRoot } from '@coinvoice/runtime';
+import { decimalAsJsonNumber, decimalToJsonNumber, packageRoot } from '@coinvoice/runtime';
 import type { Checkout, InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -34,7 +34,9 @@ export function checkoutJson(c: Checkout | undefined) {
     status: invoiceStatuses.name(c.status),
     payCurrency: c.payCurrency,
     amountExpected: decimalToJsonNumber(c.amountExpected),
+    amountExpectedDecimal: decimalAsJsonNumber(c.amountExpected),
     amountReceived: decimalToJsonNumber(c.amountReceived),
+    amountReceivedDecimal: decimalAsJsonNumber(c.amountReceived),
     address: c.address,
     paymentUri: c.paymentUri,
     priceAmount: decimalToJsonNumber(c.priceAmount),
@@ -47,7 +49,12 @@ export function checkoutJson(c: Checkout | undefined) {
     // Live only (the sandbox skips confirmations): "N of M" and what is still missing.
     ...(c.isSandbox
       ? {}
-      : { confirmations: c.confirmations, confirmationsRequired: c.confirmationsRequired, amountRemaining: decimalToJsonNumber(c.amountRemaining) }),
+      : {
+          confirmations: c.confirmations,
+          confirmationsRequired: c.confirmationsRequired,
+          amountRemaining: decimalToJsonNumber(c.amountRemaining),
+          amountRemainingDecimal: decimalAsJsonNumber(c.amountRemaining),
+        }),
   };
 }
 

@@ -2,7 +2,7 @@
  * Invoices: the public API (x-api-key) — create, get, sandbox pay — and the dashboard's invoice
  * list and Simulate action (Bearer). Field for field the service description's Invoice table.
  */
-import { decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
+import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
@@ -36,13 +36,20 @@ export const invoiceStatuses = publicNames('invoice status', [
   [InvoiceStatus.EXPIRED, 'Expired'],
 ] as const);
 
-/** Live invoices only: the sandbox's invoice JSON stays exactly the documented 17 fields. */
+/**
+ * Live invoices only: the sandbox's invoice JSON stays exactly the documented 17 fields. A live
+ * payment can carry more digits than a JSON number's double (ETH has 18 decimals): every amount
+ * here also comes as its exact decimal string, `…Decimal` (docs/accounting.md).
+ */
 function liveFields(i: Invoice) {
   if (i.environment !== Environment.LIVE) return {};
   return {
+    amountExpectedDecimal: decimalAsJsonNumber(i.amountExpected),
+    amountReceivedDecimal: decimalAsJsonNumber(i.amountReceived),
     payments: i.payments.map((p) => ({
       transactionHash: p.transactionHash,
       amount: decimalToJsonNumber(p.amount),
+      amountDecimal: decimalAsJsonNumber(p.amount),
       asset: p.asset,
       confirmations: p.confirmations,
       status: p.status,

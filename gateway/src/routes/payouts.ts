@@ -28,6 +28,7 @@ import {
   PayoutSchema,
   ProjectBody,
   ProjectQuery,
+  LedgerCheckSchema,
   RejectPayoutBody,
   RequestPayoutBody,
   VerifyPayoutBody,
@@ -67,12 +68,14 @@ export function payoutJson(p: Payout | undefined) {
 /**
  * The balance body as exact JSON text: a balance is a sum without bound, which a double may not
  * hold exactly, so each amount is written as the decimal's own digits (JSON.parse reads the
- * nearest double; a decimal-aware client the exact value) instead of failing or rounding.
+ * nearest double; a decimal-aware client the exact value) instead of failing or rounding, and
+ * again as exact decimal strings (`…Decimal`) for clients whose parser has only doubles.
  */
 export function balanceJsonText(res: GetBalanceResponse): string {
   const balances = res.balances.map(
     (b) =>
-      `{"currency":${JSON.stringify(b.currency)},"available":${decimalAsJsonNumber(b.available)},"pending":${decimalAsJsonNumber(b.pending)},"total":${decimalAsJsonNumber(b.total)}}`,
+      `{"currency":${JSON.stringify(b.currency)},"available":${decimalAsJsonNumber(b.available)},"pending":${decimalAsJsonNumber(b.pending)},"total":${decimalAsJsonNumber(b.total)},` +
+      `"availableDecimal":"${decimalAsJsonNumber(b.available)}","pendingDecimal":"${decimalAsJsonNumber(b.pending)}","totalDecimal":"${decimalAsJsonNumber(b.total)}"}`,
   );
   return `{"projectId":${JSON.stringify(res.projectId)},"environment":${JSON.stringify(environmentName(res.environment))},"balances":[${balances.join(',')}]}`;
 }
@@ -287,6 +290,20 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       checkText('adminNote', req.body.adminNote);
       const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote, operatorToken: merchantPrincipal(req).token });
       return payoutJson(res.payout);
+    },
+  });
+
+  app.post('/api/admin/ledger/check', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: check the ledger invariants now (also run hourly): balances equal their entries, every reported credit is in the ledger exactly once, no credit lacks a payment',
+      security: bearer,
+      response: { 200: LedgerCheckSchema },
+    },
+    onRequest: hooks.admin,
+    handler: async (req) => {
+      const res = await payouts.checkLedgerInvariants({ operatorToken: merchantPrincipal(req).token });
+      return { violations: res.violations.map((v) => ({ kind: v.kind, detail: v.detail })), balancesChecked: Number(res.balancesChecked), creditsChecked: Number(res.creditsChecked) };
     },
   });
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Timestamp, Uuid } from './common';
-import { InvoiceStatusName } from './invoice';
+import { ExactDecimal, InvoiceStatusName } from './invoice';
 
 /** Only what the paying customer needs: never order ids, descriptions, project or merchant data. */
 export const CheckoutSchema = Type.Object(
@@ -9,7 +9,9 @@ export const CheckoutSchema = Type.Object(
     status: InvoiceStatusName,
     payCurrency: Type.String(),
     amountExpected: Type.Number(),
+    amountExpectedDecimal: ExactDecimal('amountExpected'),
     amountReceived: Type.Number(),
+    amountReceivedDecimal: ExactDecimal('amountReceived'),
     address: Type.String(),
     paymentUri: Type.String({ description: 'BIP21 / EIP-681 style URI a wallet opens (also the QR code)' }),
     priceAmount: Type.Number(),
@@ -22,6 +24,7 @@ export const CheckoutSchema = Type.Object(
     confirmations: Type.Optional(Type.Integer({ minimum: 0, description: 'Live only: the fewest confirmations among the payments counting' })),
     confirmationsRequired: Type.Optional(Type.Integer({ minimum: 1, description: 'Live only' })),
     amountRemaining: Type.Optional(Type.Number({ description: 'Live only: what is still missing, 0 once covered' })),
+    amountRemainingDecimal: Type.Optional(ExactDecimal('Live only: amountRemaining')),
   },
   { $id: 'Checkout', additionalProperties: false },
 );

@@ -6,10 +6,15 @@ export const InvoiceStatusName = Type.Union(
   { description: 'Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming' },
 );
 
+/** An amount's exact decimal string, beside a number field a double may not carry exactly. */
+export const ExactDecimal = (field: string) =>
+  Type.String({ pattern: '^-?\\d+(\\.\\d+)?$', description: `${field} exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH)` });
+
 export const PaymentSchema = Type.Object(
   {
     transactionHash: Type.String(),
-    amount: Type.Number({ description: 'In asset' }),
+    amount: Type.Number({ description: 'In asset (the nearest JSON number; see amountDecimal)' }),
+    amountDecimal: ExactDecimal('amount'),
     asset: Type.String({ description: 'What was sent: the invoice’s payCurrency, or another token (recorded, not credited)' }),
     confirmations: Type.Integer({ minimum: 0 }),
     status: Type.Union(
@@ -57,6 +62,8 @@ export const InvoiceSchema = Type.Object(
     cancelUrl: Type.String(),
     projectName: Type.String(),
     isDonation: Type.Boolean(),
+    amountExpectedDecimal: Type.Optional(ExactDecimal('Live invoices only: amountExpected')),
+    amountReceivedDecimal: Type.Optional(ExactDecimal('Live invoices only: amountReceived')),
     payments: Type.Optional(Type.Array(PaymentSchema, { description: 'Live invoices only: transfers to the address seen on chain, oldest first' })),
     confirmationsRequired: Type.Optional(
       Type.Integer({ minimum: 1, description: 'Live invoices only: confirmations a payment needs before the invoice is Paid' }),

@@ -3,6 +3,7 @@
  * history and the request bodies. With a merchant JWT, `projectId` names the project (body for
  * POSTs, query for GETs) and is required; with an API key it may be left out (the key's project).
  */
+import { ExactDecimal } from './invoice';
 import { Type, type Static } from '@sinclair/typebox';
 import { CursorParam, EnvironmentName, LimitParam, Timestamp, Uuid } from './common';
 
@@ -97,6 +98,9 @@ export const BalanceSchema = Type.Object({
       available: Type.Number({ description: 'Free to pay out' }),
       pending: Type.Number({ description: 'Held by open (AwaitingVerification or Pending) payouts' }),
       total: Type.Number({ description: 'available + pending' }),
+      availableDecimal: ExactDecimal('available'),
+      pendingDecimal: ExactDecimal('pending'),
+      totalDecimal: ExactDecimal('total'),
     }),
     { description: 'One entry per coin the project has been paid in, by currency' },
   ),
@@ -135,3 +139,30 @@ export const OperatorPayoutListSchema = Type.Object({
   items: Type.Array(Type.Object({ ...PayoutSchema.properties, projectId: Uuid }), { description: 'Oldest first: the order to work the queue in' }),
   nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page' }),
 });
+
+export const LedgerCheckSchema = Type.Object(
+  {
+    violations: Type.Array(
+      Type.Object(
+        {
+          kind: Type.Union(
+            [
+              Type.Literal('balance_mismatch'),
+              Type.Literal('credit_missing'),
+              Type.Literal('credit_amount_mismatch'),
+              Type.Literal('credit_duplicated'),
+              Type.Literal('credit_unbacked'),
+            ],
+            { description: 'Which invariant failed (docs/accounting.md)' },
+          ),
+          detail: Type.String({ description: 'What and where: project, environment, currency, invoice, payment, amounts' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'Empty when every invariant holds' },
+    ),
+    balancesChecked: Type.Integer({ minimum: 0 }),
+    creditsChecked: Type.Integer({ minimum: 0 }),
+  },
+  { $id: 'LedgerCheck', additionalProperties: false },
+);

@@ -574,6 +574,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/ledger/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Operators: check the ledger invariants now (also run hourly): balances equal their entries, every reported credit is in the ledger exactly once, no credit lacks a payment */
+        post: operations["postApiAdminLedgerCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "invoice.paid": {
@@ -2491,11 +2508,17 @@ export interface operations {
                         cancelUrl: string;
                         projectName: string;
                         isDonation: boolean;
+                        /** @description Live invoices only: amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountExpectedDecimal?: string;
+                        /** @description Live invoices only: amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
                             transactionHash: string;
-                            /** @description In asset */
+                            /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
+                            /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
                             confirmations: number;
@@ -2670,11 +2693,17 @@ export interface operations {
                         cancelUrl: string;
                         projectName: string;
                         isDonation: boolean;
+                        /** @description Live invoices only: amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountExpectedDecimal?: string;
+                        /** @description Live invoices only: amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
                             transactionHash: string;
-                            /** @description In asset */
+                            /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
+                            /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
                             confirmations: number;
@@ -2822,11 +2851,17 @@ export interface operations {
                         cancelUrl: string;
                         projectName: string;
                         isDonation: boolean;
+                        /** @description Live invoices only: amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountExpectedDecimal?: string;
+                        /** @description Live invoices only: amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
                             transactionHash: string;
-                            /** @description In asset */
+                            /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
+                            /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
                             confirmations: number;
@@ -3002,11 +3037,17 @@ export interface operations {
                             cancelUrl: string;
                             projectName: string;
                             isDonation: boolean;
+                            /** @description Live invoices only: amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountExpectedDecimal?: string;
+                            /** @description Live invoices only: amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountReceivedDecimal?: string;
                             /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                             payments?: {
                                 transactionHash: string;
-                                /** @description In asset */
+                                /** @description In asset (the nearest JSON number; see amountDecimal) */
                                 amount: number;
+                                /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                                amountDecimal: string;
                                 /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                                 asset: string;
                                 confirmations: number;
@@ -3133,11 +3174,17 @@ export interface operations {
                         cancelUrl: string;
                         projectName: string;
                         isDonation: boolean;
+                        /** @description Live invoices only: amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountExpectedDecimal?: string;
+                        /** @description Live invoices only: amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
                             transactionHash: string;
-                            /** @description In asset */
+                            /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
+                            /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
                             confirmations: number;
@@ -3278,11 +3325,17 @@ export interface operations {
                         cancelUrl: string;
                         projectName: string;
                         isDonation: boolean;
+                        /** @description Live invoices only: amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountExpectedDecimal?: string;
+                        /** @description Live invoices only: amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
                             transactionHash: string;
-                            /** @description In asset */
+                            /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
+                            /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
                             confirmations: number;
@@ -3410,7 +3463,11 @@ export interface operations {
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         payCurrency: string;
                         amountExpected: number;
+                        /** @description amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountExpectedDecimal: string;
                         amountReceived: number;
+                        /** @description amountReceived exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountReceivedDecimal: string;
                         address: string;
                         /** @description BIP21 / EIP-681 style URI a wallet opens (also the QR code) */
                         paymentUri: string;
@@ -3435,6 +3492,8 @@ export interface operations {
                         confirmationsRequired?: number;
                         /** @description Live only: what is still missing, 0 once covered */
                         amountRemaining?: number;
+                        /** @description Live only: amountRemaining exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                        amountRemainingDecimal?: string;
                     };
                 };
             };
@@ -4198,6 +4257,12 @@ export interface operations {
                             pending: number;
                             /** @description available + pending */
                             total: number;
+                            /** @description available exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            availableDecimal: string;
+                            /** @description pending exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            pendingDecimal: string;
+                            /** @description total exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                            totalDecimal: string;
                         }[];
                     };
                 };
@@ -5251,6 +5316,99 @@ export interface operations {
             };
             /** @description Request body is not application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiAdminLedgerCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Empty when every invariant holds */
+                        violations: {
+                            /** @description Which invariant failed (docs/accounting.md) */
+                            kind: "balance_mismatch" | "credit_missing" | "credit_amount_mismatch" | "credit_duplicated" | "credit_unbacked";
+                            /** @description What and where: project, environment, currency, invoice, payment, amounts */
+                            detail: string;
+                        }[];
+                        balancesChecked: number;
+                        creditsChecked: number;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -24,6 +24,8 @@ import {
   type GetInvoiceRequest,
   type GetInvoiceResponseSchema,
   type GetRatesResponseSchema,
+  type ListLedgerCreditsRequest,
+  type ListLedgerCreditsResponseSchema,
   type Invoice,
   type InvoiceService,
   type ListInvoicesRequest,
@@ -33,6 +35,7 @@ import {
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import {
   checkAmountForCoin,
+  Decimal,
   cryptoCurrency,
   formatPlain,
   INVOICE_CURSORS,
@@ -58,6 +61,7 @@ import { checkoutToProto, environmentFromProto, environmentToProto, invoiceToPro
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
+import { ledgerPaymentId, listLedgerCredits } from './store/payments';
 import { paymentsOfInvoice, paymentsOfInvoices } from './store/payments';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
@@ -209,7 +213,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
       });
       // The lock and the checks above make this unreachable; the SQL guard keeps it impossible.
       if (!paid) throw errors.conflict('invoice_not_payable', 'invoice is no longer payable');
-      await enqueueEvent(tx, invoicePaidEvent(paid));
+      await enqueueEvent(tx, invoicePaidEvent(paid, new Decimal(paid.amount_received)));
       return paid;
     });
     this.deps.metrics?.paid.inc({ pay_currency: row.pay_currency });
@@ -231,6 +235,24 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const row = await findInvoiceById(this.deps.sql, invoiceId);
     if (!row) throw invoiceNotFound();
     return { checkout: checkoutToProto(row, await paymentsOfInvoice(this.deps.sql, row)) };
+  }
+
+  async listLedgerCredits(req: ListLedgerCreditsRequest): Reply<typeof ListLedgerCreditsResponseSchema> {
+    const after = req.afterInvoiceId === '' ? null : requireValid(validateInvoiceId({ invoiceId: req.afterInvoiceId }));
+    const pageSize = req.pageSize <= 0 ? 500 : Math.min(req.pageSize, 2000);
+    const rows = await listLedgerCredits(this.deps.sql, after, pageSize);
+    const invoices = new Set(rows.map((row) => row.invoice_id));
+    return {
+      credits: rows.map((row) => ({
+        invoiceId: row.invoice_id,
+        projectId: row.project_id,
+        paymentId: row.kind === 'late' ? ledgerPaymentId({ chain: row.chain!, transaction_hash: row.transaction_hash!, output_index: row.output_index! }) : '',
+        currency: row.currency,
+        amount: row.amount,
+        reportedAt: timestampFromDate(row.reported_at),
+      })),
+      nextAfterInvoiceId: invoices.size < pageSize ? '' : rows[rows.length - 1]!.invoice_id,
+    };
   }
 
   async getRates(): Reply<typeof GetRatesResponseSchema> {

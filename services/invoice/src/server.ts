@@ -16,7 +16,7 @@ export { invoiceSettings } from './settings';
 export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
   name: 'invoice',
   rpcServices: [InvoiceService.typeName],
-  // Only the gateway calls the invoice service.
+  // The gateway; and the payout service for its ledger check.
   callers: [
     allowCallers(InvoiceService, {
       createInvoice: ['gateway'],
@@ -26,6 +26,7 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       getCheckout: ['gateway'],
       getInvoiceProject: ['gateway'],
       getRates: ['gateway'],
+      listLedgerCredits: ['payout'],
     }),
   ],
   settings: invoiceSettings,

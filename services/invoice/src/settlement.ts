@@ -8,16 +8,20 @@
  * Events (outbox, same transaction):
  *   → Confirming                      invoice.confirming
  *   → PartiallyPaid (or more of it)   invoice.partially_paid
- *   → Paid                            invoice.paid, once (paid_at is set once); its amount is what
- *                                     the ledger credits, so the payments it covers are marked 'paid'
+ *   → Paid                            invoice.paid, once (paid_at is set once); its amount is the
+ *                                     ACCOUNTED money (isAccounted, docs/accounting.md) — what the
+ *                                     ledger credits — and the payments it covers are marked 'paid'.
+ *                                     A payment still unconfirmed then is not in it.
  *   → Expired                         invoice.expired
  *   fewer funds than before Paid      invoice.reopened (a reorg or replacement removed payments)
- *   a confirmed payment invoice.paid did not cover (after expiry, after Paid, another asset)
+ *   an accounted payment invoice.paid did not cover (after expiry, after Paid — also one that was
+ *   still unconfirmed when the invoice turned Paid —, another asset)
  *                                     invoice.late_payment, once per payment ('late' credited,
- *                                     'uncredited' for another asset)
+ *                                     'uncredited' for another asset), the moment it is accounted;
+ *                                     one that leaves the chain before is never credited
  */
 import { enqueueEvent, type EventTransaction } from '@coinvoice/runtime';
-import { Decimal, deriveInvoiceState, isCryptoCode, isLivePayment, type InvoiceStatusName, type PaymentFacts } from './domain';
+import { Decimal, deriveInvoiceState, isAccounted, isCryptoCode, isLivePayment, type InvoiceStatusName, type PaymentFacts } from './domain';
 import {
   invoiceConfirmingEvent,
   invoiceExpiredEvent,
@@ -27,7 +31,7 @@ import {
   invoiceReopenedEvent,
 } from './events/invoice-events';
 import type { InvoiceRow } from './store/invoices';
-import { lockInvoiceById, markReported, paymentsOf, type PaymentRow } from './store/payments';
+import { ledgerPaymentId, lockInvoiceById, markReported, paymentsOf, type PaymentRow } from './store/payments';
 
 export interface SettlementOutcome {
   invoice: InvoiceRow;
@@ -37,7 +41,13 @@ export interface SettlementOutcome {
 
 export function paymentFacts(row: PaymentRow): PaymentFacts {
   if (!isCryptoCode(row.asset)) throw new Error(`payment ${row.id} has unknown asset ${row.asset}`);
-  return { asset: row.asset, amount: new Decimal(row.amount), status: row.status, blockTime: row.block_time };
+  return {
+    asset: row.asset,
+    amount: new Decimal(row.amount),
+    status: row.status,
+    blockTime: row.block_time,
+    credited: row.reported_as === 'paid' || row.reported_as === 'late',
+  };
 }
 
 export function invoiceFacts(row: InvoiceRow) {
@@ -64,21 +74,16 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
   const payments = await paymentsOf(tx, invoiceId);
   const derived = deriveInvoiceState(invoiceFacts(before), payments.map(paymentFacts), now);
   const events: string[] = [];
-  // After Paid nothing is reversed automatically: a payment leaving the chain never lowers it.
-  const amount =
-    before.environment === 'sandbox'
-      ? before.amount_received
-      : before.paid_at !== null
-        ? Decimal.max(derived.amountReceived, before.amount_received).toFixed()
-        : derived.amountReceived.toFixed();
+  // After Paid, credited money stays counted even if its block leaves the chain (deriveInvoiceState).
+  const amount = before.environment === 'sandbox' ? before.amount_received : derived.amountReceived.toFixed();
 
   let invoice = before;
   const statusChanged = derived.status !== before.status;
   const amountChanged = !new Decimal(before.amount_received).eq(amount);
   if (statusChanged || amountChanged) {
     const becamePaid = derived.status === 'Paid' && before.paid_at === null;
-    // The transaction that completed the payment: the newest payment still counting.
-    const completing = [...payments].reverse().find((p) => p.asset === before.pay_currency && isLivePayment(p.status));
+    // The transaction that completed the payment: the newest accounted one.
+    const completing = [...payments].reverse().find((p) => p.asset === before.pay_currency && isAccounted(p.status));
     const [updated] = await tx<InvoiceRow[]>`
       update invoices
       set status = ${derived.status}, amount_received = ${amount}::numeric,
@@ -92,11 +97,13 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
   if (statusChanged) {
     switch (derived.status) {
       case 'Paid': {
-        // invoice.paid's amount is everything counting now: those payments are credited by it.
-        const covered = payments.filter((p) => p.asset === before.pay_currency && isLivePayment(p.status) && p.reported_as === null);
+        // invoice.paid's amount is the accounted money: the ledger credits exactly that. A payment
+        // still unconfirmed is credited when it is accounted (below, as a late payment) or never.
+        const covered = payments.filter((p) => p.asset === before.pay_currency && isAccounted(p.status) && p.reported_as === null);
         await markReported(tx, covered.map((p) => p.id), 'paid');
         for (const p of covered) p.reported_as = 'paid';
-        await enqueueEvent(tx, invoicePaidEvent(invoice));
+        const accounted = covered.reduce((total, p) => total.plus(p.amount), new Decimal(0));
+        await enqueueEvent(tx, invoicePaidEvent(invoice, accounted));
         events.push('invoice.paid');
         break;
       }
@@ -137,16 +144,16 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
     events.push(fewer ? 'invoice.reopened' : 'invoice.partially_paid');
   }
 
-  // Confirmed money the invoice.paid amount does not cover: reported (and credited) once each.
+  // Accounted money the invoice.paid amount does not cover: reported (and credited) once each.
   if (invoice.status === 'Paid' || invoice.status === 'Expired') {
     for (const p of payments) {
-      if (p.reported_as !== null || (p.status !== 'confirmed' && p.status !== 'final')) continue;
+      if (p.reported_as !== null || !isAccounted(p.status)) continue;
       const credited = p.asset === invoice.pay_currency;
       await markReported(tx, [p.id], credited ? 'late' : 'uncredited');
       await enqueueEvent(
         tx,
         invoiceLatePaymentEvent(invoice, {
-          id: `${p.chain}:${p.transaction_hash}:${p.output_index}`,
+          id: ledgerPaymentId(p),
           transactionHash: p.transaction_hash,
           asset: p.asset,
           amount: new Decimal(p.amount),
@@ -158,12 +165,12 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
   } else {
     // Another asset on an open invoice: reported once confirmed, never credited.
     for (const p of payments) {
-      if (p.reported_as !== null || p.asset === invoice.pay_currency || (p.status !== 'confirmed' && p.status !== 'final')) continue;
+      if (p.reported_as !== null || p.asset === invoice.pay_currency || !isAccounted(p.status)) continue;
       await markReported(tx, [p.id], 'uncredited');
       await enqueueEvent(
         tx,
         invoiceLatePaymentEvent(invoice, {
-          id: `${p.chain}:${p.transaction_hash}:${p.output_index}`,
+          id: ledgerPaymentId(p),
           transactionHash: p.transaction_hash,
           asset: p.asset,
           amount: new Decimal(p.amount),

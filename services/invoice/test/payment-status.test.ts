@@ -1,9 +1,9 @@
 /** The one invoice-status rule (DESIGN.md §9), table-tested over the combinations that matter. */
 import {
   Decimal,
-  confirmationsAt,
   deriveInvoiceState,
-  minedPaymentStatus,
+  isAccounted,
+  PAYMENT_STATUSES,
   type InvoiceFacts,
   type InvoiceStatusName,
   type PaymentFacts,
@@ -25,11 +25,12 @@ const invoice = (overrides: Partial<InvoiceFacts> = {}): InvoiceFacts => ({
   paidAt: null,
   ...overrides,
 });
-const pay = (amount: string, status: PaymentStatus, blockTime: Date | null = before, asset: PaymentFacts['asset'] = 'USDT'): PaymentFacts => ({
+const pay = (amount: string, status: PaymentStatus, blockTime: Date | null = before, asset: PaymentFacts['asset'] = 'USDT', credited = false): PaymentFacts => ({
   asset,
   amount: new Decimal(amount),
   status,
   blockTime,
+  credited,
 });
 
 type Row = [string, InvoiceFacts, PaymentFacts[], Date, InvoiceStatusName, string];
@@ -58,7 +59,10 @@ const TABLE: Row[] = [
   ['replaced', invoice(), [pay('100', 'replaced', null)], nowOpen, 'Waiting', '0'],
   ['wrong asset', invoice(), [pay('100', 'confirmed', before, 'USDC')], nowOpen, 'Waiting', '0'],
   ['wrong asset next to a right one', invoice(), [pay('100', 'confirmed', before, 'USDC'), pay('40', 'seen')], nowOpen, 'PartiallyPaid', '40'],
-  ['already paid, payment orphaned afterwards', invoice({ paidAt: before }), [pay('100', 'orphaned')], nowOpen, 'Paid', '0'],
+  ['already paid, payment never credited orphaned afterwards', invoice({ paidAt: before }), [pay('100', 'orphaned')], nowOpen, 'Paid', '0'],
+  ['already paid, credited payment orphaned afterwards (an incident: still counted)', invoice({ paidAt: before }), [pay('100', 'orphaned', before, 'USDT', true)], nowOpen, 'Paid', '100'],
+  ['already paid, a later unconfirmed payment orphaned: only the credited money counts', invoice({ paidAt: before }), [pay('100', 'confirmed', before, 'USDT', true), pay('0.5', 'orphaned')], nowOpen, 'Paid', '100'],
+  ['already paid, a later payment still unconfirmed', invoice({ paidAt: before }), [pay('100', 'confirmed', before, 'USDT', true), pay('0.5', 'seen')], nowOpen, 'Paid', '100.5'],
   ['sandbox, simulated pay', invoice({ environment: 'sandbox', paidAt: before, simulatedAmount: new Decimal('100') }), [], nowOpen, 'Paid', '100'],
   ['sandbox, waiting', invoice({ environment: 'sandbox', simulatedAmount: new Decimal(0) }), [], nowOpen, 'Waiting', '0'],
   ['sandbox, expired', invoice({ environment: 'sandbox', simulatedAmount: new Decimal(0) }), [], nowExpired, 'Expired', '0'],
@@ -80,12 +84,11 @@ test('a block timestamp exactly at expiredAt is on time', () => {
   expect(deriveInvoiceState(invoice(), [pay('100', 'confirmed', expiredAt)], nowExpired).status).toBe('Paid');
 });
 
-test('confirmations and payment status from the head', () => {
-  expect(confirmationsAt(null, 10)).toBe(0);
-  expect(confirmationsAt(10, 10)).toBe(1);
-  expect(confirmationsAt(10, 21)).toBe(12);
-  expect(confirmationsAt(11, 10)).toBe(0);
-  expect(minedPaymentStatus(1, 3, 6)).toBe('seen');
-  expect(minedPaymentStatus(3, 3, 6)).toBe('confirmed');
-  expect(minedPaymentStatus(6, 3, 6)).toBe('final');
+test('accounted: confirmed or final only; seen, orphaned and replaced money never counts', () => {
+  expect(PAYMENT_STATUSES.filter((status) => isAccounted(status))).toEqual(['confirmed', 'final']);
+});
+
+test('Paid needs accounted money: a payment with too few confirmations never pays, however large', () => {
+  expect(deriveInvoiceState(invoice(), [pay('99', 'confirmed'), pay('500', 'seen')], nowOpen).status).toBe('Confirming');
+  expect(deriveInvoiceState(invoice(), [pay('100', 'confirmed'), pay('500', 'seen')], nowOpen).status).toBe('Paid');
 });

@@ -46,6 +46,8 @@ import {
   type CompletePayoutResponseSchema,
   type GetBalanceRequest,
   type GetBalanceResponseSchema,
+  type CheckLedgerInvariantsRequest,
+  type CheckLedgerInvariantsResponseSchema,
   type ListAllPayoutsRequest,
   type ListAllPayoutsResponseSchema,
   type ListPayoutsRequest,
@@ -96,6 +98,7 @@ import {
   type PayoutRow,
 } from './store/payouts';
 import { applyTrigger } from './transitions';
+import { checkLedgerInvariants, type LedgerCheckDeps } from './invariants/ledger-check';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
@@ -115,6 +118,8 @@ export interface PayoutHandlerDeps {
   /** Per-project limits (DESIGN §13), counted in Postgres across replicas. */
   rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; requestPerProject: RateLimitPolicy };
   metrics?: PayoutMetrics;
+  /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
+  ledgerCheck: LedgerCheckDeps;
 }
 
 const payoutNotFound = () => errors.notFound('payout');
@@ -366,6 +371,13 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     const rows = await listAllPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
     const page = OPERATOR_QUEUE_CURSORS.page(rows, query.pageSize);
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
+  }
+
+  async checkLedgerInvariants(req: CheckLedgerInvariantsRequest): Reply<typeof CheckLedgerInvariantsResponseSchema> {
+    const operatorId = await this.operator(req.operatorToken);
+    this.deps.logger.info({ operatorId }, 'ledger invariant check asked by an operator');
+    const result = await checkLedgerInvariants(this.deps.ledgerCheck);
+    return { violations: result.violations, balancesChecked: BigInt(result.balancesChecked), creditsChecked: BigInt(result.creditsChecked) };
   }
 
   async cancelPayout(req: CancelPayoutRequest): Reply<typeof CancelPayoutResponseSchema> {

@@ -11,10 +11,17 @@ export interface PayoutMetrics {
   completed: Counter<'currency'>;
   rejected: Counter;
   credited: Counter<'currency' | 'environment'>;
+  ledgerInvariantViolations: Counter<'kind'>;
 }
 
 export function createPayoutMetrics(registry: Registry): PayoutMetrics {
   return {
+    ledgerInvariantViolations: new Counter({
+      name: 'ledger_invariant_violations_total',
+      help: 'Ledger invariant violations found by the check (docs/accounting.md), by kind: balance_mismatch, credit_missing, credit_amount_mismatch, credit_duplicated, credit_unbacked',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     requested: new Counter({
       name: 'payout_requested_total',
       help: 'Payouts requested (amount held), by currency and environment',

@@ -9,10 +9,12 @@ import {
   type ServiceDefinition,
 } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { ledgerConsumer } from './events/ledger-consumer';
 import { PayoutHandlers } from './handlers';
+import { LedgerInvariantWorker, type LedgerCheckDeps } from './invariants/ledger-check';
 import { createPayoutMetrics } from './metrics';
 import { payoutSettings } from './settings';
 import { CodeExpirySweeper } from './sweeper';
@@ -35,6 +37,8 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       rejectPayout: ['gateway'],
       // The operators' queue (the gateway's admin route checks the operator's token).
       listAllPayouts: ['gateway'],
+      // Operators' "check the ledger now" (the gateway's admin route checks the operator's token).
+      checkLedgerInvariants: ['gateway'],
     }),
   ],
   settings: payoutSettings,
@@ -47,6 +51,15 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
     const auth = createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 3_000, tls: rpcTls });
     // The email is sent inside RequestPayout's transaction: SMTP may take a few seconds.
     const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL, { timeoutMs: 15_000, tls: rpcTls });
+    // A page of invoices' credits at a time: a slow answer only delays the hourly check.
+    const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { timeoutMs: 30_000, tls: rpcTls });
+    const ledgerCheck: LedgerCheckDeps = {
+      sql,
+      reportedCredits: (afterInvoiceId) => invoices.listLedgerCredits({ afterInvoiceId }),
+      graceMs: config.LEDGER_CHECK_GRACE_MS,
+      logger: logger.child({ component: 'ledger-invariants' }),
+      onViolation: (kind) => metrics.ledgerInvariantViolations.inc({ kind }),
+    };
     const handlers = new PayoutHandlers({
       sql,
       auth,
@@ -60,6 +73,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
         requestPerProject: config.RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT,
       },
       metrics,
+      ledgerCheck,
     });
     const ledger = ledgerConsumer({
       sql,
@@ -80,7 +94,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       routes(router) {
         router.service(PayoutService, handlers);
       },
-      workers: [ledger, sweeper, rateLimitCleaner(sql, logger)],
+      workers: [ledger, sweeper, rateLimitCleaner(sql, logger), new LedgerInvariantWorker({ ...ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS })],
     };
   },
 };

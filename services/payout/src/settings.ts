@@ -10,6 +10,12 @@ export const payoutSettings = {
   AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
   /** gRPC URL of the notifier: it emails the verification code (the only place the code goes). */
   NOTIFIER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50054' }),
+  /** gRPC URL of the invoice service: the ledger invariant check reads what it reported (ListLedgerCredits). */
+  INVOICE_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50052' }),
+  /** How often the ledger invariants are checked (docs/accounting.md); also on demand (CheckLedgerInvariants). */
+  LEDGER_CHECK_INTERVAL_MS: setting.int({ default: 3_600_000, min: 1_000, max: 24 * 3_600_000 }),
+  /** A credit reported this recently may still be in flight: not yet "missing". */
+  LEDGER_CHECK_GRACE_MS: setting.int({ default: 600_000, min: 0, max: 24 * 3_600_000 }),
   /** Payouts of one project that may await verification at once (DESIGN §13). */
   PAYOUT_MAX_OPEN_UNVERIFIED: setting.int({ default: 3, min: 1, max: 1_000_000 }),
   /** Verification attempts per project, across its payouts (each payout also allows only 5). */

@@ -2,8 +2,10 @@
  * Money crosses process boundaries as decimal strings and is never a binary float inside the
  * system. JSON numbers exist only at the public edge; these are the conversions there, and the
  * only ones: decimal → JSON number is `decimalAsJsonNumber` (the token, for bodies written as
- * exact text: webhooks, balances) and `decimalToJsonNumber` (the same token as a JS number, for
- * bodies a serializer writes), built on it.
+ * exact text: webhooks, balances) and `decimalToJsonNumber` (the nearest double, for bodies a
+ * serializer writes), built on it. A read never fails because of an amount's precision: where an
+ * amount can carry more digits than a double (ETH's 18 decimals), the body also carries its exact
+ * decimal string (docs/accounting.md).
  */
 import Decimal from 'decimal.js';
 
@@ -35,16 +37,15 @@ export function decimalAsJsonNumber(decimal: string): string {
 }
 
 /**
- * A decimal string as a JSON number (the value of its `decimalAsJsonNumber` token). Refuses
- * (throws) when the double would not be exactly the decimal — that would be a bug upstream
- * (amounts are bounded so this cannot happen), never a silent rounding of someone's money.
+ * A decimal string as a JSON number: the double nearest to it (exact for up to 15 significant
+ * digits — every seed-documented amount, 8 decimals up to 9,999,999.99999999). Never throws for
+ * precision: a read must not fail because someone paid 1 wei more; bodies that can meet such an
+ * amount carry its exact decimal string beside the number.
+ * @throws Error when `decimal` is not a decimal number at all (a bug upstream).
  */
 export function decimalToJsonNumber(decimal: string): number {
-  const token = decimalAsJsonNumber(decimal);
-  const value = Number(token);
-  if (!Number.isFinite(value) || !new Decimal(value).eq(new Decimal(token))) {
-    throw new RangeError(`amount ${decimal} cannot be represented exactly as a JSON number`);
-  }
+  const value = Number(decimalAsJsonNumber(decimal));
+  if (!Number.isFinite(value)) throw new RangeError(`amount ${decimal} is not a finite number`);
   return value;
 }
 

@@ -65,8 +65,12 @@ describe('decimalToJsonNumber', () => {
     expect(decimalToJsonNumber(decimal)).toBe(value);
   });
 
-  test('refuses a decimal a double cannot carry exactly, and anything that is not a decimal', () => {
-    expect(() => decimalToJsonNumber('0.1234567890123456789')).toThrow(/cannot be represented exactly/);
+  test('a decimal a double cannot carry gives the nearest double, never an error (1 wei more than 0.5 ETH)', () => {
+    expect(decimalToJsonNumber('0.500000000000000001')).toBe(0.5);
+    expect(decimalToJsonNumber('0.1234567890123456789')).toBe(0.12345678901234568);
+  });
+
+  test('refuses anything that is not a decimal', () => {
     expect(() => decimalToJsonNumber('abc')).toThrow(/not a decimal number/);
   });
 });

@@ -33,17 +33,15 @@ export function isLivePayment(status: PaymentStatus): boolean {
   return status !== 'orphaned' && status !== 'replaced';
 }
 
-/** The confirmations a payment mined at `blockHeight` has when the chain's head is `headHeight`. */
-export function confirmationsAt(blockHeight: number | null, headHeight: number): number {
-  if (blockHeight === null || headHeight < blockHeight) return 0;
-  return headHeight - blockHeight + 1;
-}
-
-/** The status of a payment still on the chain, from its confirmations. */
-export function minedPaymentStatus(confirmations: number, required: number, finalityDepth: number): PaymentStatus {
-  if (confirmations >= Math.max(required, finalityDepth)) return 'final';
-  if (confirmations >= required) return 'confirmed';
-  return 'seen';
+/**
+ * The one rule for "accounted" (docs/accounting.md): a payment counts as money — for the Paid
+ * status, for `invoice.paid`'s amount, for every ledger credit — only once it is confirmed to the
+ * invoice's confirmationsRequired and not orphaned or replaced. Its status says that: the store's
+ * `refreshConfirmations` (the only place that sets 'confirmed'/'final' from confirmations) decides
+ * it, this predicate reads it. Nothing else may decide whether money counts.
+ */
+export function isAccounted(status: PaymentStatus): boolean {
+  return status === 'confirmed' || status === 'final';
 }
 
 /** What the status function needs of a payment. */
@@ -53,6 +51,12 @@ export interface PaymentFacts {
   status: PaymentStatus;
   /** The block's timestamp; null while unmined. */
   blockTime: Date | null;
+  /**
+   * Whether the ledger was already told of it (invoice.paid or a credited late payment): money
+   * credited stays counted in amountReceived even if its block later leaves the chain (an
+   * incident, never reversed automatically); money never credited that leaves the chain does not.
+   */
+  credited?: boolean;
 }
 
 /** What the status function needs of an invoice. */
@@ -74,7 +78,10 @@ export interface InvoiceFacts {
 
 export interface DerivedInvoiceState {
   status: InvoiceStatusName;
-  /** Sum of the invoice's own-asset payments not orphaned or replaced (late ones included). */
+  /**
+   * Sum of the invoice's own-asset payments not orphaned or replaced (late ones included); after
+   * Paid also those credited before their block left the chain.
+   */
   amountReceived: Decimal;
   /** What is still missing for the price (never negative): the checkout page's "remaining". */
   amountRemaining: Decimal;
@@ -118,7 +125,8 @@ export function deriveInvoiceState(invoice: InvoiceFacts, payments: readonly Pay
   const threshold = paymentThreshold(invoice.amountExpected, invoice.tolerancePercent);
   const own = payments.filter((p) => p.asset === invoice.payCurrency && isLivePayment(p.status));
   const sum = (list: readonly PaymentFacts[]) => list.reduce((total, p) => total.plus(p.amount), new Decimal(0));
-  const amountReceived = invoice.simulatedAmount ?? sum(own);
+  const received = invoice.paidAt === null ? own : payments.filter((p) => p.asset === invoice.payCurrency && (isLivePayment(p.status) || p.credited === true));
+  const amountReceived = invoice.simulatedAmount ?? sum(received);
   const remaining = Decimal.max(invoice.amountExpected.minus(amountReceived), 0);
   const state = (status: InvoiceStatusName): DerivedInvoiceState => ({
     status,
@@ -129,7 +137,7 @@ export function deriveInvoiceState(invoice: InvoiceFacts, payments: readonly Pay
 
   if (invoice.paidAt !== null) return state('Paid');
   const onTime = own.filter((p) => isOnTime(p, invoice.expiredAt, now));
-  const confirmedOnTime = sum(onTime.filter((p) => p.status === 'confirmed' || p.status === 'final'));
+  const confirmedOnTime = sum(onTime.filter((p) => isAccounted(p.status)));
   const seenOnTime = sum(onTime);
   if (seenOnTime.gt(0) && confirmedOnTime.gte(threshold)) return state('Paid');
   const mined = onTime.filter((p) => p.blockTime !== null);
@@ -138,20 +146,4 @@ export function deriveInvoiceState(invoice: InvoiceFacts, payments: readonly Pay
   if (seenOnTime.gt(0) && seenOnTime.gte(threshold)) return state('Confirming');
   if (seenOnTime.gt(0)) return state('PartiallyPaid');
   return state('Waiting');
-}
-
-/** How a payment is treated for the ledger and webhooks once it is confirmed. */
-export type PaymentRole =
-  /** counted in the invoice's `invoice.paid` amount (or still on its way to it) */
-  | 'invoice'
-  /** the invoice's asset after it expired unpaid, or beyond what `invoice.paid` already credited: credited and reported as invoice.late_payment */
-  | 'late'
-  /** another asset sent to the invoice's address: recorded and reported, never credited */
-  | 'wrong_asset';
-
-export function paymentRole(invoice: Pick<InvoiceFacts, 'payCurrency'>, payment: Pick<PaymentFacts, 'asset'>, invoiceStatus: InvoiceStatusName, creditedByPaid: boolean): PaymentRole {
-  if (payment.asset !== invoice.payCurrency) return 'wrong_asset';
-  if (invoiceStatus === 'Expired') return 'late';
-  if (invoiceStatus === 'Paid' && !creditedByPaid) return 'late';
-  return 'invoice';
 }

@@ -110,14 +110,20 @@ export function invoiceCreatedEvent(row: InvoiceRow): NewEvent {
   return { type: INVOICE_EVENT_TYPES.created, payload: toJson(InvoiceCreatedSchema, message), key: row.id };
 }
 
-/** `invoice.paid`: amount is the invoice's amountReceived, currency its payCurrency. */
-export function invoicePaidEvent(row: InvoiceRow): NewEvent {
+/**
+ * `invoice.paid`: amount is the money the ledger credits for it — the accounted payments a live
+ * invoice turned Paid with (docs/accounting.md), or a sandbox invoice's simulated amount —,
+ * currency its payCurrency.
+ */
+export function invoicePaidEvent(row: InvoiceRow, accounted: Decimal): NewEvent {
   if (row.status !== 'Paid' || row.paid_at === null || row.transaction_hash === null) {
     throw new Error(`invoice ${row.id} is not paid`);
   }
+  if (!accounted.gt(0)) throw new Error(`invoice ${row.id} turned Paid with no accounted money`);
   const message = create(InvoicePaidSchema, {
     ...invoiceFields(row),
-    ...receivedFields(row),
+    amount: formatPlain(accounted),
+    currency: row.pay_currency,
     transactionHash: row.transaction_hash,
     paidAt: timestampFromDate(row.paid_at),
   });

@@ -121,7 +121,7 @@ export async function refreshConfirmations(
 /** Marks how the ledger heard of a payment; only once (a second attempt changes nothing). */
 export async function markReported(tx: TransactionSql, paymentIds: readonly string[], as: 'paid' | 'late' | 'uncredited'): Promise<void> {
   if (paymentIds.length === 0) return;
-  await tx`update payments set reported_as = ${as} where id = any(${paymentIds as string[]}::bigint[]) and reported_as is null`;
+  await tx`update payments set reported_as = ${as}, reported_at = now() where id = any(${paymentIds as string[]}::bigint[]) and reported_as is null`;
 }
 
 /** Per invoice: the sum of its live payments in `asset` mined up to `height` (reconciliation). */
@@ -211,4 +211,43 @@ export async function deleteBlocksAbove(tx: TransactionSql, chain: ChainName, he
 export async function paymentCountsByStatus(sql: Queryable, chain: ChainName): Promise<Map<string, number>> {
   const rows = await sql<{ status: string; n: string }[]>`select status, count(*) as n from payments where chain = ${chain} group by status`;
   return new Map(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+/** A payment's id as the ledger knows it (invoice.late_payment's paymentId): chain:transaction:output. */
+export function ledgerPaymentId(p: Pick<PaymentRow, 'chain' | 'transaction_hash' | 'output_index'>): string {
+  return `${p.chain}:${p.transaction_hash}:${p.output_index}`;
+}
+
+export interface LedgerCreditRow extends Partial<Pick<PaymentRow, 'chain' | 'transaction_hash' | 'output_index'>> {
+  invoice_id: string;
+  project_id: string;
+  /** 'paid': the invoice.paid credit (the sum of the payments it covered); 'late': one payment. */
+  kind: 'paid' | 'late';
+  currency: string;
+  amount: string;
+  reported_at: Date;
+}
+
+/**
+ * What this service told the ledger to credit, for the invoices after `afterInvoiceId` (a page of
+ * `limit` invoices, by id): per invoice, the invoice.paid amount (its 'paid' payments) and each
+ * credited late payment. Live only: a sandbox invoice has no payment rows.
+ */
+export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string | null, limit: number): Promise<LedgerCreditRow[]> {
+  return sql<LedgerCreditRow[]>`
+    with page as (
+      select distinct invoice_id from payments
+      where reported_as in ('paid', 'late') and (${afterInvoiceId}::uuid is null or invoice_id > ${afterInvoiceId}::uuid)
+      order by invoice_id limit ${limit}
+    )
+    select p.invoice_id, i.project_id, 'paid' as kind, null as chain, null as transaction_hash, null::int as output_index,
+           p.asset as currency, sum(p.amount)::text as amount, max(p.reported_at) as reported_at
+    from payments p join page using (invoice_id) join invoices i on i.id = p.invoice_id
+    where p.reported_as = 'paid'
+    group by p.invoice_id, i.project_id, p.asset
+    union all
+    select p.invoice_id, i.project_id, 'late', p.chain, p.transaction_hash, p.output_index, p.asset, p.amount::text, p.reported_at
+    from payments p join page using (invoice_id) join invoices i on i.id = p.invoice_id
+    where p.reported_as = 'late'
+    order by invoice_id`;
 }

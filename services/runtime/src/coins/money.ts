@@ -4,7 +4,7 @@
  * Every amount in the invoice domain is a `Decimal` from the constructor below. Input arrives as a
  * decimal string (or, at the REST edge only, a JSON number that is converted once, here) and leaves
  * either as a canonical decimal string (proto, database) or, at the REST edge only, as a JSON
- * number via `toJsonNumber`.
+ * number via `decimalToJsonNumber` (../money.ts).
  *
  * Canonical string form (`formatPlain`): plain notation, never an exponent, no trailing fractional
  * zeros, no trailing '.', "0" for zero. One value has exactly one canonical string, so strings can
@@ -12,7 +12,6 @@
  * units ("19.90", "1500" for JPY) use `formatFixed(amount, minorUnits)` instead.
  */
 import { Decimal as DecimalJs } from 'decimal.js';
-import { decimalToJsonNumber } from '../money';
 
 /**
  * decimal.js configured for money. 80 significant digits keep every product and quotient of
@@ -141,15 +140,6 @@ export function formatFixed(amount: Decimal, places: number): string {
 export function isExactJsonNumber(amount: Decimal): boolean {
   const asNumber = Number(formatPlain(amount));
   return Number.isFinite(asNumber) && new Decimal(asNumber).eq(amount);
-}
-
-/**
- * The JSON number for a decimal, for response bodies only. Throws when the number would not carry
- * the exact value (more than ~15 significant digits): every amount the domain accepts or computes is
- * checked against that limit first, so a throw here means a bug, never bad input.
- */
-export function toJsonNumber(amount: Decimal): number {
-  return decimalToJsonNumber(formatPlain(amount));
 }
 
 /** Converts a whole number of base units (satoshi, wei, sun…) back to a decimal amount. */
