@@ -1,5 +1,5 @@
 /** Proto messages → the public JSON shapes. Conversions live here, once. */
-import { decimalToJsonNumber } from '@coinvoice/runtime';
+import { decimalToJsonNumber, environmentToProto, requireEnvironment, type ProjectEnvironment } from '@coinvoice/runtime';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { ApiKey, Merchant, Project } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
@@ -13,15 +13,12 @@ export function isoTimeOrNull(ts: Timestamp | undefined): string | null {
   return ts ? timestampDate(ts).toISOString() : null;
 }
 
-export function environmentName(env: Environment): 'live' | 'sandbox' {
-  if (env === Environment.LIVE) return 'live';
-  if (env === Environment.SANDBOX) return 'sandbox';
-  throw new Error(`unexpected environment ${env} in a service response`);
+/** A service answer's environment; unspecified or unknown is a bug upstream, never guessed (throws). */
+export function environmentName(env: Environment): ProjectEnvironment {
+  return requireEnvironment(env, 'a service response');
 }
 
-export function environmentOf(name: 'live' | 'sandbox'): Environment {
-  return name === 'live' ? Environment.LIVE : Environment.SANDBOX;
-}
+export const environmentOf = environmentToProto;
 
 function required<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`${what} is missing from a service response`);

@@ -7,7 +7,7 @@
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { hashApiKey, parseApiKey } from '@coinvoice/runtime';
+import { environmentFromProto, hashApiKey, parseApiKey, type ProjectEnvironment } from '@coinvoice/runtime';
 import { HttpProblem } from '../problem';
 import type { ApiKeyPrincipal } from './principal';
 
@@ -26,6 +26,13 @@ export interface ApiKeyVerifierOptions {
 
 export function invalidApiKey(detail = 'the API key is missing, malformed, unknown or revoked'): HttpProblem {
   return new HttpProblem(401, 'invalid_api_key', detail, [], { 'www-authenticate': 'ApiKey header="x-api-key"' });
+}
+
+/** A key's environment as auth answered it; unspecified or unknown is refused, never taken for live. */
+export function environmentOfKey(environment: Environment): ProjectEnvironment {
+  const name = environmentFromProto(environment);
+  if (name === undefined) throw invalidApiKey('the API key belongs to a project whose environment is unspecified or unknown');
+  return name;
 }
 
 export class ApiKeyVerifier {
@@ -71,7 +78,8 @@ export class ApiKeyVerifier {
         keyId: res.keyId,
         projectId: res.projectId,
         projectName: res.projectName,
-        environment: res.environment === Environment.SANDBOX ? 'sandbox' : 'live',
+        // Fails closed: a key whose environment is unspecified or unknown is no key at all.
+        environment: environmentOfKey(res.environment),
         merchantId: res.merchantId,
         invoiceLifetimeMinutes: res.invoiceLifetimeMinutes,
         paymentTolerancePercent: res.paymentTolerancePercent || '0',

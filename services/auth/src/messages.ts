@@ -11,29 +11,21 @@ import {
   type Merchant,
   type Project,
 } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { environmentFromProto as environmentFromProtoOrUndefined } from '@coinvoice/runtime';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import type { Ed25519Jwk, ProjectEnvironment } from './domain';
 import type { ApiKeyRow, MerchantRow, ProjectRow } from './store';
 
-export function environmentToProto(environment: ProjectEnvironment): Environment {
-  return environment === 'live' ? Environment.LIVE : Environment.SANDBOX;
-}
+import { environmentToProto } from '@coinvoice/runtime';
+export { environmentToProto };
 
 /**
- * The request's environment in its public spelling, for validation: UNSPECIFIED becomes
+ * The request's environment for validation, through the one mapping: UNSPECIFIED becomes
  * undefined ("is required"), an unknown number stays a number ("must be live or sandbox").
  */
 export function environmentFromProto(environment: Environment): unknown {
-  switch (environment) {
-    case Environment.LIVE:
-      return 'live';
-    case Environment.SANDBOX:
-      return 'sandbox';
-    case Environment.UNSPECIFIED:
-      return undefined;
-    default:
-      return environment;
-  }
+  if (environment === Environment.UNSPECIFIED) return undefined;
+  return environmentFromProtoOrUndefined(environment) ?? environment;
 }
 
 export function merchantMessage(row: MerchantRow): Merchant {

@@ -5,7 +5,6 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import {
   CheckoutSchema,
   InvoiceSchema,
@@ -28,7 +27,6 @@ import {
   networkOf,
   paymentUri,
   type InvoiceStatusName,
-  type ProjectEnvironment,
 } from './domain';
 import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
@@ -51,16 +49,9 @@ export function statusFromProto(status: InvoiceStatus): InvoiceStatusName | unde
   return (Object.keys(STATUS_TO_PROTO) as InvoiceStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
 }
 
-export function environmentToProto(environment: ProjectEnvironment): Environment {
-  return environment === 'sandbox' ? Environment.SANDBOX : Environment.LIVE;
-}
-
-/** 'live' | 'sandbox', or undefined for UNSPECIFIED and unknown values. */
-export function environmentFromProto(environment: Environment): ProjectEnvironment | undefined {
-  if (environment === Environment.LIVE) return 'live';
-  if (environment === Environment.SANDBOX) return 'sandbox';
-  return undefined;
-}
+// The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
+import { environmentFromProto, environmentToProto } from '@coinvoice/runtime';
+export { environmentFromProto, environmentToProto };
 
 function fiatAmount(amount: string, currency: string): string {
   if (!isFiatCode(currency)) throw new Error(`stored invoice has unknown price currency ${currency}`);

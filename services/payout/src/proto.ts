@@ -5,9 +5,8 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Decimal, formatPlain } from '@coinvoice/runtime/coins';
-import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { BalanceSchema, PayoutSchema, PayoutStatus, type Balance, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import type { PayoutStatusName, ProjectEnvironment } from './domain';
+import type { PayoutStatusName } from './domain';
 import type { BalanceRow } from './store/ledger';
 import type { PayoutRow } from './store/payouts';
 
@@ -28,16 +27,9 @@ export function statusFromProto(status: PayoutStatus): PayoutStatusName | undefi
   return (Object.keys(STATUS_TO_PROTO) as PayoutStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
 }
 
-export function environmentToProto(environment: ProjectEnvironment): Environment {
-  return environment === 'sandbox' ? Environment.SANDBOX : Environment.LIVE;
-}
-
-/** 'live' | 'sandbox', or undefined for UNSPECIFIED and unknown values. */
-export function environmentFromProto(environment: Environment): ProjectEnvironment | undefined {
-  if (environment === Environment.LIVE) return 'live';
-  if (environment === Environment.SANDBOX) return 'sandbox';
-  return undefined;
-}
+// The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
+import { environmentFromProto, environmentToProto } from '@coinvoice/runtime';
+export { environmentFromProto, environmentToProto };
 
 export function amountString(amount: string): string {
   return formatPlain(new Decimal(amount));
