@@ -789,6 +789,8 @@ export function expectedPaths(ctx: DeployContext): Set<string> {
   for (const s of ['invoice', 'payout', 'notifier']) paths.add(`${s} -> auth:grpc`);
   // The code emails (issue 12): auth and payout call the notifier.
   for (const s of ['auth', 'payout']) paths.add(`${s} -> notifier:grpc`);
+  // The ledger invariant check (docs/accounting.md): payout reads what invoice reported.
+  paths.add('payout -> invoice:grpc');
   paths.add('anywhere -> gateway:http');
   for (const s of SERVICES) paths.add(`prometheus -> ${s}:http-admin`);
   for (const s of SERVICES) {

@@ -319,23 +319,23 @@ describe('the checks catch what they claim to', () => {
     ]);
   });
 
-  test('a NetworkPolicy path added: payout may call invoice', () => {
+  test('a NetworkPolicy path added: notifier may call payout', () => {
     const ctx = broken('production', (c) => {
       const pods = (name: string) => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': name, 'app.kubernetes.io/component': 'server' } } });
       c.objects.push({
         apiVersion: 'networking.k8s.io/v1',
         kind: 'NetworkPolicy',
-        metadata: { name: 'payout-to-invoice', namespace: 'coinvoice' },
+        metadata: { name: 'notifier-to-payout', namespace: 'coinvoice' },
         spec: {
           podSelector: {},
           policyTypes: ['Ingress', 'Egress'],
-          ingress: [{ from: [pods('payout')], ports: [{ port: 50052 }] }],
-          egress: [{ to: [pods('invoice')], ports: [{ port: 50052 }] }],
+          ingress: [{ from: [pods('notifier')], ports: [{ port: 50053 }] }],
+          egress: [{ to: [pods('payout')], ports: [{ port: 50053 }] }],
         },
       });
     });
     expect(checkSchemas(ctx)).toEqual([]);
-    expect(checkNetworkPolicies(ctx)).toEqual(['unexpected path allowed: payout -> invoice:grpc']);
+    expect(checkNetworkPolicies(ctx)).toEqual(['unexpected path allowed: notifier -> payout:grpc']);
   });
 
   test('a NetworkPolicy path added: the gateway may reach Postgres', () => {
@@ -371,7 +371,9 @@ describe('the checks catch what they claim to', () => {
       'no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)',
       'NetworkPolicy invoice-ingress: ingress port 50062 is exposed by none of the pods it selects',
       'missing path: gateway -> invoice:grpc',
+      'missing path: payout -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
+      'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
     ]);
   });
 

@@ -145,7 +145,7 @@ test('the public checkout endpoint exposes only what the customer needs', async 
   const res = await api.get(`/api/checkout/${invoice.id}`);
   expect(res.status).toBe(200);
   expect(Object.keys(res.body).sort()).toEqual(
-    ['address', 'amountExpected', 'amountReceived', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isSandbox', 'payCurrency', 'paymentUri', 'priceAmount', 'priceCurrency', 'status', 'successUrl'].sort(),
+    ['address', 'amountExpected', 'amountExpectedDecimal', 'amountReceived', 'amountReceivedDecimal', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isSandbox', 'payCurrency', 'paymentUri', 'priceAmount', 'priceCurrency', 'status', 'successUrl'].sort(),
   );
   expect(res.text).not.toContain('order-77');
   expect(res.text).not.toContain('secret merchant note');

@@ -21,15 +21,23 @@ function Attempts({ projectId, deliveryId }: { projectId: string; deliveryId: st
             {a.responseStatus !== null ? `HTTP ${a.responseStatus}` : 'no response'}
           </h4>
           {a.error && <p class="error-text">{a.error}</p>}
-          <details>
-            <summary>Request sent</summary>
-            <pre>{Object.entries(a.requestHeaders).map(([k, v]) => `${k}: ${v}\n`)}</pre>
-            <pre>{a.requestBody}</pre>
-          </details>
-          <details>
-            <summary>Response received</summary>
-            <pre>{a.responseBodyExcerpt || '(empty body)'}</pre>
-          </details>
+          {a.detailsRemovedAt ? (
+            <p class="muted" data-testid="details-removed">
+              Request and response removed <Time iso={a.detailsRemovedAt} /> (kept for a limited time); this summary stays.
+            </p>
+          ) : (
+            <>
+              <details>
+                <summary>Request sent</summary>
+                <pre>{Object.entries(a.requestHeaders).map(([k, v]) => `${k}: ${v}\n`)}</pre>
+                <pre>{a.requestBody}</pre>
+              </details>
+              <details>
+                <summary>Response received</summary>
+                <pre>{a.responseBodyExcerpt || '(empty body)'}</pre>
+              </details>
+            </>
+          )}
         </li>
       ))}
     </ol>
@@ -158,6 +166,12 @@ function Log({ project }: { project: Project }) {
       </section>
       <section aria-labelledby="delivery-log">
         <h2 id="delivery-log">Delivery log</h2>
+        {log.data && (
+          <p class="muted" data-testid="log-retention">
+            Each attempt's request and response are kept for {log.data.logRetentionDays} days; after that only its time, status code and
+            duration stay.
+          </p>
+        )}
         <div class="filters">
           <SelectField
             label="Delivery status"

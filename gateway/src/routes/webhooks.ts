@@ -67,6 +67,7 @@ function attemptJson(a: WebhookAttempt) {
     responseBodyExcerpt: a.responseBodyExcerpt,
     durationMs: a.durationMs,
     error: a.error ?? null,
+    detailsRemovedAt: isoTimeOrNull(a.detailsRemovedAt),
   };
 }
 
@@ -102,7 +103,7 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
       });
-      return { items: res.deliveries.map(deliveryJson), nextCursor: res.nextCursor || null, endpoint: endpointJson(res.endpointHealth) };
+      return { items: res.deliveries.map(deliveryJson), nextCursor: res.nextCursor || null, endpoint: endpointJson(res.endpointHealth), logRetentionDays: res.logRetentionDays };
     },
   });
 

@@ -33,6 +33,9 @@ export const WebhookAttemptSchema = Type.Object(
     responseBodyExcerpt: Type.String({ description: 'The first bytes of the response body' }),
     durationMs: Type.Integer(),
     error: Type.Union([Type.String(), Type.Null()], { description: 'Transport error, timeout or refused destination; null when a response came' }),
+    detailsRemovedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When retention removed requestHeaders, requestBody and responseBodyExcerpt (logRetentionDays after the attempt; they are then empty); null while kept',
+    }),
   },
   { $id: 'WebhookAttempt' },
 );
@@ -67,6 +70,7 @@ export const WebhookDeliveryListSchema = Type.Object({
   items: Type.Array(WebhookDeliverySchema, { description: 'Newest first' }),
   nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
   endpoint: EndpointHealthSchema,
+  logRetentionDays: Type.Integer({ minimum: 1, description: 'How long attempts keep their request and response (WEBHOOK_LOG_RETENTION_DAYS); after it only the summary stays' }),
 });
 
 export const DeliveryParams = Type.Object({ id: Uuid, deliveryId: Uuid }, { additionalProperties: false });

@@ -3700,6 +3700,8 @@ export interface operations {
                             /** @description Failed attempts since the last success */
                             consecutiveFailures: number;
                         };
+                        /** @description How long attempts keep their request and response (WEBHOOK_LOG_RETENTION_DAYS); after it only the summary stays */
+                        logRetentionDays: number;
                     };
                 };
             };
@@ -3829,6 +3831,8 @@ export interface operations {
                             durationMs: number;
                             /** @description Transport error, timeout or refused destination; null when a response came */
                             error: string | null;
+                            /** @description When retention removed requestHeaders, requestBody and responseBodyExcerpt (logRetentionDays after the attempt; they are then empty); null while kept */
+                            detailsRemovedAt: string | null;
                         }[];
                     };
                 };

@@ -79,6 +79,8 @@ export interface NotifierHandlerDeps {
   logger: Logger;
   /** Sends the codes' emails (SMTP, or the development mailbox folder). */
   mailer: Mailer;
+  /** WEBHOOK_LOG_RETENTION_DAYS, told to the dashboard with each delivery list. */
+  logRetentionDays: number;
   /** Wakes this replica's worker after a redelivery committed. */
   onDeliveryCreated?: () => void;
 }
@@ -127,6 +129,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
         lastSuccessAt: endpoint?.last_success_at ? timestampFromDate(endpoint.last_success_at) : undefined,
         consecutiveFailures: endpoint?.consecutive_failures ?? 0,
       },
+      logRetentionDays: this.deps.logRetentionDays,
     };
   }
 
@@ -280,5 +283,6 @@ function attemptMessage(row: AttemptRow): MessageInitShape<typeof WebhookAttempt
     responseBodyExcerpt: row.response_body_excerpt,
     durationMs: row.duration_ms,
     error: row.error ?? undefined,
+    detailsRemovedAt: row.details_removed_at ? timestampFromDate(row.details_removed_at) : undefined,
   };
 }

@@ -10,6 +10,7 @@ import { notifierConsumers } from './events/consumers';
 import { NotifierHandlers } from './handlers';
 import { AuthProjectDirectory } from './project-context';
 import { projectEventsRetention } from './project-events-retention';
+import { webhookLogRetention } from './webhook-log-retention';
 import { notifierSettings } from './settings';
 
 export { notifierSettings } from './settings';
@@ -67,7 +68,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       onDeliveryCreated: () => worker.wake(),
       dispatch: worker,
     });
-    const handlers = new NotifierHandlers({ sql, projects, logger, mailer, onDeliveryCreated: () => worker.wake() });
+    const handlers = new NotifierHandlers({ sql, projects, logger, mailer, logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS, onDeliveryCreated: () => worker.wake() });
     logger.info(
       {
         webhookDestinations: ssrfMode === 'production' ? 'public addresses only' : 'private and loopback allowed (development)',
@@ -95,6 +96,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
           },
         },
         projectEventsRetention({ sql, logger }),
+        webhookLogRetention({ sql, logger, retentionDays: config.WEBHOOK_LOG_RETENTION_DAYS }),
       ],
     };
   },

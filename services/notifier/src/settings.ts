@@ -47,6 +47,11 @@ export const notifierSettings = {
   WEBHOOK_MAX_CONCURRENCY: setting.int({ default: 32, min: 1, max: 1_000 }),
   /** Attempts in flight at once per replica to one endpoint URL, so a slow endpoint cannot take every slot. */
   WEBHOOK_MAX_PER_ENDPOINT: setting.int({ default: 2, min: 1, max: 100 }),
+  /**
+   * How long each webhook attempt keeps what it sent and received (headers, body, response
+   * excerpt); after it only the summary stays: time, URL, status code, duration, error.
+   */
+  WEBHOOK_LOG_RETENTION_DAYS: setting.int({ default: 30, min: 1, max: 3_650 }),
   /** Fallback poll for due deliveries when no notification arrives. */
   WEBHOOK_POLL_INTERVAL_MS: setting.int({ default: 1_000, min: 10, max: 60_000 }),
   ...webhookDestinationSettings,

@@ -42,6 +42,7 @@ export interface AttemptRow {
   response_body_excerpt: string;
   duration_ms: number;
   error: string | null;
+  details_removed_at: Date | null;
 }
 
 export interface EndpointRow {
@@ -284,7 +285,7 @@ export async function findDelivery(q: Queryable, projectId: string, deliveryId: 
 export async function listAttempts(q: Queryable, deliveryId: string): Promise<AttemptRow[]> {
   return q<AttemptRow[]>`
     select delivery_id, attempt_number, attempted_at, url, request_headers, request_body, response_status,
-           response_body_excerpt, duration_ms, error
+           response_body_excerpt, duration_ms, error, details_removed_at
     from webhook_attempts where delivery_id = ${deliveryId} order by attempt_number, id`;
 }
 
@@ -310,4 +311,18 @@ export async function listDeliveries(q: Sql, query: ListDeliveriesQuery): Promis
       ${query.beforeSeq ? q`and seq < ${query.beforeSeq}` : q``}
     order by seq desc
     limit ${query.limit + 1}`;
+}
+
+/**
+ * Retention (docs/accounting.md): removes the request headers and body and the response excerpt of
+ * up to `limit` attempts older than `olderThanDays`; their summary rows stay. Returns how many.
+ */
+export async function removeOldAttemptDetails(sql: Sql, options: { olderThanDays: number; limit: number }): Promise<number> {
+  const result = await sql`
+    update webhook_attempts set request_headers = '{}'::jsonb, request_body = '', response_body_excerpt = '', details_removed_at = now()
+    where id in (
+      select id from webhook_attempts
+      where details_removed_at is null and attempted_at < now() - make_interval(days => ${options.olderThanDays})
+      order by attempted_at limit ${options.limit})`;
+  return result.count;
 }
