@@ -35,6 +35,7 @@ const registered = new Set(
 test('a PrometheusRule with the incident alert among well-formed rules', () => {
   expect(document.kind).toBe('PrometheusRule');
   expect(rules.map((r) => r.alert)).toContain('CoinvoiceCreditedPaymentLeftChain');
+  expect(rules.map((r) => r.alert)).toContain('CoinvoiceLedgerInvariantViolated');
   for (const rule of rules) {
     expect(rule).toMatchObject({ alert: expect.stringMatching(/^Coinvoice[A-Za-z]+$/), expr: expect.any(String), annotations: { summary: expect.any(String) } });
     expect(['page', 'warn']).toContain(rule.labels.severity);

@@ -5,6 +5,7 @@
  * SIGKILLed mid-backfill with a standby ready. The watchers (two replicas: one active, one
  * standby) reach anvil through a fault-injecting JSON-RPC proxy.
  */
+import { Decimal } from '@coinvoice/runtime/coins';
 import { createDb, type Sql } from '@coinvoice/runtime';
 import { markEmailVerified } from '../support/accounts';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
@@ -64,6 +65,7 @@ interface LiveInvoice {
   status: string;
   address: string;
   amountExpected: number;
+  amountExpectedDecimal: string;
   amountReceived: number;
   payments: Array<{ transactionHash: string; status: string; confirmations: number }>;
 }
@@ -115,21 +117,22 @@ function sourceErrors(metrics: string): Record<string, number> {
   return errors;
 }
 
-async function liveBalance(currency: string): Promise<number> {
+/** The live balance, exactly (its decimal string, as a Decimal). */
+async function liveBalance(currency: string): Promise<Decimal> {
   const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(live.key) });
-  return (res.body.balances as Array<{ currency: string; available: number }>).find((b) => b.currency === currency)?.available ?? 0;
+  return new Decimal((res.body.balances as Array<{ currency: string; availableDecimal: string }>).find((b) => b.currency === currency)?.availableDecimal ?? '0');
 }
 
 const paidHooks = (invoiceId: string) => receiver.requests.filter((r) => r.body.includes(invoiceId) && r.body.includes('"status":"Paid"') && !r.body.includes('transactionHash'));
 
-let credited = 0;
+let credited = new Decimal(0);
 
 test('bad answers from the node (null blocks, RPC errors, timeouts, 30 s down) never crash the watcher and never mark anything; visible in metrics and logs', async () => {
   const paidBefore = await createInvoice('5.00');
   await sendEth(anvil, paidBefore.address, String(paidBefore.amountExpected));
   await mine(anvil, CONFIRMATIONS);
   await invoiceReaches(paidBefore.id, 'Paid');
-  credited += paidBefore.amountExpected;
+  credited = credited.plus(paidBefore.amountExpectedDecimal);
   const active = await activeWatcher();
   const pidsBefore = watchers().map(([, info]) => info.pid);
 
@@ -153,7 +156,7 @@ test('bad answers from the node (null blocks, RPC errors, timeouts, 30 s down) n
   expect(errors).toEqual(expect.objectContaining({ malformed: expect.any(Number), rpc_error: expect.any(Number), timeout: expect.any(Number), unavailable: expect.any(Number) }));
   await proxy.up();
   await invoiceReaches(invoice.id, 'Paid');
-  credited += invoice.amountExpected;
+  credited = credited.plus(invoice.amountExpectedDecimal);
   // Same processes throughout: nothing crashed, nothing was restarted.
   expect(watchers().map(([, info]) => info.pid)).toEqual(pidsBefore);
   expect(watchers().every(([, info]) => info.restarts === 0)).toBe(true);
@@ -161,7 +164,7 @@ test('bad answers from the node (null blocks, RPC errors, timeouts, 30 s down) n
   const log = readFileSync(`${system.dataDir}/logs/${active.name}.log`, 'utf8');
   expect(log).toContain('watcher tick failed');
   expect(log).toMatch(/"kind":"(malformed|missing_block)"/);
-  await eventually(async () => (Math.abs((await liveBalance('ETH')) - credited) < 1e-9 ? true : undefined), 20_000, 'ETH credited');
+  await eventually(async () => ((await liveBalance('ETH')).eq(credited) ? true : undefined), 20_000, 'ETH credited');
 }, 120_000);
 
 test('a payment mined before expiredAt while the watcher is stopped pays the invoice after restart (never Expired); a payment after expiry is recorded, credited and reported while the invoice stays Expired', async () => {
@@ -188,7 +191,7 @@ test('a payment mined before expiredAt while the watcher is stopped pays the inv
   }
   const paid = await invoiceReaches(onTime.id, 'Paid');
   expect(paid.payments).toHaveLength(1);
-  credited += onTime.amountExpected;
+  credited = credited.plus(onTime.amountExpectedDecimal);
   expect(receiver.requests.filter((r) => r.body.includes(onTime.id) && r.body.includes('"status":"Expired"'))).toHaveLength(0);
 
   // The late one: expired once the chain has passed its expiredAt, then paid.
@@ -204,8 +207,8 @@ test('a payment mined before expiredAt while the watcher is stopped pays the inv
   const after = await getInvoice(late.id);
   expect(after.status).toBe('Expired');
   expect(after.payments).toEqual([expect.objectContaining({ transactionHash: hash, status: 'confirmed' })]);
-  credited += late.amountExpected;
-  await eventually(async () => (Math.abs((await liveBalance('ETH')) - credited) < 1e-9 ? true : undefined), 20_000, 'late payment credited');
+  credited = credited.plus(late.amountExpectedDecimal);
+  await eventually(async () => ((await liveBalance('ETH')).eq(credited) ? true : undefined), 20_000, 'late payment credited');
   expect(paidHooks(late.id)).toHaveLength(0);
 }, 60_000);
 
@@ -237,9 +240,9 @@ test('the active watcher SIGKILLed mid-backfill: the standby takes over within 1
   for (const invoice of invoices) {
     const paid = await invoiceReaches(invoice.id, 'Paid', 30_000);
     expect(paid.payments).toHaveLength(1);
-    credited += invoice.amountExpected;
+    credited = credited.plus(invoice.amountExpectedDecimal);
   }
-  await eventually(async () => (Math.abs((await liveBalance('ETH')) - credited) < 1e-9 ? true : undefined), 20_000, 'all credited once');
+  await eventually(async () => ((await liveBalance('ETH')).eq(credited) ? true : undefined), 20_000, 'all credited once');
   await new Promise((r) => setTimeout(r, 1_000));
   for (const invoice of invoices) expect(paidHooks(invoice.id)).toHaveLength(1);
   const [most] = await db<{ count: string }[]>`select count(*) from payments group by chain, transaction_hash, output_index order by count(*) desc limit 1`;

@@ -6,8 +6,9 @@
  * standardwebhooks, balances read through the payout API. One anvil and one system for the file;
  * 3 confirmations and a 100 ms poll keep it fast.
  */
+import { Decimal } from '@coinvoice/runtime/coins';
 import { Webhook } from 'standardwebhooks';
-import type { Hash } from 'viem';
+import { parseEther, type Hash } from 'viem';
 import { markEmailVerified } from '../support/accounts';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { deployTokens, forwardEthTwo, mine, mined, payTwo, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../support/anvil';
@@ -63,6 +64,7 @@ interface LiveInvoice {
   status: string;
   address: string;
   amountExpected: number;
+  amountExpectedDecimal: string;
   amountReceived: number;
   confirmationsRequired?: number;
   payments?: Array<{ transactionHash: string; amount: number; asset: string; confirmations: number; status: string; detectedAt: string }>;
@@ -109,15 +111,16 @@ function webhooksOf(invoiceId: string): Array<{ body: Record<string, unknown>; r
 
 const paidHooks = (invoiceId: string) => webhooksOf(invoiceId).filter(({ body }) => body.status === 'Paid' && !('transactionHash' in body));
 
-async function liveBalance(currency: string): Promise<number> {
+/** The live balance, exactly (its decimal string, as a Decimal). */
+async function liveBalance(currency: string): Promise<Decimal> {
   const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(live.key) });
   expect(res.status).toBe(200);
   expect(res.body.environment).toBe('live');
-  return (res.body.balances as Array<{ currency: string; available: number }>).find((b) => b.currency === currency)?.available ?? 0;
+  return new Decimal((res.body.balances as Array<{ currency: string; availableDecimal: string }>).find((b) => b.currency === currency)?.availableDecimal ?? '0');
 }
 
-async function balanceReaches(currency: string, expected: number): Promise<void> {
-  await eventually(async () => (Math.abs((await liveBalance(currency)) - expected) < 1e-9 ? true : undefined), 20_000, `live ${currency} balance ${expected}`);
+async function balanceReaches(currency: string, expected: Decimal): Promise<void> {
+  await eventually(async () => ((await liveBalance(currency)).eq(expected) ? true : undefined), 20_000, `live ${currency} balance ${expected.toFixed()}`);
 }
 
 /** Nothing more arrives: waits a few poll rounds, then the count must still be what it was. */
@@ -125,8 +128,8 @@ async function settle(ms = 1_500): Promise<void> {
   await new Promise((r) => setTimeout(r, ms));
 }
 
-let ethCredited = 0;
-let usdtCredited = 0;
+let ethCredited = new Decimal(0);
+let usdtCredited = new Decimal(0);
 
 test('ETH paid in full: Confirming at 1 confirmation, Paid at CHAIN_ETHEREUM_CONFIRMATIONS; one signed invoice.paid; live balance credited once', async () => {
   const invoice = await createInvoice(live, 'ETH');
@@ -163,13 +166,13 @@ test('ETH paid in full: Confirming at 1 confirmation, Paid at CHAIN_ETHEREUM_CON
     expect.objectContaining({ status: 'Confirming', amount: invoice.amountExpected, currency: 'ETH', environment: 'live', confirmations: 1, confirmationsRequired: CONFIRMATIONS }),
   ]);
 
-  ethCredited += invoice.amountExpected;
+  ethCredited = ethCredited.plus(invoice.amountExpectedDecimal);
   await balanceReaches('ETH', ethCredited);
   // More confirmations change nothing; past the finality depth (3 × 3) the payment is final.
   await mine(anvil, 6);
   await settle();
   expect(paidHooks(invoice.id)).toHaveLength(1);
-  expect(await liveBalance('ETH')).toBeCloseTo(ethCredited, 12);
+  expect((await liveBalance('ETH')).toFixed()).toBe(ethCredited.toFixed());
   await invoiceReaches(invoice.id, (i) => i.payments?.[0]?.status === 'final', 'payment final');
 });
 
@@ -190,7 +193,7 @@ test('USDT half, then the rest: PartiallyPaid (amountReceived = half, remaining 
   const paid = await invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'Paid');
   expect(paid.amountReceived).toBe(invoice.amountExpected);
   expect(paid.payments?.map((p) => p.asset)).toEqual(['USDT', 'USDT']);
-  usdtCredited += invoice.amountExpected;
+  usdtCredited = usdtCredited.plus(invoice.amountExpectedDecimal);
   await balanceReaches('USDT', usdtCredited);
   await receiver.waitFor(1, 15_000, (r) => r.body.includes(invoice.id) && r.body.includes('"status":"Paid"'));
   expect(paidHooks(invoice.id)).toHaveLength(1);
@@ -204,7 +207,7 @@ test('USDT overpayment: Paid, amountReceived > amountExpected, credited in full'
   const paid = await invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'Paid');
   expect(paid.amountReceived).toBe(Number(over));
   expect(paid.amountReceived).toBeGreaterThan(paid.amountExpected);
-  usdtCredited += Number(over);
+  usdtCredited = usdtCredited.plus(over);
   await balanceReaches('USDT', usdtCredited);
   const hooks = await receiver.waitFor(1, 15_000, (r) => r.body.includes(invoice.id) && r.body.includes('"status":"Paid"'));
   expect(JSON.parse(hooks[0]!.body)).toMatchObject({ amount: Number(over), currency: 'USDT', environment: 'live' });
@@ -219,7 +222,7 @@ test('one transaction paying two invoices (two Transfer logs) credits both', asy
   const paidB = await invoiceReaches(b.id, (i) => i.status === 'Paid', 'Paid');
   expect(paidA.payments?.[0]?.transactionHash).toBe(hash);
   expect(paidB.payments?.[0]?.transactionHash).toBe(hash);
-  usdtCredited += a.amountExpected + b.amountExpected;
+  usdtCredited = usdtCredited.plus(a.amountExpectedDecimal).plus(b.amountExpectedDecimal);
   await balanceReaches('USDT', usdtCredited);
 });
 
@@ -227,7 +230,7 @@ test('a reorg removing a Confirming payment: back to Waiting with invoice.reopen
   const invoice = await createInvoice(live, 'ETH', '15.00');
   const snapshot = await anvil.testClient.snapshot();
   // The signed transaction is kept so the very same transaction can be mined again after the reorg.
-  const request = await anvil.wallet.prepareTransactionRequest({ to: invoice.address as `0x${string}`, value: BigInt(Math.round(invoice.amountExpected * 1e8)) * 10n ** 10n });
+  const request = await anvil.wallet.prepareTransactionRequest({ to: invoice.address as `0x${string}`, value: parseEther(invoice.amountExpectedDecimal) });
   const signed = await anvil.wallet.signTransaction(request);
   const hash: Hash = await anvil.publicClient.sendRawTransaction({ serializedTransaction: signed });
   await mined(anvil, hash);
@@ -249,11 +252,11 @@ test('a reorg removing a Confirming payment: back to Waiting with invoice.reopen
   const paid = await invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'Paid after re-mining');
   expect(paid.payments).toEqual([expect.objectContaining({ transactionHash: hash, status: 'confirmed', confirmations: CONFIRMATIONS })]);
   expect(paid.amountReceived).toBe(invoice.amountExpected);
-  ethCredited += invoice.amountExpected;
+  ethCredited = ethCredited.plus(invoice.amountExpectedDecimal);
   await balanceReaches('ETH', ethCredited);
   await settle();
   expect(paidHooks(invoice.id)).toHaveLength(1);
-  expect(await liveBalance('ETH')).toBeCloseTo(ethCredited, 12);
+  expect((await liveBalance('ETH')).toFixed()).toBe(ethCredited.toFixed());
 });
 
 test('USDC sent to a USDT invoice is recorded and reported, not credited; a transfer to an address we never issued is ignored', async () => {
@@ -271,8 +274,8 @@ test('USDC sent to a USDT invoice is recorded and reported, not credited; a tran
   const report = await eventually(async () => webhooksOf(invoice.id).find(({ body }) => body.transactionHash === hash), 15_000, 'late_payment report');
   expect(report.body).toMatchObject({ amount: 10, currency: 'USDC', credited: false, environment: 'live' });
   await settle();
-  expect(await liveBalance('USDC')).toBe(usdcBefore);
-  expect(await liveBalance('USDT')).toBeCloseTo(usdtCredited, 12);
+  expect((await liveBalance('USDC')).toFixed()).toBe(usdcBefore.toFixed());
+  expect((await liveBalance('USDT')).toFixed()).toBe(usdtCredited.toFixed());
 });
 
 test('ETH reaching two invoices as internal transfers of one contract call (no transaction to them) is found by balance reconciliation and pays both', async () => {
@@ -285,7 +288,7 @@ test('ETH reaching two invoices as internal transfers of one contract call (no t
     expect(paid.amountReceived).toBe(invoice.amountExpected);
     expect(paid.payments).toEqual([expect.objectContaining({ asset: 'ETH', amount: invoice.amountExpected, transactionHash: expect.stringMatching(/^reconciled:0x/) })]);
   }
-  ethCredited += a.amountExpected + b.amountExpected;
+  ethCredited = ethCredited.plus(a.amountExpectedDecimal).plus(b.amountExpectedDecimal);
   await balanceReaches('ETH', ethCredited);
   const watcher = system.current()['watch-ethereum'];
   const metrics = await (await fetch(`${watcher?.adminUrl}/metrics`)).text();
@@ -309,7 +312,7 @@ test('the project\'s paymentTolerancePercent (fixed on each invoice at creation)
   await mine(anvil, CONFIRMATIONS);
   const paid = await invoiceReaches(tolerant.id, (i) => i.status === 'Paid', 'Paid within tolerance');
   expect(paid.amountReceived).toBe(Number(short));
-  usdtCredited += Number(short);
+  usdtCredited = usdtCredited.plus(short);
   await balanceReaches('USDT', usdtCredited);
   await api.patch(`/api/merchant/projects/${live.id}`, { paymentTolerancePercent: 0 }, { headers: { authorization: `Bearer ${merchantToken}` } });
 });
@@ -338,7 +341,7 @@ test('the checkout page shows the remaining amount while partially paid, "N of M
   } finally {
     await browser.close();
   }
-  usdtCredited += invoice.amountExpected;
+  usdtCredited = usdtCredited.plus(invoice.amountExpectedDecimal);
 });
 
 test('sandbox invoices are never watched: ETH sent to a sandbox address changes nothing', async () => {
