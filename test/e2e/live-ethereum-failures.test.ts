@@ -8,10 +8,11 @@
 import { Decimal } from '@coinvoice/runtime/coins';
 import { createDb, type Sql } from '@coinvoice/runtime';
 import { markEmailVerified } from '../support/accounts';
-import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { mine, sendEth, startAnvil, type Anvil } from '../support/anvil';
 import { RpcFaultProxy } from '../support/rpc-fault-proxy';
 import { bootSystem, isAlive, type BootedSystem } from '../support/system';
+import { LiveShop } from './live-ethereum.support';
 import { deleteStreams, eventually, Receiver } from './webhooks.support';
 
 const CONFIRMATIONS = 2;
@@ -60,38 +61,10 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
-interface LiveInvoice {
-  id: string;
-  status: string;
-  address: string;
-  amountExpected: number;
-  amountExpectedDecimal: string;
-  amountReceived: number;
-  payments: Array<{ transactionHash: string; status: string; confirmations: number }>;
-}
-
-async function createInvoice(priceAmount = '20.00'): Promise<LiveInvoice> {
-  const res = await api.post(
-    '/api/invoice',
-    { priceAmount, priceCurrency: 'USD', payCurrency: 'ETH', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
-    { headers: apiKeyHeader(live.key) },
-  );
-  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
-  return res.body as LiveInvoice;
-}
-
-async function getInvoice(id: string): Promise<LiveInvoice> {
-  const res = await api.get(`/api/invoice/${id}`, { headers: apiKeyHeader(live.key) });
-  if (res.status !== 200) throw new Error(`get failed: ${res.status} ${res.text}`);
-  return res.body as LiveInvoice;
-}
-
-async function invoiceReaches(id: string, status: string, timeoutMs = 20_000): Promise<LiveInvoice> {
-  return eventually(async () => {
-    const invoice = await getInvoice(id);
-    return invoice.status === status ? invoice : undefined;
-  }, timeoutMs, `invoice ${id} ${status}`);
-}
+const createInvoice = (priceAmount = '20.00') => new LiveShop(api, live).createInvoice('ETH', priceAmount);
+const invoiceReaches = (id: string, status: string, timeoutMs = 20_000) => new LiveShop(api, live).invoiceReaches(id, (i) => i.status === status, status, timeoutMs);
+const liveBalance = (currency: string) => new LiveShop(api, live).balance(currency);
+const getInvoice = (id: string) => new LiveShop(api, live).getInvoice(id);
 
 const watchers = () => Object.entries(system.current()).filter(([name]) => name.startsWith('watch-ethereum'));
 
@@ -115,12 +88,6 @@ function sourceErrors(metrics: string): Record<string, number> {
   const errors: Record<string, number> = {};
   for (const match of metrics.matchAll(/^watcher_source_errors_total\{chain="ethereum",kind="([a-z_]+)"\} (\d+)$/gm)) errors[match[1]!] = Number(match[2]);
   return errors;
-}
-
-/** The live balance, exactly (its decimal string, as a Decimal). */
-async function liveBalance(currency: string): Promise<Decimal> {
-  const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(live.key) });
-  return new Decimal((res.body.balances as Array<{ currency: string; availableDecimal: string }>).find((b) => b.currency === currency)?.availableDecimal ?? '0');
 }
 
 const paidHooks = (invoiceId: string) => receiver.requests.filter((r) => r.body.includes(invoiceId) && r.body.includes('"status":"Paid"') && !r.body.includes('transactionHash'));
@@ -222,7 +189,7 @@ test('the active watcher SIGKILLed mid-backfill: the standby takes over within 1
   }
   process.kill(active.pid, 'SIGCONT');
   // Kill it once it has committed part of the backfill (batches of 10 blocks), not all of it.
-  await eventually(async () => ((await getInvoice(invoices[1]!.id)).payments.length > 0 ? true : undefined), 20_000, 'backfill under way');
+  await eventually(async () => (((await getInvoice(invoices[1]!.id)).payments?.length ?? 0) > 0 ? true : undefined), 20_000, 'backfill under way');
   const remaining = (await Promise.all(invoices.map((i) => getInvoice(i.id)))).filter((i) => i.status !== 'Paid');
   process.kill(active.pid, 'SIGKILL');
   const killedAt = Date.now();

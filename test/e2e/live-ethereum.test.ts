@@ -10,10 +10,11 @@ import { Decimal } from '@coinvoice/runtime/coins';
 import { Webhook } from 'standardwebhooks';
 import { parseEther, type Hash } from 'viem';
 import { markEmailVerified } from '../support/accounts';
-import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { deployTokens, forwardEthTwo, mine, mined, payTwo, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../support/anvil';
 import { launchBrowser } from '../support/browser';
 import { bootSystem, type BootedSystem } from '../support/system';
+import { LiveShop, type LiveInvoice } from './live-ethereum.support';
 import { deleteStreams, eventually, Receiver, type ReceivedRequest } from './webhooks.support';
 
 const CONFIRMATIONS = 3;
@@ -59,39 +60,10 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
-interface LiveInvoice {
-  id: string;
-  status: string;
-  address: string;
-  amountExpected: number;
-  amountExpectedDecimal: string;
-  amountReceived: number;
-  confirmationsRequired?: number;
-  payments?: Array<{ transactionHash: string; amount: number; asset: string; confirmations: number; status: string; detectedAt: string }>;
-}
-
-async function createInvoice(project: ProjectFixture, payCurrency: string, priceAmount = '20.00'): Promise<LiveInvoice> {
-  const res = await api.post(
-    '/api/invoice',
-    { priceAmount, priceCurrency: 'USD', payCurrency, orderId: `order-${Math.random().toString(36).slice(2)}`, successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
-    { headers: apiKeyHeader(project.key) },
-  );
-  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
-  return res.body as LiveInvoice;
-}
-
-async function getInvoice(id: string, project = live): Promise<LiveInvoice> {
-  const res = await api.get(`/api/invoice/${id}`, { headers: apiKeyHeader(project.key) });
-  if (res.status !== 200) throw new Error(`get failed: ${res.status} ${res.text}`);
-  return res.body as LiveInvoice;
-}
-
-async function invoiceReaches(id: string, check: (invoice: LiveInvoice) => boolean, what: string, timeoutMs = 20_000): Promise<LiveInvoice> {
-  return eventually(async () => {
-    const invoice = await getInvoice(id);
-    return check(invoice) ? invoice : undefined;
-  }, timeoutMs, `invoice ${id} ${what}`);
-}
+const createInvoice = (project: ProjectFixture, payCurrency: string, priceAmount = '20.00') => new LiveShop(api, project).createInvoice(payCurrency, priceAmount);
+const getInvoice = (id: string, project = live) => new LiveShop(api, project).getInvoice(id);
+const invoiceReaches = (id: string, check: (invoice: LiveInvoice) => boolean, what: string, timeoutMs = 20_000) =>
+  new LiveShop(api, live).invoiceReaches(id, check, what, timeoutMs);
 
 /** The webhooks received for an invoice, verified with standardwebhooks (throws on a bad signature). */
 function webhooksOf(invoiceId: string): Array<{ body: Record<string, unknown>; request: ReceivedRequest }> {
@@ -111,17 +83,8 @@ function webhooksOf(invoiceId: string): Array<{ body: Record<string, unknown>; r
 
 const paidHooks = (invoiceId: string) => webhooksOf(invoiceId).filter(({ body }) => body.status === 'Paid' && !('transactionHash' in body));
 
-/** The live balance, exactly (its decimal string, as a Decimal). */
-async function liveBalance(currency: string): Promise<Decimal> {
-  const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(live.key) });
-  expect(res.status).toBe(200);
-  expect(res.body.environment).toBe('live');
-  return new Decimal((res.body.balances as Array<{ currency: string; availableDecimal: string }>).find((b) => b.currency === currency)?.availableDecimal ?? '0');
-}
-
-async function balanceReaches(currency: string, expected: Decimal): Promise<void> {
-  await eventually(async () => ((await liveBalance(currency)).eq(expected) ? true : undefined), 20_000, `live ${currency} balance ${expected.toFixed()}`);
-}
+const liveBalance = (currency: string) => new LiveShop(api, live).balance(currency);
+const balanceReaches = (currency: string, expected: Decimal) => new LiveShop(api, live).balanceReaches(currency, expected);
 
 /** Nothing more arrives: waits a few poll rounds, then the count must still be what it was. */
 async function settle(ms = 1_500): Promise<void> {
