@@ -51,7 +51,10 @@ test('every public field of the Invoice is documented with its contract type', (
     projectName: 'string', isDonation: 'boolean',
     // Additions for live invoices (DESIGN.md §9), optional: the 17 documented fields stay as they are.
     payments: 'array', confirmationsRequired: 'integer',
+    // Exact decimal strings of a live invoice's amounts (docs/accounting.md), optional likewise.
+    amountExpectedDecimal: 'string', amountReceivedDecimal: 'string',
   });
+  expect(invoice.required).not.toContain('amountReceivedDecimal');
   expect(invoice.required).not.toContain('payments');
   expect(invoice.required).not.toContain('confirmationsRequired');
   expect(doc.components.securitySchemes.apiKeyAuth).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
