@@ -175,6 +175,11 @@ export function validatePayoutRef(input: { projectId?: unknown; payoutId?: unkno
   return validateUuidFields(input, ['projectId', 'payoutId']);
 }
 
+/** An operator's reference to any project's payout. */
+export function validateOperatorPayoutRef(input: { payoutId?: unknown }): Validated<{ payoutId: string }> {
+  return validateUuidFields(input, ['payoutId']);
+}
+
 export interface VerifyRequest extends PayoutRef {
   code: string;
 }
