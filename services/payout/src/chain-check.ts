@@ -1,5 +1,5 @@
 /**
- * With a chain node configured, an operator's Complete is checked on chain (docs/payouts.md
+ * With a chain node configured, an operator's Complete is checked on chain (services/payout/README.md
  * "Claim before sending"): the transaction must be mined, must have succeeded, and must pay the
  * payout's destination exactly the payout's amount — ETH as the transaction's value, USDT/USDC as a
  * `Transfer` log of the configured contract. An operator who pastes the wrong hash (or the hash of

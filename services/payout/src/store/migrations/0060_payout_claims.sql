@@ -1,5 +1,5 @@
 -- A verified payout is claimed by an operator (or a processor) before its coins are sent
--- (docs/payouts.md "Claim before sending"): from then on the merchant cannot cancel it, so a
+-- (services/payout/README.md "Claim before sending"): from then on the merchant cannot cancel it, so a
 -- payout is never paid by hand and released back to the balance at once. The status stays
 -- 'Pending' (the public word); claimed_at marks the stage.
 alter table payouts add column claimed_at timestamptz;
