@@ -4,10 +4,13 @@
  * denotes another value than the double it became ("amount":0.0010000000000000001 → 0.001, an
  * integer past 2^53, 1e400) is refused with 400 validation_failed naming the field, never rounded
  * silently. Every other number is exactly what the client wrote, so the field rules after it
- * (e.g. at most 8 decimals) judge the client's own digits.
+ * (e.g. at most 8 decimals) judge the client's own digits. Strings with a lone surrogate are
+ * refused the same way (they would reach a service altered).
  */
 import { jsonNumberIsExact, type Violation } from '@coinvoice/runtime';
 import { HttpProblem } from './problem';
+
+const LONE_SURROGATE = /\p{Cs}/u;
 
 interface NumberSource {
   source: string;
@@ -16,7 +19,11 @@ interface NumberSource {
 /** The parsed body; throws SyntaxError for malformed JSON and HttpProblem for an inexact number. */
 export function parseJsonExactly(text: string): unknown {
   const inexact: Array<{ holder: object; key: string; source: string }> = [];
+  const invalidText: Array<{ holder: object; key: string }> = [];
   const value: unknown = JSON.parse(text, function (this: object, key: string, parsed: unknown, context?: NumberSource) {
+    // A "\ud800" escape makes a lone surrogate, which protobuf's UTF-8 encoding would silently turn
+    // into U+FFFD on its way to a service: refused here, for every string field at once.
+    if (typeof parsed === 'string' && LONE_SURROGATE.test(parsed)) invalidText.push({ holder: this, key });
     if (typeof parsed === 'number') {
       // The reviver's `this` is the object or array holding the value: where it sits in the body.
       const source = context?.source;
@@ -25,11 +32,14 @@ export function parseJsonExactly(text: string): unknown {
     }
     return parsed;
   });
-  if (inexact.length > 0) {
-    const errors: Violation[] = inexact.map(({ holder, key, source }) => ({
-      field: fieldOf(value, holder, key),
-      message: `cannot be taken exactly as written (${truncate(source)}): a JSON number with more digits than the field allows is refused, never rounded`,
-    }));
+  if (inexact.length > 0 || invalidText.length > 0) {
+    const errors: Violation[] = [
+      ...inexact.map(({ holder, key, source }) => ({
+        field: fieldOf(value, holder, key),
+        message: `cannot be taken exactly as written (${truncate(source)}): a JSON number with more digits than the field allows is refused, never rounded`,
+      })),
+      ...invalidText.map(({ holder, key }) => ({ field: fieldOf(value, holder, key), message: 'must be valid Unicode text' })),
+    ];
     throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', errors);
   }
   return value;

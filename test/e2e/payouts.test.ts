@@ -577,6 +577,9 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     expect(expectProblem(await api.get('/api/payout/history?status=Done', { headers: key }), 400).errors[0].field).toBe('status');
     expect(expectProblem(await api.get('/api/payout/history?cursor=zzz', { headers: key }), 400).errors[0].field).toBe('cursor');
     expect(expectProblem(await api.get('/api/payout/history?limit=0', { headers: key }), 400).errors[0].field).toBe('limit');
+    // More than 100 is refused, never cut down to 100 silently (issue 27 review).
+    expect(expectProblem(await api.get('/api/payout/history?limit=101', { headers: key }), 400).errors[0].field).toBe('limit');
+    expect((await api.get('/api/payout/history?limit=100', { headers: key })).status).toBe(200);
     expect(expectProblem(await api.post('/api/payout/nope/cancel', {}, { headers: key }), 400).errors[0].field).toBe('id');
     expectProblem(await api.get('/api/payout/balance'), 401, 'unauthenticated');
     expectProblem(await api.post(`/api/admin/payouts/${randomUUID()}/complete`, { transactionHash: '' }, { headers: bearer(admin.token) }), 400, 'validation_failed');

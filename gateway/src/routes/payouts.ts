@@ -116,13 +116,6 @@ async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, proje
   }
 }
 
-/** Unpaired surrogates cannot be stored or sent on (gRPC would silently replace them). */
-function checkText(field: string, text: string | undefined): void {
-  if (text !== undefined && /\p{Cs}/u.test(text)) {
-    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field, message: 'must be valid Unicode text' }]);
-  }
-}
-
 /** The amount as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit. */
 function amountDecimal(amount: string | number): string {
   if (typeof amount === 'string') return amount;
@@ -164,7 +157,6 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.apiKeyOrMerchant,
     handler: async (req, reply) => {
-      checkText('note', req.body.note);
       const amount = amountDecimal(req.body.amount);
       const scope = await scopeOf(auth, req, req.body.projectId);
       const res = await payouts.requestPayout({
@@ -309,7 +301,6 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.admin,
     handler: async (req) => {
-      checkText('adminNote', req.body.adminNote);
       const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote, operatorToken: merchantPrincipal(req).token });
       return payoutJson(res.payout);
     },
