@@ -24,30 +24,36 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
     onDone();
   });
   const label = `${payout.amount} ${payout.currency}`;
+  // One stable tree whether claimed or not: the hash field stays mounted (disabled until the claim),
+  // so its label keeps pointing at it.
   return (
     <div class="decide">
-      {payout.processing ? (
-        <form
-          class="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void complete.run();
-          }}
-        >
-          <Field label={`Transaction hash for ${label}`} required spellcheck={false} autoComplete="off" value={hash} onValue={setHash} />
-          <button type="submit" class="primary" disabled={complete.busy}>
-            Complete
-          </button>
-          <ErrorMessage error={complete.error} />
-        </form>
-      ) : (
-        <div class="inline-form">
+      <form
+        class="inline-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void complete.run();
+        }}
+      >
+        {!payout.processing && (
           <button type="button" class="primary" disabled={claim.busy} onClick={() => void claim.run()} aria-label={`Start sending ${label}`}>
             Start sending
           </button>
-          <ErrorMessage error={claim.error} />
-        </div>
-      )}
+        )}
+        <Field
+          label={`Transaction hash for ${label}`}
+          required
+          disabled={!payout.processing}
+          spellcheck={false}
+          autoComplete="off"
+          value={hash}
+          onValue={setHash}
+        />
+        <button type="submit" class="primary" disabled={!payout.processing || complete.busy}>
+          Complete
+        </button>
+        <ErrorMessage error={claim.error ?? complete.error} />
+      </form>
       <form
         class="inline-form"
         onSubmit={(e) => {
