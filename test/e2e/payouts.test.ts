@@ -101,10 +101,18 @@ async function sandboxShop(extra: { webhookUrl?: string } = {}): Promise<Shop> {
 
 type Balances = Record<string, { available: number; pending: number; total: number }>;
 
+type BalanceItem = { currency: string; availableDecimal: string; pendingDecimal: string; totalDecimal: string } & Balances[string];
+
+/** The documented numbers per currency; the exact decimal strings beside them must say the same amounts. */
 async function balances(key: string): Promise<Balances> {
   const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(key) });
   expect(res.status).toBe(200);
-  return Object.fromEntries((res.body.balances as Array<{ currency: string } & Balances[string]>).map(({ currency, ...b }) => [currency, b]));
+  return Object.fromEntries(
+    (res.body.balances as BalanceItem[]).map(({ currency, available, pending, total, availableDecimal, pendingDecimal, totalDecimal }) => {
+      expect([availableDecimal, pendingDecimal, totalDecimal].map(Number)).toEqual([available, pending, total]);
+      return [currency, { available, pending, total }];
+    }),
+  );
 }
 
 /** Waits until the balance of `currency` is `available` (the ledger is fed asynchronously by invoice.paid). */
@@ -233,7 +241,11 @@ describe('1. the ledger fed by invoice.paid', () => {
     const second = await payInvoice(shop.project.key, 'BTC', 0.00025);
     await balanceReaches(shop.project.key, 'BTC', 0.00175);
     const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(shop.project.key) });
-    expect(res.body).toEqual({ projectId: shop.project.id, environment: 'sandbox', balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175 }] });
+    expect(res.body).toEqual({
+      projectId: shop.project.id,
+      environment: 'sandbox',
+      balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
+    });
 
     // The second invoice's invoice.paid, as the invoice service published it, delivered again under a new message id.
     const nats = await connectNats({ url: testNatsUrl(), name: 'e2e-duplicate' });
