@@ -1,4 +1,4 @@
-import { commonSettings, rpcTlsSettings, setting, SERVICE_PORTS, type Setting } from '@coinvoice/runtime';
+import { commonSettings, ConfigError, rpcTlsSettings, setting, SERVICE_PORTS, type ConfigOf, type Setting } from '@coinvoice/runtime';
 import { gatewayRateLimitSettings } from './rate-limits';
 
 /**
@@ -38,3 +38,19 @@ export const gatewaySettings = {
   ...rpcTlsSettings,
   ...gatewayRateLimitSettings,
 };
+
+/**
+ * What production refuses beyond each setting's own form (DESIGN §11). GATEWAY_TRUST_PROXY=true
+ * believes any client's X-Forwarded-For: a client could then pick a new IP per request and walk
+ * past every per-IP limit (login per account and IP, registration, checkout). Production names its
+ * ingress instead.
+ */
+export function refuseUnsafeGatewayConfig(config: ConfigOf<typeof gatewaySettings>): void {
+  if (config.APP_ENV === 'production' && config.GATEWAY_TRUST_PROXY === true) {
+    throw new ConfigError(
+      'GATEWAY_TRUST_PROXY',
+      'false or the ingress addresses/CIDRs in production (true lets any client choose its IP with X-Forwarded-For)',
+      'true',
+    );
+  }
+}

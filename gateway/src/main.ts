@@ -8,13 +8,14 @@ import { RevocationListener } from './auth/revocations';
 import { SessionVerifier } from './auth/sessions';
 import { GatewayRateLimits } from './rate-limits';
 import { Backends } from './backends';
-import { gatewaySettings } from './config';
+import { gatewaySettings, refuseUnsafeGatewayConfig } from './config';
 import { build } from './server';
 
 runMain({
   name: 'gateway',
   async start() {
     const config = loadConfig(gatewaySettings);
+    refuseUnsafeGatewayConfig(config);
     const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
     const tls = rpcTlsOf(config);
     const backends = new Backends(

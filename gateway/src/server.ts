@@ -16,7 +16,8 @@ import { ApiKeyVerifier } from './auth/api-keys';
 import { authHooks } from './auth/hooks';
 import { SessionVerifier } from './auth/sessions';
 import type { Backends } from './backends';
-import { handleError, problemOf, sendProblem } from './problem';
+import { parseJsonExactly } from './exact-json';
+import { handleError, HttpProblem, problemOf, sendProblem } from './problem';
 import { OpenApiRegistry } from './openapi';
 import { checkoutRoutes, docsRoutes } from './routes/checkout';
 import { dashboardRoutes } from './routes/dashboard';
@@ -50,12 +51,16 @@ export interface GatewayDeps {
   dashboardDir?: string;
 }
 
-/** JSON bodies: an empty body is "no body" (optional bodies), malformed JSON a 400 problem. */
+/**
+ * JSON bodies: an empty body is "no body" (optional bodies), malformed JSON a 400 problem, a number
+ * the parser would round a 400 naming its field (exact-json.ts).
+ */
 function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
   if (body.trim() === '') return done(null, undefined);
   try {
-    done(null, JSON.parse(body));
-  } catch {
+    done(null, parseJsonExactly(body));
+  } catch (error) {
+    if (error instanceof HttpProblem) return done(error);
     const err = Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
     done(err);
   }

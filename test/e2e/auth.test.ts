@@ -357,6 +357,13 @@ describe('bad input on every dashboard route', () => {
       ['PATCH', `/api/merchant/projects/${projectId}`, { invoiceLifetimeMinutes: 'sixty' }, 'invoiceLifetimeMinutes'],
       ['PATCH', `/api/merchant/projects/${projectId}`, { invoiceLifetimeMinutes: 0 }, 'invoiceLifetimeMinutes'],
       ['POST', `/api/merchant/projects/${projectId}/api-keys`, { name: 42 }, 'name'],
+      // Bidi overrides and isolates (issue 27): "Shop\u202Etxt.exe" would display as "Shopexe.txt".
+      ['POST', '/api/merchant/projects', { name: 'Shop\u202Etxt.exe', environment: 'sandbox' }, 'name'],
+      ['PATCH', `/api/merchant/projects/${projectId}`, { name: 'Ac\u2067me\u2069' }, 'name'],
+      ['POST', `/api/merchant/projects/${projectId}/api-keys`, { name: 'key\u202D' }, 'name'],
+      ['POST', '/api/merchant/register', { email: 'bidi@b.co', password: 'long-enough-pw', name: 'Evil\u202Ba' }, 'name'],
+      // A lone surrogate would reach auth as U+FFFD (silently altered): refused at the edge.
+      ['POST', '/api/merchant/projects', { name: 'Shop \ud800', environment: 'sandbox' }, 'name'],
     ];
     for (const [method, p, body, field] of cases) {
       const res = await api.request(method, p, { body, headers: h });

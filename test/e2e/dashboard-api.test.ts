@@ -116,7 +116,9 @@ test('the operator queue: operators only, Pending live payouts oldest first with
   }
   expect(walked).toEqual(livePayouts);
 
-  // A completed payout leaves the queue.
+  // A completed payout leaves the queue (claimed first: Start sending, then Complete).
+  const claimed = await api.post(`/api/admin/payouts/${livePayouts[0]}/claim`, undefined, { headers: bearer(operator.token) });
+  expect(claimed.body).toMatchObject({ status: 'Pending', processing: true });
   const completed = await api.post(`/api/admin/payouts/${livePayouts[0]}/complete`, { transactionHash: 'ab'.repeat(32) }, { headers: bearer(operator.token) });
   expect(completed.status).toBe(200);
   const after = await api.get('/api/admin/payouts?status=Pending&environment=live', { headers: bearer(operator.token) });

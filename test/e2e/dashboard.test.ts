@@ -511,6 +511,10 @@ test('an operator signs in with the keyboard alone and completes a live payout f
     await refusedRow.getByRole('button', { name: 'Reject' }).click();
     await refusedRow.waitFor({ state: 'detached' });
 
+    // Start sending (the claim) first: only then does the row take the transaction hash.
+    expect(await row.getByLabel('Transaction hash for 0.1 BTC').isDisabled()).toBe(true);
+    await row.getByRole('button', { name: 'Start sending 0.1 BTC' }).click();
+    await row.getByRole('button', { name: 'Start sending 0.1 BTC' }).waitFor({ state: 'detached' });
     const hash = 'cd'.repeat(32);
     await row.getByLabel('Transaction hash for 0.1 BTC').fill(hash);
     await row.getByRole('button', { name: 'Complete' }).click();

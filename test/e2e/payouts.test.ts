@@ -101,10 +101,18 @@ async function sandboxShop(extra: { webhookUrl?: string } = {}): Promise<Shop> {
 
 type Balances = Record<string, { available: number; pending: number; total: number }>;
 
+type BalanceItem = { currency: string; availableDecimal: string; pendingDecimal: string; totalDecimal: string } & Balances[string];
+
+/** The documented numbers per currency; the exact decimal strings beside them must say the same amounts. */
 async function balances(key: string): Promise<Balances> {
   const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(key) });
   expect(res.status).toBe(200);
-  return Object.fromEntries((res.body.balances as Array<{ currency: string } & Balances[string]>).map(({ currency, ...b }) => [currency, b]));
+  return Object.fromEntries(
+    (res.body.balances as BalanceItem[]).map(({ currency, available, pending, total, availableDecimal, pendingDecimal, totalDecimal }) => {
+      expect([availableDecimal, pendingDecimal, totalDecimal].map(Number)).toEqual([available, pending, total]);
+      return [currency, { available, pending, total }];
+    }),
+  );
 }
 
 /** Waits until the balance of `currency` is `available` (the ledger is fed asynchronously by invoice.paid). */
@@ -216,7 +224,12 @@ async function bounded<T>(count: number, concurrency: number, task: (i: number) 
   return results;
 }
 
-const complete = (id: string, transactionHash: string) => api.post(`/api/admin/payouts/${id}/complete`, { transactionHash }, { headers: bearer(admin.token) });
+const claim = (id: string) => api.post(`/api/admin/payouts/${id}/claim`, undefined, { headers: bearer(admin.token) });
+/** What an operator does: Start sending (the claim; a 409 when already claimed or not Pending), then Complete. */
+const complete = async (id: string, transactionHash: string) => {
+  await claim(id);
+  return api.post(`/api/admin/payouts/${id}/complete`, { transactionHash }, { headers: bearer(admin.token) });
+};
 const TX = (n: number) => n.toString(16).padStart(64, 'a');
 
 // ------------------------------------------------------------------------------------------------
@@ -228,7 +241,11 @@ describe('1. the ledger fed by invoice.paid', () => {
     const second = await payInvoice(shop.project.key, 'BTC', 0.00025);
     await balanceReaches(shop.project.key, 'BTC', 0.00175);
     const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(shop.project.key) });
-    expect(res.body).toEqual({ projectId: shop.project.id, environment: 'sandbox', balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175 }] });
+    expect(res.body).toEqual({
+      projectId: shop.project.id,
+      environment: 'sandbox',
+      balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
+    });
 
     // The second invoice's invoice.paid, as the invoice service published it, delivered again under a new message id.
     const nats = await connectNats({ url: testNatsUrl(), name: 'e2e-duplicate' });
@@ -295,6 +312,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
       adminNote: null,
       createdAt: expect.any(String),
       environment: 'live',
+      processing: false,
     });
     const payoutId = requested.body.id as string;
     expect(Math.abs(new Date(requested.body.createdAt).getTime() - Date.now())).toBeLessThan(60_000);
@@ -507,6 +525,61 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     }
   });
 
+  test('exact JSON numbers (issue 27): a number the JSON parser would round is 400 naming the field, never rounded; exact ones in any spelling are taken', async () => {
+    const key = apiKeyHeader(shop.project.key);
+    const address = addressFor('BTC');
+    const raw = (amountText: string) =>
+      api.post('/api/payout/request', undefined, {
+        headers: { ...key, 'content-type': 'application/json' },
+        raw: `{"amount":${amountText},"currency":"BTC","address":"${address}"}`,
+      });
+    const before = await balances(shop.project.key);
+    // Today's JSON.parse reads 0.0010000000000000001 as 0.001: refused, as a number and as a string.
+    for (const amount of ['0.0010000000000000001', '"0.0010000000000000001"', '0.00100000000000000000000000001', '1e-1000', '1e400', '9007199254740993']) {
+      const problem = expectProblem(await raw(amount), 400, 'validation_failed');
+      expect(problem.errors.map((e: { field: string }) => e.field)).toEqual(['amount']);
+    }
+    expect(await balances(shop.project.key)).toEqual(before);
+    // The same value written differently is exact: taken.
+    for (const amount of ['0.00100000', '1e-3', '0.1E-2']) {
+      const res = await raw(amount);
+      expect(res.status).toBe(201);
+      expect(res.body.amount).toBe(0.001);
+      await api.post(`/api/payout/${res.body.id}/cancel`, {}, { headers: key });
+    }
+    // Elsewhere too: a sandbox payment's amountReceived, a project's settings, an invoice's price.
+    const invoice = await api.post(
+      '/api/invoice',
+      { priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+      { headers: key },
+    );
+    const pay = expectProblem(
+      await api.post(`/api/invoice/${invoice.body.id}/sandbox/pay`, undefined, { headers: { ...key, 'content-type': 'application/json' }, raw: '{"amountReceived":0.00010000000000000001}' }),
+      400,
+      'validation_failed',
+    );
+    expect(pay.errors.map((e: { field: string }) => e.field)).toEqual(['amountReceived']);
+    expect((await api.get(`/api/invoice/${invoice.body.id}`, { headers: key })).body.status).toBe('Waiting');
+    const price = expectProblem(
+      await api.post('/api/invoice', undefined, {
+        headers: { ...key, 'content-type': 'application/json' },
+        raw: '{"priceAmount":"19.999","priceCurrency":"USD","payCurrency":"BTC","successUrl":"https://shop.example/ok","cancelUrl":"https://shop.example/no"}',
+      }),
+      400,
+      'validation_failed',
+    );
+    expect(price.errors.map((e: { field: string }) => e.field)).toEqual(['priceAmount']);
+    const settings = expectProblem(
+      await api.request('PATCH', `/api/merchant/projects/${shop.project.id}`, {
+        headers: { ...bearer(shop.merchant.token), 'content-type': 'application/json' },
+        raw: '{"invoiceLifetimeMinutes":60.0000000000000001,"paymentTolerancePercent":1.0000000000000001}',
+      }),
+      400,
+      'validation_failed',
+    );
+    expect(settings.errors.map((e: { field: string }) => e.field).sort()).toEqual(['invoiceLifetimeMinutes', 'paymentTolerancePercent']);
+  });
+
   test('bad verify, history and cancel input names the field', async () => {
     const key = apiKeyHeader(shop.project.key);
     expect(expectProblem(await api.post('/api/payout/verify', { payoutId: 'x', code: '123456' }, { headers: key }), 400).errors[0].field).toBe('payoutId');
@@ -516,6 +589,9 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     expect(expectProblem(await api.get('/api/payout/history?status=Done', { headers: key }), 400).errors[0].field).toBe('status');
     expect(expectProblem(await api.get('/api/payout/history?cursor=zzz', { headers: key }), 400).errors[0].field).toBe('cursor');
     expect(expectProblem(await api.get('/api/payout/history?limit=0', { headers: key }), 400).errors[0].field).toBe('limit');
+    // More than 100 is refused, never cut down to 100 silently (issue 27 review).
+    expect(expectProblem(await api.get('/api/payout/history?limit=101', { headers: key }), 400).errors[0].field).toBe('limit');
+    expect((await api.get('/api/payout/history?limit=100', { headers: key })).status).toBe(200);
     expect(expectProblem(await api.post('/api/payout/nope/cancel', {}, { headers: key }), 400).errors[0].field).toBe('id');
     expectProblem(await api.get('/api/payout/balance'), 401, 'unauthenticated');
     expectProblem(await api.post(`/api/admin/payouts/${randomUUID()}/complete`, { transactionHash: '' }, { headers: bearer(admin.token) }), 400, 'validation_failed');
@@ -588,6 +664,72 @@ describe('8. completion exactly once', () => {
   });
 });
 
+describe('9. a payout is never paid twice (issue 27)', () => {
+  test('the operator claims (Start sending) and sends; the merchant cancels at once → 409 payout_in_flight, balance unchanged; the completion debits once', async () => {
+    const receiver = await new Receiver().start();
+    receivers.push(receiver);
+    const { merchant, project } = await liveFundedShop('ETH', 1, { webhookUrl: receiver.url });
+    const address = addressFor('ETH', 'mainnet');
+    const requested = await requestPayout(project.key, { amount: 0.8, currency: 'ETH', address });
+    expect(requested.status).toBe(201);
+    const payoutId = requested.body.id as string;
+    // The code email names what it confirms: the amount and the destination address.
+    const mail = await inbox.waitFor((m) => m.to.includes(merchant.email) && mailText(m.raw).includes(payoutId), 15_000);
+    expect(mailText(mail.raw)).toContain(address);
+    expect(mailText(mail.raw)).toContain('0.8 ETH');
+    await api.post('/api/payout/verify', { payoutId, code: await emailedCode(merchant, payoutId) }, { headers: apiKeyHeader(project.key) });
+
+    // Complete before the claim is refused: the operator must claim before sending coins.
+    expectProblem(await api.post(`/api/admin/payouts/${payoutId}/complete`, { transactionHash: `0x${TX(900)}` }, { headers: bearer(admin.token) }), 409, 'payout_not_claimed');
+    // Only operators claim.
+    expectProblem(await api.post(`/api/admin/payouts/${payoutId}/claim`, undefined, { headers: bearer(merchant.token) }), 403, 'forbidden');
+    const claimed = await claim(payoutId);
+    expect(claimed.status).toBe(200);
+    expect(claimed.body).toEqual({ ...requested.body, status: 'Pending', processing: true });
+    // The merchant sees it being sent.
+    expect(await payoutById(project.key, payoutId)).toMatchObject({ status: 'Pending', processing: true });
+
+    // The coins are on their way; the merchant sees them arrive and cancels at once.
+    const refused = expectProblem(await api.post(`/api/payout/${payoutId}/cancel`, {}, { headers: apiKeyHeader(project.key) }), 409, 'payout_in_flight');
+    expect(refused.detail).toContain('can no longer be cancelled');
+    const viaJwt = await api.post(`/api/payout/${payoutId}/cancel`, { projectId: project.id }, { headers: bearer(merchant.token) });
+    expectProblem(viaJwt, 409, 'payout_in_flight');
+    expect(await balances(project.key)).toEqual({ ETH: { available: 0.2, pending: 0.8, total: 1 } });
+    // So no second payout of the same 0.8 ETH can be requested.
+    expectProblem(await requestPayout(project.key, { amount: 0.8, currency: 'ETH', address }), 409, 'insufficient_balance');
+    expectProblem(await claim(payoutId), 409, 'payout_already_claimed');
+
+    const hash = `0x${TX(901)}`;
+    const completed = await api.post(`/api/admin/payouts/${payoutId}/complete`, { transactionHash: hash }, { headers: bearer(admin.token) });
+    expect(completed.status).toBe(200);
+    expect(completed.body).toEqual({ ...requested.body, status: 'Completed', transactionHash: hash, processing: false });
+    expect(await balances(project.key)).toEqual({ ETH: { available: 0.2, pending: 0, total: 0.2 } });
+    const debits = await db`select kind from payout.ledger_entries where payout_id = ${payoutId} order by id`;
+    expect(debits.map((d) => d.kind)).toEqual(['hold', 'debit']);
+
+    // The same transaction cannot complete another payout (0.05 ETH here).
+    const other = await requestPayout(project.key, { amount: 0.05, currency: 'ETH', address });
+    await api.post('/api/payout/verify', { payoutId: other.body.id, code: await emailedCode(merchant, other.body.id) }, { headers: apiKeyHeader(project.key) });
+    await claim(other.body.id);
+    expectProblem(await api.post(`/api/admin/payouts/${other.body.id}/complete`, { transactionHash: hash }, { headers: bearer(admin.token) }), 409, 'transaction_already_used');
+    expect(await balances(project.key)).toEqual({ ETH: { available: 0.15, pending: 0.05, total: 0.2 } });
+  });
+
+  test('the operator queue shows which payouts are being sent; an unclaimed one may still be cancelled', async () => {
+    const { merchant, project } = await liveFundedShop('BTC', 0.5);
+    const a = await requestPayout(project.key, { amount: 0.1, currency: 'BTC', address: addressFor('BTC', 'mainnet') });
+    const b = await requestPayout(project.key, { amount: 0.2, currency: 'BTC', address: addressFor('BTC', 'mainnet') });
+    for (const p of [a, b]) await api.post('/api/payout/verify', { payoutId: p.body.id, code: await emailedCode(merchant, p.body.id) }, { headers: apiKeyHeader(project.key) });
+    await claim(a.body.id);
+    const queue = await api.get('/api/admin/payouts?status=Pending&environment=live&limit=100', { headers: bearer(admin.token) });
+    const mine = (queue.body.items as Array<{ id: string; processing: boolean }>).filter((p) => p.id === a.body.id || p.id === b.body.id);
+    expect(Object.fromEntries(mine.map((p) => [p.id, p.processing]))).toEqual({ [a.body.id]: true, [b.body.id]: false });
+    const cancelled = await api.post(`/api/payout/${b.body.id}/cancel`, {}, { headers: apiKeyHeader(project.key) });
+    expect(cancelled.body).toMatchObject({ status: 'Cancelled', processing: false });
+    expect(await balances(project.key)).toEqual({ BTC: { available: 0.4, pending: 0.1, total: 0.5 } });
+  });
+});
+
 // Last: its 250+ requests queue as many verification emails at the notifier.
 describe('7. history', () => {
   test('pages through 250 payouts with no duplicates or gaps while new payouts are being created', async () => {
@@ -630,8 +772,8 @@ describe('7. history', () => {
     }
     // Every item is the contract's Payout, exactly.
     for (const p of seen) {
-      // …plus `environment` (issue 12).
-    expect(Object.keys(p).sort()).toEqual(['address', 'adminNote', 'amount', 'createdAt', 'currency', 'environment', 'id', 'note', 'status', 'transactionHash']);
+      // …plus `environment` (issue 12) and `processing` (issue 27).
+      expect(Object.keys(p).sort()).toEqual(['address', 'adminNote', 'amount', 'createdAt', 'currency', 'environment', 'id', 'note', 'processing', 'status', 'transactionHash']);
     }
   }, 120_000);
 });

@@ -57,6 +57,27 @@ test('the gateway in production names a missing backend URL', () => {
   expect(stderrLines).toEqual(['config: AUTH_URL is required: expected a URL starting with http:// or https://']);
 });
 
+test('the gateway in production refuses GATEWAY_TRUST_PROXY=true (any client could choose its IP); the ingress addresses are taken', () => {
+  const production = {
+    APP_ENV: 'production',
+    AUTH_URL: 'https://auth:50051',
+    INVOICE_URL: 'https://invoice:50052',
+    PAYOUT_URL: 'https://payout:50053',
+    NOTIFIER_URL: 'https://notifier:50054',
+    NATS_URL: 'nats://127.0.0.1:1',
+    TLS_CA_FILE: '/nonexistent/ca.pem',
+    TLS_CERT_FILE: '/nonexistent/cert.pem',
+    TLS_KEY_FILE: '/nonexistent/key.pem',
+  };
+  const { status, stderrLines } = run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: 'true' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual([
+    'config: GATEWAY_TRUST_PROXY="true" is invalid: expected false or the ingress addresses/CIDRs in production (true lets any client choose its IP with X-Forwarded-For)',
+  ]);
+  // Named ingress addresses pass this check (the process then fails later, on the missing TLS files).
+  expect(run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: '10.0.0.0/8' }).stderrLines.join('\n')).not.toContain('GATEWAY_TRUST_PROXY');
+});
+
 test.each(entries)('%s refuses a stream replica count or max age it cannot use', (entry) => {
   expect(run(entry, { NATS_STREAM_REPLICAS: 'three' }).stderrLines).toEqual([
     'config: NATS_STREAM_REPLICAS="three" is invalid: expected a whole number from 1 to 5',

@@ -4,9 +4,17 @@ import { useAccount } from '../account';
 import type { OperatorPayout, Page, Payout } from '../types';
 import { Empty, ErrorMessage, Field, Loading, PageHeading, Pager, TableWrap, Time, useAction, useLoad, usePager } from '../ui';
 
+/**
+ * An unclaimed payout offers "Start sending" (the claim: from then on the merchant cannot cancel
+ * it); only a claimed one takes the transaction hash. Send the coins after the claim, never before.
+ */
 function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
   const [hash, setHash] = useState('');
   const [note, setNote] = useState('');
+  const claim = useAction(async () => {
+    await api.post<Payout>(`/api/admin/payouts/${payout.id}/claim`);
+    onDone();
+  });
   const complete = useAction(async () => {
     await api.post<Payout>(`/api/admin/payouts/${payout.id}/complete`, { transactionHash: hash.trim() });
     onDone();
@@ -16,6 +24,8 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
     onDone();
   });
   const label = `${payout.amount} ${payout.currency}`;
+  // One stable tree whether claimed or not: the hash field stays mounted (disabled until the claim),
+  // so its label keeps pointing at it.
   return (
     <div class="decide">
       <form
@@ -25,11 +35,24 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
           void complete.run();
         }}
       >
-        <Field label={`Transaction hash for ${label}`} required spellcheck={false} autoComplete="off" value={hash} onValue={setHash} />
-        <button type="submit" class="primary" disabled={complete.busy}>
+        {!payout.processing && (
+          <button type="button" class="primary" disabled={claim.busy} onClick={() => void claim.run()} aria-label={`Start sending ${label}`}>
+            Start sending
+          </button>
+        )}
+        <Field
+          label={`Transaction hash for ${label}`}
+          required
+          disabled={!payout.processing}
+          spellcheck={false}
+          autoComplete="off"
+          value={hash}
+          onValue={setHash}
+        />
+        <button type="submit" class="primary" disabled={!payout.processing || complete.busy}>
           Complete
         </button>
-        <ErrorMessage error={complete.error} />
+        <ErrorMessage error={claim.error ?? complete.error} />
       </form>
       <form
         class="inline-form"
@@ -71,7 +94,7 @@ export function OperatorPage() {
         <Empty>No live payout is waiting: the queue is empty.</Empty>
       ) : (
         <>
-          <p>Pending live payouts, oldest first. Send the funds, then complete the payout with the transaction hash, or reject it with a note.</p>
+          <p>Pending live payouts, oldest first. Press Start sending before you send the funds (the merchant can no longer cancel the payout), then complete it with the transaction hash; or reject it with a note if nothing was sent.</p>
           <TableWrap label="Pending live payouts">
             <thead>
               <tr>

@@ -219,6 +219,7 @@ function Payouts({ project }: { project: Project }) {
                     </td>
                     <td>
                       <StatusBadge status={p.status} />
+                      {p.processing && <div class="muted">Being sent</div>}
                     </td>
                     <td class="wrap">
                       {p.transactionHash && (
@@ -235,7 +236,7 @@ function Payouts({ project }: { project: Project }) {
                           Enter code
                         </button>
                       )}
-                      {(p.status === 'AwaitingVerification' || p.status === 'Pending') && (
+                      {(p.status === 'AwaitingVerification' || (p.status === 'Pending' && !p.processing)) && (
                         <CancelButton
                           project={project}
                           payout={p}

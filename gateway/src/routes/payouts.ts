@@ -1,7 +1,7 @@
 /**
  * Payouts (service description, endpoint 4): balance, request, verify, history and cancel, with an
  * API key (the key's project) or a merchant JWT (then `projectId` is required and must be one of
- * the merchant's projects); and the operators' complete and reject (admin JWT).
+ * the merchant's projects); and the operators' claim, complete and reject (admin JWT).
  *
  * Which project: an API key names its own; a `projectId` naming another project answers 403
  * `forbidden` on the field projectId. With a JWT, a `projectId` that is not the merchant's (another
@@ -62,6 +62,8 @@ export function payoutJson(p: Payout | undefined) {
     adminNote: p.adminNote ?? null,
     createdAt: isoTime(p.createdAt),
     environment: environmentName(p.environment),
+    // Claimed by an operator (or processor): the coins may be on their way, cancel answers 409.
+    processing: p.status === PayoutStatus.PENDING && p.claimedAt !== undefined,
   };
 }
 
@@ -114,13 +116,6 @@ async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, proje
   }
 }
 
-/** Unpaired surrogates cannot be stored or sent on (gRPC would silently replace them). */
-function checkText(field: string, text: string | undefined): void {
-  if (text !== undefined && /\p{Cs}/u.test(text)) {
-    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field, message: 'must be valid Unicode text' }]);
-  }
-}
-
 /** The amount as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit. */
 function amountDecimal(amount: string | number): string {
   if (typeof amount === 'string') return amount;
@@ -162,7 +157,6 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.apiKeyOrMerchant,
     handler: async (req, reply) => {
-      checkText('note', req.body.note);
       const amount = amountDecimal(req.body.amount);
       const scope = await scopeOf(auth, req, req.body.projectId);
       const res = await payouts.requestPayout({
@@ -222,6 +216,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     schema: {
       tags: ['payouts'],
       summary: 'Cancel an AwaitingVerification or Pending payout; its amount is released',
+      description: 'A Pending payout an operator has claimed (processing: true) can no longer be cancelled: 409 payout_in_flight.',
       security: payoutAuth,
       params: IdParams,
       body: ProjectBody,
@@ -256,10 +251,29 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
   });
 
+  app.post<{ Params: { id: string } }>('/api/admin/payouts/:id/claim', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: claim a Pending payout before sending its coins ("Start sending"); the merchant can no longer cancel it',
+      description:
+        'The payout stays Pending with processing: true; a cancel then answers 409 payout_in_flight. Complete requires the claim (409 payout_not_claimed without it). A payout already claimed answers 409 payout_already_claimed; one not Pending 409 payout_not_pending.',
+      security: bearer,
+      params: IdParams,
+      response: { 200: PayoutSchema },
+    },
+    onRequest: hooks.admin,
+    handler: async (req) => {
+      const res = await payouts.claimPayout({ payoutId: req.params.id, operatorToken: merchantPrincipal(req).token });
+      return payoutJson(res.payout);
+    },
+  });
+
   app.post<{ Params: { id: string }; Body: CompletePayoutBody }>('/api/admin/payouts/:id/complete', {
     schema: {
       tags: ['admin'],
-      summary: 'Operators: mark a Pending payout as sent (Completed) with its transaction hash; the amount is debited once',
+      summary: 'Operators: mark a claimed Pending payout as sent (Completed) with its transaction hash; the amount is debited once',
+      description:
+        'Requires the claim (409 payout_not_claimed). A transaction completes one payout only (409 transaction_already_used). With an Ethereum node configured, an ETH/USDT/USDC payout’s transaction is checked on chain: mined (409 transaction_not_found), succeeded (422 transaction_failed), paying the destination exactly the amount (422 transaction_mismatch); 503 chain_unavailable when the node cannot be asked.',
       security: bearer,
       params: IdParams,
       body: CompletePayoutBody,
@@ -279,7 +293,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
   app.post<{ Params: { id: string }; Body: RejectPayoutBody }>('/api/admin/payouts/:id/reject', {
     schema: {
       tags: ['admin'],
-      summary: 'Operators: refuse a Pending payout with a note to the merchant; the amount is released',
+      summary: 'Operators: refuse a Pending payout (claimed or not: only when nothing was sent) with a note to the merchant; the amount is released',
       security: bearer,
       params: IdParams,
       body: RejectPayoutBody,
@@ -287,7 +301,6 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.admin,
     handler: async (req) => {
-      checkText('adminNote', req.body.adminNote);
       const res = await payouts.rejectPayout({ payoutId: req.params.id, adminNote: req.body.adminNote, operatorToken: merchantPrincipal(req).token });
       return payoutJson(res.payout);
     },

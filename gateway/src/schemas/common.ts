@@ -24,12 +24,13 @@ export const ProblemSchema = Type.Object(
 );
 
 /** Query string parameters are strings on the wire; numbers are validated as digit strings. */
-export const LimitParam = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'Page size, 1 to 100 (default 20)' }));
+// 1 to 100 exactly: a larger page size is refused (400), never cut down to 100 silently.
+export const LimitParam = Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'Page size, 1 to 100 (default 20)' }));
 export const CursorParam = Type.Optional(Type.String({ maxLength: 512, description: 'Opaque cursor from nextCursor' }));
 
+/** The page size of a schema-validated LimitParam (1 to 100), 20 when absent. */
 export function parseLimit(raw: string | undefined): number {
-  const n = raw === undefined ? 20 : Number(raw);
-  return Math.min(100, Math.max(1, n));
+  return raw === undefined ? 20 : Number(raw);
 }
 
 /** Documentation metadata on routes, read when the OpenAPI document is generated. */

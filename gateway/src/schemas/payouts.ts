@@ -36,6 +36,9 @@ export const PayoutSchema = Type.Object(
     environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')], {
       description: 'The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash)',
     }),
+    processing: Type.Boolean({
+      description: 'true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight)',
+    }),
   },
   { $id: 'Payout' },
 );

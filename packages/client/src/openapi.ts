@@ -515,7 +515,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel an AwaitingVerification or Pending payout; its amount is released */
+        /**
+         * Cancel an AwaitingVerification or Pending payout; its amount is released
+         * @description A Pending payout an operator has claimed (processing: true) can no longer be cancelled: 409 payout_in_flight.
+         */
         post: operations["postApiPayoutIdCancel"];
         delete?: never;
         options?: never;
@@ -540,6 +543,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/payouts/{id}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operators: claim a Pending payout before sending its coins ("Start sending"); the merchant can no longer cancel it
+         * @description The payout stays Pending with processing: true; a cancel then answers 409 payout_in_flight. Complete requires the claim (409 payout_not_claimed without it). A payout already claimed answers 409 payout_already_claimed; one not Pending 409 payout_not_pending.
+         */
+        post: operations["postApiAdminPayoutsIdClaim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/payouts/{id}/complete": {
         parameters: {
             query?: never;
@@ -549,7 +572,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Operators: mark a Pending payout as sent (Completed) with its transaction hash; the amount is debited once */
+        /**
+         * Operators: mark a claimed Pending payout as sent (Completed) with its transaction hash; the amount is debited once
+         * @description Requires the claim (409 payout_not_claimed). A transaction completes one payout only (409 transaction_already_used). With an Ethereum node configured, an ETH/USDT/USDC payout’s transaction is checked on chain: mined (409 transaction_not_found), succeeded (422 transaction_failed), paying the destination exactly the amount (422 transaction_mismatch); 503 chain_unavailable when the node cannot be asked.
+         */
         post: operations["postApiAdminPayoutsIdComplete"];
         delete?: never;
         options?: never;
@@ -566,7 +592,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Operators: refuse a Pending payout with a note to the merchant; the amount is released */
+        /** Operators: refuse a Pending payout (claimed or not: only when nothing was sent) with a note to the merchant; the amount is released */
         post: operations["postApiAdminPayoutsIdReject"];
         delete?: never;
         options?: never;
@@ -1032,7 +1058,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_LOGIN_PER_ACCOUNT (default 10 per 15 minutes per account, right or wrong password) and RATE_LIMIT_LOGIN_PER_IP (default 50 per 15 minutes) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_LOGIN_PER_ACCOUNT (default 10 per 15 minutes per account and client IP, right or wrong password: another client’s failures never lock the owner out) and RATE_LIMIT_LOGIN_PER_IP (default 50 per 15 minutes) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4404,6 +4430,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                         environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
                     };
                 };
             };
@@ -4572,6 +4600,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                         environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
                     };
                 };
             };
@@ -4724,6 +4754,8 @@ export interface operations {
                             createdAt: string;
                             /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                             environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
                         }[];
                         /** @description Pass as cursor for the next page; null on the last page */
                         nextCursor: string | null;
@@ -4855,6 +4887,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                         environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
                     };
                 };
             };
@@ -5006,6 +5040,8 @@ export interface operations {
                             createdAt: string;
                             /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                             environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
                             /**
                              * Format: uuid
                              * @description A UUID
@@ -5046,6 +5082,120 @@ export interface operations {
             };
             /** @description Unknown resource, or one that belongs to another project or merchant */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiAdminPayoutsIdClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        id: string;
+                        /** @description Requested amount, in currency */
+                        amount: number;
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        currency: string;
+                        /** @description Destination wallet address (checksum-validated; canonical form) */
+                        address: string;
+                        /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                        note: string;
+                        status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        transactionHash: string | null;
+                        /** @description The operator’s reason for a rejection; null unless Rejected */
+                        adminNote: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC timestamp
+                         */
+                        createdAt: string;
+                        /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                        environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5124,6 +5274,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                         environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
                     };
                 };
             };
@@ -5261,6 +5413,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
                         environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
                     };
                 };
             };

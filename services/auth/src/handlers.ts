@@ -157,9 +157,11 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
 
   async login(req: LoginRequest) {
     const input = validated(validateLogin({ email: req.email, password: req.password }));
-    // Every attempt counts, right or wrong: once limited, the right password waits too.
+    // Every attempt counts, right or wrong. The account's limit is counted per client IP too: a
+    // stranger's wrong passwords exhaust only the stranger's own (account, IP) allowance and never
+    // lock the owner out from elsewhere (issue 27); the per-IP limit bounds one client across accounts.
     await this.limit(this.deps.rateLimits.loginPerIp, clientKey(req.clientIp));
-    await this.limit(this.deps.rateLimits.loginPerAccount, input.email);
+    await this.limit(this.deps.rateLimits.loginPerAccount, `${input.email} ${clientKey(req.clientIp)}`);
     const merchant = await this.deps.merchants.findCredentialsByEmail(input.email);
     // An unknown email spends the same argon2id work as a wrong password and gets the same answer.
     const matches = merchant

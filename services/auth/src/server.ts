@@ -36,7 +36,7 @@ export const authSettings = {
   SECRETS_KEK_PREVIOUS: previousKeksSetting,
   /** gRPC URL of the notifier, which emails the email verification code. */
   NOTIFIER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50054' }),
-  /** Login attempts per account (normalised email), right or wrong, shared by every replica. */
+  /** Login attempts per account (normalised email) and client IP, right or wrong, shared by every replica. */
   RATE_LIMIT_LOGIN_PER_ACCOUNT: rateLimitSetting('login-account', '10/15m'),
   /** Login attempts per client IP. */
   RATE_LIMIT_LOGIN_PER_IP: rateLimitSetting('login-ip', '50/15m'),

@@ -66,6 +66,13 @@ describe('names', () => {
     [7, { ok: false, message: 'must be a string' }],
     ['Acme\u0000', { ok: false, message: 'must not contain control characters' }],
     ['Ac\nme', { ok: false, message: 'must not contain control characters' }],
+    // Bidi overrides and isolates (issue 27): "Shop\u202Etxt.exe" would display as "Shopexe.txt".
+    ...['\u202A', '\u202B', '\u202C', '\u202D', '\u202E', '\u2066', '\u2067', '\u2068', '\u2069'].map((c): [unknown, { ok: false; message: string }] => [
+      `Shop${c}txt.exe`,
+      { ok: false, message: 'must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069)' },
+    ]),
+    // Right-to-left text itself is fine.
+    ['متجر שלום', { ok: true, value: 'متجر שלום' }],
   ])('%j', (raw, expected) => {
     expect(checkName(raw)).toEqual(expected);
   });

@@ -56,6 +56,8 @@ test.each<[string, Partial<CreateInvoiceInput>, string, RegExp]>([
   ['URL too long', { successUrl: `https://shop.example/${'a'.repeat(2030)}` }, 'successUrl', /at most 2048/],
   ['orderId too long', { orderId: 'x'.repeat(256) }, 'orderId', /at most 255/],
   ['orderId with NUL', { orderId: 'a\u0000b' }, 'orderId', /control characters/],
+  ['orderId with a bidi override', { orderId: 'order\u202E1-2' }, 'orderId', /bidirectional control characters/],
+  ['description with a bidi isolate', { orderDescription: 'Pay \u2067here\u2069' }, 'orderDescription', /bidirectional control characters/],
   ['description too long', { orderDescription: 'x'.repeat(1001) }, 'orderDescription', /at most 1000/],
   ['lifetime 0', { lifetimeMinutes: 0 }, 'lifetimeMinutes', /between 1 and 10080/],
   ['lifetime too long', { lifetimeMinutes: 10_081 }, 'lifetimeMinutes', /between 1 and 10080/],

@@ -97,9 +97,14 @@ export function payoutVerificationEmail(event: SendPayoutVerificationEmailReques
       '',
       `    ${event.code}`,
       '',
-      `Enter it to confirm the payout (id ${event.payoutId}).` + (expires ? ` It expires at ${expires} (UTC).` : ''),
+      // What the code confirms, so a merchant whose request was tampered with sees it before confirming.
+      `Amount: ${event.amount} ${event.currency}`,
+      ...(event.address ? [`To the address: ${event.address}`] : []),
       '',
-      'If you did not request this payout, do not share this code with anyone: cancel the payout and change your password.',
+      `Enter the code to confirm the payout (id ${event.payoutId}) only if this amount and address are yours.` +
+        (expires ? ` It expires at ${expires} (UTC).` : ''),
+      '',
+      'If you did not request this payout, or the address is not yours, do not share this code with anyone: cancel the payout and change your password.',
       '',
       '— coinvoice',
     ].join('\n'),

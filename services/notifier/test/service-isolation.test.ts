@@ -123,7 +123,16 @@ describe('one slow endpoint does not hold up the others', () => {
 });
 
 function codeEmail(email: string, code: string, expiresAt: Date) {
-  return { payoutId: randomUUID(), environment: 'live', amount: '0.5', currency: 'BTC', email, code, expiresAt: timestampFromDate(expiresAt) };
+  return {
+    payoutId: randomUUID(),
+    environment: 'live',
+    amount: '0.5',
+    currency: 'BTC',
+    email,
+    code,
+    expiresAt: timestampFromDate(expiresAt),
+    address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq',
+  };
 }
 
 function codeIssued(projectId: string, email: string, code: string, expiresAt: Date): JsonValue {
@@ -173,6 +182,9 @@ describe('code emails (SendPayoutVerificationEmail, SendEmailVerificationEmail)'
     expect(text).toContain('482913');
     expect(text).toContain('0.5 BTC');
     expect(text).toContain(request.payoutId);
+    // What the code confirms: the amount and where it goes (issue 27).
+    expect(text).toContain('Amount: 0.5 BTC');
+    expect(text).toContain('To the address: bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq');
 
     expect(inbox.messages.filter((m) => m.to.includes('late@example.com'))).toEqual([]);
     expect(r.requests).toEqual([]);

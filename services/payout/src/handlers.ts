@@ -10,9 +10,13 @@
  *   the 5th cancels the payout), verification_code_expired (FailedPrecondition; the payout is
  *   cancelled), payout_not_verifiable (409) unless AwaitingVerification.
  * - ListPayouts: validation_failed (projectId, status, pageSize, cursor).
- * - CancelPayout: validation_failed, not_found, payout_not_cancellable (409).
+ * - CancelPayout: validation_failed, not_found, payout_not_cancellable (409), payout_in_flight (409:
+ *   an operator claimed it, the coins may be on their way).
+ * - ClaimPayout: validation_failed, not_found, payout_not_pending, payout_already_claimed (409).
  * - CompletePayout / RejectPayout: validation_failed (transactionHash per chain / adminNote),
- *   not_found, payout_not_pending (409).
+ *   not_found, payout_not_pending (409); Complete also payout_not_claimed (409: claim first),
+ *   transaction_already_used (409: the hash completed another payout), and with a chain node the
+ *   on-chain check's codes (chain-check.ts).
  * - ListAllPayouts (operators; the gateway checks the operator claim): validation_failed (status,
  *   environment, pageSize, cursor).
  * Another project's payout is not_found, as if it did not exist.
@@ -42,6 +46,8 @@ import {
   PayoutSchema,
   type CancelPayoutRequest,
   type CancelPayoutResponseSchema,
+  type ClaimPayoutRequest,
+  type ClaimPayoutResponseSchema,
   type CompletePayoutRequest,
   type CompletePayoutResponseSchema,
   type GetBalanceRequest,
@@ -67,6 +73,7 @@ import {
   codeMatches,
   decide,
   issueCode,
+  stageOf,
   OPERATOR_QUEUE_CURSORS,
   PAYOUT_CURSORS,
   storedCoin,
@@ -74,6 +81,7 @@ import {
   validateCompletePayout,
   validateListPayouts,
   validateOperatorList,
+  validateOperatorPayoutRef,
   validatePayoutRef,
   validateRejectPayout,
   validateRequestPayout,
@@ -89,16 +97,19 @@ import { hold, listBalances } from './store/ledger';
 import {
   countOpenUnverified,
   findPayout,
+  findPayoutById,
   insertPayout,
   listAllPayouts,
   listPayouts,
   lockPayout,
   lockProjectPayouts,
+  recordPayoutTransaction,
   useAttempt,
   type PayoutRow,
 } from './store/payouts';
 import { applyTrigger } from './transitions';
 import { checkLedgerInvariants, type LedgerCheckDeps } from './invariants/ledger-check';
+import type { PayoutChainCheck } from './chain-check';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
@@ -120,6 +131,8 @@ export interface PayoutHandlerDeps {
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
   ledgerCheck: LedgerCheckDeps;
+  /** With a chain node configured: Complete checks the transaction pays the payout (chain-check.ts). */
+  chainCheck?: PayoutChainCheck;
 }
 
 const payoutNotFound = () => errors.notFound('payout');
@@ -235,6 +248,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         email,
         code,
         expiresAt: timestampFromDate(row.code_expires_at),
+        address: row.address,
       });
     } catch (err) {
       this.deps.logger.warn({ payoutId: row.id, error: ConnectError.from(err).rawMessage }, 'the verification email could not be sent; payout not created');
@@ -298,7 +312,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       const locked = await lockPayout(tx, verify.payoutId, verify.projectId);
       if (!locked) throw payoutNotFound();
       const { payout, now } = locked;
-      const decision = decide(payout.status, 'verify');
+      const decision = decide(stageOf(payout), 'verify');
       if (!decision.ok) throw errors.conflict(decision.code, decision.reason);
       if (!payout.code_hash || !payout.code_salt) throw new Error(`payout ${payout.id} awaits verification without a code`);
       if (payout.code_expires_at.getTime() <= now.getTime()) {
@@ -308,9 +322,13 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       }
       if (codeMatches(payout.id, verify.code, payout.code_salt, payout.code_hash)) {
         const verified = await applyTrigger(tx, payout, 'verify');
-        // Sandbox money is not real: no operator sends it, it completes at once with a simulated hash.
+        // Sandbox money is not real: no operator sends it; the sandbox itself claims it and it
+        // completes at once with a simulated hash.
         if (verified.environment === 'sandbox') {
-          return { kind: 'verified', payout: await applyTrigger(tx, verified, 'complete', { transactionHash: simulatedTransactionHash(verified.currency) }) };
+          const claimed = await applyTrigger(tx, verified, 'claim', { claimedBy: SANDBOX_PROCESSOR });
+          const transactionHash = simulatedTransactionHash(claimed.currency);
+          if (!(await recordPayoutTransaction(tx, transactionHash, claimed.id))) throw new Error('a random simulated transaction hash collided');
+          return { kind: 'verified', payout: await applyTrigger(tx, claimed, 'complete', { transactionHash }) };
         }
         return { kind: 'verified', payout: verified };
       }
@@ -392,23 +410,57 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     return { payout: payoutToProto(row) };
   }
 
+  async claimPayout(req: ClaimPayoutRequest): Reply<typeof ClaimPayoutResponseSchema> {
+    const ref = requireValid(validateOperatorPayoutRef(req));
+    const operatorId = await this.operator(req.operatorToken);
+    const row = await eventTransaction(this.deps.sql, async (tx) => {
+      const locked = await lockPayout(tx, ref.payoutId);
+      if (!locked) throw payoutNotFound();
+      return applyTrigger(tx, locked.payout, 'claim', { claimedBy: operatorId });
+    });
+    this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, operatorId }, 'payout claimed by an operator; the merchant can no longer cancel it');
+    return { payout: payoutToProto(row) };
+  }
+
   async completePayout(req: CompletePayoutRequest): Reply<typeof CompletePayoutResponseSchema> {
     const complete = requireValid(validateCompletePayout(req));
     const operatorId = await this.operator(req.operatorToken);
+    // The chain is asked before the transaction (a slow node must not hold the payout's lock); the
+    // address and amount it checks never change, and the stage is decided again under the lock.
+    const found = await findPayoutById(this.deps.sql, complete.payoutId);
+    if (!found) throw payoutNotFound();
+    const hash = this.completionHash(found, complete.transactionHash);
+    if (hash !== undefined && this.deps.chainCheck) {
+      const onChain = await this.deps.chainCheck.check({ transactionHash: hash, coin: storedCoin(found.currency), address: found.address, amount: found.amount });
+      if (!onChain.ok) throw serviceError(onChain.connectCode, onChain.code, onChain.reason, [{ field: 'transactionHash', message: onChain.reason }]);
+    }
     const row = await eventTransaction(this.deps.sql, async (tx) => {
       const locked = await lockPayout(tx, complete.payoutId);
       if (!locked) throw payoutNotFound();
       const { payout } = locked;
-      // The state first: a second completion is a 409 whatever hash it carries.
-      if (payout.status !== 'Pending') return applyTrigger(tx, payout, 'complete');
-      const coin = storedCoin(payout.currency);
-      const hash = checkTransactionHash(complete.transactionHash, coin);
-      if (!hash.ok) throw invalidRequest([{ field: 'transactionHash', message: hash.reason }]);
-      return applyTrigger(tx, payout, 'complete', { transactionHash: hash.value });
+      const transactionHash = this.completionHash(payout, complete.transactionHash);
+      // Not claimed, or no longer claimed: the table's 409, whatever hash it carries.
+      if (transactionHash === undefined || transactionHash !== hash) return applyTrigger(tx, payout, 'complete');
+      if (!(await recordPayoutTransaction(tx, transactionHash, payout.id))) {
+        throw errors.conflict('transaction_already_used', 'this transaction already completed another payout: one transaction pays one payout');
+      }
+      return applyTrigger(tx, payout, 'complete', { transactionHash });
     });
     this.deps.metrics?.completed.inc({ currency: row.currency });
     this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, transactionHash: row.transaction_hash, operatorId }, 'payout completed; hold debited');
     return { payout: payoutToProto(row) };
+  }
+
+  /**
+   * The hash a completion of `payout` would record: undefined when the payout is not being sent (the
+   * state decides first: a second completion is a 409 whatever hash it carries); a malformed hash
+   * is a validation error.
+   */
+  private completionHash(payout: PayoutRow, raw: unknown): string | undefined {
+    if (stageOf(payout) !== 'Sending') return undefined;
+    const hash = checkTransactionHash(raw, storedCoin(payout.currency));
+    if (!hash.ok) throw invalidRequest([{ field: 'transactionHash', message: hash.reason }]);
+    return hash.value;
   }
 
   async rejectPayout(req: RejectPayoutRequest): Reply<typeof RejectPayoutResponseSchema> {
@@ -424,6 +476,9 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     return { payout: payoutToProto(row) };
   }
 }
+
+/** Who claims a sandbox payout: the sandbox itself (no operator, nothing is sent). */
+const SANDBOX_PROCESSOR = 'sandbox';
 
 /** A random hash in the coin's transaction-hash format, for sandbox payouts (nothing is sent). */
 export function simulatedTransactionHash(currency: string): string {

@@ -49,6 +49,7 @@ export function payoutToProto(row: PayoutRow): Payout {
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
     environment: environmentToProto(row.environment),
+    ...(row.claimed_at === null ? {} : { claimedAt: timestampFromDate(row.claimed_at) }),
   });
 }
 

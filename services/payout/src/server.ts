@@ -12,6 +12,7 @@ import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { EthereumPayoutCheck } from './chain-check';
 import { ledgerConsumer } from './events/ledger-consumer';
 import { PayoutHandlers } from './handlers';
 import { LedgerInvariantWorker, type LedgerCheckDeps } from './invariants/ledger-check';
@@ -33,6 +34,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       verifyPayout: ['gateway'],
       listPayouts: ['gateway'],
       cancelPayout: ['gateway'],
+      claimPayout: ['gateway'],
       completePayout: ['gateway'],
       rejectPayout: ['gateway'],
       // The operators' queue (the gateway's admin route checks the operator's token).
@@ -74,6 +76,14 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       },
       metrics,
       ledgerCheck,
+      chainCheck:
+        config.CHAIN_ETHEREUM_RPC_URL === ''
+          ? undefined
+          : new EthereumPayoutCheck({
+              rpcUrl: config.CHAIN_ETHEREUM_RPC_URL,
+              timeoutMs: config.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
+              contracts: { USDT: config.CHAIN_ETHEREUM_USDT_CONTRACT, USDC: config.CHAIN_ETHEREUM_USDC_CONTRACT },
+            }),
     });
     const ledger = ledgerConsumer({
       sql,

@@ -4,7 +4,7 @@
  * hold), and the event the table names, all committing together or not at all.
  */
 import { enqueueEvent, errors, type EventTransaction } from '@coinvoice/runtime';
-import { decide, REFUSAL_CODE, type PayoutTrigger } from './domain';
+import { decide, REFUSAL_CODE, stageOf, type PayoutTrigger } from './domain';
 import { transitionEvent } from './events/payout-events';
 import { debit, release, type BalanceKey } from './store/ledger';
 import { applyTransition, type PayoutRow, type TransitionFields } from './store/payouts';
@@ -23,15 +23,16 @@ export async function applyTrigger(
   trigger: PayoutTrigger,
   fields: TransitionFields = {},
 ): Promise<PayoutRow> {
-  const decision = decide(payout.status, trigger);
+  const decision = decide(stageOf(payout), trigger);
   if (!decision.ok) throw errors.conflict(decision.code, decision.reason);
   const { transition } = decision;
   const row = await applyTransition(tx, payout.id, trigger, { ...fields, cancelReason: transition.reason });
   // The lock and the decision above make this unreachable; the SQL guard keeps it impossible.
   if (!row) throw errors.conflict(REFUSAL_CODE[trigger], 'the payout changed during the request');
-  if (row.status !== transition.to) throw new Error(`payout ${row.id} reached ${row.status}, the table says ${transition.to}`);
+  if (stageOf(row) !== transition.to) throw new Error(`payout ${row.id} reached ${stageOf(row)}, the table says ${transition.to}`);
   if (transition.ledger === 'release') await release(tx, balanceKeyOf(row), row.id, row.amount);
   else if (transition.ledger === 'debit') await debit(tx, balanceKeyOf(row), row.id, row.amount);
+  if (transition.event === null) return row;
   const event = transitionEvent(row);
   if (event.type !== transition.event) throw new Error(`payout ${row.id}: ${event.type} built, the table says ${transition.event}`);
   await enqueueEvent(tx, event);

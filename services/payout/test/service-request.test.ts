@@ -182,6 +182,7 @@ describe('validation: violations name the public fields', () => {
     ['no address', (p) => ({ ...payoutRequest(p), address: '' }), 'address', 'is required'],
     ['a note of 501 characters', (p) => payoutRequest(p, { note: 'n'.repeat(501) }), 'note', 'must be at most 500 characters'],
     ['a note with a control character', (p) => payoutRequest(p, { note: 'bell\u0007' }), 'note', 'must not contain control characters'],
+    ['a note with a bidi override', (p) => payoutRequest(p, { note: 'to \u202Eevil' }), 'note', 'must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069)'],
     ['a malformed project id', (p) => ({ ...payoutRequest(p), projectId: 'project-1' }), 'projectId', 'must be a UUID'],
     ['no environment', (p) => ({ ...payoutRequest(p), environment: Environment.UNSPECIFIED }), 'environment', 'must be live or sandbox'],
     ['an Idempotency-Key of 256 characters', (p) => payoutRequest(p, { idempotencyKey: 'k'.repeat(256) }), 'idempotencyKey', 'must be at most 255 characters'],

@@ -2,9 +2,9 @@
  * Cancel, complete and reject over gRPC against real Postgres: each follows the transition table,
  * moves the ledger as it says (cancel/reject release, complete debits) and emits its event;
  * anything else answers the table's 409. Completing the same payout twice, also concurrently,
- * debits once.
+ * debits once. (The claim before completing: service-claim.test.ts.)
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Code } from '@coinvoice/runtime';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import {
@@ -30,16 +30,19 @@ afterAll(async () => {
   await h?.dispose();
 });
 
-const BTC_TX = 'a1'.repeat(32);
-const ETH_TX = `0x${'b2'.repeat(32)}`;
+// A transaction completes one payout only: every completion names a transaction of its own.
+const btcTx = () => randomBytes(32).toString('hex');
+const ethTx = () => `0x${randomBytes(32).toString('hex')}`;
 
-async function payoutIn(status: 'AwaitingVerification' | 'Pending', options: { currency?: 'BTC' | 'ETH'; amount?: string } = {}) {
+/** A live payout in `stage`; Sending is a Pending payout an operator claimed (Complete needs it). */
+async function payoutIn(stage: 'AwaitingVerification' | 'Pending' | 'Sending', options: { currency?: 'BTC' | 'ETH'; amount?: string } = {}) {
   const currency = options.currency ?? 'BTC';
   // Live: only live payouts wait for an operator (sandbox ones complete when verified).
   const project = h.auth.addProject('live');
   await h.credit(project, currency, '1');
   const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount: options.amount ?? '0.25' }));
-  if (status === 'Pending') await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+  if (stage !== 'AwaitingVerification') await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+  if (stage === 'Sending') await h.client.claimPayout({ payoutId: payout!.id, operatorToken: OPERATOR_TOKEN });
   return { project, payoutId: payout!.id };
 }
 
@@ -72,8 +75,8 @@ describe('cancel', () => {
   });
 
   test('a Completed or Rejected payout cannot be cancelled', async () => {
-    const completed = await payoutIn('Pending');
-    await h.client.completePayout({ payoutId: completed.payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN });
+    const completed = await payoutIn('Sending');
+    await h.client.completePayout({ payoutId: completed.payoutId, transactionHash: btcTx(), operatorToken: OPERATOR_TOKEN });
     expect(await rejection(h.client.cancelPayout({ projectId: completed.project.id, payoutId: completed.payoutId }))).toMatchObject({
       code: 'payout_not_cancellable',
       message: 'payout is Completed; only a payout in AwaitingVerification or Pending can be cancelled',
@@ -93,8 +96,9 @@ describe('cancel', () => {
 });
 
 describe('complete', () => {
-  test('Pending → Completed with the hash: pending and total decrease by the amount (debit), payout.completed', async () => {
-    const { project, payoutId } = await payoutIn('Pending', { amount: '0.3' });
+  test('claimed Pending → Completed with the hash: pending and total decrease by the amount (debit), payout.completed', async () => {
+    const { project, payoutId } = await payoutIn('Sending', { amount: '0.3' });
+    const BTC_TX = btcTx();
     const { payout } = await h.client.completePayout({ payoutId, transactionHash: BTC_TX.toUpperCase(), operatorToken: OPERATOR_TOKEN });
     expect(payout).toMatchObject({ id: payoutId, status: PayoutStatus.COMPLETED, transactionHash: BTC_TX });
     expect(payout!.adminNote).toBeUndefined();
@@ -108,7 +112,7 @@ describe('complete', () => {
   });
 
   test('completing the same payout concurrently 10 times debits once; the others answer payout_not_pending', async () => {
-    const { project, payoutId } = await payoutIn('Pending', { currency: 'ETH', amount: '0.4' });
+    const { project, payoutId } = await payoutIn('Sending', { currency: 'ETH', amount: '0.4' });
     const outcomes = await Promise.allSettled(
       Array.from({ length: 10 }, (_, i) => h.client.completePayout({ payoutId, transactionHash: `0x${String(i).repeat(64)}`, operatorToken: OPERATOR_TOKEN })),
     );
@@ -131,8 +135,9 @@ describe('complete', () => {
 
   test('an AwaitingVerification payout cannot be completed or rejected', async () => {
     const { project, payoutId } = await payoutIn('AwaitingVerification');
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: btcTx(), operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
     expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'no', operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.claimPayout({ payoutId, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.75', pending: '0.25', total: '1' });
   });
 
@@ -142,18 +147,19 @@ describe('complete', () => {
     ['ETH', 'a'.repeat(64), 'must be a ETH transaction hash: "0x" followed by 64 hex digits'],
     ['BTC', '', 'is required'],
   ] as const)('a %s payout refuses the transaction hash %j', async (currency, transactionHash, message) => {
-    const { project, payoutId } = await payoutIn('Pending', { currency });
+    const { project, payoutId } = await payoutIn('Sending', { currency });
     expect(await rejection(h.client.completePayout({ payoutId, transactionHash, operatorToken: OPERATOR_TOKEN }))).toMatchObject({
       code: 'validation_failed',
       violations: [{ field: 'transactionHash', message }],
     });
     expect(await balanceOf(h, project, currency)).toEqual({ available: '0.75', pending: '0.25', total: '1' });
-    const ok = await h.client.completePayout({ payoutId, transactionHash: currency === 'ETH' ? ETH_TX : BTC_TX, operatorToken: OPERATOR_TOKEN });
+    const ok = await h.client.completePayout({ payoutId, transactionHash: currency === 'ETH' ? ethTx() : btcTx(), operatorToken: OPERATOR_TOKEN });
     expect(ok.payout!.status).toBe(PayoutStatus.COMPLETED);
   });
 
   test('an unknown payout is not_found', async () => {
-    expect(await rejection(h.client.completePayout({ payoutId: randomUUID(), transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'not_found' });
+    expect(await rejection(h.client.completePayout({ payoutId: randomUUID(), transactionHash: btcTx(), operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'not_found' });
+    expect(await rejection(h.client.claimPayout({ payoutId: randomUUID(), operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'not_found' });
     expect(await rejection(h.client.rejectPayout({ payoutId: randomUUID(), adminNote: 'x', operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'not_found' });
   });
 });
@@ -168,7 +174,7 @@ describe('reject', () => {
     expect(await settlements(payoutId)).toEqual(['hold', 'release']);
     expect(await lastEvent(payoutId)).toMatchObject({ event_type: 'payout.rejected', payload: { status: 'Rejected', adminNote: 'Destination flagged by compliance', amount: '0.5' } });
     expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'again', operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: btcTx(), operatorToken: OPERATOR_TOKEN }))).toMatchObject({ code: 'payout_not_pending' });
   });
 
   test.each([['', 'is required'], ['   ', 'is required'], ['x'.repeat(501), 'must be at most 500 characters']])('an admin note %j is refused', async (adminNote, message) => {
@@ -187,7 +193,9 @@ test('a full life: request, a wrong code, verify, complete; the ledger explains 
   await rejection(h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: wrongCode(code) }));
   await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code });
   expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '120.25', total: '125.5' });
-  await h.client.completePayout({ payoutId: payout!.id, transactionHash: ETH_TX, operatorToken: OPERATOR_TOKEN });
+  await h.client.claimPayout({ payoutId: payout!.id, operatorToken: OPERATOR_TOKEN });
+  expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '120.25', total: '125.5' });
+  await h.client.completePayout({ payoutId: payout!.id, transactionHash: ethTx(), operatorToken: OPERATOR_TOKEN });
   expect(await balanceOf(h, project, 'USDC')).toEqual({ available: '5.25', pending: '0', total: '5.25' });
   expect(await ledgerSums(h, project.id, 'USDC')).toEqual({ available: '5.25', pending: '0' });
   const events = await h.sql<{ event_type: string }[]>`select event_type from outbox where event_key = ${payout!.id} order by seq`;
@@ -208,13 +216,15 @@ test('a sandbox payout completes by itself when verified, with a simulated hash,
   expect(pending.payouts).toEqual([]);
 });
 
-test('CompletePayout and RejectPayout need a valid operator session token, checked with auth', async () => {
+test('ClaimPayout, CompletePayout and RejectPayout need a valid operator session token, checked with auth', async () => {
   const { payoutId } = await payoutIn('Pending');
   for (const operatorToken of ['', 'a-merchant-token']) {
-    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
+    expect(await rejection(h.client.claimPayout({ payoutId, operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
+    expect(await rejection(h.client.completePayout({ payoutId, transactionHash: btcTx(), operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
     expect(await rejection(h.client.rejectPayout({ payoutId, adminNote: 'x', operatorToken }))).toMatchObject({ connectCode: Code.Unauthenticated, code: 'invalid_token' });
   }
   const [row] = await h.sql<{ status: string }[]>`select status from payouts where id = ${payoutId}`;
   expect(row!.status).toBe('Pending');
-  expect((await h.client.completePayout({ payoutId, transactionHash: BTC_TX, operatorToken: OPERATOR_TOKEN })).payout?.status).toBe(PayoutStatus.COMPLETED);
+  await h.client.claimPayout({ payoutId, operatorToken: OPERATOR_TOKEN });
+  expect((await h.client.completePayout({ payoutId, transactionHash: btcTx(), operatorToken: OPERATOR_TOKEN })).payout?.status).toBe(PayoutStatus.COMPLETED);
 });

@@ -12,14 +12,17 @@ import { WEBHOOK_EVENTS } from '../../../gateway/src/schemas/webhook-events';
 import { webhookForEventJson } from '../../notifier/src/domain/payloads';
 import {
   CREATION,
-  PAYOUT_STATUSES,
+  PAYOUT_STAGES,
   PAYOUT_TRIGGERS,
   REFUSAL_CODE,
   TRANSITIONS,
   decide,
-  sourceStatuses,
-  targetStatus,
+  sourceStages,
+  stageOf,
+  statusOfStage,
+  targetStage,
   transition,
+  type PayoutStage,
   type PayoutStatusName,
   type PayoutTrigger,
   type Transition,
@@ -27,51 +30,76 @@ import {
 import { payoutRequestedEvent, transitionEvent } from '../src/events/payout-events';
 import type { PayoutRow } from '../src/store/payouts';
 
-type Cell = [PayoutStatusName, PayoutTrigger, Transition | undefined];
+type Cell = [PayoutStage, PayoutTrigger, Transition | undefined];
 
 const EXPECTED: Cell[] = [
   ['AwaitingVerification', 'verify', { to: 'Pending', ledger: 'none', event: 'payout.verified' }],
   ['AwaitingVerification', 'cancel', { to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason: 'user' }],
   ['AwaitingVerification', 'exhaust_attempts', { to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason: 'attempts_exhausted' }],
   ['AwaitingVerification', 'expire_code', { to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason: 'code_expired' }],
+  ['AwaitingVerification', 'claim', undefined],
   ['AwaitingVerification', 'complete', undefined],
   ['AwaitingVerification', 'reject', undefined],
   ['Pending', 'verify', undefined],
   ['Pending', 'cancel', { to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason: 'user' }],
   ['Pending', 'exhaust_attempts', undefined],
   ['Pending', 'expire_code', undefined],
-  ['Pending', 'complete', { to: 'Completed', ledger: 'debit', event: 'payout.completed' }],
+  ['Pending', 'claim', { to: 'Sending', ledger: 'none', event: null }],
+  ['Pending', 'complete', undefined],
   ['Pending', 'reject', { to: 'Rejected', ledger: 'release', event: 'payout.rejected' }],
+  // Claimed: the coins may be on their way. Never cancelled by the merchant (paid twice otherwise).
+  ['Sending', 'verify', undefined],
+  ['Sending', 'cancel', undefined],
+  ['Sending', 'exhaust_attempts', undefined],
+  ['Sending', 'expire_code', undefined],
+  ['Sending', 'claim', undefined],
+  ['Sending', 'complete', { to: 'Completed', ledger: 'debit', event: 'payout.completed' }],
+  ['Sending', 'reject', { to: 'Rejected', ledger: 'release', event: 'payout.rejected' }],
   ...(['Completed', 'Rejected', 'Cancelled'] as const).flatMap((from) => PAYOUT_TRIGGERS.map((trigger): Cell => [from, trigger, undefined])),
 ];
 
-test('the table covers every status × trigger pair exactly once', () => {
-  expect(EXPECTED).toHaveLength(PAYOUT_STATUSES.length * PAYOUT_TRIGGERS.length);
+test('the table covers every stage × trigger pair exactly once', () => {
+  expect(EXPECTED).toHaveLength(PAYOUT_STAGES.length * PAYOUT_TRIGGERS.length);
   expect(new Set(EXPECTED.map(([from, trigger]) => `${from}/${trigger}`)).size).toBe(EXPECTED.length);
-  expect(Object.keys(TRANSITIONS).sort()).toEqual([...PAYOUT_STATUSES].sort());
+  expect(Object.keys(TRANSITIONS).sort()).toEqual([...PAYOUT_STAGES].sort());
 });
+
+/** Refusals whose code says more than the trigger's usual one. */
+const STAGE_REFUSAL: Record<string, string> = {
+  'Sending/cancel': 'payout_in_flight',
+  'Pending/complete': 'payout_not_claimed',
+  'Sending/claim': 'payout_already_claimed',
+};
 
 test.each(EXPECTED)('%s --%s--> %j', (from, trigger, expected) => {
   expect(transition(from, trigger)).toEqual(expected);
   const decision = decide(from, trigger);
   if (expected) expect(decision).toEqual({ ok: true, transition: expected });
-  else expect(decision).toMatchObject({ ok: false, code: REFUSAL_CODE[trigger], reason: expect.stringContaining(`payout is ${from}`) });
+  else if (STAGE_REFUSAL[`${from}/${trigger}`]) expect(decision).toMatchObject({ ok: false, code: STAGE_REFUSAL[`${from}/${trigger}`] });
+  else expect(decision).toMatchObject({ ok: false, code: REFUSAL_CODE[trigger], reason: expect.stringContaining(`payout is ${statusOfStage(from)}`) });
 });
 
-test('source and target statuses the SQL guards use', () => {
-  expect(sourceStatuses('verify')).toEqual(['AwaitingVerification']);
-  expect(sourceStatuses('cancel')).toEqual(['AwaitingVerification', 'Pending']);
-  expect(sourceStatuses('complete')).toEqual(['Pending']);
-  expect(sourceStatuses('reject')).toEqual(['Pending']);
-  expect(sourceStatuses('expire_code')).toEqual(['AwaitingVerification']);
-  expect(Object.fromEntries(PAYOUT_TRIGGERS.map((t) => [t, targetStatus(t)]))).toEqual({
+test('source and target stages the SQL guards use', () => {
+  expect(sourceStages('verify')).toEqual(['AwaitingVerification']);
+  expect(sourceStages('cancel')).toEqual(['AwaitingVerification', 'Pending']);
+  expect(sourceStages('claim')).toEqual(['Pending']);
+  expect(sourceStages('complete')).toEqual(['Sending']);
+  expect(sourceStages('reject')).toEqual(['Pending', 'Sending']);
+  expect(sourceStages('expire_code')).toEqual(['AwaitingVerification']);
+  expect(Object.fromEntries(PAYOUT_TRIGGERS.map((t) => [t, targetStage(t)]))).toEqual({
     verify: 'Pending',
     cancel: 'Cancelled',
     exhaust_attempts: 'Cancelled',
     expire_code: 'Cancelled',
+    claim: 'Sending',
     complete: 'Completed',
     reject: 'Rejected',
   });
+  // A claimed Pending payout is stage Sending, shown as Pending.
+  expect(stageOf({ status: 'Pending', claimed_at: new Date() })).toBe('Sending');
+  expect(stageOf({ status: 'Pending', claimed_at: null })).toBe('Pending');
+  expect(stageOf({ status: 'Completed', claimed_at: new Date() })).toBe('Completed');
+  expect(statusOfStage('Sending')).toBe('Pending');
   // Terminal states have no way out; nothing leads back to AwaitingVerification (creation only).
   for (const terminal of ['Completed', 'Rejected', 'Cancelled'] as const) expect(TRANSITIONS[terminal]).toEqual({});
   expect(CREATION).toEqual({ to: 'AwaitingVerification', ledger: 'hold', events: ['payout.requested'] });
@@ -86,6 +114,9 @@ test('409 codes and reasons of refused triggers', () => {
   expect(decide('Pending', 'verify')).toMatchObject({ code: 'payout_not_verifiable' });
   expect(decide('Cancelled', 'complete')).toMatchObject({ code: 'payout_not_pending' });
   expect(decide('AwaitingVerification', 'reject')).toMatchObject({ code: 'payout_not_pending' });
+  expect(decide('Sending', 'cancel')).toMatchObject({ code: 'payout_in_flight', reason: expect.stringContaining('can no longer be cancelled') });
+  expect(decide('Pending', 'complete')).toMatchObject({ code: 'payout_not_claimed' });
+  expect(decide('Sending', 'claim')).toMatchObject({ code: 'payout_already_claimed' });
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -118,6 +149,8 @@ function row(status: PayoutStatusName, extra: Partial<PayoutRow> = {}): PayoutRo
     completed_at: null,
     rejected_at: null,
     cancelled_at: null,
+    claimed_at: null,
+    claimed_by: null,
     ...extra,
   };
 }
@@ -127,6 +160,8 @@ function reached(t: Transition): PayoutRow {
   switch (t.to) {
     case 'Pending':
       return row('Pending');
+    case 'Sending':
+      return row('Pending', { claimed_at: at, claimed_by: 'operator' });
     case 'Completed':
       return row('Completed', { transaction_hash: 'ab'.repeat(32), completed_at: at });
     case 'Rejected':
@@ -154,7 +189,12 @@ function expectDocumented(eventType: string, body: unknown): void {
   expect([...Value.Errors(documented!.body, body)].map((e) => `${e.path} ${e.message}`)).toEqual([]);
 }
 
-const transitions = EXPECTED.flatMap(([from, trigger, t]) => (t ? [[from, trigger, t] as const] : []));
+const transitions = EXPECTED.flatMap(([from, trigger, t]) => (t && t.event !== null ? [[from, trigger, t] as const] : []));
+
+test('a claim emits no event (it is no webhook); building one from a claimed row is refused', () => {
+  expect(EXPECTED.filter(([, , t]) => t && t.event === null).map(([from, trigger]) => `${from}/${trigger}`)).toEqual(['Pending/claim']);
+  expect(() => transitionEvent(row('Pending', { claimed_at: at, claimed_by: 'operator' }))).toThrow(/claim emits no event/);
+});
 
 test.each(transitions)('%s --%s--> event → webhook', (_from, _trigger, t) => {
   const event = transitionEvent(reached(t));

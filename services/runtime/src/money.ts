@@ -54,6 +54,21 @@ export function decimalToJsonNumber(decimal: string): number {
  * decimal places it has, taking the shortest representation that reads back as the same double —
  * what the client wrote, for every number a client would write.
  */
+/**
+ * Whether a JSON number's source text (as written by the client) denotes exactly the value a JSON
+ * parser made of it. "0.0010000000000000001" parses as 0.001 and "9007199254740993" as
+ * 9007199254740992: those are refused at the edge rather than rounded silently (DESIGN §18).
+ * Same value written differently ("1.10", "1e-8", "-0") is exact.
+ */
+export function jsonNumberIsExact(source: string, value: number): boolean {
+  if (!Number.isFinite(value)) return false;
+  try {
+    return new Decimal(source).eq(new Decimal(value));
+  } catch {
+    return false;
+  }
+}
+
 export function jsonNumberToDecimal(value: number): { decimal: string; decimalPlaces: number } {
   if (!Number.isFinite(value)) throw new Error('not a finite number');
   const exact = new Decimal(value);

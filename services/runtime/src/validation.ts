@@ -12,6 +12,19 @@ export type Check<T> = { ok: true; value: T } | { ok: false; reason: string };
 export const pass = <T>(value: T): Check<T> => ({ ok: true, value });
 export const fail = <T = never>(reason: string): Check<T> => ({ ok: false, reason });
 
+/**
+ * Unicode bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069).
+ * Text shown to someone else (names, notes, order descriptions) must not carry them: an RLO
+ * (U+202E) makes "Shop\u202Etxt.exe" display as "Shopexe.txt", so a name or a note could pass for
+ * another one in a dashboard, the checkout page or an operator's queue.
+ */
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/;
+
+/** The reason a displayed text is refused for bidi controls, or undefined when it has none. */
+export function bidiControlViolation(text: string): string | undefined {
+  return BIDI_CONTROLS.test(text) ? 'must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069)' : undefined;
+}
+
 /** Collects violations field by field; `result` builds the value only when there were none. */
 export class RequestFields {
   readonly violations: Violation[] = [];

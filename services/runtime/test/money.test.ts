@@ -4,7 +4,7 @@
  */
 import Decimal from 'decimal.js';
 import fc from 'fast-check';
-import { decimalAsJsonNumber, decimalToJsonNumber } from '../src/money';
+import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberIsExact } from '../src/money';
 
 describe('decimalAsJsonNumber', () => {
   test.each([
@@ -72,5 +72,24 @@ describe('decimalToJsonNumber', () => {
 
   test('refuses anything that is not a decimal', () => {
     expect(() => decimalToJsonNumber('abc')).toThrow(/not a decimal number/);
+  });
+});
+
+describe('jsonNumberIsExact (issue 27: a JSON number is taken as written or refused)', () => {
+  test.each([
+    ['0.001', true],
+    ['0.00100000', true],
+    ['1e-3', true],
+    ['1E-3', true],
+    ['-0', true],
+    ['9007199254740992', true],
+    ['0.1', true],
+    ['0.0010000000000000001', false],
+    ['9007199254740993', false],
+    ['1e400', false],
+    ['1e-400', false],
+    ['123456789.123456789', false],
+  ])('%s → %s', (source, exact) => {
+    expect(jsonNumberIsExact(source, JSON.parse(source) as number)).toBe(exact);
   });
 });

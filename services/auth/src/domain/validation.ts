@@ -4,6 +4,7 @@
  * straight into the problem+json `errors` array. Inputs are `unknown` because the service checks
  * them again whatever the caller (gateway JSON schema or a direct gRPC client) already did.
  */
+import { bidiControlViolation } from '@coinvoice/runtime';
 import { isProjectEnvironment, type ProjectEnvironment } from './environment';
 import { PASSWORD_MAX_LENGTH, passwordPolicyViolation } from './passwords';
 
@@ -75,7 +76,7 @@ export function checkLoginPassword(raw: unknown): FieldCheck<string> {
   return { ok: true, value: raw };
 }
 
-/** A merchant, project or API key name: trimmed, 1–100 characters, no control characters. */
+/** A merchant, project or API key name: trimmed, 1–100 characters, no control or bidi control characters. */
 export function checkName(raw: unknown): FieldCheck<string> {
   if (raw === undefined || raw === null) return refuse('is required');
   if (typeof raw !== 'string') return refuse('must be a string');
@@ -83,6 +84,8 @@ export function checkName(raw: unknown): FieldCheck<string> {
   if (name === '') return refuse('must not be empty');
   if ([...name].length > NAME_MAX_LENGTH) return refuse(`must be at most ${NAME_MAX_LENGTH} characters`);
   if (/\p{Cc}/u.test(name)) return refuse('must not contain control characters');
+  const bidi = bidiControlViolation(name);
+  if (bidi) return refuse(bidi);
   return { ok: true, value: name };
 }
 

@@ -5,6 +5,7 @@
  * problem+json `errors` array. Nothing here does I/O.
  */
 import {
+  bidiControlViolation,
   checkEnvironment,
   checkIdempotencyKey,
   checkUuid,
@@ -53,6 +54,8 @@ function checkText(raw: unknown, maxLength: number, options: { multiline?: boole
   if (raw.length > maxLength * 2 || codePoints(raw) > maxLength) return fail(`must be at most ${maxLength} characters`);
   const forbidden = options.multiline ? /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/ : /\p{Cc}/u;
   if (forbidden.test(raw)) return fail('must not contain control characters');
+  const bidi = bidiControlViolation(raw);
+  if (bidi) return fail(bidi);
   return pass(raw);
 }
 

@@ -5,6 +5,7 @@
  * straight into the problem+json `errors` array. Nothing here does I/O.
  */
 import {
+  bidiControlViolation,
   checkEnvironment,
   checkOptionalOneOf,
   checkPageSize,
@@ -60,6 +61,8 @@ function checkText(raw: unknown, maxLength: number, options: { required?: boolea
   if (raw.length > maxLength * 2 || codePoints(raw) > maxLength) return fail(`must be at most ${maxLength} characters`);
   if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/.test(raw)) return fail('must not contain control characters');
   if (/\p{Cs}/u.test(raw)) return fail('must be valid Unicode text');
+  const bidi = bidiControlViolation(raw);
+  if (bidi) return fail(bidi);
   return pass(raw);
 }
 
@@ -173,6 +176,11 @@ export interface PayoutRef {
 
 export function validatePayoutRef(input: { projectId?: unknown; payoutId?: unknown }): Validated<PayoutRef> {
   return validateUuidFields(input, ['projectId', 'payoutId']);
+}
+
+/** An operator's reference to any project's payout. */
+export function validateOperatorPayoutRef(input: { payoutId?: unknown }): Validated<{ payoutId: string }> {
+  return validateUuidFields(input, ['payoutId']);
 }
 
 export interface VerifyRequest extends PayoutRef {

@@ -1,6 +1,6 @@
 /**
- * Payout status and the one table of allowed transitions (DESIGN.md §5), with what each one does to
- * the ledger and which event it emits:
+ * Payout stages and the one table of allowed transitions (DESIGN.md §5; services/payout/README.md "Claim before sending"), with what
+ * each one does to the ledger and which event it emits:
  *
  *   (new)                --request-->        AwaitingVerification  hold     payout.requested (the code is emailed by RPC, never an event)
  *   AwaitingVerification --verify-->         Pending               —        payout.verified
@@ -8,11 +8,18 @@
  *   AwaitingVerification --exhaust_attempts--> Cancelled           release  payout.cancelled reason "attempts_exhausted"
  *   AwaitingVerification --expire_code-->    Cancelled             release  payout.cancelled reason "code_expired"
  *   Pending              --cancel-->         Cancelled             release  payout.cancelled reason "user"
- *   Pending              --complete-->       Completed             debit    payout.completed
+ *   Pending              --claim-->          Sending               —        —
  *   Pending              --reject-->         Rejected              release  payout.rejected
+ *   Sending              --complete-->       Completed             debit    payout.completed
+ *   Sending              --reject-->         Rejected              release  payout.rejected
+ *
+ * `Sending` is a Pending payout an operator (or processor) has claimed: coins may be on their way,
+ * so the merchant can no longer cancel it (409 payout_in_flight) — cancelling then would release
+ * the hold for money that is leaving, and the merchant would be paid twice. Publicly it is still
+ * `Pending` (with `processing: true`); it is stored as status Pending with `claimed_at` set.
  *
  * Anything else is refused (Completed, Rejected and Cancelled are terminal). The store derives its
- * SQL guards from this table (`sourceStatuses`), so the rule lives in one place. Which of these
+ * SQL guards from this table (`sourceStages`), so the rule lives in one place. Which of these
  * events become webhooks is the notifier's table; a test checks the two agree.
  */
 
@@ -20,7 +27,21 @@
 export const PAYOUT_STATUSES = ['AwaitingVerification', 'Pending', 'Completed', 'Rejected', 'Cancelled'] as const;
 export type PayoutStatusName = (typeof PAYOUT_STATUSES)[number];
 
-export const PAYOUT_TRIGGERS = ['verify', 'cancel', 'exhaust_attempts', 'expire_code', 'complete', 'reject'] as const;
+/** The stages of the transition table: the public statuses, Pending split by whether it was claimed. */
+export const PAYOUT_STAGES = ['AwaitingVerification', 'Pending', 'Sending', 'Completed', 'Rejected', 'Cancelled'] as const;
+export type PayoutStage = (typeof PAYOUT_STAGES)[number];
+
+/** The stage of a stored payout: its status, and for a Pending one whether it has been claimed. */
+export function stageOf(payout: { status: PayoutStatusName; claimed_at: Date | null }): PayoutStage {
+  return payout.status === 'Pending' && payout.claimed_at !== null ? 'Sending' : payout.status;
+}
+
+/** The status a stage is stored and shown as. */
+export function statusOfStage(stage: PayoutStage): PayoutStatusName {
+  return stage === 'Sending' ? 'Pending' : stage;
+}
+
+export const PAYOUT_TRIGGERS = ['verify', 'cancel', 'exhaust_attempts', 'expire_code', 'claim', 'complete', 'reject'] as const;
 export type PayoutTrigger = (typeof PAYOUT_TRIGGERS)[number];
 
 /** What a transition does to the payout's hold. */
@@ -37,9 +58,10 @@ export type PayoutEventType =
 export type CancelReason = 'user' | 'attempts_exhausted' | 'code_expired';
 
 export interface Transition {
-  to: PayoutStatusName;
+  to: PayoutStage;
   ledger: LedgerEffect;
-  event: PayoutEventType;
+  /** null: the change is internal (a claim), no event. */
+  event: PayoutEventType | null;
   /** For payout.cancelled. */
   reason?: CancelReason;
 }
@@ -53,7 +75,7 @@ export const CREATION = {
 
 const cancelled = (reason: CancelReason): Transition => ({ to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason });
 
-export const TRANSITIONS: Readonly<Record<PayoutStatusName, Readonly<Partial<Record<PayoutTrigger, Transition>>>>> = {
+export const TRANSITIONS: Readonly<Record<PayoutStage, Readonly<Partial<Record<PayoutTrigger, Transition>>>>> = {
   AwaitingVerification: {
     verify: { to: 'Pending', ledger: 'none', event: 'payout.verified' },
     cancel: cancelled('user'),
@@ -62,7 +84,12 @@ export const TRANSITIONS: Readonly<Record<PayoutStatusName, Readonly<Partial<Rec
   },
   Pending: {
     cancel: cancelled('user'),
+    claim: { to: 'Sending', ledger: 'none', event: null },
+    reject: { to: 'Rejected', ledger: 'release', event: 'payout.rejected' },
+  },
+  Sending: {
     complete: { to: 'Completed', ledger: 'debit', event: 'payout.completed' },
+    // Only when nothing was sent (the operator says so); the hold is released.
     reject: { to: 'Rejected', ledger: 'release', event: 'payout.rejected' },
   },
   Completed: {},
@@ -75,18 +102,18 @@ export function isPayoutStatus(value: unknown): value is PayoutStatusName {
 }
 
 /** The transition `trigger` makes from `from`, or undefined when the table refuses it. */
-export function transition(from: PayoutStatusName, trigger: PayoutTrigger): Transition | undefined {
+export function transition(from: PayoutStage, trigger: PayoutTrigger): Transition | undefined {
   return TRANSITIONS[from][trigger];
 }
 
-/** Every status from which `trigger` is allowed (for SQL guards such as `status = any(…)`). */
-export function sourceStatuses(trigger: PayoutTrigger): PayoutStatusName[] {
-  return PAYOUT_STATUSES.filter((status) => transition(status, trigger) !== undefined);
+/** Every stage from which `trigger` is allowed (for the SQL guards). */
+export function sourceStages(trigger: PayoutTrigger): PayoutStage[] {
+  return PAYOUT_STAGES.filter((stage) => transition(stage, trigger) !== undefined);
 }
 
-/** The single target status of `trigger` (every source leads to the same one). */
-export function targetStatus(trigger: PayoutTrigger): PayoutStatusName {
-  const targets = new Set(sourceStatuses(trigger).map((from) => transition(from, trigger)?.to));
+/** The single target stage of `trigger` (every source leads to the same one). */
+export function targetStage(trigger: PayoutTrigger): PayoutStage {
+  const targets = new Set(sourceStages(trigger).map((from) => transition(from, trigger)?.to));
   const [to, ...others] = [...targets];
   if (to === undefined || others.length > 0) throw new Error(`the transition table has no single target status for ${trigger}`);
   return to;
@@ -98,24 +125,45 @@ export const REFUSAL_CODE: Readonly<Record<PayoutTrigger, string>> = {
   cancel: 'payout_not_cancellable',
   exhaust_attempts: 'payout_not_verifiable',
   expire_code: 'payout_not_verifiable',
+  claim: 'payout_not_pending',
   complete: 'payout_not_pending',
   reject: 'payout_not_pending',
 };
 
+/** Refusals that say more than REFUSAL_CODE because of the stage the payout is in. */
+const STAGE_REFUSALS: ReadonlyArray<{ from: PayoutStage; trigger: PayoutTrigger; code: string; reason: string }> = [
+  {
+    from: 'Sending',
+    trigger: 'cancel',
+    code: 'payout_in_flight',
+    reason: 'payout is being sent: an operator has claimed it and the coins may already be on their way, so it can no longer be cancelled',
+  },
+  {
+    from: 'Pending',
+    trigger: 'complete',
+    code: 'payout_not_claimed',
+    reason: 'payout is Pending but not claimed: claim it (Start sending) before sending the coins, then complete it',
+  },
+  { from: 'Sending', trigger: 'claim', code: 'payout_already_claimed', reason: 'payout is already being sent: another operator (or the processor) claimed it' },
+];
+
 export type Decision = { ok: true; transition: Transition } | { ok: false; code: string; reason: string };
 
 /** Whether `trigger` may happen to a payout in `from`, with the refusal's code and reason. */
-export function decide(from: PayoutStatusName, trigger: PayoutTrigger): Decision {
+export function decide(from: PayoutStage, trigger: PayoutTrigger): Decision {
   const found = transition(from, trigger);
   if (found) return { ok: true, transition: found };
-  const allowed = sourceStatuses(trigger).join(' or ');
+  const special = STAGE_REFUSALS.find((r) => r.from === from && r.trigger === trigger);
+  if (special) return { ok: false, code: special.code, reason: special.reason };
+  const allowed = [...new Set(sourceStages(trigger).map(statusOfStage))].join(' or ');
   const verb: Record<PayoutTrigger, string> = {
     verify: 'verified',
     cancel: 'cancelled',
     exhaust_attempts: 'verified',
     expire_code: 'verified',
+    claim: 'claimed',
     complete: 'completed',
     reject: 'rejected',
   };
-  return { ok: false, code: REFUSAL_CODE[trigger], reason: `payout is ${from}; only a payout in ${allowed} can be ${verb[trigger]}` };
+  return { ok: false, code: REFUSAL_CODE[trigger], reason: `payout is ${statusOfStage(from)}; only a payout in ${allowed} can be ${verb[trigger]}` };
 }

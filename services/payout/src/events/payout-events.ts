@@ -91,10 +91,11 @@ export function payoutCancelledEvent(row: PayoutRow): NewEvent {
   return event('payout.cancelled', row, toJson(PayoutCancelledSchema, message));
 }
 
-/** The event of a transition out of AwaitingVerification or Pending, by the status it reached. */
+/** The event of a transition out of AwaitingVerification or Pending, by the status it reached (a claim emits none). */
 export function transitionEvent(row: PayoutRow): NewEvent {
   switch (row.status) {
     case 'Pending':
+      if (row.claimed_at !== null) throw new Error(`payout ${row.id}: a claim emits no event`);
       return payoutVerifiedEvent(row);
     case 'Completed':
       return payoutCompletedEvent(row);

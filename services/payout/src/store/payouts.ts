@@ -1,11 +1,20 @@
 /**
  * The `payouts` table. `amount` is numeric and comes back as a decimal string; timestamps are
  * truncated to milliseconds so the history cursor round-trips exactly through a JS Date. Every
- * state change is an UPDATE guarded by the transition table (`sourceStatuses`), on a row the caller
+ * state change is an UPDATE guarded by the transition table (`sourceStages`), on a row the caller
  * has locked, so even a caller that skipped the lock could not make a transition twice.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import { sourceStatuses, targetStatus, type CancelReason, type PayoutCursor, type PayoutStatusName, type PayoutTrigger, type ProjectEnvironment } from '../domain';
+import {
+  sourceStages,
+  statusOfStage,
+  targetStage,
+  type CancelReason,
+  type PayoutCursor,
+  type PayoutStatusName,
+  type PayoutTrigger,
+  type ProjectEnvironment,
+} from '../domain';
 
 export interface PayoutRow {
   id: string;
@@ -29,6 +38,10 @@ export interface PayoutRow {
   completed_at: Date | null;
   rejected_at: Date | null;
   cancelled_at: Date | null;
+  /** Set when an operator (or processor) claimed the Pending payout to send it: stage Sending. */
+  claimed_at: Date | null;
+  /** Who claimed it: the operator's merchant id. */
+  claimed_by: string | null;
 }
 
 export interface NewPayoutRow {
@@ -71,6 +84,12 @@ export async function findPayout(sql: Queryable, projectId: string, payoutId: st
   return row;
 }
 
+/** Any project's payout (operators), unlocked. */
+export async function findPayoutById(sql: Queryable, payoutId: string): Promise<PayoutRow | undefined> {
+  const [row] = await sql<PayoutRow[]>`select * from payouts where id = ${payoutId}`;
+  return row;
+}
+
 /**
  * Locks a payout for a state change (concurrent changes queue here and each sees the previous
  * one's outcome), with the database clock. Without `projectId` (operators) any project's payout.
@@ -88,18 +107,24 @@ export async function lockPayout(
   return { payout, now };
 }
 
-/** The timestamp column each target status sets. */
+/** The timestamp column each target stage sets. */
 const STAMP_COLUMN = {
   Pending: 'verified_at',
+  Sending: 'claimed_at',
   Completed: 'completed_at',
   Rejected: 'rejected_at',
   Cancelled: 'cancelled_at',
-} as const satisfies Record<Exclude<PayoutStatusName, 'AwaitingVerification'>, string>;
+} as const;
+
+/** The stage of a stored row, in SQL: the one definition the guards use (domain: `stageOf`). */
+const stageSql = (sql: Queryable) => sql`(case when status = 'Pending' and claimed_at is not null then 'Sending' else status end)`;
 
 /** Extra columns a transition sets. */
 export interface TransitionFields {
   transactionHash?: string;
   adminNote?: string;
+  /** Who claims the payout (claim only). */
+  claimedBy?: string;
 }
 
 /**
@@ -113,12 +138,14 @@ export async function applyTransition(
   trigger: PayoutTrigger,
   fields: TransitionFields & { cancelReason?: CancelReason } = {},
 ): Promise<PayoutRow | undefined> {
-  const to = targetStatus(trigger);
+  const to = targetStage(trigger);
   if (to === 'AwaitingVerification') throw new Error('no transition leads back to AwaitingVerification');
+  if (to === 'Sending' && !fields.claimedBy) throw new Error('a claim names who claims');
   const stampColumn = STAMP_COLUMN[to];
   const [row] = await tx<PayoutRow[]>`
     update payouts set
-      status = ${to},
+      status = ${statusOfStage(to)},
+      claimed_by = ${to === 'Sending' ? fields.claimedBy! : tx`claimed_by`},
       updated_at = date_trunc('milliseconds', now()),
       ${tx(stampColumn)} = date_trunc('milliseconds', now()),
       code_hash = null,
@@ -126,9 +153,22 @@ export async function applyTransition(
       cancel_reason = ${to === 'Cancelled' ? (fields.cancelReason ?? null) : null},
       transaction_hash = ${to === 'Completed' ? (fields.transactionHash ?? null) : null},
       admin_note = ${to === 'Rejected' ? (fields.adminNote ?? null) : null}
-    where id = ${payoutId} and status = any(${sourceStatuses(trigger)})
+    where id = ${payoutId} and ${stageSql(tx)} = any(${sourceStages(trigger)})
     returning *`;
   return row;
+}
+
+/**
+ * Records that `transactionHash` completes `payoutId`, inside the completing transaction; false when
+ * the hash already completed another payout (a transaction pays one payout only). Concurrent
+ * completions naming the same hash queue on its primary key: the second sees the first's commit.
+ */
+export async function recordPayoutTransaction(tx: TransactionSql, transactionHash: string, payoutId: string): Promise<boolean> {
+  const inserted = await tx`
+    insert into payout_transactions (transaction_hash, payout_id) values (${transactionHash}, ${payoutId})
+    on conflict (transaction_hash) do nothing
+    returning 1`;
+  return inserted.length === 1;
 }
 
 /** Counts one wrong code against a locked AwaitingVerification payout; returns the attempts left. */
@@ -149,7 +189,7 @@ export async function useAttempt(tx: TransactionSql, payoutId: string): Promise<
 export async function lockExpiredAwaiting(tx: TransactionSql, limit: number): Promise<PayoutRow[]> {
   return tx<PayoutRow[]>`
     select * from payouts
-    where status = any(${sourceStatuses('expire_code')}) and code_expires_at <= now()
+    where ${stageSql(tx)} = any(${sourceStages('expire_code')}) and code_expires_at <= now()
     order by code_expires_at
     limit ${limit}
     for update skip locked`;

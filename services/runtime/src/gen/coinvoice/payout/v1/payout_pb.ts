@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/payout/v1/payout.proto.
  */
 export const file_coinvoice_payout_v1_payout: GenFile = /*@__PURE__*/
-  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL3BheW91dC5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSKdAwoGUGF5b3V0EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEjEKBnN0YXR1cxgHIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzEh0KEHRyYW5zYWN0aW9uX2hhc2gYCCABKAlIAYgBARIXCgphZG1pbl9ub3RlGAkgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoLZW52aXJvbm1lbnQYDCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50QgcKBV9ub3RlQhMKEV90cmFuc2FjdGlvbl9oYXNoQg0KC19hZG1pbl9ub3RlIk4KB0JhbGFuY2USEAoIY3VycmVuY3kYASABKAkSEQoJYXZhaWxhYmxlGAIgASgJEg8KB3BlbmRpbmcYAyABKAkSDQoFdG90YWwYBCABKAkiXgoRR2V0QmFsYW5jZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQijwEKEkdldEJhbGFuY2VSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIuCghiYWxhbmNlcxgDIAMoCzIcLmNvaW52b2ljZS5wYXlvdXQudjEuQmFsYW5jZSLiAQoUUmVxdWVzdFBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUgBiAEBQgcKBV9ub3RlQhIKEF9pZGVtcG90ZW5jeV9rZXkiXwoVUmVxdWVzdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhkKEWlkZW1wb3RlbnRfcmVwbGF5GAIgASgIIkoKE1ZlcmlmeVBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglwYXlvdXRfaWQYAiABKAkSDAoEY29kZRgDIAEoCSJDChRWZXJpZnlQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCKOAQoSTGlzdFBheW91dHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiEuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXRTdGF0dXNIAIgBARIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJQgkKB19zdGF0dXMiWAoTTGlzdFBheW91dHNSZXNwb25zZRIsCgdwYXlvdXRzGAEgAygLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSEwoLbmV4dF9jdXJzb3IYAiABKAkiPAoTQ2FuY2VsUGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhEKCXBheW91dF9pZBgCIAEoCSJDChRDYW5jZWxQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJcChVDb21wbGV0ZVBheW91dFJlcXVlc3QSEQoJcGF5b3V0X2lkGAEgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYAiABKAkSFgoOb3BlcmF0b3JfdG9rZW4YAyABKAkiRQoWQ29tcGxldGVQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJUChNSZWplY3RQYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRISCgphZG1pbl9ub3RlGAIgASgJEhYKDm9wZXJhdG9yX3Rva2VuGAMgASgJIkMKFFJlamVjdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IswBChVMaXN0QWxsUGF5b3V0c1JlcXVlc3QSNgoGc3RhdHVzGAEgASgOMiEuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXRTdGF0dXNIAIgBARI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgFIAEoCUIJCgdfc3RhdHVzIlsKFkxpc3RBbGxQYXlvdXRzUmVzcG9uc2USLAoHcGF5b3V0cxgBIAMoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhMKC25leHRfY3Vyc29yGAIgASgJIjYKHENoZWNrTGVkZ2VySW52YXJpYW50c1JlcXVlc3QSFgoOb3BlcmF0b3JfdG9rZW4YASABKAkilQEKHUNoZWNrTGVkZ2VySW52YXJpYW50c1Jlc3BvbnNlEkEKCnZpb2xhdGlvbnMYASADKAsyLS5jb2ludm9pY2UucGF5b3V0LnYxLkxlZGdlckludmFyaWFudFZpb2xhdGlvbhIYChBiYWxhbmNlc19jaGVja2VkGAIgASgDEhcKD2NyZWRpdHNfY2hlY2tlZBgDIAEoAyI4ChhMZWRnZXJJbnZhcmlhbnRWaW9sYXRpb24SDAoEa2luZBgBIAEoCRIOCgZkZXRhaWwYAiABKAkqxwEKDFBheW91dFN0YXR1cxIdChlQQVlPVVRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASJwojUEFZT1VUX1NUQVRVU19BV0FJVElOR19WRVJJRklDQVRJT04QARIZChVQQVlPVVRfU1RBVFVTX1BFTkRJTkcQAhIbChdQQVlPVVRfU1RBVFVTX0NPTVBMRVRFRBADEhoKFlBBWU9VVF9TVEFUVVNfUkVKRUNURUQQBBIbChdQQVlPVVRfU1RBVFVTX0NBTkNFTExFRBAFMr0HCg1QYXlvdXRTZXJ2aWNlEl0KCkdldEJhbGFuY2USJi5jb2ludm9pY2UucGF5b3V0LnYxLkdldEJhbGFuY2VSZXF1ZXN0GicuY29pbnZvaWNlLnBheW91dC52MS5HZXRCYWxhbmNlUmVzcG9uc2USZgoNUmVxdWVzdFBheW91dBIpLmNvaW52b2ljZS5wYXlvdXQudjEuUmVxdWVzdFBheW91dFJlcXVlc3QaKi5jb2ludm9pY2UucGF5b3V0LnYxLlJlcXVlc3RQYXlvdXRSZXNwb25zZRJjCgxWZXJpZnlQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeVBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeVBheW91dFJlc3BvbnNlEmAKC0xpc3RQYXlvdXRzEicuY29pbnZvaWNlLnBheW91dC52MS5MaXN0UGF5b3V0c1JlcXVlc3QaKC5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVzcG9uc2USYwoMQ2FuY2VsUGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5DYW5jZWxQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5DYW5jZWxQYXlvdXRSZXNwb25zZRJpCg5Db21wbGV0ZVBheW91dBIqLmNvaW52b2ljZS5wYXlvdXQudjEuQ29tcGxldGVQYXlvdXRSZXF1ZXN0GisuY29pbnZvaWNlLnBheW91dC52MS5Db21wbGV0ZVBheW91dFJlc3BvbnNlEmMKDFJlamVjdFBheW91dBIoLmNvaW52b2ljZS5wYXlvdXQudjEuUmVqZWN0UGF5b3V0UmVxdWVzdBopLmNvaW52b2ljZS5wYXlvdXQudjEuUmVqZWN0UGF5b3V0UmVzcG9uc2USaQoOTGlzdEFsbFBheW91dHMSKi5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RBbGxQYXlvdXRzUmVxdWVzdBorLmNvaW52b2ljZS5wYXlvdXQudjEuTGlzdEFsbFBheW91dHNSZXNwb25zZRJ+ChVDaGVja0xlZGdlckludmFyaWFudHMSMS5jb2ludm9pY2UucGF5b3V0LnYxLkNoZWNrTGVkZ2VySW52YXJpYW50c1JlcXVlc3QaMi5jb2ludm9pY2UucGF5b3V0LnYxLkNoZWNrTGVkZ2VySW52YXJpYW50c1Jlc3BvbnNlYgZwcm90bzM", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL3BheW91dC5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSLhAwoGUGF5b3V0EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEjEKBnN0YXR1cxgHIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzEh0KEHRyYW5zYWN0aW9uX2hhc2gYCCABKAlIAYgBARIXCgphZG1pbl9ub3RlGAkgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoLZW52aXJvbm1lbnQYDCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EjMKCmNsYWltZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAOIAQFCBwoFX25vdGVCEwoRX3RyYW5zYWN0aW9uX2hhc2hCDQoLX2FkbWluX25vdGVCDQoLX2NsYWltZWRfYXQiTgoHQmFsYW5jZRIQCghjdXJyZW5jeRgBIAEoCRIRCglhdmFpbGFibGUYAiABKAkSDwoHcGVuZGluZxgDIAEoCRINCgV0b3RhbBgEIAEoCSJeChFHZXRCYWxhbmNlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudCKPAQoSR2V0QmFsYW5jZVJlc3BvbnNlEhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50Ei4KCGJhbGFuY2VzGAMgAygLMhwuY29pbnZvaWNlLnBheW91dC52MS5CYWxhbmNlIuIBChRSZXF1ZXN0UGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIOCgZhbW91bnQYAyABKAkSEAoIY3VycmVuY3kYBCABKAkSDwoHYWRkcmVzcxgFIAEoCRIRCgRub3RlGAYgASgJSACIAQESHAoPaWRlbXBvdGVuY3lfa2V5GAcgASgJSAGIAQFCBwoFX25vdGVCEgoQX2lkZW1wb3RlbmN5X2tleSJfChVSZXF1ZXN0UGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSGQoRaWRlbXBvdGVudF9yZXBsYXkYAiABKAgiSgoTVmVyaWZ5UGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhEKCXBheW91dF9pZBgCIAEoCRIMCgRjb2RlGAMgASgJIkMKFFZlcmlmeVBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0Io4BChJMaXN0UGF5b3V0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI2CgZzdGF0dXMYAiABKA4yIS5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dFN0YXR1c0gAiAEBEhEKCXBhZ2Vfc2l6ZRgDIAEoBRIOCgZjdXJzb3IYBCABKAlCCQoHX3N0YXR1cyJYChNMaXN0UGF5b3V0c1Jlc3BvbnNlEiwKB3BheW91dHMYASADKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dBITCgtuZXh0X2N1cnNvchgCIAEoCSI8ChNDYW5jZWxQYXlvdXRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoJcGF5b3V0X2lkGAIgASgJIkMKFENhbmNlbFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0Ij8KEkNsYWltUGF5b3V0UmVxdWVzdBIRCglwYXlvdXRfaWQYASABKAkSFgoOb3BlcmF0b3JfdG9rZW4YAiABKAkiQgoTQ2xhaW1QYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJcChVDb21wbGV0ZVBheW91dFJlcXVlc3QSEQoJcGF5b3V0X2lkGAEgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYAiABKAkSFgoOb3BlcmF0b3JfdG9rZW4YAyABKAkiRQoWQ29tcGxldGVQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dCJUChNSZWplY3RQYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRISCgphZG1pbl9ub3RlGAIgASgJEhYKDm9wZXJhdG9yX3Rva2VuGAMgASgJIkMKFFJlamVjdFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IswBChVMaXN0QWxsUGF5b3V0c1JlcXVlc3QSNgoGc3RhdHVzGAEgASgOMiEuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXRTdGF0dXNIAIgBARI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgFIAEoCUIJCgdfc3RhdHVzIlsKFkxpc3RBbGxQYXlvdXRzUmVzcG9uc2USLAoHcGF5b3V0cxgBIAMoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhMKC25leHRfY3Vyc29yGAIgASgJIjYKHENoZWNrTGVkZ2VySW52YXJpYW50c1JlcXVlc3QSFgoOb3BlcmF0b3JfdG9rZW4YASABKAkilQEKHUNoZWNrTGVkZ2VySW52YXJpYW50c1Jlc3BvbnNlEkEKCnZpb2xhdGlvbnMYASADKAsyLS5jb2ludm9pY2UucGF5b3V0LnYxLkxlZGdlckludmFyaWFudFZpb2xhdGlvbhIYChBiYWxhbmNlc19jaGVja2VkGAIgASgDEhcKD2NyZWRpdHNfY2hlY2tlZBgDIAEoAyI4ChhMZWRnZXJJbnZhcmlhbnRWaW9sYXRpb24SDAoEa2luZBgBIAEoCRIOCgZkZXRhaWwYAiABKAkqxwEKDFBheW91dFN0YXR1cxIdChlQQVlPVVRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASJwojUEFZT1VUX1NUQVRVU19BV0FJVElOR19WRVJJRklDQVRJT04QARIZChVQQVlPVVRfU1RBVFVTX1BFTkRJTkcQAhIbChdQQVlPVVRfU1RBVFVTX0NPTVBMRVRFRBADEhoKFlBBWU9VVF9TVEFUVVNfUkVKRUNURUQQBBIbChdQQVlPVVRfU1RBVFVTX0NBTkNFTExFRBAFMp8ICg1QYXlvdXRTZXJ2aWNlEl0KCkdldEJhbGFuY2USJi5jb2ludm9pY2UucGF5b3V0LnYxLkdldEJhbGFuY2VSZXF1ZXN0GicuY29pbnZvaWNlLnBheW91dC52MS5HZXRCYWxhbmNlUmVzcG9uc2USZgoNUmVxdWVzdFBheW91dBIpLmNvaW52b2ljZS5wYXlvdXQudjEuUmVxdWVzdFBheW91dFJlcXVlc3QaKi5jb2ludm9pY2UucGF5b3V0LnYxLlJlcXVlc3RQYXlvdXRSZXNwb25zZRJjCgxWZXJpZnlQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeVBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeVBheW91dFJlc3BvbnNlEmAKC0xpc3RQYXlvdXRzEicuY29pbnZvaWNlLnBheW91dC52MS5MaXN0UGF5b3V0c1JlcXVlc3QaKC5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVzcG9uc2USYwoMQ2FuY2VsUGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5DYW5jZWxQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5DYW5jZWxQYXlvdXRSZXNwb25zZRJgCgtDbGFpbVBheW91dBInLmNvaW52b2ljZS5wYXlvdXQudjEuQ2xhaW1QYXlvdXRSZXF1ZXN0GiguY29pbnZvaWNlLnBheW91dC52MS5DbGFpbVBheW91dFJlc3BvbnNlEmkKDkNvbXBsZXRlUGF5b3V0EiouY29pbnZvaWNlLnBheW91dC52MS5Db21wbGV0ZVBheW91dFJlcXVlc3QaKy5jb2ludm9pY2UucGF5b3V0LnYxLkNvbXBsZXRlUGF5b3V0UmVzcG9uc2USYwoMUmVqZWN0UGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5SZWplY3RQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5SZWplY3RQYXlvdXRSZXNwb25zZRJpCg5MaXN0QWxsUGF5b3V0cxIqLmNvaW52b2ljZS5wYXlvdXQudjEuTGlzdEFsbFBheW91dHNSZXF1ZXN0GisuY29pbnZvaWNlLnBheW91dC52MS5MaXN0QWxsUGF5b3V0c1Jlc3BvbnNlEn4KFUNoZWNrTGVkZ2VySW52YXJpYW50cxIxLmNvaW52b2ljZS5wYXlvdXQudjEuQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVxdWVzdBoyLmNvaW52b2ljZS5wYXlvdXQudjEuQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * A payout. Fields mirror the public Payout object (same JSON names) plus project_id, environment
@@ -94,6 +94,14 @@ export type Payout = Message<"coinvoice.payout.v1.Payout"> & {
    * @generated from field: coinvoice.common.v1.Environment environment = 12;
    */
   environment: Environment;
+
+  /**
+   * Set once an operator (or processor) claimed the Pending payout to send it; public
+   * `processing: true` while Pending.
+   *
+   * @generated from field: optional google.protobuf.Timestamp claimed_at = 13;
+   */
+  claimedAt?: Timestamp | undefined;
 };
 
 /**
@@ -427,6 +435,49 @@ export const CancelPayoutResponseSchema: GenMessage<CancelPayoutResponse> = /*@_
   messageDesc(file_coinvoice_payout_v1_payout, 11);
 
 /**
+ * @generated from message coinvoice.payout.v1.ClaimPayoutRequest
+ */
+export type ClaimPayoutRequest = Message<"coinvoice.payout.v1.ClaimPayoutRequest"> & {
+  /**
+   * @generated from field: string payout_id = 1;
+   */
+  payoutId: string;
+
+  /**
+   * The operator's session token, verified again here (auth VerifyOperatorToken).
+   *
+   * @generated from field: string operator_token = 2;
+   */
+  operatorToken: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ClaimPayoutRequest.
+ * Use `create(ClaimPayoutRequestSchema)` to create a new message.
+ */
+export const ClaimPayoutRequestSchema: GenMessage<ClaimPayoutRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 12);
+
+/**
+ * @generated from message coinvoice.payout.v1.ClaimPayoutResponse
+ */
+export type ClaimPayoutResponse = Message<"coinvoice.payout.v1.ClaimPayoutResponse"> & {
+  /**
+   * The payout, Pending with claimed_at set.
+   *
+   * @generated from field: coinvoice.payout.v1.Payout payout = 1;
+   */
+  payout?: Payout | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ClaimPayoutResponse.
+ * Use `create(ClaimPayoutResponseSchema)` to create a new message.
+ */
+export const ClaimPayoutResponseSchema: GenMessage<ClaimPayoutResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 13);
+
+/**
  * @generated from message coinvoice.payout.v1.CompletePayoutRequest
  */
 export type CompletePayoutRequest = Message<"coinvoice.payout.v1.CompletePayoutRequest"> & {
@@ -455,7 +506,7 @@ export type CompletePayoutRequest = Message<"coinvoice.payout.v1.CompletePayoutR
  * Use `create(CompletePayoutRequestSchema)` to create a new message.
  */
 export const CompletePayoutRequestSchema: GenMessage<CompletePayoutRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 12);
+  messageDesc(file_coinvoice_payout_v1_payout, 14);
 
 /**
  * @generated from message coinvoice.payout.v1.CompletePayoutResponse
@@ -474,7 +525,7 @@ export type CompletePayoutResponse = Message<"coinvoice.payout.v1.CompletePayout
  * Use `create(CompletePayoutResponseSchema)` to create a new message.
  */
 export const CompletePayoutResponseSchema: GenMessage<CompletePayoutResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 13);
+  messageDesc(file_coinvoice_payout_v1_payout, 15);
 
 /**
  * @generated from message coinvoice.payout.v1.RejectPayoutRequest
@@ -505,7 +556,7 @@ export type RejectPayoutRequest = Message<"coinvoice.payout.v1.RejectPayoutReque
  * Use `create(RejectPayoutRequestSchema)` to create a new message.
  */
 export const RejectPayoutRequestSchema: GenMessage<RejectPayoutRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 14);
+  messageDesc(file_coinvoice_payout_v1_payout, 16);
 
 /**
  * @generated from message coinvoice.payout.v1.RejectPayoutResponse
@@ -524,7 +575,7 @@ export type RejectPayoutResponse = Message<"coinvoice.payout.v1.RejectPayoutResp
  * Use `create(RejectPayoutResponseSchema)` to create a new message.
  */
 export const RejectPayoutResponseSchema: GenMessage<RejectPayoutResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 15);
+  messageDesc(file_coinvoice_payout_v1_payout, 17);
 
 /**
  * @generated from message coinvoice.payout.v1.ListAllPayoutsRequest
@@ -572,7 +623,7 @@ export type ListAllPayoutsRequest = Message<"coinvoice.payout.v1.ListAllPayoutsR
  * Use `create(ListAllPayoutsRequestSchema)` to create a new message.
  */
 export const ListAllPayoutsRequestSchema: GenMessage<ListAllPayoutsRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 16);
+  messageDesc(file_coinvoice_payout_v1_payout, 18);
 
 /**
  * @generated from message coinvoice.payout.v1.ListAllPayoutsResponse
@@ -598,7 +649,7 @@ export type ListAllPayoutsResponse = Message<"coinvoice.payout.v1.ListAllPayouts
  * Use `create(ListAllPayoutsResponseSchema)` to create a new message.
  */
 export const ListAllPayoutsResponseSchema: GenMessage<ListAllPayoutsResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 17);
+  messageDesc(file_coinvoice_payout_v1_payout, 19);
 
 /**
  * @generated from message coinvoice.payout.v1.CheckLedgerInvariantsRequest
@@ -617,7 +668,7 @@ export type CheckLedgerInvariantsRequest = Message<"coinvoice.payout.v1.CheckLed
  * Use `create(CheckLedgerInvariantsRequestSchema)` to create a new message.
  */
 export const CheckLedgerInvariantsRequestSchema: GenMessage<CheckLedgerInvariantsRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 18);
+  messageDesc(file_coinvoice_payout_v1_payout, 20);
 
 /**
  * @generated from message coinvoice.payout.v1.CheckLedgerInvariantsResponse
@@ -646,7 +697,7 @@ export type CheckLedgerInvariantsResponse = Message<"coinvoice.payout.v1.CheckLe
  * Use `create(CheckLedgerInvariantsResponseSchema)` to create a new message.
  */
 export const CheckLedgerInvariantsResponseSchema: GenMessage<CheckLedgerInvariantsResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 19);
+  messageDesc(file_coinvoice_payout_v1_payout, 21);
 
 /**
  * @generated from message coinvoice.payout.v1.LedgerInvariantViolation
@@ -673,7 +724,7 @@ export type LedgerInvariantViolation = Message<"coinvoice.payout.v1.LedgerInvari
  * Use `create(LedgerInvariantViolationSchema)` to create a new message.
  */
 export const LedgerInvariantViolationSchema: GenMessage<LedgerInvariantViolation> = /*@__PURE__*/
-  messageDesc(file_coinvoice_payout_v1_payout, 20);
+  messageDesc(file_coinvoice_payout_v1_payout, 22);
 
 /**
  * Payout status. Public spelling: "AwaitingVerification", "Pending", "Completed", "Rejected",
@@ -782,7 +833,8 @@ export const PayoutService: GenService<{
     output: typeof ListPayoutsResponseSchema;
   },
   /**
-   * Merchant cancel: AwaitingVerification or Pending -> Cancelled, hold released; else 409.
+   * Merchant cancel: AwaitingVerification or Pending (not claimed) -> Cancelled, hold released;
+   * a claimed payout answers payout_in_flight (409); else 409.
    *
    * @generated from rpc coinvoice.payout.v1.PayoutService.CancelPayout
    */
@@ -792,8 +844,20 @@ export const PayoutService: GenService<{
     output: typeof CancelPayoutResponseSchema;
   },
   /**
-   * Operator: Pending -> Completed with the chain transaction hash; debits the hold exactly once
-   * (a second completion fails with 409 and never debits again).
+   * Operator: claims a Pending payout before sending its coins (it stays Pending, claimed_at set):
+   * from then on the merchant cannot cancel it. A payout already claimed: payout_already_claimed.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.ClaimPayout
+   */
+  claimPayout: {
+    methodKind: "unary";
+    input: typeof ClaimPayoutRequestSchema;
+    output: typeof ClaimPayoutResponseSchema;
+  },
+  /**
+   * Operator: claimed Pending -> Completed with the chain transaction hash; debits the hold exactly
+   * once (a second completion fails with 409 and never debits again). Unclaimed: payout_not_claimed;
+   * a hash that completed another payout: transaction_already_used (409).
    *
    * @generated from rpc coinvoice.payout.v1.PayoutService.CompletePayout
    */
@@ -803,7 +867,7 @@ export const PayoutService: GenService<{
     output: typeof CompletePayoutResponseSchema;
   },
   /**
-   * Operator: Pending -> Rejected with a note to the merchant; hold released.
+   * Operator: Pending (claimed or not) -> Rejected with a note to the merchant; hold released.
    *
    * @generated from rpc coinvoice.payout.v1.PayoutService.RejectPayout
    */

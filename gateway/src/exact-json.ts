@@ -1,0 +1,69 @@
+/**
+ * Request bodies parsed keeping each number's source text (docs/integration-guide.md, "Invoices"):
+ * `JSON.parse`'s reviver receives `context.source` (Node 24), so a number whose text
+ * denotes another value than the double it became ("amount":0.0010000000000000001 → 0.001, an
+ * integer past 2^53, 1e400) is refused with 400 validation_failed naming the field, never rounded
+ * silently. Every other number is exactly what the client wrote, so the field rules after it
+ * (e.g. at most 8 decimals) judge the client's own digits. Strings with a lone surrogate are
+ * refused the same way (they would reach a service altered).
+ */
+import { jsonNumberIsExact, type Violation } from '@coinvoice/runtime';
+import { HttpProblem } from './problem';
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+interface NumberSource {
+  source: string;
+}
+
+/** The parsed body; throws SyntaxError for malformed JSON and HttpProblem for an inexact number. */
+export function parseJsonExactly(text: string): unknown {
+  const inexact: Array<{ holder: object; key: string; source: string }> = [];
+  const invalidText: Array<{ holder: object; key: string }> = [];
+  const value: unknown = JSON.parse(text, function (this: object, key: string, parsed: unknown, context?: NumberSource) {
+    // A "\ud800" escape makes a lone surrogate, which protobuf's UTF-8 encoding would silently turn
+    // into U+FFFD on its way to a service: refused here, for every string field at once.
+    if (typeof parsed === 'string' && LONE_SURROGATE.test(parsed)) invalidText.push({ holder: this, key });
+    if (typeof parsed === 'number') {
+      // The reviver's `this` is the object or array holding the value: where it sits in the body.
+      const source = context?.source;
+      if (source === undefined) throw new Error('JSON.parse gave no source text (Node 24 is required)');
+      if (!jsonNumberIsExact(source, parsed)) inexact.push({ holder: this, key, source });
+    }
+    return parsed;
+  });
+  if (inexact.length > 0 || invalidText.length > 0) {
+    const errors: Violation[] = [
+      ...inexact.map(({ holder, key, source }) => ({
+        field: fieldOf(value, holder, key),
+        message: `cannot be taken exactly as written (${truncate(source)}): a JSON number with more digits than the field allows is refused, never rounded`,
+      })),
+      ...invalidText.map(({ holder, key }) => ({ field: fieldOf(value, holder, key), message: 'must be valid Unicode text' })),
+    ];
+    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', errors);
+  }
+  return value;
+}
+
+/** The dotted path (the gateway's field names: `amount`, `items.0.amount`) of `holder[key]` in `root`. */
+function fieldOf(root: unknown, holder: object, key: string): string {
+  if (key === '') return 'body';
+  if (root === holder) return key;
+  const path = pathTo(root, holder, []);
+  if (path === undefined) return key;
+  return [...path, key].join('.');
+}
+
+function pathTo(node: unknown, target: object, path: string[]): string[] | undefined {
+  if (node === null || typeof node !== 'object') return undefined;
+  if (node === target) return path;
+  for (const [k, child] of Object.entries(node)) {
+    const found = pathTo(child, target, [...path, k]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function truncate(source: string): string {
+  return source.length > 40 ? `${source.slice(0, 40)}…` : source;
+}

@@ -1,0 +1,76 @@
+/**
+ * Issue 27 (6): with an Ethereum node configured (CHAIN_ETHEREUM_RPC_URL, here a real anvil with
+ * test ERC-20 contracts), Complete checks on chain that the transaction pays the payout's
+ * destination exactly its amount — ETH as the value, USDT as a Transfer log — before it debits.
+ */
+import { randomBytes } from 'node:crypto';
+import { Code } from '@coinvoice/runtime';
+import { cryptoCurrency } from '@coinvoice/runtime/coins';
+import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { deployTokens, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
+import { EthereumPayoutCheck } from '../src/chain-check';
+import { addressFor, balanceOf, codeOf, payoutRequest, rejection, startPayoutHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+
+let anvil: Anvil;
+let tokens: Tokens;
+let h: Harness;
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  tokens = await deployTokens(anvil);
+  h = await startPayoutHarness({ CHAIN_ETHEREUM_RPC_URL: anvil.url, CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt, CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc });
+}, 60_000);
+
+afterAll(async () => {
+  await h?.dispose();
+  await anvil?.stop();
+});
+
+/** A claimed live payout of `amount` `currency` to a fresh mainnet address. */
+async function claimedPayout(currency: 'ETH' | 'USDT', amount: string) {
+  const project = h.auth.addProject('live');
+  await h.credit(project, currency, '100');
+  const request = payoutRequest(project, { currency, amount });
+  const { payout } = await h.client.requestPayout(request);
+  await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+  await h.client.claimPayout({ payoutId: payout!.id, operatorToken: OPERATOR_TOKEN });
+  return { project, payoutId: payout!.id, address: request.address };
+}
+
+const complete = (payoutId: string, transactionHash: string) => h.client.completePayout({ payoutId, transactionHash, operatorToken: OPERATOR_TOKEN });
+
+test('ETH: a transaction unknown to the node, one paying less, one paying another address are refused; the right one completes', async () => {
+  const { project, payoutId, address } = await claimedPayout('ETH', '0.25');
+  expect(await rejection(complete(payoutId, `0x${randomBytes(32).toString('hex')}`))).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'transaction_not_found' });
+  const less = await sendEth(anvil, address, '0.2');
+  expect(await rejection(complete(payoutId, less))).toMatchObject({
+    connectCode: Code.FailedPrecondition,
+    code: 'transaction_mismatch',
+    violations: [{ field: 'transactionHash', message: expect.stringContaining('0.2 ETH') }],
+  });
+  const elsewhere = await sendEth(anvil, addressFor('ETH', 'live'), '0.25');
+  expect(await rejection(complete(payoutId, elsewhere))).toMatchObject({ code: 'transaction_mismatch' });
+  expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '99.75', pending: '0.25', total: '100' });
+
+  const right = await sendEth(anvil, address, '0.25');
+  const { payout } = await complete(payoutId, right);
+  expect(payout).toMatchObject({ status: PayoutStatus.COMPLETED, transactionHash: right });
+  expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '99.75', pending: '0', total: '99.75' });
+});
+
+test('USDT: the Transfer log must pay the destination exactly the amount from the configured contract', async () => {
+  const { payoutId, address } = await claimedPayout('USDT', '12.5');
+  expect(await rejection(complete(payoutId, await sendToken(anvil, tokens.usdt, address, '12')))).toMatchObject({ code: 'transaction_mismatch' });
+  // The right amount of another token (USDC) is not USDT.
+  expect(await rejection(complete(payoutId, await sendToken(anvil, tokens.usdc, address, '12.5')))).toMatchObject({ code: 'transaction_mismatch' });
+  const right = await sendToken(anvil, tokens.usdt, address, '12.5');
+  expect((await complete(payoutId, right)).payout!.status).toBe(PayoutStatus.COMPLETED);
+});
+
+test('a node that cannot be asked is chain_unavailable (503), never a completion', async () => {
+  const check = new EthereumPayoutCheck({ rpcUrl: 'http://127.0.0.1:1', timeoutMs: 2_000, contracts: {} });
+  const result = await check.check({ transactionHash: `0x${'ab'.repeat(32)}`, coin: cryptoCurrency('ETH'), address: addressFor('ETH', 'live'), amount: '1' });
+  expect(result).toMatchObject({ ok: false, code: 'chain_unavailable', connectCode: Code.Unavailable });
+  // Payouts on chains without a node setting are not checked.
+  expect(await check.check({ transactionHash: 'ab'.repeat(32), coin: cryptoCurrency('BTC'), address: addressFor('BTC', 'live'), amount: '1' })).toEqual({ ok: true });
+});
