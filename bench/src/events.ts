@@ -19,9 +19,14 @@ import {
   ensureStream,
   EVENT_TABLES_DDL,
   EventNamespace,
+  EventSigner,
+  EventVerifier,
+  formatVerifyKeys,
+  generateEventKeyPair,
   IdempotentConsumer,
   migrate,
   OutboxRelay,
+  parseVerifyKeys,
 } from '@coinvoice/runtime';
 import { resolveNats, resolvePostgres } from '@coinvoice/local';
 
@@ -70,7 +75,10 @@ async function main(): Promise<void> {
         }
       });
     }
-    const relay = new OutboxRelay({ sql, nats: nc, namespace, logger });
+    // Signed and verified as in the services: the measured cost includes Ed25519 both ways.
+    const signer = EventSigner.fromPem(generateEventKeyPair().privateKeyPem);
+    const verifier = new EventVerifier(parseVerifyKeys(formatVerifyKeys({ invoice: signer.publicKey })) ?? new Map());
+    const relay = new OutboxRelay({ sql, nats: nc, namespace, signer, logger });
     let cpu = process.cpuUsage();
     let started = performance.now();
     await relay.start();
@@ -86,6 +94,7 @@ async function main(): Promise<void> {
       stream,
       name: 'bench',
       filterSubjects: [namespace.subject('invoice.paid')],
+      verifier,
       logger,
       batchSize: CONSUMER_BATCH,
       handler: async (tx, event) => {

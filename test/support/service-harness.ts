@@ -6,6 +6,7 @@
 import type { JsonValue } from '@bufbuild/protobuf';
 import { connectNats, createDb, createLogger, ensureServiceStream, EVENT_HEADERS, EventNamespace, type Sql } from '@coinvoice/runtime';
 import { headers as natsHeaders, type NatsConnection } from 'nats';
+import { signInto, testEventKeys } from './event-keys';
 import { testNatsUrl } from './infra';
 import type { TestService } from './service';
 
@@ -26,7 +27,8 @@ export interface ServiceHarnessBase {
   namespace: EventNamespace;
   /**
    * Publishes an event as a service's outbox relay does: on its service's stream (created if
-   * need be), msgID = event id, event-type header, event-key and occurred-at headers when given.
+   * need be), msgID = event id, event-type header, event-key and occurred-at headers when given,
+   * signed with that service's test key.
    */
   publishEvent(event: PublishedEvent): Promise<void>;
   /** Stops the service, deletes the streams named at open, closes NATS and the pool, drops the database. */
@@ -59,7 +61,10 @@ export async function openServiceHarness(
       h.set(EVENT_HEADERS.eventType, event.type);
       if (event.occurredAt) h.set(EVENT_HEADERS.occurredAt, event.occurredAt.toISOString());
       if (event.key) h.set(EVENT_HEADERS.eventKey, event.key);
-      await nats.jetstream().publish(namespace.subject(event.type), encoder.encode(JSON.stringify(event.payload)), { msgID: event.id, headers: h });
+      const subject = namespace.subject(event.type);
+      const body = encoder.encode(JSON.stringify(event.payload));
+      signInto(h, testEventKeys(), subject, event.id, body);
+      await nats.jetstream().publish(subject, body, { msgID: event.id, headers: h });
     },
     async dispose() {
       await svc.stop();

@@ -5,6 +5,7 @@
  */
 import type { ServiceDefinition, Settings } from '@coinvoice/runtime';
 import { migrateService, startService } from '@coinvoice/runtime';
+import { eventKeyEnv } from './event-keys';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from './infra';
 
 export interface TestService {
@@ -46,6 +47,8 @@ export async function startTestService<S extends Settings>(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATABASE_POOL_MAX: '5',
     SHUTDOWN_GRACE_MS: '2000',
+    // Real key files, as npm start and the manifests give them (test/support/event-keys.ts).
+    ...eventKeyEnv(definition.name),
     ...options.env,
   };
   await migrateService(definition, env);

@@ -33,7 +33,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
   ],
   settings: notifierSettings,
   migrationsDir: migrationsDirOf(__dirname),
-  build({ config, sql, nats, logger, metrics, rpcTls }) {
+  build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
     const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }));
     const ssrfMode = ssrfModeOf(config);
@@ -62,6 +62,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       nats,
       namespace: config.EVENT_NAMESPACE,
       stream: streamSettingsOf(config),
+      verifier: eventVerifier,
       logger,
       projects,
       mailer,

@@ -47,7 +47,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   migrationsDir: migrationsDirOf(__dirname),
   // Counters shared by every replica (rate limits that guard secrets), from the runtime.
   builtInMigrations: [RATE_LIMITS_MIGRATION],
-  build({ config, sql, nats, logger, metrics: registry, rpcTls }) {
+  build({ config, sql, nats, logger, metrics: registry, rpcTls, eventVerifier }) {
     const metrics = createPayoutMetrics(registry);
     // A short deadline: RequestPayout waits for it before answering.
     const auth = createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 3_000, tls: rpcTls });
@@ -90,6 +90,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       nats,
       namespace: config.EVENT_NAMESPACE,
       stream: streamSettingsOf(config),
+      verifier: eventVerifier,
       logger,
       onCredited: (credit) => metrics.credited.inc({ currency: credit.currency, environment: credit.environment }),
     });

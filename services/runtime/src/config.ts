@@ -4,6 +4,8 @@
  * expected (main.ts prints it and exits 1).
  */
 
+import { isIP } from 'node:net';
+
 export class ConfigError extends Error {
   constructor(
     readonly variable: string,
@@ -193,6 +195,17 @@ export const setting = {
       parse: (raw) => (/^[a-z0-9_-]{1,32}$/.test(raw) ? raw : undefined),
     };
   },
+};
+
+/**
+ * BIND_HOST: the interface every listening port of a process binds. Loopback by default, so a
+ * development process (gRPC without mutual TLS) never faces a network; the image and the
+ * manifests set 0.0.0.0 (docs/configuration in the README).
+ */
+export const bindHostSetting: Setting<string> = {
+  expected: 'an IP address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 (every interface), or one interface\'s address',
+  default: '127.0.0.1',
+  parse: (raw) => (isIP(raw.trim()) === 0 ? undefined : raw.trim()),
 };
 
 /** Settings every service process shares. */

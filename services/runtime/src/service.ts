@@ -11,9 +11,21 @@ import path from 'node:path';
 import type { NatsConnection } from 'nats';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
-import { commonSettings, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
+import { bindHostSetting, commonSettings, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
 import { createDb, pingDb, type Sql } from './db';
-import { connectNats, ensureServiceStream, EVENT_TABLES_MIGRATION, OutboxRelay, pingNats, processedEventsRetention, type StreamSettings } from './events';
+import {
+  connectNats,
+  DEAD_LETTER_EVENTS_MIGRATION,
+  ensureServiceStream,
+  EVENT_TABLES_MIGRATION,
+  eventKeySettings,
+  EventVerifier,
+  OutboxRelay,
+  pingNats,
+  processedEventsRetention,
+  signerOf,
+  type StreamSettings,
+} from './events';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
 import { migrate, type MigrationFile } from './migrations';
@@ -31,7 +43,8 @@ export const SERVICE_PORTS: Record<ServiceName, { grpc: number; admin: number }>
 };
 
 export type CommonConfig = ConfigOf<typeof commonSettings> &
-  ConfigOf<typeof rpcTlsSettings> & { GRPC_PORT: number; ADMIN_PORT: number; GRPC_HEALTH_PORT: number };
+  ConfigOf<typeof rpcTlsSettings> &
+  ConfigOf<typeof eventKeySettings> & { GRPC_PORT: number; ADMIN_PORT: number; GRPC_HEALTH_PORT: number; BIND_HOST: string };
 
 export interface ServiceDeps<C> {
   config: C & CommonConfig;
@@ -41,6 +54,8 @@ export interface ServiceDeps<C> {
   metrics: Registry;
   /** Mutual TLS material for this process's RPC clients (undefined: plaintext, development). */
   rpcTls: RpcTls | undefined;
+  /** The producers' public keys (EVENT_VERIFY_KEYS), for every IdempotentConsumer of the service. */
+  eventVerifier: EventVerifier;
 }
 
 /** Background work a service runs next to its RPCs (relays, consumers, sweepers). */
@@ -106,7 +121,9 @@ export function serviceSettings(name: ServiceName) {
     GRPC_PORT: setting.port(SERVICE_PORTS[name].grpc),
     GRPC_HEALTH_PORT: grpcHealthPortSetting,
     ...rpcTlsSettings,
+    ...eventKeySettings,
     ADMIN_PORT: setting.port(SERVICE_PORTS[name].admin),
+    BIND_HOST: bindHostSetting,
   };
 }
 
@@ -129,7 +146,12 @@ export async function migrateService<S extends Settings>(definition: ServiceDefi
   const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: 1 });
   try {
-    await migrate(sql, { schema: definition.name, dir: definition.migrationsDir, builtIn: [EVENT_TABLES_MIGRATION, ...(definition.builtInMigrations ?? [])], logger });
+    await migrate(sql, {
+      schema: definition.name,
+      dir: definition.migrationsDir,
+      builtIn: [EVENT_TABLES_MIGRATION, DEAD_LETTER_EVENTS_MIGRATION, ...(definition.builtInMigrations ?? [])],
+      logger,
+    });
   } finally {
     await sql.end({ timeout: 5 });
   }
@@ -141,17 +163,19 @@ export async function startService<S extends Settings>(
   env: Env = process.env,
 ): Promise<{ running: Running; logger: Logger; grpcPort: number; adminPort: number }> {
   const config = loadServiceConfig(definition, env);
+  const signer = signerOf(config);
   const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
+  const eventVerifier = new EventVerifier(config.EVENT_VERIFY_KEYS, metrics);
 
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: config.DATABASE_POOL_MAX, logger });
   const nats = await connectNats({ url: config.NATS_URL, name: definition.name, logger });
   await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
 
   const rpcTls = rpcTlsOf(config);
-  const parts = await definition.build({ config, sql, nats, logger, metrics, rpcTls });
-  const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, logger });
+  const parts = await definition.build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier });
+  const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger });
   const pruner = processedEventsRetention({ sql, logger, retentionMs: config.PROCESSED_EVENTS_RETENTION_DAYS * 24 * 60 * 60_000 });
   const workers: Worker[] = [relay, pruner, ...(parts.workers ?? [])];
 
@@ -162,6 +186,7 @@ export async function startService<S extends Settings>(
     { name: 'nats', check: () => pingNats(nats), neededForRequests: false },
   ]);
   const rpc = await startRpcServer({
+    host: config.BIND_HOST,
     port: config.GRPC_PORT,
     routes: parts.routes,
     health,
@@ -172,7 +197,7 @@ export async function startService<S extends Settings>(
     authorize: rpcTls ? callerPolicy(...definition.callers) : undefined,
     healthPort: rpcTls && config.GRPC_HEALTH_PORT > 0 ? config.GRPC_HEALTH_PORT : undefined,
   });
-  const admin = await startAdminServer({ port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
+  const admin = await startAdminServer({ host: config.BIND_HOST, port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
   for (const worker of workers) await worker.start();
   logger.info({ grpcPort: rpc.port, adminPort: admin.port }, `${definition.name} service serving`);
 

@@ -6,20 +6,26 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { headers as natsHeaders, nanos, type JetStreamManager, type NatsConnection } from 'nats';
+import { headers as natsHeaders, nanos, type JetStreamManager, type MsgHdrs, type NatsConnection } from 'nats';
+import { Registry } from 'prom-client';
 import { createDb, type Sql } from '../src/db';
 import {
   connectNats,
+  DEAD_LETTER_EVENTS_DDL,
   ensureStream,
   EVENT_TABLES_DDL,
   EventNamespace,
+  EventVerifier,
   IdempotentConsumer,
+  parseVerifyKeys,
+  SIGNATURE_HEADER,
   type ConsumedEvent,
   type EventHandler,
   type IdempotentConsumerOptions,
 } from '../src/events';
 import { createLogger, currentRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
+import { signInto, testEventKeys } from '../../../test/support/event-keys';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../../../test/support/infra';
 
 const SCHEMA = 'payout';
@@ -33,6 +39,16 @@ let namespace: EventNamespace;
 let migrationsDir: string;
 const streams: string[] = [];
 const consumers: IdempotentConsumer[] = [];
+/** The consumers' verifier: every test service's public key (test/support/event-keys.ts); its refusals counted here. */
+const metrics = new Registry();
+const verifier = new EventVerifier(parseVerifyKeys(testEventKeys().verifyKeys) ?? new Map(), metrics);
+
+/** Publishes as the producer's outbox relay does: signed with the producer's key over subject, id and body. */
+async function publishSigned(subject: string, body: string, msgID: string, headers: MsgHdrs = natsHeaders()): Promise<{ seq: number; duplicate: boolean }> {
+  const bytes = new TextEncoder().encode(body);
+  const ack = await nats.jetstream().publish(subject, bytes, { msgID, headers: signInto(headers, testEventKeys(), subject, msgID, bytes) });
+  return { seq: ack.seq, duplicate: ack.duplicate };
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -64,13 +80,7 @@ async function publishPaid(
   const headers = natsHeaders();
   headers.set('event-type', 'invoice.paid');
   if (event.requestId) headers.set('x-request-id', event.requestId);
-  const ack = await nats
-    .jetstream()
-    .publish(ns.subject('invoice.paid'), JSON.stringify({ invoiceId: event.invoiceId, amount: event.amount }), {
-      msgID: event.id,
-      headers,
-    });
-  return { seq: ack.seq, duplicate: ack.duplicate };
+  return publishSigned(ns.subject('invoice.paid'), JSON.stringify({ invoiceId: event.invoiceId, amount: event.amount }), event.id, headers);
 }
 
 /** The effect: credit the invoice's amount, in the consumer's transaction. */
@@ -91,6 +101,7 @@ function newConsumer(
     name: 'payout-ledger',
     filterSubjects: [ns.subject('invoice.paid')],
     handler: creditHandler,
+    verifier,
     logger,
     pullExpiresMs: 1000,
     retry: { initialMs: 50, maxMs: 200 },
@@ -118,6 +129,7 @@ beforeAll(async () => {
   writeFileSync(
     path.join(migrationsDir, '0001_init.sql'),
     `${EVENT_TABLES_DDL}
+${DEAD_LETTER_EVENTS_DDL}
 create table credits (
   id         bigint generated always as identity primary key,
   event_id   text not null,
@@ -174,7 +186,7 @@ describe('IdempotentConsumer', () => {
     const { stream, ns } = await newStream();
     const created = natsHeaders();
     created.set('event-type', 'invoice.created');
-    await nats.jetstream().publish(ns.subject('invoice.created'), JSON.stringify({ invoiceId: 'inv_new' }), { msgID: 'evt-created-1', headers: created });
+    await publishSigned(ns.subject('invoice.created'), JSON.stringify({ invoiceId: 'inv_new' }), 'evt-created-1', created);
     await publishPaid(ns, { id: 'evt-paid-1', invoiceId: 'inv_paid', amount: '1.00000000' });
     const seen: string[] = [];
     const handler: EventHandler = async (tx, event) => {
@@ -299,13 +311,85 @@ describe('IdempotentConsumer', () => {
   it('terminates a message it can never handle and goes on with the next', async () => {
     const { stream, ns } = await newStream();
     await newConsumer(stream, ns).start();
-    await nats.jetstream().publish(ns.subject('invoice.paid'), 'not json', { msgID: 'evt-garbage' });
+    await publishSigned(ns.subject('invoice.paid'), 'not json', 'evt-garbage');
     await publishPaid(ns, { id: 'evt-good', invoiceId: 'inv_good', amount: '2.00000000' });
 
     await waitFor('the good event to be handled', async () => (await credits('inv_good')).length === 1);
     // Terminated, not left for redelivery after ack_wait.
     await waitFor('the stream to be settled', () => settled(stream), 3000);
     expect(await sql`select event_id from processed_events where event_id = 'evt-garbage'`).toHaveLength(0);
+  });
+});
+
+describe('IdempotentConsumer acts only on signed events', () => {
+  /** events_rejected_total by reason, for this file's consumers. */
+  async function rejected(): Promise<Record<string, number>> {
+    const metric = await metrics.getSingleMetric('events_rejected_total')?.get();
+    return Object.fromEntries((metric?.values ?? []).map((v) => [String(v.labels.reason), v.value]));
+  }
+
+  it('dead-letters (once), counts and terminates an event without a signature or with a wrong one; signed events around it are applied', async () => {
+    const { stream, ns } = await newStream();
+    const subject = ns.subject('invoice.paid');
+    const paid = (invoiceId: string) => JSON.stringify({ invoiceId, amount: '1000.00000000' });
+    await newConsumer(stream, ns).start();
+
+    await publishPaid(ns, { id: 'evt-signed-before', invoiceId: 'inv_before', amount: '1.00000000' });
+    // No signature at all.
+    await nats.jetstream().publish(subject, paid('inv_unsigned'), { msgID: 'evt-unsigned' });
+    // Not a signature.
+    const garbage = natsHeaders();
+    garbage.set(SIGNATURE_HEADER, Buffer.alloc(64, 7).toString('base64'));
+    await nats.jetstream().publish(subject, paid('inv_garbage'), { msgID: 'evt-garbage-signature', headers: garbage });
+    // Signed, but by another service's key (payout may not speak for invoice).
+    const otherKey = natsHeaders();
+    otherKey.set(SIGNATURE_HEADER, testEventKeys().signer('payout').sign(subject, 'evt-other-key', new TextEncoder().encode(paid('inv_other_key'))));
+    await nats.jetstream().publish(subject, paid('inv_other_key'), { msgID: 'evt-other-key', headers: otherKey });
+    // A real signature copied onto another id, and onto another body.
+    const real = natsHeaders();
+    real.set(SIGNATURE_HEADER, testEventKeys().signer('invoice').sign(subject, 'evt-original', new TextEncoder().encode(paid('inv_original'))));
+    await nats.jetstream().publish(subject, paid('inv_original'), { msgID: 'evt-new-id', headers: real });
+    await nats.jetstream().publish(subject, paid('inv_changed'), { msgID: 'evt-original', headers: real });
+    await publishPaid(ns, { id: 'evt-signed-after', invoiceId: 'inv_after', amount: '2.00000000' });
+
+    await waitFor('the signed event after them to be applied', async () => (await credits('inv_after')).length === 1);
+    await waitFor('the stream to be settled (refused messages terminated, not redelivered)', () => settled(stream), 3000);
+    expect((await credits('inv_before')).map((c) => c.amount)).toEqual(['1.00000000']);
+    for (const invoiceId of ['inv_unsigned', 'inv_garbage', 'inv_other_key', 'inv_original', 'inv_changed']) expect(await credits(invoiceId)).toEqual([]);
+    const dead = await sql<{ event_id: string; reason: string; subject: string; body: Buffer }[]>`
+      select event_id, reason, subject, body from dead_letter_events where stream = ${stream} order by stream_sequence`;
+    expect(dead.map((row) => ({ eventId: row.event_id, reason: row.reason, subject: row.subject }))).toEqual([
+      { eventId: 'evt-unsigned', reason: 'missing_signature', subject },
+      { eventId: 'evt-garbage-signature', reason: 'bad_signature', subject },
+      { eventId: 'evt-other-key', reason: 'bad_signature', subject },
+      { eventId: 'evt-new-id', reason: 'bad_signature', subject },
+      { eventId: 'evt-original', reason: 'bad_signature', subject },
+    ]);
+    expect(dead[0]?.body.toString()).toBe(paid('inv_unsigned'));
+    expect(await rejected()).toMatchObject({ missing_signature: 1, bad_signature: 4 });
+    expect(await sql`select event_id from processed_events where event_id in ('evt-unsigned', 'evt-garbage-signature', 'evt-other-key', 'evt-new-id', 'evt-original')`).toHaveLength(0);
+  });
+
+  it('refuses to start without a key of the producer it reads', () => {
+    const ns = new EventNamespace(uniqueName(namespace.name));
+    const onlyPayout = new EventVerifier(parseVerifyKeys(`payout=${testEventKeys().signer('payout').publicKey}`) ?? new Map());
+    expect(() => newConsumer(ns.streamName('invoice'), ns, { verifier: onlyPayout })).toThrow('EVENT_VERIFY_KEYS has no key of invoice, whose events consumer payout-ledger reads');
+  });
+
+  it('accepts every key listed for a producer (rotation: events signed with the old and the new key)', async () => {
+    const { stream, ns } = await newStream();
+    const keys = testEventKeys();
+    // "invoice" rotates from its key to payout's (any second key will do): both listed.
+    const rotating = new EventVerifier(parseVerifyKeys(`invoice=${keys.signer('invoice').publicKey},invoice=${keys.signer('payout').publicKey}`) ?? new Map());
+    await newConsumer(stream, ns, { verifier: rotating }).start();
+    const subject = ns.subject('invoice.paid');
+    for (const [id, signer] of [['evt-old-key', 'invoice'], ['evt-new-key', 'payout']] as const) {
+      const body = new TextEncoder().encode(JSON.stringify({ invoiceId: `inv_${id}`, amount: '3.00000000' }));
+      const h = natsHeaders();
+      h.set(SIGNATURE_HEADER, keys.signer(signer).sign(subject, id, body));
+      await nats.jetstream().publish(subject, body, { msgID: id, headers: h });
+    }
+    await waitFor('both to be applied', async () => (await credits('inv_evt-old-key')).length === 1 && (await credits('inv_evt-new-key')).length === 1);
   });
 });
 

@@ -14,11 +14,15 @@ import {
   eventTransaction,
   EVENT_TABLES_DDL,
   EventNamespace,
+  EventVerifier,
   OutboxRelay,
+  parseVerifyKeys,
+  SIGNATURE_HEADER,
   type OutboxRelayOptions,
 } from '../src/events';
 import { createLogger, withRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
+import { testEventKeys } from '../../../test/support/event-keys';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../../../test/support/infra';
 
 const SCHEMA = 'invoice';
@@ -47,6 +51,7 @@ function newRelay(options: Partial<OutboxRelayOptions> = {}): OutboxRelay {
     sql,
     nats,
     namespace,
+    signer: testEventKeys().signer('invoice'),
     logger,
     pollIntervalMs: 200,
     retry: { initialMs: 50, maxMs: 200 },
@@ -171,6 +176,24 @@ describe('outbox', () => {
     expect(await sql`select payload->>'amount' as amount from outbox where event_id = ${id}`).toEqual([
       { amount: '0.10000000' },
     ]);
+  });
+
+  it("signs every event with the service's key over its subject, id and body (coinvoice-signature)", async () => {
+    await newRelay().start();
+    const id = await enqueue('invoice.paid', { invoiceId: 'inv_signed', amount: '0.50000000' });
+    await waitFor('the row to be marked published', async () => (await unpublishedCount()) === 0);
+    const [stored] = await storedEvents();
+    const msg = await jsm.streams.getMessage(stream, { seq: stored?.streamSeq ?? 0 });
+    const signature = msg.header.get(SIGNATURE_HEADER);
+    const keys = testEventKeys();
+    const verifier = new EventVerifier(parseVerifyKeys(keys.verifyKeys) ?? new Map());
+    expect(verifier.check('invoice', msg.subject, id, msg.data, signature)).toBeUndefined();
+    // Bound to the producer, the id, the subject and the body.
+    expect(verifier.check('payout', msg.subject, id, msg.data, signature)).toBe('bad_signature');
+    expect(verifier.check('invoice', msg.subject, 'another-id', msg.data, signature)).toBe('bad_signature');
+    expect(verifier.check('invoice', `${namespace.name}.invoice.late_payment`, id, msg.data, signature)).toBe('bad_signature');
+    expect(verifier.check('invoice', msg.subject, id, new TextEncoder().encode('{"invoiceId":"inv_signed","amount":"5.00000000"}'), signature)).toBe('bad_signature');
+    expect(verifier.check('invoice', msg.subject, id, msg.data, undefined)).toBe('missing_signature');
   });
 
   it('still stores the event exactly once when the relay dies between publish and marking and another takes over', async () => {

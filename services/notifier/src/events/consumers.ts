@@ -15,6 +15,7 @@ import {
   type ConsumedEvent,
   type Logger,
   type Sql,
+  type EventVerifier,
   type StreamSettings,
   type TransactionSql,
   type Worker,
@@ -39,6 +40,8 @@ export interface NotifierConsumerDeps {
   namespace: string;
   /** The consumed streams' configured shape, for when the notifier is first to create them. */
   stream: StreamSettings;
+  /** The invoice and payout services' public keys: unsigned events never become webhooks. */
+  verifier: EventVerifier;
   logger: Logger;
   projects: ProjectDirectory;
   mailer: Mailer;
@@ -55,7 +58,7 @@ export type HandledEvent =
   | { kind: 'leased'; row: DeliveryRow; context: ProjectContext; reservation: Reservation };
 
 export class NotifierEventHandler {
-  constructor(private readonly deps: Omit<NotifierConsumerDeps, 'nats' | 'namespace' | 'stream'>) {}
+  constructor(private readonly deps: Omit<NotifierConsumerDeps, 'nats' | 'namespace' | 'stream' | 'verifier'>) {}
 
   /** Applies the event inside `tx`; says what is left to do after commit. */
   async handle(tx: TransactionSql, event: ConsumedEvent): Promise<HandledEvent> {
@@ -119,6 +122,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
       stream: namespace.streamName(service),
       name,
       filterSubjects: namespace.streamSubjects(service),
+      verifier: deps.verifier,
       logger: deps.logger,
       // Webhook events; anything else (invoice.created…) is not ours. Codes are emailed by RPC.
       handles: (type) => isWebhookEventType(type),

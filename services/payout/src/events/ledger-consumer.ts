@@ -24,6 +24,7 @@ import {
   type ConsumedEvent,
   type Logger,
   type Sql,
+  type EventVerifier,
   type StreamSettings,
   type TransactionSql,
   type Worker,
@@ -126,6 +127,8 @@ export interface LedgerConsumerOptions {
   namespace: string;
   /** The invoice stream's configured shape, for when this consumer is first to create it. */
   stream: StreamSettings;
+  /** The invoice service's public keys: only invoice.paid / invoice.late_payment it signed are credited. */
+  verifier: EventVerifier;
   logger: Logger;
   /** Told after each credit's transaction ran (metrics). */
   onCredited?: (credit: InvoiceCredit) => void;
@@ -161,6 +164,7 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     stream: namespace.streamName('invoice'),
     name: LEDGER_CONSUMER,
     filterSubjects: [namespace.subject(INVOICE_PAID)],
+    verifier: options.verifier,
     logger: options.logger,
     handler: ledgerHandler(options),
   });
@@ -170,6 +174,7 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     stream: namespace.streamName('invoice'),
     name: LATE_PAYMENT_CONSUMER,
     filterSubjects: [namespace.subject(INVOICE_LATE_PAYMENT)],
+    verifier: options.verifier,
     logger: options.logger,
     handler: latePaymentHandler(options),
   });

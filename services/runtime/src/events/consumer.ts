@@ -37,6 +37,7 @@ import { sanitizeRequestId, withRequestId, type Logger } from '../log';
 import { RetentionJob } from '../periodic-worker';
 import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
 import { eventTransaction, type EventTransaction, type JsonValue } from './outbox';
+import { SIGNATURE_HEADER, type EventRejection, type EventVerifier } from './signing';
 
 /**
  * DDL of the processed-events table. Each service that consumes events copies it into its first
@@ -52,6 +53,29 @@ create table processed_events (
 );
 -- For the retention sweep (deleteProcessedEvents).
 create index processed_events_processed_at_idx on processed_events (processed_at);
+`;
+
+/**
+ * DDL of the dead letters: messages a consumer refused to act on (a missing or wrong signature),
+ * kept whole for an operator to inspect; the message itself is terminated in JetStream. A
+ * built-in migration of every service (DEAD_LETTER_EVENTS_MIGRATION, events/index.ts).
+ */
+export const DEAD_LETTER_EVENTS_DDL = `-- Dead letters (coinvoice runtime, events/consumer.ts): messages a consumer refused (unsigned or
+-- wrongly signed events), never acted on; one row per message (stream, sequence).
+create table dead_letter_events (
+  id              bigint generated always as identity primary key,
+  consumer_name   text not null,
+  stream          text not null,
+  stream_sequence bigint not null,
+  subject         text not null,
+  event_id        text,
+  reason          text not null,
+  headers         jsonb not null,
+  body            bytea not null,
+  received_at     timestamptz not null default now(),
+  unique (consumer_name, stream, stream_sequence)
+);
+create index dead_letter_events_received_at_idx on dead_letter_events (received_at);
 `;
 
 export interface ConsumedEvent {
@@ -88,6 +112,11 @@ export interface IdempotentConsumerOptions {
   /** Subjects to receive, e.g. `[namespace.subject('invoice.paid')]`. Several need NATS ≥ 2.10. */
   filterSubjects: string[];
   handler: EventHandler;
+  /**
+   * The producers' public keys (EVENT_VERIFY_KEYS): an event whose signature does not verify
+   * against a key of the service owning its type is dead-lettered, never handled.
+   */
+  verifier: EventVerifier;
   /**
    * Event types this consumer acts on. Others in its subjects (e.g. invoice.created for a consumer
    * of invoice.>) are acknowledged without a transaction: recording a no-op costs a commit each.
@@ -136,6 +165,9 @@ export class IdempotentConsumer {
 
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
+    // Fails at start, not at the first event: a consumer that holds no key of a producer it reads
+    // would dead-letter every event of it.
+    options.verifier.requireProducers([...new Set(options.filterSubjects.map((subject) => producerOf(eventTypeOf(subject))))], options.name);
     this.js = options.nats.jetstream();
     this.logger = options.logger.child({ component: 'consumer', consumer: options.name, stream: options.stream });
     this.ackWaitMs = options.ackWaitMs ?? 30_000;
@@ -238,7 +270,7 @@ export class IdempotentConsumer {
   private async handle(msg: JsMsg): Promise<void> {
     const requestId = sanitizeRequestId(msg.headers?.get(EVENT_HEADERS.requestId));
     await withRequestId(requestId, async () => {
-      const event = this.decode(msg);
+      const event = await this.decode(msg);
       if (!event) return;
       if (this.options.handles && !this.options.handles(event.type)) {
         msg.ack();
@@ -279,14 +311,24 @@ export class IdempotentConsumer {
     });
   }
 
-  /** Reads the event from a message; a message we can never handle is terminated (and logged). */
-  private decode(msg: JsMsg): ConsumedEvent | undefined {
+  /**
+   * Reads the event from a message, once its signature verified. A message we can never handle is
+   * terminated (and logged); one whose signature is missing or wrong is dead-lettered, then
+   * terminated. Undefined when the message was settled here (or handed back: Postgres down).
+   */
+  private async decode(msg: JsMsg): Promise<ConsumedEvent | undefined> {
     const id = msg.headers?.get(MSG_ID_HEADER);
-    const type = msg.headers?.get(EVENT_HEADERS.eventType) || undefined;
     const fields = { subject: msg.subject, streamSequence: msg.seq };
     if (!id) {
       this.logger.error(fields, 'consumer: message without Nats-Msg-Id cannot be de-duplicated; terminated');
       msg.term(); // no reason text: servers before 2.10 ignore a TERM that carries one
+      return undefined;
+    }
+    // The type comes from the subject, which the signature covers, never from a header.
+    const type = eventTypeOf(msg.subject);
+    const rejection = this.options.verifier.check(producerOf(type), msg.subject, id, msg.data, msg.headers?.get(SIGNATURE_HEADER) || undefined);
+    if (rejection) {
+      await this.deadLetter(msg, id, rejection);
       return undefined;
     }
     let payload: JsonValue;
@@ -301,8 +343,7 @@ export class IdempotentConsumer {
     const occurredAt = msg.headers?.get(EVENT_HEADERS.occurredAt) || undefined;
     return {
       id,
-      // Publishers set the header; else the subject minus its namespace token.
-      type: type ?? msg.subject.slice(msg.subject.indexOf('.') + 1),
+      type,
       subject: msg.subject,
       payload,
       key,
@@ -311,6 +352,36 @@ export class IdempotentConsumer {
       deliveryCount: msg.info.deliveryCount,
       streamSequence: msg.info.streamSequence,
     };
+  }
+
+  /**
+   * Keeps a refused message in dead_letter_events, counts it and terminates it. Logged once: a
+   * redelivery (the term was lost) finds its row and only terminates again. Postgres down: the
+   * message is handed back to come again.
+   */
+  private async deadLetter(msg: JsMsg, eventId: string, reason: EventRejection): Promise<void> {
+    const headers: Record<string, string[]> = {};
+    for (const [name, values] of msg.headers ?? []) headers[name] = values;
+    try {
+      const inserted = await this.options.sql`
+        insert into dead_letter_events (consumer_name, stream, stream_sequence, subject, event_id, reason, headers, body)
+        values (${this.options.name}, ${this.options.stream}, ${msg.info.streamSequence}, ${msg.subject}, ${eventId}, ${reason},
+                ${this.options.sql.json(headers)}, ${Buffer.from(msg.data)})
+        on conflict (consumer_name, stream, stream_sequence) do nothing
+        returning id`;
+      if (inserted.length > 0) {
+        this.options.verifier.countRejection(reason, this.options.name);
+        this.logger.error(
+          { subject: msg.subject, streamSequence: msg.info.streamSequence, eventId, reason, deadLetterId: inserted[0]?.id },
+          'consumer: event refused (signature missing or wrong); dead-lettered, not acted on',
+        );
+      }
+      msg.term();
+    } catch (err) {
+      if (isDependencyOutage(err)) this.dependencyDown = true;
+      this.logger.warn({ err, eventId, reason }, 'consumer: could not dead-letter a refused event; it will come again');
+      msg.nak(this.retryInitialMs);
+    }
   }
 
   private sleep(ms: number): Promise<void> {
@@ -324,6 +395,16 @@ export class IdempotentConsumer {
       this.interruptSleep = done;
     });
   }
+}
+
+/** `<ns>.invoice.paid` → `invoice.paid` (a namespace has no dots). */
+function eventTypeOf(subject: string): string {
+  return subject.slice(subject.indexOf('.') + 1);
+}
+
+/** The service that owns (publishes and signs) an event type: its first token. */
+function producerOf(eventType: string): string {
+  return eventType.split('.')[0] ?? '';
 }
 
 /** Postgres unreachable, or a service the handler called answering unavailable / too late. */

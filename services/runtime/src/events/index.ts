@@ -1,11 +1,12 @@
 /** Events: NATS JetStream naming and setup, the transactional outbox, idempotent consumers. */
 import { sqlMigration } from '../migrations';
-import { PROCESSED_EVENTS_DDL } from './consumer';
+import { DEAD_LETTER_EVENTS_DDL, PROCESSED_EVENTS_DDL } from './consumer';
 import { OUTBOX_DDL } from './outbox';
 
 export * from './bus';
 export * from './outbox';
 export * from './consumer';
+export * from './signing';
 
 /** The event tables every service needs (outbox + processed_events) as one SQL snippet. */
 export const EVENT_TABLES_DDL = `${OUTBOX_DDL}\n${PROCESSED_EVENTS_DDL}`;
@@ -16,3 +17,6 @@ export const EVENT_TABLES_DDL = `${OUTBOX_DDL}\n${PROCESSED_EVENTS_DDL}`;
  * its own 0001_event_tables.sql, so databases that applied that file see the same checksum.
  */
 export const EVENT_TABLES_MIGRATION = sqlMigration(1, 'event_tables', EVENT_TABLES_DDL);
+
+/** Every service's dead letters (refused events: unsigned or wrongly signed), applied like migration 1. */
+export const DEAD_LETTER_EVENTS_MIGRATION = sqlMigration(50, 'dead_letter_events', DEAD_LETTER_EVENTS_DDL);

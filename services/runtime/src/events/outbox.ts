@@ -27,6 +27,7 @@ import { Events, headers as natsHeaders, type JetStreamClient, type NatsConnecti
 import { assertSchemaName, isDatabaseUnavailableError, type Sql, type TransactionSql } from '../db';
 import { currentRequestId, type Logger } from '../log';
 import { assertEventType, EVENT_HEADERS, EventNamespace, type EventNamespaceLike } from './bus';
+import type { EventSigner } from './signing';
 
 /** A JSON value as protobuf's `toJson` produces it (structurally equal to @bufbuild/protobuf's). */
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
@@ -142,6 +143,8 @@ export interface OutboxRelayOptions {
   schema?: string;
   nats: NatsConnection;
   namespace: EventNamespaceLike;
+  /** The service's event key: every event leaves signed (signing.ts). */
+  signer: EventSigner;
   logger: Logger;
   /** Rows per transaction (default 100). */
   batchSize?: number;
@@ -320,7 +323,9 @@ export class OutboxRelay {
     headers.set(EVENT_HEADERS.occurredAt, row.created_at.toISOString());
     if (row.request_id) headers.set(EVENT_HEADERS.requestId, row.request_id);
     if (row.event_key) headers.set(EVENT_HEADERS.eventKey, row.event_key);
-    const ack = await this.js.publish(subject, encoder.encode(row.payload), {
+    const body = encoder.encode(row.payload);
+    this.options.signer.signInto(headers, subject, row.event_id, body);
+    const ack = await this.js.publish(subject, body, {
       msgID: row.event_id,
       headers,
       timeout: this.publishTimeoutMs,

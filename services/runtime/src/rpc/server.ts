@@ -340,7 +340,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
   const credentials = options.tls
     ? grpc.ServerCredentials.createSsl(options.tls.ca, [{ private_key: options.tls.key, cert_chain: options.tls.cert }], true)
     : grpc.ServerCredentials.createInsecure();
-  const host = options.host ?? '0.0.0.0';
+  const host = options.host ?? '127.0.0.1';
   const port = await bind(server, host, options.port, credentials);
   const servers = [server];
   let healthPort: number | undefined;
@@ -363,7 +363,8 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
 
 function bind(server: grpc.Server, host: string, port: number, credentials: grpc.ServerCredentials): Promise<number> {
   return new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));
+    // An IPv6 address goes in brackets: [::1]:50051.
+    server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));
   });
 }
 
