@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     databaseUrl: url.toString(),
     natsUrl: nats.url,
     logDir: path.join(dataDir, 'logs'),
+    eventKeyDir: path.join(dataDir, 'event-keys'),
     gatewayPort: 0,
     env: { ...process.env, EVENT_NAMESPACE: `diag${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn', RATE_LIMIT_API_PER_KEY: '100000000/1m' },
   });

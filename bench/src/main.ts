@@ -162,6 +162,7 @@ async function main(): Promise<void> {
         databaseUrl,
         natsUrl: nats.url,
         logDir: path.join(dataDir, 'logs'),
+        eventKeyDir: path.join(dataDir, 'event-keys'),
         gatewayPort: 0,
         env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...BENCH_LIMITS },
       });
@@ -268,6 +269,7 @@ async function main(): Promise<void> {
           databaseUrl,
           natsUrl: nats.url,
           logDir: path.join(dataDir, 'logs-live-rates'),
+          eventKeyDir: path.join(dataDir, 'event-keys'),
           gatewayPort: 0,
           env: {
             ...process.env,

@@ -87,6 +87,7 @@ async function main(): Promise<void> {
       databaseUrl: dbUrl.toString(),
       natsUrl: nats.url,
       logDir: path.join(dataDir, 'logs'),
+      eventKeyDir: path.join(dataDir, 'event-keys'),
       gatewayPort: 0,
       env: {
         ...process.env,

@@ -1,4 +1,4 @@
-import { commonSettings, ConfigError, rpcTlsSettings, setting, SERVICE_PORTS, type ConfigOf, type Setting } from '@coinvoice/runtime';
+import { bindHostSetting, commonSettings, ConfigError, eventKeySettings, rpcTlsSettings, setting, SERVICE_PORTS, type ConfigOf, type Setting } from '@coinvoice/runtime';
 import { gatewayRateLimitSettings } from './rate-limits';
 
 /**
@@ -23,14 +23,22 @@ const backend = (port: number) => setting.url(['http:', 'https:'], { devDefault:
 export const gatewaySettings = {
   APP_ENV: commonSettings.APP_ENV,
   GATEWAY_PORT: setting.port(8080),
-  GATEWAY_HOST: setting.string({ default: '0.0.0.0', expected: 'an interface address to listen on' }),
+  /** Loopback unless told otherwise: the image and the manifests set 0.0.0.0. */
+  BIND_HOST: bindHostSetting,
   AUTH_URL: backend(SERVICE_PORTS.auth.grpc),
   INVOICE_URL: backend(SERVICE_PORTS.invoice.grpc),
   PAYOUT_URL: backend(SERVICE_PORTS.payout.grpc),
   NOTIFIER_URL: backend(SERVICE_PORTS.notifier.grpc),
   NATS_URL: commonSettings.NATS_URL,
   EVENT_NAMESPACE: commonSettings.EVENT_NAMESPACE,
-  BODY_LIMIT_BYTES: setting.int({ default: 64 * 1024, min: 1024, max: 10 * 1024 * 1024 }),
+  /** The auth service's public event key(s): revocations are applied only when auth signed them. */
+  EVENT_VERIFY_KEYS: eventKeySettings.EVENT_VERIFY_KEYS,
+  /** The HTTP edge (docs/http-edge.md): a larger body is 413 before it is read. */
+  HTTP_BODY_LIMIT: setting.int({ default: 64 * 1024, min: 1024, max: 10 * 1024 * 1024 }),
+  /** A request whose headers and body have not all arrived within this is answered 408 and closed. */
+  HTTP_REQUEST_TIMEOUT: setting.duration({ default: '30s', minMs: 100, maxMs: 10 * 60_000 }),
+  /** An idle keep-alive connection is closed after this. */
+  HTTP_KEEP_ALIVE_TIMEOUT: setting.duration({ default: '72s', minMs: 1_000, maxMs: 10 * 60_000 }),
   API_KEY_CACHE_TTL_MS: setting.int({ default: 30_000, min: 0, max: 3_600_000 }),
   LOG_LEVEL: commonSettings.LOG_LEVEL,
   GATEWAY_TRUST_PROXY: trustProxySetting,

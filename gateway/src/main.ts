@@ -1,4 +1,4 @@
-import { connectNats, createLogger, createRpcClient, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
+import { connectNats, createLogger, createRpcClient, EventVerifier, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -16,6 +16,9 @@ runMain({
   async start() {
     const config = loadConfig(gatewaySettings);
     refuseUnsafeGatewayConfig(config);
+    // Before any connection: a gateway that cannot verify auth's events must not start.
+    const eventVerifier = new EventVerifier(config.EVENT_VERIFY_KEYS);
+    eventVerifier.requireProducers(['auth'], 'gateway revocations');
     const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
     const tls = rpcTlsOf(config);
     const backends = new Backends(
@@ -29,7 +32,7 @@ runMain({
     const apiKeys = new ApiKeyVerifier(auth, { ttlMs: config.API_KEY_CACHE_TTL_MS });
     const sessions = new SessionVerifier(auth);
     const nats = await connectNats({ url: config.NATS_URL, name: 'gateway', logger });
-    const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger, sessions);
+    const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger, eventVerifier, sessions);
     revocations.start();
     await revocations.ready();
     // Subscribed first, then the list: no revocation falls between the two.
@@ -42,11 +45,11 @@ runMain({
       apiKeys,
       sessions,
       logger,
-      bodyLimitBytes: config.BODY_LIMIT_BYTES,
+      http: { bodyLimitBytes: config.HTTP_BODY_LIMIT, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT, keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT },
       rateLimits,
       trustProxy: config.GATEWAY_TRUST_PROXY,
     });
-    const address = await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
+    const address = await app.listen({ port: config.GATEWAY_PORT, host: config.BIND_HOST });
     logger.info({ address }, 'gateway listening');
     return {
       logger,

@@ -25,7 +25,7 @@ export async function buildForDocument() {
     apiKeys: new ApiKeyVerifier(auth, { ttlMs: 0 }),
     sessions: new SessionVerifier(auth),
     logger: createLogger({ service: 'gateway', level: 'silent' }),
-    bodyLimitBytes: 65536,
+    http: { bodyLimitBytes: 65536, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000 },
     rateLimits: new GatewayRateLimits({
       apiPerKey: { name: 'api-key', limit: 1, windowSeconds: 1 },
       checkoutPerIp: { name: 'checkout-ip', limit: 1, windowSeconds: 1 },

@@ -43,12 +43,38 @@ export interface GatewayDeps {
   apiKeys: ApiKeyVerifier;
   sessions: SessionVerifier;
   logger: Logger;
-  bodyLimitBytes: number;
+  http: HttpEdge;
   rateLimits: GatewayRateLimits;
   /** Fastify's trustProxy: which X-Forwarded-For hops give the client IP. */
   trustProxy?: boolean | string[];
   /** Where the dashboard's built files are; default the dashboard workspace's dist/. */
   dashboardDir?: string;
+}
+
+/**
+ * What the edge allows a connection (docs/http-edge.md): a slow client cannot hold a connection
+ * open by trickling a request, nor an idle one forever.
+ */
+export interface HttpEdge {
+  /** Largest request body (413 payload_too_large beyond). */
+  bodyLimitBytes: number;
+  /** Headers and body must all have arrived within this, else 408 and the connection closes. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection closes after this. */
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * Node's server options for the edge. Node checks request timeouts only every
+ * connectionsCheckingInterval (30 s by default): a 30 s timeout could hold for up to 60 s, so it is
+ * checked every second (or more often for a shorter timeout). The headers' own limit may not
+ * exceed the whole request's.
+ */
+function httpServerOptions(edge: HttpEdge): { connectionsCheckingInterval: number; headersTimeout: number } {
+  return {
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(edge.requestTimeoutMs / 4))),
+    headersTimeout: edge.requestTimeoutMs,
+  };
 }
 
 /**
@@ -69,7 +95,10 @@ function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, va
 export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenApiRegistry } {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    bodyLimit: deps.bodyLimitBytes,
+    bodyLimit: deps.http.bodyLimitBytes,
+    requestTimeout: deps.http.requestTimeoutMs,
+    keepAliveTimeout: deps.http.keepAliveTimeoutMs,
+    http: httpServerOptions(deps.http),
     trustProxy: deps.trustProxy ?? false,
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,

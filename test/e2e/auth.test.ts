@@ -13,6 +13,7 @@ import postgres from 'postgres';
 import { freePortForTest } from '../support/ports';
 import { markEmailVerified } from '../support/accounts';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant } from '../support/http';
+import { systemEventKeys } from '../support/event-keys';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
 
 let system: BootedSystem;
@@ -150,6 +151,7 @@ describe('revocation across gateway replicas', () => {
         NOTIFIER_URL: system.processes.notifier.grpcUrl,
         NATS_URL: process.env.COINVOICE_TEST_NATS_URL,
         EVENT_NAMESPACE: system.namespace,
+        EVENT_VERIFY_KEYS: systemEventKeys(system).verifyKeys,
         LOG_LEVEL: 'silent',
       },
       stdio: 'ignore',

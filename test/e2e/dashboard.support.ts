@@ -7,11 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { connectNats, EventNamespace, MSG_ID_HEADER } from '@coinvoice/runtime';
+import { connectNats, EventNamespace } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair, type CryptoCode, type Network } from '@coinvoice/runtime/coins';
-import { headers as natsHeaders } from 'nats';
 import { mailHeader, mailText } from '../../services/notifier/test/support/smtp';
 import { eventually } from '../../services/notifier/test/support/receiver';
+import { copyHeaders, signInto, systemEventKeys } from '../support/event-keys';
 import { testNatsUrl } from '../support/infra';
 import type { BootedSystem } from '../support/system';
 
@@ -95,10 +95,11 @@ export async function creditLiveBalance(system: BootedSystem, projectId: string,
     const namespace = new EventNamespace(system.namespace);
     const jsm = await nats.jetstreamManager();
     const original = await jsm.streams.getMessage(namespace.streamName('invoice'), { last_by_subj: namespace.subject('invoice.paid') });
-    const h = natsHeaders();
-    for (const [name, values] of original.header) if (name.toLowerCase() !== MSG_ID_HEADER.toLowerCase()) for (const v of values) h.append(name, v);
     const live = { ...original.json<Record<string, unknown>>(), invoiceId: randomUUID(), projectId, environment: 'live', amount };
-    await nats.jetstream().publish(original.subject, new TextEncoder().encode(JSON.stringify(live)), { msgID: randomUUID(), headers: h });
+    // Signed with the system's invoice key, as the invoice service would sign it.
+    const body = new TextEncoder().encode(JSON.stringify(live));
+    const id = randomUUID();
+    await nats.jetstream().publish(original.subject, body, { msgID: id, headers: signInto(copyHeaders(original.header), systemEventKeys(system), original.subject, id, body) });
   } finally {
     await nats.close();
   }

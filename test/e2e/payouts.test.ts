@@ -8,15 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { EventNamespace, connectNats, MSG_ID_HEADER } from '@coinvoice/runtime';
+import { EventNamespace, connectNats } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair, type CryptoCode, type Network } from '@coinvoice/runtime/coins';
 import fc from 'fast-check';
-import { headers as natsHeaders } from 'nats';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
 import { mailText, SmtpInbox } from '../../services/notifier/test/support/smtp';
 import { eventually, Receiver } from '../../services/notifier/test/support/receiver';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
+import { copyHeaders, signInto, systemEventKeys } from '../support/event-keys';
 import { testNatsUrl } from '../support/infra';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { markEmailVerified } from '../support/accounts';
@@ -146,7 +146,7 @@ async function liveFundedShop(currency: string, amount: number, extra: { webhook
   const merchant = await registerMerchant(api);
   await markEmailVerified(system, merchant.merchantId);
   const project = await createProjectWithKey(api, merchant, 'live', extra);
-  await publishLivePayment(system.namespace, { projectId: project.id, currency, amount: String(amount) });
+  await publishLivePayment(system, { projectId: project.id, currency, amount: String(amount) });
   await balanceReaches(project.key, currency, amount);
   return { merchant, project };
 }
@@ -247,7 +247,8 @@ describe('1. the ledger fed by invoice.paid', () => {
       balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
     });
 
-    // The second invoice's invoice.paid, as the invoice service published it, delivered again under a new message id.
+    // The second invoice's invoice.paid, as the invoice service published it, delivered again under
+    // a new message id (signed by the invoice service's key, as a second publish of it would be).
     const nats = await connectNats({ url: testNatsUrl(), name: 'e2e-duplicate' });
     const namespace = new EventNamespace(system.namespace);
     const duplicateId = randomUUID();
@@ -258,14 +259,16 @@ describe('1. the ledger fed by invoice.paid', () => {
       const jsm = await nats.jetstreamManager();
       const original = await jsm.streams.getMessage(namespace.streamName('invoice'), { last_by_subj: namespace.subject('invoice.paid') });
       expect(original.json<{ invoiceId: string }>().invoiceId).toBe(second);
-      const h = natsHeaders();
-      for (const [name, values] of original.header) if (name.toLowerCase() !== MSG_ID_HEADER.toLowerCase()) for (const v of values) h.append(name, v);
-      await nats.jetstream().publish(original.subject, original.data, { msgID: duplicateId, headers: h });
+      const keys = systemEventKeys(system);
+      const signed = (id: string, body: Uint8Array) => signInto(copyHeaders(original.header), keys, original.subject, id, body);
+      await nats.jetstream().publish(original.subject, original.data, { msgID: duplicateId, headers: signed(duplicateId, original.data) });
 
       // A sandbox payment naming the live project's id cannot reach its live balance.
       forgedId = randomUUID();
-      const forged = { ...original.json<Record<string, unknown>>(), invoiceId: randomUUID(), projectId: live.id, environment: 'sandbox', amount: '7' };
-      await nats.jetstream().publish(original.subject, new TextEncoder().encode(JSON.stringify(forged)), { msgID: forgedId, headers: h });
+      const forged = new TextEncoder().encode(
+        JSON.stringify({ ...original.json<Record<string, unknown>>(), invoiceId: randomUUID(), projectId: live.id, environment: 'sandbox', amount: '7' }),
+      );
+      await nats.jetstream().publish(original.subject, forged, { msgID: forgedId, headers: signed(forgedId, forged) });
     } finally {
       await nats.close();
     }

@@ -514,7 +514,7 @@ describe('live payouts are verified before an operator sees them', () => {
     const merchant = await registerMerchant(api);
     await markEmailVerified(system, merchant.merchantId);
     const project = await createProjectWithKey(api, merchant, 'live');
-    await publishLivePayment(system.namespace, { projectId: project.id, currency: 'BTC', amount: '0.01' });
+    await publishLivePayment(system, { projectId: project.id, currency: 'BTC', amount: '0.01' });
     await eventually(async () => ((await balanceOf(project.key, 'BTC')) === 0.01 ? true : undefined), 15_000, 'the live balance');
     const requested = await api.post('/api/payout/request', { amount: 0.002, currency: 'BTC', address: addressOf('BTC', 'mainnet') }, { headers: apiKeyHeader(project.key) });
     expect(requested.status).toBe(201);

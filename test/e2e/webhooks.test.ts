@@ -17,6 +17,7 @@ import { Webhook } from 'standardwebhooks';
 import { InvoicePaidWebhook } from '../../gateway/src/schemas/webhook-events';
 import { signWebhook } from '../../services/notifier/src/domain/signing';
 import { bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
+import { signInto, systemEventKeys } from '../support/event-keys';
 import { testNatsUrl } from '../support/infra';
 import { bootSystem, isAlive, type BootedSystem } from '../support/system';
 import {
@@ -278,10 +279,11 @@ test('a payout.verification_code_issued event on the stream is neither emailed n
     const h = natsHeaders();
     h.set(EVENT_HEADERS.eventType, 'payout.verification_code_issued');
     h.set(EVENT_HEADERS.eventKey, payoutId);
-    await nats.jetstream().publish(namespace.subject('payout.verification_code_issued'), new TextEncoder().encode(JSON.stringify(toJson(PayoutVerificationCodeIssuedSchema, event))), {
-      msgID: randomUUID(),
-      headers: h,
-    });
+    // Signed with the payout service's key: the notifier must ignore it for what it is, not for a bad signature.
+    const subject = namespace.subject('payout.verification_code_issued');
+    const body = new TextEncoder().encode(JSON.stringify(toJson(PayoutVerificationCodeIssuedSchema, event)));
+    const id = randomUUID();
+    await nats.jetstream().publish(subject, body, { msgID: id, headers: signInto(h, systemEventKeys(system), subject, id, body) });
   } finally {
     await nats.close();
   }

@@ -1,5 +1,6 @@
 /** Reads back what was published on JetStream in a test's namespace. */
 import { AckPolicy, connect, DeliverPolicy, nanos, type NatsConnection } from 'nats';
+import { signInto, systemEventKeys } from './event-keys';
 import { testNatsUrl } from './infra';
 
 export interface PublishedEvent {
@@ -62,11 +63,15 @@ export async function publishedEvents(namespace: string, type: string, options: 
 
 /**
  * Credits a LIVE balance as a confirmed on-chain payment would: an `invoice.paid` published on the
- * invoice stream exactly as the invoice service's outbox relay publishes it. End-to-end tests have
+ * invoice stream exactly as the invoice service's outbox relay publishes it, signed with the
+ * system's invoice key (the launcher's, in its data folder). End-to-end tests have
  * no chain to pay live invoices on; operator actions need live payouts (sandbox ones complete by
  * themselves).
  */
-export async function publishLivePayment(namespace: string, payment: { projectId: string; currency: string; amount: string }): Promise<string> {
+export async function publishLivePayment(
+  system: { namespace: string; dataDir: string },
+  payment: { projectId: string; currency: string; amount: string },
+): Promise<string> {
   const { randomUUID } = await import('node:crypto');
   const { headers } = await import('nats');
   const invoiceId = randomUUID();
@@ -85,7 +90,10 @@ export async function publishLivePayment(namespace: string, payment: { projectId
     h.set('event-type', 'invoice.paid');
     h.set('event-key', invoiceId);
     h.set('event-time', new Date().toISOString());
-    await nc.jetstream().publish(`${namespace}.invoice.paid`, new TextEncoder().encode(JSON.stringify(payload)), { msgID: randomUUID(), headers: h });
+    const subject = `${system.namespace}.invoice.paid`;
+    const body = new TextEncoder().encode(JSON.stringify(payload));
+    const id = randomUUID();
+    await nc.jetstream().publish(subject, body, { msgID: id, headers: signInto(h, systemEventKeys(system), subject, id, body) });
   });
   return invoiceId;
 }

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { systemEventKeys } from './event-keys';
 import { testNatsUrl } from './infra';
 import { freePortForTest } from './ports';
 import { REPO_ROOT, type BootedSystem } from './system';
@@ -30,6 +31,8 @@ export async function startGatewayReplica(
       NOTIFIER_URL: system.processes.notifier.grpcUrl,
       NATS_URL: testNatsUrl(),
       EVENT_NAMESPACE: system.namespace,
+      // The launcher's keys: this replica applies only revocations the system's auth signed.
+      EVENT_VERIFY_KEYS: systemEventKeys(system).verifyKeys,
       LOG_LEVEL: 'silent',
       ...options.env,
     },

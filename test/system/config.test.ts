@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { testEventKeys } from '../support/event-keys';
 import { REPO_ROOT } from '../support/system';
 
 function run(entry: string, env: NodeJS.ProcessEnv) {
@@ -87,4 +88,48 @@ test.each(entries)('%s refuses a stream replica count or max age it cannot use',
   expect(stderrLines).toEqual([
     'config: NATS_STREAM_MAX_AGE="7" is invalid: expected a duration like 30d, 12h, 90m or 45s (number + ms|s|m|h|d), from 1h to 3650d',
   ]);
+});
+
+describe('event keys (docs/events.md)', () => {
+  test.each(entries)('%s without EVENT_SIGNING_KEY_FILE stops with one line naming it', (entry) => {
+    const { status, stderrLines } = run(entry, { EVENT_VERIFY_KEYS: testEventKeys().verifyKeys });
+    expect(status).toBe(1);
+    expect(stderrLines).toHaveLength(1);
+    expect(stderrLines[0]).toMatch(/^config: EVENT_SIGNING_KEY_FILE is required: expected the path of this service's Ed25519 private key/);
+  });
+
+  test.each(entries)('%s refuses a key file that is not an Ed25519 private key', (entry) => {
+    const { status, stderrLines } = run(entry, { EVENT_SIGNING_KEY_FILE: path.join(REPO_ROOT, 'package.json'), EVENT_VERIFY_KEYS: testEventKeys().verifyKeys });
+    expect(status).toBe(1);
+    expect(stderrLines).toHaveLength(1);
+    expect(stderrLines[0]).toContain(`config: EVENT_SIGNING_KEY_FILE="${path.join(REPO_ROOT, 'package.json')}" is invalid`);
+  });
+
+  test.each([
+    ['services/payout/dist/main.js', 'payout', 'invoice'],
+    ['services/notifier/dist/main.js', 'notifier', 'invoice and payout'],
+  ] as const)('%s will not start without the public keys of the services whose events it consumes', (entry, service, producers) => {
+    const { status, stderrLines } = run(entry, { EVENT_SIGNING_KEY_FILE: testEventKeys().file(service) });
+    expect(status).toBe(1);
+    expect(stderrLines).toHaveLength(1);
+    expect(stderrLines[0]).toMatch(new RegExp(`^config: EVENT_VERIFY_KEYS is required: .* with a key of ${producers} \\(${service} consumes its events\\)$`));
+  });
+
+  test('the gateway will not start without the auth service\'s public key (it applies only signed revocations)', () => {
+    const { status, stderrLines } = run('gateway/dist/main.js', { EVENT_VERIFY_KEYS: `invoice=${testEventKeys().signer('invoice').publicKey}` });
+    expect(status).toBe(1);
+    expect(stderrLines.join('\n')).toContain('EVENT_VERIFY_KEYS has no key of auth');
+  });
+
+  test.each(entries)('%s refuses a malformed EVENT_VERIFY_KEYS', (entry) => {
+    const { status, stderrLines } = run(entry, { EVENT_VERIFY_KEYS: 'invoice=not-a-key' });
+    expect(status).toBe(1);
+    expect(stderrLines[0]).toMatch(/^config: EVENT_VERIFY_KEYS="invoice=not-a-key" is invalid: expected comma-separated <producer>=<Ed25519 public key/);
+  });
+});
+
+test.each([...entries, 'gateway/dist/main.js'])('%s refuses a BIND_HOST that is not an IP address', (entry) => {
+  const { status, stderrLines } = run(entry, { BIND_HOST: 'everywhere' });
+  expect(status).toBe(1);
+  expect(stderrLines[0]).toMatch(/^config: BIND_HOST="everywhere" is invalid: expected an IP address to listen on/);
 });

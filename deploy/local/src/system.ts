@@ -9,7 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { SERVICE_PORTS, type ServiceName } from '@coinvoice/runtime';
-import { freePort, stopChild } from './infrastructure';
+import { ensureEventKeys } from './event-keys';
+import { bindHostOf, freePort, stopChild, urlHostOf } from './infrastructure';
 
 
 /**
@@ -36,6 +37,8 @@ export interface SystemOptions {
   natsUrl: string;
   /** Folder for each process's log file. */
   logDir: string;
+  /** Folder of the services' event signing keys (made on first start, kept): docs/events.md. */
+  eventKeyDir: string;
   /** 0 = pick free ports for everything (tests); otherwise the documented defaults. */
   gatewayPort: number;
   /** Passed to every process (EVENT_NAMESPACE, LOG_LEVEL, service settings, <SERVICE>_REPLICAS, …). */
@@ -137,7 +140,18 @@ async function waitReady(url: string, timeoutMs: number, failed: () => string | 
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
   mkdirSync(options.logDir, { recursive: true });
   const auto = options.gatewayPort === 0;
-  const shared = { ...options.env, DATABASE_URL: options.databaseUrl, NATS_URL: options.natsUrl };
+  // Every process listens on BIND_HOST, loopback unless it says otherwise: development gRPC has no
+  // mutual TLS and must not face a network. The others are reached at that address.
+  const bindHost = bindHostOf(options.env);
+  const host = urlHostOf(bindHost);
+  const eventKeys = ensureEventKeys(options.eventKeyDir, SERVICES);
+  const shared = {
+    ...options.env,
+    DATABASE_URL: options.databaseUrl,
+    NATS_URL: options.natsUrl,
+    BIND_HOST: bindHost,
+    EVENT_VERIFY_KEYS: eventKeys.verifyKeys,
+  };
   await migrateAll(options.databaseUrl, shared);
 
   const managed: Managed[] = [];
@@ -157,7 +171,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const defaults = SERVICE_PORTS[name];
       const grpc = auto || i > 0 ? await freePort() : defaults.grpc;
       const admin = auto || i > 0 ? await freePort() : defaults.admin;
-      if (i === 0) primaryUrl.set(name, `${scheme}://127.0.0.1:${grpc}`);
+      if (i === 0) primaryUrl.set(name, `${scheme}://${host}:${grpc}`);
       planned.push({ name, replica: i, grpc, admin });
     }
   }
@@ -173,10 +187,11 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
         // Per-service NATS users (deploy/nats): <SERVICE>_NATS_URL replaces NATS_URL for that service.
         NATS_URL: options.env[`${name.toUpperCase()}_NATS_URL`] ?? options.natsUrl,
         ...tlsOf(name),
+        EVENT_SIGNING_KEY_FILE: eventKeys.signingKeyFile(name),
         GRPC_PORT: String(grpc),
         ADMIN_PORT: String(admin),
       },
-      info: { grpcUrl: `${scheme}://127.0.0.1:${grpc}`, adminUrl: `http://127.0.0.1:${admin}` },
+      info: { grpcUrl: `${scheme}://${host}:${grpc}`, adminUrl: `http://${host}:${admin}` },
       restarts: 0,
       recentCrashes: [],
     });
@@ -196,17 +211,18 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
           ...shared,
           NATS_URL: options.env.INVOICE_NATS_URL ?? options.natsUrl,
           ...tlsOf('invoice'),
+          EVENT_SIGNING_KEY_FILE: eventKeys.signingKeyFile('invoice'),
           GRPC_PORT: String(grpc),
           ADMIN_PORT: String(admin),
         },
-        info: { grpcUrl: `${scheme}://127.0.0.1:${grpc}`, adminUrl: `http://127.0.0.1:${admin}` },
+        info: { grpcUrl: `${scheme}://${host}:${grpc}`, adminUrl: `http://${host}:${admin}` },
         restarts: 0,
         recentCrashes: [],
       });
     }
   }
   const gatewayPort = auto ? await freePort() : options.gatewayPort;
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const gatewayUrl = `http://${host}:${gatewayPort}`;
   managed.push({
     name: 'gateway',
     entry: GATEWAY_ENTRY,

@@ -32,6 +32,8 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
     }),
   ],
   settings: notifierSettings,
+  // Webhooks are sent for invoice and payout events those services signed.
+  consumesEventsOf: ['invoice', 'payout'],
   migrationsDir: migrationsDirOf(__dirname),
   build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.

@@ -44,6 +44,8 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
     }),
   ],
   settings: payoutSettings,
+  // The ledger credits invoice.paid / invoice.late_payment only when the invoice service signed them.
+  consumesEventsOf: ['invoice'],
   migrationsDir: migrationsDirOf(__dirname),
   // Counters shared by every replica (rate limits that guard secrets), from the runtime.
   builtInMigrations: [RATE_LIMITS_MIGRATION],

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { NatsConnection } from 'nats';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
-import { bindHostSetting, commonSettings, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
+import { bindHostSetting, commonSettings, ConfigError, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
 import { createDb, pingDb, type Sql } from './db';
 import {
   connectNats,
@@ -86,6 +86,11 @@ export interface ServiceDefinition<S extends Settings> {
    * TLS is on (always in production).
    */
   callers: ServiceCallers[];
+  /**
+   * The services whose events this one consumes: EVENT_VERIFY_KEYS must hold a key of each, checked
+   * at start (docs/events.md), so a consumer never starts unable to verify what it reads.
+   */
+  consumesEventsOf?: readonly ServiceName[];
   build(deps: ServiceDeps<ConfigOf<S>>): ServiceParts | Promise<ServiceParts>;
   /**
    * Rules across settings (e.g. what APP_ENV=production refuses, DESIGN.md §11), run right after
@@ -134,6 +139,14 @@ export function streamSettingsOf(config: CommonConfig): StreamSettings {
 
 export function loadServiceConfig<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env) {
   const config = loadConfig({ ...serviceSettings(definition.name), ...definition.settings }, env) as ConfigOf<S> & CommonConfig;
+  const unverifiable = (definition.consumesEventsOf ?? []).filter((producer) => (config.EVENT_VERIFY_KEYS.get(producer)?.length ?? 0) === 0);
+  if (unverifiable.length > 0) {
+    throw new ConfigError(
+      'EVENT_VERIFY_KEYS',
+      `${eventKeySettings.EVENT_VERIFY_KEYS.expected}, with a key of ${unverifiable.join(' and ')} (${definition.name} consumes its events)`,
+      undefined,
+    );
+  }
   definition.checkConfig?.(config);
   return config;
 }
