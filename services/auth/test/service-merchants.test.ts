@@ -133,6 +133,7 @@ describe('operators: granted by command only', () => {
 
     const logger = createLogger({ service: 'auth', level: 'silent' });
     expect(await changeOperator(auth.db, { action: 'grant', email: 'nobody@example.com', actor: 'test' }, logger)).toMatchObject({ ok: false });
+    await auth.db`update merchants set email_verified_at = now() where id = ${merchant.id}`;
     expect(await changeOperator(auth.db, { action: 'grant', email: ' Ops@EXAMPLE.com ', actor: 'test' }, logger)).toEqual({ ok: true, merchantId: merchant.id, changed: true });
     expect((await client.getMerchant({ merchantId: merchant.id })).merchant?.isAdmin).toBe(true);
     const login = await client.login({ email: 'ops@example.com', password: PASSWORD });
@@ -148,6 +149,28 @@ describe('operators: granted by command only', () => {
     expect((await rpcError(client.verifyOperatorToken({ token: after.token }))).code).toBe('forbidden');
     const audit = await auth.db<{ action: string; actor: string }[]>`select action, actor from operator_audit where merchant_id = ${merchant.id} order by id`;
     expect(audit.map((r) => ({ ...r }))).toEqual([{ action: 'grant', actor: 'test' }, { action: 'revoke', actor: 'test' }]);
+  });
+
+  it('grant-operator refuses an account whose email is not verified: no operator, no audit row, sessions untouched', async () => {
+    const { merchant, token } = await register(client, { email: 'unverified-ops@example.com' });
+    const logger = createLogger({ service: 'auth', level: 'silent' });
+    const refused = await changeOperator(auth.db, { action: 'grant', email: 'unverified-ops@example.com', actor: 'ops-job' }, logger);
+    expect(refused).toEqual({ ok: false, reason: expect.stringContaining('unverified-ops@example.com has not verified its email address') });
+    expect((await client.getMerchant({ merchantId: merchant.id })).merchant?.isAdmin).toBe(false);
+    expect(await auth.db`select 1 from operator_audit where merchant_id = ${merchant.id}`).toHaveLength(0);
+    expect((await rpcError(client.verifyOperatorToken({ token }))).code).toBe('forbidden');
+
+    // Once verified, the same command grants, audited with who ran it, when and whom.
+    await auth.db`update merchants set email_verified_at = now() where id = ${merchant.id}`;
+    const before = new Date();
+    expect(await changeOperator(auth.db, { action: 'grant', email: 'unverified-ops@example.com', actor: 'ops-job' }, logger)).toMatchObject({ ok: true, changed: true });
+    const [audit] = await auth.db<{ merchant_id: string; email: string; action: string; actor: string; at: Date }[]>`
+      select merchant_id, email, action, actor, at from operator_audit where merchant_id = ${merchant.id}`;
+    expect(audit).toMatchObject({ merchant_id: merchant.id, email: 'unverified-ops@example.com', action: 'grant', actor: 'ops-job' });
+    expect(audit!.at.getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
+    // Revoking never needs a verified email.
+    await auth.db`update merchants set email_verified_at = null where id = ${merchant.id}`;
+    expect(await changeOperator(auth.db, { action: 'revoke', email: 'unverified-ops@example.com', actor: 'ops-job' }, logger)).toMatchObject({ ok: true, changed: true });
   });
 
   it('validates its settings at start, naming the variable', () => {
