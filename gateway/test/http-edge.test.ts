@@ -1,0 +1,136 @@
+/**
+ * The HTTP edge (docs/http-edge.md) of a real gateway process, with real sockets: a client that
+ * sends the headers and 1 byte of a 1,000-byte body (or not even all the headers) is answered 408
+ * and cut off at HTTP_REQUEST_TIMEOUT; an idle keep-alive connection is closed after
+ * HTTP_KEEP_ALIVE_TIMEOUT; a body over HTTP_BODY_LIMIT is 413 problem+json. Short timeouts here;
+ * the defaults (30 s, 72 s, 64 KiB) are checked on the parsed configuration.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
+import path from 'node:path';
+import { loadConfig } from '@coinvoice/runtime';
+import { gatewaySettings } from '../src/config';
+import { testEventKeys } from '../../test/support/event-keys';
+import { testNatsUrl, uniqueName } from '../../test/support/infra';
+import { freePortForTest } from '../../test/support/ports';
+
+const REQUEST_TIMEOUT_MS = 1_000;
+const KEEP_ALIVE_MS = 1_500;
+const BODY_LIMIT = 2_048;
+
+let gateway: ChildProcess;
+let port: number;
+
+beforeAll(async () => {
+  port = await freePortForTest();
+  gateway = spawn(process.execPath, [path.join(__dirname, '..', 'dist', 'main.js')], {
+    env: {
+      PATH: process.env.PATH,
+      GATEWAY_PORT: String(port),
+      NATS_URL: testNatsUrl(),
+      EVENT_NAMESPACE: uniqueName('edge'),
+      EVENT_VERIFY_KEYS: testEventKeys().verifyKeys,
+      HTTP_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+      HTTP_KEEP_ALIVE_TIMEOUT: `${KEEP_ALIVE_MS}ms`,
+      HTTP_BODY_LIMIT: String(BODY_LIMIT),
+      LOG_LEVEL: 'silent',
+    },
+    stdio: 'ignore',
+  });
+  for (let i = 0; i < 200; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the gateway did not start');
+}, 30_000);
+
+afterAll(async () => {
+  if (gateway && gateway.exitCode === null) {
+    const exited = new Promise((resolve) => gateway.once('exit', resolve));
+    gateway.kill('SIGTERM');
+    await exited;
+  }
+});
+
+/** Opens a socket to the gateway; resolves what it received and when the server closed it. */
+function openSocket(): Promise<{ socket: Socket; closed: Promise<{ afterMs: number; received: string }> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    const opened = Date.now();
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    const closed = new Promise<{ afterMs: number; received: string }>((done) => socket.once('close', () => done({ afterMs: Date.now() - opened, received })));
+    socket.once('error', () => undefined);
+    socket.once('connect', () => resolve({ socket, closed }));
+    socket.once('error', reject);
+  });
+}
+
+test('headers and 1 byte of a 1,000-byte body: answered 408 and closed at the request timeout', async () => {
+  const { socket, closed } = await openSocket();
+  socket.write(
+    ['POST /api/merchant/login HTTP/1.1', `Host: 127.0.0.1:${port}`, 'Content-Type: application/json', 'Content-Length: 1000', '', ''].join('\r\n'),
+  );
+  socket.write('{');
+  const { afterMs, received } = await closed;
+  expect(received).toMatch(/^HTTP\/1\.1 408 /);
+  expect(afterMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+  // Node checks timeouts on an interval (the gateway sets it to a quarter of the timeout).
+  expect(afterMs).toBeLessThan(REQUEST_TIMEOUT_MS * 3);
+});
+
+test('headers that never finish: closed at the request timeout too', async () => {
+  const { socket, closed } = await openSocket();
+  socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `);
+  const { afterMs, received } = await closed;
+  expect(received).toMatch(/^HTTP\/1\.1 408 /);
+  expect(afterMs).toBeLessThan(REQUEST_TIMEOUT_MS * 3);
+});
+
+test('a request that arrives in time is answered, and its idle keep-alive connection is closed after the keep-alive timeout', async () => {
+  const { socket, closed } = await openSocket();
+  const sentAt = Date.now();
+  socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n\r\n`);
+  const { afterMs, received } = await closed;
+  expect(received).toMatch(/^HTTP\/1\.1 200 /);
+  expect(received).toContain(`Keep-Alive: timeout=${Math.floor(KEEP_ALIVE_MS / 1000)}`);
+  const idleMs = Date.now() - sentAt;
+  expect(idleMs).toBeGreaterThanOrEqual(KEEP_ALIVE_MS - 100);
+  expect(afterMs).toBeLessThan(KEEP_ALIVE_MS + 2_000);
+});
+
+test('a body over HTTP_BODY_LIMIT is 413 payload_too_large (problem+json), declared or streamed', async () => {
+  const big = JSON.stringify({ note: 'x'.repeat(BODY_LIMIT) });
+  const declared = await fetch(`http://127.0.0.1:${port}/api/merchant/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: big,
+  });
+  expect(declared.status).toBe(413);
+  expect(declared.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(await declared.json()).toMatchObject({ status: 413, code: 'payload_too_large' });
+
+  // Chunked: no Content-Length to refuse up front; counted as it arrives.
+  const streamed = await fetch(`http://127.0.0.1:${port}/api/merchant/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(big));
+        controller.close();
+      },
+    }),
+    duplex: 'half',
+  } as RequestInit);
+  expect(streamed.status).toBe(413);
+  expect(await streamed.json()).toMatchObject({ status: 413, code: 'payload_too_large' });
+});
+
+test('defaults: 30 s request timeout, 72 s keep-alive, 64 KiB bodies, loopback', () => {
+  const config = loadConfig(gatewaySettings, {});
+  expect(config.HTTP_REQUEST_TIMEOUT).toBe(30_000);
+  expect(config.HTTP_KEEP_ALIVE_TIMEOUT).toBe(72_000);
+  expect(config.HTTP_BODY_LIMIT).toBe(64 * 1024);
+  expect(config.BIND_HOST).toBe('127.0.0.1');
+});
