@@ -5,7 +5,7 @@
  */
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
-import { createRpcClient } from '@coinvoice/runtime';
+import { connectNats, createRpcClient, EventNamespace, EventVerifier, MSG_ID_HEADER, parseVerifyKeys, SIGNATURE_HEADER } from '@coinvoice/runtime';
 import {
   Health,
   HealthCheckRequestSchema,
@@ -14,8 +14,10 @@ import {
   type HealthCheckRequest,
   type HealthCheckResponse,
 } from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { systemEventKeys } from '../support/event-keys';
+import { testNatsUrl } from '../support/infra';
 import { bootSystem, isAlive, type BootedSystem } from '../support/system';
 
 const SERVICES = ['auth', 'invoice', 'payout', 'notifier'] as const;
@@ -142,6 +144,72 @@ test('the gateway echoes a request id and answers unknown routes 404 problem+jso
   expect(res.headers.get('content-type')).toContain('application/problem+json');
   expect(res.headers.get('x-request-id')).toBe('req-abc-123');
   expect(await res.json()).toMatchObject({ status: 404, code: 'not_found', requestId: 'req-abc-123' });
+});
+
+/**
+ * The TCP addresses `pid` listens on, from /proc: its socket inodes (/proc/<pid>/fd) looked up in
+ * /proc/net/tcp and tcp6 (state 0A = LISTEN).
+ */
+function listeningAddresses(pid: number): string[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match?.[1]) inodes.add(match[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const addresses: string[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || fields[3] !== '0A' || !inodes.has(fields[9]!)) continue;
+      const [hexIp, hexPort] = fields[1]!.split(':') as [string, string];
+      addresses.push(`${hexIpToText(hexIp)}:${parseInt(hexPort, 16)}`);
+    }
+  }
+  return addresses;
+}
+
+/** /proc/net's little-endian hex address → text (IPv4 as dotted quad; IPv6 as 8 groups). */
+function hexIpToText(hex: string): string {
+  if (hex.length === 8) return Buffer.from(hex, 'hex').reverse().join('.');
+  const words = hex.match(/.{8}/g)!.map((word) => Buffer.from(word, 'hex').reverse().toString('hex'));
+  const groups = words.join('').match(/.{4}/g)!;
+  return groups.map((g) => g.replace(/^0+(?=.)/, '')).join(':');
+}
+
+test('every process npm start starts listens on 127.0.0.1 only (BIND_HOST), never on every interface', () => {
+  const processes = system.current();
+  expect(Object.keys(processes).sort()).toEqual(['auth', 'gateway', 'invoice', 'notifier', 'payout']);
+  for (const [name, info] of Object.entries(processes)) {
+    const addresses = listeningAddresses(info.pid);
+    // gRPC and admin ports for a service, the HTTP port for the gateway.
+    expect({ name, count: addresses.length >= (name === 'gateway' ? 1 : 2) }).toEqual({ name, count: true });
+    for (const address of addresses) expect({ name, address }).toEqual({ name, address: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
+    for (const url of [info.grpcUrl, info.adminUrl, info.url].filter((u): u is string => u !== undefined)) expect(new URL(url).hostname).toBe('127.0.0.1');
+  }
+});
+
+test('npm start makes one event signing key per service in the data folder (owner-only), and the events the system publishes are signed with them', async () => {
+  const keyDir = path.join(system.dataDir, 'event-keys');
+  expect(readdirSync(keyDir).sort()).toEqual(['auth.pem', 'invoice.pem', 'notifier.pem', 'payout.pem']);
+  for (const file of readdirSync(keyDir)) expect(statSync(path.join(keyDir, file)).mode & 0o077).toBe(0);
+  // The sandbox key made above created an invoice: its invoice.created is signed by invoice.pem.
+  const keys = systemEventKeys(system);
+  const verifier = new EventVerifier(parseVerifyKeys(keys.verifyKeys) ?? new Map());
+  const nats = await connectNats({ url: testNatsUrl(), name: 'launcher-test' });
+  try {
+    const namespace = new EventNamespace(system.namespace);
+    const jsm = await nats.jetstreamManager();
+    const msg = await jsm.streams.getMessage(namespace.streamName('invoice'), { last_by_subj: namespace.subject('invoice.created') });
+    const id = msg.header.get(MSG_ID_HEADER);
+    expect(verifier.check('invoice', msg.subject, id, msg.data, msg.header.get(SIGNATURE_HEADER))).toBeUndefined();
+    expect(verifier.check('auth', msg.subject, id, msg.data, msg.header.get(SIGNATURE_HEADER))).toBe('bad_signature');
+  } finally {
+    await nats.close();
+  }
 });
 
 test('a process that dies is started again, like a Kubernetes pod', async () => {
