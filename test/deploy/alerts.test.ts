@@ -43,7 +43,7 @@ test('a PrometheusRule with the incident alert among well-formed rules', () => {
 });
 
 test('every metric an alert reads is registered by a service', () => {
-  const functions = new Set(['increase', 'rate', 'sum', 'max', 'by', 'on', 'outcome', 'chain', 'kind']);
+  const functions = new Set(['increase', 'rate', 'sum', 'max', 'by', 'on', 'outcome', 'chain', 'kind', 'reason', 'consumer']);
   for (const rule of rules) {
     const names = [...rule.expr.matchAll(/\b([a-z][a-z_]*[a-z])\b/g)].map((m) => m[1]!).filter((n) => n.includes('_') && !functions.has(n));
     expect(names.length).toBeGreaterThan(0);

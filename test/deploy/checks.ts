@@ -440,6 +440,11 @@ export function checkSecretList(ctx: DeployContext): string[] {
         const name = s.secretRef?.name;
         if (name) referenced.set(name, (referenced.get(name) ?? new Set()).add('*'));
       }
+      // A Secret mounted as files (an event signing key) uses every key it holds.
+      for (const mount of c.volumeMounts ?? []) {
+        const name = (w.pod.volumes ?? []).find((v) => v.name === mount.name)?.secret?.secretName;
+        if (name) referenced.set(name, (referenced.get(name) ?? new Set()).add('*'));
+      }
     }
   }
   for (const [name, keys] of Object.entries(ctx.externalSecrets)) {

@@ -278,6 +278,24 @@ describe('the checks catch what they claim to', () => {
     expect(checkEnvironment(broken('development', strip))).toEqual([]);
   });
 
+  test('production refuses a service without its event signing key file; every service mounts its key from a Secret and listens on 0.0.0.0', () => {
+    const ctx = broken('production', (c) => {
+      const data = findObject<IConfigMap>(c.objects, 'ConfigMap', 'payout-config').data ?? {};
+      delete data.EVENT_SIGNING_KEY_FILE;
+    });
+    expect(checkEnvironment(ctx)).toEqual([expect.stringMatching(/^Deployment payout container payout: EVENT_SIGNING_KEY_FILE is required in production by payout/)]);
+    for (const name of ['auth', 'invoice', 'payout', 'notifier', 'invoice-watcher-ethereum']) {
+      const deployment = findObject<IDeployment>(contexts.production.objects, 'Deployment', name);
+      const pod = deployment.spec!.template.spec!;
+      const mount = pod.containers[0]!.volumeMounts?.find((m) => m.mountPath === '/etc/coinvoice/event-key');
+      const secret = pod.volumes?.find((v) => v.name === mount?.name)?.secret?.secretName;
+      expect({ name, secret }).toEqual({ name, secret: `${name.startsWith('invoice') ? 'invoice' : name}-event-key` });
+    }
+    for (const config of ['auth-config', 'invoice-config', 'payout-config', 'notifier-config', 'gateway-config']) {
+      expect(findObject<IConfigMap>(contexts.production.objects, 'ConfigMap', config).data?.BIND_HOST).toBe('0.0.0.0');
+    }
+  });
+
   test('a Secret key the manifests use but deploy/k8s/secret-keys.yaml does not list', () => {
     const ctx = cloneContext(contexts.production);
     ctx.externalSecrets = { ...ctx.externalSecrets, 'notifier-secrets': ['DATABASE_URL', 'NATS_URL'] };
