@@ -200,7 +200,7 @@ export const setting = {
 /**
  * BIND_HOST: the interface every listening port of a process binds. Loopback by default, so a
  * development process (gRPC without mutual TLS) never faces a network; the image and the
- * manifests set 0.0.0.0 (docs/configuration in the README).
+ * manifests set 0.0.0.0 (README, Configuration).
  */
 export const bindHostSetting: Setting<string> = {
   expected: 'an IP address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 (every interface), or one interface\'s address',
