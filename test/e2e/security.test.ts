@@ -191,6 +191,17 @@ describe('1. operators are granted by command only', () => {
     expect(unknown?.stderr).toContain('register the account first');
 
     const operator = await registerMerchant(api);
+    // Its email is not verified yet: refused with the reason, nothing granted or audited.
+    const unverified = await authCommand(system, 'grant-operator', operator.email, { OPERATOR_ACTOR: 'ops-job/test' }).then(
+      () => undefined,
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(unverified?.code).toBe(1);
+    expect(unverified?.stderr).toContain(`${operator.email} has not verified its email address`);
+    expect((await me(api, operator.token)).body.isAdmin).toBe(false);
+    expect(await db`select 1 from auth.operator_audit where merchant_id = ${operator.merchantId}`).toHaveLength(0);
+
+    await markEmailVerified(system, operator.merchantId);
     const before = operator.token;
     const granted = await authCommand(system, 'grant-operator', operator.email, { OPERATOR_ACTOR: 'ops-job/test' });
     expect(granted.stdout).toContain('done');
