@@ -26,6 +26,12 @@ export function bindHostOf(env: NodeJS.ProcessEnv): string {
   return host;
 }
 
+/** The address that reaches a process listening on `bindHost` from this machine. */
+function connectHostOf(bindHost: string): string {
+  if (bindHost === '0.0.0.0') return '127.0.0.1';
+  return bindHost === '::' ? '::1' : bindHost;
+}
+
 /** The host to put in a URL that reaches a process listening on `bindHost` from this machine. */
 export function urlHostOf(bindHost: string): string {
   if (bindHost === '0.0.0.0') return '127.0.0.1';
@@ -108,7 +114,7 @@ export async function resolvePostgres(env: NodeJS.ProcessEnv, dataDir: string, p
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
   await pg.start();
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://postgres:postgres@${urlHostOf(bindHostOf(env))}:${port}/postgres`,
     source: `embedded Postgres (data in ${databaseDir})`,
     stop: () => pg.stop(),
   };
@@ -153,12 +159,12 @@ export async function startNatsServer(binary: string, storeDir: string, port: nu
   mkdirSync(storeDir, { recursive: true });
   const child = spawn(binary, ['-js', '-sd', storeDir, '-a', host, '-p', String(port)], { stdio: 'ignore' });
   try {
-    await waitForPort('127.0.0.1', port, 10_000);
+    await waitForPort(connectHostOf(host), port, 10_000);
   } catch (err) {
     await stopChild(child);
     throw err;
   }
-  return { url: `nats://127.0.0.1:${port}`, source: `nats-server from ${binary} (JetStream data in ${storeDir})`, stop: () => stopChild(child) };
+  return { url: `nats://${urlHostOf(host)}:${port}`, source: `nats-server from ${binary} (JetStream data in ${storeDir})`, stop: () => stopChild(child) };
 }
 
 export { stopChild };
