@@ -139,7 +139,7 @@ export function streamSettingsOf(config: CommonConfig): StreamSettings {
 
 export function loadServiceConfig<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env) {
   const config = loadConfig({ ...serviceSettings(definition.name), ...definition.settings }, env) as ConfigOf<S> & CommonConfig;
-  const unverifiable = (definition.consumesEventsOf ?? []).filter((producer) => (config.EVENT_VERIFY_KEYS.get(producer)?.length ?? 0) === 0);
+  const unverifiable = new EventVerifier(config.EVENT_VERIFY_KEYS).missingProducers(definition.consumesEventsOf ?? []);
   if (unverifiable.length > 0) {
     throw new ConfigError(
       'EVENT_VERIFY_KEYS',

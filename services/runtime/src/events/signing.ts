@@ -142,9 +142,14 @@ export class EventVerifier {
     return [...this.keys.keys()];
   }
 
+  /** The producers of `producers` this verifier holds no key of. */
+  missingProducers(producers: readonly string[]): string[] {
+    return producers.filter((producer) => (this.keys.get(producer)?.length ?? 0) === 0);
+  }
+
   /** Throws unless every producer named has a key: a consumer that could verify nothing must not start. */
   requireProducers(producers: readonly string[], consumer: string): void {
-    const missing = producers.filter((producer) => (this.keys.get(producer)?.length ?? 0) === 0);
+    const missing = this.missingProducers(producers);
     if (missing.length > 0) {
       throw new Error(`EVENT_VERIFY_KEYS has no key of ${missing.join(', ')}, whose events consumer ${consumer} reads`);
     }
