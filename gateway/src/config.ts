@@ -32,6 +32,8 @@ export const gatewaySettings = {
   EVENT_NAMESPACE: commonSettings.EVENT_NAMESPACE,
   BODY_LIMIT_BYTES: setting.int({ default: 64 * 1024, min: 1024, max: 10 * 1024 * 1024 }),
   API_KEY_CACHE_TTL_MS: setting.int({ default: 30_000, min: 0, max: 3_600_000 }),
+  /** Open GET /api/events/stream per API key (per merchant's sessions) in one replica; one more is 429. */
+  EVENT_STREAMS_PER_KEY: setting.int({ default: 5, min: 1, max: 1_000 }),
   LOG_LEVEL: commonSettings.LOG_LEVEL,
   GATEWAY_TRUST_PROXY: trustProxySetting,
   /** Mutual TLS to the services (required in production): the CA, the gateway's certificate and key. */

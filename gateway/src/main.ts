@@ -44,6 +44,7 @@ runMain({
       logger,
       bodyLimitBytes: config.BODY_LIMIT_BYTES,
       rateLimits,
+      eventStreamsPerKey: config.EVENT_STREAMS_PER_KEY,
       trustProxy: config.GATEWAY_TRUST_PROXY,
     });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.GATEWAY_HOST });
