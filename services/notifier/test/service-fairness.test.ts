@@ -20,7 +20,7 @@ beforeAll(async () => {
     WEBHOOK_MAX_CONCURRENCY: '8',
     WEBHOOK_MAX_PER_PROJECT: '2',
     WEBHOOK_MAX_PER_HOST: '3',
-    WEBHOOK_TIMEOUT_MS: '5000',
+    WEBHOOK_TIMEOUT_MS: '8000',
     WEBHOOK_RETRY_SCHEDULE: '30s',
     RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT: '10/1m',
   });
@@ -85,7 +85,8 @@ test('a slow receiver and 30 × (change the URL, send a test event): the project
   // Its project's share: two attempts in flight, whatever URLs the test events were saved with.
   expect(slow.requests).toHaveLength(2);
 
-  expect(await otherMerchantsPaidLatency()).toBeLessThan(1_000);
+  // Not after the slow receiver's attempts time out (8 s): at once (the bound leaves room for a loaded machine).
+  expect(await otherMerchantsPaidLatency()).toBeLessThan(3_000);
 });
 
 test('several projects pointing at one slow host hold at most its 3 slots; another host’s merchant is not delayed', async () => {
@@ -99,5 +100,6 @@ test('several projects pointing at one slow host hold at most its 3 slots; anoth
   // 3 projects × 2 slots would be 6: the host's limit holds them to 3.
   expect(slow.requests).toHaveLength(3);
 
-  expect(await otherMerchantsPaidLatency()).toBeLessThan(1_000);
+  // Not after the slow receiver's attempts time out (8 s): at once (the bound leaves room for a loaded machine).
+  expect(await otherMerchantsPaidLatency()).toBeLessThan(3_000);
 });
