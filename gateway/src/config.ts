@@ -40,6 +40,8 @@ export const gatewaySettings = {
   /** An idle keep-alive connection is closed after this. */
   HTTP_KEEP_ALIVE_TIMEOUT: setting.duration({ default: '72s', minMs: 1_000, maxMs: 10 * 60_000 }),
   API_KEY_CACHE_TTL_MS: setting.int({ default: 30_000, min: 0, max: 3_600_000 }),
+  /** Open GET /api/events/stream per API key (per merchant's sessions) in one replica; one more is 429. */
+  EVENT_STREAMS_PER_KEY: setting.int({ default: 5, min: 1, max: 1_000 }),
   LOG_LEVEL: commonSettings.LOG_LEVEL,
   GATEWAY_TRUST_PROXY: trustProxySetting,
   /** Mutual TLS to the services (required in production): the CA, the gateway's certificate and key. */

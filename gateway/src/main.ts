@@ -47,6 +47,7 @@ runMain({
       logger,
       http: { bodyLimitBytes: config.HTTP_BODY_LIMIT, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT, keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT },
       rateLimits,
+      eventStreamsPerKey: config.EVENT_STREAMS_PER_KEY,
       trustProxy: config.GATEWAY_TRUST_PROXY,
     });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.BIND_HOST });

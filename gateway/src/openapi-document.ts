@@ -26,6 +26,7 @@ export async function buildForDocument() {
     sessions: new SessionVerifier(auth),
     logger: createLogger({ service: 'gateway', level: 'silent' }),
     http: { bodyLimitBytes: 65536, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000 },
+    eventStreamsPerKey: 5,
     rateLimits: new GatewayRateLimits({
       apiPerKey: { name: 'api-key', limit: 1, windowSeconds: 1 },
       checkoutPerIp: { name: 'checkout-ip', limit: 1, windowSeconds: 1 },

@@ -26,7 +26,8 @@ const ERROR_STATUSES: Record<string, string> = {
 
 /**
  * Routes limited beyond the per-key limit every x-api-key route has (DESIGN §13), with the limit's
- * setting and default; the services count these in Postgres, shared by every replica.
+ * setting and default; the services count these in Postgres, shared by every replica (the event
+ * stream limit counts open streams in each gateway replica).
  */
 const RATE_LIMITED_ROUTES: Record<string, string> = {
   'post /api/merchant/register': 'RATE_LIMIT_REGISTER_PER_IP (default 10 per hour per client IP)',
@@ -36,6 +37,8 @@ const RATE_LIMITED_ROUTES: Record<string, string> = {
   'post /api/payout/request': 'RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project)',
   'post /api/payout/verify': 'RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT (default 20 per hour per project, across its payouts)',
   'get /api/checkout/{id}': 'RATE_LIMIT_CHECKOUT_PER_IP (default 300 per minute per client IP)',
+  'post /api/merchant/projects/{id}/webhook-test': 'RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT (default 10 per minute per project)',
+  'get /api/events/stream': 'EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions, per gateway replica)',
 };
 
 const RATE_LIMIT_HEADERS: JsonObject = {

@@ -45,6 +45,8 @@ export interface GatewayDeps {
   logger: Logger;
   http: HttpEdge;
   rateLimits: GatewayRateLimits;
+  /** Event streams one API key (one merchant's sessions) may hold open at once (EVENT_STREAMS_PER_KEY). */
+  eventStreamsPerKey: number;
   /** Fastify's trustProxy: which X-Forwarded-For hops give the client IP. */
   trustProxy?: boolean | string[];
   /** Where the dashboard's built files are; default the dashboard workspace's dist/. */
@@ -160,7 +162,14 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   checkoutRoutes(app, { invoices: deps.clients.invoices, rateLimits: deps.rateLimits });
   rateRoutes(app, { invoices: deps.clients.invoices });
   webhookRoutes(app, { auth: deps.clients.auth, notifier: deps.clients.notifier, hooks });
-  eventStreamRoutes(app, { notifier: deps.clients.notifier, hooks });
+  eventStreamRoutes(app, {
+    auth: deps.clients.auth,
+    notifier: deps.clients.notifier,
+    hooks,
+    apiKeys: deps.apiKeys,
+    sessions: deps.sessions,
+    streamsPerKey: deps.eventStreamsPerKey,
+  });
   payoutRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
   dashboardRoutes(app, { logger: deps.logger, dir: deps.dashboardDir });
   let document: unknown;

@@ -61,7 +61,8 @@ test('every public field of the Invoice is documented with its contract type', (
   expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
   expect(Object.keys(doc.webhooks)).toContain('invoice.paid');
   expect([...doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required].sort()).toEqual(
-    ['amount', 'currency', 'environment', 'invoiceId', 'orderId', 'status'],
+    // The seed's six, and the addition occurredAt.
+    ['amount', 'currency', 'environment', 'invoiceId', 'occurredAt', 'orderId', 'status'],
   );
 });
 

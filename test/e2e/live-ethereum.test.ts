@@ -123,6 +123,7 @@ test('ETH paid in full: Confirming at 1 confirmation, Paid at CHAIN_ETHEREUM_CON
     amount: invoice.amountExpected,
     currency: 'ETH',
     environment: 'live',
+    occurredAt: expect.any(String),
   });
   const confirmingHooks = webhooksOf(invoice.id).filter(({ body }) => body.status === 'Confirming');
   expect(confirmingHooks.map(({ body }) => body)).toEqual([

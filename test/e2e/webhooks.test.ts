@@ -38,6 +38,7 @@ import {
 } from './webhooks.support';
 
 FormatRegistry.Set('uuid', (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v));
+FormatRegistry.Set('date-time', (v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(v));
 
 let system: BootedSystem;
 let api: GatewayClient;
@@ -96,8 +97,10 @@ describe('invoice.paid', () => {
     if (!req) throw new Error('no webhook');
 
     const body = JSON.parse(req.body);
-    expect(body).toEqual({ invoiceId: paid.id, orderId: 'order-1001', status: 'Paid', amount: paid.amountReceived, currency: 'BTC', environment: 'sandbox' });
-    expect(Object.keys(body)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment']);
+    // The seed's six fields exactly, then the addition occurredAt (receivers order events by it).
+    expect(body).toEqual({ invoiceId: paid.id, orderId: 'order-1001', status: 'Paid', amount: paid.amountReceived, currency: 'BTC', environment: 'sandbox', occurredAt: expect.any(String) });
+    expect(Object.keys(body)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'occurredAt']);
+    expect(Math.abs(Date.parse(body.occurredAt) - req.at)).toBeLessThan(5_000);
     expect(Value.Check(InvoicePaidWebhook, body)).toBe(true);
     expect(req.headers['content-type']).toBe('application/json');
     expect(req.headers['webhook-event-type']).toBe('invoice.paid');

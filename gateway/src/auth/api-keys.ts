@@ -43,6 +43,8 @@ export class ApiKeyVerifier {
   private readonly now: () => number;
   /** Bumped by every revocation, so a lookup that started before it is not cached after it. */
   private generation = 0;
+  /** Told of revocations: what holds a key open beyond one request (an event stream) listens. */
+  private readonly revocationListeners = new Set<(keyHash: string | undefined) => void>();
 
   constructor(
     private readonly auth: Client<typeof AuthService>,
@@ -102,6 +104,17 @@ export class ApiKeyVerifier {
   revokeHash(keyHash: string): void {
     this.generation++;
     this.cache.delete(keyHash);
+    for (const listener of this.revocationListeners) listener(keyHash);
+  }
+
+  /**
+   * Calls `listener` with the hash of every key revoked from now on, and with undefined when the
+   * cache is dropped after a gap in the revocation feed (any key may have been revoked meanwhile:
+   * verify again). Returns the unsubscribe.
+   */
+  onRevocation(listener: (keyHash: string | undefined) => void): () => void {
+    this.revocationListeners.add(listener);
+    return () => this.revocationListeners.delete(listener);
   }
 
   /** A project changed (name, lifetime): cached principals of it are stale. */
@@ -114,5 +127,6 @@ export class ApiKeyVerifier {
   clear(): void {
     this.generation++;
     this.cache.clear();
+    for (const listener of this.revocationListeners) listener(undefined);
   }
 }

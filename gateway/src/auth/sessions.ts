@@ -35,6 +35,8 @@ export class SessionVerifier {
   private lastUnknownKidFetch = 0;
   private fetching: Promise<VerificationKeys> | undefined;
   private unknownKidRefetch: Promise<VerificationKeys> | undefined;
+  /** Told of the merchants whose older sessions were ended (an open event stream listens). */
+  private readonly revocationListeners = new Set<(merchantId: string) => void>();
 
   constructor(
     private readonly auth: Client<typeof AuthService>,
@@ -97,7 +99,15 @@ export class SessionVerifier {
 
   /** Tokens of `merchantId` below `minEpoch` are refused from now on (pushed by auth over NATS). */
   revokeSessions(merchantId: string, minEpoch: number): void {
-    if (minEpoch > (this.minEpochs.get(merchantId) ?? 0)) this.minEpochs.set(merchantId, minEpoch);
+    if (minEpoch <= (this.minEpochs.get(merchantId) ?? 0)) return;
+    this.minEpochs.set(merchantId, minEpoch);
+    for (const listener of this.revocationListeners) listener(merchantId);
+  }
+
+  /** Calls `listener` with each merchant whose sessions below an epoch end from now on; returns the unsubscribe. */
+  onRevocation(listener: (merchantId: string) => void): () => void {
+    this.revocationListeners.add(listener);
+    return () => this.revocationListeners.delete(listener);
   }
 
   ensureRevocations(): Promise<void> {

@@ -1,29 +1,48 @@
 /**
- * GET /api/events/stream (x-api-key): the project's webhook events as they happen, as
- * server-sent events, each with the headers of a real delivery signed with the project's secret
- * (the notifier's ListProjectEvents), so `coinvoice listen` can forward it to a local URL that a
- * webhook could not reach. Starts at "now"; a reconnect with Last-Event-ID resumes after it.
+ * GET /api/events/stream: the project's webhook events as they happen, as server-sent events,
+ * each with the headers of a real delivery signed with the project's secret (the notifier's
+ * ListProjectEvents), so `coinvoice listen` can forward it to a local URL that a webhook could not
+ * reach. Starts at "now"; a reconnect with Last-Event-ID resumes after it. Authenticated by the
+ * project's API key, or by a dashboard session naming one of its merchant's projects.
  *
  *   event: ready     data: {"projectId": "…"}
  *   event: webhook   data: {"eventId", "eventType", "headers": {…}, "body": "…"}   id: <cursor>
  *   : keep-alive     (a comment every 15 s, so proxies keep the connection open)
+ *
+ * A stream lives only as long as its credential: it is closed within a second of its key's
+ * revocation or its session's end (logout, password change), pushed over NATS, and its credential
+ * is checked again every round in case a revocation was missed. Each API key (each merchant's
+ * sessions) may hold EVENT_STREAMS_PER_KEY streams open per gateway replica; one more is 429.
  */
-import { errorFacts } from '@coinvoice/runtime';
+import { errorFacts, hashApiKey } from '@coinvoice/runtime';
+import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { Client } from '@connectrpc/connect';
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
-import { apiKeyPrincipal, type authHooks } from '../auth/hooks';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { API_KEY_HEADER, type ApiKeyVerifier } from '../auth/api-keys';
+import type { authHooks } from '../auth/hooks';
+import type { SessionVerifier } from '../auth/sessions';
+import { HttpProblem } from '../problem';
+import { Uuid } from '../schemas/common';
 
 export interface EventStreamRouteDeps {
+  auth: Client<typeof AuthService>;
   notifier: Client<typeof NotifierService>;
   hooks: ReturnType<typeof authHooks>;
+  /** Their revocations end the streams opened with them. */
+  apiKeys: ApiKeyVerifier;
+  sessions: SessionVerifier;
+  /** Streams one API key (one merchant's sessions) may hold open in this replica. */
+  streamsPerKey: number;
   /** How often the notifier is asked for new events (default 500 ms). */
   pollIntervalMs?: number;
 }
 
 const KEEP_ALIVE_MS = 15_000;
 const CURSOR = /^(0|[1-9]\d{0,17})$/;
+/** What a 429 for one stream too many tells the client to wait: streams end when their clients leave. */
+const STREAM_LIMIT_RETRY_AFTER_SECONDS = 10;
 
 export const StreamedWebhookSchema = Type.Object(
   {
@@ -35,18 +54,127 @@ export const StreamedWebhookSchema = Type.Object(
   { $id: 'StreamedWebhook', description: 'The data of each `webhook` event of the stream' },
 );
 
-export function eventStreamRoutes(app: FastifyInstance, { notifier, hooks, pollIntervalMs = 500 }: EventStreamRouteDeps): void {
-  const streams = new Set<() => void>();
+/** The credential a stream was opened with, and how to tell it still holds. */
+interface StreamCredential {
+  /** What the per-key limit counts: the API key, or the merchant for a session. */
+  holder: string;
+  /** The API key's hash (revocations name it); undefined for a session. */
+  keyHash?: string;
+  /** The session's merchant (session revocations name it); undefined for an API key. */
+  merchantId?: string;
+  /** False once the key or session is refused (revoked, ended); true while auth cannot be asked. */
+  stillAccepted(): Promise<boolean>;
+}
+
+interface OpenStream {
+  credential: StreamCredential;
+  /** Ends the stream (idempotent). */
+  end(): void;
+}
+
+function header(req: FastifyRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Runs a verification again: refused (401) → false; anything else (auth unreachable) keeps the stream. */
+async function accepted(verify: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await verify();
+    return true;
+  } catch (err) {
+    return !(err instanceof HttpProblem && err.status === 401);
+  }
+}
+
+export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDeps): void {
+  const { auth, notifier, hooks, apiKeys, sessions, streamsPerKey, pollIntervalMs = 500 } = deps;
+  const streams = new Set<OpenStream>();
+  /** Open streams per credential holder (the per-key limit). */
+  const openPerHolder = new Map<string, number>();
+
+  const recheck = (stream: OpenStream) => {
+    void stream.credential.stillAccepted().then((ok) => {
+      if (!ok) stream.end();
+    });
+  };
+  const unsubscribe = [
+    // A revoked key's streams end at once; after a gap in the feed (undefined) every key is checked again.
+    apiKeys.onRevocation((keyHash) => {
+      for (const stream of streams) {
+        if (stream.credential.keyHash === undefined) continue;
+        if (keyHash === undefined) recheck(stream);
+        else if (stream.credential.keyHash === keyHash) stream.end();
+      }
+    }),
+    sessions.onRevocation((merchantId) => {
+      for (const stream of streams) if (stream.credential.merchantId === merchantId) recheck(stream);
+    }),
+  ];
   // Open streams would hold the server's close until their clients leave: end them first.
   app.addHook('preClose', async () => {
-    for (const end of streams) end();
+    for (const stream of streams) stream.end();
+  });
+  app.addHook('onClose', async () => {
+    for (const stop of unsubscribe) stop();
   });
 
-  app.get('/api/events/stream', {
+  /** The project and credential of the request; counts the stream against its holder's limit (release() undoes it). */
+  async function open(req: FastifyRequest<{ Querystring: { projectId?: string } }>): Promise<{ projectId: string; credential: StreamCredential }> {
+    const principal = req.principal;
+    let projectId: string;
+    let credential: StreamCredential;
+    if (principal?.kind === 'api_key') {
+      const raw = header(req, API_KEY_HEADER) ?? '';
+      projectId = principal.projectId;
+      credential = { holder: `key:${principal.keyId}`, keyHash: hashApiKey(raw), stillAccepted: () => accepted(() => apiKeys.verify(raw)) };
+    } else if (principal?.kind === 'merchant') {
+      const requested = req.query.projectId;
+      if (requested === undefined) {
+        throw new HttpProblem(400, 'validation_failed', 'projectId is required with a session token: the stream is one project\'s', [
+          { field: 'projectId', message: 'is required with a session token' },
+        ]);
+      }
+      // Ownership: another merchant's project answers 404 as if it did not exist.
+      await auth.getProject({ merchantId: principal.merchantId, projectId: requested });
+      const authorization = header(req, 'authorization');
+      projectId = requested;
+      credential = { holder: `session:${principal.merchantId}`, merchantId: principal.merchantId, stillAccepted: () => accepted(() => sessions.verify(authorization)) };
+    } else {
+      throw new Error('route requires x-api-key or bearer authentication but no hook set it');
+    }
+    const open = openPerHolder.get(credential.holder) ?? 0;
+    if (open >= streamsPerKey) {
+      throw new HttpProblem(
+        429,
+        'rate_limited',
+        `at most ${streamsPerKey} event streams may be open at once per API key (or per merchant's sessions): close one, or wait`,
+        [],
+        { 'retry-after': String(STREAM_LIMIT_RETRY_AFTER_SECONDS) },
+      );
+    }
+    openPerHolder.set(credential.holder, open + 1);
+    return { projectId, credential };
+  }
+
+  function release(credential: StreamCredential): void {
+    const left = (openPerHolder.get(credential.holder) ?? 1) - 1;
+    if (left <= 0) openPerHolder.delete(credential.holder);
+    else openPerHolder.set(credential.holder, left);
+  }
+
+  app.get<{ Querystring: { projectId?: string } }>('/api/events/stream', {
     schema: {
       tags: ['events'],
       summary: 'The project’s webhook events as they happen (server-sent events), each signed like a delivery: what `coinvoice listen` forwards',
-      security: [{ apiKeyAuth: [] }],
+      description:
+        'With an API key, the key’s project; with a dashboard session, the `projectId` named (one of the merchant’s). The stream closes within a second of the key’s revocation or the session’s end (logout, password change). ' +
+        `At most EVENT_STREAMS_PER_KEY streams (default 5) are open at once per API key, or per merchant’s sessions, in each gateway replica: one more is 429 (rate_limited, Retry-After).`,
+      security: [{ apiKeyAuth: [] }, { bearerAuth: [] }],
+      querystring: Type.Object(
+        { projectId: Type.Optional({ ...Uuid, description: 'With a session token (required then): the merchant’s project to follow. Ignored with an API key' }) },
+        { additionalProperties: false },
+      ),
       headers: Type.Object({
         'last-event-id': Type.Optional(Type.String({ pattern: CURSOR.source, description: 'Resume after this event id (the SSE reconnection header)' })),
       }),
@@ -57,59 +185,73 @@ export function eventStreamRoutes(app: FastifyInstance, { notifier, hooks, pollI
         },
       },
     },
-    onRequest: hooks.apiKey,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req, reply) => {
-      const { projectId } = apiKeyPrincipal(req);
-      const resume = req.headers['last-event-id'];
-      let cursor = typeof resume === 'string' && CURSOR.test(resume) ? resume : (await notifier.listProjectEvents({ projectId })).cursor;
-
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-accel-buffering': 'no',
-        'x-request-id': req.id,
-      });
-      res.write(`event: ready\ndata: ${JSON.stringify({ projectId })}\n\n`);
-
-      let open = true;
-      let wake: (() => void) | undefined;
-      const end = () => {
-        open = false;
-        wake?.();
-      };
-      streams.add(end);
-      req.raw.once('close', end);
-      let lastWrite = Date.now();
+      const { projectId, credential } = await open(req);
+      let counted = true;
       try {
-        while (open) {
-          try {
-            const page = await notifier.listProjectEvents({ projectId, cursor, pageSize: 100 });
-            for (const e of page.events) {
-              res.write(`id: ${page.cursor}\nevent: webhook\ndata: ${JSON.stringify({ eventId: e.eventId, eventType: e.eventType, headers: e.headers, body: e.body })}\n\n`);
+        const resume = req.headers['last-event-id'];
+        let cursor = typeof resume === 'string' && CURSOR.test(resume) ? resume : (await notifier.listProjectEvents({ projectId })).cursor;
+
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-store',
+          'x-accel-buffering': 'no',
+          'x-request-id': req.id,
+        });
+        res.write(`event: ready\ndata: ${JSON.stringify({ projectId })}\n\n`);
+
+        let open = true;
+        let wake: (() => void) | undefined;
+        const stream: OpenStream = {
+          credential,
+          end: () => {
+            open = false;
+            wake?.();
+          },
+        };
+        streams.add(stream);
+        req.raw.once('close', stream.end);
+        let lastWrite = Date.now();
+        try {
+          while (open) {
+            // A revocation missed by the feed still ends the stream (the key's cache entry expires).
+            if (!(await credential.stillAccepted())) break;
+            try {
+              const page = await notifier.listProjectEvents({ projectId, cursor, pageSize: 100 });
+              // Revoked while the page was on its way: nothing more is sent.
+              if (!open) break;
+              for (const e of page.events) {
+                res.write(`id: ${page.cursor}\nevent: webhook\ndata: ${JSON.stringify({ eventId: e.eventId, eventType: e.eventType, headers: e.headers, body: e.body })}\n\n`);
+              }
+              if (page.events.length > 0) lastWrite = Date.now();
+              cursor = page.cursor;
+            } catch (err) {
+              // The notifier restarting or briefly unreachable: the next round tries again.
+              req.log.warn({ err: errorFacts(err) }, 'event stream: listing project events failed; retrying');
             }
-            if (page.events.length > 0) lastWrite = Date.now();
-            cursor = page.cursor;
-          } catch (err) {
-            // The notifier restarting or briefly unreachable: the next round tries again.
-            req.log.warn({ err: errorFacts(err) }, 'event stream: listing project events failed; retrying');
+            if (Date.now() - lastWrite >= KEEP_ALIVE_MS) {
+              res.write(': keep-alive\n\n');
+              lastWrite = Date.now();
+            }
+            if (open) await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, pollIntervalMs);
+              wake = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            });
           }
-          if (Date.now() - lastWrite >= KEEP_ALIVE_MS) {
-            res.write(': keep-alive\n\n');
-            lastWrite = Date.now();
-          }
-          if (open) await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, pollIntervalMs);
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+        } finally {
+          streams.delete(stream);
+          release(credential);
+          counted = false;
+          res.end();
         }
       } finally {
-        streams.delete(end);
-        res.end();
+        if (counted) release(credential);
       }
     },
   });

@@ -7,6 +7,15 @@ import { Type, type TSchema } from '@sinclair/typebox';
 
 const Environment = Type.Union([Type.Literal('live'), Type.Literal('sandbox')]);
 const Uuid = Type.String({ format: 'uuid' });
+/**
+ * An addition every body ends with (after the documented fields, which stay exactly as they are):
+ * retries can bring an older event after a newer one, so receivers order by it.
+ */
+const OccurredAt = Type.String({
+  format: 'date-time',
+  description:
+    'When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it',
+});
 
 export const InvoicePaidWebhook = Type.Object(
   {
@@ -16,6 +25,7 @@ export const InvoicePaidWebhook = Type.Object(
     amount: Type.Number({ description: 'The amount received, in currency' }),
     currency: Type.String({ description: 'The invoice’s payCurrency' }),
     environment: Environment,
+    occurredAt: OccurredAt,
   },
   { additionalProperties: false },
 );
@@ -27,6 +37,7 @@ export const InvoiceExpiredWebhook = Type.Object(
     status: Type.Literal('Expired'),
     currency: Type.String(),
     environment: Environment,
+    occurredAt: OccurredAt,
   },
   { additionalProperties: false },
 );
@@ -42,6 +53,7 @@ function invoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, 
       currency: Type.String(),
       environment: Environment,
       ...extra,
+      occurredAt: OccurredAt,
     },
     { additionalProperties: false },
   );
@@ -74,6 +86,7 @@ function payoutWebhook<S extends string, Extra extends Record<string, TSchema>>(
       currency: Type.String({ description: 'Coin code' }),
       environment: Environment,
       ...extra,
+      occurredAt: OccurredAt,
     },
     { additionalProperties: false },
   );

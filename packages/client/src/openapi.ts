@@ -425,7 +425,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The project’s webhook events as they happen (server-sent events), each signed like a delivery: what `coinvoice listen` forwards */
+        /**
+         * The project’s webhook events as they happen (server-sent events), each signed like a delivery: what `coinvoice listen` forwards
+         * @description With an API key, the key’s project; with a dashboard session, the `projectId` named (one of the merchant’s). The stream closes within a second of the key’s revocation or the session’s end (logout, password change). At most EVENT_STREAMS_PER_KEY streams (default 5) are open at once per API key, or per merchant’s sessions, in each gateway replica: one more is 429 (rate_limited, Retry-After).
+         */
         get: operations["getApiEventsStream"];
         put?: never;
         post?: never;
@@ -4129,6 +4132,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT (default 10 per minute per project) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Its state: `"<name>";r=<remaining>;t=<seconds until reset>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A dependency is unavailable; retry shortly */
             503: {
                 headers: {
@@ -4151,7 +4169,10 @@ export interface operations {
     };
     getApiEventsStream: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description With a session token (required then): the merchant’s project to follow. Ignored with an API key */
+                projectId?: string;
+            };
             header?: {
                 /** @description Resume after this event id (the SSE reconnection header) */
                 "last-event-id"?: string;
@@ -4217,7 +4238,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions, per gateway replica); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5621,6 +5642,11 @@ export interface operations {
                     /** @description The invoice’s payCurrency */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5657,6 +5683,11 @@ export interface operations {
                     status: "Expired";
                     currency: string;
                     environment: "live" | "sandbox";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5697,6 +5728,11 @@ export interface operations {
                     /** @description The fewest confirmations among the payments counting */
                     confirmations: number;
                     confirmationsRequired: number;
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5736,6 +5772,11 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description What is still missing, in currency */
                     amountRemaining: number;
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5775,6 +5816,11 @@ export interface operations {
                     transactionHash: string;
                     /** @description false for another asset sent to the address: recorded, not credited */
                     credited: boolean;
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5812,6 +5858,11 @@ export interface operations {
                     currency: string;
                     environment: "live" | "sandbox";
                     previousStatus: "Waiting" | "PartiallyPaid" | "Confirming" | "Paid" | "Expired";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5850,6 +5901,11 @@ export interface operations {
                     /** @description Coin code */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5888,6 +5944,11 @@ export interface operations {
                     /** @description Coin code */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5928,6 +5989,11 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description The on-chain transaction that sent the funds */
                     transactionHash: string;
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -5968,6 +6034,11 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description The operator’s reason */
                     adminNote: string | null;
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };
@@ -6008,6 +6079,11 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description user: cancelled through the API; attempts_exhausted: 5 wrong verification codes; code_expired: not verified within 15 minutes */
                     reason: "user" | "attempts_exhausted" | "code_expired";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
+                     */
+                    occurredAt: string;
                 };
             };
         };

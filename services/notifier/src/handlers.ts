@@ -6,7 +6,8 @@
  * - RedeliverWebhook: validation_failed, not_found, webhook_not_configured (FailedPrecondition)
  *   when the project has no webhook URL now. Auth unreachable: unavailable.
  * - SendTestWebhook: validation_failed, not_found (auth does not know the project),
- *   webhook_not_configured (FailedPrecondition).
+ *   webhook_not_configured (FailedPrecondition), rate_limited (ResourceExhausted: more than
+ *   RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT, counted in Postgres across replicas).
  * - ListProjectEvents: validation_failed (projectId, cursor, pageSize), not_found (project).
  * The caller (the gateway) has checked that the project is the merchant's.
  */
@@ -14,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { DescMessage, MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { errors, type Logger, type Sql, type Violation } from '@coinvoice/runtime';
+import { enforceRateLimit, errors, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type Violation } from '@coinvoice/runtime';
 import {
   DeliveryStatus,
   type GetWebhookDeliveryRequest,
@@ -83,6 +84,8 @@ export interface NotifierHandlerDeps {
   logRetentionDays: number;
   /** Wakes this replica's worker after a redelivery committed. */
   onDeliveryCreated?: () => void;
+  /** The limit of test events per project (each one is a delivery that takes a slot). */
+  testEvents: { store: RateLimitStore; perProject: RateLimitPolicy };
 }
 
 export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
@@ -180,6 +183,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     if (project.webhookUrl === undefined) {
       throw errors.conflict('webhook_not_configured', 'the project has no webhook URL: set one before sending a test event');
     }
+    await enforceRateLimit(this.deps.testEvents.store, this.deps.testEvents.perProject, project.projectId.toLowerCase());
     const eventId = randomUUID();
     const body = serializeWebhookBody({ eventId, projectId: project.projectId, message: 'A test event from the coinvoice dashboard', sentAt: new Date().toISOString() });
     const url = project.webhookUrl;

@@ -1,4 +1,14 @@
-import { allowCallers, createRpcClient, migrationsDirOf, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
+import {
+  allowCallers,
+  createRpcClient,
+  migrationsDirOf,
+  PostgresRateLimitStore,
+  RATE_LIMIT_COUNTERS_DDL,
+  rateLimitCleaner,
+  sqlMigration,
+  streamSettingsOf,
+  type ServiceDefinition,
+} from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { Counter } from 'prom-client';
@@ -35,6 +45,8 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
   // Webhooks are sent for invoice and payout events those services signed.
   consumesEventsOf: ['invoice', 'payout'],
   migrationsDir: migrationsDirOf(__dirname),
+  // The runtime's rate limit counters (the test-event limit), in this service's migration range.
+  builtInMigrations: [sqlMigration(40, 'rate_limits', RATE_LIMIT_COUNTERS_DDL)],
   build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
     const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }));
@@ -55,7 +67,8 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       schedule: config.WEBHOOK_RETRY_SCHEDULE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       maxConcurrency: config.WEBHOOK_MAX_CONCURRENCY,
-      maxPerEndpoint: config.WEBHOOK_MAX_PER_ENDPOINT,
+      maxPerProject: config.WEBHOOK_MAX_PER_PROJECT,
+      maxPerHost: config.WEBHOOK_MAX_PER_HOST,
       pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
       onAttempt: ({ outcome }) => attempts.inc({ outcome }),
     });
@@ -71,7 +84,15 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       onDeliveryCreated: () => worker.wake(),
       dispatch: worker,
     });
-    const handlers = new NotifierHandlers({ sql, projects, logger, mailer, logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS, onDeliveryCreated: () => worker.wake() });
+    const handlers = new NotifierHandlers({
+      sql,
+      projects,
+      logger,
+      mailer,
+      logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS,
+      onDeliveryCreated: () => worker.wake(),
+      testEvents: { store: new PostgresRateLimitStore(sql), perProject: config.RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT },
+    });
     logger.info(
       {
         webhookDestinations: ssrfMode === 'production' ? 'public addresses only' : 'private and loopback allowed (development)',
@@ -100,6 +121,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
         },
         projectEventsRetention({ sql, logger }),
         webhookLogRetention({ sql, logger, retentionDays: config.WEBHOOK_LOG_RETENTION_DAYS }),
+        rateLimitCleaner(sql, logger),
       ],
     };
   },

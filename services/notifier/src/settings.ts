@@ -2,7 +2,7 @@
  * The notifier's own settings (environment variables, validated at start: a bad value stops the
  * process with one line naming the variable and what was expected).
  */
-import { redactUrlPassword, setting, webhookDestinationSettings, type Setting } from '@coinvoice/runtime';
+import { rateLimitSetting, redactUrlPassword, setting, webhookDestinationSettings, type Setting } from '@coinvoice/runtime';
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetrySchedule } from './domain/retry-schedule';
 
 const retryScheduleSetting: Setting<RetrySchedule> = {
@@ -36,6 +36,17 @@ const smtpUrlSetting: Setting<string> = {
   },
 };
 
+/**
+ * WEBHOOK_MAX_PER_ENDPOINT counted the URL saved on each delivery while attempts went to the
+ * project's URL of the moment (issue 27): replaced by the per-project and per-host limits. A
+ * deployment that still sets it stops at start rather than lose its limit silently.
+ */
+const retiredPerEndpointSetting: Setting<null> = {
+  expected: 'unset: it was replaced by WEBHOOK_MAX_PER_PROJECT and WEBHOOK_MAX_PER_HOST',
+  default: '',
+  parse: (raw) => (raw === '' ? null : undefined),
+};
+
 export const notifierSettings = {
   /** gRPC URL of the auth service (GetProjectContext: webhook URL and secret, merchant email). */
   AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
@@ -45,8 +56,16 @@ export const notifierSettings = {
   WEBHOOK_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 60_000 }),
   /** Attempts in flight at once per replica, over all endpoints. */
   WEBHOOK_MAX_CONCURRENCY: setting.int({ default: 32, min: 1, max: 1_000 }),
-  /** Attempts in flight at once per replica to one endpoint URL, so a slow endpoint cannot take every slot. */
-  WEBHOOK_MAX_PER_ENDPOINT: setting.int({ default: 2, min: 1, max: 100 }),
+  /**
+   * Attempts in flight at once per replica for one project: the most of WEBHOOK_MAX_CONCURRENCY a
+   * project's slow receiver or bursts of test events can hold (docs/webhook-delivery.md).
+   */
+  WEBHOOK_MAX_PER_PROJECT: setting.int({ default: 4, min: 1, max: 100 }),
+  /** Attempts in flight at once per replica to one destination host, whichever projects' URLs name it. */
+  WEBHOOK_MAX_PER_HOST: setting.int({ default: 8, min: 1, max: 1_000 }),
+  WEBHOOK_MAX_PER_ENDPOINT: retiredPerEndpointSetting,
+  /** Test events (the dashboard's "Send a test event") per project; beyond it 429 with Retry-After. */
+  RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT: rateLimitSetting('webhook-test-project', '10/1m'),
   /**
    * How long each webhook attempt keeps what it sent and received (headers, body, response
    * excerpt); after it only the summary stays: time, URL, status code, duration, error.

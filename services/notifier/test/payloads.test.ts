@@ -44,6 +44,9 @@ import {
 } from '../src/domain/payloads';
 
 const at = timestampFromDate(new Date('2026-02-03T04:05:06Z'));
+/** When the producer wrote the event (the relay's event-time header). */
+const occurredAt = new Date('2026-02-03T04:05:07.123Z');
+const OCCURRED = ',"occurredAt":"2026-02-03T04:05:07.123Z"}';
 
 /** The event as it travels on the bus: the producer's toJson. */
 function busJson<Desc extends DescMessage>(schema: Desc, init: MessageInitShape<Desc>): JsonValue {
@@ -76,37 +79,37 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'invoice.paid',
     busJson(InvoicePaidSchema, invoicePaid),
-    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox"}',
+    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox"' + OCCURRED,
   ],
   [
     'invoice.expired',
     busJson(InvoiceExpiredSchema, { invoiceId: 'inv_2', projectId: 'prj_1', status: 'Expired', currency: 'ETH', environment: 'live', expiredAt: at }),
-    '{"invoiceId":"inv_2","orderId":"","status":"Expired","currency":"ETH","environment":"live"}',
+    '{"invoiceId":"inv_2","orderId":"","status":"Expired","currency":"ETH","environment":"live"' + OCCURRED,
   ],
   [
     'invoice.confirming',
     busJson(InvoiceConfirmingSchema, { invoiceId: 'inv_3', projectId: 'prj_1', orderId: 'o-3', status: 'Confirming', amount: '0.5', currency: 'ETH', environment: 'live', confirmations: 1, confirmationsRequired: 12 }),
-    '{"invoiceId":"inv_3","orderId":"o-3","status":"Confirming","amount":0.5,"currency":"ETH","environment":"live","confirmations":1,"confirmationsRequired":12}',
+    '{"invoiceId":"inv_3","orderId":"o-3","status":"Confirming","amount":0.5,"currency":"ETH","environment":"live","confirmations":1,"confirmationsRequired":12' + OCCURRED,
   ],
   [
     'invoice.partially_paid',
     busJson(InvoicePartiallyPaidSchema, { invoiceId: 'inv_4', projectId: 'prj_1', status: 'PartiallyPaid', amount: '10', currency: 'USDT', environment: 'live', amountRemaining: '9.5' }),
-    '{"invoiceId":"inv_4","orderId":"","status":"PartiallyPaid","amount":10,"currency":"USDT","environment":"live","amountRemaining":9.5}',
+    '{"invoiceId":"inv_4","orderId":"","status":"PartiallyPaid","amount":10,"currency":"USDT","environment":"live","amountRemaining":9.5' + OCCURRED,
   ],
   [
     'invoice.late_payment',
     busJson(InvoiceLatePaymentSchema, { invoiceId: 'inv_5', projectId: 'prj_1', status: 'Expired', amount: '3', currency: 'USDC', environment: 'live', transactionHash: '0xabc', credited: false, paymentId: 'ethereum:0xabc:4' }),
-    '{"invoiceId":"inv_5","orderId":"","status":"Expired","amount":3,"currency":"USDC","environment":"live","transactionHash":"0xabc","credited":false}',
+    '{"invoiceId":"inv_5","orderId":"","status":"Expired","amount":3,"currency":"USDC","environment":"live","transactionHash":"0xabc","credited":false' + OCCURRED,
   ],
   [
     'invoice.reopened',
     busJson(InvoiceReopenedSchema, { invoiceId: 'inv_6', projectId: 'prj_1', status: 'Waiting', amount: '0', currency: 'ETH', environment: 'live', previousStatus: 'Confirming' }),
-    '{"invoiceId":"inv_6","orderId":"","status":"Waiting","amount":0,"currency":"ETH","environment":"live","previousStatus":"Confirming"}',
+    '{"invoiceId":"inv_6","orderId":"","status":"Waiting","amount":0,"currency":"ETH","environment":"live","previousStatus":"Confirming"' + OCCURRED,
   ],
   [
     'payout.requested',
     busJson(PayoutRequestedSchema, { ...payout, status: 'AwaitingVerification', address: 'T…', note: 'rent', createdAt: at }),
-    '{"payoutId":"po_1","status":"AwaitingVerification","amount":123456.12345678,"currency":"USDT","environment":"live"}',
+    '{"payoutId":"po_1","status":"AwaitingVerification","amount":123456.12345678,"currency":"USDT","environment":"live"' + OCCURRED,
   ],
   [
     'payout.verification_code_issued',
@@ -116,22 +119,22 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'payout.verified',
     busJson(PayoutVerifiedSchema, { ...payout, status: 'Pending', verifiedAt: at }),
-    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live"}',
+    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live"' + OCCURRED,
   ],
   [
     'payout.completed',
     busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', transactionHash: '0xfeed', completedAt: at }),
-    '{"payoutId":"po_1","status":"Completed","amount":123456.12345678,"currency":"USDT","environment":"live","transactionHash":"0xfeed"}',
+    '{"payoutId":"po_1","status":"Completed","amount":123456.12345678,"currency":"USDT","environment":"live","transactionHash":"0xfeed"' + OCCURRED,
   ],
   [
     'payout.rejected',
     busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', adminNote: 'address is "sanctioned"', rejectedAt: at }),
-    '{"payoutId":"po_1","status":"Rejected","amount":123456.12345678,"currency":"USDT","environment":"live","adminNote":"address is \\"sanctioned\\""}',
+    '{"payoutId":"po_1","status":"Rejected","amount":123456.12345678,"currency":"USDT","environment":"live","adminNote":"address is \\"sanctioned\\""' + OCCURRED,
   ],
   [
     'payout.cancelled',
     busJson(PayoutCancelledSchema, { ...payout, status: 'Cancelled', reason: 'attempts_exhausted', cancelledAt: at }),
-    '{"payoutId":"po_1","status":"Cancelled","amount":123456.12345678,"currency":"USDT","environment":"live","reason":"attempts_exhausted"}',
+    '{"payoutId":"po_1","status":"Cancelled","amount":123456.12345678,"currency":"USDT","environment":"live","reason":"attempts_exhausted"' + OCCURRED,
   ],
   [
     'notifier.webhook_delivery_failed',
@@ -163,7 +166,7 @@ describe('the event table', () => {
   });
 
   test.each(cases)('%s', (eventType, payload, body) => {
-    const mapped = webhookForEventJson(eventType, payload);
+    const mapped = webhookForEventJson(eventType, payload, occurredAt);
     if (body === null) {
       expect(mapped).toEqual({ kind: 'not_a_webhook', reason: expect.any(String) });
       expect(isWebhookEventType(eventType)).toBe(false);
@@ -175,13 +178,13 @@ describe('the event table', () => {
 
   test('the verification code never reaches a webhook body', () => {
     const [, payload] = cases.find(([type]) => type === 'payout.verification_code_issued') ?? [];
-    const mapped = webhookForEventJson('payout.verification_code_issued', payload ?? null);
+    const mapped = webhookForEventJson('payout.verification_code_issued', payload ?? null, occurredAt);
     expect(mapped.kind).toBe('not_a_webhook');
     expect(JSON.stringify(mapped)).not.toContain('123456');
   });
 
   test.each(['invoice.refunded', 'payout.anything', '__proto__', 'constructor', ''])('unknown type %j is not a webhook', (eventType) => {
-    expect(webhookForEventJson(eventType, busJson(InvoicePaidSchema, invoicePaid))).toEqual({
+    expect(webhookForEventJson(eventType, busJson(InvoicePaidSchema, invoicePaid), occurredAt)).toEqual({
       kind: 'not_a_webhook',
       reason: expect.stringContaining('unknown event type'),
     });
@@ -190,14 +193,15 @@ describe('the event table', () => {
 
 describe('invoice.paid', () => {
   test('has exactly the documented keys, in the documented order', () => {
-    const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid));
+    const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid), occurredAt);
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
-    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment']);
+    // The seed's six, exactly as documented, then the addition every body ends with.
+    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'occurredAt']);
   });
 
   test('orderId is "" when absent (as the public Invoice has it), amount a JSON number', () => {
     const { orderId: _omitted, ...withoutOrder } = invoicePaid;
-    const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...withoutOrder, amount: '1.50000000' }));
+    const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...withoutOrder, amount: '1.50000000' }), occurredAt);
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
     const parsed = JSON.parse(mapped.body) as Record<string, unknown>;
     expect(parsed.orderId).toBe('');
@@ -207,17 +211,17 @@ describe('invoice.paid', () => {
 
   test('ignores fields producers may add later', () => {
     const payload = { ...(busJson(InvoicePaidSchema, invoicePaid) as Record<string, JsonValue>), newField: 'x' };
-    expect(webhookForEventJson('invoice.paid', payload).kind).toBe('webhook');
+    expect(webhookForEventJson('invoice.paid', payload, occurredAt).kind).toBe('webhook');
   });
 
   test('the same event gives the same bytes, from JSON or from a decoded message', () => {
-    const fromJson = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid));
-    expect(webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid))).toEqual(fromJson);
-    expect(webhookForEventMessage('invoice.paid', create(InvoicePaidSchema, invoicePaid))).toEqual(fromJson);
+    const fromJson = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid), occurredAt);
+    expect(webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid), occurredAt)).toEqual(fromJson);
+    expect(webhookForEventMessage('invoice.paid', create(InvoicePaidSchema, invoicePaid), occurredAt)).toEqual(fromJson);
   });
 
   test('a message of another type is refused', () => {
-    expect(() => webhookForEventMessage('invoice.paid', create(InvoiceExpiredSchema, { invoiceId: 'i', projectId: 'p' }))).toThrow(
+    expect(() => webhookForEventMessage('invoice.paid', create(InvoiceExpiredSchema, { invoiceId: 'i', projectId: 'p' }), occurredAt)).toThrow(
       MalformedEventError,
     );
   });
@@ -231,25 +235,27 @@ describe('invoice.paid', () => {
     ['empty projectId', { projectId: '' }, /projectId is missing/],
     ['empty currency', { currency: '' }, /currency is missing/],
   ])('a payload with %s is malformed', (_name, change, message) => {
-    expect(() => webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...invoicePaid, ...change }))).toThrow(message);
+    expect(() => webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...invoicePaid, ...change }), occurredAt)).toThrow(message);
   });
 
   test('a payload that is not the event message is malformed', () => {
-    expect(() => webhookForEventJson('invoice.paid', { invoiceId: 42 })).toThrow(MalformedEventError);
-    expect(() => webhookForEventJson('invoice.paid', 'paid')).toThrow(MalformedEventError);
+    expect(() => webhookForEventJson('invoice.paid', { invoiceId: 42 }, occurredAt)).toThrow(MalformedEventError);
+    expect(() => webhookForEventJson('invoice.paid', 'paid', occurredAt)).toThrow(MalformedEventError);
   });
 });
 
 describe('payout bodies', () => {
   test('adminNote is null when the operator left it empty', () => {
-    const mapped = webhookForEventJson('payout.rejected', busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', rejectedAt: at }));
+    const mapped = webhookForEventJson('payout.rejected', busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', rejectedAt: at }), occurredAt);
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
-    expect(JSON.parse(mapped.body)).toEqual({ payoutId: 'po_1', status: 'Rejected', amount: 123456.12345678, currency: 'USDT', environment: 'live', adminNote: null });
+    expect(JSON.parse(mapped.body)).toEqual({
+      payoutId: 'po_1', status: 'Rejected', amount: 123456.12345678, currency: 'USDT', environment: 'live', adminNote: null, occurredAt: occurredAt.toISOString(),
+    });
   });
 
   test('a completed payout without a transaction hash is malformed', () => {
     expect(() =>
-      webhookForEventJson('payout.completed', busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', completedAt: at })),
+      webhookForEventJson('payout.completed', busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', completedAt: at }), occurredAt),
     ).toThrow(/transactionHash is missing/);
   });
 });

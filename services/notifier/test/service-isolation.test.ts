@@ -68,7 +68,7 @@ describe('one slow endpoint does not hold up the others', () => {
   let h: Harness;
   const receivers: Receiver[] = [];
   beforeAll(async () => {
-    h = await startNotifier({ WEBHOOK_TIMEOUT_MS: '1500', WEBHOOK_MAX_PER_ENDPOINT: '2', WEBHOOK_RETRY_SCHEDULE: '10s' });
+    h = await startNotifier({ WEBHOOK_TIMEOUT_MS: '1500', WEBHOOK_MAX_PER_PROJECT: '2', WEBHOOK_RETRY_SCHEDULE: '10s' });
   });
   afterAll(async () => {
     await h?.dispose();
@@ -87,7 +87,7 @@ describe('one slow endpoint does not hold up the others', () => {
     for (let i = 0; i < 10; i++) await h.publish('invoice.paid', invoicePaid(b.id));
     await healthy.waitFor(10, 3_000);
     expect(Date.now() - started).toBeLessThan(1_000);
-    // Per-endpoint limit: the silent one has only ever seen its two slots' worth while hanging.
+    // Per-project limit: the silent one has only ever seen its project's two slots' worth while hanging.
     expect(silent.requests.length).toBe(2);
 
     // After the timeout the attempts fail and the next two go out.

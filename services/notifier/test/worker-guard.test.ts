@@ -48,7 +48,8 @@ beforeAll(async () => {
     schedule: parseRetrySchedule('20ms'),
     timeoutMs: 1000,
     maxConcurrency: 4,
-    maxPerEndpoint: 2,
+    maxPerProject: 2,
+    maxPerHost: 2,
     pollIntervalMs: 50,
   });
   await worker.start();

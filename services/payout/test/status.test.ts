@@ -173,7 +173,9 @@ function reached(t: Transition): PayoutRow {
   }
 }
 
-const base = { payoutId, amount: 0.015, currency: 'BTC', environment: 'sandbox' };
+/** When the event was written (the relay's event-time header): every body ends with it. */
+const occurredAt = new Date('2026-03-04T05:06:07.890Z');
+const base = { payoutId, amount: 0.015, currency: 'BTC', environment: 'sandbox', occurredAt: occurredAt.toISOString() };
 const WEBHOOK_OF: Record<string, Record<string, unknown>> = {
   'payout.verified': { ...base, status: 'Pending' },
   'payout.completed': { ...base, status: 'Completed', transactionHash: 'ab'.repeat(32) },
@@ -181,6 +183,7 @@ const WEBHOOK_OF: Record<string, Record<string, unknown>> = {
 };
 
 FormatRegistry.Set('uuid', (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v));
+FormatRegistry.Set('date-time', (v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(v));
 
 /** The body matches the schema the OpenAPI document publishes for its event type. */
 function expectDocumented(eventType: string, body: unknown): void {
@@ -200,7 +203,7 @@ test.each(transitions)('%s --%s--> event → webhook', (_from, _trigger, t) => {
   const event = transitionEvent(reached(t));
   expect(event.type).toBe(t.event);
   expect(event.key).toBe(payoutId);
-  const webhook = webhookForEventJson(event.type, event.payload);
+  const webhook = webhookForEventJson(event.type, event.payload, occurredAt);
   expect(webhook).toMatchObject({ kind: 'webhook', projectId });
   if (webhook.kind !== 'webhook') return;
   const expected = t.event === 'payout.cancelled' ? { ...base, status: 'Cancelled', reason: t.reason } : WEBHOOK_OF[t.event];
@@ -212,7 +215,7 @@ test.each(transitions)('%s --%s--> event → webhook', (_from, _trigger, t) => {
 test('creation: payout.requested is a webhook (the code is emailed by RPC, no event carries it)', () => {
   const created = row('AwaitingVerification', { note: 'June' });
   const requested = payoutRequestedEvent(created);
-  const webhook = webhookForEventJson(requested.type, requested.payload);
+  const webhook = webhookForEventJson(requested.type, requested.payload, occurredAt);
   expect(webhook.kind === 'webhook' && JSON.parse(webhook.body)).toEqual({ ...base, status: 'AwaitingVerification' });
   if (webhook.kind === 'webhook') expectDocumented(requested.type, JSON.parse(webhook.body));
   expect(JSON.stringify(requested.payload)).not.toMatch(/code|email/);

@@ -10,9 +10,11 @@
  *            the notifier.webhook_delivery_failed event when it gave up
  *
  * A replica that dies mid-attempt leaves the delivery leased; when the lease runs out any replica
- * sends it again (same webhook-id): at least once. Concurrency is bounded per replica overall and
- * per endpoint URL, so a slow or silent endpoint holds at most its own slots. New deliveries wake
- * the worker at once (in-process signal, and NOTIFY across replicas); a poll is the fallback.
+ * sends it again (same webhook-id): at least once. Concurrency is bounded per replica overall, per
+ * project and per destination host (of the URL actually called), so a slow or silent receiver, or
+ * a project sending bursts of test events, holds at most a bounded share of the slots and never
+ * delays another merchant's webhooks (docs/webhook-delivery.md). New deliveries wake the worker at
+ * once (in-process signal, and NOTIFY across replicas); a poll is the fallback.
  *
  * Fast path (pay-to-webhook latency): the replica whose consumer creates a delivery reserves a
  * slot first, inserts the row already leased to itself, and after commit sends it straight away
@@ -25,6 +27,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { enqueueEvent, eventTransaction, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
 import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
 import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } from '../domain/delivery-state';
+import { destinationHost, Slots } from '../domain/delivery-slots';
 import { classifyAttempt, type AttemptResult, type RandomSource, type RetrySchedule } from '../domain/retry-schedule';
 import { webhookDeliveryHeaders } from '../domain/signing';
 import type { SsrfGuard } from '../domain/ssrf';
@@ -32,6 +35,7 @@ import type { ProjectContext, ProjectDirectory } from '../project-context';
 import {
   claimDueDeliveries,
   DELIVERIES_CHANNEL,
+  closeDuplicatesOf,
   insertAttempt,
   nextDueAt,
   notifyDeliveries,
@@ -53,7 +57,10 @@ export interface DeliveryWorkerOptions {
   schedule: RetrySchedule;
   timeoutMs: number;
   maxConcurrency: number;
-  maxPerEndpoint: number;
+  /** Attempts in flight per project: its share of maxConcurrency. */
+  maxPerProject: number;
+  /** Attempts in flight per destination host, whichever projects' URLs name it. */
+  maxPerHost: number;
   pollIntervalMs: number;
   /** Lease of a claimed delivery (default timeoutMs + 5 s: the auth call, the attempt, the record). */
   leaseMs?: number;
@@ -89,7 +96,9 @@ export class DeliveryWorker implements Worker {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Map<string, Promise<void>>();
-  private readonly busy = new Map<string, number>();
+  /** Slots in use (in flight or reserved) per project id and per destination host. */
+  private readonly busyProjects = new Slots();
+  private readonly busyHosts = new Slots();
   private reservedSlots = 0;
   private wakeRequested = false;
   private interruptSleep: (() => void) | undefined;
@@ -124,16 +133,20 @@ export class DeliveryWorker implements Worker {
   }
 
   /**
-   * Holds a slot (overall and for `url`) for a delivery about to be created in this replica, or
-   * undefined when none is free (the delivery then goes the claim way). A reservation not
-   * launched or released within 10 s frees itself.
+   * Holds a slot (overall, for the project and for the host of `url`, the URL the delivery will be
+   * sent to) for a delivery about to be created in this replica, or undefined when none is free
+   * (the delivery then goes the claim way). A reservation not launched or released within 10 s
+   * frees itself.
    */
-  reserve(url: string): Reservation | undefined {
+  reserve(projectId: string, url: string): Reservation | undefined {
     if (!this.running) return undefined;
+    const host = destinationHost(url);
     if (this.inFlight.size + this.reservedSlots >= this.options.maxConcurrency) return undefined;
-    if ((this.busy.get(url) ?? 0) >= this.options.maxPerEndpoint) return undefined;
+    if (this.busyProjects.count(projectId) >= this.options.maxPerProject) return undefined;
+    if (host === undefined || this.busyHosts.count(host) >= this.options.maxPerHost) return undefined;
     this.reservedSlots += 1;
-    this.busy.set(url, (this.busy.get(url) ?? 0) + 1);
+    this.busyProjects.take(projectId);
+    this.busyHosts.take(host);
     let held = true;
     const free = (): boolean => {
       if (!held) return false;
@@ -144,7 +157,8 @@ export class DeliveryWorker implements Worker {
     };
     const release = () => {
       if (!free()) return;
-      this.unbusy(url);
+      this.busyProjects.give(projectId);
+      this.busyHosts.give(host);
       this.wake();
     };
     const timer = setTimeout(release, 10_000);
@@ -156,7 +170,7 @@ export class DeliveryWorker implements Worker {
       launch: (row, context) => {
         // Expired meanwhile: the row stays leased and is sent when the lease runs out.
         if (!free()) return;
-        this.launch(row, { context, slotTaken: true });
+        this.launch(row, { context, projectSlotTaken: true, hostHeld: host });
       },
     };
   }
@@ -177,8 +191,8 @@ export class DeliveryWorker implements Worker {
         try {
           claimed = await claimDueDeliveries(this.options.sql, {
             limit: free,
-            perUrl: this.options.maxPerEndpoint,
-            busy: this.busy,
+            perProject: this.options.maxPerProject,
+            busy: this.busyProjects.counts,
             leaseMs: this.leaseMs,
           });
           failures = 0;
@@ -203,7 +217,7 @@ export class DeliveryWorker implements Worker {
     const poll = this.options.pollIntervalMs;
     if (this.inFlight.size + this.reservedSlots >= this.options.maxConcurrency) return poll; // a finishing attempt wakes us
     try {
-      const due = await nextDueAt(this.options.sql, { perUrl: this.options.maxPerEndpoint, busy: this.busy });
+      const due = await nextDueAt(this.options.sql, { perProject: this.options.maxPerProject, busy: this.busyProjects.counts });
       if (due === null) return poll;
       const wait = due.getTime() - Date.now();
       // Due already but not claimable: another replica is claiming it right now.
@@ -228,26 +242,34 @@ export class DeliveryWorker implements Worker {
     });
   }
 
-  private launch(row: DeliveryRow, options: { context?: ProjectContext; slotTaken?: boolean } = {}): void {
-    if (!options.slotTaken) this.busy.set(row.url, (this.busy.get(row.url) ?? 0) + 1);
-    const work = this.deliver(row, options.context)
+  private launch(row: DeliveryRow, options: { context?: ProjectContext; projectSlotTaken?: boolean; hostHeld?: string } = {}): void {
+    if (!options.projectSlotTaken) this.busyProjects.take(row.project_id);
+    const slot: HostSlot = { host: options.hostHeld };
+    const work = this.deliver(row, slot, options.context)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: row.id }, 'delivery worker: attempt could not be recorded; it is retried after the lease'))
       .finally(() => {
         this.inFlight.delete(row.id);
-        this.unbusy(row.url);
+        this.busyProjects.give(row.project_id);
+        if (slot.host !== undefined) this.busyHosts.give(slot.host);
         this.wake();
       });
     this.inFlight.set(row.id, work);
   }
 
-  private unbusy(url: string): void {
-    const left = (this.busy.get(url) ?? 1) - 1;
-    if (left <= 0) this.busy.delete(url);
-    else this.busy.set(url, left);
+  /** Takes a slot of the host `url` names for `slot`, unless it already holds one; false when the host is full. */
+  private holdHost(slot: HostSlot, url: string): boolean {
+    if (slot.host !== undefined) return true;
+    const host = destinationHost(url);
+    // An unparsable URL is refused by the SSRF guard during the attempt: nothing reaches a host.
+    if (host === undefined) return true;
+    if (this.busyHosts.count(host) >= this.options.maxPerHost) return false;
+    this.busyHosts.take(host);
+    slot.host = host;
+    return true;
   }
 
   /** One attempt; `fresh` is the project context when the caller read it from auth just now. */
-  private async deliver(row: DeliveryRow, fresh?: ProjectContext): Promise<void> {
+  private async deliver(row: DeliveryRow, slot: HostSlot, fresh?: ProjectContext): Promise<void> {
     const token = row.lease_token;
     if (token === null) throw new Error(`delivery ${row.id} was claimed without a lease token`);
     const log = this.logger.child({ deliveryId: row.id, eventId: row.event_id, eventType: row.event_type, projectId: row.project_id });
@@ -271,6 +293,12 @@ export class DeliveryWorker implements Worker {
       return;
     }
 
+    if (projectKnown && url !== undefined && !this.holdHost(slot, url)) {
+      // The host the project's URL names has every slot in use (other projects may share it):
+      // not an attempt; due again shortly, while the other hosts' deliveries go.
+      await releaseLease(this.options.sql, row.id, token, new Date(Date.now() + HOST_BUSY_RETRY_MS));
+      return;
+    }
     const record = !projectKnown || secret === undefined ? projectGone(row) : url === undefined ? noWebhookUrl() : await this.attempt({ ...row, url }, secret);
     const sentTo = url ?? row.url;
     const outcome = classifyAttempt(record.result);
@@ -311,6 +339,9 @@ export class DeliveryWorker implements Worker {
       });
       await updateEndpointHealth(tx, row.project_id, sentTo, success, record.attemptedAt);
       if (!ours) return false;
+      // The receiver has the event: its other pending deliveries (the original this redelivery
+      // was made from) are done, and what waited behind them is released.
+      if (success && (await closeDuplicatesOf(tx, row)) > 0) await notifyDeliveries(tx);
       if (next.state === 'failed') {
         await enqueueEvent(tx, {
           type: WEBHOOK_DELIVERY_FAILED,
@@ -395,6 +426,14 @@ export class DeliveryWorker implements Worker {
         };
     }
   }
+}
+
+/** How long a delivery whose host has no free slot waits before it is looked at again. */
+const HOST_BUSY_RETRY_MS = 500;
+
+/** The host slot an attempt holds, once it knows the URL it calls. */
+interface HostSlot {
+  host: string | undefined;
 }
 
 function failed(attemptedAt: Date, headers: Record<string, string>, error: string): AttemptRecord {

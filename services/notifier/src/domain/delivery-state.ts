@@ -5,6 +5,11 @@
  *   pending ──attempt_failed_retry_scheduled─────▶ pending   (nextAttemptAt set from the schedule)
  *   pending ──attempt_failed_retries_exhausted───▶ failed
  *
+ * One more way out of pending, decided in SQL (store/deliveries.ts closeDuplicatesOf, so no
+ * TypeScript twin here): when another delivery of the same event succeeds, a pending one becomes
+ * succeeded without an attempt of its own, `delivered_by` naming that delivery
+ * (docs/webhook-delivery.md): the receiver has the event and must not get it again.
+ *
  * succeeded and failed are final: nothing moves a finished delivery. Redelivery (the dashboard
  * button) does not reopen one either: like BTCPay Server, it creates a NEW pending delivery of
  * the same event (same webhook-id, so receivers can deduplicate) whose `redeliveryOf` names the

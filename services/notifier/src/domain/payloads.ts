@@ -30,6 +30,11 @@
  *   payout.cancelled  {payoutId, status:"Cancelled", amount, currency, environment, reason}
  *                     (reason "user" | "attempts_exhausted" | "code_expired")
  *
+ * Every body ends with `occurredAt` (an addition to the seed's fields, after them): when the
+ * event was written by its producer, ISO 8601 UTC with milliseconds. Events of one invoice or
+ * payout are written under its row lock, so a later occurredAt is a later state: receivers order
+ * by it, since a retried event may arrive after a newer one (docs/webhook-delivery.md).
+ *
  * Keys are always present for their type (orderId "" and adminNote null, never missing), and
  * appear in the order above. Event types are "<owning service>.<name>": the first token names the
  * stream (`<ns>.<service>.>`) the event travels in. `amount` is a JSON number written from the event's decimal string digit for
@@ -201,7 +206,7 @@ export function isWebhookEventType(eventType: string): eventType is WebhookEvent
  * Unknown fields are ignored so producers can add fields without breaking the notifier.
  * @throws MalformedEventError when the payload does not fit the event's message.
  */
-export function webhookForEventJson(eventType: string, payload: JsonValue): WebhookMapping {
+export function webhookForEventJson(eventType: string, payload: JsonValue, occurredAt: Date): WebhookMapping {
   const rule = ruleFor(eventType);
   if (rule === undefined) return unknownEventType(eventType);
   if (rule.kind === 'not_a_webhook') return { kind: 'not_a_webhook', reason: rule.reason };
@@ -211,15 +216,15 @@ export function webhookForEventJson(eventType: string, payload: JsonValue): Webh
   } catch (error) {
     throw new MalformedEventError(eventType, error instanceof Error ? error.message : String(error));
   }
-  return toWebhook(eventType, rule, message);
+  return toWebhook(eventType, rule, message, occurredAt);
 }
 
 /** The webhook for an already decoded event message. */
-export function webhookForEventMessage(eventType: string, message: Message): WebhookMapping {
+export function webhookForEventMessage(eventType: string, message: Message, occurredAt: Date): WebhookMapping {
   const rule = ruleFor(eventType);
   if (rule === undefined) return unknownEventType(eventType);
   if (rule.kind === 'not_a_webhook') return { kind: 'not_a_webhook', reason: rule.reason };
-  return toWebhook(eventType, rule, message);
+  return toWebhook(eventType, rule, message, occurredAt);
 }
 
 /**
@@ -308,7 +313,8 @@ function unknownEventType(eventType: string): WebhookMapping {
   return { kind: 'not_a_webhook', reason: `unknown event type ${JSON.stringify(eventType)}: only listed events become webhooks` };
 }
 
-function toWebhook(eventType: string, rule: WebhookRule, message: Message): WebhookMapping {
+function toWebhook(eventType: string, rule: WebhookRule, message: Message, occurredAt: Date): WebhookMapping {
   const { projectId, fields } = rule.map(eventType, message);
-  return { kind: 'webhook', projectId, body: serializeWebhookBody(fields) };
+  if (Number.isNaN(occurredAt.getTime())) throw new MalformedEventError(eventType, 'occurredAt is not a time');
+  return { kind: 'webhook', projectId, body: serializeWebhookBody({ ...fields, occurredAt: occurredAt.toISOString() }) };
 }

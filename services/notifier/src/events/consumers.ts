@@ -48,7 +48,7 @@ export interface NotifierConsumerDeps {
   /** Called after a transaction that created a delivery committed (wakes this replica's worker). */
   onDeliveryCreated: () => void;
   /** This replica's worker: a slot reserved before the insert lets the delivery go out right after commit. */
-  dispatch?: { reserve(url: string): Reservation | undefined };
+  dispatch?: { reserve(projectId: string, url: string): Reservation | undefined };
 }
 
 /** What handling an event left to do once its transaction has committed. */
@@ -66,7 +66,7 @@ export class NotifierEventHandler {
     const log = this.deps.logger.child({ eventId: event.id, eventType: event.type });
     let mapping;
     try {
-      mapping = webhookForEventJson(event.type, event.payload);
+      mapping = webhookForEventJson(event.type, event.payload, occurredAtOf(event));
     } catch (err) {
       if (!(err instanceof MalformedEventError)) throw err;
       // A producer bug: retrying cannot fix it, and it must not hold up the events behind it.
@@ -84,7 +84,7 @@ export class NotifierEventHandler {
     // Every webhook event of the project, URL or not: what `coinvoice listen` streams.
     await insertProjectEvent(tx, { projectId: mapping.projectId, eventId: event.id, eventType: event.type, body: mapping.body });
     if (project.webhookUrl === undefined) return nothing;
-    const reservation = this.deps.dispatch?.reserve(project.webhookUrl);
+    const reservation = this.deps.dispatch?.reserve(mapping.projectId, project.webhookUrl);
     try {
       const row = await insertOriginalDelivery(
         tx,
@@ -107,6 +107,15 @@ export class NotifierEventHandler {
       throw err;
     }
   }
+}
+
+/**
+ * When the producer wrote the event (the relay's event-time header, the outbox row's time); a
+ * message without a readable one (an old relay) takes the time it is handled here.
+ */
+function occurredAtOf(event: ConsumedEvent): Date {
+  const written = event.occurredAt === undefined ? undefined : new Date(event.occurredAt);
+  return written !== undefined && !Number.isNaN(written.getTime()) ? written : new Date();
 }
 
 /** One IdempotentConsumer per stream, each creating its stream first (it may not exist yet). */

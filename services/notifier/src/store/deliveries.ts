@@ -23,6 +23,8 @@ export interface DeliveryRow {
   next_attempt_at: Date | null;
   lease_token: string | null;
   redelivery_of: string | null;
+  /** Closed without an attempt of its own: this other delivery of the same event succeeded. */
+  delivered_by: string | null;
   last_attempt_at: Date | null;
   last_response_status: number | null;
   last_error: string | null;
@@ -65,10 +67,10 @@ export interface NewDelivery {
 
 /**
  * The original delivery of an event, due now, inside the consumer's transaction. With `lease`, the
- * row is inserted already leased to the caller (who sends it right after commit) unless an
- * earlier original delivery of the same key to the same URL is pending (order first). Other
- * replicas are woken (NOTIFY at commit) only for a row left to the claim path. Returns the new
- * row (its lease_token says whether it was leased), or undefined when the event already has one.
+ * row is inserted already leased to the caller (who sends it right after commit) unless it must
+ * wait behind an earlier one (see `waitsBehindEarlier`). Other replicas are woken (NOTIFY at
+ * commit) only for a row left to the claim path. Returns the new row (its lease_token says
+ * whether it was leased), or undefined when the event already has one.
  */
 export async function insertOriginalDelivery(
   tx: TransactionSql,
@@ -79,8 +81,8 @@ export async function insertOriginalDelivery(
     with blocked as (
       select exists (
         select 1 from webhook_deliveries earlier
-        where ${d.eventKey}::text is not null and earlier.status = 'pending' and earlier.redelivery_of is null
-          and earlier.url = ${d.url} and earlier.event_key = ${d.eventKey}
+        where ${d.eventKey}::text is not null and ${heldBy(tx)}
+          and earlier.project_id = ${d.projectId} and earlier.event_key = ${d.eventKey}
       ) or ${lease === undefined} as yes
     )
     insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at, lease_token)
@@ -112,18 +114,24 @@ export async function notifyDeliveries(q: Queryable): Promise<void> {
 }
 
 /**
- * A due pending delivery may be sent unless an earlier ORIGINAL delivery of the same event key to
- * the same URL is still pending (in flight or waiting for a retry): events about one invoice reach
- * an endpoint in order. Redeliveries (manual) neither wait nor block.
+ * What makes `earlier` hold a later original delivery of the same project and event key: it is
+ * an original, pending, and still on its FIRST attempt (in flight, or not yet made). Order costs
+ * nothing then: the attempt ends within the timeout. Once it has failed, later events of the
+ * invoice go out without waiting for its retries, and receivers order by the body's occurredAt
+ * (docs/webhook-delivery.md). Redeliveries (manual) neither wait nor hold.
  */
+function heldBy(sql: Queryable) {
+  return sql`earlier.status = 'pending' and earlier.redelivery_of is null and earlier.attempt_count = 0`;
+}
+
+/** A due pending delivery may be sent unless an earlier original holds it (heldBy). */
 function sendable(sql: Sql) {
   return sql`
     d.status = 'pending'
     and not exists (
       select 1 from webhook_deliveries earlier
-      where d.redelivery_of is null and d.event_key is not null
-        and earlier.status = 'pending' and earlier.redelivery_of is null
-        and earlier.url = d.url and earlier.event_key = d.event_key
+      where d.redelivery_of is null and d.event_key is not null and ${heldBy(sql)}
+        and earlier.project_id = d.project_id and earlier.event_key = d.event_key
         and earlier.seq < d.seq
     )`;
 }
@@ -131,9 +139,9 @@ function sendable(sql: Sql) {
 export interface ClaimOptions {
   /** Most deliveries to claim. */
   limit: number;
-  /** Most deliveries per URL in this claim (per-endpoint slots still free in this replica). */
-  perUrl: number;
-  /** Attempts this replica has in flight per URL: they use up per-URL slots. */
+  /** Most deliveries of one project in flight in this replica (docs/webhook-delivery.md). */
+  perProject: number;
+  /** Attempts this replica has in flight per project: they use up the project's slots. */
   busy: ReadonlyMap<string, number>;
   /** The lease: how long the claimed deliveries stay hidden from every replica. */
   leaseMs: number;
@@ -142,31 +150,33 @@ export interface ClaimOptions {
 /**
  * Claims due sendable deliveries for this replica: locks them (SKIP LOCKED: replicas never take
  * the same row), pushes next_attempt_at past the lease and stamps a lease token, in one short
- * transaction. The attempt is made after it commits; only the token's holder records its outcome.
+ * transaction. No project gets more than its free slots, so a project with a backlog (a slow
+ * receiver, a burst of test events) cannot fill the claim. The attempt is made after it commits;
+ * only the token's holder records its outcome.
  */
 export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promise<DeliveryRow[]> {
   if (options.limit <= 0) return [];
-  const busyUrls = [...options.busy.keys()];
-  const busyCounts = busyUrls.map((url) => options.busy.get(url) ?? 0);
+  const busyProjects = [...options.busy.keys()];
+  const busyCounts = busyProjects.map((project) => options.busy.get(project) ?? 0);
   const token = randomUUID();
   return sql<DeliveryRow[]>`
     with busy as (
-      select url, count from unnest(${busyUrls}::text[], ${busyCounts}::int[]) as b(url, count)
+      select project_id, count from unnest(${busyProjects}::text[], ${busyCounts}::int[]) as b(project_id, count)
     ),
     candidates as (
-      select d.id, d.url, d.next_attempt_at, d.seq,
-             row_number() over (partition by d.url order by d.next_attempt_at, d.seq) as rank_in_url
+      select d.id, d.project_id, d.next_attempt_at, d.seq,
+             row_number() over (partition by d.project_id order by d.next_attempt_at, d.seq) as rank_in_project
       from webhook_deliveries d
-      left join busy on busy.url = d.url
+      left join busy on busy.project_id = d.project_id
       where d.next_attempt_at <= now() and ${sendable(sql)}
-        and coalesce(busy.count, 0) < ${options.perUrl}
+        and coalesce(busy.count, 0) < ${options.perProject}
       order by d.next_attempt_at, d.seq
       limit ${Math.max(options.limit * 4, 64)}
     ),
     picked as (
       select c.id from candidates c
-      left join busy on busy.url = c.url
-      where c.rank_in_url <= ${options.perUrl} - coalesce(busy.count, 0)
+      left join busy on busy.project_id = c.project_id
+      where c.rank_in_project <= ${options.perProject} - coalesce(busy.count, 0)
       order by c.next_attempt_at, c.seq
       limit ${options.limit}
     ),
@@ -184,15 +194,15 @@ export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promi
 }
 
 /**
- * When this replica should look again: the earliest due time of a sendable delivery whose URL is
- * not at its per-endpoint limit here (in-flight ones wake the worker when they finish).
+ * When this replica should look again: the earliest due time of a sendable delivery whose project
+ * is not at its limit here (in-flight ones wake the worker when they finish).
  */
-export async function nextDueAt(sql: Sql, options: { perUrl: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
-  const fullUrls = [...options.busy.entries()].filter(([, n]) => n >= options.perUrl).map(([url]) => url);
+export async function nextDueAt(sql: Sql, options: { perProject: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
+  const fullProjects = [...options.busy.entries()].filter(([, n]) => n >= options.perProject).map(([project]) => project);
   const [row] = await sql<{ due: Date | null }[]>`
     select min(d.next_attempt_at) as due
     from webhook_deliveries d
-    where ${sendable(sql)} and d.url <> all(${fullUrls}::text[])`;
+    where ${sendable(sql)} and d.project_id <> all(${fullProjects}::text[])`;
   return row?.due ?? null;
 }
 
@@ -243,6 +253,21 @@ export async function recordOutcome(tx: TransactionSql, deliveryId: string, leas
         lease_token = null, updated_at = now()
     where id = ${deliveryId} and lease_token = ${leaseToken} and status = 'pending'`;
   return updated.count === 1;
+}
+
+/**
+ * After `delivered` succeeded: every other pending delivery of its event (the original a
+ * redelivery was made from, other redeliveries) is closed as delivered by it, so the receiver
+ * does not get the event again and what waited behind the original goes. One still in flight
+ * loses its lease: its attempt is logged only. Returns how many were closed.
+ */
+export async function closeDuplicatesOf(tx: TransactionSql, delivered: Pick<DeliveryRow, 'id' | 'project_id' | 'event_id'>): Promise<number> {
+  const closed = await tx`
+    update webhook_deliveries
+    set status = 'succeeded', next_attempt_at = null, lease_token = null, finished_at = now(),
+        delivered_by = ${delivered.id}, last_error = ${`delivered by delivery ${delivered.id}`}, updated_at = now()
+    where event_id = ${delivered.event_id} and project_id = ${delivered.project_id} and status = 'pending' and id <> ${delivered.id}`;
+  return closed.count;
 }
 
 /** Gives a claimed delivery back without an attempt (e.g. auth unreachable): due again at `dueAt`. */

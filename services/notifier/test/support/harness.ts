@@ -51,6 +51,8 @@ export class FakeAuth extends AuthStandIn<FakeProject> {
 export interface PublishOptions {
   id?: string;
   key?: string;
+  /** The event-time header (when the producer wrote it); default now. */
+  occurredAt?: Date;
 }
 
 /** The notifier's harness; `sql` is a pool on the notifier's schema. */
@@ -80,7 +82,7 @@ export async function startNotifier(env: NodeJS.ProcessEnv = {}): Promise<Harnes
     client,
     async publish(type, payload, options = {}) {
       const id = options.id ?? randomUUID();
-      await base.publishEvent({ id, type, payload, key: options.key, occurredAt: new Date() });
+      await base.publishEvent({ id, type, payload, key: options.key, occurredAt: options.occurredAt ?? new Date() });
       return id;
     },
     async dispose() {

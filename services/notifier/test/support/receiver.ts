@@ -24,7 +24,8 @@ export class Receiver {
 
   constructor(public respond: Responder = () => ({ status: 200 })) {}
 
-  async start(): Promise<this> {
+  /** Listens on `host` (any 127.x.y.z is loopback on Linux: distinct hosts for the per-host limit). */
+  async start(host = '127.0.0.1'): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -44,8 +45,8 @@ export class Receiver {
         else send();
       });
     });
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
+    await new Promise<void>((resolve) => this.server?.listen(0, host, resolve));
+    this.url = `http://${host}:${(this.server.address() as AddressInfo).port}/hooks`;
     return this;
   }
 

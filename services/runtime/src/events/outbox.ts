@@ -118,9 +118,12 @@ export async function enqueueEvent(tx: EventTransaction, event: NewEvent): Promi
   assertEventType(event.type);
   const id = event.id ?? randomUUID();
   const requestId = event.requestId ?? currentRequestId() ?? null;
+  // The moment of the insert, not the transaction's start (now()): a producer writes an
+  // aggregate's events under its row lock, so this time orders them (the event-time header,
+  // the webhook's occurredAt), even when a later transaction began before an earlier one ended.
   await tx`
-    insert into outbox (event_id, event_type, event_key, payload, request_id)
-    values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId})`;
+    insert into outbox (event_id, event_type, event_key, payload, request_id, created_at)
+    values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId}, clock_timestamp())`;
   transactionsWithEvents.add(tx);
   return id;
 }

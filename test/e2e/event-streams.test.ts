@@ -1,0 +1,134 @@
+/**
+ * Issue 27 points 7 and 8, through the gateway against the whole system as real processes: an
+ * open GET /api/events/stream closes within a second of its API key's revocation or its session's
+ * logout; open streams per key are limited (429); test events are limited per project (429 with
+ * Retry-After, counted by the notifier).
+ */
+import { bootSystem, type BootedSystem } from '../support/system';
+import { bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
+
+let system: BootedSystem;
+let api: GatewayClient;
+
+beforeAll(async () => {
+  system = await bootSystem({ env: { EVENT_STREAMS_PER_KEY: '2', RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT: '3/1m' } });
+  api = new GatewayClient(system.gatewayUrl);
+}, 120_000);
+
+afterAll(async () => {
+  await system?.stop();
+});
+
+interface OpenStream {
+  /** The first bytes the stream sent (its `ready` event). */
+  ready: string;
+  /** Resolves with the time the server ended the stream. */
+  closed: Promise<number>;
+  cancel(): Promise<void>;
+}
+
+/** Opens the stream and waits for its `ready` event; fails on any other answer than 200. */
+async function openStream(headers: Record<string, string>, query = ''): Promise<OpenStream> {
+  const res = await fetch(`${system.gatewayUrl}/api/events/stream${query}`, { headers });
+  if (res.status !== 200 || !res.body) throw new Error(`stream answered ${res.status}: ${await res.text()}`);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let ready = '';
+  while (!ready.includes('\n\n')) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error('stream ended before ready');
+    ready += decoder.decode(value);
+  }
+  const closed = (async () => {
+    for (;;) {
+      const { done } = await reader.read().catch(() => ({ done: true }));
+      if (done) return Date.now();
+    }
+  })();
+  return { ready, closed, cancel: () => reader.cancel().catch(() => undefined) };
+}
+
+async function merchantWithProject(): Promise<{ merchant: MerchantFixture; project: ProjectFixture }> {
+  const merchant = await registerMerchant(api);
+  const project = await createProjectWithKey(api, merchant, 'sandbox', { webhookUrl: 'http://127.0.0.1:9/hooks' });
+  return { merchant, project };
+}
+
+/** Resolves with the close time, or rejects when the stream is still open after `ms`. */
+function closedWithin(stream: OpenStream, ms: number): Promise<number> {
+  return Promise.race([stream.closed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`the stream was still open after ${ms} ms`)), ms))]);
+}
+
+test('an open stream closes within a second of its API key’s revocation; the key opens no new one', async () => {
+  const { merchant, project } = await merchantWithProject();
+  const stream = await openStream({ 'x-api-key': project.key });
+  expect(stream.ready).toContain(`"projectId":"${project.id}"`);
+
+  const revoked = await api.delete(`/api/merchant/projects/${project.id}/api-keys/${project.keyId}`, { headers: bearer(merchant.token) });
+  expect(revoked.status).toBeLessThan(300);
+  const revokedAt = Date.now();
+  const closedAt = await closedWithin(stream, 3_000);
+  expect(closedAt - revokedAt).toBeLessThan(1_000);
+
+  const again = await fetch(`${system.gatewayUrl}/api/events/stream`, { headers: { 'x-api-key': project.key } });
+  expect(again.status).toBe(401);
+});
+
+test('a stream opened with a dashboard session closes within a second of its logout; the session names one of its merchant’s projects', async () => {
+  const { merchant, project } = await merchantWithProject();
+  const stranger = await registerMerchant(api);
+  // Another merchant's project is not found; a session must name the project.
+  expectProblem(await api.get(`/api/events/stream?projectId=${project.id}`, { headers: bearer(stranger.token) }), 404, 'not_found');
+  expectProblem(await api.get('/api/events/stream', { headers: bearer(merchant.token) }), 400, 'validation_failed');
+
+  const stream = await openStream(bearer(merchant.token), `?projectId=${project.id}`);
+  expect(stream.ready).toContain(`"projectId":"${project.id}"`);
+  const loggedOut = await api.post('/api/merchant/logout', undefined, { headers: bearer(merchant.token) });
+  expect(loggedOut.status).toBeLessThan(300);
+  const at = Date.now();
+  expect((await closedWithin(stream, 3_000)) - at).toBeLessThan(1_000);
+  expect((await fetch(`${system.gatewayUrl}/api/events/stream?projectId=${project.id}`, { headers: bearer(merchant.token) })).status).toBe(401);
+});
+
+test('open streams per API key are limited (EVENT_STREAMS_PER_KEY=2): the third is 429 with Retry-After; closing one frees its place', async () => {
+  const { project } = await merchantWithProject();
+  const first = await openStream({ 'x-api-key': project.key });
+  const second = await openStream({ 'x-api-key': project.key });
+  const third = await api.get('/api/events/stream', { headers: { 'x-api-key': project.key } });
+  expectProblem(third, 429, 'rate_limited');
+  expect(Number(third.headers.get('retry-after'))).toBeGreaterThan(0);
+  // Another key is not affected.
+  const other = await merchantWithProject();
+  const elsewhere = await openStream({ 'x-api-key': other.project.key });
+
+  await first.cancel();
+  const reopened = await eventuallyOpen({ 'x-api-key': project.key });
+  for (const s of [second, elsewhere, reopened]) await s.cancel();
+});
+
+/** The server notices a client that left on its next write or round: retry for a few seconds. */
+async function eventuallyOpen(headers: Record<string, string>): Promise<OpenStream> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    try {
+      return await openStream(headers);
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+test('test events are limited per project (3 a minute here): the fourth is 429 problem+json with Retry-After and the RateLimit headers', async () => {
+  const { merchant, project } = await merchantWithProject();
+  for (let i = 0; i < 3; i++) {
+    expect((await api.post(`/api/merchant/projects/${project.id}/webhook-test`, undefined, { headers: bearer(merchant.token) })).status).toBe(201);
+  }
+  const refused = await api.post(`/api/merchant/projects/${project.id}/webhook-test`, undefined, { headers: bearer(merchant.token) });
+  expectProblem(refused, 429, 'rate_limited');
+  expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  expect(refused.headers.get('ratelimit-policy')).toBe('"webhook-test-project";q=3;w=60');
+  // Another project of the same merchant has its own count.
+  const second = await createProjectWithKey(api, merchant, 'sandbox', { webhookUrl: 'http://127.0.0.1:9/hooks', name: 'Second shop' });
+  expect((await api.post(`/api/merchant/projects/${second.id}/webhook-test`, undefined, { headers: bearer(merchant.token) })).status).toBe(201);
+});
