@@ -4,6 +4,7 @@
  * webhook tests validate real deliveries against these schemas, so the two cannot drift.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { ExactDecimal } from './invoice';
 
 const Environment = Type.Union([Type.Literal('live'), Type.Literal('sandbox')]);
 const Uuid = Type.String({ format: 'uuid' });
@@ -59,20 +60,26 @@ function invoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, 
   );
 }
 
+/** A live-only invoice webhook: invoice.paid's keys, the amount's exact decimal string, then the event's own. */
+function liveInvoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, extra: Extra) {
+  return invoiceWebhook(status, { amountDecimal: ExactDecimal('amount'), ...extra });
+}
+
 const LiveStatus = Type.Union([Type.Literal('Waiting'), Type.Literal('PartiallyPaid'), Type.Literal('Confirming'), Type.Literal('Paid'), Type.Literal('Expired')]);
 
-export const InvoiceConfirmingWebhook = invoiceWebhook(Type.Literal('Confirming'), {
+export const InvoiceConfirmingWebhook = liveInvoiceWebhook(Type.Literal('Confirming'), {
   confirmations: Type.Integer({ description: 'The fewest confirmations among the payments counting' }),
   confirmationsRequired: Type.Integer(),
 });
-export const InvoicePartiallyPaidWebhook = invoiceWebhook(Type.Literal('PartiallyPaid'), {
+export const InvoicePartiallyPaidWebhook = liveInvoiceWebhook(Type.Literal('PartiallyPaid'), {
   amountRemaining: Type.Number({ description: 'What is still missing, in currency' }),
+  amountRemainingDecimal: ExactDecimal('amountRemaining'),
 });
-export const InvoiceLatePaymentWebhook = invoiceWebhook(LiveStatus, {
+export const InvoiceLatePaymentWebhook = liveInvoiceWebhook(LiveStatus, {
   transactionHash: Type.String(),
   credited: Type.Boolean({ description: 'false for another asset sent to the address: recorded, not credited' }),
 });
-export const InvoiceReopenedWebhook = invoiceWebhook(LiveStatus, {
+export const InvoiceReopenedWebhook = liveInvoiceWebhook(LiveStatus, {
   previousStatus: LiveStatus,
 });
 

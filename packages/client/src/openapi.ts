@@ -5725,6 +5725,8 @@ export interface operations {
                     amount: number;
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                    amountDecimal: string;
                     /** @description The fewest confirmations among the payments counting */
                     confirmations: number;
                     confirmationsRequired: number;
@@ -5770,8 +5772,12 @@ export interface operations {
                     amount: number;
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                    amountDecimal: string;
                     /** @description What is still missing, in currency */
                     amountRemaining: number;
+                    /** @description amountRemaining exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                    amountRemainingDecimal: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -5813,6 +5819,8 @@ export interface operations {
                     amount: number;
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                    amountDecimal: string;
                     transactionHash: string;
                     /** @description false for another asset sent to the address: recorded, not credited */
                     credited: boolean;
@@ -5857,6 +5865,8 @@ export interface operations {
                     amount: number;
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                    amountDecimal: string;
                     previousStatus: "Waiting" | "PartiallyPaid" | "Confirming" | "Paid" | "Expired";
                     /**
                      * Format: date-time

@@ -89,22 +89,22 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'invoice.confirming',
     busJson(InvoiceConfirmingSchema, { invoiceId: 'inv_3', projectId: 'prj_1', orderId: 'o-3', status: 'Confirming', amount: '0.5', currency: 'ETH', environment: 'live', confirmations: 1, confirmationsRequired: 12 }),
-    '{"invoiceId":"inv_3","orderId":"o-3","status":"Confirming","amount":0.5,"currency":"ETH","environment":"live","confirmations":1,"confirmationsRequired":12' + OCCURRED,
+    '{"invoiceId":"inv_3","orderId":"o-3","status":"Confirming","amount":0.5,"currency":"ETH","environment":"live","amountDecimal":"0.5","confirmations":1,"confirmationsRequired":12' + OCCURRED,
   ],
   [
     'invoice.partially_paid',
     busJson(InvoicePartiallyPaidSchema, { invoiceId: 'inv_4', projectId: 'prj_1', status: 'PartiallyPaid', amount: '10', currency: 'USDT', environment: 'live', amountRemaining: '9.5' }),
-    '{"invoiceId":"inv_4","orderId":"","status":"PartiallyPaid","amount":10,"currency":"USDT","environment":"live","amountRemaining":9.5' + OCCURRED,
+    '{"invoiceId":"inv_4","orderId":"","status":"PartiallyPaid","amount":10,"currency":"USDT","environment":"live","amountDecimal":"10","amountRemaining":9.5,"amountRemainingDecimal":"9.5"' + OCCURRED,
   ],
   [
     'invoice.late_payment',
     busJson(InvoiceLatePaymentSchema, { invoiceId: 'inv_5', projectId: 'prj_1', status: 'Expired', amount: '3', currency: 'USDC', environment: 'live', transactionHash: '0xabc', credited: false, paymentId: 'ethereum:0xabc:4' }),
-    '{"invoiceId":"inv_5","orderId":"","status":"Expired","amount":3,"currency":"USDC","environment":"live","transactionHash":"0xabc","credited":false' + OCCURRED,
+    '{"invoiceId":"inv_5","orderId":"","status":"Expired","amount":3,"currency":"USDC","environment":"live","amountDecimal":"3","transactionHash":"0xabc","credited":false' + OCCURRED,
   ],
   [
     'invoice.reopened',
     busJson(InvoiceReopenedSchema, { invoiceId: 'inv_6', projectId: 'prj_1', status: 'Waiting', amount: '0', currency: 'ETH', environment: 'live', previousStatus: 'Confirming' }),
-    '{"invoiceId":"inv_6","orderId":"","status":"Waiting","amount":0,"currency":"ETH","environment":"live","previousStatus":"Confirming"' + OCCURRED,
+    '{"invoiceId":"inv_6","orderId":"","status":"Waiting","amount":0,"currency":"ETH","environment":"live","amountDecimal":"0","previousStatus":"Confirming"' + OCCURRED,
   ],
   [
     'payout.requested',
@@ -258,4 +258,15 @@ describe('payout bodies', () => {
       webhookForEventJson('payout.completed', busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', completedAt: at }), occurredAt),
     ).toThrow(/transactionHash is missing/);
   });
+});
+
+test('a live amount with all of ETH’s 18 decimals: the number token digit for digit, and the exact decimal string beside it', () => {
+  const payload = busJson(InvoiceLatePaymentSchema, {
+    invoiceId: 'inv_7', projectId: 'prj_1', status: 'Paid', amount: '0.500000000000000001', currency: 'ETH', environment: 'live',
+    transactionHash: '0xdef', credited: true, paymentId: 'ethereum:0xdef:-1',
+  });
+  const mapped = webhookForEventJson('invoice.late_payment', payload, occurredAt);
+  if (mapped.kind !== 'webhook') throw new Error('not a webhook');
+  expect(mapped.body).toContain('"amount":0.500000000000000001,');
+  expect(JSON.parse(mapped.body)).toMatchObject({ amountDecimal: '0.500000000000000001', credited: true });
 });

@@ -14,13 +14,15 @@
  *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment}
  *                     (no amount: the event carries none; late or partial money comes as late_payment)
  *   invoice.confirming     {invoiceId, orderId, status:"Confirming", amount, currency, environment,
- *                           confirmations, confirmationsRequired}
+ *                           amountDecimal, confirmations, confirmationsRequired}
  *   invoice.partially_paid {invoiceId, orderId, status:"PartiallyPaid", amount, currency, environment,
- *                           amountRemaining}
+ *                           amountDecimal, amountRemaining, amountRemainingDecimal}
  *   invoice.late_payment   {invoiceId, orderId, status, amount, currency, environment,
- *                           transactionHash, credited}   (status: the invoice's, Paid or Expired;
+ *                           amountDecimal, transactionHash, credited}   (status: the invoice's, Paid or Expired;
  *                           amount/currency: this payment's; credited false for another asset)
- *   invoice.reopened       {invoiceId, orderId, status, amount, currency, environment, previousStatus}
+ *   invoice.reopened       {invoiceId, orderId, status, amount, currency, environment, amountDecimal,
+ *                           previousStatus}
+ *   (the live-only events repeat their amounts as exact decimal strings: docs/accounting.md)
  *                           (a reorg removed payments before Paid; status is where it moved back to)
  *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
  *   payout.verified   {payoutId, status:"Pending", amount, currency, environment}
@@ -148,21 +150,21 @@ export const EVENT_WEBHOOK_TABLE = {
     environment: read.environment(e.environment),
   })),
   'invoice.confirming': webhook(InvoiceConfirmingSchema, (e, read) => ({
-    ...invoiceBase(e, read),
+    ...liveInvoiceBase(e, read),
     confirmations: JsonDecimal.of(String(e.confirmations)),
     confirmationsRequired: JsonDecimal.of(String(e.confirmationsRequired)),
   })),
-  'invoice.partially_paid': webhook(InvoicePartiallyPaidSchema, (e, read) => ({
-    ...invoiceBase(e, read),
-    amountRemaining: read.amount('amountRemaining', e.amountRemaining),
-  })),
+  'invoice.partially_paid': webhook(InvoicePartiallyPaidSchema, (e, read) => {
+    const amountRemaining = read.amount('amountRemaining', e.amountRemaining);
+    return { ...liveInvoiceBase(e, read), amountRemaining, amountRemainingDecimal: amountRemaining.digits };
+  }),
   'invoice.late_payment': webhook(InvoiceLatePaymentSchema, (e, read) => ({
-    ...invoiceBase(e, read),
+    ...liveInvoiceBase(e, read),
     transactionHash: read.required('transactionHash', e.transactionHash),
     credited: e.credited,
   })),
   'invoice.reopened': webhook(InvoiceReopenedSchema, (e, read) => ({
-    ...invoiceBase(e, read),
+    ...liveInvoiceBase(e, read),
     previousStatus: read.required('previousStatus', e.previousStatus),
   })),
   'payout.requested': webhook(PayoutRequestedSchema, payoutBase),
@@ -283,6 +285,15 @@ function invoiceBase(e: InvoiceEventFields, read: FieldReader) {
     currency: read.required('currency', e.currency),
     environment: read.environment(e.environment),
   };
+}
+
+/**
+ * The live-only invoice webhooks: invoice.paid's keys, then the amount again as its exact decimal
+ * string (docs/accounting.md): a live amount can carry more digits than a JSON parser's double.
+ */
+function liveInvoiceBase(e: InvoiceEventFields, read: FieldReader) {
+  const base = invoiceBase(e, read);
+  return { ...base, amountDecimal: base.amount.digits };
 }
 
 interface PayoutEventFields {
