@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { createLogger, errorFacts } from '@coinvoice/runtime';
+import { createLogger, errorFacts, type Queryable } from '@coinvoice/runtime';
 import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { Webhook } from 'standardwebhooks';
 import { projectEventsRetention } from '../src/project-events-retention';
@@ -52,7 +52,7 @@ test('events after "now", signed like a delivery, for a project without a webhoo
 test('a listener never passes an event that commits after a later one was listed', async () => {
   const project = h.auth.addProject({ webhookUrl: undefined });
   const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
-  const insert = (sql: typeof h.sql, eventId: string) =>
+  const insert = (sql: Queryable, eventId: string) =>
     sql`insert into project_events (project_id, event_id, event_type, body) values (${project.id}, ${eventId}, 'invoice.paid', '{}')`;
   // A consumer transaction takes seq n and is still running while another commits seq n+1.
   const slow = randomUUID();

@@ -206,7 +206,7 @@ test.each(transitions)('%s --%s--> event → webhook', (_from, _trigger, t) => {
   const webhook = webhookForEventJson(event.type, event.payload, occurredAt);
   expect(webhook).toMatchObject({ kind: 'webhook', projectId });
   if (webhook.kind !== 'webhook') return;
-  const expected = t.event === 'payout.cancelled' ? { ...base, status: 'Cancelled', reason: t.reason } : WEBHOOK_OF[t.event];
+  const expected = t.event === 'payout.cancelled' ? { ...base, status: 'Cancelled', reason: t.reason } : WEBHOOK_OF[t.event as keyof typeof WEBHOOK_OF];
   expect(JSON.parse(webhook.body)).toEqual(expected);
   expect(Object.keys(JSON.parse(webhook.body))[0]).toBe('payoutId');
   expectDocumented(event.type, JSON.parse(webhook.body));
