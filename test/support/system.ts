@@ -39,8 +39,16 @@ export interface BootedSystem {
   stop(): Promise<void>;
 }
 
-export async function bootSystem(options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BootedSystem> {
-  const database = await createTestDatabase('cve2e');
+export async function bootSystem(
+  options: {
+    env?: NodeJS.ProcessEnv;
+    timeoutMs?: number;
+    /** A database of the caller's (e.g. one a first boot left behind), kept on stop. Default: a new one, dropped on stop. */
+    database?: TestDatabase;
+  } = {},
+): Promise<BootedSystem> {
+  const ownDatabase = options.database === undefined;
+  const database = options.database ?? (await createTestDatabase('cve2e'));
   const namespace = uniqueName('e2e');
   const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-e2e-'));
   const launcher = spawn(process.execPath, [LAUNCHER], {
@@ -102,7 +110,7 @@ export async function bootSystem(options: { env?: NodeJS.ProcessEnv; timeoutMs?:
         launcher.kill('SIGTERM');
         await exited;
       }
-      await database.drop().catch(() => undefined);
+      if (ownDatabase) await database.drop().catch(() => undefined);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,7 +1,7 @@
 /**
  * What `npm start` hands a newcomer: a merchant, a sandbox project and its API key, ready for the
- * first curl. Kept in the data folder and reused while the key still works; made anew (through
- * the public API, like any merchant would) when the database is new or the key was revoked.
+ * first curl. Kept in the data folder and reused while the key still works; made anew by the auth
+ * service's `local-developer` command when the database is new or the key was revoked.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,21 +29,22 @@ async function keyWorks(gatewayUrl: string, apiKey: string): Promise<boolean> {
   return res.status === 404;
 }
 
-export async function ensureSandboxCredentials(gatewayUrl: string, file: string): Promise<SandboxCredentials> {
-  if (existsSync(file)) {
-    const saved = JSON.parse(readFileSync(file, 'utf8')) as SandboxCredentials;
-    if (await keyWorks(gatewayUrl, saved.apiKey)) return saved;
-  }
-  const email = `developer-${randomBytes(4).toString('hex')}@coinvoice.local`;
-  const password = randomBytes(12).toString('base64url');
-  const registered = await call(gatewayUrl, 'POST', '/api/merchant/register', { email, password, name: 'Local developer' });
-  if (registered.status !== 201) throw new Error(`could not register the local developer: ${registered.status} ${JSON.stringify(registered.body)}`);
-  const auth = { authorization: `Bearer ${String(registered.body.token)}` };
-  const project = await call(gatewayUrl, 'POST', '/api/merchant/projects', { name: 'Sandbox', environment: 'sandbox' }, auth);
-  if (project.status !== 201) throw new Error(`could not create the sandbox project: ${project.status}`);
-  const key = await call(gatewayUrl, 'POST', `/api/merchant/projects/${String(project.body.id)}/api-keys`, { name: 'npm start' }, auth);
-  if (key.status !== 201) throw new Error(`could not create the sandbox key: ${key.status}`);
-  const credentials = { email, password, projectId: String(project.body.id), apiKey: String(key.body.key) };
+/**
+ * Makes (or reuses) the developer through the auth service's own `local-developer` command, run
+ * next to the database like any admin command: never through the public POST
+ * /api/merchant/register, whose per-IP limit a machine that registered test accounts this hour
+ * has used up.
+ */
+export type CreateDeveloper = (email: string, password: string) => Promise<{ projectId: string; apiKey: string }>;
+
+export async function ensureSandboxCredentials(gatewayUrl: string, file: string, createDeveloper: CreateDeveloper): Promise<SandboxCredentials> {
+  const saved = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as SandboxCredentials) : undefined;
+  if (saved && (await keyWorks(gatewayUrl, saved.apiKey))) return saved;
+  // A revoked key or a new database: the same login again when there is one, a new one otherwise.
+  const email = saved?.email ?? `developer-${randomBytes(4).toString('hex')}@coinvoice.local`;
+  const password = saved?.password ?? randomBytes(12).toString('base64url');
+  const developer = await createDeveloper(email, password);
+  const credentials = { email, password, projectId: developer.projectId, apiKey: developer.apiKey };
   writeFileSync(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   return credentials;
 }

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
 import { ensureSandboxCredentials } from './sandbox-credentials';
-import { REPO_ROOT, startSystem, type RunningSystem } from './system';
+import { createLocalDeveloper, REPO_ROOT, startSystem, type RunningSystem } from './system';
 
 async function main(): Promise<void> {
   const dataDir = path.resolve(process.env.COINVOICE_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
@@ -55,7 +55,9 @@ async function main(): Promise<void> {
       onRestart: (name, reason) => console.error(`${name} stopped (${reason}); starting it again. Its log: ${path.join(logDir, `${name}.log`)}`),
     });
     const credentialsFile = path.join(dataDir, 'sandbox-credentials.json');
-    const sandbox = await ensureSandboxCredentials(system.gatewayUrl, credentialsFile);
+    const sandbox = await ensureSandboxCredentials(system.gatewayUrl, credentialsFile, (email, password) =>
+      createLocalDeveloper(postgres.url, process.env, email, password),
+    );
     console.log(`logs:     ${logDir}/<process>.log`);
     console.log(`sandbox:  x-api-key ${sandbox.apiKey}`);
     console.log(`          (dashboard login ${sandbox.email}; password in ${credentialsFile})`);

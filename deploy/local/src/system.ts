@@ -64,14 +64,39 @@ export interface RunningSystem {
   stop(): Promise<void>;
 }
 
-function runToCompletion(entry: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+/** Runs a command to its end; resolves with its standard output, rejects with its standard error. */
+function runToCompletion(entry: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [entry, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [entry, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
     let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(stderr.trim() || `${entry} ${args.join(' ')} exited ${code}`))));
+    child.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(stderr.trim() || `${entry} ${args.join(' ')} exited ${code}`))));
   });
+}
+
+/**
+ * The local developer's merchant, sandbox project and a new sandbox key, made by the auth
+ * service's `local-developer` command (services/auth/src/operators/local-developer.ts).
+ */
+export async function createLocalDeveloper(
+  databaseUrl: string,
+  env: NodeJS.ProcessEnv,
+  email: string,
+  password: string,
+): Promise<{ projectId: string; apiKey: string }> {
+  const out = await runToCompletion(serviceEntry('auth'), ['local-developer', email], {
+    ...env,
+    DATABASE_URL: databaseUrl,
+    LOCAL_DEVELOPER_PASSWORD: password,
+  });
+  const developer = JSON.parse(out.trim()) as { projectId?: unknown; apiKey?: unknown };
+  if (typeof developer.projectId !== 'string' || typeof developer.apiKey !== 'string') {
+    throw new Error(`auth local-developer printed no project and key: ${out.trim()}`);
+  }
+  return { projectId: developer.projectId, apiKey: developer.apiKey };
 }
 
 export async function migrateAll(databaseUrl: string, env: NodeJS.ProcessEnv): Promise<void> {

@@ -9,8 +9,10 @@ import {
   SecretBox,
   secretsKekSetting,
 } from '@coinvoice/runtime';
+import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain';
 import { changeOperator, OPERATOR_COMMANDS } from './operators/commands';
-import { authService } from './server';
+import { ensureLocalDeveloper } from './operators/local-developer';
+import { authService, authSettings } from './server';
 import { reencryptSecrets } from './store';
 
 /**
@@ -18,6 +20,8 @@ import { reencryptSecrets } from './store';
  * as a Kubernetes Job or exec:
  *   grant-operator <email> / revoke-operator <email>  operator rights, audit-logged
  *   rotate-kek   re-encrypts every secret at rest with SECRETS_KEK (the old KEK in SECRETS_KEK_PREVIOUS)
+ *   local-developer <email>   (development only) the merchant, sandbox project and new sandbox key
+ *                `npm start` prints, made here rather than through the rate-limited public registration
  */
 const [command, argument] = process.argv.slice(2);
 
@@ -58,6 +62,37 @@ if (action !== undefined) {
     const box = new SecretBox(keys.SECRETS_KEK, keys.SECRETS_KEK_PREVIOUS);
     const report = await reencryptSecrets(sql, box);
     process.stdout.write(`rotate-kek: ${report.webhookSecrets} webhook secret(s) and ${report.signingKeys} signing key(s) now under key ${box.current.id}\n`);
+  });
+} else if (command === 'local-developer') {
+  const settings = loadConfig({
+    APP_ENV: commonSettings.APP_ENV,
+    SECRETS_KEK: secretsKekSetting,
+    SECRETS_KEK_PREVIOUS: previousKeksSetting,
+    PASSWORD_HASH_MEMORY_KIB: authSettings.PASSWORD_HASH_MEMORY_KIB,
+  });
+  if (settings.APP_ENV === 'production') {
+    process.stderr.write('auth: local-developer is for development only (APP_ENV=production)\n');
+    process.exit(2);
+  }
+  if (argument === undefined) {
+    process.stderr.write('usage: LOCAL_DEVELOPER_PASSWORD=… node main.js local-developer <email>\n');
+    process.exit(2);
+  }
+  void withDatabase(async (sql) => {
+    const outcome = await ensureLocalDeveloper(
+      sql,
+      {
+        box: new SecretBox(settings.SECRETS_KEK, settings.SECRETS_KEK_PREVIOUS),
+        passwords: new PasswordHasher({ ...OWASP_ARGON2ID_PARAMS, memoryKiB: settings.PASSWORD_HASH_MEMORY_KIB }),
+      },
+      { email: argument, password: process.env.LOCAL_DEVELOPER_PASSWORD ?? '' },
+    );
+    if (!outcome.ok) {
+      process.stderr.write(`auth: local-developer refused: ${outcome.reason}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stdout.write(`${JSON.stringify(outcome.developer)}\n`);
+    }
   });
 } else {
   runService(authService);
