@@ -17,13 +17,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { REPO_ROOT, resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@coinvoice/local';
+import { resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@coinvoice/local';
 import { startRateProviders } from './rate-providers';
 import { cpuPerRequest, sampleCpu } from './cpu-accounting';
+import { RESULTS_FILE } from './results-file';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WEBHOOK_SAMPLES = Number(process.env.BENCH_WEBHOOK_SAMPLES ?? 200);
+/** Warm-up before the scenarios: never longer than a scenario itself. */
+const WARM_UP_SECONDS = Math.min(2, SECONDS);
 
 interface Row {
   name: string;
@@ -186,8 +189,8 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per scenario`);
     // Warm-up, so JIT and pools are hot for every scenario alike.
-    await load({ url: `${baseline.url}/invoice`, method: 'POST', duration: 2 });
-    await load({ url: `${gw}/api/invoice`, method: 'POST', headers, body: INVOICE_BODY, duration: 2 });
+    await load({ url: `${baseline.url}/invoice`, method: 'POST', duration: WARM_UP_SECONDS });
+    await load({ url: `${gw}/api/invoice`, method: 'POST', headers, body: INVOICE_BODY, duration: WARM_UP_SECONDS });
 
     const processes = {
       ...Object.fromEntries(Object.entries(system?.describe() ?? {}).map(([name, info]) => [name, info.pid])),
@@ -301,7 +304,7 @@ async function main(): Promise<void> {
           if (Date.now() > deadline) throw new Error('live rates never became available');
           await new Promise((r) => setTimeout(r, 200));
         }
-        await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY, duration: 2 });
+        await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY, duration: WARM_UP_SECONDS });
         liveCreate = rowOf('create invoice, live rates (RATES_SOURCE=live)', await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY }));
         rows.push(liveCreate);
       } finally {
@@ -338,7 +341,7 @@ async function main(): Promise<void> {
     ];
     console.log(`\n${table}\n\n${targets.join('\n')}\n\nCPU per request (ms, by process):\n${cpuLines.join('\n')}`);
 
-    const resultsFile = path.join(REPO_ROOT, 'bench', 'results.md');
+    const resultsFile = RESULTS_FILE;
     const previous = (() => {
       try {
         return readFileSync(resultsFile, 'utf8');

@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, freemem, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
@@ -17,11 +17,12 @@ import postgres from 'postgres';
 import { createPublicClient, createTestClient, createWalletClient, http as viemHttp, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
-import { freePort, REPO_ROOT, resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
+import { freePort, resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
+import { RESULTS_FILE } from './results-file';
 
 const INVOICES = Number(process.env.BENCH_WATCHER_INVOICES ?? 1000);
 const BLOCKS = Number(process.env.BENCH_WATCHER_BLOCKS ?? 1000);
-const PAID_IN_BACKFILL = 100;
+const PAID_IN_BACKFILL = Number(process.env.BENCH_WATCHER_PAID ?? 100);
 const LATENCY_SAMPLES = Number(process.env.BENCH_WATCHER_SAMPLES ?? 20);
 const CONFIRMATIONS = 3;
 const POLL_MS = Number(process.env.BENCH_WATCHER_POLL_MS ?? 500);
@@ -101,7 +102,11 @@ async function main(): Promise<void> {
     db = postgres(dbUrl.toString(), { max: 2, onnotice: () => undefined, connection: { search_path: 'invoice' } });
     const sqlDb = db;
     const gw = system.gatewayUrl;
-    const reg = await json(`${gw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bw-${randomBytes(4).toString('hex')}@example.com`, password: 'bench-password-1', name: 'Bench' }) });
+    const email = `bw-${randomBytes(4).toString('hex')}@example.com`;
+    const reg = await json(`${gw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'bench-password-1', name: 'Bench' }) });
+    // Live keys need a verified email (403 email_not_verified otherwise); the bench owns its
+    // database and marks it so directly, as npm run bench does, rather than reading the emailed code.
+    await sqlDb`update auth.merchants set email_verified_at = now() where email = ${email}`;
     const auth = { authorization: `Bearer ${String(reg.token)}`, 'content-type': 'application/json' };
     const project = await json(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench live', environment: 'live', webhookUrl: receiverUrl }) });
     const key = await json(`${gw}/api/merchant/projects/${String(project.id)}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench' }) });
@@ -177,8 +182,8 @@ async function main(): Promise<void> {
       `Target: latency < 1 s plus the poll interval (${POLL_MS} ms): ${p99 < 1000 + POLL_MS ? '✔' : '✘'} at p99.`,
       '<!-- /watcher -->',
     ].join('\n');
-    const file = path.join(REPO_ROOT, 'bench', 'results.md');
-    const current = readFileSync(file, 'utf8');
+    const file = RESULTS_FILE;
+    const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
     const marked = /<!-- watcher -->[\s\S]*<!-- \/watcher -->/;
     writeFileSync(file, marked.test(current) ? current.replace(marked, section) : `${current.trimEnd()}\n\n${section}\n`);
     console.log(`wrote ${file}`);
