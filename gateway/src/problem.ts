@@ -68,7 +68,7 @@ interface AjvIssue {
 /**
  * A field that may be one of several types (`anyOf`, e.g. an amount as a string or a number) fails
  * in every branch: Ajv reports each branch's complaint. Keep what the value's own type broke
- * (`-1` → "must be > 0", not also "must be string"); a value of none of the types gets one line.
+ * (`-1` → "must be greater than 0", not also "must be string"); a value of none of the types gets one line.
  */
 function collapseAnyOf(issues: AjvIssue[]): AjvIssue[] {
   const anyOfPaths = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath));
@@ -91,6 +91,30 @@ function collapseAnyOf(issues: AjvIssue[]): AjvIssue[] {
   return out;
 }
 
+/**
+ * The schema's words for a broken rule. Bounds are said as the services say them ("must be greater
+ * than 0", not Ajv's "must be > 0"): one wording for one rule, whichever side checked it.
+ */
+function messageOf(issue: AjvIssue): string {
+  const limit = String(issue.params.limit);
+  switch (issue.keyword) {
+    case 'additionalProperties':
+      return 'is not a known field';
+    case 'required':
+      return 'is required';
+    case 'exclusiveMinimum':
+      return `must be greater than ${limit}`;
+    case 'minimum':
+      return `must be at least ${limit}`;
+    case 'exclusiveMaximum':
+      return `must be less than ${limit}`;
+    case 'maximum':
+      return `must be at most ${limit}`;
+    default:
+      return issue.message ?? 'is invalid';
+  }
+}
+
 export function violationsOfValidation(issues: AjvIssue[]): Violation[] {
   const seen = new Set<string>();
   const out: Violation[] = [];
@@ -100,12 +124,7 @@ export function violationsOfValidation(issues: AjvIssue[]): Violation[] {
       typeof issue.params.missingProperty === 'string' ? issue.params.missingProperty : undefined,
       typeof issue.params.additionalProperty === 'string' ? issue.params.additionalProperty : undefined,
     );
-    const message =
-      issue.keyword === 'additionalProperties'
-        ? 'is not a known field'
-        : issue.keyword === 'required'
-          ? 'is required'
-          : (issue.message ?? 'is invalid');
+    const message = messageOf(issue);
     const key = `${field}\u0000${message}`;
     if (!seen.has(key)) {
       seen.add(key);

@@ -5,13 +5,14 @@
  * a sandbox invoice.paid to a local receiver that verifies it with the `standardwebhooks` package.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createCoinvoiceClient, type Invoice, type WebhookBody } from '@coinvoice/client';
 import { Webhook } from 'standardwebhooks';
 import { Receiver } from '../../services/notifier/test/support/receiver';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
+import { emailedCode } from './dashboard.support';
 
 const CLI = path.join(REPO_ROOT, 'packages', 'cli', 'bin', 'coinvoice.js');
 let system: BootedSystem;
@@ -78,9 +79,10 @@ describe('the coinvoice CLI', () => {
   let webhookSecret = '';
   const env = () => ({ ...process.env, COINVOICE_CONFIG: path.join(workDir, 'config.json'), COINVOICE_PASSWORD: password });
 
-  function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  function cli(args: string[], onStderr?: (text: string, stdin: NodeJS.WritableStream) => void): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
       const child = spawn(process.execPath, [CLI, ...args], { env: env() });
+      if (onStderr) child.stderr.on('data', (c: Buffer) => onStderr(c.toString(), child.stdin));
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -112,13 +114,20 @@ describe('the coinvoice CLI', () => {
   });
 
   test('invoices create, get, list and sandbox pay', async () => {
-    const created = JSON.parse(await ok(['invoices', 'create', '--amount', '12.50', '--currency', 'EUR', '--pay', 'LTC', '--order-id', 'cli-1'])) as Invoice;
-    expect(created).toMatchObject({ orderId: 'cli-1', priceAmount: 12.5, payCurrency: 'LTC', status: 'Waiting' });
+    const urls = ['--success-url', 'https://shop.example/thanks', '--cancel-url', 'https://shop.example/cart'];
+    // Currency codes in any letter case, answered in canonical upper case.
+    const created = JSON.parse(await ok(['invoices', 'create', '--amount', '12.50', '--currency', 'eur', '--pay', 'ltc', '--order-id', 'cli-1', ...urls])) as Invoice;
+    expect(created).toMatchObject({ orderId: 'cli-1', priceAmount: 12.5, priceCurrency: 'EUR', payCurrency: 'LTC', status: 'Waiting', successUrl: 'https://shop.example/thanks' });
+    // The shop's own pages are never guessed.
+    expect(await cli(['invoices', 'create', '--amount', '12.50', '--currency', 'EUR', '--pay', 'LTC'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--success-url is required'),
+    });
     expect(JSON.parse(await ok(['invoices', 'get', created.id]))).toMatchObject({ id: created.id, status: 'Waiting' });
     const list = JSON.parse(await ok(['invoices', 'list', '--limit', '5'])) as { items: Array<{ id: string }> };
     expect(list.items.map((i) => i.id)).toContain(created.id);
     expect(JSON.parse(await ok(['sandbox', 'pay', created.id]))).toMatchObject({ id: created.id, status: 'Paid' });
-    const bad = await cli(['invoices', 'create', '--amount', 'twelve', '--currency', 'EUR', '--pay', 'LTC']);
+    const bad = await cli(['invoices', 'create', '--amount', 'twelve', '--currency', 'EUR', '--pay', 'LTC', ...urls]);
     expect(bad).toMatchObject({ code: 1, stderr: expect.stringMatching(/creating the invoice failed: 400 validation_failed.*priceAmount/) });
   });
 
@@ -133,9 +142,15 @@ describe('the coinvoice CLI', () => {
       code: 1,
       stderr: expect.stringContaining('--status must be one of Waiting, PartiallyPaid, Confirming, Paid, Expired'),
     });
-    const rates = JSON.parse(await ok(['rates'])) as { source: string; rates: Array<{ currency: string; usd: number }> };
+    const rates = JSON.parse(await ok(['rates', '--json'])) as { source: string; rates: Array<{ currency: string; usd: number }> };
     expect(rates.source).toBe('static');
     expect(rates.rates).toContainEqual(expect.objectContaining({ currency: 'BTC', usd: 105000 }));
+    // For a person: a table, each price's age in words (the static table is from 2025-06-01).
+    const table = await ok(['rates']);
+    expect(table).toContain('source: static (a quote older than 1 minute is never used)');
+    expect(table).toMatch(/^currency\s+price in USD\s+sources\s+age$/m);
+    expect(table).toMatch(/^BTC\s+105000\s+static\s+\d+ days$/m);
+    expect(table).not.toContain('ageMs');
   });
 
   test('listen forwards a triggered sandbox invoice.paid to a local URL, signed like a real delivery', async () => {
@@ -176,6 +191,31 @@ describe('the coinvoice CLI', () => {
     } finally {
       await receiver.stop();
     }
+  });
+
+  test('trigger causes every catalogue event a sandbox project can have, and says why the others cannot happen there', async () => {
+    const cancelled = await ok(['trigger', 'payout.cancelled']);
+    expect(cancelled).toMatch(/Triggered payout\.requested: payout [0-9a-f-]{36}/);
+    expect(cancelled).toMatch(/Triggered payout\.cancelled: payout [0-9a-f-]{36}/);
+
+    // Verified with the emailed code, typed at the prompt; a sandbox payout then completes by itself.
+    let asked = '';
+    const completed = await cli(['trigger', 'payout.completed'], (text, stdin) => {
+      asked += text;
+      const payoutId = /emailed for payout ([0-9a-f-]{36})/.exec(asked)?.[1];
+      if (payoutId) void emailedCode(system, payoutId).then((code) => stdin.write(`${code}\n`));
+    });
+    expect(completed).toMatchObject({ code: 0, stdout: expect.stringContaining('Triggered payout.verified and payout.completed') });
+    const payoutId = /payout ([0-9a-f-]{36}) \(a sandbox payout/.exec(completed.stdout)?.[1];
+    const config = JSON.parse(readFileSync(path.join(workDir, 'config.json'), 'utf8')) as { apiKey: string };
+    const history = (await (await fetch(`${system.gatewayUrl}/api/payout/history`, { headers: { 'x-api-key': config.apiKey } })).json()) as { items: Array<{ id: string; status: string }> };
+    expect(history.items.find((p) => p.id === payoutId)?.status).toBe('Completed');
+
+    expect(await cli(['trigger', 'invoice.confirming'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('invoice.confirming cannot be triggered in the sandbox: it happens only to live invoices'),
+    });
+    expect(await cli(['trigger', 'invoice.nope'])).toMatchObject({ code: 1, stderr: expect.stringContaining('unknown event invoice.nope; the catalogue: invoice.paid, ') });
   });
 
   test('the event stream needs a valid API key', async () => {

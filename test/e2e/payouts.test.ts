@@ -517,8 +517,8 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
 
   test('an amount of neither type, or of a type but out of bounds, gets one message (not one per allowed type)', async () => {
     for (const [amount, message] of [
-      [-1, 'must be > 0'],
-      [0, 'must be > 0'],
+      [-1, 'must be greater than 0'],
+      [0, 'must be greater than 0'],
       [true, 'must be string or number'],
       [null, 'must be string or number'],
       ['', 'must NOT have fewer than 1 characters'],

@@ -5,6 +5,7 @@
 import type { paths } from '@coinvoice/client';
 import { apiKeyClient, merchantClient, unwrap } from './api';
 import { CliError, readConfig, writeConfig, type CliConfig } from './config';
+import { ageInWords, table } from './format';
 
 export interface Io {
   out(line: string): void;
@@ -96,12 +97,47 @@ export async function sandboxPay(io: Io, id: string) {
   return invoice;
 }
 
-/** Events `trigger` can cause, and how. */
-export const TRIGGERS = ['invoice.paid'] as const;
+/**
+ * A testnet address (bech32 P2WPKH, checksum valid) that `trigger` pays sandbox payouts to: sandbox
+ * payouts are simulated, nothing is ever sent to it.
+ */
+export const TRIGGER_PAYOUT_ADDRESS = 'tb1qvr08xkp6hpqfltxnx4mj0apwry8m2gegzqp9la';
 
-export async function trigger(io: Io, eventType: string) {
-  if (!(TRIGGERS as readonly string[]).includes(eventType)) throw new CliError(`cannot trigger ${eventType}; events that can be triggered: ${TRIGGERS.join(', ')}`);
-  const client = apiKeyClient(readConfig(io.configFile));
+/**
+ * Every event of the catalogue (README, docs/webhook-events.md), and how `trigger` causes it in a
+ * sandbox project, through the public API as a shop would: `flow`, or why it cannot happen there.
+ */
+type TriggerFlow = 'invoice' | 'payout' | 'cancelled payout' | 'verified payout';
+const LIVE_ONLY = 'happens only to live invoices, on chain (README: "Live payments: try them locally with anvil")';
+export const TRIGGERS: Readonly<Record<string, { flow: TriggerFlow } | { impossible: string }>> = {
+  'invoice.paid': { flow: 'invoice' },
+  'invoice.expired': { impossible: 'comes when an unpaid invoice passes its expiredAt (the project\'s invoice lifetime, 5 minutes at least): create one and wait' },
+  'invoice.confirming': { impossible: LIVE_ONLY },
+  'invoice.partially_paid': { impossible: LIVE_ONLY },
+  'invoice.late_payment': { impossible: LIVE_ONLY },
+  'invoice.reopened': { impossible: LIVE_ONLY },
+  'payout.requested': { flow: 'payout' },
+  'payout.cancelled': { flow: 'cancelled payout' },
+  // A sandbox payout completes by itself once verified: both events come from one verification.
+  'payout.verified': { flow: 'verified payout' },
+  'payout.completed': { flow: 'verified payout' },
+  'payout.rejected': { impossible: 'comes from an operator refusing a live payout (Operator queue); sandbox payouts never wait for one' },
+};
+
+/** How long a paid sandbox invoice may take to reach the payout balance (an event between services). */
+const BALANCE_WAIT_MS = 15_000;
+
+/**
+ * Causes `eventType` in the logged-in sandbox project, like `stripe trigger`. The payout flows pay
+ * an invoice first (the payout's balance); the verified ones ask for the emailed code (`askCode`).
+ */
+export async function trigger(io: Io, eventType: string, askCode: (payoutId: string) => Promise<string>) {
+  const how = TRIGGERS[eventType];
+  if (how === undefined) throw new CliError(`unknown event ${eventType}; the catalogue: ${Object.keys(TRIGGERS).join(', ')}`);
+  if ('impossible' in how) throw new CliError(`${eventType} cannot be triggered in the sandbox: it ${how.impossible}`);
+  const config = readConfig(io.configFile);
+  if (config.environment !== 'sandbox') throw new CliError(`trigger works in a sandbox project; you are logged in to ${config.environment} project "${config.projectName}"`);
+  const client = apiKeyClient(config);
   const created = unwrap(
     await client.POST('/api/invoice', {
       body: {
@@ -117,12 +153,45 @@ export async function trigger(io: Io, eventType: string) {
   );
   const paid = unwrap(await client.POST('/api/invoice/{id}/sandbox/pay', { params: { path: { id: created.id } } }), `paying invoice ${created.id}`);
   io.out(`Triggered invoice.paid: sandbox invoice ${paid.id} paid (${paid.amountReceived} ${paid.payCurrency})`);
-  return paid;
+  if (how.flow === 'invoice') return paid;
+
+  const amount = String(paid.amountReceived);
+  const body = { amount, currency: paid.payCurrency, address: TRIGGER_PAYOUT_ADDRESS, note: `coinvoice trigger ${eventType}` };
+  const deadline = Date.now() + BALANCE_WAIT_MS;
+  let requested = await client.POST('/api/payout/request', { body });
+  while (requested.response.status === 409 && requested.error?.code === 'insufficient_balance' && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    requested = await client.POST('/api/payout/request', { body });
+  }
+  const payout = unwrap(requested, 'requesting a sandbox payout');
+  io.out(`Triggered payout.requested: payout ${payout.id} of ${amount} ${paid.payCurrency}`);
+  if (how.flow === 'cancelled payout') {
+    unwrap(await client.POST('/api/payout/{id}/cancel', { params: { path: { id: payout.id } } }), `cancelling payout ${payout.id}`);
+    io.out(`Triggered payout.cancelled: payout ${payout.id}`);
+  } else if (how.flow === 'verified payout') {
+    const code = (await askCode(payout.id)).trim();
+    unwrap(await client.POST('/api/payout/verify', { body: { payoutId: payout.id, code } }), `verifying payout ${payout.id}`);
+    io.out(`Triggered payout.verified and payout.completed: payout ${payout.id} (a sandbox payout completes by itself once verified)`);
+  }
+  return payout;
 }
 
-/** The exchange rates new invoices are priced at now (public: no login needed), with their age. */
-export async function rates(io: Io, baseUrl: string) {
+/**
+ * The exchange rates new invoices are priced at now (public: no login needed): a table with each
+ * price's sources and age in words, or the API's JSON with `json`.
+ */
+export async function rates(io: Io, baseUrl: string, o: { json?: boolean } = {}) {
   const answer = unwrap(await merchantClient({ baseUrl, token: '' }).GET('/api/rates'), 'reading the rates');
-  io.out(json(answer));
+  if (o.json) {
+    io.out(json(answer));
+    return answer;
+  }
+  io.out(`source: ${answer.source} (a quote older than ${ageInWords(answer.maxAgeMs)} is never used)`);
+  io.out(
+    table(
+      ['currency', 'price in USD', 'sources', 'age'],
+      answer.rates.map((r) => [r.currency, String(r.usd), r.sources.join(', '), r.ageMs === null ? 'unknown' : ageInWords(r.ageMs)]),
+    ),
+  );
   return answer;
 }

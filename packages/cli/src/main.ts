@@ -2,30 +2,31 @@
  * The `coinvoice` command (the only place that reads the environment and the arguments):
  *
  *   coinvoice login --email you@shop.example [--password …] [--base-url http://127.0.0.1:8080] [--project <id>]
- *   coinvoice invoices create --amount 19.90 --currency EUR --pay BTC [--order-id …] [--description …]
+ *   coinvoice invoices create --amount 19.90 --currency EUR --pay BTC --success-url … --cancel-url … [--order-id …] [--description …]
  *   coinvoice invoices get <id>
  *   coinvoice invoices list [--limit 20] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
  *   coinvoice sandbox pay <id>
- *   coinvoice rates [--base-url http://127.0.0.1:8080]
- *   coinvoice trigger invoice.paid
+ *   coinvoice rates [--base-url http://127.0.0.1:8080] [--json]
+ *   coinvoice trigger <event type>   (every event of the catalogue that a sandbox project can have)
  *   coinvoice listen --forward-to http://localhost:3000/webhooks [--events invoice.paid,…]
  *
  * The password may also come from COINVOICE_PASSWORD; the config file is COINVOICE_CONFIG
  * (default ~/.config/coinvoice/config.json).
  */
+import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
-import { createInvoice, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, type InvoiceStatusFilter, type Io } from './commands';
+import { createInvoice, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, TRIGGERS, type InvoiceStatusFilter, type Io } from './commands';
 import { CliError, configPath, readConfig } from './config';
 import { listen } from './listen';
 
 const USAGE = `usage:
   coinvoice login --email <email> [--password <password>] [--base-url <url>] [--project <id>]
-  coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> [--order-id <id>] [--description <text>] [--success-url <url>] [--cancel-url <url>]
+  coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> --success-url <url> --cancel-url <url> [--order-id <id>] [--description <text>]
   coinvoice invoices get <id>
   coinvoice invoices list [--limit <n>] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
   coinvoice sandbox pay <id>
-  coinvoice rates [--base-url <url>]
-  coinvoice trigger invoice.paid
+  coinvoice rates [--base-url <url>] [--json]
+  coinvoice trigger <event type>   (${Object.keys(TRIGGERS).join(', ')})
   coinvoice listen --forward-to <url> [--events <type,type>]`;
 
 function required(value: string | undefined, flag: string): string {
@@ -53,6 +54,7 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       status: { type: 'string' },
       'forward-to': { type: 'string' },
       events: { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -76,8 +78,9 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
         amount: required(v.amount, '--amount'),
         currency: required(v.currency, '--currency'),
         pay: required(v.pay, '--pay'),
-        successUrl: v['success-url'] ?? 'https://example.com/success',
-        cancelUrl: v['cancel-url'] ?? 'https://example.com/cancel',
+        // Where the customer goes after paying or giving up is the shop's own page: never a guess.
+        successUrl: required(v['success-url'], '--success-url'),
+        cancelUrl: required(v['cancel-url'], '--cancel-url'),
         ...(v['order-id'] ? { orderId: v['order-id'] } : {}),
         ...(v.description ? { description: v.description } : {}),
       });
@@ -102,14 +105,14 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
           baseUrl = 'http://127.0.0.1:8080';
         }
       }
-      await rates(io, baseUrl);
+      await rates(io, baseUrl, { json: v.json === true });
       return;
     }
     case 'sandbox pay':
       await sandboxPay(io, required(arg, '<id>'));
       return;
     default:
-      if (command === 'trigger') return void (await trigger(io, required(sub, '<event type>')));
+      if (command === 'trigger') return void (await trigger(io, required(sub, '<event type>'), (payoutId) => askLine(`the 6-digit code emailed for payout ${payoutId}: `)));
       if (command === 'listen') {
         const controller = new AbortController();
         process.once('SIGINT', () => controller.abort());
@@ -122,6 +125,16 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
         return;
       }
       throw new CliError(`unknown command: ${positionals.join(' ')}\n${USAGE}`);
+  }
+}
+
+/** A line typed by the user (or piped in): the emailed code of a payout `trigger` verifies. */
+async function askLine(question: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return await rl.question(question);
+  } finally {
+    rl.close();
   }
 }
 

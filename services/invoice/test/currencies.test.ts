@@ -42,7 +42,8 @@ describe('currency registry', () => {
   it('refuses unsupported codes naming the supported ones', () => {
     expect(findFiatCurrency('XYZ')).toEqual({ ok: false, reason: 'unsupported currency "XYZ"; supported: USD, EUR, GBP, JPY, CHF, CAD, AUD' });
     expect(findCryptoCurrency('DOGE')).toEqual({ ok: false, reason: 'unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX' });
-    expect(findCryptoCurrency('usdt').ok).toBe(false); // codes are exact, upper case
+    expect(findCryptoCurrency('usdt')).toEqual({ ok: true, value: cryptoCurrency('USDT') }); // any letter case, normalised
+    expect(findFiatCurrency('Eur')).toEqual({ ok: true, value: fiatCurrency('EUR') });
     expect(findFiatCurrency('BTC').ok).toBe(false); // a crypto code is not a price currency
     expect(findCryptoCurrency(undefined)).toEqual({ ok: false, reason: 'unsupported currency of type undefined; supported: BTC, LTC, ETH, USDT, USDC, TRX' });
     const long = findFiatCurrency('X'.repeat(10_000));

@@ -172,7 +172,6 @@ describe('validation: violations name the public fields', () => {
     ['LTC below its dust limit (2,939 litoshi)', (p) => payoutRequest(p, { currency: 'LTC', amount: '0.00002939' }), 'amount', "must be at least 0.0000294 LTC (the chain's dust limit: a smaller output cannot be sent)"],
     ['no amount', (p) => ({ ...payoutRequest(p), amount: '' }), 'amount', 'is required'],
     ['an unsupported currency', (p) => ({ ...payoutRequest(p), currency: 'DOGE' }), 'currency', /unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX/],
-    ['a lower-case currency', (p) => ({ ...payoutRequest(p), currency: 'btc' }), 'currency', /unsupported currency/],
     ['a BTC address with a bad checksum', (p) => payoutRequest(p, { address: breakChecksum(addressFor('BTC')) }), 'address', /checksum/],
     ['an ETH address with a bad checksum', (p) => payoutRequest(p, { currency: 'ETH', address: breakChecksum(addressFor('ETH')) }), 'address', /invalid EIP-55 checksum/],
     ['an all-lower-case ETH address', (p) => payoutRequest(p, { currency: 'USDC', address: addressFor('USDC').toLowerCase() }), 'address', /must carry its EIP-55 checksum/],
@@ -203,6 +202,14 @@ describe('validation: violations name the public fields', () => {
     const note = '💸'.repeat(500);
     const { payout } = await h.client.requestPayout(payoutRequest(project, { currency: 'USDT', amount: '1.123456', note }));
     expect(payout).toMatchObject({ amount: '1.123456', note });
+  });
+
+  test('a currency code in any letter case is taken and normalised', async () => {
+    const project = sandbox();
+    await h.credit(project, 'BTC', '1');
+    const { payout } = await h.client.requestPayout({ ...payoutRequest(project, { amount: '0.1' }), currency: 'btc' });
+    expect(payout).toMatchObject({ amount: '0.1', currency: 'BTC' });
+    expect(await balanceOf(h, project, 'BTC')).toMatchObject({ available: '0.9' });
   });
 
   test('payouts at the dust limit (BTC 294 sat, LTC 2,940 litoshi) and of one amount unit of ETH are fine', async () => {

@@ -203,16 +203,23 @@ export function minimumAmount(currency: CryptoCurrency): Decimal {
 }
 
 /**
- * Looks up an untrusted fiat code (exact, upper case). Unsupported codes are refused with a reason
- * naming the supported ones, e.g. `unsupported currency "XYZ"; supported: USD, EUR, …`.
+ * Looks up an untrusted fiat code, in any letter case (`"eur"` is EUR: the value carries the
+ * canonical upper-case code). Unsupported codes are refused with a reason naming the supported
+ * ones, e.g. `unsupported currency "XYZ"; supported: USD, EUR, …`.
  */
 export function findFiatCurrency(code: unknown): Parsed<FiatCurrency> {
-  return isFiatCode(code) ? { ok: true, value: FIAT[code] } : refused(unsupported(code, FIAT_CODES));
+  const canonical = upperCased(code);
+  return isFiatCode(canonical) ? { ok: true, value: FIAT[canonical] } : refused(unsupported(code, FIAT_CODES));
 }
 
-/** Looks up an untrusted crypto code (exact, upper case); see `findFiatCurrency`. */
+/** Looks up an untrusted crypto code, in any letter case; see `findFiatCurrency`. */
 export function findCryptoCurrency(code: unknown): Parsed<CryptoCurrency> {
-  return isCryptoCode(code) ? { ok: true, value: CRYPTO[code] } : refused(unsupported(code, CRYPTO_CODES));
+  const canonical = upperCased(code);
+  return isCryptoCode(canonical) ? { ok: true, value: CRYPTO[canonical] } : refused(unsupported(code, CRYPTO_CODES));
+}
+
+function upperCased(code: unknown): unknown {
+  return typeof code === 'string' ? code.toUpperCase() : code;
 }
 
 function unsupported(code: unknown, supported: readonly string[]): string {
