@@ -117,6 +117,10 @@ test('npm start hands out a working sandbox API key, kept for the next start', a
   expect(statSync(path.join(system.dataDir, 'sandbox-credentials.json')).mode & 0o077).toBe(0);
 });
 
+test('npm start says when no chain is watched, and how to watch one', () => {
+  expect(system.output()).toContain('watchers: none: live invoices are not watched (set CHAIN_ETHEREUM_RPC_URL, CHAIN_BITCOIN_ESPLORA_URL, CHAIN_LITECOIN_ESPLORA_URL, CHAIN_TRON_API_URL to watch a chain)');
+});
+
 test('npm start prints the dashboard URL; it serves the app under a strict CSP, and / leads there', async () => {
   const match = /dashboard:\s+(http:\/\/\S+\/dashboard)\s/.exec(system.output());
   expect(match?.[1]).toBe(`${system.gatewayUrl}/dashboard`);

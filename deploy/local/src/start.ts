@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
 import { ensureSandboxCredentials } from './sandbox-credentials';
-import { createLocalDeveloper, REPO_ROOT, startSystem, type RunningSystem } from './system';
+import { CHAIN_SOURCES, configuredChains, createLocalDeveloper, REPO_ROOT, shownSource, startSystem, type RunningSystem } from './system';
 
 async function main(): Promise<void> {
   const dataDir = path.resolve(process.env.COINVOICE_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
@@ -64,6 +64,8 @@ async function main(): Promise<void> {
     console.log(`dashboard: ${system.gatewayUrl}/dashboard  (sign up, or sign in as ${sandbox.email})`);
     console.log(`docs:     ${system.gatewayUrl}/docs`);
     if (!process.env.SMTP_URL) console.log(`mailbox:  ${mailboxDir} (emails as .eml files; set SMTP_URL to send them)`);
+    printWatchers(system);
+    await printRatesWarning(system.gatewayUrl);
     console.log('');
     console.log('try it:');
     console.log(`  curl -s ${system.gatewayUrl}/api/invoice -H 'x-api-key: ${sandbox.apiKey}' -H 'content-type: application/json' \\`);
@@ -74,6 +76,38 @@ async function main(): Promise<void> {
     console.error(`coinvoice could not start: ${err instanceof Error ? err.message : String(err)}`);
     await stopAll(1);
   }
+}
+
+/** The chain watchers started, each with the node it follows (live invoices are paid only on those chains). */
+function printWatchers(system: RunningSystem): void {
+  const chains = configuredChains(process.env);
+  if (chains.length === 0) {
+    console.log(`watchers: none: live invoices are not watched (set ${Object.values(CHAIN_SOURCES).join(', ')} to watch a chain)`);
+    return;
+  }
+  const processes = system.describe();
+  for (const chain of chains) {
+    const variable = CHAIN_SOURCES[chain]!;
+    const replicas = Object.keys(processes).filter((name) => name === `watch-${chain}` || name.startsWith(`watch-${chain}-`));
+    const admin = processes[`watch-${chain}`]?.adminUrl;
+    console.log(`watcher:  ${chain} ← ${shownSource(process.env[variable] ?? '')} (${variable}; ${replicas.join(', ')}${admin ? `; metrics ${admin}/metrics` : ''})`);
+  }
+}
+
+/**
+ * Prices from the static table are not the market's: said once at start (and on every live
+ * invoice's page in the dashboard), so nobody takes a 2025 price for today's.
+ */
+async function printRatesWarning(gatewayUrl: string): Promise<void> {
+  const res = await fetch(`${gatewayUrl}/api/rates`).catch(() => undefined);
+  if (!res?.ok) return;
+  const rates = (await res.json()) as { source?: string; rates?: Array<{ quotedAt?: string | null }> };
+  if (rates.source !== 'static') return;
+  const dated = rates.rates?.find((r) => typeof r.quotedAt === 'string')?.quotedAt;
+  console.log(
+    `WARNING:  rates come from the static table${dated ? ` of ${dated.slice(0, 10)}` : ''} (RATES_SOURCE=static, the development default): ` +
+      'live invoices are priced from it, not from the market; RATES_SOURCE=live asks Coinbase and Kraken',
+  );
 }
 
 void main();

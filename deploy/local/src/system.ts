@@ -144,6 +144,17 @@ export function configuredChains(env: NodeJS.ProcessEnv): string[] {
     .map(([chain]) => chain);
 }
 
+/**
+ * Where a chain source points, for the console: scheme, host and port only. A node URL often
+ * carries a secret (user:password@, or a provider key in its path), which is never printed.
+ */
+export function shownSource(url: string): string {
+  const parsed = URL.parse(url);
+  if (!parsed) return '(not a URL)';
+  const more = parsed.pathname !== '/' || parsed.search !== '' || parsed.username !== '';
+  return `${parsed.origin}${more ? '/…' : ''}`;
+}
+
 async function waitReady(url: string, timeoutMs: number, failed: () => string | undefined): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
