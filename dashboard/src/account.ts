@@ -9,3 +9,6 @@ export function useAccount(): Merchant {
   if (!merchant) throw new Error('useAccount outside a signed-in page');
   return merchant;
 }
+
+/** Tells the signed-in app that the account changed (e.g. its email was verified). */
+export const AccountChangeContext = createContext<(merchant: Merchant) => void>(() => undefined);

@@ -6,7 +6,7 @@ import { Component, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter-preact';
 import { api, ApiError, whenSessionLost } from './api';
-import { AccountContext } from './account';
+import { AccountChangeContext, AccountContext } from './account';
 import { ApiKeysPage } from './pages/api-keys';
 import { InvoiceDetailPage } from './pages/invoice-detail';
 import { InvoicesPage } from './pages/invoices';
@@ -16,7 +16,6 @@ import { ProjectSettingsPage } from './pages/project-settings';
 import { ProjectsPage } from './pages/projects';
 import { SignInPage, SignUpPage } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
-import { VerifyEmailBanner } from './verify-email';
 import { clearSession, currentToken } from './session';
 import type { Merchant } from './types';
 import { ErrorMessage, Loading } from './ui';
@@ -82,9 +81,9 @@ function Header({ merchant, onSignOut }: { merchant: Merchant; onSignOut: () => 
 function SignedIn({ merchant, onSignOut, onMerchant }: { merchant: Merchant; onSignOut: () => Promise<void>; onMerchant: (m: Merchant) => void }) {
   return (
     <AccountContext.Provider value={merchant}>
+      <AccountChangeContext.Provider value={onMerchant}>
       <Header merchant={merchant} onSignOut={onSignOut} />
       <main id="main" class="container">
-        <VerifyEmailBanner merchant={merchant} onVerified={onMerchant} />
         <ErrorBoundary>
           <Switch>
             <Route path="/" component={ProjectsPage} />
@@ -110,6 +109,7 @@ function SignedIn({ merchant, onSignOut, onMerchant }: { merchant: Merchant; onS
           </Switch>
         </ErrorBoundary>
       </main>
+      </AccountChangeContext.Provider>
     </AccountContext.Provider>
   );
 }

@@ -30,13 +30,19 @@ export function errorOf(err: unknown): ApiError {
   return new ApiError(0, 'client_error', err instanceof Error ? err.message : String(err));
 }
 
-/** A problem+json error: its detail and, for bad input, each field's message. */
+/**
+ * A problem+json error: its detail and, for bad input, each field's message, each said once. A
+ * service's detail often spells the field messages out after a colon ("the request is invalid:
+ * priceAmount must be …"): with the list below it, only its lead is shown.
+ */
 export function ErrorMessage({ error }: { error: unknown }) {
   if (!error) return null;
   const e = errorOf(error);
+  const repeatsFields = e.errors.some((f) => e.detail.includes(f.message));
+  const lead = repeatsFields && e.detail.includes(': ') ? e.detail.slice(0, e.detail.indexOf(': ')) : e.detail;
   return (
     <div class="error" role="alert">
-      <p>{e.detail}</p>
+      <p>{lead}</p>
       {e.errors.length > 0 && (
         <ul>
           {e.errors.map((f) => (

@@ -1,14 +1,20 @@
 /**
- * Shown while the account's email is unverified: the 6-digit code emailed at registration
+ * Shown while the account's email is unverified, only where it matters: the Projects page (where
+ * a new account lands) and the API keys page of a live project (live keys need it). Never on
+ * Payouts, whose own code field is the payout's: two code fields on one page were confusing.
+ * The 6-digit code emailed at registration
  * (POST /api/merchant/email/verify answers the merchant, now verified), and a way to have a new
  * code sent (POST /api/merchant/email/verification; the previous code stops working).
  */
-import { useState } from 'preact/hooks';
+import { useContext, useState } from 'preact/hooks';
+import { AccountChangeContext, useAccount } from './account';
 import { api } from './api';
 import type { Merchant } from './types';
 import { ErrorMessage, Field, useAction } from './ui';
 
-export function VerifyEmailBanner({ merchant, onVerified }: { merchant: Merchant; onVerified: (m: Merchant) => void }) {
+export function VerifyEmailBanner() {
+  const merchant = useAccount();
+  const onVerified = useContext(AccountChangeContext);
   const [code, setCode] = useState('');
   const [resent, setResent] = useState(false);
   const verify = useAction(async () => onVerified(await api.post<Merchant>('/api/merchant/email/verify', { code: code.trim() })));

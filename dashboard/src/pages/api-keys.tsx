@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ProjectFrame } from '../project-frame';
 import type { ApiKey, Project } from '../types';
+import { VerifyEmailBanner } from '../verify-email';
 import { Empty, ErrorMessage, Field, Loading, SecretOnce, TableWrap, Time, useAction, useLoad } from '../ui';
 
 function RevokeKey({ project, apiKey, onRevoked }: { project: Project; apiKey: ApiKey; onRevoked: () => void }) {
@@ -118,7 +119,12 @@ function Keys({ project }: { project: Project }) {
 export function ApiKeysPage({ params }: { params: { id: string } }) {
   return (
     <ProjectFrame projectId={params.id} section="API keys">
-      {(project) => <Keys project={project} />}
+      {(project) => (
+        <>
+          {project.environment === 'live' && <VerifyEmailBanner />}
+          <Keys project={project} />
+        </>
+      )}
     </ProjectFrame>
   );
 }

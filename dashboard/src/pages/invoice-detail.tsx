@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api, query } from '../api';
+import { formatFiat, formatRate } from '../money';
 import { ProjectFrame } from '../project-frame';
 import type { DeliveryLog, Invoice, Project } from '../types';
 import { Empty, ErrorMessage, Loading, StatusBadge, TableWrap, Time, useAction, useLoad } from '../ui';
@@ -24,12 +25,12 @@ function Fields({ invoice }: { invoice: Invoice }) {
     ['Invoice id', <code>{invoice.id}</code>],
     ['Order id', invoice.orderId || '—'],
     ['Order description', invoice.orderDescription || '—'],
-    ['Price', `${invoice.priceAmount} ${invoice.priceCurrency}`],
-    ['Price in USD', `${invoice.priceAmountInUsd} USD`],
+    ['Price', formatFiat(invoice.priceAmount, invoice.priceCurrency)],
+    ['Price in USD', formatFiat(invoice.priceAmountInUsd, 'USD')],
     ['Amount expected', `${invoice.amountExpected} ${invoice.payCurrency}`],
     ['Amount received', `${invoice.amountReceived} ${invoice.payCurrency}`],
     ['Pay currency', invoice.payCurrency],
-    ['Exchange rate', `1 ${invoice.payCurrency} = ${invoice.pricing.rate} ${invoice.priceCurrency}`],
+    ['Exchange rate', `1 ${invoice.payCurrency} = ${formatRate(invoice.pricing.rate, invoice.priceCurrency)}`],
     ['Rate source', rateSource(invoice.pricing.rateSources)],
     ['Rate quoted', invoice.pricing.rateQuotedAt ? <Time iso={invoice.pricing.rateQuotedAt} /> : '—'],
     ['Address', <code class="wrap">{invoice.address}</code>],
@@ -163,6 +164,13 @@ function Detail({ project, invoiceId }: { project: Project; invoiceId: string })
       <p class="muted" aria-live="polite">
         {OPEN.has(i.status) ? 'Following this invoice live.' : ''}
       </p>
+      {project.environment === 'live' && i.pricing.rateSources.includes('static') && (
+        <p class="warning" role="note" data-testid="static-rate-warning">
+          <strong>Not a market price.</strong> This live invoice was priced from the static rate table
+          {i.pricing.rateQuotedAt ? ` of ${i.pricing.rateQuotedAt.slice(0, 10)}` : ''} (the server runs with RATES_SOURCE=static), not
+          from current Coinbase and Kraken quotes: the amount expected may be far from what the price is worth today.
+        </p>
+      )}
       <Fields invoice={i} />
       <Payments invoice={i} />
       <Deliveries project={project} invoice={i} />

@@ -1,9 +1,65 @@
 import { useState } from 'preact/hooks';
-import { Link } from 'wouter-preact';
+import { Link, useLocation } from 'wouter-preact';
 import { api, query } from '../api';
+import { formatFiat } from '../money';
 import { ProjectFrame } from '../project-frame';
 import type { Invoice, Page, Project } from '../types';
-import { Empty, ErrorMessage, Field, Loading, Pager, SelectField, StatusBadge, TableWrap, Time, useLoad, usePager } from '../ui';
+import { Empty, ErrorMessage, Field, Loading, Pager, SelectField, StatusBadge, TableWrap, Time, useAction, useLoad, usePager } from '../ui';
+
+const FIAT = ['USD', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD'];
+const COINS = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX'];
+
+/**
+ * An invoice made by hand (a payment link to send a customer): the public API's POST /api/invoice
+ * with this session and the project's id, the same rules as a shop's backend. Opens it when made.
+ */
+function CreateInvoice({ project }: { project: Project }) {
+  const [, navigate] = useLocation();
+  const [priceAmount, setPriceAmount] = useState('');
+  const [priceCurrency, setPriceCurrency] = useState('EUR');
+  const [payCurrency, setPayCurrency] = useState('BTC');
+  const [orderId, setOrderId] = useState('');
+  const [successUrl, setSuccessUrl] = useState('');
+  const [cancelUrl, setCancelUrl] = useState('');
+  const create = useAction(async () => {
+    const body: Record<string, unknown> = {
+      projectId: project.id,
+      // As typed: a decimal string the API takes exactly.
+      priceAmount: priceAmount.trim(),
+      priceCurrency,
+      payCurrency,
+      successUrl: successUrl.trim(),
+      cancelUrl: cancelUrl.trim(),
+    };
+    if (orderId.trim()) body.orderId = orderId.trim();
+    const invoice = await api.post<Invoice>('/api/invoice', body);
+    navigate(`/projects/${project.id}/invoices/${invoice.id}`);
+  });
+  return (
+    <section aria-labelledby="create-invoice">
+      <h2 id="create-invoice">Create an invoice</h2>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create.run();
+        }}
+      >
+        <div class="grid">
+          <Field label="Price" inputMode="decimal" required placeholder="19.90" value={priceAmount} onValue={setPriceAmount} />
+          <SelectField label="Price currency" value={priceCurrency} onValue={setPriceCurrency} options={FIAT.map((c): [string, string] => [c, c])} />
+          <SelectField label="Paid in" value={payCurrency} onValue={setPayCurrency} options={COINS.map((c): [string, string] => [c, c])} />
+          <Field label="Order reference" value={orderId} onValue={setOrderId} hint="Optional: your order id, echoed as orderId." />
+          <Field label="Success URL" type="url" required placeholder="https://shop.example/thanks" value={successUrl} onValue={setSuccessUrl} hint="Where the customer goes after paying." />
+          <Field label="Cancel URL" type="url" required placeholder="https://shop.example/cart" value={cancelUrl} onValue={setCancelUrl} hint="Where the customer goes on giving up." />
+        </div>
+        <ErrorMessage error={create.error} />
+        <button type="submit" class="primary" disabled={create.busy}>
+          Create invoice
+        </button>
+      </form>
+    </section>
+  );
+}
 
 export const INVOICE_STATUSES = ['Waiting', 'Confirming', 'PartiallyPaid', 'Paid', 'Expired'];
 
@@ -48,7 +104,7 @@ function InvoiceList({ project }: { project: Project }) {
         <Empty>
           {status || search
             ? 'No invoice matches these filters.'
-            : 'No invoices yet. Create one with an API key of this project (POST /api/invoice).'}
+            : 'No invoices yet. Create one below, or with an API key of this project (POST /api/invoice).'}
         </Empty>
       ) : (
         <>
@@ -71,9 +127,7 @@ function InvoiceList({ project }: { project: Project }) {
                     </Link>
                   </td>
                   <td>{i.orderId || <span class="muted">—</span>}</td>
-                  <td>
-                    {i.priceAmount} {i.priceCurrency}
-                  </td>
+                  <td>{formatFiat(i.priceAmount, i.priceCurrency)}</td>
                   <td>
                     {i.amountExpected} {i.payCurrency}
                   </td>
@@ -94,7 +148,12 @@ function InvoiceList({ project }: { project: Project }) {
 export function InvoicesPage({ params }: { params: { id: string } }) {
   return (
     <ProjectFrame projectId={params.id} section="Invoices">
-      {(project) => <InvoiceList project={project} />}
+      {(project) => (
+        <>
+          <CreateInvoice project={project} />
+          <InvoiceList project={project} />
+        </>
+      )}
     </ProjectFrame>
   );
 }

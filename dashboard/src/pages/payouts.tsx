@@ -68,8 +68,16 @@ function VerifyForm({ project, payout, onVerified }: { project: Project; payout:
   );
 }
 
-function RequestPayout({ project, onRequested }: { project: Project; onRequested: (p: Payout) => void }) {
-  const [currency, setCurrency] = useState('BTC');
+/** The coin a payout is most likely of: the first with an available balance (else BTC). */
+function defaultCoin(balances: Balances | undefined): string {
+  return balances?.balances.find((b) => b.available > 0)?.currency ?? 'BTC';
+}
+
+function RequestPayout({ project, balances, onRequested }: { project: Project; balances: Balances | undefined; onRequested: (p: Payout) => void }) {
+  // Follows the balances until the merchant picks a coin: a reload must not reset it to BTC.
+  const [picked, setPicked] = useState<string | null>(null);
+  const currency = picked ?? defaultCoin(balances);
+  const setCurrency = setPicked;
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
   const [note, setNote] = useState('');
@@ -151,6 +159,7 @@ function Payouts({ project }: { project: Project }) {
         <h2 id="request-payout">Request a payout</h2>
         <RequestPayout
           project={project}
+          balances={balances.data}
           onRequested={(p) => {
             setVerifying(p);
             setMessage(`Payout of ${p.amount} ${p.currency} requested: enter the code we emailed you.`);

@@ -1,16 +1,43 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { api } from '../api';
 import type { Project } from '../types';
+import { VerifyEmailBanner } from '../verify-email';
 import { Empty, ErrorMessage, Field, Loading, PageHeading, SecretOnce, SelectField, TableWrap, Time, useAction, useLoad } from '../ui';
 
-function CreateProject({ onCreated }: { onCreated: () => void }) {
+type CreatedProject = Project & { webhookSecret: string };
+
+/**
+ * The new project's one-time webhook secret, at the top of the page where it cannot be missed
+ * (the form is far below the fold once a merchant has a few projects): scrolled to and focused.
+ */
+function CreatedNotice({ project }: { project: CreatedProject }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    ref.current?.scrollIntoView({ block: 'start' });
+    ref.current?.focus({ preventScroll: true });
+  }, [project.id]);
+  return (
+    <div class="notice" role="status" tabIndex={-1} ref={ref} data-testid="project-created">
+      <p>
+        Project <Link href={`/projects/${project.id}`}>{project.name}</Link> created.
+      </p>
+      <SecretOnce
+        label="Webhook secret"
+        secret={project.webhookSecret}
+        testId="webhook-secret"
+        warning="Store this signing secret now: you verify every webhook with it. You can rotate it later, but not see it again."
+      />
+    </div>
+  );
+}
+
+function CreateProject({ onCreated }: { onCreated: (project: CreatedProject) => void }) {
   const [name, setName] = useState('');
   const [environment, setEnvironment] = useState('sandbox');
   const [webhookUrl, setWebhookUrl] = useState('');
   const [lifetime, setLifetime] = useState('60');
   const [tolerance, setTolerance] = useState('0');
-  const [created, setCreated] = useState<(Project & { webhookSecret: string }) | null>(null);
   const action = useAction(async () => {
     const body: Record<string, unknown> = { name, environment, paymentTolerancePercent: Number(tolerance) };
     if (webhookUrl.trim()) body.webhookUrl = webhookUrl.trim();
@@ -19,10 +46,9 @@ function CreateProject({ onCreated }: { onCreated: () => void }) {
     if (Number(lifetime) !== project.invoiceLifetimeMinutes) {
       project = { ...(await api.patch<Project>(`/api/merchant/projects/${project.id}`, { invoiceLifetimeMinutes: Number(lifetime) })), webhookSecret: project.webhookSecret };
     }
-    setCreated(project);
     setName('');
     setWebhookUrl('');
-    onCreated();
+    onCreated(project);
   });
   return (
     <section aria-labelledby="create-project">
@@ -62,28 +88,18 @@ function CreateProject({ onCreated }: { onCreated: () => void }) {
           Create project
         </button>
       </form>
-      {created && (
-        <div class="notice" role="status">
-          <p>
-            Project <Link href={`/projects/${created.id}`}>{created.name}</Link> created.
-          </p>
-          <SecretOnce
-            label="Webhook secret"
-            secret={created.webhookSecret}
-            testId="webhook-secret"
-            warning="Store this signing secret now: you verify every webhook with it. You can rotate it later, but not see it again."
-          />
-        </div>
-      )}
     </section>
   );
 }
 
 export function ProjectsPage() {
   const projects = useLoad(() => api.get<{ items: Project[] }>('/api/merchant/projects'), []);
+  const [created, setCreated] = useState<CreatedProject | null>(null);
   return (
     <>
       <PageHeading title="Projects" />
+      {created && <CreatedNotice project={created} />}
+      <VerifyEmailBanner />
       <section aria-labelledby="your-projects">
         <h2 id="your-projects">Your projects</h2>
         {projects.error ? (
@@ -121,7 +137,12 @@ export function ProjectsPage() {
           </TableWrap>
         )}
       </section>
-      <CreateProject onCreated={projects.reload} />
+      <CreateProject
+        onCreated={(project) => {
+          setCreated(project);
+          projects.reload();
+        }}
+      />
     </>
   );
 }

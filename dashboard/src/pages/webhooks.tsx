@@ -83,9 +83,15 @@ function DeliveryRow({ projectId, delivery, onChanged }: { projectId: string; de
         </td>
         <td>
           <StatusBadge status={delivery.status} />
+          {delivery.status === 'pending' && delivery.attemptCount > 0 && delivery.nextAttemptAt && (
+            <span class="muted" data-testid="next-attempt">
+              {' '}
+              next attempt <Time iso={delivery.nextAttemptAt} />
+            </span>
+          )}
         </td>
         <td>{delivery.attemptCount}</td>
-        <td>{delivery.lastResponseStatus ?? <span class="muted">—</span>}</td>
+        <td>{delivery.lastResponseStatus ?? <span class="muted">{delivery.attemptCount > 0 ? 'no response' : '—'}</span>}</td>
         <td>
           <Time iso={delivery.createdAt} />
         </td>

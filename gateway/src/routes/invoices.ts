@@ -1,15 +1,17 @@
 /**
  * Invoices: the public API (x-api-key) — create, get, sandbox pay — and the dashboard's invoice
- * list and Simulate action (Bearer). Field for field the service description's Invoice table.
+ * list and Simulate action (Bearer). Create also takes a merchant JWT with `projectId`, as the
+ * payout routes do: the dashboard's "Create an invoice" form. Field for field the service description's Invoice table.
  */
 import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import type { Client } from '@connectrpc/connect';
-import type { FastifyInstance } from 'fastify';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { apiKeyPrincipal, merchantPrincipal, type authHooks } from '../auth/hooks';
-import { environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
+import type { ProjectEnvironment } from '../auth/principal';
+import { environmentName, environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
 import { HttpProblem } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
@@ -106,20 +108,73 @@ function sandboxPayFields(body: SandboxPayBody) {
 
 const apiKeyAuth = [{ apiKeyAuth: [] }];
 const bearer = [{ bearerAuth: [] }];
+const apiKeyOrBearer: Array<Record<string, string[]>> = [{ apiKeyAuth: [] }, { bearerAuth: [] }];
+
+/** What an invoice takes from its project: the API key's, or (merchant JWT) the named one of the merchant's. */
+interface InvoicingProject {
+  projectId: string;
+  projectName: string;
+  environment: ProjectEnvironment;
+  invoiceLifetimeMinutes: number;
+  paymentTolerancePercent: string;
+}
+
+const forbiddenProject = (message: string) =>
+  new HttpProblem(403, 'forbidden', 'the request names a project the caller may not use', [{ field: 'projectId', message }]);
+
+/**
+ * The project an invoice is created in. With an API key: the key's (a `projectId` must name it).
+ * With a merchant JWT (the dashboard): the named project of that merchant; a live one only with a
+ * verified email, as for live API keys (403 email_not_verified).
+ */
+async function invoicingProject(auth: InvoiceRouteDeps['auth'], req: FastifyRequest, projectId: string | undefined): Promise<InvoicingProject> {
+  const principal = req.principal;
+  if (principal?.kind === 'api_key') {
+    if (projectId !== undefined && projectId.toLowerCase() !== principal.projectId.toLowerCase()) throw forbiddenProject('is not the project of this API key');
+    return principal;
+  }
+  if (principal?.kind !== 'merchant') throw new Error('POST /api/invoice requires x-api-key or bearer authentication but no hook set it');
+  if (projectId === undefined) {
+    throw new HttpProblem(400, 'validation_failed', 'projectId is required with a merchant session token', [
+      { field: 'projectId', message: 'is required with a merchant session token (Bearer); with an x-api-key it may be left out' },
+    ]);
+  }
+  let project;
+  try {
+    project = (await auth.getProject({ merchantId: principal.merchantId, projectId })).project;
+  } catch (err) {
+    const code = ConnectError.from(err).code;
+    if (code === Code.NotFound || code === Code.InvalidArgument) throw forbiddenProject('is not one of your projects');
+    throw err;
+  }
+  if (!project) throw new Error('project missing from a service response');
+  const environment = environmentName(project.environment);
+  if (environment === 'live') {
+    const { merchant } = await auth.getMerchant({ merchantId: principal.merchantId });
+    if (!merchant?.emailVerified) throw new HttpProblem(403, 'email_not_verified', 'verify your email address before creating live invoices');
+  }
+  return {
+    projectId: project.id,
+    projectName: project.name,
+    environment,
+    invoiceLifetimeMinutes: project.invoiceLifetimeMinutes,
+    paymentTolerancePercent: project.paymentTolerancePercent,
+  };
+}
 
 export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: InvoiceRouteDeps): void {
   app.post<{ Body: CreateInvoiceBody; Headers: { 'idempotency-key'?: string } }>('/api/invoice', {
     schema: {
       tags: ['invoices'],
       summary: 'Create an invoice',
-      security: apiKeyAuth,
+      security: apiKeyOrBearer,
       headers: IdempotencyKeyHeaders,
       body: CreateInvoiceBody,
       response: { 201: InvoiceSchema },
     },
-    onRequest: hooks.apiKey,
+    onRequest: hooks.apiKeyOrMerchant,
     handler: async (req, reply) => {
-      const project = apiKeyPrincipal(req);
+      const project = await invoicingProject(auth, req, req.body.projectId);
       const res = await invoices.createInvoice({
         projectId: project.projectId,
         environment: environmentOf(project.environment),

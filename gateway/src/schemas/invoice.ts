@@ -38,6 +38,12 @@ export const CreateInvoiceBody = Type.Object(
     orderId: Type.Optional(Type.String({ maxLength: 255, description: 'Your own order reference' })),
     orderDescription: Type.Optional(Type.String({ maxLength: 1000 })),
     isDonation: Type.Optional(Type.Boolean({ description: 'false when omitted' })),
+    projectId: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description: 'The project (the dashboard creates invoices this way). Required with a merchant JWT; with an x-api-key it may be left out (it must then be the key’s project)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

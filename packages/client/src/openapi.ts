@@ -2494,6 +2494,11 @@ export interface operations {
                     orderDescription?: string;
                     /** @description false when omitted */
                     isDonation?: boolean;
+                    /**
+                     * Format: uuid
+                     * @description The project (the dashboard creates invoices this way). Required with a merchant JWT; with an x-api-key it may be left out (it must then be the key’s project)
+                     */
+                    projectId?: string;
                 };
             };
         };
