@@ -10,6 +10,16 @@
 
   function setText(id, text) { el(id).textContent = text; }
 
+  // A price with its currency's minor units ("25.00 EUR", "1500 JPY"): ISO 4217's, as Intl knows
+  // them (the same digits the API accepts for a price; dashboard/src/money.ts does the same).
+  function formatFiat(amount, currency) {
+    var digits = 2;
+    try {
+      digits = new Intl.NumberFormat('en', { style: 'currency', currency: currency }).resolvedOptions().maximumFractionDigits;
+    } catch (e) { /* not an ISO code: two decimals */ }
+    return amount.toFixed(digits) + ' ' + currency;
+  }
+
   function formatRemaining(ms) {
     if (ms <= 0) return '0:00';
     var total = Math.floor(ms / 1000);
@@ -23,7 +33,7 @@
     root.className = 'card state-' + c.status.toLowerCase();
     el('sandbox').classList.toggle('hidden', !c.isSandbox);
     setText('amount', c.amountExpectedDecimal + ' ' + c.payCurrency);
-    setText('fiat', c.priceAmount + ' ' + c.priceCurrency);
+    setText('fiat', formatFiat(c.priceAmount, c.priceCurrency));
     setText('address', c.address);
     el('qr').setAttribute('src', endpoint + '/qr.svg');
     el('qr').setAttribute('alt', 'QR code: ' + c.paymentUri);

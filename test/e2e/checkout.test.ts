@@ -83,7 +83,7 @@ test('the checkout page shows amount, address and a QR code of the payment URI, 
   expect(amountText).toBe(`${invoice.amountExpected} BTC`);
   expect(addressText).toBe(invoice.address);
   expect(await page.isVisible('#sandbox')).toBe(true);
-  expect(await page.textContent('#fiat')).toBe('25 EUR');
+  expect(await page.textContent('#fiat')).toBe('25.00 EUR'); // the currency's minor units
   expect(await page.textContent('#countdown')).toMatch(/^\d+:\d{2}(:\d{2})?$/);
 
   await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).complete && (document.getElementById('qr') as HTMLImageElement).naturalWidth > 0);
