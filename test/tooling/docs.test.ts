@@ -91,3 +91,36 @@ describe('the event catalogue', () => {
     }
   });
 });
+
+describe('the walkthroughs hold no trap for a newcomer', () => {
+  const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+  const guide = readFileSync(path.join(REPO_ROOT, 'docs', 'integration-guide.md'), 'utf8');
+  const webhookUrls = (environment: string) =>
+    [...readme.matchAll(/"environment":"(\w+)","webhookUrl":"([^"]+)"/g)].filter((m) => m[1] === environment).map((m) => m[2]);
+
+  test('the live walkthrough gives the live project a receiver of its own (each project has its own whsec_ secret)', () => {
+    const [sandbox] = webhookUrls('sandbox');
+    const [live] = webhookUrls('live');
+    expect(sandbox).toBeDefined();
+    expect(live).toBeDefined();
+    expect(new URL(live!).port).not.toBe(new URL(sandbox!).port);
+    expect(readme).toMatch(/its own webhookSecret/);
+  });
+
+  test('an emailed code is found by recipient and subject, never as "the newest .eml"', () => {
+    for (const text of [readme, guide]) expect(text).not.toMatch(/newest \.eml/);
+    expect(readme).toContain("grep -l '^To: me@shop.example' .data/mailbox/*.eml | xargs grep -l '^Subject: Confirm your email address'");
+    expect(guide).toContain("grep -l '^Subject: Confirm your payout of 0.0002 BTC' .data/mailbox/*.eml");
+  });
+
+  test('the payout example uses a valid Bitcoin testnet address, and the guide says EIP-55 checksums are required', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const bitcoin = require('bitcoinjs-lib') as typeof import('bitcoinjs-lib');
+    const example = /"currency":"BTC","address":"([^"]+)"/.exec(guide)?.[1];
+    expect(example).toBeDefined();
+    expect(example).not.toContain('…');
+    expect(() => bitcoin.address.toOutputScript(example!, bitcoin.networks.testnet)).not.toThrow();
+    expect(() => bitcoin.address.toOutputScript(example!, bitcoin.networks.bitcoin)).toThrow();
+    expect(guide).toMatch(/EIP-55 mixed-case checksum/);
+  });
+});
