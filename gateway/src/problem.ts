@@ -58,7 +58,7 @@ function fieldOfInstancePath(instancePath: string, missingProperty?: string, add
   return leaf ? (base ? `${base}.${leaf}` : leaf) : base || 'body';
 }
 
-interface AjvIssue {
+export interface AjvIssue {
   instancePath: string;
   message?: string;
   keyword: string;
@@ -132,6 +132,31 @@ export function violationsOfValidation(issues: AjvIssue[]): Violation[] {
     }
   }
   return out;
+}
+
+/**
+ * A body the schema refused (an unknown field, a value of the wrong type) gets one answer naming
+ * every problem: the schema's, and what the service's rules say of the fields the schema did not
+ * name. `askRules` makes the service's validate-only call (nothing is done) with the body's fields
+ * of the right type; its validation_failed violations are added. Without this,
+ * `{"memo":"x","amount":"-1",…}` named memo alone, and the amount's problem only on the next try.
+ * Whatever else goes wrong asking (no project, a service down) leaves the schema's answer alone.
+ */
+export async function withRuleViolations(
+  error: Error & { validation?: AjvIssue[]; validationContext?: string },
+  body: unknown,
+  askRules: (fields: Record<string, unknown>, flagged: ReadonlySet<string>) => Promise<unknown>,
+): Promise<Error> {
+  if (error.validationContext !== 'body' || !error.validation || typeof body !== 'object' || body === null || Array.isArray(body)) return error;
+  const schemaViolations = violationsOfValidation(error.validation);
+  const flagged = new Set(schemaViolations.map((v) => v.field));
+  const ruleViolations = await askRules(body as Record<string, unknown>, flagged).then(
+    () => [],
+    (err: unknown) => (err instanceof ConnectError && errorFacts(err).code === 'validation_failed' ? errorFacts(err).violations : []),
+  );
+  // A field the schema named keeps the schema's words; the rules add the fields it did not name.
+  const errors = [...schemaViolations, ...ruleViolations.filter((v) => !flagged.has(v.field))];
+  return new HttpProblem(400, 'validation_failed', 'the request body is invalid', errors);
 }
 
 /**

@@ -274,6 +274,38 @@ test('bad input on every invoice route answers 400 problem+json naming the field
   expectProblem(await api.post(`/api/invoice/${inv.id}/sandbox/pay`, { amountReceived: '1' }, { headers: h }), 400, 'validation_failed');
 });
 
+test('every problem of a create body is named at once: an unknown field does not hide the invoice rules', async () => {
+  const h = apiKeyHeader(sandbox.key);
+  const before = await db`select count(*)::int as n from invoice.invoices`;
+  const problem = expectProblem(
+    await api.post('/api/invoice', { ...body({ priceAmount: '-1', payCurrency: 'DOGE', cancelUrl: 'nope' }), memo: 'x' }, { headers: h }),
+    400,
+    'validation_failed',
+  );
+  expect(problem.errors).toEqual(
+    expect.arrayContaining([
+      { field: 'memo', message: 'is not a known field' },
+      { field: 'priceAmount', message: 'must be greater than 0' },
+      { field: 'payCurrency', message: expect.stringContaining('unsupported currency "DOGE"') },
+      { field: 'cancelUrl', message: expect.stringContaining('absolute URL') },
+    ]),
+  );
+  expect(problem.errors).toHaveLength(4);
+  // A value of the wrong type keeps the schema's words, once; the other fields are still checked.
+  const typed = expectProblem(await api.post('/api/invoice', { ...body({ priceAmount: 19.9, priceCurrency: 'XYZ' }), memo: 'x' }, { headers: h }), 400);
+  expect(typed.errors).toEqual(
+    expect.arrayContaining([
+      { field: 'priceAmount', message: 'must be string' },
+      { field: 'memo', message: 'is not a known field' },
+      { field: 'priceCurrency', message: expect.stringContaining('unsupported currency "XYZ"') },
+    ]),
+  );
+  expect(typed.errors).toHaveLength(3);
+  // A valid invoice with an unknown field is still refused, and nothing was created.
+  expect(expectProblem(await api.post('/api/invoice', { ...body(), memo: 'x' }, { headers: h }), 400).errors).toEqual([{ field: 'memo', message: 'is not a known field' }]);
+  expect(await db`select count(*)::int as n from invoice.invoices`).toEqual(before);
+});
+
 test('property: random bodies on every invoice route never get a 5xx', async () => {
   const h = apiKeyHeader(sandbox.key);
   const inv = (await create(sandbox)).body;

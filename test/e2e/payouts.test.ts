@@ -583,6 +583,25 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     expect(settings.errors.map((e: { field: string }) => e.field).sort()).toEqual(['invoiceLifetimeMinutes', 'paymentTolerancePercent']);
   });
 
+  test('every problem of a request is named at once: an unknown field does not hide the payout rules', async () => {
+    const before = await balances(shop.project.key);
+    const problem = expectProblem(
+      await requestPayout(shop.project.key, { amount: '0', currency: 'btc', address: breakChecksum(addressFor('BTC')), memo: 'x' }),
+      400,
+      'validation_failed',
+    );
+    expect(problem.errors).toEqual(
+      expect.arrayContaining([
+        { field: 'memo', message: 'is not a known field' },
+        { field: 'amount', message: 'must be greater than 0' },
+        { field: 'address', message: expect.stringContaining('checksum') },
+      ]),
+    );
+    expect(problem.errors).toHaveLength(3);
+    // Nothing was held.
+    expect(await balances(shop.project.key)).toEqual(before);
+  });
+
   test('bad verify, history and cancel input names the field', async () => {
     const key = apiKeyHeader(shop.project.key);
     expect(expectProblem(await api.post('/api/payout/verify', { payoutId: 'x', code: '123456' }, { headers: key }), 400).errors[0].field).toBe('payoutId');

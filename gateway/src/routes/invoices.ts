@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { apiKeyPrincipal, merchantPrincipal, type authHooks } from '../auth/hooks';
 import type { ProjectEnvironment } from '../auth/principal';
 import { environmentName, environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
-import { HttpProblem } from '../problem';
+import { HttpProblem, withRuleViolations } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
   CreateInvoiceBody,
@@ -162,6 +162,22 @@ async function invoicingProject(auth: InvoiceRouteDeps['auth'], req: FastifyRequ
   };
 }
 
+function projectFields(project: InvoicingProject) {
+  return {
+    projectId: project.projectId,
+    environment: environmentOf(project.environment),
+    projectName: project.projectName,
+    lifetimeMinutes: project.invoiceLifetimeMinutes,
+    paymentTolerancePercent: project.paymentTolerancePercent,
+  };
+}
+
+/** A body field the schema did not refuse, if it is text (the rest are left out of the rules' check). */
+function textOf(fields: Record<string, unknown>, flagged: ReadonlySet<string>, name: string): string | undefined {
+  const value = fields[name];
+  return typeof value === 'string' && !flagged.has(name) ? value : undefined;
+}
+
 export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: InvoiceRouteDeps): void {
   app.post<{ Body: CreateInvoiceBody; Headers: { 'idempotency-key'?: string } }>('/api/invoice', {
     schema: {
@@ -173,14 +189,30 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
       response: { 201: InvoiceSchema },
     },
     onRequest: hooks.apiKeyOrMerchant,
+    // A body the schema refuses is answered in the handler, with the invoice rules' violations too.
+    attachValidation: true,
     handler: async (req, reply) => {
+      if (req.validationError) {
+        throw await withRuleViolations(req.validationError, req.body, async (fields, flagged) => {
+          const text = (name: string) => textOf(fields, flagged, name);
+          const project = await invoicingProject(auth, req, text('projectId'));
+          return invoices.createInvoice({
+            ...projectFields(project),
+            validateOnly: true,
+            priceAmount: text('priceAmount') ?? '',
+            priceCurrency: text('priceCurrency') ?? '',
+            payCurrency: text('payCurrency') ?? '',
+            successUrl: text('successUrl') ?? '',
+            cancelUrl: text('cancelUrl') ?? '',
+            orderId: text('orderId'),
+            orderDescription: text('orderDescription'),
+            isDonation: typeof fields.isDonation === 'boolean' ? fields.isDonation : false,
+          });
+        });
+      }
       const project = await invoicingProject(auth, req, req.body.projectId);
       const res = await invoices.createInvoice({
-        projectId: project.projectId,
-        environment: environmentOf(project.environment),
-        projectName: project.projectName,
-        lifetimeMinutes: project.invoiceLifetimeMinutes,
-        paymentTolerancePercent: project.paymentTolerancePercent,
+        ...projectFields(project),
         priceAmount: req.body.priceAmount,
         priceCurrency: req.body.priceCurrency,
         payCurrency: req.body.payCurrency,

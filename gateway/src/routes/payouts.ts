@@ -15,7 +15,7 @@ import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
 import { environmentName, environmentOf, isoTime, publicNames } from '../json';
-import { HttpProblem } from '../problem';
+import { HttpProblem, withRuleViolations } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import { IdempotencyKeyHeaders } from '../schemas/invoice';
 import {
@@ -156,7 +156,25 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
       response: { 201: PayoutSchema },
     },
     onRequest: hooks.apiKeyOrMerchant,
+    // A body the schema refuses is answered in the handler, with the payout rules' violations too.
+    attachValidation: true,
     handler: async (req, reply) => {
+      if (req.validationError) {
+        throw await withRuleViolations(req.validationError, req.body, async (fields, flagged) => {
+          const text = (name: string) => (typeof fields[name] === 'string' && !flagged.has(name) ? (fields[name] as string) : undefined);
+          const scope = await scopeOf(auth, req, text('projectId'));
+          const amount = fields.amount;
+          return payouts.requestPayout({
+            projectId: scope.projectId,
+            environment: environmentOf(scope.environment),
+            validateOnly: true,
+            amount: flagged.has('amount') ? '' : typeof amount === 'number' ? amountDecimal(amount) : typeof amount === 'string' ? amount : '',
+            currency: text('currency') ?? '',
+            address: text('address') ?? '',
+            note: text('note'),
+          });
+        });
+      }
       const amount = amountDecimal(req.body.amount);
       const scope = await scopeOf(auth, req, req.body.projectId);
       const res = await payouts.requestPayout({

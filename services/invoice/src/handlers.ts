@@ -95,6 +95,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     if (!this.deps.enabledCoins.includes(payCurrency)) {
       throw invalidRequest([{ field: 'payCurrency', message: `is not accepted here (accepted: ${this.deps.enabledCoins.join(', ')})` }]);
     }
+    if (req.validateOnly) return {};
     // Cached rates only (refreshed in the background): a request never waits for a provider.
     const rates = this.deps.pricing.ratesFor(request.environment, payCurrency, request.priceCurrency.code);
     if (!rates) {

@@ -92,6 +92,16 @@ describe('CreateInvoice refuses bad input naming the field', () => {
     );
     expect(err.violations.map((v) => v.field)).toEqual(['priceAmount', 'payCurrency', 'successUrl']);
   });
+
+  test('validate_only checks the rules and creates nothing', async () => {
+    const project = sandboxProject();
+    const err = await rejection(h.client.createInvoice(createRequest(project, { validateOnly: true, priceAmount: '-1', payCurrency: 'XXX' })));
+    expect(err).toMatchObject({ connectCode: Code.InvalidArgument, code: 'validation_failed' });
+    expect(err.violations.map((v) => v.field)).toEqual(['priceAmount', 'payCurrency']);
+    const valid = await h.client.createInvoice(createRequest(project, { validateOnly: true }));
+    expect(valid.invoice).toBeUndefined();
+    expect((await h.client.listInvoices({ projectId: project.projectId })).invoices).toEqual([]);
+  });
 });
 
 describe('property: random requests never cause an internal error', () => {

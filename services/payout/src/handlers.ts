@@ -167,6 +167,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         idempotencyKey: req.idempotencyKey,
       }),
     );
+    if (req.validateOnly) return {};
     await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, request.projectId.toLowerCase());
     // Auth before the transaction: a slow call must not hold locks.
     const email = await this.merchantEmail(request);

@@ -196,6 +196,18 @@ describe('validation: violations name the public fields', () => {
     expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
   });
 
+  test('validate_only checks the rules and holds nothing, emails no code', async () => {
+    const project = sandbox();
+    await h.credit(project, 'BTC', '1');
+    const err = await rejection(h.client.requestPayout({ ...payoutRequest(project, { amount: '0' }), address: 'tb1qnotanaddress', validateOnly: true }));
+    expect(err).toMatchObject({ connectCode: Code.InvalidArgument, code: 'validation_failed' });
+    expect(err.violations.map((v) => v.field).sort()).toEqual(['address', 'amount']);
+    const valid = await h.client.requestPayout({ ...payoutRequest(project, { amount: '0.5' }), validateOnly: true });
+    expect(valid.payout).toBeUndefined();
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '1', pending: '0', total: '1' });
+    expect((await h.client.listPayouts({ projectId: project.id })).payouts).toEqual([]);
+  });
+
   test('a note of exactly 500 characters (emoji count once) and 6 decimals of USDT are fine', async () => {
     const project = sandbox();
     await h.credit(project, 'USDT', '10');

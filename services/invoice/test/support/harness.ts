@@ -62,6 +62,7 @@ export function createRequest(
     orderId: `order-${randomUUID().slice(0, 8)}`,
     orderDescription: 'Two coffees',
     isDonation: false,
+    validateOnly: false,
     ...overrides,
   };
 }
