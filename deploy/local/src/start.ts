@@ -54,22 +54,31 @@ async function main(): Promise<void> {
       onChange: (s) => writeFileSync(systemFile, JSON.stringify({ gatewayUrl: s.gatewayUrl, processes: s.describe() }, null, 2)),
       onRestart: (name, reason) => console.error(`${name} stopped (${reason}); starting it again. Its log: ${path.join(logDir, `${name}.log`)}`),
     });
+    // A local developer is a development convenience: with APP_ENV=production (the mTLS
+    // rehearsal) nothing is made behind the API's back; sign up in the dashboard.
+    const production = process.env.APP_ENV === 'production';
     const credentialsFile = path.join(dataDir, 'sandbox-credentials.json');
-    const sandbox = await ensureSandboxCredentials(system.gatewayUrl, credentialsFile, (email, password) =>
-      createLocalDeveloper(postgres.url, process.env, email, password),
-    );
+    const sandbox = production
+      ? undefined
+      : await ensureSandboxCredentials(system.gatewayUrl, credentialsFile, (email, password) => createLocalDeveloper(postgres.url, process.env, email, password));
     console.log(`logs:     ${logDir}/<process>.log`);
-    console.log(`sandbox:  x-api-key ${sandbox.apiKey}`);
-    console.log(`          (dashboard login ${sandbox.email}; password in ${credentialsFile})`);
-    console.log(`dashboard: ${system.gatewayUrl}/dashboard  (sign up, or sign in as ${sandbox.email})`);
+    if (sandbox) {
+      console.log(`sandbox:  x-api-key ${sandbox.apiKey}`);
+      console.log(`          (dashboard login ${sandbox.email}; password in ${credentialsFile})`);
+    } else {
+      console.log('sandbox:  none made (APP_ENV=production: no local developer; sign up in the dashboard)');
+    }
+    console.log(`dashboard: ${system.gatewayUrl}/dashboard  (sign up${sandbox ? `, or sign in as ${sandbox.email}` : ''})`);
     console.log(`docs:     ${system.gatewayUrl}/docs`);
     if (!process.env.SMTP_URL) console.log(`mailbox:  ${mailboxDir} (emails as .eml files; set SMTP_URL to send them)`);
     printWatchers(system);
     await printRatesWarning(system.gatewayUrl);
-    console.log('');
-    console.log('try it:');
-    console.log(`  curl -s ${system.gatewayUrl}/api/invoice -H 'x-api-key: ${sandbox.apiKey}' -H 'content-type: application/json' \\`);
-    console.log(`    -d '{"priceAmount":"19.90","priceCurrency":"USD","payCurrency":"BTC","successUrl":"https://example.com/ok","cancelUrl":"https://example.com/cancel"}'`);
+    if (sandbox) {
+      console.log('');
+      console.log('try it:');
+      console.log(`  curl -s ${system.gatewayUrl}/api/invoice -H 'x-api-key: ${sandbox.apiKey}' -H 'content-type: application/json' \\`);
+      console.log(`    -d '{"priceAmount":"19.90","priceCurrency":"USD","payCurrency":"BTC","successUrl":"https://example.com/ok","cancelUrl":"https://example.com/cancel"}'`);
+    }
     console.log('');
     console.log(`coinvoice is ready at ${system.gatewayUrl}`);
   } catch (err) {

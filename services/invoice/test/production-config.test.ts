@@ -4,6 +4,7 @@
  * before anything is written: no row in address_keys or development_keys. Development keys are
  * never generated or read in production.
  */
+import { testEventKeys } from '../../../test/support/event-keys';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import pino from 'pino';
@@ -23,13 +24,18 @@ const ALL_KEYS = throwawayXpubs();
 
 let db: TestDatabase;
 let ca: TestCertificateAuthority;
-/** Everything else production requires of the invoice process (mutual TLS), so the xpub rule is what is tested. */
+/** Everything else production requires of the invoice process (mutual TLS, its event signing key), so the xpub rule is what is tested. */
 let productionTls: Record<string, string>;
 
 beforeAll(async () => {
   ca = new TestCertificateAuthority();
   const invoiceCert = ca.issue('invoice');
-  productionTls = { TLS_CA_FILE: ca.caFile, TLS_CERT_FILE: invoiceCert.certFile, TLS_KEY_FILE: invoiceCert.keyFile };
+  productionTls = {
+    TLS_CA_FILE: ca.caFile,
+    TLS_CERT_FILE: invoiceCert.certFile,
+    TLS_KEY_FILE: invoiceCert.keyFile,
+    EVENT_SIGNING_KEY_FILE: testEventKeys().file('invoice'),
+  };
   db = await createTestDatabase('cvprod');
   await migrateService(invoiceService, { DATABASE_URL: db.url, LOG_LEVEL: 'silent' });
 });
