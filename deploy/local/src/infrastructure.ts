@@ -39,11 +39,36 @@ export function urlHostOf(bindHost: string): string {
   return bindHost.includes(':') ? `[${bindHost}]` : bindHost;
 }
 
-export function freePort(): Promise<number> {
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago, for a process started next. Chosen at random
+ * BELOW the kernel's ephemeral range (Linux: 32768–60999): a port the kernel handed out there
+ * could become some outgoing connection's local port before the process binds it (EADDRINUSE,
+ * seen with several systems starting side by side); below it only a listener can take it.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = FREE_PORT_LOW + Math.floor(Math.random() * (FREE_PORT_HIGH - FREE_PORT_LOW));
+    if (await canListen(port)) return port;
+  }
+  // A crowded range: let the kernel choose (ephemeral, as before).
+  return listenOnce(0);
+}
+
+const FREE_PORT_LOW = 20_000;
+const FREE_PORT_HIGH = 32_768;
+
+function canListen(port: number): Promise<boolean> {
+  return listenOnce(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
     });
