@@ -577,7 +577,7 @@ export interface paths {
         put?: never;
         /**
          * Operators: mark a claimed Pending payout as sent (Completed) with its transaction hash; the amount is debited once
-         * @description Requires the claim (409 payout_not_claimed). A transaction completes one payout only (409 transaction_already_used). With an Ethereum node configured, an ETH/USDT/USDC payout’s transaction is checked on chain: mined (409 transaction_not_found), succeeded (422 transaction_failed), paying the destination exactly the amount (422 transaction_mismatch); 503 chain_unavailable when the node cannot be asked.
+         * @description Requires the claim (409 payout_not_claimed). A transaction completes one payout only (409 transaction_already_used). With the payout chain’s node configured (Ethereum, Bitcoin/Litecoin Esplora, Tron), the transaction is checked on chain: mined (409 transaction_not_found), succeeded (422 transaction_failed), paying the destination exactly the amount (422 transaction_mismatch); 503 chain_unavailable when the node cannot be asked.
          */
         post: operations["postApiAdminPayoutsIdComplete"];
         delete?: never;

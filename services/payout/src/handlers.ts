@@ -16,7 +16,7 @@
  * - CompletePayout / RejectPayout: validation_failed (transactionHash per chain / adminNote),
  *   not_found, payout_not_pending (409); Complete also payout_not_claimed (409: claim first),
  *   transaction_already_used (409: the hash completed another payout), and with a chain node the
- *   on-chain check's codes (chain-check.ts).
+ *   on-chain check's codes (chain-check/).
  * - ListAllPayouts (operators; the gateway checks the operator claim): validation_failed (status,
  *   environment, pageSize, cursor).
  * Another project's payout is not_found, as if it did not exist.
@@ -131,7 +131,7 @@ export interface PayoutHandlerDeps {
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
   ledgerCheck: LedgerCheckDeps;
-  /** With a chain node configured: Complete checks the transaction pays the payout (chain-check.ts). */
+  /** With a chain node configured: Complete checks the transaction pays the payout (chain-check/). */
   chainCheck?: PayoutChainCheck;
 }
 

@@ -45,10 +45,19 @@ export const payoutSettings = {
   PAYOUT_SWEEP_BATCH_SIZE: setting.int({ default: 100, min: 1, max: 10_000 }),
   /**
    * The Ethereum node (the same settings as the invoice watcher's): when set, an operator's Complete
-   * of an ETH/USDT/USDC payout is checked on chain (chain-check.ts). Empty: not checked.
+   * of an ETH/USDT/USDC payout is checked on chain (chain-check/). Empty: not checked.
    */
   CHAIN_ETHEREUM_RPC_URL: optionalUrl(['http:', 'https:']),
   CHAIN_ETHEREUM_RPC_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
   CHAIN_ETHEREUM_USDT_CONTRACT: contractSetting(cryptoCurrency('USDT').token!.contract.mainnet),
   CHAIN_ETHEREUM_USDC_CONTRACT: contractSetting(cryptoCurrency('USDC').token!.contract.mainnet),
+  /**
+   * The Esplora sources and the Tron full node (the same settings as the invoice watchers'): when
+   * set, Complete of a BTC / LTC / TRX payout is checked on chain (chain-check/). Empty: not checked.
+   */
+  CHAIN_BITCOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
+  CHAIN_LITECOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
+  CHAIN_TRON_API_URL: optionalUrl(['http:', 'https:']),
+  /** One request to an Esplora or Tron source. */
+  CHAIN_SOURCE_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
 } as const;

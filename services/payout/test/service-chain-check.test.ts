@@ -8,7 +8,8 @@ import { Code } from '@coinvoice/runtime';
 import { cryptoCurrency } from '@coinvoice/runtime/coins';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { deployTokens, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
-import { EthereumPayoutCheck } from '../src/chain-check';
+import { PayoutChainChecks } from '../src/chain-check';
+import { EthereumPayoutCheck } from '../src/chain-check/ethereum';
 import { addressFor, balanceOf, codeOf, payoutRequest, rejection, startPayoutHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 
 let anvil: Anvil;
@@ -68,7 +69,7 @@ test('USDT: the Transfer log must pay the destination exactly the amount from th
 });
 
 test('a node that cannot be asked is chain_unavailable (503), never a completion', async () => {
-  const check = new EthereumPayoutCheck({ rpcUrl: 'http://127.0.0.1:1', timeoutMs: 2_000, contracts: {} });
+  const check = new PayoutChainChecks({ ethereum: new EthereumPayoutCheck({ rpcUrl: 'http://127.0.0.1:1', timeoutMs: 2_000, contracts: {} }) });
   const result = await check.check({ transactionHash: `0x${'ab'.repeat(32)}`, coin: cryptoCurrency('ETH'), address: addressFor('ETH', 'live'), amount: '1' });
   expect(result).toMatchObject({ ok: false, code: 'chain_unavailable', connectCode: Code.Unavailable });
   // Payouts on chains without a node setting are not checked.

@@ -3,7 +3,9 @@
  * no Tron node installs on these machines. Blocks and TransferContract transactions in the API's
  * JSON shapes (blockID = 8-byte number ‖ 24 bytes of hash, block_header.raw_data, txID, ret,
  * raw_data.contract[].parameter.value with hex 41… addresses and amounts in sun); signatures are
- * random bytes, not verified by anyone. Plays mining, failed transactions and outages.
+ * random bytes, not verified by anyone. Plays mining, failed transactions and outages. Also serves
+ * one transaction by id (`gettransactionbyid`, `gettransactioninfobyid`: `{}` until mined), and
+ * TRC-20 `transfer` calls (TriggerSmartContract) beside TRX transfers.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -13,8 +15,11 @@ import { base58CheckDecode } from './independent-codecs';
 interface TronTx {
   txID: string;
   to: string;
+  /** Sun for TRX; the token's base units for a TRC-20 transfer. */
   amountSun: number;
   success: boolean;
+  /** Set for a TRC-20 `transfer(to, amount)` call of this contract (hex 41…) instead of a TRX transfer. */
+  trc20Contract?: string;
 }
 
 interface TronBlock {
@@ -69,6 +74,11 @@ export class TronStandIn {
     return { txID: randomBytes(32).toString('hex'), to: tronHex(to), amountSun, success };
   }
 
+  /** A TRC-20 `transfer(to, amount)` of the token at `contract` (base58). */
+  trc20Transfer(contract: string, to: string, amount: number, success = true): TronTx {
+    return { ...this.transfer(to, amount, success), trc20Contract: tronHex(contract) };
+  }
+
   mine(txs: TronTx[]): TronBlock {
     const number = this.blocks.length;
     const parentHash = this.tip?.blockID ?? '0'.repeat(64);
@@ -80,25 +90,56 @@ export class TronStandIn {
   }
 
   private txJson(tx: TronTx, block: TronBlock) {
-    const rawData = {
-      contract: [
-        {
+    const contract = tx.trc20Contract
+      ? {
+          parameter: {
+            // transfer(address,uint256): selector, the 20-byte address and the amount, each in a 32-byte word.
+            value: { data: `a9059cbb${tx.to.slice(2).padStart(64, '0')}${tx.amountSun.toString(16).padStart(64, '0')}`, owner_address: this.from, contract_address: tx.trc20Contract },
+            type_url: 'type.googleapis.com/protocol.TriggerSmartContract',
+          },
+          type: 'TriggerSmartContract',
+        }
+      : {
           parameter: { value: { amount: tx.amountSun, owner_address: this.from, to_address: tx.to }, type_url: 'type.googleapis.com/protocol.TransferContract' },
           type: 'TransferContract',
-        },
-      ],
+        };
+    const rawData = {
+      contract: [contract],
       ref_block_bytes: block.blockID.slice(12, 16),
       ref_block_hash: block.parentHash.slice(16, 32),
       expiration: block.timestamp + 60_000,
       timestamp: block.timestamp - 1_000,
+      ...(tx.trc20Contract ? { fee_limit: 100_000_000 } : {}),
     };
     return {
-      ret: [{ contractRet: tx.success ? 'SUCCESS' : 'OUT_OF_ENERGY' }],
+      ret: [{ contractRet: tx.success ? 'SUCCESS' : tx.trc20Contract ? 'REVERT' : 'OUT_OF_ENERGY' }],
       signature: [randomBytes(65).toString('hex')],
       txID: tx.txID,
       raw_data: rawData,
       raw_data_hex: Buffer.from(JSON.stringify(rawData)).toString('hex'),
     };
+  }
+
+  /** `gettransactioninfobyid`'s answer for a mined transaction (a TRC-20 call adds its receipt's result and log). */
+  private txInfoJson(tx: TronTx, block: TronBlock) {
+    return {
+      id: tx.txID,
+      fee: 1_100_000,
+      blockNumber: block.number,
+      blockTimeStamp: block.timestamp,
+      contractResult: [''],
+      receipt: tx.trc20Contract ? { energy_usage_total: 29_631, net_usage: 345, result: tx.success ? 'SUCCESS' : 'REVERT' } : { net_usage: 268 },
+      ...(tx.trc20Contract ? { contract_address: tx.trc20Contract } : {}),
+      ...(tx.success ? {} : { result: 'FAILED', resMessage: Buffer.from('REVERT opcode executed').toString('hex') }),
+    };
+  }
+
+  private minedTx(txID: unknown): { tx: TronTx; block: TronBlock } | undefined {
+    for (const block of this.blocks) {
+      const tx = block.txs.find((t) => t.txID === txID);
+      if (tx) return { tx, block };
+    }
+    return undefined;
   }
 
   private blockJson(block: TronBlock) {
@@ -134,6 +175,14 @@ export class TronStandIn {
       if (path === '/wallet/getblockbyid') {
         const block = this.blocks.find((b) => b.blockID === input.value);
         return this.send(res, 200, block ? this.blockJson(block) : {});
+      }
+      if (path === '/wallet/gettransactionbyid') {
+        const mined = this.minedTx(input.value);
+        return this.send(res, 200, mined ? this.txJson(mined.tx, mined.block) : {});
+      }
+      if (path === '/wallet/gettransactioninfobyid') {
+        const mined = this.minedTx(input.value);
+        return this.send(res, 200, mined ? this.txInfoJson(mined.tx, mined.block) : {});
       }
       return this.send(res, 404, { Error: `unknown path ${path}` });
     });

@@ -1,0 +1,112 @@
+/**
+ * With a chain node configured, an operator's Complete is checked on chain (services/payout/README.md
+ * "Claim before sending"): the transaction must be mined, must have succeeded, and must pay the
+ * payout's destination exactly the payout's amount, in base units. An operator who pastes the wrong
+ * hash (or the hash of another payout, or of a smaller transfer) is told so instead of debiting the
+ * balance.
+ *
+ * One module per chain family knows how its node answers: ethereum.ts (JSON-RPC), esplora.ts
+ * (bitcoin, litecoin), tron.ts (full-node HTTP API). They are configured by the same settings as
+ * the invoice service's watchers; a chain without a node setting is not checked.
+ */
+import { Code } from '@connectrpc/connect';
+import { Decimal, type Chain, type CryptoCurrency } from '@coinvoice/runtime/coins';
+
+export interface ChainCheckInput {
+  /** Lower-case, in the chain's format (checked before). */
+  transactionHash: string;
+  coin: CryptoCurrency;
+  /** The payout's destination and amount (decimal string in the coin's units). */
+  address: string;
+  amount: string;
+}
+
+export type ChainCheckResult = { ok: true } | { ok: false; code: string; reason: string; connectCode: Code };
+
+export interface PayoutChainCheck {
+  check(input: ChainCheckInput): Promise<ChainCheckResult>;
+}
+
+/** The node could not be asked (down, timed out, or answered something that is not its API). */
+export class ChainUnavailable extends Error {}
+
+/** The payout's amount in the coin's base units (wei, satoshi, sun, token units). */
+export function payoutBaseUnits(input: ChainCheckInput): bigint {
+  return BigInt(new Decimal(input.amount).times(new Decimal(10).pow(input.coin.baseUnitDecimals)).toFixed(0));
+}
+
+/** A base-unit amount in the coin's units, for a reason an operator reads. */
+export function formatUnits(value: bigint, coin: CryptoCurrency): string {
+  return new Decimal(value.toString()).div(new Decimal(10).pow(coin.baseUnitDecimals)).toFixed();
+}
+
+export function notMined(chainName: string): ChainCheckResult {
+  return {
+    ok: false,
+    code: 'transaction_not_found',
+    reason: `the ${chainName} node knows no mined transaction with this hash: complete the payout once its transaction is mined`,
+    connectCode: Code.FailedPrecondition,
+  };
+}
+
+export function failedOnChain(how: string): ChainCheckResult {
+  return { ok: false, code: 'transaction_failed', reason: `this transaction failed on chain (${how}): it sent nothing`, connectCode: Code.FailedPrecondition };
+}
+
+export function mismatch(reason: string): ChainCheckResult {
+  return { ok: false, code: 'transaction_mismatch', reason, connectCode: Code.FailedPrecondition };
+}
+
+/** The checks per chain; a payout on a chain without one is not checked (no node configured). */
+export class PayoutChainChecks implements PayoutChainCheck {
+  constructor(private readonly byChain: Partial<Record<Chain, PayoutChainCheck>>) {}
+
+  get configured(): boolean {
+    return Object.keys(this.byChain).length > 0;
+  }
+
+  async check(input: ChainCheckInput): Promise<ChainCheckResult> {
+    const check = this.byChain[input.coin.chain];
+    if (!check) return { ok: true };
+    try {
+      return await check.check(input);
+    } catch (err) {
+      if (err instanceof ChainUnavailable) {
+        return {
+          ok: false,
+          code: 'chain_unavailable',
+          reason: `the ${input.coin.chain} node could not be asked (${err.message}); try again shortly`,
+          connectCode: Code.Unavailable,
+        };
+      }
+      throw err;
+    }
+  }
+}
+
+/** A JSON answer of a node over HTTP; a transport failure or a non-JSON answer is ChainUnavailable. */
+export async function fetchJson(url: string, init: RequestInit & { timeoutMs: number; notFoundAs?: unknown }): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, signal: AbortSignal.timeout(init.timeoutMs) });
+  } catch (err) {
+    throw new ChainUnavailable(err instanceof Error ? err.message : String(err));
+  }
+  if (res.status === 404 && 'notFoundAs' in init) {
+    await res.body?.cancel();
+    return init.notFoundAs;
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new ChainUnavailable(`HTTP ${res.status}`);
+  }
+  try {
+    return (await res.json()) as unknown;
+  } catch {
+    throw new ChainUnavailable('the answer is not JSON');
+  }
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

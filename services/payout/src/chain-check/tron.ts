@@ -1,0 +1,70 @@
+/**
+ * The on-chain check of TRX payouts (index.ts) over the Tron full-node HTTP API the watcher follows
+ * (CHAIN_TRON_API_URL, java-tron `/wallet/*`): `gettransactioninfobyid` must place the transaction
+ * in a block, and `gettransactionbyid` must show it succeeded (`ret[0].contractRet` SUCCESS) with a
+ * TransferContract paying the payout's address exactly its amount in sun. Any other contract — a
+ * TRC-20 `TriggerSmartContract`, a TRC-10 `TransferAssetContract` — moves another asset: no TRX
+ * payout is paid by it.
+ */
+import { tronAddressFromHex } from '@coinvoice/runtime/coins';
+import { ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
+
+export interface TronCheckSettings {
+  apiUrl: string;
+  timeoutMs: number;
+}
+
+export class TronPayoutCheck implements PayoutChainCheck {
+  private readonly base: string;
+
+  constructor(private readonly settings: TronCheckSettings) {
+    this.base = settings.apiUrl.replace(/\/+$/, '');
+  }
+
+  async check(input: ChainCheckInput): Promise<ChainCheckResult> {
+    // A token on Tron (TRC-20) is a contract's Transfer, never a TransferContract: fail closed until it is checked as one.
+    if (input.coin.code !== 'TRX') throw new Error(`no on-chain check of ${input.coin.code} payouts on Tron`);
+    const [tx, info] = await Promise.all([this.post('/wallet/gettransactionbyid', input.transactionHash), this.post('/wallet/gettransactioninfobyid', input.transactionHash)]);
+    // The API answers `{}` for a transaction it does not know, and no block number before it is mined.
+    if (isEmpty(tx) || isEmpty(info) || !Number.isSafeInteger(info.blockNumber)) return notMined('Tron');
+    if (tx.txID !== input.transactionHash || info.id !== input.transactionHash || !isRecord(tx.raw_data) || !Array.isArray(tx.raw_data.contract)) {
+      throw new ChainUnavailable(`tron: the answer for ${input.transactionHash} is not that transaction`);
+    }
+    const ret = Array.isArray(tx.ret) && isRecord(tx.ret[0]) ? tx.ret[0].contractRet : undefined;
+    if (ret !== 'SUCCESS') return failedOnChain(`contractRet ${typeof ret === 'string' ? ret : 'missing'}`);
+    const expected = payoutBaseUnits(input);
+    const transfers = tx.raw_data.contract.flatMap((contract) => trxTransferOf(contract, input.transactionHash) ?? []);
+    if (transfers.some((t) => t.to === input.address && t.amountSun === expected)) return { ok: true };
+    const [first] = transfers;
+    if (first === undefined) {
+      const types = tx.raw_data.contract.map((c) => (isRecord(c) && typeof c.type === 'string' ? c.type : 'unknown')).join(', ');
+      return mismatch(`this transaction is a ${types}, not a TRX transfer (TransferContract) of ${input.amount} TRX to ${input.address}`);
+    }
+    return mismatch(`this transaction sends ${formatUnits(first.amountSun, input.coin)} TRX to ${first.to ?? 'an address that is not a Tron address'}, not ${input.amount} TRX to ${input.address}`);
+  }
+
+  private async post(path: string, txid: string): Promise<Record<string, unknown>> {
+    const body = await fetchJson(`${this.base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ value: txid }),
+      timeoutMs: this.settings.timeoutMs,
+    });
+    if (!isRecord(body)) throw new ChainUnavailable(`tron ${path}: not a JSON object`);
+    return body;
+  }
+}
+
+function isEmpty(value: Record<string, unknown>): boolean {
+  return Object.keys(value).length === 0;
+}
+
+/** A TransferContract's destination (base58) and amount in sun; undefined for any other contract. */
+function trxTransferOf(contract: unknown, txid: string): { to: string | undefined; amountSun: bigint } | undefined {
+  if (!isRecord(contract) || contract.type !== 'TransferContract') return undefined;
+  const value = isRecord(contract.parameter) && isRecord(contract.parameter.value) ? contract.parameter.value : undefined;
+  if (!value || typeof value.to_address !== 'string' || !Number.isSafeInteger(value.amount)) {
+    throw new ChainUnavailable(`tron: transaction ${txid} has a malformed TransferContract`);
+  }
+  return { to: tronAddressFromHex(value.to_address), amountSun: BigInt(value.amount as number) };
+}
