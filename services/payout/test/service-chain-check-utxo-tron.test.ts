@@ -120,6 +120,23 @@ describe('TRX over the Tron HTTP API', () => {
     expect(payout).toMatchObject({ status: PayoutStatus.COMPLETED, transactionHash: right.txID });
     expect(await balanceOf(h, project, 'TRX')).toEqual({ available: '72.5', pending: '0', total: '72.5' });
   });
+
+  test('an amount in sun past 2^53 is read exactly from the node\'s JSON, not as the nearest double', async () => {
+    const project = h.auth.addProject('live');
+    await h.credit(project, 'TRX', '20000000000');
+    const request = payoutRequest(project, { currency: 'TRX', amount: '10000000000' });
+    const { payout } = await h.client.requestPayout(request);
+    await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+    await h.client.claimPayout({ payoutId: payout!.id, operatorToken: OPERATOR_TOKEN });
+    // 10^16 sun and 10^16 + 1 sun are the same double: only the exact text tells them apart.
+    const oneSunMore = tron.transfer(request.address, 0);
+    const right = tron.transfer(request.address, 0);
+    tron.mine([oneSunMore, right]);
+    tron.setAmountText(oneSunMore, '10000000000000001');
+    tron.setAmountText(right, '10000000000000000');
+    expect(await rejection(complete(payout!.id, oneSunMore.txID))).toMatchObject({ code: 'transaction_mismatch' });
+    expect((await complete(payout!.id, right.txID)).payout!.status).toBe(PayoutStatus.COMPLETED);
+  });
 });
 
 test('a source that cannot be asked is chain_unavailable (503), never a completion', async () => {

@@ -20,6 +20,8 @@ interface TronTx {
   success: boolean;
   /** Set for a TRC-20 `transfer(to, amount)` call of this contract (hex 41…) instead of a TRX transfer. */
   trc20Contract?: string;
+  /** The amount's JSON text when it is past 2^53 (java-tron writes int64 digits a double cannot hold). */
+  amountText?: string;
 }
 
 interface TronBlock {
@@ -36,6 +38,9 @@ export function tronHex(address: string): string {
   if (!payload || payload.length !== 21 || payload[0] !== 0x41) throw new Error(`not a Tron address: ${address}`);
   return Buffer.from(payload).toString('hex');
 }
+
+/** Marks a bigint in the JSON being written, to be replaced by its bare digits. */
+const EXACT_INTEGER = 'exact-integer:';
 
 export class TronStandIn {
   readonly blocks: TronBlock[] = [];
@@ -74,6 +79,11 @@ export class TronStandIn {
     return { txID: randomBytes(32).toString('hex'), to: tronHex(to), amountSun, success };
   }
 
+  /** Writes the TRX amount of `tx` as exactly this integer text (past 2^53). */
+  setAmountText(tx: TronTx, digits: string): void {
+    tx.amountText = digits;
+  }
+
   /** A TRC-20 `transfer(to, amount)` of the token at `contract` (base58). */
   trc20Transfer(contract: string, to: string, amount: number, success = true): TronTx {
     return { ...this.transfer(to, amount, success), trc20Contract: tronHex(contract) };
@@ -100,7 +110,7 @@ export class TronStandIn {
           type: 'TriggerSmartContract',
         }
       : {
-          parameter: { value: { amount: tx.amountSun, owner_address: this.from, to_address: tx.to }, type_url: 'type.googleapis.com/protocol.TransferContract' },
+          parameter: { value: { amount: tx.amountText ? BigInt(tx.amountText) : tx.amountSun, owner_address: this.from, to_address: tx.to }, type_url: 'type.googleapis.com/protocol.TransferContract' },
           type: 'TransferContract',
         };
     const rawData = {
@@ -116,7 +126,7 @@ export class TronStandIn {
       signature: [randomBytes(65).toString('hex')],
       txID: tx.txID,
       raw_data: rawData,
-      raw_data_hex: Buffer.from(JSON.stringify(rawData)).toString('hex'),
+      raw_data_hex: Buffer.from(JSON.stringify(rawData, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))).toString('hex'),
     };
   }
 
@@ -190,6 +200,8 @@ export class TronStandIn {
 
   private send(res: ServerResponse, status: number, body: unknown): void {
     res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(body));
+    // An exact amount text is carried as a bigint and written as bare digits, as java-tron does.
+    const text = JSON.stringify(body, (_key, value: unknown) => (typeof value === 'bigint' ? `${EXACT_INTEGER}${value}` : value));
+    res.end(text.replace(new RegExp(`"${EXACT_INTEGER}(\\d+)"`, 'g'), '$1'));
   }
 }

@@ -5,7 +5,7 @@
  * payout's amount in satoshi. Several outputs to the same address count together (a wallet may
  * split a payment); an output to another address is not the payout's.
  */
-import { ChainUnavailable, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
+import { baseUnitsOf, ChainUnavailable, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
 
 export interface EsploraCheckSettings {
   chain: 'bitcoin' | 'litecoin';
@@ -46,10 +46,9 @@ function parseTransaction(raw: unknown, txid: string): EsploraTransaction {
     throw new ChainUnavailable(`esplora /tx/${txid} is not that transaction`);
   }
   const outputs = raw.vout.map((output) => {
-    if (!isRecord(output) || !Number.isSafeInteger(output.value) || (output.value as number) < 0) {
-      throw new ChainUnavailable(`esplora /tx/${txid} has an output without an integer value`);
-    }
-    return { address: typeof output.scriptpubkey_address === 'string' ? output.scriptpubkey_address : undefined, value: BigInt(output.value as number) };
+    const value = isRecord(output) ? baseUnitsOf(output.value) : undefined;
+    if (!isRecord(output) || value === undefined || value < 0n) throw new ChainUnavailable(`esplora /tx/${txid} has an output without an integer value`);
+    return { address: typeof output.scriptpubkey_address === 'string' ? output.scriptpubkey_address : undefined, value };
   });
   return { confirmed: raw.status.confirmed, outputs };
 }

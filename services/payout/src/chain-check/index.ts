@@ -10,7 +10,7 @@
  * the invoice service's watchers; a chain without a node setting is not checked.
  */
 import { Code } from '@connectrpc/connect';
-import { Decimal, type Chain, type CryptoCurrency } from '@coinvoice/runtime/coins';
+import { Decimal, formatPlain, fromBaseUnits, toBaseUnits, type Chain, type CryptoCurrency } from '@coinvoice/runtime/coins';
 
 export interface ChainCheckInput {
   /** Lower-case, in the chain's format (checked before). */
@@ -32,12 +32,12 @@ export class ChainUnavailable extends Error {}
 
 /** The payout's amount in the coin's base units (wei, satoshi, sun, token units). */
 export function payoutBaseUnits(input: ChainCheckInput): bigint {
-  return BigInt(new Decimal(input.amount).times(new Decimal(10).pow(input.coin.baseUnitDecimals)).toFixed(0));
+  return toBaseUnits(new Decimal(input.amount), input.coin.baseUnitDecimals);
 }
 
 /** A base-unit amount in the coin's units, for a reason an operator reads. */
 export function formatUnits(value: bigint, coin: CryptoCurrency): string {
-  return new Decimal(value.toString()).div(new Decimal(10).pow(coin.baseUnitDecimals)).toFixed();
+  return formatPlain(fromBaseUnits(value, coin.baseUnitDecimals));
 }
 
 export function notMined(chainName: string): ChainCheckResult {
@@ -100,11 +100,27 @@ export async function fetchJson(url: string, init: RequestInit & { timeoutMs: nu
     await res.body?.cancel();
     throw new ChainUnavailable(`HTTP ${res.status}`);
   }
+  const text = await res.text();
   try {
-    return (await res.json()) as unknown;
+    return JSON.parse(text, exactIntegers) as unknown;
   } catch {
     throw new ChainUnavailable('the answer is not JSON');
   }
+}
+
+/**
+ * JSON.parse's reviver: an integer past 2^53 (an amount in sun or wei) becomes the bigint its text
+ * says, never the nearest double (Node 24 passes the number's source text).
+ */
+function exactIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== 'number' || Number.isSafeInteger(value) || context?.source === undefined || !/^-?\d+$/.test(context.source)) return value;
+  return BigInt(context.source);
+}
+
+/** A whole number of base units as the node wrote it: a safe integer or a bigint (exactIntegers). */
+export function baseUnitsOf(value: unknown): bigint | undefined {
+  if (typeof value === 'bigint') return value;
+  return Number.isSafeInteger(value) ? BigInt(value as number) : undefined;
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

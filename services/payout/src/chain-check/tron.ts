@@ -7,7 +7,7 @@
  * payout is paid by it.
  */
 import { tronAddressFromHex } from '@coinvoice/runtime/coins';
-import { ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
+import { baseUnitsOf, ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
 
 export interface TronCheckSettings {
   apiUrl: string;
@@ -63,8 +63,9 @@ function isEmpty(value: Record<string, unknown>): boolean {
 function trxTransferOf(contract: unknown, txid: string): { to: string | undefined; amountSun: bigint } | undefined {
   if (!isRecord(contract) || contract.type !== 'TransferContract') return undefined;
   const value = isRecord(contract.parameter) && isRecord(contract.parameter.value) ? contract.parameter.value : undefined;
-  if (!value || typeof value.to_address !== 'string' || !Number.isSafeInteger(value.amount)) {
+  const amountSun = value && baseUnitsOf(value.amount);
+  if (!value || typeof value.to_address !== 'string' || amountSun === undefined) {
     throw new ChainUnavailable(`tron: transaction ${txid} has a malformed TransferContract`);
   }
-  return { to: tronAddressFromHex(value.to_address), amountSun: BigInt(value.amount as number) };
+  return { to: tronAddressFromHex(value.to_address), amountSun };
 }
