@@ -90,6 +90,8 @@ test.each([
   ['a negative amount', { currency: 'BTC', amount: '-1' }],
   ['a zero amount', { currency: 'BTC', amount: '0' }],
   ['an unknown environment', { currency: 'BTC', amount: '1', environment: 'staging' }],
+  ['an amount finer than the coin\'s base unit (USDT: 6 decimals)', { currency: 'USDT', amount: '1.0000001' }],
+  ['an amount finer than a satoshi', { currency: 'BTC', amount: '0.000000001' }],
 ])('an invoice.paid with %s is skipped, and the events behind it are still credited', async (_what, fields) => {
   const project = h.auth.addProject('sandbox');
   const bad = await h.publishInvoicePaid({ projectId: project.id, environment: 'sandbox', ...fields });

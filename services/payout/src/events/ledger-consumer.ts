@@ -60,7 +60,7 @@ export function creditOfLatePayment(
   return credit.ok ? { ok: true, credit: { ...credit.credit, paymentId: event.paymentId } } : credit;
 }
 
-/** The fields every credit checks, in one place: ids are UUIDs, a known coin, a positive amount. */
+/** The fields every credit checks, in one place: ids are UUIDs, a known coin, a positive amount in whole base units. */
 function invoiceCreditOf(
   event: { invoiceId: string; projectId: string; currency: string; amount: string },
   environment: ProjectEnvironment,
@@ -69,7 +69,8 @@ function invoiceCreditOf(
   if (!isUuid(event.projectId)) return { ok: false, reason: 'projectId is not a UUID' };
   const coin = findCryptoCurrency(event.currency);
   if (!coin.ok) return { ok: false, reason: `currency: ${coin.reason}` };
-  const amount = parsePositiveDecimal(event.amount, 18);
+  // No finer than the coin's base unit: a credit of a fraction of a satoshi could never be paid out.
+  const amount = parsePositiveDecimal(event.amount, coin.value.baseUnitDecimals);
   if (!amount.ok) return { ok: false, reason: `amount ${amount.reason}` };
   return {
     ok: true,
