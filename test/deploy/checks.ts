@@ -816,6 +816,8 @@ export function expectedPaths(ctx: DeployContext): Set<string> {
   for (const chain of ['bitcoin', 'litecoin', 'tron']) {
     for (const port of [443, 3000, 8090]) paths.add(`invoice-watcher-${chain} -> external:${port}/TCP`);
   }
+  // The payout service checks operators' Completes against the same nodes (every chain).
+  for (const port of [443, 8545, 3000, 8090]) paths.add(`payout -> external:${port}/TCP`);
   for (const w of workloadsOf(ctx.objects)) {
     paths.add(`${w.id} -> dns:53/UDP`);
     paths.add(`${w.id} -> dns:53/TCP`);

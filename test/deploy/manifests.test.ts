@@ -107,6 +107,15 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     expect(checkResourcesAndScaling(ctx())).toEqual([]);
   });
 
+  test("the payout service is given every chain node its Complete check reads (from a Secret, each optional) and may reach them", () => {
+    const env = container(ctx(), 'Deployment', 'payout').env ?? [];
+    for (const name of ['CHAIN_ETHEREUM_RPC_URL', 'CHAIN_BITCOIN_ESPLORA_URL', 'CHAIN_LITECOIN_ESPLORA_URL', 'CHAIN_TRON_API_URL']) {
+      expect(env.find((e) => e.name === name)?.valueFrom?.secretKeyRef).toEqual({ name: 'payout-chain-sources', key: name, optional: true });
+    }
+    const paths = allowedPaths(ctx(), []);
+    for (const port of [443, 8545, 3000, 8090]) expect(paths.has(`payout -> external:${port}/TCP`)).toBe(true);
+  });
+
   test('the NetworkPolicies allow exactly the paths of the architecture', () => {
     const problems: string[] = [];
     expect([...allowedPaths(ctx(), problems)].sort()).toEqual([...expectedPaths(ctx())].sort());
