@@ -12,6 +12,8 @@ export class RpcFaultProxy {
   fault: Fault = 'none';
   /** Requests answered with a fault, by kind. */
   readonly injected: Record<Exclude<Fault, 'none'>, number> = { null_blocks: 0, rpc_error: 0, hang: 0, down: 0 };
+  /** The method of every call received, in order (batches flattened). */
+  readonly methods: string[] = [];
   private server: http.Server | undefined;
   private port = 0;
   private readonly hanging = new Set<http.ServerResponse>();
@@ -56,6 +58,7 @@ export class RpcFaultProxy {
   private async answer(body: string, res: http.ServerResponse): Promise<void> {
     const request = JSON.parse(body) as { id: number; method: string } | Array<{ id: number; method: string }>;
     const calls = Array.isArray(request) ? request : [request];
+    for (const call of calls) this.methods.push(call.method);
     if (this.fault === 'hang') {
       this.injected.hang++;
       this.hanging.add(res);

@@ -166,6 +166,11 @@ export const invoiceSettings = {
   INVOICE_SWEEP_BATCH_SIZE: setting.int({ default: 100, min: 1, max: 10_000 }),
   /** How long after expiredAt an unpaid live invoice's address is still watched for late payments. */
   INVOICE_MONITOR_AFTER_EXPIRY: durationSetting('24h'),
+  /**
+   * Watched addresses whose balances a watcher reconciles per confirmed height, round robin
+   * (docs/watcher.md): bounds a block's cost; each address is checked every watched/N heights.
+   */
+  WATCHER_RECONCILE_PER_BLOCK: setting.int({ default: 500, min: 1, max: 100_000 }),
   ...ethereumSettings,
   ...utxoAndTronSettings,
   ...xpubSettings(),

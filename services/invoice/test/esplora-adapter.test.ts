@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 function watching(...addresses: string[]): WatchedAddresses {
-  return { all: addresses, lookup: (a) => (addresses.includes(a) ? a : undefined) };
+  return { size: addresses.length, all: addresses, lookup: (a) => (addresses.includes(a) ? a : undefined) };
 }
 
 test('a block of 30 transactions is read over two pages; only watched outputs, each output once', async () => {

@@ -144,20 +144,34 @@ export interface WatchedInvoice {
   id: string;
   address: string;
   pay_currency: CryptoCode;
+  created_at: Date;
 }
 
 /**
  * The live invoices whose addresses the watcher watches: open ones, and Expired ones within the
  * monitoring window after expiry (late payments). Paid invoices' addresses stay watched for the
- * same window after payment (overpayments in a later transaction).
+ * same window after payment (overpayments in a later transaction). Oldest first, so the
+ * watcher's in-memory set keeps one order across reloads.
  */
 export async function watchedInvoices(sql: Queryable, assets: readonly CryptoCode[], monitorAfterMs: number): Promise<WatchedInvoice[]> {
   return sql<WatchedInvoice[]>`
-    select id, address, pay_currency from invoices
+    select id, address, pay_currency, created_at from invoices
     where environment = 'live' and pay_currency = any(${assets as string[]})
       and (status = any(${[...OPEN_INVOICE_STATUSES]})
            or (status = 'Expired' and expired_at > now() - make_interval(secs => ${monitorAfterMs / 1000}))
-           or (status = 'Paid' and paid_at > now() - make_interval(secs => ${monitorAfterMs / 1000})))`;
+           or (status = 'Paid' and paid_at > now() - make_interval(secs => ${monitorAfterMs / 1000})))
+    order by created_at, id`;
+}
+
+/**
+ * Live invoices created at or after `since` (the watcher's incremental refresh): every address
+ * starts being watched at its invoice's creation, so these are all the set can have gained.
+ */
+export async function watchedInvoicesCreatedSince(sql: Queryable, assets: readonly CryptoCode[], since: Date): Promise<WatchedInvoice[]> {
+  return sql<WatchedInvoice[]>`
+    select id, address, pay_currency, created_at from invoices
+    where environment = 'live' and created_at >= ${since} and pay_currency = any(${assets as string[]})
+    order by created_at, id`;
 }
 
 export async function lockInvoiceById(tx: TransactionSql, invoiceId: string): Promise<{ invoice: InvoiceRow; now: Date } | undefined> {

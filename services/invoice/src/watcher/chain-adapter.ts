@@ -56,9 +56,14 @@ export interface ObservedTransfer {
   block: BlockRef | null;
 }
 
-/** The addresses the watcher currently watches, with a fast membership test. */
+/**
+ * The addresses the watcher currently watches, with a fast membership test. An adapter matches
+ * what a block holds against it in memory: a block's cost must not grow with the watched set.
+ */
 export interface WatchedAddresses {
-  /** Every watched address (as issued). */
+  /** How many addresses are watched. */
+  readonly size: number;
+  /** Every watched address (as issued): for work proportional to the set (a first mempool read). */
   readonly all: readonly string[];
   /** The issued spelling of `address` if it is watched (case-insensitive for hex chains), else undefined. */
   lookup(address: string): string | undefined;

@@ -2,7 +2,8 @@
  * The `bitcoin` and `litecoin` chain adapters over the Esplora REST API (electrs / mempool.space
  * self-hosted; DESIGN.md §9). Blocks are read BY HASH (`/block/:hash`, `/block/:hash/txs/:start`)
  * so a reorg between "which block is at height h" and "what is in it" cannot mix two blocks; the
- * mempool is read per watched address (`/scripthash/:hash/txs/mempool`); a transaction seen
+ * mempool is followed by its txids (`/mempool/txids`, new transactions fetched once) plus one read
+ * per address when it starts being watched (`/scripthash/:hash/txs/mempool`); a transaction seen
  * unmined that vanished is `replaced` only when one of its inputs is spent by another transaction
  * (`/tx/:prev/outspend/:vout`). Every answer is checked before use: a malformed one is a
  * ChainSourceError, never an empty result.
@@ -29,6 +30,8 @@ export interface EsploraAdapterOptions {
 const SATOSHI_DECIMALS = 8;
 /** Esplora pages a block's transactions by 25. */
 const TXS_PER_PAGE = 25;
+/** New mempool transactions fetched at once. */
+const MEMPOOL_FETCH_CONCURRENCY = 16;
 const HASH = /^[0-9a-f]{64}$/;
 
 interface EsploraOutput {
@@ -248,21 +251,66 @@ export class EsploraAdapter implements ChainAdapter {
     return balances;
   }
 
+  /**
+   * Unmined transfers to watched addresses, at the mempool's cost rather than the watched set's
+   * (docs/watcher.md, "Cost per block"): each call reads the mempool's txids and fetches only the
+   * transactions not looked at before. Addresses that joined the set since the last call may have
+   * been paid by a transaction looked at before they were watched; they are covered the cheaper
+   * way: one read of each one's mempool history (`/scripthash/:hash/txs/mempool`), or, when more
+   * addresses joined than the mempool holds (a start, a bulk load), every mempool transaction
+   * once. Transactions that left the mempool are forgotten (the block scan and transactionState
+   * own them).
+   */
   async pendingTransfers(addresses: WatchedAddresses): Promise<ObservedTransfer[]> {
-    const transfers = new Map<string, ObservedTransfer>();
-    for (const address of addresses.all) {
-      const txs = await this.required(`/scripthash/${scriptHashOf(address)}/txs/mempool`, 'json');
-      if (!Array.isArray(txs)) throw malformed(`mempool of ${address} is not a list`);
-      for (const raw of txs) {
-        const tx = parseTx(raw);
-        if (tx.status.confirmed) continue;
-        this.rememberInputs(tx);
-        // One transaction paying several watched addresses is listed under each: count it once.
-        for (const t of this.transfersOf(tx, addresses, null)) transfers.set(`${t.transactionHash}:${t.outputIndex}`, t);
-      }
+    const ids = await this.required('/mempool/txids', 'json');
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string' && HASH.test(id))) throw malformed('/mempool/txids is not a list of txids');
+    const inMempool = new Set(ids as string[]);
+    const mempool = this.mempool;
+    const joined = addresses.all.filter((address) => !mempool.checked.has(address));
+    const wholeMempool = joined.length > inMempool.size;
+    const toFetch = wholeMempool ? [...inMempool] : [...inMempool].filter((id) => !mempool.known.has(id));
+    for (let i = 0; i < toFetch.length; i += MEMPOOL_FETCH_CONCURRENCY) {
+      await Promise.all(
+        toFetch.slice(i, i + MEMPOOL_FETCH_CONCURRENCY).map(async (txid) => {
+          const raw = await this.get(`/tx/${txid}`, 'json');
+          if (raw !== undefined) this.notePending(parseTx(raw), addresses); // else: left the mempool since the list was read
+        }),
+      );
     }
-    return [...transfers.values()];
+    for (const id of inMempool) mempool.known.add(id);
+    for (const address of joined) {
+      if (!wholeMempool) {
+        const txs = await this.required(`/scripthash/${scriptHashOf(address)}/txs/mempool`, 'json');
+        if (!Array.isArray(txs)) throw malformed(`mempool of ${address} is not a list`);
+        for (const raw of txs) this.notePending(parseTx(raw), addresses);
+      }
+      mempool.checked.add(address);
+    }
+    for (const id of mempool.known) if (!inMempool.has(id)) mempool.known.delete(id);
+    for (const id of mempool.paying.keys()) if (!inMempool.has(id)) mempool.paying.delete(id);
+    for (const address of mempool.checked) if (addresses.lookup(address) === undefined) mempool.checked.delete(address);
+    return [...mempool.paying.values()].flat();
   }
+
+  /** Remembers an unmined transaction's transfers to watched addresses (none: nothing kept but its id). */
+  private notePending(tx: EsploraTx, addresses: WatchedAddresses): void {
+    if (tx.status.confirmed) return;
+    this.mempool.known.add(tx.txid);
+    const transfers = this.transfersOf(tx, addresses, null);
+    if (transfers.length === 0) return;
+    this.rememberInputs(tx);
+    this.mempool.paying.set(tx.txid, transfers);
+  }
+
+  /** What the adapter knows of the mempool between calls (see pendingTransfers). */
+  private readonly mempool = {
+    /** Txids already looked at (in the mempool at the last read). */
+    known: new Set<string>(),
+    /** Unmined transactions paying watched addresses, with their transfers. */
+    paying: new Map<string, ObservedTransfer[]>(),
+    /** Watched addresses whose own mempool history has been read once. */
+    checked: new Set<string>(),
+  };
 
   /**
    * pending: still in the mempool, or gone without any of its inputs spent elsewhere (it may be

@@ -22,9 +22,6 @@ const TRANSFER = parseAbiItem('event Transfer(address indexed from, address inde
 
 type FullBlock = Block<bigint, true, 'latest'>;
 
-/** Recipients per eth_getLogs topic filter. */
-const LOG_FILTER_ADDRESSES = 500;
-
 export class EthereumAdapter implements ChainAdapter {
   readonly chain = 'ethereum' as const;
   readonly assets: readonly CryptoCode[] = ['ETH', 'USDT', 'USDC'];
@@ -35,8 +32,8 @@ export class EthereumAdapter implements ChainAdapter {
   private readonly recent = new Map<string, FullBlock>();
 
   constructor(private readonly options: EthereumAdapterOptions) {
-    // Blocks and logs go as requests of their own (a log query names every watched address, so a
-    // batch of them can exceed a node's request size limit); balance reads are small and batched.
+    // Blocks and logs go as requests of their own (a block with its transactions is large);
+    // balance reads are small and batched.
     this.client = createPublicClient({ transport: http(options.rpcUrl, { timeout: options.timeoutMs, retryCount: 0 }) });
     this.balanceClient = createPublicClient({
       transport: http(options.rpcUrl, { timeout: options.timeoutMs, retryCount: 0, batch: { batchSize: 200, wait: 0 } }),
@@ -69,8 +66,13 @@ export class EthereumAdapter implements ChainAdapter {
     return ref;
   }
 
+  /**
+   * The block's cost, not the watched set's: its transactions (fetched anyway) and every Transfer
+   * log of the configured tokens in it (one eth_getLogs by block hash, no recipient filter), both
+   * matched in memory against the watched addresses (docs/watcher.md, "Cost per block").
+   */
   async scanBlock(block: BlockRef, addresses: WatchedAddresses): Promise<ObservedTransfer[]> {
-    if (addresses.all.length === 0) return [];
+    if (addresses.size === 0) return [];
     const full = this.recent.get(block.hash) ?? (await this.blockByHash(block.hash));
     const transfers: ObservedTransfer[] = [];
     for (const tx of full.transactions) {
@@ -86,23 +88,9 @@ export class EthereumAdapter implements ChainAdapter {
         block,
       });
     }
-    // The recipients go in the topic filter, in chunks so no request outgrows a node's size limit.
-    const chunks: string[][] = [];
-    for (let i = 0; i < addresses.all.length; i += LOG_FILTER_ADDRESSES) chunks.push(addresses.all.slice(i, i + LOG_FILTER_ADDRESSES));
-    const answers = await Promise.all(
-      chunks.map((recipients) =>
-        this.call(`eth_getLogs(blockHash ${block.hash})`, () =>
-          this.client.getLogs({
-            blockHash: block.hash as Hash,
-            address: [...this.tokenOf.keys()] as `0x${string}`[],
-            event: TRANSFER,
-            args: { to: recipients as `0x${string}`[] },
-            strict: true,
-          }),
-        ),
-      ),
+    const logs = await this.call(`eth_getLogs(blockHash ${block.hash})`, () =>
+      this.client.getLogs({ blockHash: block.hash as Hash, address: [...this.tokenOf.keys()] as `0x${string}`[], event: TRANSFER, strict: true }),
     );
-    const logs = answers.flat();
     for (const log of logs) {
       if (log.blockHash !== block.hash || log.removed) {
         throw new ChainSourceError('malformed', `a log of block ${log.blockHash} answered a query for ${block.hash}`);

@@ -9,16 +9,16 @@ import { eventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
 import { settleInvoice } from '../settlement';
 import { upsertPayment } from '../store/payments';
 import { markReplaced, unminedPayments } from '../store/unmined-payments';
-import type { ChainAdapter, WatchedAddresses } from './chain-adapter';
+import type { ChainAdapter } from './chain-adapter';
+import type { WatchedSet } from './watched-set';
 
 export async function followMempool(options: {
   sql: Sql;
   adapter: ChainAdapter;
-  addresses: WatchedAddresses;
-  invoiceOf: ReadonlyMap<string, string>;
+  addresses: WatchedSet;
   logger: Logger;
 }): Promise<Awaited<ReturnType<typeof settleInvoice>>[]> {
-  const { sql, adapter, addresses, invoiceOf, logger } = options;
+  const { sql, adapter, addresses, logger } = options;
   if (!adapter.pendingTransfers || !adapter.transactionState) return [];
   // Reads first (no transaction open while the node answers).
   const pending = await adapter.pendingTransfers(addresses);
@@ -31,7 +31,7 @@ export async function followMempool(options: {
   return eventTransaction(sql, async (tx) => {
     const touched = new Set<string>();
     for (const transfer of pending) {
-      const invoiceId = invoiceOf.get(transfer.address);
+      const invoiceId = addresses.invoiceOf(transfer.address);
       if (!invoiceId) continue;
       const [existing] = await tx<{ block_number: string | null; status: string }[]>`
         select block_number, status from payments

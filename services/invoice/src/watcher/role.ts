@@ -131,6 +131,7 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
         monitorAfterExpiryMs: config.INVOICE_MONITOR_AFTER_EXPIRY,
         standbyRetryMs: Math.min(2_000, source.pollMs(config) * 2),
         reconcileDepth: confirmations,
+        reconcilePerBlock: config.WATCHER_RECONCILE_PER_BLOCK,
       });
       return { routes() {}, workers: [watcher] };
     },

@@ -29,11 +29,11 @@ import {
   saveBlocks,
   saveCursor,
   upsertPayment,
-  watchedInvoices,
 } from '../store/payments';
-import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from './chain-adapter';
 import { followMempool } from './mempool';
 import type { WatcherMetrics } from './metrics';
+import { WatchedSet } from './watched-set';
 
 export interface ChainWatcherOptions {
   sql: Sql;
@@ -50,7 +50,19 @@ export interface ChainWatcherOptions {
   standbyRetryMs?: number;
   /** Reconcile balances at the head minus this many blocks plus one (the confirmation count). */
   reconcileDepth: number;
+  /**
+   * Addresses whose balances are reconciled per confirmed height (round robin over the watched
+   * set): a block's cost stays bounded however many invoices are open.
+   */
+  reconcilePerBlock: number;
+  /** How often the watched set is read whole (else only new invoices are added). */
+  watchedFullReloadMs?: number;
 }
+
+/** See docs/watcher.md ("Cost per block"). */
+const WATCHED_FULL_RELOAD_MS = 60_000;
+/** The incremental read steps back this far behind the newest invoice held (late commits). */
+const WATCHED_OVERLAP_MS = 120_000;
 
 /** Output index of a payment found by balance reconciliation (no transaction or log of its own). */
 const RECONCILED_INDEX = -2;
@@ -73,9 +85,17 @@ export class ChainWatcher implements Worker {
   private reconciledHeight = -1;
   /** For tests and metrics: whether this replica holds the chain's lock. */
   active = false;
+  private readonly watched: WatchedSet;
 
   constructor(private readonly options: ChainWatcherOptions) {
     this.logger = options.logger.child({ component: 'watcher', chain: options.adapter.chain });
+    this.watched = new WatchedSet({
+      sql: options.sql,
+      assets: options.adapter.assets,
+      monitorAfterMs: options.monitorAfterExpiryMs,
+      fullReloadMs: options.watchedFullReloadMs ?? WATCHED_FULL_RELOAD_MS,
+      overlapMs: WATCHED_OVERLAP_MS,
+    });
   }
 
   start(): void {
@@ -168,17 +188,6 @@ export class ChainWatcher implements Worker {
     connection.release();
   }
 
-  /** Watched addresses, looked up case-insensitively (hex chains) to the issued spelling. */
-  private async watched(): Promise<{ addresses: WatchedAddresses; invoiceOf: Map<string, string> }> {
-    const rows = await watchedInvoices(this.options.sql, this.options.adapter.assets, this.options.monitorAfterExpiryMs);
-    const byLower = new Map(rows.map((r) => [r.address.toLowerCase(), r.address]));
-    const invoiceOf = new Map(rows.map((r) => [r.address, r.id]));
-    return {
-      addresses: { all: rows.map((r) => r.address), lookup: (address) => byLower.get(address.toLowerCase()) },
-      invoiceOf,
-    };
-  }
-
   /** One round: reorg check, then every block up to the head, then confirmations. */
   async tick(): Promise<void> {
     const { adapter, metrics } = this.options;
@@ -202,7 +211,8 @@ export class ChainWatcher implements Worker {
 
     let { height, hash } = cursor;
     while (this.running && height < head.height) {
-      const { addresses, invoiceOf } = await this.watched();
+      await this.watched.refresh();
+      const addresses = this.watched;
       const blocks: BlockRef[] = [];
       const transfers: ObservedTransfer[] = [];
       // The batch's blocks are fetched and scanned concurrently (the transport batches the calls);
@@ -226,7 +236,7 @@ export class ChainWatcher implements Worker {
       const settled = await eventTransaction(this.options.sql, async (tx) => {
         const touched = new Set<string>();
         for (const transfer of transfers) {
-          const invoiceId = invoiceOf.get(transfer.address);
+          const invoiceId = addresses.invoiceOf(transfer.address);
           if (!invoiceId) continue; // an address we never issued (or no longer watch)
           await upsertPayment(tx, chain, invoiceId, transfer);
           touched.add(invoiceId);
@@ -247,8 +257,8 @@ export class ChainWatcher implements Worker {
 
     // UTXO chains: unmined payments (0 confirmations) and replaced ones.
     if (this.running && adapter.pendingTransfers) {
-      const { addresses, invoiceOf } = await this.watched();
-      this.countSettlements(await followMempool({ sql: this.options.sql, adapter, addresses, invoiceOf, logger: this.logger }));
+      await this.watched.refresh();
+      this.countSettlements(await followMempool({ sql: this.options.sql, adapter, addresses: this.watched, logger: this.logger }));
     }
 
     const missed = await this.reconcile(head);
@@ -269,20 +279,23 @@ export class ChainWatcher implements Worker {
   }
 
   /**
-   * Reconciliation at each newly confirmed height: every watched address's on-chain balance of
-   * its invoice's asset against the payments recorded up to that height. A balance above them is
+   * Reconciliation at each newly confirmed height: a slice of the watched addresses (round robin,
+   * `reconcilePerBlock` of them) has its on-chain balance of its invoice's asset compared with the
+   * payments recorded up to that height. A balance above them is
    * money the block scan missed (an internal ETH transfer from a contract wallet, a node that
    * returned incomplete logs): recorded as a payment in the reconciled block, so it confirms,
    * counts and reorgs like any other. (A balance below them is the merchant spending from the
    * address: not a payment.) The reconciled block is at most a poll's worth of blocks after the
-   * transfer, which only matters for a transfer in the very last blocks before expiredAt.
+   * transfer, which only matters for a transfer in the very last blocks before expiredAt. With
+   * more watched addresses than the slice, each is checked every size/slice heights.
    */
   private async reconcile(head: BlockRef): Promise<Array<{ invoiceId: string; transfer: ObservedTransfer }>> {
     const { adapter, metrics } = this.options;
     const height = head.height - this.options.reconcileDepth + 1;
     if (height <= this.reconciledHeight || height < 0) return [];
     const block = await this.canonicalAt(height, head);
-    const watched = await watchedInvoices(this.options.sql, adapter.assets, this.options.monitorAfterExpiryMs);
+    await this.watched.refresh();
+    const watched = this.watched.nextSlice(this.options.reconcilePerBlock);
     const missed: Array<{ invoiceId: string; transfer: ObservedTransfer }> = [];
     for (const asset of adapter.assets) {
       const mine = watched.filter((w) => w.pay_currency === asset);

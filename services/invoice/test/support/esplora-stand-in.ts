@@ -67,6 +67,8 @@ export class EsploraStandIn {
   /** While set, every request answers 503 (the source is down). */
   down = false;
   requests = 0;
+  /** The path of every request, in order (tests count what a watcher asks per block). */
+  readonly paths: string[] = [];
   private clock = 0;
   private readonly sockets = new Set<Socket>();
 
@@ -240,6 +242,7 @@ export class EsploraStandIn {
     this.requests += 1;
     if (this.down) return this.send(res, 503, 'text/plain', 'stand-in is down');
     const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
+    this.paths.push(path);
     const parts = path.split('/').filter(Boolean);
     const json = (body: unknown) => this.send(res, 200, 'application/json', JSON.stringify(body));
     const text = (body: string) => this.send(res, 200, 'text/plain', body);
