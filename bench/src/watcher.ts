@@ -128,7 +128,10 @@ async function main(): Promise<void> {
       for (let i = 0; i < count; i += 20) made.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, createInvoice))));
       return made;
     };
-    /** Open live ETH invoices up to `total`: copies of `template` with random addresses, in one statement. */
+    /**
+     * Open live ETH invoices up to `total`: copies of `template` with random addresses, created
+     * over the past hour as a steady stream of checkouts would have made them, in one statement.
+     */
     const fillOpenInvoices = async (total: number, template: string) => {
       const open = Number((await sqlDb<{ n: string }[]>`select count(*) as n from invoices where environment = 'live' and status = 'Waiting'`)[0]!.n);
       const missing = total - open;
@@ -139,7 +142,7 @@ async function main(): Promise<void> {
           select column_name from information_schema.columns where table_schema = 'invoice' and table_name = 'invoices' order by ordinal_position`
       ).map((c) => c.column_name);
       const values = columns.map((c) =>
-        c === 'id' ? 'gen_random_uuid()' : c === 'address' ? 'a.address' : c === 'address_index' ? '(1500000000 + (select count(*) from invoices) + a.n)::int' : c === 'created_at' ? 'now()' : `i.${c}`,
+        c === 'id' ? 'gen_random_uuid()' : c === 'address' ? 'a.address' : c === 'address_index' ? '(1500000000 + (select count(*) from invoices) + a.n)::int' : c === 'created_at' ? "now() - make_interval(secs => a.n % 3600)" : `i.${c}`,
       );
       for (let i = 0; i < addresses.length; i += 50_000) {
         await sqlDb.unsafe(
@@ -163,8 +166,9 @@ async function main(): Promise<void> {
       const paidHere = await createMany(PAID_IN_BACKFILL);
       await fillOpenInvoices(openInvoices, paidHere[0]!.id);
       while ((await cursor()) < Number(await publicClient.getBlockNumber({ cacheTime: 0 }))) await new Promise((r) => setTimeout(r, 100));
-      // The watcher's next full read of its set (once a minute) has the loaded copies in it too.
-      await new Promise((r) => setTimeout(r, 1_000));
+      // The loaded copies are older than the watcher's incremental read reaches back: its next
+      // full read of the set (once a minute) takes them in.
+      await new Promise((r) => setTimeout(r, 62_000));
       process.kill(watcher.pid, 'SIGSTOP');
       const start = Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
       const gap = Math.floor(BLOCKS / PAID_IN_BACKFILL);

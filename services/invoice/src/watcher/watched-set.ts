@@ -27,10 +27,16 @@ export interface WatchedSetOptions {
   now?: () => number;
 }
 
+/** One watched address: as issued, its invoice, the asset it is paid in. */
+export interface WatchedEntry {
+  address: string;
+  invoiceId: string;
+  asset: CryptoCode;
+}
+
 export class WatchedSet implements WatchedAddresses {
-  private readonly byAddress = new Map<string, WatchedInvoice>();
-  /** Lower-cased address → issued spelling (hex chains compare case-insensitively). */
-  private readonly byLower = new Map<string, string>();
+  /** By lower-cased address (hex chains compare case-insensitively): one small entry per address. */
+  private readonly byLower = new Map<string, WatchedEntry>();
   private newestCreatedAt: Date | undefined;
   private loadedAt = Number.NEGATIVE_INFINITY;
   private list: string[] | undefined;
@@ -44,7 +50,6 @@ export class WatchedSet implements WatchedAddresses {
     const now = (this.options.now ?? Date.now)();
     if (this.newestCreatedAt === undefined || now - this.loadedAt >= this.options.fullReloadMs) {
       const rows = await watchedInvoices(this.options.sql, this.options.assets, this.options.monitorAfterMs);
-      this.byAddress.clear();
       this.byLower.clear();
       this.list = undefined;
       for (const row of rows) this.add(row);
@@ -57,41 +62,42 @@ export class WatchedSet implements WatchedAddresses {
 
   private add(row: WatchedInvoice): void {
     if (this.newestCreatedAt === undefined || row.created_at > this.newestCreatedAt) this.newestCreatedAt = row.created_at;
-    if (this.byAddress.has(row.address)) return;
-    this.byAddress.set(row.address, row);
-    this.byLower.set(row.address.toLowerCase(), row.address);
+    const key = row.address.toLowerCase();
+    if (this.byLower.has(key)) return;
+    this.byLower.set(key, { address: row.address, invoiceId: row.id, asset: row.pay_currency });
     this.list = undefined;
   }
 
   get size(): number {
-    return this.byAddress.size;
+    return this.byLower.size;
   }
 
   get all(): readonly string[] {
-    this.list ??= [...this.byAddress.keys()];
+    this.list ??= Array.from(this.byLower.values(), (entry) => entry.address);
     return this.list;
   }
 
   lookup(address: string): string | undefined {
-    return this.byLower.get(address.toLowerCase());
+    return this.byLower.get(address.toLowerCase())?.address;
   }
 
-  /** The invoice an issued address belongs to. */
+  /** The invoice a watched address belongs to. */
   invoiceOf(address: string): string | undefined {
-    return this.byAddress.get(address)?.id;
+    return this.byLower.get(address.toLowerCase())?.invoiceId;
   }
 
   /**
    * The next `count` watched invoices in round-robin order: reconciliation checks a bounded slice
    * per confirmed height, so every address is checked once every size/count heights.
    */
-  nextSlice(count: number): WatchedInvoice[] {
+  nextSlice(count: number): WatchedEntry[] {
     const all = this.all;
-    if (all.length <= count) return all.map((address) => this.byAddress.get(address)!);
+    const entry = (address: string) => this.byLower.get(address.toLowerCase())!;
+    if (all.length <= count) return all.map(entry);
     if (this.reconcileFrom >= all.length) this.reconcileFrom = 0;
     const slice = all.slice(this.reconcileFrom, this.reconcileFrom + count);
     if (slice.length < count) slice.push(...all.slice(0, count - slice.length));
     this.reconcileFrom = (this.reconcileFrom + count) % all.length;
-    return slice.map((address) => this.byAddress.get(address)!);
+    return slice.map(entry);
   }
 }

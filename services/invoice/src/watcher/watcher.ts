@@ -211,7 +211,6 @@ export class ChainWatcher implements Worker {
 
     let { height, hash } = cursor;
     while (this.running && height < head.height) {
-      await this.watched.refresh();
       const addresses = this.watched;
       const blocks: BlockRef[] = [];
       const transfers: ObservedTransfer[] = [];
@@ -225,6 +224,9 @@ export class ChainWatcher implements Worker {
         blocks.push(block);
         parentHash = block.hash;
       }
+      // The set is brought up to date AFTER the blocks were read: an invoice whose payment is in
+      // one of them was committed before the payment existed, so before the block was read.
+      await this.watched.refresh();
       for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) transfers.push(...found);
       if (blocks.length === 0) {
         // The next block does not extend our cursor: a reorg; rewind and carry on.
@@ -298,19 +300,19 @@ export class ChainWatcher implements Worker {
     const watched = this.watched.nextSlice(this.options.reconcilePerBlock);
     const missed: Array<{ invoiceId: string; transfer: ObservedTransfer }> = [];
     for (const asset of adapter.assets) {
-      const mine = watched.filter((w) => w.pay_currency === asset);
+      const mine = watched.filter((w) => w.asset === asset);
       if (mine.length === 0) continue;
       const balances = await adapter.balancesAt(asset, mine.map((w) => w.address), block);
-      const recorded = await recordedTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.id), height);
+      const recorded = await recordedTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.invoiceId), height);
       for (const invoice of mine) {
         const onChain = balances.get(invoice.address);
         if (!onChain) continue;
-        const gap = onChain.minus(recorded.get(invoice.id) ?? 0);
+        const gap = onChain.minus(recorded.get(invoice.invoiceId) ?? 0);
         if (gap.lte(0)) continue;
         metrics.reconciliationMismatches.inc({ chain: adapter.chain, asset });
-        this.logger.warn({ invoiceId: invoice.id, asset, height, missing: gap.toFixed() }, 'reconciliation: the address holds more than its recorded payments; recording the difference');
+        this.logger.warn({ invoiceId: invoice.invoiceId, asset, height, missing: gap.toFixed() }, 'reconciliation: the address holds more than its recorded payments; recording the difference');
         missed.push({
-          invoiceId: invoice.id,
+          invoiceId: invoice.invoiceId,
           transfer: { transactionHash: `reconciled:${block.hash}:${invoice.address}`, outputIndex: RECONCILED_INDEX, address: invoice.address, asset, amount: gap, block },
         });
       }
