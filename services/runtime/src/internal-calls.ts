@@ -6,7 +6,8 @@
 import { existsSync } from 'node:fs';
 import type { DescService } from '@bufbuild/protobuf';
 import { ConfigError, type Setting } from './config';
-import { readRpcTls, type CallerIdentity, type CallerPolicy, type RpcTls } from './rpc';
+import type { CallerPolicy } from './rpc/server';
+import { readRpcTls, type CallerIdentity, type RpcTls } from './rpc/tls';
 
 /** The names processes carry in their certificates (DNS SAN), and in allow-lists. */
 export type CallerName = 'gateway' | 'auth' | 'invoice' | 'payout' | 'notifier';

@@ -6,7 +6,7 @@
  */
 import type { Sql } from './db';
 import type { Logger } from './log';
-import type { Worker } from './service';
+import type { Worker } from './worker';
 
 /** What a service's sweeper (a PeriodicBatchWorker over its tables) is built from. */
 export interface SweeperSettings {

@@ -17,7 +17,7 @@ import type { Queryable, Sql } from './db';
 import { ErrorDetailSchema, RateLimitExceededSchema } from './gen/coinvoice/common/v1/error_pb';
 import type { Logger } from './log';
 import { sqlMigration } from './migrations';
-import type { Worker } from './service';
+import type { Worker } from './worker';
 
 export interface RateLimitPolicy {
   /** Names the limit in the RateLimit headers and logs, e.g. "login-account". */

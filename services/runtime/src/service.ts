@@ -13,24 +13,19 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
 import { bindHostSetting, commonSettings, ConfigError, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
 import { createDb, pingDb, type Sql } from './db';
-import {
-  connectNats,
-  DEAD_LETTER_EVENTS_MIGRATION,
-  ensureServiceStream,
-  EVENT_TABLES_MIGRATION,
-  eventKeySettings,
-  EventVerifier,
-  OutboxRelay,
-  pingNats,
-  processedEventsRetention,
-  signerOf,
-  type StreamSettings,
-} from './events';
+import { connectNats, ensureServiceStream, pingNats, type StreamSettings } from './events/bus';
+import { processedEventsRetention } from './events/consumer';
+import { OutboxRelay } from './events/outbox';
+import { eventKeySettings, EventVerifier, signerOf } from './events/signing';
+import { DEAD_LETTER_EVENTS_MIGRATION, EVENT_TABLES_MIGRATION } from './events/tables';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
 import { migrate, type MigrationFile } from './migrations';
 import { callerPolicy, grpcHealthPortSetting, rpcTlsOf, rpcTlsSettings, type ServiceCallers } from './internal-calls';
-import { HealthMonitor, startRpcServer, type RpcRouter, type RpcTls } from './rpc';
+import { HealthMonitor } from './rpc/health';
+import { startRpcServer, type RpcRouter } from './rpc/server';
+import type { Worker } from './worker';
+import type { RpcTls } from './rpc/tls';
 
 export type ServiceName = 'auth' | 'invoice' | 'payout' | 'notifier';
 
@@ -59,10 +54,6 @@ export interface ServiceDeps<C> {
 }
 
 /** Background work a service runs next to its RPCs (relays, consumers, sweepers). */
-export interface Worker {
-  start(): void | Promise<void>;
-  stop(): Promise<void>;
-}
 
 export interface ServiceParts {
   routes(router: RpcRouter): void;

@@ -9,20 +9,10 @@ import path from 'node:path';
 import { headers as natsHeaders, nanos, type JetStreamManager, type MsgHdrs, type NatsConnection } from 'nats';
 import { Registry } from 'prom-client';
 import { createDb, type Sql } from '../src/db';
-import {
-  connectNats,
-  DEAD_LETTER_EVENTS_DDL,
-  ensureStream,
-  EVENT_TABLES_DDL,
-  EventNamespace,
-  EventVerifier,
-  IdempotentConsumer,
-  parseVerifyKeys,
-  SIGNATURE_HEADER,
-  type ConsumedEvent,
-  type EventHandler,
-  type IdempotentConsumerOptions,
-} from '../src/events';
+import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
+import { DEAD_LETTER_EVENTS_DDL, IdempotentConsumer, type ConsumedEvent, type EventHandler, type IdempotentConsumerOptions } from '../src/events/consumer';
+import { EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
+import { EVENT_TABLES_DDL } from '../src/events/tables';
 import { createLogger, currentRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
 import { signInto, testEventKeys } from '../../../test/support/event-keys';

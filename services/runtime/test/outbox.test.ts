@@ -7,19 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { JetStreamManager, NatsConnection } from 'nats';
 import { createDb, type Sql } from '../src/db';
-import {
-  connectNats,
-  enqueueEvent,
-  ensureStream,
-  eventTransaction,
-  EVENT_TABLES_DDL,
-  EventNamespace,
-  EventVerifier,
-  OutboxRelay,
-  parseVerifyKeys,
-  SIGNATURE_HEADER,
-  type OutboxRelayOptions,
-} from '../src/events';
+import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
+import { enqueueEvent, eventTransaction, OutboxRelay, type OutboxRelayOptions } from '../src/events/outbox';
+import { EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
+import { EVENT_TABLES_DDL } from '../src/events/tables';
 import { createLogger, withRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
 import { testEventKeys } from '../../../test/support/event-keys';

@@ -19,7 +19,10 @@ import {
   type PayInvoiceRequest,
 } from '../src/gen/coinvoice/invoice/v1/invoice_pb';
 import { createLogger, currentRequestId, withRequestId } from '../src/log';
-import { createRpcClient, HealthMonitor, startRpcServer, type CallerPolicy, type RpcServer, type RpcTls } from '../src/rpc';
+import { createRpcClient } from '../src/rpc/client';
+import { HealthMonitor } from '../src/rpc/health';
+import { startRpcServer, type CallerPolicy, type RpcServer } from '../src/rpc/server';
+import type { RpcTls } from '../src/rpc/tls';
 import { TcpProxy } from './support/tcp-proxy';
 
 const logger = createLogger({ service: 'rpc-test', level: 'silent' });

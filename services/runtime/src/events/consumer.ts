@@ -58,7 +58,7 @@ create index processed_events_processed_at_idx on processed_events (processed_at
 /**
  * DDL of the dead letters: messages a consumer refused to act on (a missing or wrong signature),
  * kept whole for an operator to inspect; the message itself is terminated in JetStream. A
- * built-in migration of every service (DEAD_LETTER_EVENTS_MIGRATION, events/index.ts).
+ * built-in migration of every service (DEAD_LETTER_EVENTS_MIGRATION, events/tables.ts).
  */
 export const DEAD_LETTER_EVENTS_DDL = `-- Dead letters (coinvoice runtime, events/consumer.ts): messages a consumer refused (unsigned or
 -- wrongly signed events), never acted on; one row per message (stream, sequence).

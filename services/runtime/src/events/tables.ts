@@ -1,12 +1,7 @@
-/** Events: NATS JetStream naming and setup, the transactional outbox, idempotent consumers. */
+/** The event tables every service migrates: the outbox, processed events and dead letters. */
 import { sqlMigration } from '../migrations';
 import { DEAD_LETTER_EVENTS_DDL, PROCESSED_EVENTS_DDL } from './consumer';
 import { OUTBOX_DDL } from './outbox';
-
-export * from './bus';
-export * from './outbox';
-export * from './consumer';
-export * from './signing';
 
 /** The event tables every service needs (outbox + processed_events) as one SQL snippet. */
 export const EVENT_TABLES_DDL = `${OUTBOX_DDL}\n${PROCESSED_EVENTS_DDL}`;

@@ -1,4 +1,0 @@
-export * from './health';
-export * from './server';
-export * from './client';
-export * from './tls';
