@@ -19,9 +19,8 @@ module.exports = {
   moduleNameMapper: {
     '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
     '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',
-    '^@coinvoice/runtime/credentials/(.*)$': '<rootDir>/services/runtime/src/credentials/$1',
-    '^@coinvoice/runtime/coins$': '<rootDir>/services/runtime/src/coins/index.ts',
-    '^@coinvoice/runtime/coins/(.*)$': '<rootDir>/services/runtime/src/coins/$1',
+    '^@coinvoice/domain/(.*)$': '<rootDir>/services/domain/src/$1',
+    '^@coinvoice/chains/(.*)$': '<rootDir>/services/chains/src/$1',
     '^@coinvoice/client$': '<rootDir>/packages/client/src/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',

@@ -10,24 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import {
-  connectNats,
-  createDb,
-  createLogger,
-  enqueueEvent,
-  eventTransaction,
-  ensureStream,
-  EVENT_TABLES_DDL,
-  EventNamespace,
-  EventSigner,
-  EventVerifier,
-  formatVerifyKeys,
-  generateEventKeyPair,
-  IdempotentConsumer,
-  migrate,
-  OutboxRelay,
-  parseVerifyKeys,
-} from '@coinvoice/runtime';
+import { connectNats, createDb, createLogger, enqueueEvent, eventTransaction, ensureStream, EVENT_TABLES_DDL, EventNamespace, EventSigner, EventVerifier, formatVerifyKeys, generateEventKeyPair, IdempotentConsumer, migrate, OutboxRelay, parseVerifyKeys } from '@coinvoice/runtime';
 import { resolveNats, resolvePostgres } from '@coinvoice/local';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000);

@@ -7,7 +7,8 @@
  * (e.g. at most 8 decimals) judge the client's own digits. Strings with a lone surrogate are
  * refused the same way (they would reach a service altered).
  */
-import { jsonNumberIsExact, type Violation } from '@coinvoice/runtime';
+import { jsonNumberIsExact } from '@coinvoice/domain/json-money';
+import type { Violation } from '@coinvoice/runtime';
 import { HttpProblem } from './problem';
 
 const LONE_SURROGATE = /\p{Cs}/u;

@@ -1,5 +1,6 @@
 /** Proto messages → the public JSON shapes. Conversions live here, once. */
-import { decimalToJsonNumber, environmentToProto, requireEnvironment, type ProjectEnvironment } from '@coinvoice/runtime';
+import { environmentToProto, requireEnvironment, type ProjectEnvironment } from '@coinvoice/domain/environment';
+import { decimalToJsonNumber } from '@coinvoice/domain/json-money';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { ApiKey, Merchant, Project } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';

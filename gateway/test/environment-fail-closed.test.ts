@@ -4,7 +4,8 @@
  * taken for live, as the gateway once did for anything that was not SANDBOX.
  */
 import { create } from '@bufbuild/protobuf';
-import { generateApiKey, environmentFromProto, environmentToProto, requireEnvironment, UnknownEnvironmentError } from '@coinvoice/runtime';
+import { generateApiKey } from '@coinvoice/domain/credentials/api-keys';
+import { environmentFromProto, environmentToProto, requireEnvironment, UnknownEnvironmentError } from '@coinvoice/domain/environment';
 import { VerifyApiKeyResponseSchema, type AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import type { Client } from '@connectrpc/connect';

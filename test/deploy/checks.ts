@@ -1101,7 +1101,7 @@ export function buildContextFiles(): string[] {
       else files.push(rel);
     }
   };
-  for (const pkg of [...SERVICES.map((s) => `services/${s}`), 'services/runtime', 'gateway']) {
+  for (const pkg of [...SERVICES.map((s) => `services/${s}`), 'services/runtime', 'services/domain', 'services/chains', 'gateway']) {
     files.push(`${pkg}/package.json`, `${pkg}/tsconfig.json`);
     walk(`${pkg}/src`);
   }
@@ -1187,6 +1187,8 @@ export function checkImage(dockerfile: string, dockerignore: string): string[] {
     .map((i) => path.posix.resolve(workdir, i.args.split(/\s+/).filter((w) => !w.startsWith('--')).at(-1) ?? ''));
   const needed = [
     'services/runtime/dist',
+    'services/domain/dist',
+    'services/chains/dist',
     ...SERVICES.flatMap((s) => [`services/${s}/dist`, `services/${s}/src/store/migrations`]),
     'gateway/dist',
     'gateway/assets',

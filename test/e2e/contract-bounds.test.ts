@@ -5,7 +5,7 @@
  * that says 1000 where a service enforces 500 fails here. Also: payout `amount` as a decimal
  * string or a number, exactly, and 415 for a body that is not JSON.
  */
-import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/runtime/coins';
+import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
 import { buildForDocument } from '../../gateway/src/openapi-document';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type JsonResponse, type MerchantFixture, type ProjectFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';

@@ -4,7 +4,9 @@
  * with two sweepers, idempotency and bad input.
  */
 import { randomUUID } from 'node:crypto';
-import { cryptoCurrency, isCryptoCode, minimumAmount, validateAddress, Decimal } from '@coinvoice/runtime/coins';
+import { validateAddress } from '@coinvoice/chains/addresses';
+import { cryptoCurrency, isCryptoCode, minimumAmount } from '@coinvoice/chains/currencies';
+import { Decimal } from '@coinvoice/domain/money';
 import fc from 'fast-check';
 import postgres from 'postgres';
 import { decodeSegwitV0 } from '../../services/invoice/test/support/independent-codecs';

@@ -11,7 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { markEmailVerified } from '../support/accounts';
 import postgres from 'postgres';
 import { grantOperator } from '../support/operators';
-import { Decimal } from '@coinvoice/runtime/coins';
+import { Decimal } from '@coinvoice/domain/money';
 import { bearer, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { mine, mined, sendEth, startAnvil, type Anvil } from '../support/anvil';
 import { launchBrowser } from '../support/browser';

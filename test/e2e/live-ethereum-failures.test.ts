@@ -5,7 +5,7 @@
  * SIGKILLed mid-backfill with a standby ready. The watchers (two replicas: one active, one
  * standby) reach anvil through a fault-injecting JSON-RPC proxy.
  */
-import { Decimal } from '@coinvoice/runtime/coins';
+import { Decimal } from '@coinvoice/domain/money';
 import { createDb, type Sql } from '@coinvoice/runtime';
 import { markEmailVerified } from '../support/accounts';
 import { createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';

@@ -2,7 +2,7 @@
  * What the live-Ethereum end-to-end files share: a project's live invoices read and created through
  * the gateway, waits on their state, and the project's live balance, exactly (its decimal string).
  */
-import { Decimal } from '@coinvoice/runtime/coins';
+import { Decimal } from '@coinvoice/domain/money';
 import { apiKeyHeader, type GatewayClient, type ProjectFixture } from '../support/http';
 import { eventually } from './webhooks.support';
 

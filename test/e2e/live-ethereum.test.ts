@@ -6,7 +6,7 @@
  * standardwebhooks, balances read through the payout API. One anvil and one system for the file;
  * 3 confirmations and a 100 ms poll keep it fast.
  */
-import { Decimal } from '@coinvoice/runtime/coins';
+import { Decimal } from '@coinvoice/domain/money';
 import { Webhook } from 'standardwebhooks';
 import { parseEther, type Hash } from 'viem';
 import { markEmailVerified } from '../support/accounts';

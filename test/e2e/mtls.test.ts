@@ -12,7 +12,7 @@ import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/runtime/coins';
+import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
 import { mailText, SmtpInbox } from '../../services/notifier/test/support/smtp';
 import { eventually } from '../../services/notifier/test/support/receiver';
 import { TestCertificateAuthority, type IssuedCertificate } from '../support/certificates';

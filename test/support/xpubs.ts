@@ -3,7 +3,9 @@
  * (INVOICE_XPUB_<COIN> and INVOICE_XPUB_<COIN>_TESTNET): the public halves of throwaway key pairs
  * made from a fixed seed, so a production-mode test never needs real keys.
  */
-import { CRYPTO_CODES, generateDevelopmentKeyPair, NETWORKS } from '../../services/invoice/src/domain';
+import { generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
+import { CRYPTO_CODES } from '@coinvoice/chains/currencies';
+import { NETWORKS } from '@coinvoice/domain/project-network';
 import { xpubVariable, type XpubVariable } from '../../services/invoice/src/settings';
 
 export function throwawayXpubs(): Record<XpubVariable, string> {

@@ -7,7 +7,8 @@
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { environmentFromProto, hashApiKey, parseApiKey, type ProjectEnvironment } from '@coinvoice/runtime';
+import { hashApiKey, parseApiKey } from '@coinvoice/domain/credentials/api-keys';
+import { environmentFromProto, type ProjectEnvironment } from '@coinvoice/domain/environment';
 import { HttpProblem } from '../problem';
 import type { ApiKeyPrincipal } from './principal';
 

@@ -9,7 +9,7 @@ import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { toJson } from '@bufbuild/protobuf';
 import { GetJwksResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
-import { importJwks, verifyJwt, type VerificationKeys } from '@coinvoice/runtime';
+import { importJwks, verifyJwt, type VerificationKeys } from '@coinvoice/domain/credentials/jwt';
 import { HttpProblem } from '../problem';
 import type { MerchantPrincipal } from './principal';
 

@@ -4,7 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { decimalAsJsonNumber, decimalToJsonNumber, packageRoot } from '@coinvoice/runtime';
+import { decimalAsJsonNumber, decimalToJsonNumber } from '@coinvoice/domain/json-money';
+import { packageRoot } from '@coinvoice/runtime';
 import type { Checkout, InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyReply } from 'fastify';

@@ -14,7 +14,8 @@
  * is checked again every round in case a revocation was missed. Each API key (each merchant's
  * sessions) may hold EVENT_STREAMS_PER_KEY streams open per gateway replica; one more is 429.
  */
-import { errorFacts, hashApiKey } from '@coinvoice/runtime';
+import { hashApiKey } from '@coinvoice/domain/credentials/api-keys';
+import { errorFacts } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { Client } from '@connectrpc/connect';

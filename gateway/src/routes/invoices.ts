@@ -3,7 +3,7 @@
  * list and Simulate action (Bearer). Create also takes a merchant JWT with `projectId`, as the
  * payout routes do: the dashboard's "Create an invoice" form. Field for field the service description's Invoice table.
  */
-import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
+import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';

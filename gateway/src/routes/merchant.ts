@@ -1,7 +1,7 @@
 /** The merchant dashboard API (/api/merchant/*): accounts, projects, API keys. Bearer JWT. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { jsonNumberToDecimal } from '@coinvoice/runtime';
+import { jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';

@@ -8,7 +8,7 @@
  * merchant's, or none at all) answers the same 403, so the answer says nothing about other
  * merchants' projects. The project's environment (sandbox or live) comes from the key or from auth.
  */
-import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/runtime';
+import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { PayoutStatus, type GetBalanceResponse, type Payout, type PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';

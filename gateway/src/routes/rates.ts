@@ -1,5 +1,5 @@
 /** GET /api/rates (public, no API key): the invoice service's cached quotes and their age. */
-import { decimalToJsonNumber } from '@coinvoice/runtime';
+import { decimalToJsonNumber } from '@coinvoice/domain/json-money';
 import type { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';

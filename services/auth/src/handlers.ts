@@ -15,23 +15,8 @@
  * Nothing secret is ever logged: passwords, plain API keys, tokens and webhook secrets are never
  * passed to the logger, only ids.
  */
-import {
-  Code,
-  errors,
-  isWellFormedOneTimeCode,
-  issueOneTimeCode,
-  oneTimeCodeMatches,
-  serviceError,
-  enforceRateLimit,
-  enqueueEvent,
-  eventTransaction,
-  type EventTransaction,
-  type RateLimitPolicy,
-  type RateLimitStore,
-  type Logger,
-  type Sql,
-  type TransactionSql,
-} from '@coinvoice/runtime';
+import { isWellFormedOneTimeCode, issueOneTimeCode, oneTimeCodeMatches } from '@coinvoice/domain/credentials/one-time-code';
+import { Code, errors, serviceError, enforceRateLimit, enqueueEvent, eventTransaction, type EventTransaction, type RateLimitPolicy, type RateLimitStore, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type {
@@ -56,22 +41,12 @@ import type {
   VerifyApiKeyRequest,
 } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import {
-  generateWebhookSecret,
-  hashApiKey,
-  issueApiKey,
-  parseApiKey,
-  validateApiKeyCreation,
-  validateLogin,
-  validateNewProject,
-  validatePasswordChange,
-  validateProjectUpdate,
-  validateRegistration,
-  type PasswordHasher,
-  type SessionSubject,
-  type Validated,
-  type WebhookUrlPolicy,
-} from './domain';
+import type { PasswordHasher } from './domain/passwords';
+import { validateApiKeyCreation, validateLogin, validateNewProject, validatePasswordChange, validateProjectUpdate, validateRegistration, type Validated } from './domain/validation';
+import { generateWebhookSecret } from './domain/webhook-secrets';
+import type { WebhookUrlPolicy } from './domain/webhook-url-policy';
+import { hashApiKey, issueApiKey, parseApiKey } from '@coinvoice/domain/credentials/api-keys';
+import type { SessionSubject } from '@coinvoice/domain/credentials/jwt';
 import { apiKeyRevokedEvent, projectUpdatedEvent, sessionsRevokedEvent } from './events/auth-events';
 import {
   apiKeyMessage,
@@ -83,7 +58,10 @@ import {
   projectMessage,
 } from './messages';
 import type { SessionTokens } from './sessions';
-import type { ApiKeyStore, MerchantRow, MerchantStore, ProjectStore } from './store';
+import type { ApiKeyStore } from './store/api-keys';
+import type { MerchantStore } from './store/merchants';
+import type { ProjectStore } from './store/projects';
+import type { MerchantRow } from './store/rows';
 
 /** Wrong email codes allowed per issued code (a new code resets them). */
 export const EMAIL_CODE_MAX_ATTEMPTS = 5;

@@ -1,19 +1,11 @@
 import { hostname, userInfo } from 'node:os';
-import {
-  commonSettings,
-  createDb,
-  createLogger,
-  loadConfig,
-  previousKeksSetting,
-  runService,
-  SecretBox,
-  secretsKekSetting,
-} from '@coinvoice/runtime';
-import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain';
+import { previousKeksSetting, SecretBox, secretsKekSetting } from '@coinvoice/domain/secrets-at-rest';
+import { commonSettings, createDb, createLogger, loadConfig, runService } from '@coinvoice/runtime';
+import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain/passwords';
 import { changeOperator, OPERATOR_COMMANDS } from './operators/commands';
 import { ensureLocalDeveloper } from './operators/local-developer';
 import { authService, authSettings } from './server';
-import { reencryptSecrets } from './store';
+import { reencryptSecrets } from './store/secrets';
 
 /**
  * `node main.js` serves; `migrate` applies migrations (runService); and the admin commands, run

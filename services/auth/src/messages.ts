@@ -11,12 +11,13 @@ import {
   type Merchant,
   type Project,
 } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
-import { environmentFromProto as environmentFromProtoOrUndefined } from '@coinvoice/runtime';
+import { environmentFromProto as environmentFromProtoOrUndefined } from '@coinvoice/domain/environment';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
-import type { Ed25519Jwk, ProjectEnvironment } from './domain';
-import type { ApiKeyRow, MerchantRow, ProjectRow } from './store';
+import type { Ed25519Jwk } from '@coinvoice/domain/credentials/jwt';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import type { ApiKeyRow, MerchantRow, ProjectRow } from './store/rows';
 
-import { environmentToProto } from '@coinvoice/runtime';
+import { environmentToProto } from '@coinvoice/domain/environment';
 export { environmentToProto };
 
 /**

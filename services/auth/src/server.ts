@@ -1,31 +1,17 @@
-import {
-  createSsrfGuard,
-  migrationsDirOf,
-  setting,
-  ssrfModeOf,
-  webhookDestinationSettings,
-  webhookUrlPolicyOf,
-  type ServiceDefinition,
-  allowCallers,
-  createRpcClient,
-  PostgresRateLimitStore,
-  RATE_LIMITS_MIGRATION,
-  rateLimitCleaner,
-  rateLimitSetting,
-  previousKeksSetting,
-  SecretBox,
-  secretsKekSetting,
-} from '@coinvoice/runtime';
+import { previousKeksSetting, SecretBox, secretsKekSetting } from '@coinvoice/domain/secrets-at-rest';
+import { createSsrfGuard, ssrfModeOf, webhookDestinationSettings, webhookUrlPolicyOf } from '@coinvoice/domain/ssrf';
+import { migrationsDirOf, setting, type ServiceDefinition, allowCallers, createRpcClient, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, rateLimitSetting } from '@coinvoice/runtime';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
-import {
-  OWASP_ARGON2ID_PARAMS,
-  PasswordHasher,
-  type WebhookUrlPolicy,
-} from './domain';
+import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain/passwords';
+import type { WebhookUrlPolicy } from './domain/webhook-url-policy';
 import { AuthHandlers } from './handlers';
 import { SessionTokens } from './sessions';
-import { ApiKeyStore, MerchantStore, ProjectStore, reencryptSecrets, SigningKeyStore } from './store';
+import { ApiKeyStore } from './store/api-keys';
+import { MerchantStore } from './store/merchants';
+import { ProjectStore } from './store/projects';
+import { reencryptSecrets } from './store/secrets';
+import { SigningKeyStore } from './store/signing-keys';
 
 export const authSettings = {
   /** The same switch the notifier reads: in production, webhooks may not point at private networks. */

@@ -4,21 +4,9 @@
  * right after a rotation on any replica, every replica signs with the new key. Parsed keys are
  * cached by kid, so the PEM is parsed once per key and process.
  */
-import {
-  DEFAULT_CLOCK_SKEW_SECONDS,
-  generateSigningKey,
-  publicJwkOf,
-  signingKeyFromPem,
-  signingKeyToPem,
-  signSessionToken,
-  type Ed25519Jwk,
-  type IssuedSessionToken,
-  type SessionSubject,
-  type SigningKey,
-  type VerifiedJwt,
-  verifyJwt,
-} from './domain';
-import type { SigningKeyRow, SigningKeyStore } from './store';
+import { DEFAULT_CLOCK_SKEW_SECONDS, generateSigningKey, publicJwkOf, signingKeyFromPem, signingKeyToPem, signSessionToken, type Ed25519Jwk, type IssuedSessionToken, type SessionSubject, type SigningKey, type VerifiedJwt, verifyJwt } from '@coinvoice/domain/credentials/jwt';
+import type { SigningKeyRow } from './store/rows';
+import type { SigningKeyStore } from './store/signing-keys';
 
 /**
  * How long past `retired_at + session TTL` a retired key stays published: covers the verifier's

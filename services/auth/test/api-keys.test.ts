@@ -1,17 +1,6 @@
 import fc from 'fast-check';
-import {
-  API_KEY_PATTERN,
-  API_KEY_PREFIXES,
-  BASE62_ALPHABET,
-  apiKeyDisplayPrefix,
-  buildApiKey,
-  generateApiKey,
-  hashApiKey,
-  issueApiKey,
-  parseApiKey,
-  randomBase62,
-  type ProjectEnvironment,
-} from '../src/domain';
+import { API_KEY_PATTERN, API_KEY_PREFIXES, BASE62_ALPHABET, apiKeyDisplayPrefix, buildApiKey, generateApiKey, hashApiKey, issueApiKey, parseApiKey, randomBase62 } from '@coinvoice/domain/credentials/api-keys';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 
 const base62Char = fc.constantFrom(...BASE62_ALPHABET);
 const randomPartArb = fc.string({ unit: base62Char, minLength: 34, maxLength: 34 });

@@ -1,17 +1,5 @@
 import { createHmac, createPrivateKey, generateKeyPairSync, sign } from 'node:crypto';
-import {
-  DEFAULT_CLOCK_SKEW_SECONDS,
-  SigningKeys,
-  generateSigningKey,
-  importJwks,
-  publicJwkOf,
-  signSessionToken,
-  signingKeyFromPem,
-  signingKeyToPem,
-  verifyJwt,
-  type SessionSubject,
-  type SigningKey,
-} from '../src/domain';
+import { DEFAULT_CLOCK_SKEW_SECONDS, SigningKeys, generateSigningKey, importJwks, publicJwkOf, signSessionToken, signingKeyFromPem, signingKeyToPem, verifyJwt, type SessionSubject, type SigningKey } from '@coinvoice/domain/credentials/jwt';
 
 const NOW = new Date('2030-01-01T12:00:00Z');
 const NOW_SECONDS = NOW.getTime() / 1000;

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { OWASP_ARGON2ID_PARAMS, PasswordHasher, passwordPolicyViolation, type Argon2idParams } from '../src/domain';
+import { OWASP_ARGON2ID_PARAMS, PasswordHasher, passwordPolicyViolation, type Argon2idParams } from '../src/domain/passwords';
 
 /** Cheap parameters so most tests run in milliseconds; the timing test uses the real ones. */
 const FAST: Argon2idParams = { memoryKiB: 1024, passes: 1, parallelism: 1, saltBytes: 16, hashBytes: 32 };

@@ -19,7 +19,7 @@ import {
 import { Health } from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
 import { ApiKeyRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
-import { BASE62_ALPHABET, buildApiKey, parseApiKey, randomBase62, API_KEY_RANDOM_LENGTH } from '../src/domain';
+import { BASE62_ALPHABET, buildApiKey, parseApiKey, randomBase62, API_KEY_RANDOM_LENGTH } from '@coinvoice/domain/credentials/api-keys';
 import { authService } from '../src/server';
 import {
   aboutKey,

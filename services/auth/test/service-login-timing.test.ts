@@ -4,7 +4,7 @@
  * scheduler noise out; without the dummy verification the unknown email answers ~20x faster.
  */
 import { Code } from '@coinvoice/runtime';
-import { OWASP_ARGON2ID_PARAMS } from '../src/domain';
+import { OWASP_ARGON2ID_PARAMS } from '../src/domain/passwords';
 import { PASSWORD, register, rpcError, startAuth, uniqueEmail, type StartedAuth } from './support/auth';
 
 let auth: StartedAuth;

@@ -6,7 +6,7 @@ import { toJson } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { Code, createLogger, loadServiceConfig } from '@coinvoice/runtime';
 import { GetJwksResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
-import { importJwks, verifyJwt, type SessionClaims } from '../src/domain';
+import { importJwks, verifyJwt, type SessionClaims } from '@coinvoice/domain/credentials/jwt';
 import { changeOperator } from '../src/operators/commands';
 import { authService } from '../src/server';
 import { PASSWORD, register, rpcError, startAuth, uniqueEmail, type AuthClient, type StartedAuth } from './support/auth';

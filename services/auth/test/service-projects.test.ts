@@ -9,7 +9,7 @@ import { GetProjectResponseSchema, ListProjectsResponseSchema } from '@coinvoice
 import { ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { webhookSecretKey } from '../src/domain';
+import { webhookSecretKey } from '../src/domain/webhook-secrets';
 import { defineAuthService } from '../src/server';
 import {
   aboutKey,

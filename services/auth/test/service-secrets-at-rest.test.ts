@@ -5,9 +5,10 @@
  * old key; without the right key nothing opens.
  */
 import { randomBytes } from 'node:crypto';
-import { createDb, kekFromBytes, SecretBox, type Sql } from '@coinvoice/runtime';
+import { kekFromBytes, SecretBox } from '@coinvoice/domain/secrets-at-rest';
+import { createDb, type Sql } from '@coinvoice/runtime';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
-import { reencryptSecrets } from '../src/store';
+import { reencryptSecrets } from '../src/store/secrets';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';
 import { dumpDatabase, register, startAuth, type StartedAuth } from './support/auth';
 

@@ -6,7 +6,7 @@
 import { toJson } from '@bufbuild/protobuf';
 import { GetJwksResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { createTestDatabase, uniqueName, type TestDatabase } from '../../../test/support/infra';
-import { importJwks, verifyJwt } from '../src/domain';
+import { importJwks, verifyJwt } from '@coinvoice/domain/credentials/jwt';
 import { RETIRED_KEY_GRACE_SECONDS } from '../src/sessions';
 import { PASSWORD, register, startAuth, type AuthClient, type StartedAuth } from './support/auth';
 

@@ -1,15 +1,4 @@
-import {
-  checkEmail,
-  checkInvoiceLifetimeMinutes,
-  checkName,
-  checkWebhookUrl,
-  normaliseEmail,
-  validateApiKeyCreation,
-  validateLogin,
-  validateNewProject,
-  validateProjectUpdate,
-  validateRegistration,
-} from '../src/domain';
+import { checkEmail, checkInvoiceLifetimeMinutes, checkName, checkWebhookUrl, normaliseEmail, validateApiKeyCreation, validateLogin, validateNewProject, validateProjectUpdate, validateRegistration } from '../src/domain/validation';
 
 describe('email', () => {
   test('normalisation trims and lowercases', () => {

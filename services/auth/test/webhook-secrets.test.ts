@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { generateWebhookSecret, webhookSecretKey } from '../src/domain';
+import { generateWebhookSecret, webhookSecretKey } from '../src/domain/webhook-secrets';
 
 describe('Standard Webhooks secrets', () => {
   test('a secret is whsec_ + base64 of 32 random bytes by default', () => {

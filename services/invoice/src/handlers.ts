@@ -33,26 +33,13 @@ import {
   type PayInvoiceRequest,
   type PayInvoiceResponseSchema,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import {
-  checkAmountForCoin,
-  Decimal,
-  cryptoCurrency,
-  formatPlain,
-  INVOICE_CURSORS,
-  isCryptoCode,
-  networkOf,
-  parseTolerancePercent,
-  payDecision,
-  quoteAtRates,
-  validateCreateInvoice,
-  validateInvoiceId,
-  validateInvoiceRef,
-  validateListInvoices,
-  validatePayInvoice,
-  type CryptoCode,
-  type NewInvoiceRequest,
-  type Chain,
-} from './domain';
+import { parseTolerancePercent } from './domain/payments';
+import { quoteAtRates } from './domain/rates';
+import { checkAmountForCoin, INVOICE_CURSORS, validateCreateInvoice, validateInvoiceId, validateInvoiceRef, validateListInvoices, validatePayInvoice, type NewInvoiceRequest } from './domain/requests';
+import { payDecision } from './domain/status';
+import { cryptoCurrency, isCryptoCode, type CryptoCode, type Chain } from '@coinvoice/chains/currencies';
+import { Decimal, formatPlain } from '@coinvoice/domain/money';
+import { networkOf } from '@coinvoice/domain/project-network';
 import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';

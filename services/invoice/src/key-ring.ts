@@ -6,14 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger, Sql } from '@coinvoice/runtime';
-import {
-  AddressDeriver,
-  NETWORKS,
-  generateDevelopmentKeyPair,
-  parseExtendedPublicKey,
-  type CryptoCode,
-  type Network,
-} from './domain';
+import { AddressDeriver, generateDevelopmentKeyPair, parseExtendedPublicKey } from '@coinvoice/chains/addresses';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
+import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { xpubVariable, type XpubVariable } from './settings';
 import { findDevelopmentKeys, insertDevelopmentKeys, registerAddressKeys } from './store/keys';
 

@@ -14,20 +14,12 @@ import {
   type Invoice,
   type Payment,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import {
-  Decimal,
-  cryptoCurrency,
-  fiatCurrency,
-  formatFixed,
-  formatPlain,
-  isCryptoCode,
-  deriveInvoiceState,
-  isFiatCode,
-  isLivePayment,
-  networkOf,
-  paymentUri,
-  type InvoiceStatusName,
-} from './domain';
+import { deriveInvoiceState, isLivePayment } from './domain/payments';
+import type { InvoiceStatusName } from './domain/status';
+import { cryptoCurrency, isCryptoCode, paymentUri } from '@coinvoice/chains/currencies';
+import { fiatCurrency, isFiatCode } from '@coinvoice/domain/fiat';
+import { Decimal, formatFixed, formatPlain } from '@coinvoice/domain/money';
+import { networkOf } from '@coinvoice/domain/project-network';
 import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
 import type { PaymentRow } from './store/payments';
@@ -50,7 +42,7 @@ export function statusFromProto(status: InvoiceStatus): InvoiceStatusName | unde
 }
 
 // The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-import { environmentFromProto, environmentToProto } from '@coinvoice/runtime';
+import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 export { environmentFromProto, environmentToProto };
 
 function fiatAmount(amount: string, currency: string): string {

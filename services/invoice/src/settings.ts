@@ -3,18 +3,10 @@
  * stops the process with one line naming the variable). Documented in services/invoice/README.md.
  */
 import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/runtime';
-import {
-  CRYPTO_CODES,
-  cryptoCurrency,
-  isCryptoCode,
-  NETWORKS,
-  RATE_TABLE_ENV,
-  parseExtendedPublicKey,
-  rateProviderFromConfig,
-  type CryptoCode,
-  type Network,
-  type StaticRateProvider,
-} from './domain';
+import { RATE_TABLE_ENV, rateProviderFromConfig, type StaticRateProvider } from './domain/rates';
+import { parseExtendedPublicKey } from '@coinvoice/chains/addresses';
+import { CRYPTO_CODES, cryptoCurrency, isCryptoCode, type CryptoCode } from '@coinvoice/chains/currencies';
+import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
 
 /** `INVOICE_XPUB_BTC` (mainnet, live projects), `INVOICE_XPUB_BTC_TESTNET` (testnet, sandbox projects). */

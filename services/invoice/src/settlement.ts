@@ -21,7 +21,10 @@
  *                                     one that leaves the chain before is never credited
  */
 import { enqueueEvent, type EventTransaction } from '@coinvoice/runtime';
-import { Decimal, deriveInvoiceState, isAccounted, isCryptoCode, isLivePayment, type InvoiceStatusName, type PaymentFacts } from './domain';
+import { deriveInvoiceState, isAccounted, isLivePayment, type PaymentFacts } from './domain/payments';
+import type { InvoiceStatusName } from './domain/status';
+import { isCryptoCode } from '@coinvoice/chains/currencies';
+import { Decimal } from '@coinvoice/domain/money';
 import {
   invoiceConfirmingEvent,
   invoiceExpiredEvent,

@@ -11,7 +11,7 @@
  * It also deletes Idempotency-Keys past their 24 h retention, at most once a minute.
  */
 import { eventTransaction, PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
-import { SUPPORTED_CRYPTO } from './domain';
+import { SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
 import type { InvoiceMetrics } from './metrics';
 import { settleInvoice } from './settlement';
 import { invoiceIdempotencyKeys } from './store/idempotency';

@@ -6,11 +6,11 @@
  */
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { Decimal } from '../src/domain';
+import { Decimal } from '@coinvoice/domain/money';
 import { CoinbaseFeed, KrakenFeed } from '../src/rates/feeds';
 import { LiveRateBook } from '../src/rates/live-rate-book';
 import { InvoicePricing } from '../src/rates/pricing';
-import { StaticRateProvider } from '../src/domain';
+import { StaticRateProvider } from '../src/domain/rates';
 import { RateStandIn } from './support/rate-stand-ins';
 import { waitFor } from './support/harness';
 

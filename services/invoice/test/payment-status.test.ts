@@ -1,14 +1,7 @@
 /** The one invoice-status rule (DESIGN.md §9), table-tested over the combinations that matter. */
-import {
-  Decimal,
-  deriveInvoiceState,
-  isAccounted,
-  PAYMENT_STATUSES,
-  type InvoiceFacts,
-  type InvoiceStatusName,
-  type PaymentFacts,
-  type PaymentStatus,
-} from '../src/domain';
+import { deriveInvoiceState, isAccounted, PAYMENT_STATUSES, type InvoiceFacts, type PaymentFacts, type PaymentStatus } from '../src/domain/payments';
+import type { InvoiceStatusName } from '../src/domain/status';
+import { Decimal } from '@coinvoice/domain/money';
 
 const expiredAt = new Date('2026-01-01T13:00:00.000Z');
 const before = new Date('2026-01-01T12:30:00.000Z'); // a block time before expiry

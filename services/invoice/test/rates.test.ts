@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { CRYPTO_CODES, FIAT_CODES, cryptoCurrency, fiatCurrency, minimumAmount, type CryptoCode, type FiatCode } from '../src/domain/currencies';
-import { Decimal, formatPlain, parsePriceAmount } from '../src/domain/money';
+import { CRYPTO_CODES, cryptoCurrency, minimumAmount, type CryptoCode } from '@coinvoice/chains/currencies';
+import { FIAT_CODES, fiatCurrency, type FiatCode } from '@coinvoice/domain/fiat';
+import { Decimal, formatPlain, parsePriceAmount } from '@coinvoice/domain/money';
 import {
   DEFAULT_RATE_TABLE,
   StaticRateProvider,

@@ -10,7 +10,8 @@ import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invo
 import { connectNats, createDb, createLogger, createRpcClient, EventNamespace } from '@coinvoice/runtime';
 import { createTestDatabase, testNatsUrl, uniqueName } from '../../../test/support/infra';
 import { startTestService, type TestService } from '../../../test/support/service';
-import { createAddressDeriver, generateDevelopmentKeyPair, validateAddress, type CryptoCode } from '../src/domain';
+import { createAddressDeriver, generateDevelopmentKeyPair, validateAddress } from '@coinvoice/chains/addresses';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
 import { invoiceService } from '../src/server';
 import {
   createRequest,

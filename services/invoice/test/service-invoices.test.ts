@@ -22,7 +22,8 @@ import {
   type GetInvoiceResponse,
   type Invoice,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { Decimal, validateAddress } from '../src/domain';
+import { validateAddress } from '@coinvoice/chains/addresses';
+import { Decimal } from '@coinvoice/domain/money';
 import {
   createRequest,
   liveProject,

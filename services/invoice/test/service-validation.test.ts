@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { Code, errorFacts } from '@coinvoice/runtime';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoiceStatus } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { Decimal } from '../src/domain';
+import { Decimal } from '@coinvoice/domain/money';
 import {
   createRequest,
   rejection,

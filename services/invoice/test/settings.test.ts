@@ -3,7 +3,7 @@
  * variable named), and key identity: one key material is one counter, whatever its serialization.
  */
 import { ConfigError, loadServiceConfig } from '@coinvoice/runtime';
-import { generateDevelopmentKeyPair } from '../src/domain';
+import { generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
 import { keyMaterialHash } from '../src/key-ring';
 import { invoiceService } from '../src/server';
 import { base58CheckDecode, base58CheckEncode } from './support/independent-codecs';

@@ -1,18 +1,8 @@
-import {
-  allowCallers,
-  createRpcClient,
-  migrationsDirOf,
-  PostgresRateLimitStore,
-  RATE_LIMIT_COUNTERS_DDL,
-  rateLimitCleaner,
-  sqlMigration,
-  streamSettingsOf,
-  type ServiceDefinition,
-} from '@coinvoice/runtime';
+import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMIT_COUNTERS_DDL, rateLimitCleaner, sqlMigration, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { Counter } from 'prom-client';
-import { createSsrfGuard, ssrfModeOf } from './domain/ssrf';
+import { createSsrfGuard, ssrfModeOf } from '@coinvoice/domain/ssrf';
 import { nodeHttpSender } from './delivery/http-sender';
 import { DeliveryWorker } from './delivery/worker';
 import { createMailer } from './email';

@@ -2,7 +2,8 @@
  * The notifier's own settings (environment variables, validated at start: a bad value stops the
  * process with one line naming the variable and what was expected).
  */
-import { rateLimitSetting, redactUrlPassword, setting, webhookDestinationSettings, type Setting } from '@coinvoice/runtime';
+import { webhookDestinationSettings } from '@coinvoice/domain/ssrf';
+import { rateLimitSetting, redactUrlPassword, setting, type Setting } from '@coinvoice/runtime';
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule, type RetrySchedule } from './domain/retry-schedule';
 
 const retryScheduleSetting: Setting<RetrySchedule> = {

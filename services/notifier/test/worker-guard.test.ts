@@ -8,7 +8,7 @@ import { createDb, createLogger, migrateService, type Sql } from '@coinvoice/run
 import { createTestDatabase, testNatsUrl, type TestDatabase } from '../../../test/support/infra';
 import { parseRetrySchedule } from '../src/domain/retry-schedule';
 import { generateWebhookSecret } from '../src/domain/signing';
-import { createSsrfGuard, type HostResolver } from '../src/domain/ssrf';
+import { createSsrfGuard, type HostResolver } from '@coinvoice/domain/ssrf';
 import type { HttpSender } from '../src/delivery/http-sender';
 import { DeliveryWorker } from '../src/delivery/worker';
 import { notifierService } from '../src/server';

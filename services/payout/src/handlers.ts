@@ -24,21 +24,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
-import {
-  enforceRateLimit,
-  enqueueEvent,
-  eventTransaction,
-  errors,
-  invalidRequest,
-  requireValid,
-  serviceError,
-  type Logger,
-  type RateLimitPolicy,
-  type RateLimitStore,
-  type Sql,
-  type TransactionSql,
-} from '@coinvoice/runtime';
-import { formatPlain } from '@coinvoice/runtime/coins';
+import { enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { formatPlain } from '@coinvoice/domain/money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -67,27 +54,9 @@ import {
   type VerifyPayoutRequest,
   type VerifyPayoutResponseSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import {
-  CODE_MAX_ATTEMPTS,
-  checkTransactionHash,
-  codeMatches,
-  decide,
-  issueCode,
-  stageOf,
-  OPERATOR_QUEUE_CURSORS,
-  PAYOUT_CURSORS,
-  storedCoin,
-  validateBalanceQuery,
-  validateCompletePayout,
-  validateListPayouts,
-  validateOperatorList,
-  validateOperatorPayoutRef,
-  validatePayoutRef,
-  validateRejectPayout,
-  validateRequestPayout,
-  validateVerifyPayout,
-  type NewPayoutRequest,
-} from './domain';
+import { CODE_MAX_ATTEMPTS, codeMatches, issueCode } from './domain/code';
+import { checkTransactionHash, OPERATOR_QUEUE_CURSORS, PAYOUT_CURSORS, storedCoin, validateBalanceQuery, validateCompletePayout, validateListPayouts, validateOperatorList, validateOperatorPayoutRef, validatePayoutRef, validateRejectPayout, validateRequestPayout, validateVerifyPayout, type NewPayoutRequest } from './domain/requests';
+import { decide, stageOf } from './domain/status';
 import { payoutRequestedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';

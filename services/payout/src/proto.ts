@@ -4,9 +4,9 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { Decimal, formatPlain } from '@coinvoice/runtime/coins';
+import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import { BalanceSchema, PayoutSchema, PayoutStatus, type Balance, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import type { PayoutStatusName } from './domain';
+import type { PayoutStatusName } from './domain/status';
 import type { BalanceRow } from './store/ledger';
 import type { PayoutRow } from './store/payouts';
 
@@ -28,7 +28,7 @@ export function statusFromProto(status: PayoutStatus): PayoutStatusName | undefi
 }
 
 // The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-import { environmentFromProto, environmentToProto } from '@coinvoice/runtime';
+import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 export { environmentFromProto, environmentToProto };
 
 export function amountString(amount: string): string {

@@ -1,15 +1,5 @@
-import {
-  allowCallers,
-  createRpcClient,
-  migrationsDirOf,
-  PostgresRateLimitStore,
-  RATE_LIMITS_MIGRATION,
-  rateLimitCleaner,
-  streamSettingsOf,
-  type ConfigOf,
-  type ServiceDefinition,
-} from '@coinvoice/runtime';
-import type { Chain } from '@coinvoice/runtime/coins';
+import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, streamSettingsOf, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
+import type { Chain } from '@coinvoice/chains/currencies';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';

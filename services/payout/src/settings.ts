@@ -3,8 +3,8 @@
  * the process with one line naming the variable). Documented in services/payout/README.md.
  */
 import { rateLimitSetting, setting, type Setting } from '@coinvoice/runtime';
-import { cryptoCurrency } from '@coinvoice/runtime/coins';
-import { DEFAULT_CODE_TTL_MS } from './domain';
+import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { DEFAULT_CODE_TTL_MS } from './domain/code';
 
 /** A URL, or empty for "not configured". */
 function optionalUrl(protocols: string[]): Setting<string> {

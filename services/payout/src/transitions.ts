@@ -4,7 +4,7 @@
  * hold), and the event the table names, all committing together or not at all.
  */
 import { enqueueEvent, errors, type EventTransaction } from '@coinvoice/runtime';
-import { decide, REFUSAL_CODE, stageOf, type PayoutTrigger } from './domain';
+import { decide, REFUSAL_CODE, stageOf, type PayoutTrigger } from './domain/status';
 import { transitionEvent } from './events/payout-events';
 import { debit, release, type BalanceKey } from './store/ledger';
 import { applyTransition, type PayoutRow, type TransitionFields } from './store/payouts';

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Code } from '@coinvoice/runtime';
-import { cryptoCurrency } from '@coinvoice/runtime/coins';
+import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { deployTokens, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
 import { PayoutChainChecks } from '../src/chain-check';

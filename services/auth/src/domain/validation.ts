@@ -5,7 +5,7 @@
  * them again whatever the caller (gateway JSON schema or a direct gRPC client) already did.
  */
 import { bidiControlViolation } from '@coinvoice/runtime';
-import { isProjectEnvironment, type ProjectEnvironment } from './environment';
+import { isProjectEnvironment, type ProjectEnvironment } from '@coinvoice/domain/environment';
 import { PASSWORD_MAX_LENGTH, passwordPolicyViolation } from './passwords';
 
 export interface FieldViolation {

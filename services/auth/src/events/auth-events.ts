@@ -8,7 +8,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { NewEvent } from '@coinvoice/runtime';
 import { ApiKeyRevokedSchema, ProjectUpdatedSchema, SessionsRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import { canonicalPercent } from '../messages';
-import type { ProjectRow } from '../store';
+import type { ProjectRow } from '../store/rows';
 
 export const AUTH_EVENT_TYPES = {
   apiKeyRevoked: 'auth.api_key_revoked',

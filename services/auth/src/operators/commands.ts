@@ -11,9 +11,9 @@
  * operator logs in again to get the admin claim).
  */
 import { eventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
-import { checkEmail } from '../domain';
+import { checkEmail } from '../domain/validation';
 import { revokeSessions } from '../handlers';
-import { MerchantStore } from '../store';
+import { MerchantStore } from '../store/merchants';
 
 export type OperatorAction = 'grant' | 'revoke';
 

@@ -10,9 +10,15 @@
  * prints one JSON line {merchantId, projectId, apiKey}. Development only: refused with
  * APP_ENV=production.
  */
-import type { SecretBox, Sql } from '@coinvoice/runtime';
-import { checkEmail, checkNewPassword, generateWebhookSecret, issueApiKey, type PasswordHasher } from '../domain';
-import { ApiKeyStore, MerchantStore, ProjectStore } from '../store';
+import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
+import type { Sql } from '@coinvoice/runtime';
+import type { PasswordHasher } from '../domain/passwords';
+import { checkEmail, checkNewPassword } from '../domain/validation';
+import { generateWebhookSecret } from '../domain/webhook-secrets';
+import { issueApiKey } from '@coinvoice/domain/credentials/api-keys';
+import { ApiKeyStore } from '../store/api-keys';
+import { MerchantStore } from '../store/merchants';
+import { ProjectStore } from '../store/projects';
 
 export interface LocalDeveloper {
   merchantId: string;

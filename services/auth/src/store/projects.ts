@@ -3,8 +3,9 @@
  * project of another merchant is simply not found.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queryable, SecretBox, Sql, TransactionSql } from '@coinvoice/runtime';
-import type { ProjectEnvironment } from '../domain';
+import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
+import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { isForeignKeyViolation } from './pg-errors';
 import type { ProjectContextRow, ProjectRow } from './rows';
 import { openStored, webhookSecretContext } from './secrets';

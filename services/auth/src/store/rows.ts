@@ -1,5 +1,5 @@
 /** Row shapes of the auth schema as postgres.js returns them (uuid → string, timestamptz → Date). */
-import type { ProjectEnvironment } from '../domain';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 
 export interface MerchantRow {
   id: string;

@@ -3,7 +3,8 @@
  * (projects.webhook_secret) and JWT signing keys (signing_keys.private_key_pem), each sealed with
  * the runtime SecretBox and bound to its row (the context names table, column and row id).
  */
-import type { SecretBox, Sql } from '@coinvoice/runtime';
+import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
+import type { Sql } from '@coinvoice/runtime';
 
 
 export const webhookSecretContext = (projectId: string) => `projects.webhook_secret:${projectId.toLowerCase()}`;

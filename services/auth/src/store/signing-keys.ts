@@ -3,7 +3,8 @@
  * it). Creating the first key and rotating take a transaction-level advisory lock, so replicas
  * starting together or operators rotating twice at once never race each other.
  */
-import type { SecretBox, Sql, TransactionSql } from '@coinvoice/runtime';
+import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
+import type { Sql, TransactionSql } from '@coinvoice/runtime';
 import type { SigningKeyRow } from './rows';
 import { openStored, signingKeyContext } from './secrets';
 

@@ -7,18 +7,7 @@ import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import type { DescMessage, MessageShape } from '@bufbuild/protobuf';
 import { fromJson } from '@bufbuild/protobuf';
-import {
-  connectNats,
-  createDb,
-  createLogger,
-  createRpcClient,
-  errorFacts,
-  EventNamespace,
-  type Logger,
-  type ServiceDefinition,
-  type Sql,
-  type TransactionSql,
-} from '@coinvoice/runtime';
+import { connectNats, createDb, createLogger, createRpcClient, errorFacts, EventNamespace, type Logger, type ServiceDefinition, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import type { Msg, NatsConnection, Subscription } from 'nats';

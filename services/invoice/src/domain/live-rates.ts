@@ -3,8 +3,9 @@
  * USD prices, and combining fresh quotes into one price per currency (median, outliers dropped).
  * Fetching and caching live in src/rates/.
  */
-import { CRYPTO_CODES, FIAT_CODES, type CryptoCode, type FiatCode } from './currencies';
-import { Decimal, Rounding } from './money';
+import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/currencies';
+import { FIAT_CODES, type FiatCode } from '@coinvoice/domain/fiat';
+import { Decimal, Rounding } from '@coinvoice/domain/money';
 
 export type RateSourceName = 'coinbase' | 'kraken';
 export const RATE_SOURCES: readonly RateSourceName[] = ['coinbase', 'kraken'];

@@ -14,8 +14,8 @@
  *              state, same key)
  *   replaced   the transaction was dropped or double-spent before it was mined (UTXO chains)
  */
-import { Decimal } from '@coinvoice/runtime/coins/money';
-import type { CryptoCode } from '@coinvoice/runtime/coins/currencies';
+import { Decimal } from '@coinvoice/domain/money';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
 import type { InvoiceStatusName } from './status';
 
 export const PAYMENT_STATUSES = ['seen', 'confirmed', 'final', 'orphaned', 'replaced'] as const;

@@ -3,17 +3,9 @@
  * static table shipped with the service, replaceable by configuration (a JSON table in an env
  * var, parsed by `parseRateTableJson`). An invoice fixes its quote, rate included, at creation.
  */
-import {
-  CRYPTO_CODES,
-  FIAT_CODES,
-  cryptoCurrency,
-  isCryptoCode,
-  minimumAmount,
-  isFiatCode,
-  type CryptoCode,
-  type FiatCode,
-} from './currencies';
-import { Decimal, Rounding, formatPlain, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from './money';
+import { CRYPTO_CODES, cryptoCurrency, isCryptoCode, minimumAmount, type CryptoCode } from '@coinvoice/chains/currencies';
+import { FIAT_CODES, isFiatCode, type FiatCode } from '@coinvoice/domain/fiat';
+import { Decimal, Rounding, formatPlain, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from '@coinvoice/domain/money';
 
 export interface RateProvider {
   /** Price of ONE unit of `payCurrency` in `priceCurrency`, e.g. rate('BTC', 'EUR') = 60185.18… */

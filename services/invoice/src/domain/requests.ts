@@ -4,33 +4,15 @@
  * (priceAmount, payCurrency, successUrl, …) so the gateway can put them straight into the
  * problem+json `errors` array. Nothing here does I/O.
  */
-import {
-  bidiControlViolation,
-  checkEnvironment,
-  checkIdempotencyKey,
-  checkUuid,
-  codePoints,
-  fail,
-  KeysetCursorFormat,
-  pass,
-  RequestFields,
-  requestFingerprintOf,
-  validateKeysetListRequest,
-  validateUuidFields,
-  type Check,
-  type KeysetCursor,
-  type KeysetListInput,
-  type KeysetListRequest,
-  type ProjectEnvironment,
-  type Validated,
-  type Violation,
-} from '@coinvoice/runtime';
-import { findCryptoCurrency, findFiatCurrency, type CryptoCurrency, type FiatCurrency } from './currencies';
-import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from './money';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import { checkEnvironment } from '@coinvoice/domain/project-network';
+import { bidiControlViolation, checkIdempotencyKey, checkUuid, codePoints, fail, KeysetCursorFormat, pass, RequestFields, requestFingerprintOf, validateKeysetListRequest, validateUuidFields, type Check, type KeysetCursor, type KeysetListInput, type KeysetListRequest, type Validated, type Violation } from '@coinvoice/runtime';
+import { findCryptoCurrency, type CryptoCurrency } from '@coinvoice/chains/currencies';
+import { findFiatCurrency, type FiatCurrency } from '@coinvoice/domain/fiat';
+import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from '@coinvoice/domain/money';
 import { INVOICE_STATUSES, type InvoiceStatusName } from './status';
 
 // Sandbox projects get testnet addresses, live projects mainnet (DESIGN.md §4): `networkOf`.
-export { networkOf, type ProjectEnvironment } from '@coinvoice/runtime';
 
 export const LIMITS = {
   urlMaxLength: 2048,

@@ -21,7 +21,8 @@ import {
   InvoicePartiallyPaidSchema,
   InvoiceReopenedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
-import { formatFixed, formatPlain, Decimal, fiatCurrency, isFiatCode } from '../domain';
+import { fiatCurrency, isFiatCode } from '@coinvoice/domain/fiat';
+import { formatFixed, formatPlain, Decimal } from '@coinvoice/domain/money';
 import type { InvoiceRow } from '../store/invoices';
 
 export const INVOICE_EVENT_TYPES = {

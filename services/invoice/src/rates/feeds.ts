@@ -2,13 +2,7 @@
  * The rate providers' public HTTP APIs (DESIGN.md §10). Answers are untrusted: they are parsed by
  * the pure readers in domain/live-rates.ts; a slow provider is cut off after `timeoutMs`.
  */
-import {
-  krakenTickerPairs,
-  parseCoinbaseRates,
-  parseKrakenTicker,
-  type ProviderPrices,
-  type RateSourceName,
-} from '../domain';
+import { krakenTickerPairs, parseCoinbaseRates, parseKrakenTicker, type ProviderPrices, type RateSourceName } from '../domain/live-rates';
 
 /** One provider: asks it once for every quoted currency. Throws when it cannot be asked or read. */
 export interface RateFeed {

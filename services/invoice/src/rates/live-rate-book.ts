@@ -5,14 +5,8 @@
  * no request ever waits for a provider.
  */
 import type { Logger, Worker } from '@coinvoice/runtime';
-import {
-  combineQuotes,
-  type CombinedPrice,
-  type Decimal,
-  type ProviderSnapshot,
-  type QuotedCode,
-  type RateSourceName,
-} from '../domain';
+import { combineQuotes, type CombinedPrice, type ProviderSnapshot, type QuotedCode, type RateSourceName } from '../domain/live-rates';
+import type { Decimal } from '@coinvoice/domain/money';
 import type { RateFeed } from './feeds';
 
 export interface LiveRateBookOptions {

@@ -4,18 +4,13 @@
  * stale price); sandbox invoices from live quotes when there are any, else the static table. With
  * RATES_SOURCE=static, every invoice from the static table.
  */
-import {
-  crossRate,
-  Decimal,
-  isCryptoCode,
-  type CombinedPrice,
-  type CryptoCode,
-  type FiatCode,
-  type ProjectEnvironment,
-  type QuoteRates,
-  type StaticRateProvider,
-} from '../domain';
-import { QUOTED_CODES, type RateSourceName } from '../domain';
+import type { CombinedPrice } from '../domain/live-rates';
+import { crossRate, type QuoteRates, type StaticRateProvider } from '../domain/rates';
+import { isCryptoCode, type CryptoCode } from '@coinvoice/chains/currencies';
+import type { FiatCode } from '@coinvoice/domain/fiat';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import { Decimal } from '@coinvoice/domain/money';
+import { QUOTED_CODES, type RateSourceName } from '../domain/live-rates';
 import type { LiveRateBook } from './live-rate-book';
 
 /** What GET /api/rates shows. */

@@ -4,8 +4,10 @@
  * list cursor round-trips exactly through a JS Date.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { InvoiceCursor, InvoiceEvent, InvoiceStatusName, ProjectEnvironment } from '../domain';
-import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain';
+import type { InvoiceCursor } from '../domain/requests';
+import type { InvoiceEvent, InvoiceStatusName } from '../domain/status';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain/status';
 
 export interface InvoiceRow {
   id: string;

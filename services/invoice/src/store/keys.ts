@@ -1,6 +1,8 @@
 /** `address_keys` (one index sequence per key material) and `development_keys`. */
 import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
-import type { CryptoCode, DevelopmentKeyPair, Network } from '../domain';
+import type { DevelopmentKeyPair } from '@coinvoice/chains/addresses';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { Network } from '@coinvoice/domain/project-network';
 
 export interface DevelopmentKeyRow {
   currency: CryptoCode;

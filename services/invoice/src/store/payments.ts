@@ -3,8 +3,9 @@
  * numeric and come back as decimal strings.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { CryptoCode } from '@coinvoice/runtime/coins/currencies';
-import { OPEN_INVOICE_STATUSES, type PaymentStatus } from '../domain';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { PaymentStatus } from '../domain/payments';
+import { OPEN_INVOICE_STATUSES } from '../domain/status';
 import type { BlockRef, ChainName, ObservedTransfer } from '../watcher/chain-adapter';
 import type { InvoiceRow } from './invoices';
 

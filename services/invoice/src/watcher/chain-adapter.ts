@@ -25,8 +25,8 @@
  * `transactionState` as `replaced`. Account chains (ethereum, tron) may leave both optional
  * methods out: their payments are recorded when mined.
  */
-import type { Chain, CryptoCode } from '@coinvoice/runtime/coins/currencies';
-import type { Decimal } from '@coinvoice/runtime/coins/money';
+import type { Chain, CryptoCode } from '@coinvoice/chains/currencies';
+import type { Decimal } from '@coinvoice/domain/money';
 
 export type ChainName = Chain;
 

@@ -10,8 +10,8 @@
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bech32 } from '@scure/base';
-import type { CryptoCode } from '@coinvoice/runtime/coins/currencies';
-import { Decimal, fromBaseUnits } from '@coinvoice/runtime/coins/money';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
+import { Decimal, fromBaseUnits } from '@coinvoice/domain/money';
 import {
   ChainSourceError,
   type BlockRef,

@@ -6,8 +6,8 @@
  * or a log of another block is a ChainSourceError, never an empty result.
  */
 import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
-import { cryptoCurrency, type CryptoCode } from '@coinvoice/runtime/coins/currencies';
-import { fromBaseUnits, type Decimal } from '@coinvoice/runtime/coins/money';
+import { cryptoCurrency, type CryptoCode } from '@coinvoice/chains/currencies';
+import { fromBaseUnits, type Decimal } from '@coinvoice/domain/money';
 import { NATIVE_VALUE_INDEX } from '../domain/payments';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
 

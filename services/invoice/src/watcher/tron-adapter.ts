@@ -6,9 +6,9 @@
  * form the invoice service issues. 20 confirmations by default: Tron's blocks are solid
  * (irreversible) after 19 more. Every answer is checked: a malformed one is a ChainSourceError.
  */
-import type { CryptoCode } from '@coinvoice/runtime/coins/currencies';
-import { tronAddressFromHex } from '@coinvoice/runtime/coins/addresses';
-import { Decimal, fromBaseUnits } from '@coinvoice/runtime/coins/money';
+import type { CryptoCode } from '@coinvoice/chains/currencies';
+import { tronAddressFromHex } from '@coinvoice/chains/addresses';
+import { Decimal, fromBaseUnits } from '@coinvoice/domain/money';
 import { NATIVE_VALUE_INDEX } from '../domain/payments';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
 

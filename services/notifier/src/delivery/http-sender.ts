@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { pinnedLookup, type DestinationVerdict } from '../domain/ssrf';
+import { pinnedLookup, type DestinationVerdict } from '@coinvoice/domain/ssrf';
 
 /** How much of a response body is kept for the delivery log. */
 export const RESPONSE_EXCERPT_BYTES = 1024;

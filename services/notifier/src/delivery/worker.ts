@@ -30,7 +30,7 @@ import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } fro
 import { destinationHost, Slots } from '../domain/delivery-slots';
 import { classifyAttempt, type AttemptResult, type RandomSource, type RetrySchedule } from '../domain/retry-schedule';
 import { webhookDeliveryHeaders } from '../domain/signing';
-import type { SsrfGuard } from '../domain/ssrf';
+import type { SsrfGuard } from '@coinvoice/domain/ssrf';
 import type { ProjectContext, ProjectDirectory } from '../project-context';
 import {
   claimDueDeliveries,

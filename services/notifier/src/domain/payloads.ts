@@ -47,7 +47,7 @@
  */
 import { fromJson, isMessage, type DescMessage, type JsonValue, type Message } from '@bufbuild/protobuf';
 import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
-import { decimalAsJsonNumber } from '@coinvoice/runtime';
+import { decimalAsJsonNumber } from '@coinvoice/domain/json-money';
 import { ApiKeyRevokedSchema, ProjectUpdatedSchema, SessionsRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import {
   InvoiceConfirmingSchema,

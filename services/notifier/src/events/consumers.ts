@@ -8,18 +8,7 @@
  *   delivery due now, in the same transaction. The worker is woken after commit.
  * - Anything else (internal events, unknown types): recorded as processed, nothing else.
  */
-import {
-  ensureServiceStream,
-  EventNamespace,
-  IdempotentConsumer,
-  type ConsumedEvent,
-  type Logger,
-  type Sql,
-  type EventVerifier,
-  type StreamSettings,
-  type TransactionSql,
-  type Worker,
-} from '@coinvoice/runtime';
+import { ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type Logger, type Sql, type EventVerifier, type StreamSettings, type TransactionSql, type Worker } from '@coinvoice/runtime';
 import type { NatsConnection } from 'nats';
 import { isWebhookEventType, MalformedEventError, webhookForEventJson } from '../domain/payloads';
 import type { Reservation } from '../delivery/worker';

@@ -10,7 +10,8 @@
  * the invoice service's watchers; a chain without a node setting is not checked.
  */
 import { Code } from '@connectrpc/connect';
-import { Decimal, formatPlain, fromBaseUnits, toBaseUnits, type Chain, type CryptoCurrency } from '@coinvoice/runtime/coins';
+import type { Chain, CryptoCurrency } from '@coinvoice/chains/currencies';
+import { Decimal, formatPlain, fromBaseUnits, toBaseUnits } from '@coinvoice/domain/money';
 
 export interface ChainCheckInput {
   /** Lower-case, in the chain's format (checked before). */

@@ -6,7 +6,7 @@
  * TRC-20 `TriggerSmartContract`, a TRC-10 `TransferAssetContract` — moves another asset: no TRX
  * payout is paid by it.
  */
-import { tronAddressFromHex } from '@coinvoice/runtime/coins';
+import { tronAddressFromHex } from '@coinvoice/chains/addresses';
 import { baseUnitsOf, ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
 
 export interface TronCheckSettings {

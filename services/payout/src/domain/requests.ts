@@ -4,47 +4,17 @@
  * (amount, currency, address, note, projectId, payoutId, code, …) so the gateway can put them
  * straight into the problem+json `errors` array. Nothing here does I/O.
  */
-import {
-  bidiControlViolation,
-  checkEnvironment,
-  checkOptionalOneOf,
-  checkPageSize,
-  checkIdempotencyKey,
-  checkUuid,
-  codePoints,
-  fail,
-  KeysetCursorFormat,
-  networkOf,
-  pass,
-  RequestFields,
-  requestFingerprintOf,
-  validateKeysetListRequest,
-  validateUuidFields,
-  type Check,
-  type KeysetCursor,
-  type KeysetListInput,
-  type KeysetListRequest,
-  type ProjectEnvironment,
-  type Validated,
-} from '@coinvoice/runtime';
-import {
-  cryptoCurrency,
-  findCryptoCurrency,
-  MAX_CRYPTO_DECIMALS,
-  MAX_INTEGER_DIGITS,
-  formatPlain,
-  minimumAmount,
-  parseCryptoAmount,
-  validateAddress,
-  type CryptoCurrency,
-  type Decimal,
-  type Network,
-} from '@coinvoice/runtime/coins';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import { checkEnvironment, networkOf } from '@coinvoice/domain/project-network';
+import { bidiControlViolation, checkOptionalOneOf, checkPageSize, checkIdempotencyKey, checkUuid, codePoints, fail, KeysetCursorFormat, pass, RequestFields, requestFingerprintOf, validateKeysetListRequest, validateUuidFields, type Check, type KeysetCursor, type KeysetListInput, type KeysetListRequest, type Validated } from '@coinvoice/runtime';
+import { validateAddress } from '@coinvoice/chains/addresses';
+import { cryptoCurrency, findCryptoCurrency, minimumAmount, type CryptoCurrency } from '@coinvoice/chains/currencies';
+import { MAX_CRYPTO_DECIMALS, MAX_INTEGER_DIGITS, formatPlain, parseCryptoAmount, type Decimal } from '@coinvoice/domain/money';
+import type { Network } from '@coinvoice/domain/project-network';
 import { isWellFormedCode } from './code';
 import { PAYOUT_STATUSES, type PayoutStatusName } from './status';
 
 // Live projects pay out on mainnet, sandbox projects on the coin's testnet: `networkOf`.
-export { isUuid, networkOf, type ProjectEnvironment } from '@coinvoice/runtime';
 
 export const LIMITS = {
   noteMaxLength: 500,

@@ -17,22 +17,13 @@
  * per payment id; a late payment of another asset (`credited: false`) credits nothing.
  */
 import { fromJson } from '@bufbuild/protobuf';
-import {
-  ensureServiceStream,
-  EventNamespace,
-  IdempotentConsumer,
-  type ConsumedEvent,
-  type Logger,
-  type Sql,
-  type EventVerifier,
-  type StreamSettings,
-  type TransactionSql,
-  type Worker,
-} from '@coinvoice/runtime';
-import { findCryptoCurrency, formatPlain, parsePositiveDecimal } from '@coinvoice/runtime/coins';
+import { ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type Logger, type Sql, type EventVerifier, type StreamSettings, type TransactionSql, type Worker } from '@coinvoice/runtime';
+import { findCryptoCurrency } from '@coinvoice/chains/currencies';
+import { formatPlain, parsePositiveDecimal } from '@coinvoice/domain/money';
 import { InvoiceLatePaymentSchema, InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import type { NatsConnection } from 'nats';
-import { isUuid, type ProjectEnvironment } from '../domain';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import { isUuid } from '@coinvoice/runtime';
 import { creditInvoice, creditLatePayment, type BalanceKey } from '../store/ledger';
 
 export const LEDGER_CONSUMER = 'payout-ledger';

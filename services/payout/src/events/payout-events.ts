@@ -17,7 +17,7 @@ import {
   PayoutRequestedSchema,
   PayoutVerifiedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
-import type { PayoutEventType } from '../domain';
+import type { PayoutEventType } from '../domain/status';
 import { amountString } from '../proto';
 import type { PayoutRow } from '../store/payouts';
 

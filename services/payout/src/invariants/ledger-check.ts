@@ -15,7 +15,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { PeriodicBatchWorker, type Logger, type Sql } from '@coinvoice/runtime';
 import type { LedgerCredit } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { Decimal } from '@coinvoice/runtime/coins';
+import { Decimal } from '@coinvoice/domain/money';
 import { balanceMismatches, liveCreditInvoices, liveCreditsOf } from '../store/invariants';
 
 export type LedgerViolationKind = 'balance_mismatch' | 'credit_missing' | 'credit_amount_mismatch' | 'credit_duplicated' | 'credit_unbacked';

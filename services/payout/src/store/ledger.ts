@@ -13,8 +13,8 @@
  * A payout holds once and settles (release or debit) once: unique indexes, not just the status.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import { Decimal, formatPlain } from '@coinvoice/runtime/coins';
-import type { ProjectEnvironment } from '../domain';
+import { Decimal, formatPlain } from '@coinvoice/domain/money';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 
 export interface BalanceKey {
   projectId: string;

@@ -5,16 +5,9 @@
  * has locked, so even a caller that skipped the lock could not make a transition twice.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import {
-  sourceStages,
-  statusOfStage,
-  targetStage,
-  type CancelReason,
-  type PayoutCursor,
-  type PayoutStatusName,
-  type PayoutTrigger,
-  type ProjectEnvironment,
-} from '../domain';
+import type { PayoutCursor } from '../domain/requests';
+import { sourceStages, statusOfStage, targetStage, type CancelReason, type PayoutStatusName, type PayoutTrigger } from '../domain/status';
+import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 
 export interface PayoutRow {
   id: string;

@@ -21,7 +21,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIPv4, isIPv6, type LookupFunction } from 'node:net';
-import type { Setting } from './config';
+import type { Setting } from '@coinvoice/runtime';
 
 export type SsrfMode = 'production' | 'development';
 

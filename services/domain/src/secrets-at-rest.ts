@@ -11,7 +11,7 @@
  * as additional authenticated data: a ciphertext copied to another row does not decrypt.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { Setting } from './config';
+import type { Setting } from '@coinvoice/runtime';
 
 const VERSION = 'v1';
 const IV_BYTES = 12;

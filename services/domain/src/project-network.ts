@@ -1,7 +1,10 @@
 /** Checks and consequences of a project's environment in requests to the invoice and payout services. */
-import type { Network } from './coins/currencies';
-import { isProjectEnvironment, type ProjectEnvironment } from './credentials/environment';
-import { fail, pass, type Check } from './validation';
+import { fail, pass, type Check } from '@coinvoice/runtime';
+import { isProjectEnvironment, type ProjectEnvironment } from './environment';
+
+/** Live projects use mainnet; sandbox projects use the coin's testnet (same key formats). */
+export type Network = 'mainnet' | 'testnet';
+export const NETWORKS: readonly Network[] = ['mainnet', 'testnet'];
 
 export function checkEnvironment(raw: unknown): Check<ProjectEnvironment> {
   return isProjectEnvironment(raw) ? pass(raw) : fail('must be live or sandbox');

@@ -3,17 +3,7 @@
  * make no real DNS queries.
  */
 import { ConfigError, loadConfig } from '@coinvoice/runtime';
-import {
-  classifyIpAddress,
-  createSsrfGuard,
-  pinnedLookup,
-  ssrfModeOf,
-  webhookDestinationSettings,
-  webhookUrlPolicyOf,
-  type DestinationVerdict,
-  type HostResolver,
-  type ResolvedAddress,
-} from '../src/domain/ssrf';
+import { classifyIpAddress, createSsrfGuard, pinnedLookup, ssrfModeOf, webhookDestinationSettings, webhookUrlPolicyOf, type DestinationVerdict, type HostResolver, type ResolvedAddress } from '../src/ssrf';
 
 /** A resolver from a fixed table; unknown names fail like NXDOMAIN. */
 function fakeResolver(table: Record<string, readonly string[]>): HostResolver & { calls: string[] } {

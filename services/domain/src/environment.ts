@@ -6,7 +6,7 @@
  * closed: UNSPECIFIED or a value this code does not know is never taken for live or sandbox
  * (docs/accounting.md) — the caller refuses it.
  */
-import { Environment } from '../gen/coinvoice/common/v1/environment_pb';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 
 export type ProjectEnvironment = 'live' | 'sandbox';
 

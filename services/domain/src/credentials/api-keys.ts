@@ -16,7 +16,7 @@
  * are ever stored; the plain key is shown once.
  */
 import { createHash, hash, randomBytes } from 'node:crypto';
-import type { ProjectEnvironment } from './environment';
+import type { ProjectEnvironment } from '../environment';
 
 export const BASE62_ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -1,15 +1,5 @@
-import {
-  Decimal,
-  formatFixed,
-  formatPlain,
-  fromBaseUnits,
-  isExactJsonNumber,
-  parseCryptoAmount,
-  parsePositiveDecimal,
-  parsePriceAmount,
-  toBaseUnits,
-} from '../src/domain/money';
-import { fiatCurrency } from '../src/domain/currencies';
+import { Decimal, formatFixed, formatPlain, fromBaseUnits, isExactJsonNumber, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, toBaseUnits } from '../src/money';
+import { fiatCurrency } from '../src/fiat';
 
 const USD = fiatCurrency('USD');
 const JPY = fiatCurrency('JPY');

@@ -8,13 +8,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { secp256k1Points } from '@coinvoice/runtime/coins/secp256k1';
-import type { CryptoCode } from '../src/domain/currencies';
+import { secp256k1Points } from '../src/secp256k1';
+import type { CryptoCode } from '../src/currencies';
 
 const ADDRESSES = 10_000;
 const TARGET_MS_PER_ADDRESS = 0.15;
 const ROUNDS = 3;
-const COMPILED = path.join(__dirname, '..', 'dist', 'domain', 'addresses.js');
+const COMPILED = path.join(__dirname, '..', 'dist', 'addresses.js');
 
 /** Runs in a child Node process: warms up, then derives rounds of fresh addresses, printing ms CPU per address. */
 const MEASURE = `

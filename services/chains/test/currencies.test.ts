@@ -1,15 +1,7 @@
-import {
-  CRYPTO_CODES,
-  FIAT_CODES,
-  SUPPORTED_CRYPTO,
-  cryptoCurrency,
-  fiatCurrency,
-  findCryptoCurrency,
-  findFiatCurrency,
-  paymentUri,
-} from '../src/domain/currencies';
-import { Decimal } from '../src/domain/money';
-import { eip55 } from './support/independent-codecs';
+import { CRYPTO_CODES, SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, paymentUri } from '../src/currencies';
+import { FIAT_CODES, fiatCurrency, findFiatCurrency } from '@coinvoice/domain/fiat';
+import { Decimal } from '@coinvoice/domain/money';
+import { eip55 } from '../../invoice/test/support/independent-codecs';
 
 describe('currency registry', () => {
   it('has the fiat currencies with their ISO 4217 minor units', () => {

@@ -1,18 +1,14 @@
 /**
- * The currency registry (DESIGN.md §4): the fiat price currencies and crypto pay currencies the
- * service supports, with what the rest of the domain needs to know about each.
+ * The crypto currency registry (DESIGN.md §4): the coins the service takes and pays out, with what
+ * the rest of the domain needs to know about each (the fiat price currencies: domain/fiat.ts).
  */
-import { Decimal, formatPlain, refused, toBaseUnits, type Parsed } from './money';
-
-export const FIAT_CODES = ['USD', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD'] as const;
-export type FiatCode = (typeof FIAT_CODES)[number];
+import { Decimal, formatPlain, refused, toBaseUnits, type Parsed } from '@coinvoice/domain/money';
+import { upperCased, unsupportedCurrency, type FiatCurrency } from '@coinvoice/domain/fiat';
+import type { Network } from '@coinvoice/domain/project-network';
 
 export const CRYPTO_CODES = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX'] as const;
 export type CryptoCode = (typeof CRYPTO_CODES)[number];
 
-/** Live projects use mainnet; sandbox projects use the coin's testnet (same key formats). */
-export type Network = 'mainnet' | 'testnet';
-export const NETWORKS: readonly Network[] = ['mainnet', 'testnet'];
 
 export type Chain = 'bitcoin' | 'litecoin' | 'ethereum' | 'tron';
 
@@ -22,14 +18,6 @@ export type Chain = 'bitcoin' | 'litecoin' | 'ethereum' | 'tron';
  * 0x41 + the 20-byte Ethereum-style key hash, "T…".
  */
 export type AddressFormat = 'p2wpkh' | 'eip55' | 'tron-base58check';
-
-export interface FiatCurrency {
-  readonly kind: 'fiat';
-  readonly code: FiatCode;
-  readonly name: string;
-  /** ISO 4217 minor units: the decimals a price may have (2 for USD, 0 for JPY). */
-  readonly minorUnits: number;
-}
 
 export interface Erc20Token {
   readonly standard: 'erc20';
@@ -67,18 +55,6 @@ export interface CryptoCurrency {
 }
 
 export type Currency = FiatCurrency | CryptoCurrency;
-
-const fiat = (code: FiatCode, name: string, minorUnits: number): FiatCurrency => ({ kind: 'fiat', code, name, minorUnits });
-
-const FIAT: Readonly<Record<FiatCode, FiatCurrency>> = {
-  USD: fiat('USD', 'US Dollar', 2),
-  EUR: fiat('EUR', 'Euro', 2),
-  GBP: fiat('GBP', 'Pound Sterling', 2),
-  JPY: fiat('JPY', 'Yen', 0),
-  CHF: fiat('CHF', 'Swiss Franc', 2),
-  CAD: fiat('CAD', 'Canadian Dollar', 2),
-  AUD: fiat('AUD', 'Australian Dollar', 2),
-};
 
 const CRYPTO: Readonly<Record<CryptoCode, CryptoCurrency>> = {
   BTC: {
@@ -170,20 +146,10 @@ const CRYPTO: Readonly<Record<CryptoCode, CryptoCurrency>> = {
 /** Chain ids for EIP-681 URIs: Ethereum mainnet and Sepolia. */
 export const EVM_CHAIN_ID: Readonly<Record<Network, number>> = { mainnet: 1, testnet: 11155111 };
 
-export const SUPPORTED_FIAT: readonly FiatCurrency[] = FIAT_CODES.map((code) => FIAT[code]);
 export const SUPPORTED_CRYPTO: readonly CryptoCurrency[] = CRYPTO_CODES.map((code) => CRYPTO[code]);
-
-export function isFiatCode(code: unknown): code is FiatCode {
-  return typeof code === 'string' && (FIAT_CODES as readonly string[]).includes(code);
-}
 
 export function isCryptoCode(code: unknown): code is CryptoCode {
   return typeof code === 'string' && (CRYPTO_CODES as readonly string[]).includes(code);
-}
-
-/** The registry entry of a known fiat code. */
-export function fiatCurrency(code: FiatCode): FiatCurrency {
-  return FIAT[code];
 }
 
 /** The registry entry of a known crypto code. */
@@ -202,29 +168,10 @@ export function minimumAmount(currency: CryptoCurrency): Decimal {
   return Decimal.max(unit, new Decimal(currency.dustLimitBaseUnits).div(new Decimal(10).pow(currency.baseUnitDecimals)));
 }
 
-/**
- * Looks up an untrusted fiat code, in any letter case (`"eur"` is EUR: the value carries the
- * canonical upper-case code). Unsupported codes are refused with a reason naming the supported
- * ones, e.g. `unsupported currency "XYZ"; supported: USD, EUR, …`.
- */
-export function findFiatCurrency(code: unknown): Parsed<FiatCurrency> {
-  const canonical = upperCased(code);
-  return isFiatCode(canonical) ? { ok: true, value: FIAT[canonical] } : refused(unsupported(code, FIAT_CODES));
-}
-
 /** Looks up an untrusted crypto code, in any letter case; see `findFiatCurrency`. */
 export function findCryptoCurrency(code: unknown): Parsed<CryptoCurrency> {
   const canonical = upperCased(code);
-  return isCryptoCode(canonical) ? { ok: true, value: CRYPTO[canonical] } : refused(unsupported(code, CRYPTO_CODES));
-}
-
-function upperCased(code: unknown): unknown {
-  return typeof code === 'string' ? code.toUpperCase() : code;
-}
-
-function unsupported(code: unknown, supported: readonly string[]): string {
-  const shown = typeof code === 'string' ? `"${code.length > 16 ? `${code.slice(0, 16)}…` : code}"` : `of type ${typeof code}`;
-  return `unsupported currency ${shown}; supported: ${supported.join(', ')}`;
+  return isCryptoCode(canonical) ? { ok: true, value: CRYPTO[canonical] } : refused(unsupportedCurrency(code, CRYPTO_CODES));
 }
 
 /**

@@ -4,21 +4,10 @@
  */
 import { pbkdf2Sync } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
-import {
-  AddressDeriver,
-  createAddressDeriver,
-  generateDevelopmentKeyPair,
-  p2wpkhAddress,
-  PublicChildDeriver,
-  parseExtendedPublicKey,
-  toEip55,
-  validateAddress,
-  validateEip55Address,
-  validateP2wpkhAddress,
-  validateTronAddress,
-} from '../src/domain/addresses';
-import { secp256k1Backends } from '@coinvoice/runtime/coins/secp256k1';
-import { CRYPTO_CODES, cryptoCurrency, type CryptoCode, type Network } from '../src/domain/currencies';
+import { AddressDeriver, createAddressDeriver, generateDevelopmentKeyPair, p2wpkhAddress, PublicChildDeriver, parseExtendedPublicKey, toEip55, validateAddress, validateEip55Address, validateP2wpkhAddress, validateTronAddress } from '../src/addresses';
+import { secp256k1Backends } from '../src/secp256k1';
+import { CRYPTO_CODES, cryptoCurrency, type CryptoCode } from '../src/currencies';
+import type { Network } from '@coinvoice/domain/project-network';
 import {
   base58CheckDecode,
   base58CheckEncode,
@@ -26,7 +15,7 @@ import {
   eip55,
   ethereumKeyHash,
   hash160,
-} from './support/independent-codecs';
+} from '../../invoice/test/support/independent-codecs';
 
 const hex = (s: string) => Uint8Array.from(Buffer.from(s, 'hex'));
 

@@ -1,10 +1,10 @@
 /**
- * Decimal → JSON number, the one conversion at the public edge (money.ts): the token digit for
+ * Decimal → JSON number, the one conversion at the public edge (json-money.ts): the token digit for
  * digit, and the JS number built on it, refusing what would not be exact.
  */
 import Decimal from 'decimal.js';
 import fc from 'fast-check';
-import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberIsExact } from '../src/money';
+import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberIsExact } from '../src/json-money';
 
 describe('decimalAsJsonNumber', () => {
   test.each([

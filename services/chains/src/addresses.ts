@@ -12,8 +12,9 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import { randomBytes } from '@noble/hashes/utils.js';
 import { bech32, createBase58check } from '@scure/base';
 import { HARDENED_OFFSET, HDKey, type Versions } from '@scure/bip32';
-import { cryptoCurrency, type Chain, type CryptoCode, type Network } from './currencies';
-import { ok, refused, type Parsed } from './money';
+import { ok, refused, type Parsed } from '@coinvoice/domain/money';
+import type { Network } from '@coinvoice/domain/project-network';
+import { cryptoCurrency, type Chain, type CryptoCode } from './currencies';
 import { secp256k1Points } from './secp256k1';
 
 // node's SHA-256 (OpenSSL) is about twice @noble/hashes' on these short inputs; same digest.
