@@ -12,7 +12,7 @@ import { hash } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
 import * as tinySecp from 'tiny-secp256k1';
 import { AddressDeriver, addressFromPublicKey, generateDevelopmentKeyPair, parseExtendedPublicKey } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { secp256k1Points } from '@coinvoice/chains/secp256k1';
 
 const ADDRESSES = Number(process.env.BENCH_ADDRESSES ?? 10_000);

@@ -33,7 +33,7 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { authService } from '../../services/auth/src/server';
 import { invoiceService } from '../../services/invoice/src/server';
-import { CHAIN_ADAPTERS } from '../../services/invoice/src/watcher/role';
+import { WATCHED_CHAINS as CHAINS_WITH_WATCHER } from '@coinvoice/chains/watchers';
 import { notifierService } from '../../services/notifier/src/server';
 import { payoutService } from '../../services/payout/src/server';
 import { gatewaySettings } from '../../gateway/src/config';
@@ -127,8 +127,8 @@ export interface Role {
   mode: 'serve' | 'migrate' | 'watch';
 }
 
-/** Chains the invoice service can watch (services/invoice/src/watcher/role.ts CHAIN_ADAPTERS). */
-export const WATCHED_CHAINS: readonly string[] = Object.keys(CHAIN_ADAPTERS);
+/** Chains the invoice service can watch (their family modules in services/chains give each a source). */
+export const WATCHED_CHAINS: readonly string[] = CHAINS_WITH_WATCHER;
 
 const DEFINITIONS: Record<ServiceName, { settings: Settings; requiredInProduction?: (env: Record<string, string | undefined>) => string[] }> = {
   auth: authService,

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { connectNats, EventNamespace } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { Network } from '@coinvoice/domain/project-network';
 import { mailHeader, mailText } from '../../services/notifier/test/support/smtp';
 import { eventually } from '../../services/notifier/test/support/receiver';

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EventNamespace, connectNats } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { Network } from '@coinvoice/domain/project-network';
 import fc from 'fast-check';
 import postgres from 'postgres';

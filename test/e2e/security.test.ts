@@ -12,7 +12,7 @@ import { signingKeyFromPem } from '@coinvoice/domain/credentials/jwt';
 import { kekFromBytes, SecretBox } from '@coinvoice/domain/secrets-at-rest';
 import { createRpcClient, errorFacts } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { Network } from '@coinvoice/domain/project-network';
 import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import postgres from 'postgres';

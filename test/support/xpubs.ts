@@ -4,7 +4,7 @@
  * made from a fixed seed, so a production-mode test never needs real keys.
  */
 import { generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import { CRYPTO_CODES } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES } from '@coinvoice/chains/coin';
 import { NETWORKS } from '@coinvoice/domain/project-network';
 import { xpubVariable, type XpubVariable } from '../../services/invoice/src/settings';
 

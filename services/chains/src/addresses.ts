@@ -1,33 +1,19 @@
 /**
  * Payment addresses (DESIGN.md §4): derived per invoice from an account-level extended public key
- * (BIP32) at child 0/index — the BIP44 external (receive) chain — encoded per coin:
- * - BTC/LTC: native segwit P2WPKH, bech32 (hrp bc/ltc mainnet, tb/tltc testnet);
- * - ETH/USDT/USDC: EIP-55 checksummed hex of keccak256(uncompressed public key)[12..32];
- * - TRX: base58check of 0x41 + the same 20-byte hash (Shasta/Nile testnets use the same format).
- * Same key, same index, same address. The validators below are independent of derivation and are
- * meant for any address that reaches the service (e.g. payout destinations).
+ * (BIP32) at child 0/index — the BIP44 external (receive) chain — and encoded by the coin's family
+ * (utxo/address.ts: P2WPKH bech32; evm/address.ts: EIP-55 hex; tron/address.ts: base58check).
+ * Same key, same index, same address. `validateAddress` is independent of derivation and is meant
+ * for any address that reaches the service (e.g. payout destinations).
  */
 import { hash } from 'node:crypto';
-import { keccak_256 } from '@noble/hashes/sha3.js';
 import { randomBytes } from '@noble/hashes/utils.js';
-import { bech32, createBase58check } from '@scure/base';
 import { HARDENED_OFFSET, HDKey, type Versions } from '@scure/bip32';
 import { ok, refused, type Parsed } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
-import { cryptoCurrency, type Chain, type CryptoCode } from './currencies';
+import { base58check } from './base58check';
+import { cryptoCurrency, familyOf } from './currencies';
+import type { CryptoCode } from './coin';
 import { secp256k1Points } from './secp256k1';
-
-// node's SHA-256 (OpenSSL) is about twice @noble/hashes' on these short inputs; same digest.
-const base58check = createBase58check((data: Uint8Array) => hash('sha256', data, 'buffer'));
-
-/** bech32 human-readable parts of the UTXO chains. */
-export const BECH32_HRP: Readonly<Record<'bitcoin' | 'litecoin', Readonly<Record<Network, string>>>> = {
-  bitcoin: { mainnet: 'bc', testnet: 'tb' },
-  litecoin: { mainnet: 'ltc', testnet: 'tltc' },
-};
-
-/** First byte of every Tron address payload (mainnet and testnets alike). */
-export const TRON_ADDRESS_PREFIX = 0x41;
 
 /**
  * Extended key serializations accepted for configured keys, by 4-byte version. Only the version
@@ -128,8 +114,7 @@ export class AddressDeriver {
     readonly network: Network,
   ) {
     this.receiveChain = new PublicChildDeriver(accountKey.deriveChild(0));
-    const chain = cryptoCurrency(currency).chain;
-    this.compressedKeys = chain === 'bitcoin' || chain === 'litecoin';
+    this.compressedKeys = familyOf(cryptoCurrency(currency).chain).compressedKeys;
   }
 
   /** The address at receive index `index` (0 ≤ index < 2^31): account/0/index. */
@@ -149,118 +134,14 @@ export function createAddressDeriver(accountXpub: unknown, currency: CryptoCode,
  * and Litecoin; Ethereum and Tron take either form.
  */
 export function addressFromPublicKey(publicKey: Uint8Array, currency: CryptoCode, network: Network): string {
-  const chain = cryptoCurrency(currency).chain;
-  switch (chain) {
-    case 'bitcoin':
-    case 'litecoin':
-      return p2wpkhAddress(publicKey, BECH32_HRP[chain][network]);
-    case 'ethereum':
-      return eip55Address(publicKey);
-    case 'tron':
-      return tronAddress(publicKey);
-  }
-}
-
-/** Native segwit v0 P2WPKH: bech32(hrp, [0, ...words(hash160(pubkey))]), of a compressed key. */
-export function p2wpkhAddress(compressedPublicKey: Uint8Array, hrp: string): string {
-  if (compressedPublicKey.length !== 33) throw new RangeError('P2WPKH needs a compressed (33-byte) public key');
-  const keyHash = hash('ripemd160', hash('sha256', compressedPublicKey, 'buffer'), 'buffer');
-  return bech32.encode(hrp, [0, ...bech32.toWords(keyHash)]);
-}
-
-/** EIP-55 checksummed Ethereum address of a public key (compressed or not). */
-export function eip55Address(publicKey: Uint8Array): string {
-  return toEip55(bytesToHex(ethereumKeyHash(publicKey)));
-}
-
-/** Tron address of a public key (compressed or not): base58check(0x41 ‖ keccak256(uncompressed key)[12..32]). */
-export function tronAddress(publicKey: Uint8Array): string {
-  return base58check.encode(Uint8Array.of(TRON_ADDRESS_PREFIX, ...ethereumKeyHash(publicKey)));
-}
-
-/**
- * The EIP-55 form of a 40-hex-digit address (with or without 0x, any case): hex letter i is upper
- * case when nibble i of keccak256(lower-case hex) is ≥ 8.
- */
-export function toEip55(hexAddress: string): string {
-  const lower = hexAddress.replace(/^0x/i, '').toLowerCase();
-  if (!/^[0-9a-f]{40}$/.test(lower)) throw new RangeError('an Ethereum address is 40 hex digits');
-  const digest = keccak_256(Buffer.from(lower, 'latin1'));
-  let out = '0x';
-  for (let i = 0; i < lower.length; i++) {
-    const byte = digest[i >> 1] ?? 0;
-    const nibble = i % 2 === 0 ? byte >> 4 : byte & 0x0f;
-    const char = lower.charAt(i);
-    out += nibble >= 8 ? char.toUpperCase() : char;
-  }
-  return out;
+  const coin = cryptoCurrency(currency);
+  return familyOf(coin.chain).encodeAddress(publicKey, coin, network);
 }
 
 /** Validates an address for a coin and network, answering its canonical form or a reason. */
 export function validateAddress(currency: CryptoCode, network: Network, address: unknown): Parsed<string> {
-  const chain: Chain = cryptoCurrency(currency).chain;
-  switch (chain) {
-    case 'bitcoin':
-    case 'litecoin':
-      return validateP2wpkhAddress(address, BECH32_HRP[chain][network]);
-    case 'ethereum':
-      return validateEip55Address(address);
-    case 'tron':
-      return validateTronAddress(address);
-  }
-}
-
-/**
- * A native segwit v0 P2WPKH address for `hrp`: valid bech32 (not bech32m) checksum, that hrp,
- * witness version 0, 20-byte program. Answers the lower-case form (BIP173 allows all upper case).
- */
-export function validateP2wpkhAddress(address: unknown, hrp: string): Parsed<string> {
-  if (typeof address !== 'string' || address.length === 0 || address.length > 90) return refused('must be a bech32 address');
-  const decoded = bech32.decodeUnsafe(address);
-  if (!decoded) return refused('is not a valid bech32 address (bad characters, mixed case or checksum)');
-  if (decoded.prefix !== hrp) return refused(`must start with "${hrp}1" on this network`);
-  const [witnessVersion, ...programWords] = decoded.words;
-  if (witnessVersion !== 0) return refused('must be a segwit version 0 address');
-  const program = bech32.fromWordsUnsafe(programWords);
-  if (!program || program.length !== 20) return refused('must be a P2WPKH address (20-byte witness program)');
-  return ok(address.toLowerCase());
-}
-
-/**
- * An Ethereum address with a valid EIP-55 checksum: "0x" + 40 hex digits whose case matches the
- * checksum exactly. With `requireChecksum: false`, all-lower or all-upper case (no checksum to check)
- * is accepted too. Answers the checksummed form.
- */
-export function validateEip55Address(address: unknown, options: { requireChecksum?: boolean } = {}): Parsed<string> {
-  if (typeof address !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(address)) return refused('must be "0x" followed by 40 hex digits');
-  const checksummed = toEip55(address);
-  if (address === checksummed) return ok(checksummed);
-  const hex = address.slice(2);
-  const singleCase = hex === hex.toLowerCase() || hex === hex.toUpperCase();
-  if (options.requireChecksum === false && singleCase) return ok(checksummed);
-  return refused(singleCase ? 'must carry its EIP-55 checksum (mixed case)' : 'has an invalid EIP-55 checksum');
-}
-
-/**
- * The base58check spelling of a Tron address the full-node HTTP API gives in hex ("41" + 20 bytes,
- * its default without `visible: true`); undefined for anything else.
- */
-export function tronAddressFromHex(hex: string): string | undefined {
-  if (!/^41[0-9a-fA-F]{40}$/.test(hex)) return undefined;
-  return base58check.encode(Uint8Array.from(Buffer.from(hex, 'hex')));
-}
-
-/** A Tron address: base58check with a valid checksum of 21 bytes starting 0x41 ("T…"). */
-export function validateTronAddress(address: unknown): Parsed<string> {
-  if (typeof address !== 'string' || address.length === 0 || address.length > 64) return refused('must be a Tron base58 address');
-  let payload: Uint8Array;
-  try {
-    payload = base58check.decode(address);
-  } catch {
-    return refused('is not a valid base58check address (bad characters or checksum)');
-  }
-  if (payload.length !== 21 || payload[0] !== TRON_ADDRESS_PREFIX) return refused('is not a Tron address (21 bytes starting 0x41)');
-  return ok(address);
+  const coin = cryptoCurrency(currency);
+  return familyOf(coin.chain).validateAddress(address, coin, network);
 }
 
 /** A development key pair for one coin and network, for when no account key is configured. */
@@ -288,12 +169,3 @@ export function generateDevelopmentKeyPair(currency: CryptoCode, network: Networ
   return { currency, network, path, xprv: account.privateExtendedKey, xpub: account.publicExtendedKey };
 }
 
-/** keccak256 of the 64-byte uncompressed public key (without the 0x04 tag), last 20 bytes. */
-function ethereumKeyHash(publicKey: Uint8Array): Uint8Array {
-  const uncompressed = publicKey.length === 65 ? publicKey : secp256k1Points.uncompress(publicKey);
-  return keccak_256(uncompressed.subarray(1)).subarray(12);
-}
-
-function bytesToHex(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
-}

@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { secp256k1Points } from '../src/secp256k1';
-import type { CryptoCode } from '../src/currencies';
+import type { CryptoCode } from '../src/coin';
 
 const ADDRESSES = 10_000;
 const TARGET_MS_PER_ADDRESS = 0.15;

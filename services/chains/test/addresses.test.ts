@@ -4,9 +4,13 @@
  */
 import { pbkdf2Sync } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
-import { AddressDeriver, createAddressDeriver, generateDevelopmentKeyPair, p2wpkhAddress, PublicChildDeriver, parseExtendedPublicKey, toEip55, validateAddress, validateEip55Address, validateP2wpkhAddress, validateTronAddress } from '../src/addresses';
+import { AddressDeriver, createAddressDeriver, generateDevelopmentKeyPair, PublicChildDeriver, parseExtendedPublicKey, validateAddress } from '../src/addresses';
+import { toEip55, validateEip55Address } from '../src/evm/address';
+import { validateTronAddress } from '../src/tron/address';
+import { p2wpkhAddress, validateP2wpkhAddress } from '../src/utxo/address';
 import { secp256k1Backends } from '../src/secp256k1';
-import { CRYPTO_CODES, cryptoCurrency, type CryptoCode } from '../src/currencies';
+import { CRYPTO_CODES, type CryptoCode } from '../src/coin';
+import { cryptoCurrency } from '../src/currencies';
 import type { Network } from '@coinvoice/domain/project-network';
 import {
   base58CheckDecode,

@@ -1,4 +1,5 @@
-import { CRYPTO_CODES, SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, paymentUri } from '../src/currencies';
+import { CRYPTO_CODES } from '../src/coin';
+import { SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, paymentUri } from '../src/currencies';
 import { FIAT_CODES, fiatCurrency, findFiatCurrency } from '@coinvoice/domain/fiat';
 import { Decimal } from '@coinvoice/domain/money';
 import { eip55 } from '../../invoice/test/support/independent-codecs';

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger, Sql } from '@coinvoice/runtime';
 import { AddressDeriver, generateDevelopmentKeyPair, parseExtendedPublicKey } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { xpubVariable, type XpubVariable } from './settings';
 import { findDevelopmentKeys, insertDevelopmentKeys, registerAddressKeys } from './store/keys';

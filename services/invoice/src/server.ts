@@ -8,7 +8,7 @@ import { LiveRateBook } from './rates/live-rate-book';
 import { InvoicePricing } from './rates/pricing';
 import { checkInvoiceConfig, invoiceSettings, ratesSourceOf, requiredInProduction, type XpubVariable } from './settings';
 import { ExpirySweeper } from './sweeper';
-import { confirmationsRequired } from './watcher/role';
+import { confirmationsRequired } from '@coinvoice/chains/watchers';
 
 export { invoiceSettings } from './settings';
 

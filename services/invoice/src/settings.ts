@@ -5,9 +5,11 @@
 import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/runtime';
 import { RATE_TABLE_ENV, rateProviderFromConfig, type StaticRateProvider } from './domain/rates';
 import { parseExtendedPublicKey } from '@coinvoice/chains/addresses';
-import { CRYPTO_CODES, cryptoCurrency, isCryptoCode, type CryptoCode } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
+import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
+import { chainWatcherSettings } from '@coinvoice/chains/watchers';
 
 /** `INVOICE_XPUB_BTC` (mainnet, live projects), `INVOICE_XPUB_BTC_TESTNET` (testnet, sandbox projects). */
 export type XpubVariable = `INVOICE_XPUB_${CryptoCode}` | `INVOICE_XPUB_${CryptoCode}_TESTNET`;
@@ -82,21 +84,6 @@ const ratesSourceSetting: Setting<RatesSource | ''> = {
   parse: (raw) => (raw === '' ? '' : (RATES_SOURCES as readonly string[]).includes(raw) ? (raw as RatesSource) : undefined),
 };
 
-/** An EVM contract address (0x + 40 hex); compared case-insensitively. */
-function contractSetting(defaultContract: string): Setting<string> {
-  return {
-    expected: 'an ERC-20 contract address (0x followed by 40 hex digits)',
-    default: defaultContract,
-    parse: (raw) => (/^0x[0-9a-fA-F]{40}$/.test(raw) ? raw : undefined),
-  };
-}
-
-/** A URL, or empty for "not configured"; its password is never echoed. */
-function optionalUrl(protocols: string[]): Setting<string> {
-  const url = setting.url(protocols);
-  return { ...url, expected: `${url.expected}, or empty`, default: '', parse: (raw) => (raw === '' ? '' : url.parse(raw)) };
-}
-
 /** A duration: "24h", "90m", "30s" or milliseconds. */
 function durationSetting(defaultValue: string): Setting<number> {
   return {
@@ -105,38 +92,6 @@ function durationSetting(defaultValue: string): Setting<number> {
     parse: (raw) => parseDurationMs(raw, { bareMilliseconds: true }),
   };
 }
-
-/**
- * The Ethereum source (DESIGN.md §9). The serve role reads CHAIN_ETHEREUM_CONFIRMATIONS too: each
- * invoice fixes its confirmation count at creation. An empty RPC URL means "not configured":
- * `npm start` then starts no watcher and `watch ethereum` refuses to start.
- */
-export const ethereumSettings = {
-  CHAIN_ETHEREUM_RPC_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_ETHEREUM_CONFIRMATIONS: setting.int({ default: 12, min: 1, max: 1_000 }),
-  CHAIN_ETHEREUM_USDT_CONTRACT: contractSetting(cryptoCurrency('USDT').token!.contract.mainnet),
-  CHAIN_ETHEREUM_USDC_CONTRACT: contractSetting(cryptoCurrency('USDC').token!.contract.mainnet),
-  CHAIN_ETHEREUM_POLL_MS: setting.int({ default: 2_000, min: 10, max: 600_000 }),
-  /** Timeout of one JSON-RPC call. */
-  CHAIN_ETHEREUM_RPC_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
-  /** Blocks written per database transaction while backfilling. */
-  CHAIN_ETHEREUM_BATCH_BLOCKS: setting.int({ default: 50, min: 1, max: 1_000 }),
-} as const;
-
-/** The Esplora sources of bitcoin and litecoin and the Tron full node (DESIGN.md §9). */
-export const utxoAndTronSettings = {
-  CHAIN_BITCOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_BITCOIN_CONFIRMATIONS: setting.int({ default: 2, min: 1, max: 100 }),
-  CHAIN_BITCOIN_POLL_MS: setting.int({ default: 10_000, min: 10, max: 600_000 }),
-  CHAIN_LITECOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_LITECOIN_CONFIRMATIONS: setting.int({ default: 6, min: 1, max: 100 }),
-  CHAIN_LITECOIN_POLL_MS: setting.int({ default: 10_000, min: 10, max: 600_000 }),
-  CHAIN_TRON_API_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_TRON_CONFIRMATIONS: setting.int({ default: 20, min: 1, max: 1_000 }),
-  CHAIN_TRON_POLL_MS: setting.int({ default: 3_000, min: 10, max: 600_000 }),
-  /** One request to an Esplora or Tron source. */
-  CHAIN_SOURCE_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
-} as const;
 
 export const invoiceSettings = {
   /** The coins invoices may be created in; in production each needs its INVOICE_XPUB_<COIN>. */
@@ -163,8 +118,8 @@ export const invoiceSettings = {
    * (docs/watcher.md): bounds a block's cost; each address is checked every watched/N heights.
    */
   WATCHER_RECONCILE_PER_BLOCK: setting.int({ default: 500, min: 1, max: 100_000 }),
-  ...ethereumSettings,
-  ...utxoAndTronSettings,
+  /** The chain families' nodes and watchers (services/chains/src/<family>/family.ts). */
+  ...chainWatcherSettings,
   ...xpubSettings(),
 } as const;
 

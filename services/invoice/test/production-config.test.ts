@@ -11,7 +11,7 @@ import pino from 'pino';
 import { ConfigError, createDb, loadServiceConfig, migrateService } from '@coinvoice/runtime';
 import { loadKeyRing } from '../src/key-ring';
 import { invoiceService } from '../src/server';
-import { CRYPTO_CODES } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES } from '@coinvoice/chains/coin';
 import type { XpubVariable } from '../src/settings';
 import { createTestDatabase, testNatsUrl, type TestDatabase } from '../../../test/support/infra';
 import { throwawayXpubs } from '../../../test/support/xpubs';

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { CRYPTO_CODES, cryptoCurrency, minimumAmount, type CryptoCode } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
+import { cryptoCurrency, minimumAmount } from '@coinvoice/chains/currencies';
 import { FIAT_CODES, fiatCurrency, type FiatCode } from '@coinvoice/domain/fiat';
 import { Decimal, formatPlain, parsePriceAmount } from '@coinvoice/domain/money';
 import {

@@ -11,7 +11,7 @@ import { connectNats, createDb, createLogger, createRpcClient, EventNamespace } 
 import { createTestDatabase, testNatsUrl, uniqueName } from '../../../test/support/infra';
 import { startTestService, type TestService } from '../../../test/support/service';
 import { createAddressDeriver, generateDevelopmentKeyPair, validateAddress } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { invoiceService } from '../src/server';
 import {
   createRequest,

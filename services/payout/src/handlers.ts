@@ -16,7 +16,7 @@
  * - CompletePayout / RejectPayout: validation_failed (transactionHash per chain / adminNote),
  *   not_found, payout_not_pending (409); Complete also payout_not_claimed (409: claim first),
  *   transaction_already_used (409: the hash completed another payout), and with a chain node the
- *   on-chain check's codes (chain-check/).
+ *   on-chain check's codes (services/chains/src/payout-check.ts).
  * - ListAllPayouts (operators; the gateway checks the operator claim): validation_failed (status,
  *   environment, pageSize, cursor).
  * Another project's payout is not_found, as if it did not exist.
@@ -78,7 +78,7 @@ import {
 } from './store/payouts';
 import { applyTrigger } from './transitions';
 import { checkLedgerInvariants, type LedgerCheckDeps } from './invariants/ledger-check';
-import type { PayoutChainCheck } from './chain-check';
+import type { PayoutChainCheck } from '@coinvoice/chains/payout-check';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
@@ -100,7 +100,7 @@ export interface PayoutHandlerDeps {
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
   ledgerCheck: LedgerCheckDeps;
-  /** With a chain node configured: Complete checks the transaction pays the payout (chain-check/). */
+  /** With a chain node configured: Complete checks the transaction pays the payout (services/chains/src/payout-check.ts). */
   chainCheck?: PayoutChainCheck;
 }
 

@@ -1,13 +1,9 @@
-import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, streamSettingsOf, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
-import type { Chain } from '@coinvoice/chains/currencies';
+import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { PayoutChainChecks, type PayoutChainCheck } from './chain-check';
-import { EsploraPayoutCheck } from './chain-check/esplora';
-import { EthereumPayoutCheck } from './chain-check/ethereum';
-import { TronPayoutCheck } from './chain-check/tron';
+import { payoutChainCheck } from '@coinvoice/chains/payout-verification';
 import { ledgerConsumer } from './events/ledger-consumer';
 import { PayoutHandlers } from './handlers';
 import { LedgerInvariantWorker, type LedgerCheckDeps } from './invariants/ledger-check';
@@ -73,7 +69,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       },
       metrics,
       ledgerCheck,
-      chainCheck: payoutChainChecksOf(config),
+      chainCheck: payoutChainCheck(config),
     });
     const ledger = ledgerConsumer({
       sql,
@@ -100,20 +96,3 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   },
 };
 
-/** The on-chain checks of Complete, one per chain whose node is configured (the watchers' settings). */
-function payoutChainChecksOf(config: ConfigOf<typeof payoutSettings>): PayoutChainChecks | undefined {
-  const byChain: Partial<Record<Chain, PayoutChainCheck>> = {};
-  if (config.CHAIN_ETHEREUM_RPC_URL !== '') {
-    byChain.ethereum = new EthereumPayoutCheck({
-      rpcUrl: config.CHAIN_ETHEREUM_RPC_URL,
-      timeoutMs: config.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
-      contracts: { USDT: config.CHAIN_ETHEREUM_USDT_CONTRACT, USDC: config.CHAIN_ETHEREUM_USDC_CONTRACT },
-    });
-  }
-  const timeoutMs = config.CHAIN_SOURCE_TIMEOUT_MS;
-  if (config.CHAIN_BITCOIN_ESPLORA_URL !== '') byChain.bitcoin = new EsploraPayoutCheck({ chain: 'bitcoin', baseUrl: config.CHAIN_BITCOIN_ESPLORA_URL, timeoutMs });
-  if (config.CHAIN_LITECOIN_ESPLORA_URL !== '') byChain.litecoin = new EsploraPayoutCheck({ chain: 'litecoin', baseUrl: config.CHAIN_LITECOIN_ESPLORA_URL, timeoutMs });
-  if (config.CHAIN_TRON_API_URL !== '') byChain.tron = new TronPayoutCheck({ apiUrl: config.CHAIN_TRON_API_URL, timeoutMs });
-  const checks = new PayoutChainChecks(byChain);
-  return checks.configured ? checks : undefined;
-}

@@ -2,23 +2,9 @@
  * The payout service's own settings (environment variables, validated at start; a bad value stops
  * the process with one line naming the variable). Documented in services/payout/README.md.
  */
-import { rateLimitSetting, setting, type Setting } from '@coinvoice/runtime';
-import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { rateLimitSetting, setting } from '@coinvoice/runtime';
+import { payoutCheckSettings } from '@coinvoice/chains/payout-verification';
 import { DEFAULT_CODE_TTL_MS } from './domain/code';
-
-/** A URL, or empty for "not configured". */
-function optionalUrl(protocols: string[]): Setting<string> {
-  const url = setting.url(protocols);
-  return { ...url, expected: `${url.expected}, or empty`, default: '', parse: (raw) => (raw === '' ? '' : url.parse(raw)) };
-}
-
-function contractSetting(defaultContract: string): Setting<string> {
-  return {
-    expected: 'an ERC-20 contract address (0x followed by 40 hex digits)',
-    default: defaultContract,
-    parse: (raw) => (/^0x[0-9a-fA-F]{40}$/.test(raw) ? raw : undefined),
-  };
-}
 
 export const payoutSettings = {
   /** gRPC URL of the auth service: GetProjectContext gives the merchant's email for the code. */
@@ -44,20 +30,9 @@ export const payoutSettings = {
   /** Payouts cancelled per sweeper transaction (a full batch is followed by the next at once). */
   PAYOUT_SWEEP_BATCH_SIZE: setting.int({ default: 100, min: 1, max: 10_000 }),
   /**
-   * The Ethereum node (the same settings as the invoice watcher's): when set, an operator's Complete
-   * of an ETH/USDT/USDC payout is checked on chain (chain-check/). Empty: not checked.
+   * The chain families' nodes (the same settings as the invoice watcher's): when one is set, an
+   * operator's Complete of a payout on its chains is checked on chain (services/chains
+   * payout-check.ts). Empty: not checked.
    */
-  CHAIN_ETHEREUM_RPC_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_ETHEREUM_RPC_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
-  CHAIN_ETHEREUM_USDT_CONTRACT: contractSetting(cryptoCurrency('USDT').token!.contract.mainnet),
-  CHAIN_ETHEREUM_USDC_CONTRACT: contractSetting(cryptoCurrency('USDC').token!.contract.mainnet),
-  /**
-   * The Esplora sources and the Tron full node (the same settings as the invoice watchers'): when
-   * set, Complete of a BTC / LTC / TRX payout is checked on chain (chain-check/). Empty: not checked.
-   */
-  CHAIN_BITCOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_LITECOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
-  CHAIN_TRON_API_URL: optionalUrl(['http:', 'https:']),
-  /** One request to an Esplora or Tron source. */
-  CHAIN_SOURCE_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
+  ...payoutCheckSettings,
 } as const;

@@ -8,8 +8,8 @@ import { Code } from '@coinvoice/runtime';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { deployTokens, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
-import { PayoutChainChecks } from '../src/chain-check';
-import { EthereumPayoutCheck } from '../src/chain-check/ethereum';
+import { PayoutChainChecks } from '@coinvoice/chains/payout-check';
+import { EthereumPayoutCheck } from '@coinvoice/chains/evm/payout-check';
 import { addressFor, balanceOf, codeOf, payoutRequest, rejection, startPayoutHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 
 let anvil: Anvil;

@@ -3,7 +3,7 @@
  * USD prices, and combining fresh quotes into one price per currency (median, outliers dropped).
  * Fetching and caching live in src/rates/.
  */
-import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
 import { FIAT_CODES, type FiatCode } from '@coinvoice/domain/fiat';
 import { Decimal, Rounding } from '@coinvoice/domain/money';
 

@@ -15,14 +15,12 @@
  *   replaced   the transaction was dropped or double-spent before it was mined (UTXO chains)
  */
 import { Decimal } from '@coinvoice/domain/money';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { InvoiceStatusName } from './status';
 
 export const PAYMENT_STATUSES = ['seen', 'confirmed', 'final', 'orphaned', 'replaced'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
-/** Output index of the value an account-chain transaction itself carries (ETH `value`, TRX amount). */
-export const NATIVE_VALUE_INDEX = -1;
 
 export function isPaymentStatus(value: unknown): value is PaymentStatus {
   return typeof value === 'string' && (PAYMENT_STATUSES as readonly string[]).includes(value);

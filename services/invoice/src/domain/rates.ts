@@ -3,7 +3,8 @@
  * static table shipped with the service, replaceable by configuration (a JSON table in an env
  * var, parsed by `parseRateTableJson`). An invoice fixes its quote, rate included, at creation.
  */
-import { CRYPTO_CODES, cryptoCurrency, isCryptoCode, minimumAmount, type CryptoCode } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
+import { cryptoCurrency, isCryptoCode, minimumAmount } from '@coinvoice/chains/currencies';
 import { FIAT_CODES, isFiatCode, type FiatCode } from '@coinvoice/domain/fiat';
 import { Decimal, Rounding, formatPlain, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from '@coinvoice/domain/money';
 

@@ -7,7 +7,8 @@
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { checkEnvironment } from '@coinvoice/domain/project-network';
 import { bidiControlViolation, checkIdempotencyKey, checkUuid, codePoints, fail, KeysetCursorFormat, pass, RequestFields, requestFingerprintOf, validateKeysetListRequest, validateUuidFields, type Check, type KeysetCursor, type KeysetListInput, type KeysetListRequest, type Validated, type Violation } from '@coinvoice/runtime';
-import { findCryptoCurrency, type CryptoCurrency } from '@coinvoice/chains/currencies';
+import type { CryptoCurrency } from '@coinvoice/chains/coin';
+import { findCryptoCurrency } from '@coinvoice/chains/currencies';
 import { findFiatCurrency, type FiatCurrency } from '@coinvoice/domain/fiat';
 import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from '@coinvoice/domain/money';
 import { INVOICE_STATUSES, type InvoiceStatusName } from './status';

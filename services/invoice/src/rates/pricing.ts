@@ -6,7 +6,8 @@
  */
 import type { CombinedPrice } from '../domain/live-rates';
 import { crossRate, type QuoteRates, type StaticRateProvider } from '../domain/rates';
-import { isCryptoCode, type CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
+import { isCryptoCode } from '@coinvoice/chains/currencies';
 import type { FiatCode } from '@coinvoice/domain/fiat';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { Decimal } from '@coinvoice/domain/money';

@@ -1,7 +1,7 @@
 /** `address_keys` (one index sequence per key material) and `development_keys`. */
 import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
 import type { DevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { Network } from '@coinvoice/domain/project-network';
 
 export interface DevelopmentKeyRow {

@@ -3,10 +3,10 @@
  * numeric and come back as decimal strings.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { PaymentStatus } from '../domain/payments';
 import { OPEN_INVOICE_STATUSES } from '../domain/status';
-import type { BlockRef, ChainName, ObservedTransfer } from '../watcher/chain-adapter';
+import type { BlockRef, ChainName, ObservedTransfer } from '@coinvoice/chains/chain-adapter';
 import type { InvoiceRow } from './invoices';
 
 export interface PaymentRow {

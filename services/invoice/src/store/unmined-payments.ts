@@ -1,6 +1,6 @@
 /** Payments not (or no longer) in a block on UTXO chains: what the watcher's mempool step follows. */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { ChainName } from '../watcher/chain-adapter';
+import type { ChainName } from '@coinvoice/chains/chain-adapter';
 import type { PaymentRow } from './payments';
 
 /**

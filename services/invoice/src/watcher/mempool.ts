@@ -9,7 +9,7 @@ import { eventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
 import { settleInvoice } from '../settlement';
 import { upsertPayment } from '../store/payments';
 import { markReplaced, unminedPayments } from '../store/unmined-payments';
-import type { ChainAdapter } from './chain-adapter';
+import type { ChainAdapter } from '@coinvoice/chains/chain-adapter';
 import type { WatchedSet } from './watched-set';
 
 export async function followMempool(options: {

@@ -11,9 +11,9 @@
  * watched a little longer: harmless, an address is never reused).
  */
 import type { Sql } from '@coinvoice/runtime';
-import type { CryptoCode } from '@coinvoice/runtime/coins/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { watchedInvoices, watchedInvoicesCreatedSince, type WatchedInvoice } from '../store/payments';
-import type { WatchedAddresses } from './chain-adapter';
+import type { WatchedAddresses } from '@coinvoice/chains/chain-adapter';
 
 export interface WatchedSetOptions {
   sql: Sql;

@@ -30,7 +30,7 @@ import {
   saveCursor,
   upsertPayment,
 } from '../store/payments';
-import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from './chain-adapter';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from '@coinvoice/chains/chain-adapter';
 import { followMempool } from './mempool';
 import type { WatcherMetrics } from './metrics';
 import { WatchedSet } from './watched-set';

@@ -11,7 +11,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import { createRpcClient } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';

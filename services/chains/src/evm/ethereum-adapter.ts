@@ -6,10 +6,11 @@
  * or a log of another block is a ChainSourceError, never an empty result.
  */
 import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
-import { cryptoCurrency, type CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '../coin';
+import { cryptoCurrency } from '../currencies';
 import { fromBaseUnits, type Decimal } from '@coinvoice/domain/money';
-import { NATIVE_VALUE_INDEX } from '../domain/payments';
-import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
+import { NATIVE_VALUE_INDEX } from '../chain-adapter';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from '../chain-adapter';
 
 export interface EthereumAdapterOptions {
   rpcUrl: string;

@@ -6,11 +6,11 @@
  * form the invoice service issues. 20 confirmations by default: Tron's blocks are solid
  * (irreversible) after 19 more. Every answer is checked: a malformed one is a ChainSourceError.
  */
-import type { CryptoCode } from '@coinvoice/chains/currencies';
-import { tronAddressFromHex } from '@coinvoice/chains/addresses';
+import type { CryptoCode } from '../coin';
+import { tronAddressFromHex } from './address';
 import { Decimal, fromBaseUnits } from '@coinvoice/domain/money';
-import { NATIVE_VALUE_INDEX } from '../domain/payments';
-import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from './chain-adapter';
+import { NATIVE_VALUE_INDEX } from '../chain-adapter';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from '../chain-adapter';
 
 export interface TronAdapterOptions {
   apiUrl: string;

@@ -5,12 +5,13 @@
  * hash (or the hash of another payout, or of a smaller transfer) is told so instead of debiting the
  * balance.
  *
- * One module per chain family knows how its node answers: ethereum.ts (JSON-RPC), esplora.ts
- * (bitcoin, litecoin), tron.ts (full-node HTTP API). They are configured by the same settings as
- * the invoice service's watchers; a chain without a node setting is not checked.
+ * Each chain family knows how its node answers: evm/payout-check.ts (JSON-RPC), utxo/payout-check.ts
+ * (Esplora: bitcoin, litecoin), tron/payout-check.ts (full-node HTTP API). Each family module builds
+ * its checks (family.ts `payoutChecks`) from the same settings as the invoice service's watchers; a
+ * chain without a node setting is not checked (payout-verification.ts puts them together).
  */
 import { Code } from '@connectrpc/connect';
-import type { Chain, CryptoCurrency } from '@coinvoice/chains/currencies';
+import type { Chain, CryptoCurrency } from './coin';
 import { Decimal, formatPlain, fromBaseUnits, toBaseUnits } from '@coinvoice/domain/money';
 
 export interface ChainCheckInput {

@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { getAddress } from 'viem';
 import { deployTokens, payTwo, sendEth, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
 import { RpcFaultProxy } from '../../../test/support/rpc-fault-proxy';
-import type { WatchedAddresses } from '../src/watcher/chain-adapter';
-import { EthereumAdapter } from '../src/watcher/ethereum-adapter';
+import type { WatchedAddresses } from '../src/chain-adapter';
+import { EthereumAdapter } from '../src/evm/ethereum-adapter';
 
 let anvil: Anvil;
 let tokens: Tokens;

@@ -1,13 +1,13 @@
 /**
- * The on-chain check of TRX payouts (index.ts) over the Tron full-node HTTP API the watcher follows
+ * The on-chain check of TRX payouts (../payout-check.ts) over the Tron full-node HTTP API the watcher follows
  * (CHAIN_TRON_API_URL, java-tron `/wallet/*`): `gettransactioninfobyid` must place the transaction
  * in a block, and `gettransactionbyid` must show it succeeded (`ret[0].contractRet` SUCCESS) with a
  * TransferContract paying the payout's address exactly its amount in sun. Any other contract — a
  * TRC-20 `TriggerSmartContract`, a TRC-10 `TransferAssetContract` — moves another asset: no TRX
  * payout is paid by it.
  */
-import { tronAddressFromHex } from '@coinvoice/chains/addresses';
-import { baseUnitsOf, ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
+import { tronAddressFromHex } from './address';
+import { baseUnitsOf, ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '../payout-check';
 
 export interface TronCheckSettings {
   apiUrl: string;

@@ -1,9 +1,9 @@
 /**
- * The on-chain check of ETH/USDT/USDC payouts (index.ts): ETH as the transaction's value, USDT/USDC
+ * The on-chain check of ETH/USDT/USDC payouts (../payout-check.ts): ETH as the transaction's value, USDT/USDC
  * as a `Transfer` log of the configured contract, exactly the payout's amount to its destination.
  * Plain JSON-RPC over fetch: two read calls, no library.
  */
-import { fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, ChainUnavailable, failedOnChain, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
+import { fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, ChainUnavailable, failedOnChain, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '../payout-check';
 
 export interface EthereumCheckSettings {
   rpcUrl: string;

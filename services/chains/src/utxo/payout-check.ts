@@ -1,11 +1,11 @@
 /**
- * The on-chain check of BTC/LTC payouts (index.ts) over the Esplora REST API the watchers follow
+ * The on-chain check of BTC/LTC payouts (../payout-check.ts) over the Esplora REST API the watchers follow
  * (CHAIN_BITCOIN_ESPLORA_URL, CHAIN_LITECOIN_ESPLORA_URL): `GET /tx/:txid` must be a mined
  * (`status.confirmed`) transaction whose outputs to the payout's address add up to exactly the
  * payout's amount in satoshi. Several outputs to the same address count together (a wallet may
  * split a payment); an output to another address is not the payout's.
  */
-import { baseUnitsOf, ChainUnavailable, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '.';
+import { baseUnitsOf, ChainUnavailable, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '../payout-check';
 
 export interface EsploraCheckSettings {
   chain: 'bitcoin' | 'litecoin';

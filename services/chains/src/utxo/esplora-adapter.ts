@@ -10,16 +10,9 @@
  */
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bech32 } from '@scure/base';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '../coin';
 import { Decimal, fromBaseUnits } from '@coinvoice/domain/money';
-import {
-  ChainSourceError,
-  type BlockRef,
-  type ChainAdapter,
-  type ObservedTransfer,
-  type TransactionState,
-  type WatchedAddresses,
-} from './chain-adapter';
+import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type TransactionState, type WatchedAddresses } from '../chain-adapter';
 
 export interface EsploraAdapterOptions {
   chain: 'bitcoin' | 'litecoin';

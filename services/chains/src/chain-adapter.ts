@@ -1,16 +1,16 @@
 /**
  * The chain adapter interface: everything the watcher needs to READ from one chain, and nothing
- * else. The watcher core (watcher.ts) owns the rest — the cursor (height + hash), reorg detection
+ * else. The watcher core (services/invoice/src/watcher/watcher.ts) owns the rest — the cursor (height + hash), reorg detection
  * by parent hash, confirmations, payment rows, the invoice status, events, the advisory lock —
  * so an adapter is a thin, stateless translation of a node's API into these types.
  *
  * How an adapter plugs in:
  *   1. Implement `ChainAdapter` for the chain (e.g. `EsploraAdapter` for bitcoin/litecoin, a Tron
- *      HTTP adapter), in `watcher/<name>-adapter.ts`. Amounts leave as exact decimals in the
+ *      HTTP adapter), in `<family>/<name>-adapter.ts`. Amounts leave as exact decimals in the
  *      asset's units (use `fromBaseUnits`), addresses exactly as the invoice service issued them
  *      (the `WatchedAddresses` lookup is by that spelling; normalise case for hex chains).
- *   2. Add its settings (URL, confirmations, poll interval) to settings.ts and one entry to
- *      `CHAIN_ADAPTERS` in watcher/chains.ts mapping the chain name to a factory.
+ *   2. Add its settings (URL, confirmations, poll interval) and its source to the family module's
+ *      `watcherSettings` and `sources` (family.ts).
  *   3. `node services/invoice/dist/main.js watch <chain>` then runs it: one active watcher per chain
  *      (Postgres advisory lock), the others stand by.
  *
@@ -25,10 +25,13 @@
  * `transactionState` as `replaced`. Account chains (ethereum, tron) may leave both optional
  * methods out: their payments are recorded when mined.
  */
-import type { Chain, CryptoCode } from '@coinvoice/chains/currencies';
+import type { Chain, CryptoCode } from './coin';
 import type { Decimal } from '@coinvoice/domain/money';
 
 export type ChainName = Chain;
+
+/** Output index of the value an account-chain transaction itself carries (ETH `value`, TRX amount). */
+export const NATIVE_VALUE_INDEX = -1;
 
 /** A block of the canonical chain as the node reports it. */
 export interface BlockRef {

@@ -5,9 +5,9 @@
  * received as of a block ignores later blocks; a source that is down or answers nonsense is a
  * ChainSourceError, never an empty answer.
  */
-import { ChainSourceError, type WatchedAddresses } from '../src/watcher/chain-adapter';
-import { EsploraAdapter, scriptHashOf } from '../src/watcher/esplora-adapter';
-import { EsploraStandIn, Payer } from './support/esplora-stand-in';
+import { ChainSourceError, type WatchedAddresses } from '../src/chain-adapter';
+import { EsploraAdapter, scriptHashOf } from '../src/utxo/esplora-adapter';
+import { EsploraStandIn, Payer } from '../../invoice/test/support/esplora-stand-in';
 
 let chain: EsploraStandIn;
 let adapter: EsploraAdapter;

@@ -1,0 +1,50 @@
+/**
+ * One chain family behind one interface (the way BTCPay Server keeps each payment method behind
+ * one handler): a family module holds its coins' registry entries, its address codec, its node
+ * settings, its watcher adapter and its confirmation policy, so adding a chain of a known family is
+ * one entry in that module, and adding a family is one module (utxo/, evm/, tron/) listed in
+ * currencies.ts. The rest of the repository reaches chain knowledge only through these types.
+ */
+import type { ConfigOf, Settings } from '@coinvoice/runtime';
+import type { Decimal, Parsed } from '@coinvoice/domain/money';
+import type { Network } from '@coinvoice/domain/project-network';
+import type { ChainAdapter } from './chain-adapter';
+import type { Chain, CryptoCurrency } from './coin';
+import type { PayoutChainCheck } from './payout-check';
+
+/** How the watcher reads one chain: its adapter (null without a configured node) and its pace. */
+export interface ChainSource {
+  /** The variable that configures the node, for the "not configured" line. */
+  readonly sourceVariable: string;
+  /** Null when the chain's node is not configured (no watcher for it). */
+  adapter(): ChainAdapter | null;
+  readonly pollMs: number;
+  /** Blocks written per database transaction while backfilling. */
+  readonly batchBlocks: number;
+  /** Confirmations a new live invoice on this chain needs (fixed on the invoice at creation). */
+  readonly confirmations: number;
+}
+
+export interface ChainFamily<S extends Settings = Settings, P extends Settings = Settings> {
+  readonly name: 'utxo' | 'evm' | 'tron';
+  /** The family's chains and, per chain, the confirmations used when no node is configured. */
+  readonly defaultConfirmations: Readonly<Partial<Record<Chain, number>>>;
+  /** The registry entries of the family's coins. */
+  readonly currencies: readonly CryptoCurrency[];
+  /** Whether addresses hash the compressed (33-byte) public key; otherwise the uncompressed one. */
+  readonly compressedKeys: boolean;
+  /** The address of a secp256k1 public key for one of the family's coins. */
+  encodeAddress(publicKey: Uint8Array, currency: CryptoCurrency, network: Network): string;
+  /** An address that reached the service (a payout destination…): its canonical form, or a reason. */
+  validateAddress(address: unknown, currency: CryptoCurrency, network: Network): Parsed<string>;
+  /** The wallet payment URI shown as a QR code on the checkout page. */
+  paymentUri(currency: CryptoCurrency, network: Network, address: string, amount: Decimal): string;
+  /** The environment variables of the family's nodes and watchers (invoice service). */
+  readonly watcherSettings: S;
+  /** Per chain of the family, how its watcher reads it under `config`. */
+  sources(config: ConfigOf<S>): Partial<Record<Chain, ChainSource>>;
+  /** The environment variables of the family's nodes as the payout service reads them. */
+  readonly payoutSettings: P;
+  /** Per chain of the family whose node `config` names, the on-chain check of a payout's Complete. */
+  payoutChecks(config: ConfigOf<P>): Partial<Record<Chain, PayoutChainCheck>>;
+}
