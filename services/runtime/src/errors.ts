@@ -84,7 +84,7 @@ const HTTP_STATUS: Record<Code, number> = {
 /** Error codes whose HTTP status is more specific than their Connect code's. */
 const HTTP_STATUS_BY_ERROR_CODE: Record<string, number> = {
   idempotency_key_reused: 422,
-  // A payout's Complete names a transaction that, on chain, does not pay it (payout chain-check.ts).
+  // A payout's Complete names a transaction that does not pay it (the payout service's check of a Complete).
   transaction_mismatch: 422,
   transaction_failed: 422,
 };

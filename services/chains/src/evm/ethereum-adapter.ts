@@ -7,7 +7,7 @@
  */
 import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
 import type { CryptoCode } from '../coin';
-import { cryptoCurrency } from '../currencies';
+import { EVM_COINS } from './coins';
 import { fromBaseUnits, type Decimal } from '@coinvoice/domain/money';
 import { NATIVE_VALUE_INDEX } from '../chain-adapter';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from '../chain-adapter';
@@ -85,7 +85,7 @@ export class EthereumAdapter implements ChainAdapter {
         outputIndex: NATIVE_VALUE_INDEX,
         address,
         asset: 'ETH',
-        amount: fromBaseUnits(tx.value, cryptoCurrency('ETH').baseUnitDecimals),
+        amount: fromBaseUnits(tx.value, EVM_COINS.ETH.baseUnitDecimals),
         block,
       });
     }
@@ -105,7 +105,7 @@ export class EthereumAdapter implements ChainAdapter {
         outputIndex: log.logIndex,
         address,
         asset,
-        amount: fromBaseUnits(log.args.value, cryptoCurrency(asset).baseUnitDecimals),
+        amount: fromBaseUnits(log.args.value, EVM_COINS[asset].baseUnitDecimals),
         block,
       });
     }
@@ -114,7 +114,8 @@ export class EthereumAdapter implements ChainAdapter {
 
   async balancesAt(asset: CryptoCode, addresses: readonly string[], block: BlockRef): Promise<Map<string, Decimal>> {
     const balances = new Map<string, Decimal>();
-    const decimals = cryptoCurrency(asset).baseUnitDecimals;
+    if (!isEvmAsset(asset)) throw new Error(`ethereum: ${asset} is not an asset of this chain`);
+    const decimals = EVM_COINS[asset].baseUnitDecimals;
     const contract = [...this.tokenOf].find(([, token]) => token === asset)?.[0];
     // Concurrent calls, sent as JSON-RPC batches by balanceClient (a thousand addresses cost a
     // handful of HTTP requests, not a thousand round trips).
@@ -173,4 +174,8 @@ export class EthereumAdapter implements ChainAdapter {
 function blockRef(block: { number: bigint | null; hash: Hash | null; parentHash: Hash; timestamp: bigint } | null, what: string): BlockRef {
   if (!block || block.number === null || block.hash === null) throw new ChainSourceError('malformed', `block ${what}: null or pending block`);
   return { height: Number(block.number), hash: block.hash, parentHash: block.parentHash, time: new Date(Number(block.timestamp) * 1000) };
+}
+
+function isEvmAsset(asset: CryptoCode): asset is keyof typeof EVM_COINS {
+  return asset in EVM_COINS;
 }

@@ -300,19 +300,19 @@ export class OutboxRelay {
    * One PubAck round trip per key instead of one per event (measured: bench/results.md, "Event
    * path"). Within a key each PubAck is awaited before the next event of that key goes out, so a
    * failure never leaves a later event of an invoice stored ahead of an earlier one; events without
-   * a key form one chain of their own. Every chain is let finish before a failure is reported, so
+   * a key form one sequence of their own. Every sequence is let finish before a failure is reported, so
    * nothing of this batch is still in flight when its transaction rolls back.
    */
   private async publishInKeyOrder(rows: OutboxRow[]): Promise<void> {
-    const chains = new Map<string | null, OutboxRow[]>();
+    const sequences = new Map<string | null, OutboxRow[]>();
     for (const row of rows) {
-      const chain = chains.get(row.event_key);
-      if (chain) chain.push(row);
-      else chains.set(row.event_key, [row]);
+      const sequence = sequences.get(row.event_key);
+      if (sequence) sequence.push(row);
+      else sequences.set(row.event_key, [row]);
     }
     const outcomes = await Promise.allSettled(
-      Array.from(chains.values(), async (chain) => {
-        for (const row of chain) await this.publish(row);
+      Array.from(sequences.values(), async (sequence) => {
+        for (const row of sequence) await this.publish(row);
       }),
     );
     const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
