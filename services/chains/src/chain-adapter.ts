@@ -1,8 +1,8 @@
 /**
  * The chain adapter interface: everything the watcher needs to READ from one chain, and nothing
- * else. The watcher core (services/invoice/src/watcher/watcher.ts) owns the rest — the cursor (height + hash), reorg detection
- * by parent hash, confirmations, payment rows, the invoice status, events, the advisory lock —
- * so an adapter is a thin, stateless translation of a node's API into these types.
+ * else. The watcher core (services/invoice/src/watcher/watcher.ts) owns the rest — the cursor
+ * (height + hash), reorg detection by parent hash, confirmations, payment rows, the invoice
+ * status, events, the advisory lock — so an adapter is a thin, stateless translation of a node's API into these types.
  *
  * How an adapter plugs in:
  *   1. Implement `ChainAdapter` for the chain (e.g. `EsploraAdapter` for bitcoin/litecoin, a Tron
