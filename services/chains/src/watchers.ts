@@ -24,10 +24,12 @@ export function chainSources(config: ChainWatcherConfig): Partial<Record<Chain, 
   return { ...evmFamily.sources(config), ...utxoFamily.sources(config), ...tronFamily.sources(config) };
 }
 
-/** The chains with a watcher, in the families' order. */
-export const WATCHED_CHAINS: readonly Chain[] = [
-  ...new Set(CHAIN_FAMILIES.flatMap((family) => Object.keys(family.defaultConfirmations) as Chain[])),
-];
+/** The chains with a watcher, in the order the settings list them (ethereum, bitcoin, litecoin, tron). */
+export const WATCHED_CHAINS: readonly Chain[] = Object.keys({
+  ...evmFamily.defaultConfirmations,
+  ...utxoFamily.defaultConfirmations,
+  ...tronFamily.defaultConfirmations,
+}) as Chain[];
 
 export function isChainName(value: unknown): value is Chain {
   return typeof value === 'string' && (WATCHED_CHAINS as readonly string[]).includes(value);
