@@ -35,7 +35,7 @@ function xpubSetting(currency: CryptoCode, network: Network): Setting<string> {
   return {
     expected:
       `an account-level extended PUBLIC key for ${currency} ${network} (${prefixes.join(', ')}…, ` +
-      `e.g. the key of m/${currency === 'BTC' || currency === 'LTC' ? 84 : 44}'/coin'/0'), never a private key, or empty`,
+      `e.g. the key of m/${cryptoCurrency(currency).derivationPurpose}'/coin'/0'), never a private key, or empty`,
     default: '',
     // Someone may paste a private key here by mistake: never echo it into a log.
     shown: false,

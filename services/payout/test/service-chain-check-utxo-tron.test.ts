@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Code } from '@coinvoice/runtime';
-import type { CryptoCode } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { EsploraStandIn, LITECOIN } from '../../invoice/test/support/esplora-stand-in';
 import { TronStandIn } from '../../invoice/test/support/tron-stand-in';
