@@ -20,15 +20,20 @@ import { secp256k1Points } from './secp256k1';
  * differs between them (SLIP-132); the key material is read the same way. Private versions are
  * listed so they can be refused by name: the service only ever holds public keys.
  */
-const EXTENDED_KEY_VERSIONS: ReadonlyArray<{ prefix: string; public: number; private: number }> = [
-  { prefix: 'xpub', public: 0x0488b21e, private: 0x0488ade4 }, // BIP32 mainnet
-  { prefix: 'tpub', public: 0x043587cf, private: 0x04358394 }, // BIP32 testnet
-  { prefix: 'zpub', public: 0x04b24746, private: 0x04b2430c }, // BIP84 mainnet
-  { prefix: 'vpub', public: 0x045f1cf6, private: 0x045f18bc }, // BIP84 testnet
-  { prefix: 'Ltub', public: 0x019da462, private: 0x019d9cfe }, // Litecoin mainnet
-  { prefix: 'ttub', public: 0x0436f6e1, private: 0x0436ef7d }, // Litecoin testnet
+const EXTENDED_KEY_VERSIONS: ReadonlyArray<{ prefix: string; network: Network; public: number; private: number }> = [
+  { prefix: 'xpub', network: 'mainnet', public: 0x0488b21e, private: 0x0488ade4 }, // BIP32 mainnet
+  { prefix: 'tpub', network: 'testnet', public: 0x043587cf, private: 0x04358394 }, // BIP32 testnet
+  { prefix: 'zpub', network: 'mainnet', public: 0x04b24746, private: 0x04b2430c }, // BIP84 mainnet
+  { prefix: 'vpub', network: 'testnet', public: 0x045f1cf6, private: 0x045f18bc }, // BIP84 testnet
+  { prefix: 'Ltub', network: 'mainnet', public: 0x019da462, private: 0x019d9cfe }, // Litecoin mainnet
+  { prefix: 'ttub', network: 'testnet', public: 0x0436f6e1, private: 0x0436ef7d }, // Litecoin testnet
 ];
 const ACCEPTED_KEY_PREFIXES = EXTENDED_KEY_VERSIONS.map((v) => v.prefix).join(', ');
+
+/** The serialization prefixes of a network's extended public keys (SLIP-132 included): xpub, zpub, Ltub on mainnet. */
+export function extendedPublicKeyPrefixes(network: Network): readonly string[] {
+  return EXTENDED_KEY_VERSIONS.filter((v) => v.network === network).map((v) => v.prefix);
+}
 
 const BIP32_MAINNET: Versions = { public: 0x0488b21e, private: 0x0488ade4 };
 const BIP32_TESTNET: Versions = { public: 0x043587cf, private: 0x04358394 };

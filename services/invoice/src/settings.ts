@@ -4,7 +4,7 @@
  */
 import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/runtime';
 import { RATE_TABLE_ENV, rateProviderFromConfig, type StaticRateProvider } from './domain/rates';
-import { parseExtendedPublicKey } from '@coinvoice/chains/addresses';
+import { extendedPublicKeyPrefixes, parseExtendedPublicKey } from '@coinvoice/chains/addresses';
 import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
 import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
@@ -18,12 +18,6 @@ export function xpubVariable(currency: CryptoCode, network: Network): XpubVariab
   return network === 'testnet' ? `INVOICE_XPUB_${currency}_TESTNET` : `INVOICE_XPUB_${currency}`;
 }
 
-/** Serialization prefixes of extended public keys per network (SLIP-132 included). */
-const KEY_PREFIXES: Readonly<Record<Network, readonly string[]>> = {
-  mainnet: ['xpub', 'zpub', 'Ltub'],
-  testnet: ['tpub', 'vpub', 'ttub'],
-};
-
 /**
  * An account-level extended public key for one coin and network; empty (the default) means "not
  * configured": a development key is generated and kept in the database instead. A mainnet key
@@ -31,7 +25,7 @@ const KEY_PREFIXES: Readonly<Record<Network, readonly string[]>> = {
  * share live keys by mistake.
  */
 function xpubSetting(currency: CryptoCode, network: Network): Setting<string> {
-  const prefixes = KEY_PREFIXES[network];
+  const prefixes = extendedPublicKeyPrefixes(network);
   return {
     expected:
       `an account-level extended PUBLIC key for ${currency} ${network} (${prefixes.join(', ')}…, ` +
