@@ -410,7 +410,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a signed webhook.test event to the project’s webhook URL; it appears in the delivery log */
+        /** Send a signed test event (webhook.test, or any event of the catalogue with test sample values) to the project’s webhook URL and its event stream; it appears in the delivery log */
         post: operations["postApiMerchantProjectsIdWebhookTest"];
         delete?: never;
         options?: never;
@@ -4053,7 +4053,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description webhook.test (the default): a ping {eventId, projectId, message, sentAt}; any event of the catalogue: the body of a real event of that type holding test sample values (invoiceId/payoutId 00000000-0000-4000-8000-000000000000, orderId "coinvoice-test-event") */
+                    eventType?: "webhook.test" | "invoice.paid" | "invoice.expired" | "invoice.confirming" | "invoice.partially_paid" | "invoice.late_payment" | "invoice.reopened" | "payout.requested" | "payout.verified" | "payout.completed" | "payout.rejected" | "payout.cancelled";
+                };
+            };
+        };
         responses: {
             /** @description Success */
             201: {
@@ -4062,33 +4069,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description A UUID
-                         */
-                        id: string;
-                        /** @description The event id: the webhook-id header, identical on every attempt and redelivery */
+                        /** @description The webhook-id header of the test event */
                         eventId: string;
-                        /** @description e.g. invoice.paid */
+                        /** @description The webhook-event-type header */
                         eventType: string;
-                        /** @description Where the delivery is (or was) sent */
-                        url: string;
-                        /** @description pending: not delivered yet (nextAttemptAt says when it is tried); succeeded: a 2xx came; failed: every retry failed */
-                        status: "pending" | "succeeded" | "failed";
-                        attemptCount: number;
-                        /** @description When the next attempt is due; null unless pending */
-                        nextAttemptAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO 8601 UTC timestamp
-                         */
-                        createdAt: string;
-                        /** @description The delivery this one re-sends; null for an original delivery */
-                        redeliveryOf: string | null;
-                        /** @description The exact JSON body sent */
+                        /** @description The exact JSON body */
                         payload: string;
-                        /** @description HTTP status of the latest attempt; null before one or without a response */
-                        lastResponseStatus: number | null;
+                        /** @description The delivery to the project’s webhook URL (it appears in the delivery log); null when the project has none: the event then reaches `coinvoice listen` only */
+                        delivery: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description The event id: the webhook-id header, identical on every attempt and redelivery */
+                            eventId: string;
+                            /** @description e.g. invoice.paid */
+                            eventType: string;
+                            /** @description Where the delivery is (or was) sent */
+                            url: string;
+                            /** @description pending: not delivered yet (nextAttemptAt says when it is tried); succeeded: a 2xx came; failed: every retry failed */
+                            status: "pending" | "succeeded" | "failed";
+                            attemptCount: number;
+                            /** @description When the next attempt is due; null unless pending */
+                            nextAttemptAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The delivery this one re-sends; null for an original delivery */
+                            redeliveryOf: string | null;
+                            /** @description The exact JSON body sent */
+                            payload: string;
+                            /** @description HTTP status of the latest attempt; null before one or without a response */
+                            lastResponseStatus: number | null;
+                        } | null;
                     };
                 };
             };
@@ -4130,6 +4146,24 @@ export interface operations {
             };
             /** @description The resource is not in a state that allows this */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
