@@ -32,13 +32,15 @@ import {
   type SendEmailVerificationEmailResponseSchema,
   type SendPayoutVerificationEmailRequest,
   type SendPayoutVerificationEmailResponseSchema,
+  type SendSignUpAttemptEmailRequest,
+  type SendSignUpAttemptEmailResponseSchema,
   type SendTestWebhookRequest,
   type SendTestWebhookResponseSchema,
   type WebhookAttemptSchema,
   type WebhookDeliverySchema,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { DeliveryState } from './domain/delivery-state';
-import { emailVerificationEmail, payoutVerificationEmail, type Mailer } from './email';
+import { emailVerificationEmail, payoutVerificationEmail, signUpAttemptEmail, type Mailer } from './email';
 import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
 import { webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
@@ -154,7 +156,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     return { delivery: deliveryMessage(row) };
   }
 
-  // The two code emails: the code is in the request and the email only, never stored or logged.
+  // The code emails: the code is in the request and the email only, never stored or logged.
 
   async sendPayoutVerificationEmail(req: SendPayoutVerificationEmailRequest): Reply<typeof SendPayoutVerificationEmailResponseSchema> {
     checkCodeEmail(req.email, req.code);
@@ -170,6 +172,15 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     checkCodeEmail(req.email, req.code);
     const sent = await this.deps.mailer.send(emailVerificationEmail(req));
     this.deps.logger.info({ messageId: sent.messageId }, 'notifier: email verification code sent');
+    return { messageId: sent.messageId };
+  }
+
+  async sendSignUpAttemptEmail(req: SendSignUpAttemptEmailRequest): Reply<typeof SendSignUpAttemptEmailResponseSchema> {
+    const violations: Violation[] = [];
+    checkEmailAddress(violations, req.email);
+    if (violations.length > 0) throw invalid(violations);
+    const sent = await this.deps.mailer.send(signUpAttemptEmail(req));
+    this.deps.logger.info({ messageId: sent.messageId }, 'notifier: sign-up attempt email sent');
     return { messageId: sent.messageId };
   }
 
@@ -238,9 +249,13 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
 /** Syntax only (the caller is a service that read the address from auth); the code is never echoed. */
 function checkCodeEmail(email: string, code: string): void {
   const violations: Violation[] = [];
-  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) violations.push({ field: 'email', message: 'must be an email address' });
+  checkEmailAddress(violations, email);
   if (!/^\d{6}$/.test(code)) violations.push({ field: 'code', message: 'must be 6 digits' });
   if (violations.length > 0) throw invalid(violations);
+}
+
+function checkEmailAddress(violations: Violation[], email: string): void {
+  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) violations.push({ field: 'email', message: 'must be an email address' });
 }
 
 function checkUuid(violations: Violation[], field: string, value: string): void {

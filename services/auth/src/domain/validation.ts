@@ -4,7 +4,7 @@
  * straight into the problem+json `errors` array. Inputs are `unknown` because the service checks
  * them again whatever the caller (gateway JSON schema or a direct gRPC client) already did.
  */
-import { bidiControlViolation } from '@coinvoice/runtime';
+import { bidiControlViolation, isWellFormedOneTimeCode } from '@coinvoice/runtime';
 import { isProjectEnvironment, type ProjectEnvironment } from './environment';
 import { PASSWORD_MAX_LENGTH, passwordPolicyViolation } from './passwords';
 
@@ -142,6 +142,23 @@ export function validateRegistration(input: { email?: unknown; password?: unknow
   const password = fields.take('password', checkNewPassword(input.password));
   const name = fields.take('name', checkName(input.name));
   return fields.result(() => ({ email: email!, password: password!, name: name! }));
+}
+
+export interface RegistrationConfirmationInput {
+  email: string;
+  /** Exactly 6 digits: a malformed code never costs an attempt. */
+  code: string;
+}
+
+export function validateRegistrationConfirmation(input: { email?: unknown; code?: unknown }): Validated<RegistrationConfirmationInput> {
+  const fields = new FieldCollector();
+  const email = fields.take('email', checkEmail(input.email));
+  const code = fields.take('code', checkOneTimeCode(input.code));
+  return fields.result(() => ({ email: email!, code: code! }));
+}
+
+function checkOneTimeCode(raw: unknown): FieldCheck<string> {
+  return isWellFormedOneTimeCode(raw) ? { ok: true, value: raw } : { ok: false, message: 'must be 6 digits' };
 }
 
 export interface LoginInput {

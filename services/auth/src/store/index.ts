@@ -5,3 +5,4 @@ export * from './signing-keys';
 export * from './projects';
 export * from './api-keys';
 export * from './secrets';
+export * from './sign-ups';
