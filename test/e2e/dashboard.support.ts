@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { connectNats, EventNamespace } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair, type CryptoCode, type Network } from '@coinvoice/runtime/coins';
-import { mailHeader, mailText } from '../../services/notifier/test/support/smtp';
+import { codeInMail, mailHeader, mailText } from '../../deploy/local/src/mailbox';
 import { eventually } from '../../services/notifier/test/support/receiver';
 import { copyHeaders, signInto, systemEventKeys } from '../support/event-keys';
 import { testNatsUrl } from '../support/infra';
@@ -38,11 +38,6 @@ export async function emailedCode(system: BootedSystem, payoutId: string): Promi
     20_000,
     `the verification email of payout ${payoutId} in the mailbox`,
   );
-}
-
-/** The 6-digit code in an email's text (it stands alone on an indented line). */
-function codeInMail(text: string): string | undefined {
-  return /^\s+(\d{6})\s*$/m.exec(text)?.[1];
 }
 
 /**

@@ -13,6 +13,7 @@ import { createCoinvoiceClient, type Invoice, type WebhookBody } from '@coinvoic
 import { Webhook } from 'standardwebhooks';
 import { Receiver } from '../../services/notifier/test/support/receiver';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
+import { awaitSignUpCode } from '../../deploy/local/src/mailbox';
 
 const CLI = path.join(REPO_ROOT, 'packages', 'cli', 'bin', 'coinvoice.js');
 let system: BootedSystem;
@@ -33,8 +34,12 @@ afterAll(async () => {
 /** A merchant with a sandbox project (no webhook URL) made through the typed client. */
 async function merchantWithProject(email: string, password: string) {
   const anonymous = createCoinvoiceClient({ baseUrl: system.gatewayUrl });
-  const registered = await anonymous.POST('/api/merchant/register', { body: { email, password, name: 'Typed Shop' } });
-  if (!registered.data) throw new Error(`register: ${registered.response.status}`);
+  const started = await anonymous.POST('/api/merchant/register', { body: { email, password, name: 'Typed Shop' } });
+  if (!started.data) throw new Error(`register: ${started.response.status}`);
+  // The account comes with the code emailed to the address (issue 27).
+  const code = await awaitSignUpCode(() => system.mail.messages(), started.data.email);
+  const registered = await anonymous.POST('/api/merchant/register/confirm', { body: { email, code } });
+  if (!registered.data) throw new Error(`register confirm: ${registered.response.status}`);
   const dashboard = createCoinvoiceClient({ baseUrl: system.gatewayUrl, token: registered.data.token });
   const project = await dashboard.POST('/api/merchant/projects', { body: { name: 'CLI sandbox', environment: 'sandbox' } });
   if (!project.data) throw new Error(`project: ${project.response.status}`);

@@ -19,6 +19,7 @@ import { TestCertificateAuthority, type IssuedCertificate } from '../support/cer
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { throwawayXpubs } from '../support/xpubs';
+import { smtpMailbox } from '../support/mail';
 
 const NAMES = ['gateway', 'auth', 'invoice', 'payout', 'notifier'] as const;
 type Name = (typeof NAMES)[number];
@@ -43,6 +44,7 @@ beforeAll(async () => {
     ]),
   );
   system = await bootSystem({
+    mail: smtpMailbox(inbox),
     env: {
       APP_ENV: 'production',
       // Production refuses to run without every enabled coin's xpubs (never development keys).

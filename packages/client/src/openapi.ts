@@ -13,8 +13,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a merchant account */
+        /**
+         * Start creating a merchant account: a code is emailed to the address
+         * @description Answers 202 alike whether or not the email has an account, so nobody learns which emails are registered. A new email receives a 6-digit code to confirm with POST /api/merchant/register/confirm; a registered one receives a note that someone tried to sign up. Registering again replaces the code.
+         */
         post: operations["postApiMerchantRegister"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/merchant/register/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create the account with the emailed code and sign in (the email is verified)
+         * @description A wrong code, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code (5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again).
+         */
+        post: operations["postApiMerchantRegisterConfirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -888,6 +911,112 @@ export interface operations {
         };
         responses: {
             /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The email, normalised (trimmed, lower-case): where the code was sent */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC timestamp
+                         */
+                        codeExpiresAt: string;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_REGISTER_PER_IP (default 10 per hour per client IP) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Its state: `"<name>";r=<remaining>;t=<seconds until reset>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiMerchantRegisterConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Email address (unique, case-insensitive) */
+                    email: string;
+                    /** @description The 6-digit code emailed by POST /api/merchant/register */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -956,7 +1085,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_REGISTER_PER_IP (default 10 per hour per client IP) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour per email), besides 5 attempts per code */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
