@@ -14,7 +14,7 @@ export async function signUp(gatewayUrl: string, mailboxDir: string, account: { 
   const started = await post('/api/merchant/register', account);
   if (started.status !== 202) throw new Error(`register answered ${started.status}: ${JSON.stringify(started.body)}`);
   const code = await awaitSignUpCode(() => readMailbox(mailboxDir), account.email, known);
-  const confirmed = await post('/api/merchant/register/confirm', { email: account.email, code });
+  const confirmed = await post('/api/merchant/register/confirm', { email: account.email, code, password: account.password });
   if (confirmed.status !== 201 || typeof confirmed.body.token !== 'string') throw new Error(`register confirm answered ${confirmed.status}: ${JSON.stringify(confirmed.body)}`);
   return confirmed.body.token;
 }

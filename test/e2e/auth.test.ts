@@ -281,7 +281,7 @@ describe('sign-up confirmed by the emailed code: register tells nobody which ema
     // No account before the code.
     expectProblem(await api.post('/api/merchant/login', { email, password: 'a-long-password' }), 401, 'invalid_credentials');
     const code = await awaitSignUpCode(() => system.mail.messages(), email);
-    const confirmed = await api.post('/api/merchant/register/confirm', { email: email.toUpperCase(), code });
+    const confirmed = await api.post('/api/merchant/register/confirm', { email: email.toUpperCase(), code, password: 'a-long-password' });
     expect(confirmed.status).toBe(201);
     expect(confirmed.body).toEqual({
       merchant: { id: expect.any(String), email, name: 'Confirmed shop', isAdmin: false, createdAt: expect.any(String), emailVerified: true },
@@ -299,9 +299,9 @@ describe('sign-up confirmed by the emailed code: register tells nobody which ema
     const owner = await registerMerchant(api);
     await api.post('/api/merchant/register', { email: owner.email, password: 'attacker-password', name: 'X' });
 
-    const wrong = await api.post('/api/merchant/register/confirm', { email: pending, code: otherThan(code) });
-    const unknown = await api.post('/api/merchant/register/confirm', { email: newEmail(), code });
-    const registered = await api.post('/api/merchant/register/confirm', { email: owner.email, code });
+    const wrong = await api.post('/api/merchant/register/confirm', { email: pending, code: otherThan(code), password: 'a-long-password' });
+    const unknown = await api.post('/api/merchant/register/confirm', { email: newEmail(), code, password: 'a-long-password' });
+    const registered = await api.post('/api/merchant/register/confirm', { email: owner.email, code, password: 'a-long-password' });
     expectProblem(wrong, 400, 'invalid_verification_code');
     for (const other of [unknown, registered]) {
       expect(other.status).toBe(wrong.status);
@@ -313,7 +313,7 @@ describe('sign-up confirmed by the emailed code: register tells nobody which ema
     const email = newEmail();
     await api.post('/api/merchant/register', { email, password: 'a-long-password', name: 'Race' });
     const code = await awaitSignUpCode(() => system.mail.messages(), email);
-    const results = await Promise.all(Array.from({ length: 4 }, () => api.post('/api/merchant/register/confirm', { email, code })));
+    const results = await Promise.all(Array.from({ length: 4 }, () => api.post('/api/merchant/register/confirm', { email, code, password: 'a-long-password' })));
     expect(results.map((r) => r.status).sort()).toEqual([201, 400, 400, 400]);
     for (const refused of results.filter((r) => r.status === 400)) expectProblem(refused, 400, 'invalid_verification_code');
     const [row] = await db<{ count: string }[]>`select count(*) from auth.merchants where email = ${email}`;
@@ -324,8 +324,8 @@ describe('sign-up confirmed by the emailed code: register tells nobody which ema
     const email = newEmail();
     await api.post('/api/merchant/register', { email, password: 'a-long-password', name: 'Guess' });
     const code = await awaitSignUpCode(() => system.mail.messages(), email);
-    for (let i = 0; i < 5; i++) expectProblem(await api.post('/api/merchant/register/confirm', { email, code: otherThan(code) }), 400, 'invalid_verification_code');
-    expectProblem(await api.post('/api/merchant/register/confirm', { email, code }), 409, 'verification_code_expired');
+    for (let i = 0; i < 5; i++) expectProblem(await api.post('/api/merchant/register/confirm', { email, code: otherThan(code), password: 'a-long-password' }), 400, 'invalid_verification_code');
+    expectProblem(await api.post('/api/merchant/register/confirm', { email, code, password: 'a-long-password' }), 409, 'verification_code_expired');
     expectProblem(await api.post('/api/merchant/login', { email, password: 'a-long-password' }), 401, 'invalid_credentials');
   });
 });
@@ -454,7 +454,8 @@ describe('bad input on every dashboard route', () => {
       ['POST', '/api/merchant/register', { email: 'a@b.co', password: 'long-enough-pw', name: 'x', extra: 1 }, 'extra'],
       ['POST', '/api/merchant/register/confirm', { email: 'a@b.co', code: '12345' }, 'code'],
       ['POST', '/api/merchant/register/confirm', { email: 'a@b.co', code: 123456 }, 'code'],
-      ['POST', '/api/merchant/register/confirm', { code: '123456' }, 'email'],
+      ['POST', '/api/merchant/register/confirm', { code: '123456', password: 'a-long-password' }, 'email'],
+      ['POST', '/api/merchant/register/confirm', { email: 'a@b.co', code: '123456' }, 'password'],
       ['POST', '/api/merchant/login', { email: ['a@b.co'], password: 'x' }, 'email'],
       ['POST', '/api/merchant/projects', { name: 'Shop', environment: 'staging' }, 'environment'],
       ['POST', '/api/merchant/projects', { environment: 'live' }, 'name'],

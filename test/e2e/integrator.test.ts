@@ -38,7 +38,7 @@ async function merchantWithProject(email: string, password: string) {
   if (!started.data) throw new Error(`register: ${started.response.status}`);
   // The account comes with the code emailed to the address (issue 27).
   const code = await awaitSignUpCode(() => system.mail.messages(), started.data.email);
-  const registered = await anonymous.POST('/api/merchant/register/confirm', { body: { email, code } });
+  const registered = await anonymous.POST('/api/merchant/register/confirm', { body: { email, code, password } });
   if (!registered.data) throw new Error(`register confirm: ${registered.response.status}`);
   const dashboard = createCoinvoiceClient({ baseUrl: system.gatewayUrl, token: registered.data.token });
   const project = await dashboard.POST('/api/merchant/projects', { body: { name: 'CLI sandbox', environment: 'sandbox' } });

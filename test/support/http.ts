@@ -77,7 +77,7 @@ export async function registerMerchant(api: GatewayClient, overrides: Partial<{ 
   const started = await api.post('/api/merchant/register', { email, password, name: overrides.name ?? 'Test Merchant' });
   if (started.status !== 202) throw new Error(`register failed: ${started.status} ${started.text}`);
   const code = await awaitSignUpCode(() => mailbox.messages(), email, codesBefore);
-  const res = await api.post('/api/merchant/register/confirm', { email, code });
+  const res = await api.post('/api/merchant/register/confirm', { email, code, password });
   if (res.status !== 201) throw new Error(`register confirm failed: ${res.status} ${res.text}`);
   return { email, password, token: res.body.token, merchantId: res.body.merchant.id };
 }

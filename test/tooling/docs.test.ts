@@ -119,7 +119,7 @@ describe('the walkthroughs hold no trap for a newcomer', () => {
 
   test('an emailed code is found by recipient and subject, never as "the newest .eml"', () => {
     for (const text of [readme, guide]) expect(text).not.toMatch(/newest \.eml/);
-    expect(readme).toContain("grep -l '^To: me@shop.example' .data/mailbox/*.eml | xargs grep -l '^Subject: Confirm your email address'");
+    expect(readme).toContain("grep -l '^To: me@shop.example' .data/mailbox/*.eml | xargs grep -l '^Subject: Your coinvoice sign-up code'");
     expect(guide).toContain("grep -l '^Subject: Confirm your payout of 0.0002 BTC' .data/mailbox/*.eml");
   });
 

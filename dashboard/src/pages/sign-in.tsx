@@ -51,7 +51,7 @@ export function SignUpPage({ onSignedIn }: { onSignedIn: () => void }) {
     setPending(await api.post<{ email: string; codeExpiresAt: string }>('/api/merchant/register', { email, password, name }));
   });
   const confirm = useAction(async () => {
-    const res = await api.post<{ token: string; expiresAt: string }>('/api/merchant/register/confirm', { email: pending?.email ?? email, code: code.trim() });
+    const res = await api.post<{ token: string; expiresAt: string }>('/api/merchant/register/confirm', { email: pending?.email ?? email, code: code.trim(), password });
     saveSession(res.token, res.expiresAt);
     onSignedIn();
   });

@@ -55,10 +55,11 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
   app.post<{ Body: ConfirmRegistrationBody }>('/api/merchant/register/confirm', {
     schema: {
       tags: ['dashboard'],
-      summary: 'Create the account with the emailed code and sign in (the email is verified)',
+      summary: 'Create the account with the emailed code and the password you registered with; signs in (the email is verified)',
       description:
-        'A wrong code, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code ' +
-        '(5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again).',
+        'A wrong code or password, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code ' +
+        '(5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again). ' +
+        'Registering the email again replaces the pending sign-up: its code and password.',
       body: ConfirmRegistrationBody,
       response: { 201: ConfirmRegistrationResponse },
     },

@@ -35,7 +35,11 @@ export const RegisterResponse = Type.Object({
   codeExpiresAt: Timestamp,
 });
 export const ConfirmRegistrationBody = Type.Object(
-  { email: Email, code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code emailed by POST /api/merchant/register' }) },
+  {
+    email: Email,
+    code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code emailed by POST /api/merchant/register' }),
+    password: Type.String({ maxLength: 128, description: 'The password given to POST /api/merchant/register' }),
+  },
   { additionalProperties: false },
 );
 export const ConfirmRegistrationResponse = Type.Object({ merchant: MerchantSchema, token: Type.String(), expiresAt: Timestamp });

@@ -34,8 +34,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Create the account with the emailed code and sign in (the email is verified)
-         * @description A wrong code, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code (5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again).
+         * Create the account with the emailed code and the password you registered with; signs in (the email is verified)
+         * @description A wrong code or password, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code (5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again). Registering the email again replaces the pending sign-up: its code and password.
          */
         post: operations["postApiMerchantRegisterConfirm"];
         delete?: never;
@@ -1012,6 +1012,8 @@ export interface operations {
                     email: string;
                     /** @description The 6-digit code emailed by POST /api/merchant/register */
                     code: string;
+                    /** @description The password given to POST /api/merchant/register */
+                    password: string;
                 };
             };
         };

@@ -5,7 +5,7 @@
  *
  * Error codes (ConnectError code / ErrorDetail.code):
  * - InvalidArgument / validation_failed (with field violations): bad input on any RPC.
- * - InvalidArgument / invalid_verification_code: ConfirmRegistration with a wrong code, an email
+ * - InvalidArgument / invalid_verification_code: ConfirmRegistration with a wrong code or password, an email
  *   with no pending sign-up or one that has an account (the same answer: nothing tells which
  *   emails exist); FailedPrecondition (409) / verification_code_expired when the code is
  *   too old or out of attempts.
@@ -178,9 +178,14 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     return { email: input.email, codeExpiresAt: timestampFromDate(pending.codeExpiresAt) };
   }
 
-  /** Creates the account of a pending sign-up with the emailed code, its email verified, and signs it in. */
+  /**
+   * Creates the account of a pending sign-up with the emailed code, its email verified, and signs
+   * it in. The password must be the pending one: whoever registers an email last sets it, so the
+   * code alone (which reaches the address's owner) must not create an account with a stranger's
+   * password (pre-account hijacking); the owner then simply registers again.
+   */
   async confirmRegistration(req: ConfirmRegistrationRequest) {
-    const input = validated(validateRegistrationConfirmation({ email: req.email, code: req.code }));
+    const input = validated(validateRegistrationConfirmation({ email: req.email, code: req.code, password: req.password }));
     await this.limit(this.deps.rateLimits.emailCodePerAccount, `sign-up ${input.email}`);
     type Outcome = { kind: 'created'; merchant: MerchantRow } | { kind: 'wrong' } | { kind: 'expired' };
     const outcome = await this.deps.sql.begin(async (tx): Promise<Outcome> => {
@@ -188,7 +193,11 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       const pending = await this.deps.signUps.lock(tx, input.email);
       if (!pending) return { kind: 'wrong' };
       if (!pending.code_hash || !pending.code_salt || pending.code_expires_at.getTime() <= pending.now.getTime()) return { kind: 'expired' };
-      if (!oneTimeCodeMatches(input.email, input.code, pending.code_salt, pending.code_hash)) {
+      // argon2id only with the right code (the code is the secret; guessing costs nothing more).
+      if (
+        !oneTimeCodeMatches(input.email, input.code, pending.code_salt, pending.code_hash) ||
+        !(await this.deps.passwords.verify(input.password, pending.password_hash))
+      ) {
         await this.deps.signUps.useAttempt(tx, input.email);
         return { kind: 'wrong' };
       }

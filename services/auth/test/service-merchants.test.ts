@@ -40,7 +40,7 @@ describe('RegisterMerchant + ConfirmRegistration, Login, GetMerchant (the sign-u
     const started = await client.registerMerchant({ email: `  ${email} `, password: PASSWORD, name: '  Jane Doe  ' });
     expect(started.email).toBe(email.toLowerCase());
     const code = auth.notifier.signUpCodes(email.toLowerCase()).at(-1)!;
-    const registered = await client.confirmRegistration({ email: email.toUpperCase(), code });
+    const registered = await client.confirmRegistration({ email: email.toUpperCase(), code, password: PASSWORD });
 
     const merchant = registered.merchant!;
     expect(merchant.id).toMatch(/^[0-9a-f-]{36}$/);
@@ -190,10 +190,11 @@ describe('bad input answers InvalidArgument (validation_failed) naming the field
   });
 
   it.each([
-    ['every field missing', {}, ['email', 'code']],
-    ['an invalid email', { email: 'nope', code: '123456' }, ['email']],
-    ['a code of 5 digits', { email: uniqueEmail(), code: '12345' }, ['code']],
-    ['a code with letters', { email: uniqueEmail(), code: '12345a' }, ['code']],
+    ['every field missing', {}, ['email', 'code', 'password']],
+    ['an invalid email', { email: 'nope', code: '123456', password: PASSWORD }, ['email']],
+    ['a code of 5 digits', { email: uniqueEmail(), code: '12345', password: PASSWORD }, ['code']],
+    ['a code with letters', { email: uniqueEmail(), code: '12345a', password: PASSWORD }, ['code']],
+    ['an oversized password', { email: uniqueEmail(), code: '123456', password: 'x'.repeat(10_000) }, ['password']],
   ])('ConfirmRegistration with %s', async (_label, request, fields) => {
     const err = await rpcError(client.confirmRegistration(request));
     expect(err).toMatchObject({ connectCode: Code.InvalidArgument, code: 'validation_failed' });

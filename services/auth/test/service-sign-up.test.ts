@@ -98,9 +98,9 @@ describe('RegisterMerchant tells nobody which emails exist', () => {
     const [first, second] = auth.notifier.signUpCodes(email);
     expect(second).toBeDefined();
     if (first !== second) {
-      expect(await rpcError(client.confirmRegistration({ email, code: first! }))).toMatchObject({ code: 'invalid_verification_code' });
+      expect(await rpcError(client.confirmRegistration({ email, code: first!, password: PASSWORD }))).toMatchObject({ code: 'invalid_verification_code' });
     }
-    const created = await client.confirmRegistration({ email, code: second! });
+    const created = await client.confirmRegistration({ email, code: second!, password: PASSWORD });
     expect(created.merchant).toMatchObject({ email, name: 'Second', emailVerified: true });
   });
 });
@@ -110,12 +110,27 @@ describe('ConfirmRegistration', () => {
     const email = uniqueEmail('confirm');
     await client.registerMerchant({ email, password: PASSWORD, name: 'Confirmed Ltd' });
     expect(await merchantCount(email)).toBe(0);
-    const created = await client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)! });
+    const created = await client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)!, password: PASSWORD });
     expect(created.merchant).toMatchObject({ email, name: 'Confirmed Ltd', emailVerified: true, isAdmin: false });
     expect(created.token).not.toBe('');
     expect((await client.getMerchant({ merchantId: created.merchant!.id })).merchant?.emailVerified).toBe(true);
     expect((await client.login({ email, password: PASSWORD })).token).not.toBe('');
     expect(await auth.db`select 1 from pending_sign_ups where email = ${email}`).toHaveLength(0);
+  });
+
+  it('a stranger who registers a pending email again cannot give the account his password (pre-account hijacking)', async () => {
+    const email = uniqueEmail('hijack');
+    await client.registerMerchant({ email, password: PASSWORD, name: 'Owner' });
+    await client.registerMerchant({ email, password: 'the stranger password', name: 'Stranger' });
+    // The latest code reaches the owner only; entered with the owner's password it is refused.
+    const latest = auth.notifier.signUpCodes(email).at(-1)!;
+    expect(await rpcError(client.confirmRegistration({ email, code: latest, password: PASSWORD }))).toMatchObject({ code: 'invalid_verification_code' });
+    expect(await merchantCount(email)).toBe(0);
+    // The owner registers again (the sign-up page's "Send a new code") and gets the account.
+    await client.registerMerchant({ email, password: PASSWORD, name: 'Owner' });
+    await client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)!, password: PASSWORD });
+    await client.login({ email, password: PASSWORD });
+    expect((await rpcError(client.login({ email, password: 'the stranger password' }))).code).toBe('invalid_credentials');
   });
 
   it('answers a wrong code, an unknown email and a registered email identically', async () => {
@@ -126,10 +141,10 @@ describe('ConfirmRegistration', () => {
     // An attacker registers the owner's email (the owner is told) and tries codes on it.
     await client.registerMerchant({ email: owner.email, password: 'attacker-password', name: 'X' });
 
-    const wrongCode = await rpcError(client.confirmRegistration({ email: pendingEmail, code: otherThan(code) }));
-    const unknownEmail = await rpcError(client.confirmRegistration({ email: uniqueEmail('nobody'), code }));
-    const registered = await rpcError(client.confirmRegistration({ email: owner.email, code }));
-    const registeredNeverAttempted = await rpcError(client.confirmRegistration({ email: (await register(auth)).email, code }));
+    const wrongCode = await rpcError(client.confirmRegistration({ email: pendingEmail, code: otherThan(code), password: PASSWORD }));
+    const unknownEmail = await rpcError(client.confirmRegistration({ email: uniqueEmail('nobody'), code, password: PASSWORD }));
+    const registered = await rpcError(client.confirmRegistration({ email: owner.email, code, password: PASSWORD }));
+    const registeredNeverAttempted = await rpcError(client.confirmRegistration({ email: (await register(auth)).email, code, password: PASSWORD }));
     expect(wrongCode).toEqual({
       connectCode: Code.InvalidArgument,
       code: 'invalid_verification_code',
@@ -146,7 +161,7 @@ describe('ConfirmRegistration', () => {
     const email = uniqueEmail('race');
     await client.registerMerchant({ email, password: PASSWORD, name: 'Race' });
     const code = auth.notifier.signUpCodes(email).at(-1)!;
-    const results = await Promise.allSettled(Array.from({ length: 4 }, () => client.confirmRegistration({ email, code })));
+    const results = await Promise.allSettled(Array.from({ length: 4 }, () => client.confirmRegistration({ email, code, password: PASSWORD })));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     for (const result of results) {
       if (result.status === 'rejected') expect(await rpcError(Promise.reject(result.reason))).toMatchObject({ code: 'invalid_verification_code' });
@@ -159,13 +174,13 @@ describe('ConfirmRegistration', () => {
     await client.registerMerchant({ email, password: PASSWORD, name: 'A' });
     const code = auth.notifier.signUpCodes(email).at(-1)!;
     for (let i = 0; i < EMAIL_CODE_MAX_ATTEMPTS; i++) {
-      expect(await rpcError(client.confirmRegistration({ email, code: otherThan(code) }))).toMatchObject({ code: 'invalid_verification_code' });
+      expect(await rpcError(client.confirmRegistration({ email, code: otherThan(code), password: PASSWORD }))).toMatchObject({ code: 'invalid_verification_code' });
     }
-    expect(await rpcError(client.confirmRegistration({ email, code }))).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'verification_code_expired' });
+    expect(await rpcError(client.confirmRegistration({ email, code, password: PASSWORD }))).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'verification_code_expired' });
     expect(await merchantCount(email)).toBe(0);
     // Registering again issues a new code that works.
     await client.registerMerchant({ email, password: PASSWORD, name: 'A' });
-    await client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)! });
+    await client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)!, password: PASSWORD });
     expect(await merchantCount(email)).toBe(1);
   });
 
@@ -174,16 +189,16 @@ describe('ConfirmRegistration', () => {
     const owner = await register(auth, { email: uniqueEmail('late-owner') });
     for (const target of [email, owner.email]) await client.registerMerchant({ email: target, password: PASSWORD, name: 'L' });
     await auth.db`update pending_sign_ups set code_expires_at = now() - interval '1 second' where email in ${auth.db([email, owner.email])}`;
-    const late = await rpcError(client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)! }));
+    const late = await rpcError(client.confirmRegistration({ email, code: auth.notifier.signUpCodes(email).at(-1)!, password: PASSWORD }));
     expect(late).toMatchObject({ code: 'verification_code_expired' });
-    expect(await rpcError(client.confirmRegistration({ email: owner.email, code: '000000' }))).toEqual(late);
+    expect(await rpcError(client.confirmRegistration({ email: owner.email, code: '000000', password: PASSWORD }))).toEqual(late);
     expect(await merchantCount(email)).toBe(0);
   });
 
   it('a malformed code costs no attempt', async () => {
     const email = uniqueEmail('malformed');
     await client.registerMerchant({ email, password: PASSWORD, name: 'M' });
-    expect(await rpcError(client.confirmRegistration({ email, code: '12a456' }))).toMatchObject({ code: 'validation_failed' });
+    expect(await rpcError(client.confirmRegistration({ email, code: '12a456', password: PASSWORD }))).toMatchObject({ code: 'validation_failed' });
     const [row] = await auth.db<{ attempts_left: number }[]>`select attempts_left from pending_sign_ups where email = ${email}`;
     expect(row?.attempts_left).toBe(EMAIL_CODE_MAX_ATTEMPTS);
   });

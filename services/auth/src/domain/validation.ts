@@ -148,13 +148,15 @@ export interface RegistrationConfirmationInput {
   email: string;
   /** Exactly 6 digits: a malformed code never costs an attempt. */
   code: string;
+  password: string;
 }
 
-export function validateRegistrationConfirmation(input: { email?: unknown; code?: unknown }): Validated<RegistrationConfirmationInput> {
+export function validateRegistrationConfirmation(input: { email?: unknown; code?: unknown; password?: unknown }): Validated<RegistrationConfirmationInput> {
   const fields = new FieldCollector();
   const email = fields.take('email', checkEmail(input.email));
   const code = fields.take('code', checkOneTimeCode(input.code));
-  return fields.result(() => ({ email: email!, code: code! }));
+  const password = fields.take('password', checkLoginPassword(input.password));
+  return fields.result(() => ({ email: email!, code: code!, password: password! }));
 }
 
 function checkOneTimeCode(raw: unknown): FieldCheck<string> {

@@ -99,7 +99,7 @@ export async function register(auth: Pick<StartedAuth, 'client' | 'notifier'>, o
   const started = await auth.client.registerMerchant({ email, password: overrides.password ?? PASSWORD, name: overrides.name ?? 'Acme Ltd' });
   const code = auth.notifier.signUpCodes(started.email).at(-1);
   if (code === undefined) throw new Error(`no sign-up code was emailed to ${started.email}`);
-  const res = await auth.client.confirmRegistration({ email, code });
+  const res = await auth.client.confirmRegistration({ email, code, password: overrides.password ?? PASSWORD });
   if (!res.merchant) throw new Error('ConfirmRegistration answered no merchant');
   return { merchant: res.merchant, token: res.token, email };
 }
