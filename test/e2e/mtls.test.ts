@@ -119,6 +119,7 @@ test("with the gateway's certificate only what the gateway may call; other names
   expect(await refusedCode(asGateway.auth.rotateSigningKey({}))).toBe('caller_not_allowed');
   expect(await refusedCode(asGateway.notifier.sendPayoutVerificationEmail({ email: 'victim@example.com', code: '123456' }))).toBe('caller_not_allowed');
   expect(await refusedCode(asGateway.notifier.sendEmailVerificationEmail({ email: 'victim@example.com', code: '123456' }))).toBe('caller_not_allowed');
+  expect(await refusedCode(asGateway.notifier.sendSignUpAttemptEmail({ email: 'victim@example.com' }))).toBe('caller_not_allowed');
   // CompletePayout passes the allow-list, and is refused without a valid operator token.
   expect(await refusedCode(asGateway.payout.completePayout({ payoutId: randomUUID(), transactionHash: 'a'.repeat(64) }))).toBe('invalid_token');
   expect(await refusedCode(asGateway.payout.completePayout({ payoutId: randomUUID(), transactionHash: 'a'.repeat(64), operatorToken: 'forged' }))).toBe('invalid_token');
