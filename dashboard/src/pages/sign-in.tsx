@@ -77,12 +77,14 @@ export function SignUpPage({ onSignedIn }: { onSignedIn: () => void }) {
         >
           <Field label="Sign-up code" autoComplete="one-time-code" inputMode="numeric" maxLength={6} required value={code} onValue={setCode} />
           <ErrorMessage error={confirm.error ?? resend.error} />
-          <button type="submit" class="primary" disabled={confirm.busy}>
-            Create account
-          </button>
-          <button type="button" disabled={resend.busy} onClick={() => void resend.run()}>
-            Send a new code
-          </button>
+          <div class="actions">
+            <button type="submit" class="primary" disabled={confirm.busy}>
+              Create account
+            </button>
+            <button type="button" disabled={resend.busy} onClick={() => void resend.run()}>
+              Send a new code
+            </button>
+          </div>
         </form>
         <p role="status" aria-live="polite" class="muted">
           {resent ? 'A new code is on its way.' : ''}
