@@ -173,7 +173,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       this.deps.logger.warn({ error: errorMessage(err) }, 'could not email a sign-up; the merchant can register again');
       throw serviceError(Code.Unavailable, 'service_unavailable', 'the email could not be sent; try again shortly');
     }
-    // Not the email (personal data) and nothing that tells the branches apart beyond this log line.
+    // For operators (the caller's answer is the same either way); never the email itself.
     this.deps.logger.info({ accountExists: pending.accountExists }, 'sign-up started');
     return { email: input.email, codeExpiresAt: timestampFromDate(pending.codeExpiresAt) };
   }
