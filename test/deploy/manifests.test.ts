@@ -486,9 +486,13 @@ describe('the checks catch what they claim to', () => {
     expect(checkImage(`${dockerfile}\nRUN npm install left-pad\n`, dockerignore)).toEqual([
       'Dockerfile: the final stage installs development dependencies: RUN npm install left-pad',
     ]);
-    expect(checkImage(dockerfile.replace(/^COPY --from=build \/app\/gateway\/assets.*$/m, ''), dockerignore)).toEqual([
-      'Dockerfile: the final stage does not copy gateway/assets',
-    ]);
+    // The tree deploy/shipped.mjs assembles is what brings the compiled code, migrations and assets.
+    expect(checkImage(dockerfile.replace(/^COPY --from=build \/ship .*$/m, ''), dockerignore)).toEqual(
+      expect.arrayContaining(['Dockerfile: the final stage does not copy gateway/assets', 'Dockerfile: the final stage does not copy services/auth/src/store/migrations']),
+    );
+    expect(checkImage(dockerfile.replace(/deploy\/shipped\.mjs copy \/ship/, 'deploy/shipped.mjs copy /elsewhere'), dockerignore)).toEqual(
+      expect.arrayContaining(['Dockerfile: the final stage does not copy dashboard/dist']),
+    );
     expect(checkImage(dockerfile, `${dockerignore}\nservices/*/src/store\n`)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^\.dockerignore leaves services\/auth\/src\/store\/migrations\/0002_merchants_projects_api_keys\.sql out/)]),
     );

@@ -17,12 +17,12 @@ import type { BootedSystem } from '../support/system';
 
 export { eventually, Receiver } from '../../services/notifier/test/support/receiver';
 
-export function mailboxDir(system: BootedSystem): string {
+export function mailboxDir(system: Pick<BootedSystem, 'dataDir'>): string {
   return path.join(system.dataDir, 'mailbox');
 }
 
 /** The 6-digit code of the email about `payoutId`, once it has been written. */
-export async function emailedCode(system: BootedSystem, payoutId: string): Promise<string> {
+export async function emailedCode(system: Pick<BootedSystem, 'dataDir'>, payoutId: string): Promise<string> {
   return eventually(
     async () => {
       const dir = mailboxDir(system);
@@ -44,7 +44,7 @@ export async function emailedCode(system: BootedSystem, payoutId: string): Promi
  * The email verification codes sent to `email`, oldest first (the mailbox's file names start
  * with the time they were written), once there are at least `count` of them.
  */
-export async function emailVerificationCodes(system: BootedSystem, email: string, count: number): Promise<string[]> {
+export async function emailVerificationCodes(system: Pick<BootedSystem, 'dataDir'>, email: string, count: number): Promise<string[]> {
   return eventually(
     async () => {
       const dir = mailboxDir(system);
