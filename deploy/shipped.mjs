@@ -102,9 +102,10 @@ function copy(dest) {
 
 function prune() {
   const keep = new Set(shippedWorkspaces().map((w) => w.dir));
-  for (const { dir } of workspaces()) if (!keep.has(dir)) rmSync(dir, { recursive: true, force: true });
+  const all = workspaces();
+  for (const { dir } of all) if (!keep.has(dir)) rmSync(dir, { recursive: true, force: true });
   // Folders left empty by that (e.g. packages/ once packages/cli and packages/client are gone).
-  for (const { dir } of workspaces()) {
+  for (const { dir } of all) {
     for (let parent = path.dirname(dir); parent !== '.'; parent = path.dirname(parent)) {
       if (existsSync(parent) && readdirSync(parent).length === 0) rmSync(parent, { recursive: true });
     }

@@ -10,16 +10,22 @@
  *   `standardwebhooks` package, a payout confirmed with its emailed code and completed;
  * - the notifier container SIGKILLed while invoices are paid, then started again (as the kubelet
  *   does): every invoice paid before, during and after gets its invoice.paid webhook (one event
- *   each: a repeat of the same webhook-id is at-least-once and allowed), none is lost.
+ *   each: a repeat of the same webhook-id is at-least-once and allowed), none is lost;
+ * - `npm run bench` with BENCH_TARGET measures the gateway container (small load: BENCH_SECONDS,
+ *   BENCH_CONNECTIONS, BENCH_WEBHOOK_SAMPLES; its table goes to BENCH_RESULTS_FILE, else a
+ *   temporary file).
  */
+import { execFile } from 'node:child_process';
 import Decimal from 'decimal.js';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { addressFor, emailedCode, emailVerificationCodes } from '../e2e/dashboard.support';
 import { bounded, createAndPay, deleteStreams } from '../e2e/webhooks.support';
 import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
-import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../support/infra';
+import { createTestDatabase, testDatabaseServerUrl, testNatsUrl, uniqueName, type TestDatabase } from '../support/infra';
 import { paidWebhooksByInvoice, Receiver, sleep, waitUntil, webhookHeadersOf, type ReceivedRequest } from '../resilience/support';
 import { IMAGE, podman, startImageSystem, type ImageSystem } from './containers';
 
@@ -233,4 +239,37 @@ describe('the system from the image', () => {
       expect(before.has(id)).toBe(false);
     }
   }, 180_000);
+});
+
+describe('npm run bench against the containers', () => {
+  test('BENCH_TARGET: create, get and sandbox pay through the gateway container, without an error', async () => {
+    const scratch = mkdtempSync(path.join(tmpdir(), 'coinvoice-image-bench-'));
+    const resultsFile = process.env.BENCH_RESULTS_FILE || path.join(scratch, 'results.md');
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'bench', 'dist', 'main.js')], {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          BENCH_TARGET: system.gatewayUrl,
+          DATABASE_URL: testDatabaseServerUrl(),
+          NATS_URL: testNatsUrl(),
+          BENCH_RESULTS_FILE: resultsFile,
+          BENCH_SECONDS: process.env.BENCH_SECONDS ?? '2',
+          BENCH_CONNECTIONS: process.env.BENCH_CONNECTIONS ?? '8',
+          BENCH_WEBHOOK_SAMPLES: process.env.BENCH_WEBHOOK_SAMPLES ?? '10',
+        },
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: 240_000,
+      });
+      log(stdout.slice(stdout.indexOf('| scenario')));
+      const table = readFileSync(resultsFile, 'utf8');
+      for (const scenario of ['create invoice (POST /api/invoice)', 'get invoice (GET /api/invoice/{id})', 'sandbox pay (POST …/sandbox/pay)']) {
+        const row = table.split('\n').find((line) => line.startsWith(`| ${scenario} |`));
+        const [rps, , , errors] = row?.split('|').slice(2, 6).map((cell) => Number(cell.trim())) ?? [];
+        expect([scenario, rps! > 0, errors]).toEqual([scenario, true, 0]);
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 300_000);
 });

@@ -87,7 +87,8 @@ ensure_base() {
 
 build_image() {
   step "building $IMAGE from deploy/Dockerfile"
-  "${PODMAN[@]}" build --pull=never --network host --layers -f deploy/Dockerfile -t "$IMAGE" . \
+  # --jobs 2: the `build` and `deps` stages run side by side (one compiles, the other downloads).
+  "${PODMAN[@]}" build --pull=never --network host --layers --jobs 2 -f deploy/Dockerfile -t "$IMAGE" . \
     >"${IMAGE_BUILD_LOG:-/tmp/coinvoice-image-build.log}" 2>&1 \
     || { tail -40 "${IMAGE_BUILD_LOG:-/tmp/coinvoice-image-build.log}" >&2; exit 1; }
   step "built $IMAGE: $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE") bytes"

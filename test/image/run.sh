@@ -19,4 +19,6 @@ cleanup() {
 trap cleanup EXIT
 
 bash test/image/prepare.sh
+# The test's helpers run from source; `npm run bench`, which it also runs, from bench/dist.
+npx tsc -b
 npx jest -c jest.image.config.js --runInBand "$@"
