@@ -1093,7 +1093,7 @@ export function parseDockerfile(text: string): ParsedDockerfile {
 
 /** The files the image needs from the build context: sources, manifests, assets, the entrypoint. */
 export function buildContextFiles(): string[] {
-  const files = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'deploy/entrypoint.sh', 'deploy/local/package.json'];
+  const files = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'deploy/entrypoint.sh', 'deploy/shipped.mjs', 'deploy/local/package.json'];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true })) {
       const rel = `${dir}/${entry.name}`;
