@@ -12,7 +12,8 @@ module.exports = {
   ],
   // Timing tests run on their own afterwards (jest.perf.config.js): CPU time measured while the
   // other worker's end-to-end file loads both cores is inflated by the contention, not the code.
-  testPathIgnorePatterns: ['/node_modules/', '\\.perf\\.test\\.ts$'],
+  // test/image runs from the built image, by `npm run test:image` (jest.image.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '\\.perf\\.test\\.ts$', '<rootDir>/test/image/'],
   transform: { '^.+\\.(t|j|mj)sx?$': swc },
   // ESM-only dependencies are transformed to CommonJS for Jest's module system.
   transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure|@seriousme)/)'],

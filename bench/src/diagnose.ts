@@ -14,6 +14,7 @@ import { createRpcClient } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
 import { cpuPerRequest, sampleCpu } from './cpu-accounting';
+import { signUp } from './sign-up';
 
 const CONNECTIONS = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -30,6 +31,7 @@ async function rate(label: string, options: autocannon.Options, processes?: Reco
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-diag-'));
+  const mailboxDir = path.join(dataDir, 'mailbox'); // the sign-up code arrives here
   const pg = await resolvePostgres(process.env, dataDir);
   const nats = await resolveNats(process.env, dataDir);
   const dbName = `diag_${randomBytes(4).toString('hex')}`;
@@ -43,14 +45,14 @@ async function main(): Promise<void> {
     logDir: path.join(dataDir, 'logs'),
     eventKeyDir: path.join(dataDir, 'event-keys'),
     gatewayPort: 0,
-    env: { ...process.env, EVENT_NAMESPACE: `diag${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn', RATE_LIMIT_API_PER_KEY: '100000000/1m' },
+    env: { ...process.env, EVENT_NAMESPACE: `diag${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn', RATE_LIMIT_API_PER_KEY: '100000000/1m', SMTP_URL: '', MAILBOX_DIR: mailboxDir },
   });
   try {
     const gw = system.gatewayUrl;
     const post = async (p: string, body: unknown, headers: Record<string, string> = {}) =>
       (await fetch(`${gw}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
-    const reg = await post('/api/merchant/register', { email: `d-${randomBytes(4).toString('hex')}@example.com`, password: 'diagnose-pw-1', name: 'D' });
-    const auth = { authorization: `Bearer ${reg.token}` };
+    const token = await signUp(gw, mailboxDir, { email: `d-${randomBytes(4).toString('hex')}@example.com`, password: 'diagnose-pw-1', name: 'D' });
+    const auth = { authorization: `Bearer ${token}` };
     const project = await post('/api/merchant/projects', { name: 'D', environment: 'sandbox' }, auth);
     const key = await post(`/api/merchant/projects/${project.id}/api-keys`, { name: 'd' }, auth);
     const invoice = await post('/api/invoice', { priceAmount: '1.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://e.x/', cancelUrl: 'https://e.x/' }, { 'x-api-key': key.key! });

@@ -3,8 +3,9 @@
  * next to a bare Fastify + Postgres INSERT baseline measured in the same run. Prints a table and
  * writes it, with the machine's description, to bench/results.md.
  *
- * BENCH_TARGET=http://host:port measures a running gateway instead of starting one (it registers
- * its own merchant and sandbox project there through the public API; its webhook receiver listens
+ * BENCH_TARGET=http://host:port measures a running gateway instead of starting one (it signs up
+ * its own merchant, reading the code from that system's mailbox folder, BENCH_MAILBOX_DIR, default
+ * .data/mailbox, and makes a sandbox project there through the public API; its webhook receiver listens
  * on 127.0.0.1, so pay-to-webhook is measured only when the target runs on this machine in
  * development mode). BENCH_SECONDS and BENCH_CONNECTIONS change the load.
  */
@@ -21,6 +22,7 @@ import { resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@
 import { startRateProviders } from './rate-providers';
 import { cpuPerRequest, sampleCpu } from './cpu-accounting';
 import { RESULTS_FILE } from './results-file';
+import { signUp } from './sign-up';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -145,6 +147,8 @@ function machine(): string {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-bench-'));
+  // The systems the bench starts write their email (the sign-up codes) here, never to SMTP.
+  const ownMailbox = { SMTP_URL: '', MAILBOX_DIR: path.join(dataDir, 'mailbox') };
   const pg = await resolvePostgres(process.env, dataDir);
   const nats = await resolveNats(process.env, dataDir);
   const dbName = `bench_${randomBytes(4).toString('hex')}`;
@@ -167,15 +171,18 @@ async function main(): Promise<void> {
         logDir: path.join(dataDir, 'logs'),
         eventKeyDir: path.join(dataDir, 'event-keys'),
         gatewayPort: 0,
-        env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...BENCH_LIMITS },
+        env: { ...process.env, EVENT_NAMESPACE: `bench${randomBytes(3).toString('hex')}`, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...BENCH_LIMITS, ...ownMailbox },
       });
     } else {
       console.log(`measuring the running gateway at ${target}`);
     }
     const gw = target ?? system!.gatewayUrl;
     const email = `bench-${randomBytes(4).toString('hex')}@example.com`;
-    const reg = await json(`${gw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'bench-password-1', name: 'Bench' }) });
-    const auth = { authorization: `Bearer ${String(reg.body.token)}`, 'content-type': 'application/json' };
+    // The sign-up code: from the system's mailbox folder, or for BENCH_TARGET that of the running
+    // system (BENCH_MAILBOX_DIR; npm start's .data/mailbox by default).
+    const mailboxDir = target ? path.resolve(process.env.BENCH_MAILBOX_DIR ?? path.join('.data', 'mailbox')) : ownMailbox.MAILBOX_DIR;
+    const token = await signUp(gw, mailboxDir, { email, password: 'bench-password-1', name: 'Bench' });
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const project = await json(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench', environment: 'sandbox', webhookUrl: receiver.url }) });
     const key = await json(`${gw}/api/merchant/projects/${String(project.body.id)}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench' }) });
     const apiKey = String(key.body.key);
@@ -283,19 +290,13 @@ async function main(): Promise<void> {
             RATES_COINBASE_URL: providers.coinbaseUrl,
             RATES_KRAKEN_URL: providers.krakenUrl,
             RATES_REFRESH_MS: '1000',
+            ...ownMailbox,
           },
         });
         const lgw = system.gatewayUrl;
-        const lreg = await json(`${lgw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `live-${email}`, password: 'bench-password-1', name: 'Bench' }) });
-        const lauth = { authorization: `Bearer ${String(lreg.body.token)}`, 'content-type': 'application/json' };
-        // Live keys need a verified email; the bench owns its database and marks it so directly
-        // rather than reading the emailed code.
-        const own = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
-        try {
-          await own`update auth.merchants set email_verified_at = now() where email = ${`live-${email}`}`;
-        } finally {
-          await own.end();
-        }
+        // Live keys need a verified email: the sign-up code verified it.
+        const ltoken = await signUp(lgw, ownMailbox.MAILBOX_DIR, { email: `live-${email}`, password: 'bench-password-1', name: 'Bench' });
+        const lauth = { authorization: `Bearer ${ltoken}`, 'content-type': 'application/json' };
         const lproject = await json(`${lgw}/api/merchant/projects`, { method: 'POST', headers: lauth, body: JSON.stringify({ name: 'Bench live rates', environment: 'live' }) });
         const lkey = await json(`${lgw}/api/merchant/projects/${String(lproject.body.id)}/api-keys`, { method: 'POST', headers: lauth, body: JSON.stringify({ name: 'bench' }) });
         const lheaders = { 'x-api-key': String(lkey.body.key), 'content-type': 'application/json' };

@@ -23,6 +23,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { freePort, resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
 import { RESULTS_FILE } from './results-file';
+import { signUp } from './sign-up';
 
 const INVOICE_COUNTS = (process.env.BENCH_WATCHER_INVOICES ?? '1000').split(',').map((n) => Number(n.trim()));
 if (INVOICE_COUNTS.some((n) => !Number.isSafeInteger(n) || n < 1)) throw new Error(`BENCH_WATCHER_INVOICES=${process.env.BENCH_WATCHER_INVOICES}: expected counts like 1000,20000`);
@@ -46,6 +47,7 @@ function percentile(sorted: number[], p: number): number {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-bench-watcher-'));
+  const mailboxDir = path.join(dataDir, 'mailbox'); // the sign-up code arrives here
   const pg = await resolvePostgres(process.env, dataDir);
   const nats = await resolveNats(process.env, dataDir);
   const dbName = `benchw_${randomBytes(4).toString('hex')}`;
@@ -102,17 +104,19 @@ async function main(): Promise<void> {
         CHAIN_ETHEREUM_RPC_URL: rpcUrl,
         CHAIN_ETHEREUM_CONFIRMATIONS: String(CONFIRMATIONS),
         CHAIN_ETHEREUM_POLL_MS: String(POLL_MS),
+        // Email (the sign-up code) goes to a mailbox folder of this run's own.
+        SMTP_URL: '',
+        MAILBOX_DIR: mailboxDir,
       },
     });
     db = postgres(dbUrl.toString(), { max: 2, onnotice: () => undefined, connection: { search_path: 'invoice' } });
     const sqlDb = db;
     const gw = system.gatewayUrl;
     const email = `bw-${randomBytes(4).toString('hex')}@example.com`;
-    const reg = await json(`${gw}/api/merchant/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'bench-password-1', name: 'Bench' }) });
-    // Live keys need a verified email (403 email_not_verified otherwise); the bench owns its
-    // database and marks it so directly, as npm run bench does, rather than reading the emailed code.
-    await sqlDb`update auth.merchants set email_verified_at = now() where email = ${email}`;
-    const auth = { authorization: `Bearer ${String(reg.token)}`, 'content-type': 'application/json' };
+    // Live keys need a verified email (403 email_not_verified otherwise): the sign-up code,
+    // read from the system's mailbox folder, verified it.
+    const token = await signUp(gw, mailboxDir, { email, password: 'bench-password-1', name: 'Bench' });
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const project = await json(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench live', environment: 'live', webhookUrl: receiverUrl }) });
     const key = await json(`${gw}/api/merchant/projects/${String(project.id)}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench' }) });
     const headers = { 'x-api-key': String(key.key), 'content-type': 'application/json' };

@@ -2,9 +2,10 @@
  * Shown while the account's email is unverified, only where it matters: the Projects page (where
  * a new account lands) and the API keys page of a live project (live keys need it). Never on
  * Payouts, whose own code field is the payout's: two code fields on one page were confusing.
- * The 6-digit code emailed at registration
- * (POST /api/merchant/email/verify answers the merchant, now verified), and a way to have a new
- * code sent (POST /api/merchant/email/verification; the previous code stops working).
+ * Accounts signed up since issue 27 are verified by their sign-up code; this is for older ones and
+ * the launcher's local developer: the emailed 6-digit code (POST /api/merchant/email/verify
+ * answers the merchant, now verified), and a way to have a code sent
+ * (POST /api/merchant/email/verification; the previous code stops working).
  */
 import { useContext, useState } from 'preact/hooks';
 import { AccountChangeContext, useAccount } from './account';

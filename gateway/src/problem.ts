@@ -68,7 +68,8 @@ export interface AjvIssue {
 /**
  * A field that may be one of several types (`anyOf`, e.g. an amount as a string or a number) fails
  * in every branch: Ajv reports each branch's complaint. Keep what the value's own type broke
- * (`-1` → "must be greater than 0", not also "must be string"); a value of none of the types gets one line.
+ * (`-1` → "must be greater than 0", not also "must be string"); a value of none of the types gets one line,
+ * and so does a value that is none of a union's literals ("must be one of a, b, c").
  */
 function collapseAnyOf(issues: AjvIssue[]): AjvIssue[] {
   const anyOfPaths = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath));
@@ -81,7 +82,10 @@ function collapseAnyOf(issues: AjvIssue[]): AjvIssue[] {
     }
     const group = issues.filter((i) => i.instancePath === issue.instancePath);
     const own = group.filter((i) => i.keyword !== 'type' && i.keyword !== 'anyOf');
-    if (own.length > 0) {
+    if (own.length > 0 && own.every((i) => i.keyword === 'const')) {
+      // A union of literals (an enumeration): one line naming every allowed value.
+      if (issue.keyword === 'anyOf') out.push({ ...issue, message: `must be one of ${own.map((i) => String(i.params.allowedValue)).join(', ')}` });
+    } else if (own.length > 0) {
       if (own.includes(issue)) out.push(issue);
     } else if (issue.keyword === 'anyOf') {
       const types = group.filter((i) => i.keyword === 'type').map((i) => String(i.params.type));

@@ -268,7 +268,7 @@ export interface EnvEntry {
   value: string | undefined;
 }
 
-function decodeSecret(secret: ISecret): Record<string, string> {
+export function decodeSecret(secret: ISecret): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(secret.data ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8');
   for (const [k, v] of Object.entries(secret.stringData ?? {})) out[k] = v;
@@ -1093,7 +1093,7 @@ export function parseDockerfile(text: string): ParsedDockerfile {
 
 /** The files the image needs from the build context: sources, manifests, assets, the entrypoint. */
 export function buildContextFiles(): string[] {
-  const files = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'deploy/entrypoint.sh', 'deploy/local/package.json'];
+  const files = ['package.json', 'package-lock.json', 'tsconfig.base.json', 'deploy/entrypoint.sh', 'deploy/shipped.mjs', 'deploy/local/package.json'];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(path.join(REPO_ROOT, dir), { withFileTypes: true })) {
       const rel = `${dir}/${entry.name}`;
@@ -1139,6 +1139,11 @@ export function dockerIgnores(patterns: string[], file: string): boolean {
   return ignored;
 }
 
+/** The folders deploy/shipped.mjs ships files from (its own rule: the shipped workspaces' dist, src, assets). */
+export function shippedRoots(): string[] {
+  return execFileSync(process.execPath, [path.join(REPO_ROOT, 'deploy/shipped.mjs'), 'roots'], { cwd: REPO_ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
+}
+
 export function checkImage(dockerfile: string, dockerignore: string): string[] {
   const problems: string[] = [];
   const { stages, finalUid } = parseDockerfile(dockerfile);
@@ -1181,10 +1186,21 @@ export function checkImage(dockerfile: string, dockerignore: string): string[] {
     }
   }
   // What the final image must hold for every process: compiled code, migrations, assets, entrypoint.
+  // A COPY names it, or brings the tree deploy/shipped.mjs assembled (`copy <dir>` in that stage):
+  // then what that script ships from (its `roots`) must cover it. test/image proves the built image.
   const workdir = workdirOf(final);
-  const destinations = final.instructions
-    .filter((i) => i.op === 'COPY')
-    .map((i) => path.posix.resolve(workdir, i.args.split(/\s+/).filter((w) => !w.startsWith('--')).at(-1) ?? ''));
+  const destinations: string[] = [];
+  const shippedFrom: string[] = [];
+  for (const copy of final.instructions.filter((i) => i.op === 'COPY')) {
+    const words = copy.args.split(/\s+/).filter((w) => !w.startsWith('--'));
+    const destination = path.posix.resolve(workdir, words.at(-1) ?? '');
+    const from = /--from=(\S+)/.exec(copy.args)?.[1];
+    const stage = stages.find((s) => s.name === from);
+    const shipped = stage?.instructions.some((i) => i.op === 'RUN' && new RegExp(`deploy/shipped\\.mjs copy ${words[0]}(\\s|$)`).test(i.args));
+    if (shipped) shippedFrom.push(...shippedRoots().map((root) => path.posix.resolve(destination, root)));
+    else destinations.push(destination);
+  }
+  const copied = (needed: string) => destinations.includes(needed) || shippedFrom.some((root) => needed === root || needed.startsWith(`${root}/`));
   const needed = [
     'services/runtime/dist',
     'services/domain/dist',
@@ -1196,7 +1212,7 @@ export function checkImage(dockerfile: string, dockerignore: string): string[] {
     'deploy/entrypoint.sh',
   ];
   for (const rel of needed) {
-    if (!destinations.includes(path.posix.resolve(workdir, rel))) problems.push(`Dockerfile: the final stage does not copy ${rel}`);
+    if (!copied(path.posix.resolve(workdir, rel))) problems.push(`Dockerfile: the final stage does not copy ${rel}`);
   }
   const entrypoint = final.instructions.filter((i) => i.op === 'ENTRYPOINT').at(-1)?.args;
   if (!entrypoint || !entrypoint.includes(path.posix.resolve(workdir, 'deploy/entrypoint.sh'))) {

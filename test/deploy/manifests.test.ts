@@ -481,14 +481,18 @@ describe('the checks catch what they claim to', () => {
     ]);
     expect(checkImage(dockerfile.replace(/\nUSER .*\n/, '\n'), dockerignore)).toEqual(['Dockerfile: the final stage sets no USER (it would run as root)']);
     expect(checkImage(dockerfile.replace('RUN npm ci --omit=dev', 'RUN npm ci'), dockerignore)).toEqual([
-      expect.stringMatching(/^Dockerfile: stage deps installs development dependencies into the image: RUN npm ci --ignore-scripts/),
+      expect.stringMatching(/^Dockerfile: stage deps installs development dependencies into the image: RUN npm ci --omit=optional /),
     ]);
     expect(checkImage(`${dockerfile}\nRUN npm install left-pad\n`, dockerignore)).toEqual([
       'Dockerfile: the final stage installs development dependencies: RUN npm install left-pad',
     ]);
-    expect(checkImage(dockerfile.replace(/^COPY --from=build \/app\/gateway\/assets.*$/m, ''), dockerignore)).toEqual([
-      'Dockerfile: the final stage does not copy gateway/assets',
-    ]);
+    // The tree deploy/shipped.mjs assembles is what brings the compiled code, migrations and assets.
+    expect(checkImage(dockerfile.replace(/^COPY --from=build \/ship .*$/m, ''), dockerignore)).toEqual(
+      expect.arrayContaining(['Dockerfile: the final stage does not copy gateway/assets', 'Dockerfile: the final stage does not copy services/auth/src/store/migrations']),
+    );
+    expect(checkImage(dockerfile.replace(/deploy\/shipped\.mjs copy \/ship/, 'deploy/shipped.mjs copy /elsewhere'), dockerignore)).toEqual(
+      expect.arrayContaining(['Dockerfile: the final stage does not copy dashboard/dist']),
+    );
     expect(checkImage(dockerfile, `${dockerignore}\nservices/*/src/store\n`)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^\.dockerignore leaves services\/auth\/src\/store\/migrations\/0002_merchants_projects_api_keys\.sql out/)]),
     );

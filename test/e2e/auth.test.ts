@@ -14,7 +14,7 @@ import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import fc from 'fast-check';
 import postgres from 'postgres';
 import { freePortForTest } from '../support/ports';
-import { markEmailVerified } from '../support/accounts';
+import { awaitSignUpCode, mailHeader, mailText, signUpCodesIn } from '../../deploy/local/src/mailbox';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant } from '../support/http';
 import { systemEventKeys } from '../support/event-keys';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
@@ -61,7 +61,7 @@ describe('register → login → project → key', () => {
 
     const me = await api.get('/api/merchant/me', { headers: bearer(login.body.token) });
     expect(me.status).toBe(200);
-    expect(me.body).toEqual({ id: merchant.merchantId, email: merchant.email, name: 'Test Merchant', isAdmin: false, createdAt: expect.any(String), emailVerified: false });
+    expect(me.body).toEqual({ id: merchant.merchantId, email: merchant.email, name: 'Test Merchant', isAdmin: false, createdAt: expect.any(String), emailVerified: true });
 
     const project = await createProjectWithKey(api, { ...merchant, token: login.body.token }, 'sandbox');
     expect(project.key).toMatch(/^SBX_[0-9A-Za-z]{40}$/);
@@ -83,8 +83,7 @@ describe('register → login → project → key', () => {
   });
 
   test('a live project key starts with LIVE_', async () => {
-    const merchant = await registerMerchant(api);
-    await markEmailVerified(system, merchant.merchantId);
+    const merchant = await registerMerchant(api); // signed up with the emailed code: verified, as live keys need
     const project = await createProjectWithKey(api, merchant, 'live');
     expect(project.key).toMatch(/^LIVE_[0-9A-Za-z]{40}$/);
     expectProblem(await api.get(`/api/invoice/${randomUUID()}`, { headers: apiKeyHeader(project.key) }), 404, 'not_found');
@@ -238,12 +237,111 @@ describe('isolation between merchants and login', () => {
     expect(ratio).toBeLessThan(2);
   });
 
-  test('emails are unique case-insensitively', async () => {
+  test('emails are unique case-insensitively: registering one again in another case makes no second account', async () => {
     const merchant = await registerMerchant(api);
     const again = await api.post('/api/merchant/register', { email: merchant.email.toUpperCase(), password: 'another-password', name: 'Copy' });
-    expectProblem(again, 409);
+    expect(again.status).toBe(202);
+    const [row] = await db<{ count: string }[]>`select count(*) from auth.merchants where email = ${merchant.email}`;
+    expect(row?.count).toBe('1');
   });
 });
+
+describe('sign-up confirmed by the emailed code: register tells nobody which emails exist (issue 27)', () => {
+  const mailFor = (email: string) => system.mail.messages().filter((raw) => mailHeader(raw, 'To')?.includes(email));
+  const newEmail = () => `s-${randomUUID().slice(0, 8)}@example.com`;
+  /** A code that is not `code`. */
+  const otherThan = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+  /** A problem body without what differs per request. */
+  const comparable = (body: Record<string, unknown>) => ({ ...body, requestId: undefined, instance: undefined });
+
+  test('a registered and a new email get the same answer (202, same keys, no account, no token); the owner is told by email, the newcomer gets a code', async () => {
+    const owner = await registerMerchant(api);
+    const fresh = newEmail();
+    const taken = await api.post('/api/merchant/register', { email: owner.email.toUpperCase(), password: 'attacker-password', name: 'Copy' });
+    const created = await api.post('/api/merchant/register', { email: fresh, password: 'attacker-password', name: 'Copy' });
+    expect(taken.status).toBe(202);
+    expect(created.status).toBe(202);
+    expect(Object.keys(taken.body).sort()).toEqual(['codeExpiresAt', 'email']);
+    expect(Object.keys(created.body).sort()).toEqual(Object.keys(taken.body).sort());
+    expect(taken.body.email).toBe(owner.email);
+    expect(taken.text).not.toMatch(/token|merchant|"id"/);
+    expect(Math.abs(new Date(taken.body.codeExpiresAt).getTime() - new Date(created.body.codeExpiresAt).getTime())).toBeLessThan(10_000);
+
+    // The owner: a note that someone tried, and no code; the newcomer: a code.
+    const ownerNote = await eventuallyFound(() => mailFor(owner.email).find((raw) => mailText(raw).includes('Someone tried to create a coinvoice account')));
+    expect(mailHeader(ownerNote, 'Subject')).toMatch(/tried to sign up/);
+    expect(signUpCodesIn(mailFor(owner.email), owner.email)).toHaveLength(1); // the owner's own sign-up only
+    const [code] = [await awaitSignUpCode(() => system.mail.messages(), fresh)];
+    expect(code).toMatch(/^\d{6}$/);
+    // The owner's password still logs in; the attacker's does not.
+    expect((await api.post('/api/merchant/login', { email: owner.email, password: owner.password })).status).toBe(200);
+    expectProblem(await api.post('/api/merchant/login', { email: owner.email, password: 'attacker-password' }), 401, 'invalid_credentials');
+  });
+
+  test('confirm creates the account with its email verified, signed in and able to log in', async () => {
+    const email = newEmail();
+    expect((await api.post('/api/merchant/register', { email, password: 'a-long-password', name: 'Confirmed shop' })).status).toBe(202);
+    // No account before the code.
+    expectProblem(await api.post('/api/merchant/login', { email, password: 'a-long-password' }), 401, 'invalid_credentials');
+    const code = await awaitSignUpCode(() => system.mail.messages(), email);
+    const confirmed = await api.post('/api/merchant/register/confirm', { email: email.toUpperCase(), code, password: 'a-long-password' });
+    expect(confirmed.status).toBe(201);
+    expect(confirmed.body).toEqual({
+      merchant: { id: expect.any(String), email, name: 'Confirmed shop', isAdmin: false, createdAt: expect.any(String), emailVerified: true },
+      token: expect.any(String),
+      expiresAt: expect.any(String),
+    });
+    expect((await api.get('/api/merchant/me', { headers: bearer(confirmed.body.token) })).body).toMatchObject({ email, emailVerified: true });
+    expect((await api.post('/api/merchant/login', { email, password: 'a-long-password' })).status).toBe(200);
+  });
+
+  test('a wrong code, an unknown email and a registered email answer identically', async () => {
+    const pending = newEmail();
+    await api.post('/api/merchant/register', { email: pending, password: 'a-long-password', name: 'P' });
+    const code = await awaitSignUpCode(() => system.mail.messages(), pending);
+    const owner = await registerMerchant(api);
+    await api.post('/api/merchant/register', { email: owner.email, password: 'attacker-password', name: 'X' });
+
+    const wrong = await api.post('/api/merchant/register/confirm', { email: pending, code: otherThan(code), password: 'a-long-password' });
+    const unknown = await api.post('/api/merchant/register/confirm', { email: newEmail(), code, password: 'a-long-password' });
+    const registered = await api.post('/api/merchant/register/confirm', { email: owner.email, code, password: 'a-long-password' });
+    expectProblem(wrong, 400, 'invalid_verification_code');
+    for (const other of [unknown, registered]) {
+      expect(other.status).toBe(wrong.status);
+      expect(comparable(other.body)).toEqual(comparable(wrong.body));
+    }
+  });
+
+  test('two confirmations at once create one account', async () => {
+    const email = newEmail();
+    await api.post('/api/merchant/register', { email, password: 'a-long-password', name: 'Race' });
+    const code = await awaitSignUpCode(() => system.mail.messages(), email);
+    const results = await Promise.all(Array.from({ length: 4 }, () => api.post('/api/merchant/register/confirm', { email, code, password: 'a-long-password' })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 400, 400, 400]);
+    for (const refused of results.filter((r) => r.status === 400)) expectProblem(refused, 400, 'invalid_verification_code');
+    const [row] = await db<{ count: string }[]>`select count(*) from auth.merchants where email = ${email}`;
+    expect(row?.count).toBe('1');
+  });
+
+  test('five wrong codes use up the sign-up: the right code is then refused (409 verification_code_expired), no account', async () => {
+    const email = newEmail();
+    await api.post('/api/merchant/register', { email, password: 'a-long-password', name: 'Guess' });
+    const code = await awaitSignUpCode(() => system.mail.messages(), email);
+    for (let i = 0; i < 5; i++) expectProblem(await api.post('/api/merchant/register/confirm', { email, code: otherThan(code), password: 'a-long-password' }), 400, 'invalid_verification_code');
+    expectProblem(await api.post('/api/merchant/register/confirm', { email, code, password: 'a-long-password' }), 409, 'verification_code_expired');
+    expectProblem(await api.post('/api/merchant/login', { email, password: 'a-long-password' }), 401, 'invalid_credentials');
+  });
+});
+
+async function eventuallyFound<T>(find: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error('not found in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('session tokens', () => {
   const b64url = (x: object | Buffer) => Buffer.from(x instanceof Buffer ? x : JSON.stringify(x)).toString('base64url');
@@ -341,6 +439,7 @@ describe('bad input on every dashboard route', () => {
 
   const routes = () => [
     { method: 'POST', path: '/api/merchant/register', auth: false },
+    { method: 'POST', path: '/api/merchant/register/confirm', auth: false },
     { method: 'POST', path: '/api/merchant/login', auth: false },
     { method: 'POST', path: '/api/merchant/projects', auth: true },
     { method: 'PATCH', path: `/api/merchant/projects/${projectId}`, auth: true },
@@ -356,6 +455,10 @@ describe('bad input on every dashboard route', () => {
       ['POST', '/api/merchant/register', { email: 'a@b.co', password: 'short', name: 'x' }, 'password'],
       ['POST', '/api/merchant/register', { email: 'a@b.co', password: 'long-enough-pw', name: 'x'.repeat(101) }, 'name'],
       ['POST', '/api/merchant/register', { email: 'a@b.co', password: 'long-enough-pw', name: 'x', extra: 1 }, 'extra'],
+      ['POST', '/api/merchant/register/confirm', { email: 'a@b.co', code: '12345' }, 'code'],
+      ['POST', '/api/merchant/register/confirm', { email: 'a@b.co', code: 123456 }, 'code'],
+      ['POST', '/api/merchant/register/confirm', { code: '123456', password: 'a-long-password' }, 'email'],
+      ['POST', '/api/merchant/register/confirm', { email: 'a@b.co', code: '123456' }, 'password'],
       ['POST', '/api/merchant/login', { email: ['a@b.co'], password: 'x' }, 'email'],
       ['POST', '/api/merchant/projects', { name: 'Shop', environment: 'staging' }, 'environment'],
       ['POST', '/api/merchant/projects', { environment: 'live' }, 'name'],

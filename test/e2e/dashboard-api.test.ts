@@ -170,21 +170,25 @@ test('a merchant reads an invoice of theirs by id, finds invoices by order id, a
   expectProblem(await log('not-a-uuid'), 400, 'validation_failed');
 });
 
-test('send a test event: a signed webhook.test reaches the endpoint and is logged; no webhook URL is a 409; another merchant’s project a 404', async () => {
+test('send a test event: a signed webhook.test reaches the endpoint and is logged; without a webhook URL it is not delivered; another merchant’s project a 404', async () => {
   const sent = await api.post(`/api/merchant/projects/${sandbox.id}/webhook-test`, undefined, { headers: bearer(merchant.token) });
   expect(sent.status).toBe(201);
-  expect(sent.body).toMatchObject({ eventType: 'webhook.test', status: 'pending', url: receiver.url, redeliveryOf: null });
+  expect(sent.body.delivery).toMatchObject({ eventType: 'webhook.test', eventId: sent.body.eventId, status: 'pending', url: receiver.url, redeliveryOf: null });
   const [request] = await receiver.waitFor(1, 15_000, (r) => r.body.includes(sent.body.eventId));
   const body = new Webhook(sandbox.webhookSecret).verify(request!.body, request!.headers as Record<string, string>) as Record<string, unknown>;
   expect(body).toMatchObject({ eventId: sent.body.eventId, projectId: sandbox.id, message: expect.any(String) });
+  expect(request!.body).toBe(sent.body.payload);
   expect(request!.headers['webhook-id']).toBe(sent.body.eventId);
   const logged = await eventually(async () => {
-    const res = await api.get(`/api/merchant/projects/${sandbox.id}/webhook-deliveries/${sent.body.id}`, { headers: bearer(merchant.token) });
+    const res = await api.get(`/api/merchant/projects/${sandbox.id}/webhook-deliveries/${sent.body.delivery.id}`, { headers: bearer(merchant.token) });
     return res.body.status === 'succeeded' ? res.body : undefined;
   }, 15_000, 'the test delivery to succeed');
   expect(logged.attempts[0]).toMatchObject({ responseStatus: 200, requestBody: request!.body });
 
-  expectProblem(await api.post(`/api/merchant/projects/${live.id}/webhook-test`, undefined, { headers: bearer(merchant.token) }), 409, 'webhook_not_configured');
+  // No URL: the event goes to the project's event stream (`coinvoice listen`) only.
+  const unsent = await api.post(`/api/merchant/projects/${live.id}/webhook-test`, undefined, { headers: bearer(merchant.token) });
+  expect(unsent.status).toBe(201);
+  expect(unsent.body).toMatchObject({ eventType: 'webhook.test', delivery: null });
   const stranger = await registerMerchant(api);
   expectProblem(await api.post(`/api/merchant/projects/${sandbox.id}/webhook-test`, undefined, { headers: bearer(stranger.token) }), 404, 'not_found');
 });

@@ -7,7 +7,7 @@
  * coin defaulting to one with a balance, and a failed webhook showing its next attempt.
  */
 import type { Browser, Page } from 'playwright-core';
-import { markEmailVerifiedByEmail } from '../support/accounts';
+import { markEmailUnverified, markEmailVerifiedByEmail } from '../support/accounts';
 import { launchBrowser } from '../support/browser';
 import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
@@ -29,6 +29,9 @@ beforeAll(async () => {
   api = new GatewayClient(system.gatewayUrl);
   browser = await launchBrowser();
   merchant = await registerMerchant(api, { name: 'First hour shop' });
+  // Unverified, as the local developer `npm start` makes (signing up verifies the email, issue 27):
+  // the first hour of a merchant who has not proven the address yet.
+  await markEmailUnverified(system, merchant.merchantId);
 }, 120_000);
 
 afterAll(async () => {

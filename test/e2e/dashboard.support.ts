@@ -11,7 +11,7 @@ import { connectNats, EventNamespace } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
 import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { Network } from '@coinvoice/domain/project-network';
-import { mailHeader, mailText } from '../../services/notifier/test/support/smtp';
+import { codeInMail, mailHeader, mailText } from '../../deploy/local/src/mailbox';
 import { eventually } from '../../services/notifier/test/support/receiver';
 import { copyHeaders, signInto, systemEventKeys } from '../support/event-keys';
 import { testNatsUrl } from '../support/infra';
@@ -19,12 +19,12 @@ import type { BootedSystem } from '../support/system';
 
 export { eventually, Receiver } from '../../services/notifier/test/support/receiver';
 
-export function mailboxDir(system: BootedSystem): string {
+export function mailboxDir(system: Pick<BootedSystem, 'dataDir'>): string {
   return path.join(system.dataDir, 'mailbox');
 }
 
 /** The 6-digit code of the email about `payoutId`, once it has been written. */
-export async function emailedCode(system: BootedSystem, payoutId: string): Promise<string> {
+export async function emailedCode(system: Pick<BootedSystem, 'dataDir'>, payoutId: string): Promise<string> {
   return eventually(
     async () => {
       const dir = mailboxDir(system);
@@ -42,16 +42,11 @@ export async function emailedCode(system: BootedSystem, payoutId: string): Promi
   );
 }
 
-/** The 6-digit code in an email's text (it stands alone on an indented line). */
-function codeInMail(text: string): string | undefined {
-  return /^\s+(\d{6})\s*$/m.exec(text)?.[1];
-}
-
 /**
  * The email verification codes sent to `email`, oldest first (the mailbox's file names start
  * with the time they were written), once there are at least `count` of them.
  */
-export async function emailVerificationCodes(system: BootedSystem, email: string, count: number): Promise<string[]> {
+export async function emailVerificationCodes(system: Pick<BootedSystem, 'dataDir'>, email: string, count: number): Promise<string[]> {
   return eventually(
     async () => {
       const dir = mailboxDir(system);

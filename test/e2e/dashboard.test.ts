@@ -4,8 +4,9 @@
  * with that key → seen in the list → Simulate → Paid and the delivered webhook → the Webhooks page
  * (test event, redelivery) → a payout requested, its emailed code read from the mailbox and
  * entered → another payout cancelled → sign out → an operator signs in by keyboard and completes
- * a live payout from the queue. A freshly registered merchant verifies its email with the code
- * read from the mailbox.
+ * a live payout from the queue. Sign-up takes the code emailed to the address (read from the
+ * mailbox) and looks the same for a registered email; an unverified merchant verifies its email
+ * with the code read from the mailbox.
  *
  * On every page: the title names the page, every input has a label and every button a name, the
  * page does not overflow a 375 px screen, and screenshots at desktop and phone width land in
@@ -20,7 +21,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { launchBrowser } from '../support/browser';
 import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture } from '../support/http';
-import { markEmailVerifiedByEmail } from '../support/accounts';
+import { markEmailUnverified } from '../support/accounts';
+import { awaitSignUpCode } from '../../deploy/local/src/mailbox';
 import { grantOperator, operatorBootEnv } from '../support/operators';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
 import { addressFor, creditLiveBalance, deleteStreams, emailedCode, emailVerificationCodes, eventually, Receiver } from './dashboard.support';
@@ -202,14 +204,19 @@ describe('the merchant journey', () => {
     await page.getByLabel('Business name').fill('Test Shop');
     await page.getByLabel('Email').fill(merchant.email);
     await page.getByLabel('Password').fill(merchant.password);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    // The account comes with the code emailed to the address (issue 27).
+    await checkPage(tab, 'sign-up-code', 'Check your email');
+    await page.getByText(merchant.email, { exact: true }).waitFor();
+    await page.getByLabel('Sign-up code').fill(await awaitSignUpCode(() => system.mail.messages(), merchant.email));
     await page.getByRole('button', { name: 'Create account' }).click();
     merchant.token = await page.waitForFunction(() => JSON.parse(localStorage.getItem('coinvoice.session') ?? '{}').token as string | undefined).then((h) => h.jsonValue() as Promise<string>);
 
     await page.getByRole('heading', { level: 1, name: 'Projects' }).waitFor();
     await expect(page.getByTestId('account-email').textContent()).resolves.toBe(merchant.email);
-    // A new account's email is unverified until its emailed code is entered (the last test enters one).
-    await page.getByTestId('email-verification').getByText('Email not verified').waitFor();
-    await page.getByRole('region', { name: 'Verify your email' }).waitFor();
+    // The sign-up code proved the address: verified, no banner asking for a code.
+    await page.getByTestId('email-verification').getByText('Email verified').waitFor();
+    expect(await page.getByRole('region', { name: 'Verify your email' }).count()).toBe(0);
     expect(await page.getByRole('link', { name: 'Operator queue' }).count()).toBe(0);
     await page.getByText('No projects yet.').waitFor();
     await checkPage(tab, 'projects-empty', 'Projects');
@@ -465,7 +472,7 @@ test('an operator signs in with the keyboard alone and completes a live payout f
   // A live project of the merchant, funded, with a verified (Pending) payout.
   const login = await api.post('/api/merchant/login', { email: merchant.email, password: merchant.password });
   const owner: MerchantFixture = { email: merchant.email, password: merchant.password, token: login.body.token, merchantId: '' };
-  await markEmailVerifiedByEmail(system, merchant.email); // live keys need a verified email (issue 12)
+  // Live keys need a verified email (issue 12): the merchant's sign-up code verified it.
   const live = await createProjectWithKey(api, owner, 'live', { name: 'Web shop live' });
   await creditLiveBalance(system, live.id, '0.25');
   await eventually(async () => {
@@ -621,10 +628,48 @@ test('the README quickstart starts with the dashboard, names controls the dashbo
   expect(readme.slice(start)).toMatch(/curl -s http:\/\/127\.0\.0\.1:8080\/api\/invoice/);
 });
 
-test('a freshly registered merchant sees its email unverified; a wrong code shows the server\'s refusal, a new code is sent, the emailed code verifies it', async () => {
+test('signing up with a registered email looks exactly like a new one; a wrong sign-up code shows the server\'s refusal', async () => {
+  const owner = await registerMerchant(api, { name: 'Taken shop' });
+  // This test provokes one failure: a wrong code.
+  const stab = await openTab([{ method: 'POST', path: '/api/merchant/register/confirm', status: 400 }]);
+  try {
+    const { page } = stab;
+    const fill = async (email: string) => {
+      await leave(page, `${system.gatewayUrl}/dashboard/signup`);
+      await page.getByLabel('Business name').fill('Someone');
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill('another-long-password');
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Check your email' }).waitFor();
+      return (await page.locator('main').textContent())!.replace(email, '<email>');
+    };
+    const fresh = `fresh-${randomUUID().slice(0, 8)}@example.com`;
+    const takenPage = await fill(owner.email);
+    expect(await fill(fresh)).toBe(takenPage);
+
+    const code = await awaitSignUpCode(() => system.mail.messages(), fresh);
+    await page.getByLabel('Sign-up code').fill(String((Number(code) + 1) % 1_000_000).padStart(6, '0'));
+    const [refused] = await Promise.all([
+      page.waitForResponse((r) => new URL(r.url()).pathname === '/api/merchant/register/confirm'),
+      page.getByRole('button', { name: 'Create account' }).click(),
+    ]);
+    const problem = (await refused.json()) as { code: string; detail: string };
+    expect(problem.code).toBe('invalid_verification_code');
+    await page.getByRole('alert').getByText(problem.detail, { exact: true }).waitFor();
+    await page.getByLabel('Sign-up code').fill(code);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Projects' }).waitFor();
+    await expect(page.getByTestId('account-email').textContent()).resolves.toBe(fresh);
+  } finally {
+    await stab.context.close();
+  }
+});
+
+test('a merchant whose email is unverified sees it; a wrong code shows the server\'s refusal, a new code is sent, the emailed code verifies it', async () => {
   const fresh = await registerMerchant(api, { name: 'Verifying shop' });
+  // Signing up verifies the email (issue 27); an account from before that, or the launcher's local developer, is not.
+  await markEmailUnverified(system, fresh.merchantId);
   expect((await api.get('/api/merchant/me', { headers: bearer(fresh.token) })).body.emailVerified).toBe(false);
-  const [registrationCode] = await emailVerificationCodes(system, fresh.email, 1);
   // This test provokes one failure: a wrong code.
   const vtab = await openTab([{ method: 'POST', path: '/api/merchant/email/verify', status: 400 }]);
   try {
@@ -637,9 +682,13 @@ test('a freshly registered merchant sees its email unverified; a wrong code show
     const banner = page.getByRole('region', { name: 'Verify your email' });
     await banner.getByText(fresh.email).waitFor();
     await checkPage(vtab, 'verify-email', 'Projects');
+    // A first code, asked for from the banner.
+    await banner.getByRole('button', { name: 'Send a new code' }).click();
+    await banner.getByText('A new code is on its way.').waitFor();
+    const [firstCode] = await emailVerificationCodes(system, fresh.email, 1);
 
     // A wrong code: the problem+json detail and the field's message, as the server words them.
-    const wrong = String((Number(registrationCode) + 1) % 1_000_000).padStart(6, '0');
+    const wrong = String((Number(firstCode) + 1) % 1_000_000).padStart(6, '0');
     await banner.getByLabel('Email verification code').fill(wrong);
     const [refused] = await Promise.all([
       page.waitForResponse((r) => new URL(r.url()).pathname === '/api/merchant/email/verify'),

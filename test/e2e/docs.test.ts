@@ -76,7 +76,7 @@ test('the library is the npm package\'s own build, served as is', async () => {
   expect(served.status).toBe(200);
   expect(served.headers.get('content-type')).toMatch(/javascript/);
   const { readFileSync } = await import('node:fs');
-  const file = path.join(path.dirname(require.resolve('@scalar/api-reference', { paths: [path.join(REPO_ROOT, 'gateway')] })), 'browser', 'standalone.js');
+  const file = path.join(path.dirname(require.resolve('@scalar/api-reference', { paths: [path.join(REPO_ROOT, 'dashboard')] })), 'browser', 'standalone.js');
   expect(await served.text()).toBe(readFileSync(file, 'utf8'));
   expect((await fetch(`${origin}/docs/assets/nothing.js`)).status).toBe(404);
 });

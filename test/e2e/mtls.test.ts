@@ -19,6 +19,7 @@ import { TestCertificateAuthority, type IssuedCertificate } from '../support/cer
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { throwawayXpubs } from '../support/xpubs';
+import { smtpMailbox } from '../support/mail';
 
 const NAMES = ['gateway', 'auth', 'invoice', 'payout', 'notifier'] as const;
 type Name = (typeof NAMES)[number];
@@ -43,6 +44,7 @@ beforeAll(async () => {
     ]),
   );
   system = await bootSystem({
+    mail: smtpMailbox(inbox),
     env: {
       APP_ENV: 'production',
       // Production refuses to run without every enabled coin's xpubs (never development keys).
@@ -117,6 +119,7 @@ test("with the gateway's certificate only what the gateway may call; other names
   expect(await refusedCode(asGateway.auth.rotateSigningKey({}))).toBe('caller_not_allowed');
   expect(await refusedCode(asGateway.notifier.sendPayoutVerificationEmail({ email: 'victim@example.com', code: '123456' }))).toBe('caller_not_allowed');
   expect(await refusedCode(asGateway.notifier.sendEmailVerificationEmail({ email: 'victim@example.com', code: '123456' }))).toBe('caller_not_allowed');
+  expect(await refusedCode(asGateway.notifier.sendSignUpAttemptEmail({ email: 'victim@example.com' }))).toBe('caller_not_allowed');
   // CompletePayout passes the allow-list, and is refused without a valid operator token.
   expect(await refusedCode(asGateway.payout.completePayout({ payoutId: randomUUID(), transactionHash: 'a'.repeat(64) }))).toBe('invalid_token');
   expect(await refusedCode(asGateway.payout.completePayout({ payoutId: randomUUID(), transactionHash: 'a'.repeat(64), operatorToken: 'forged' }))).toBe('invalid_token');
@@ -133,8 +136,9 @@ test("with the gateway's certificate only what the gateway may call; other names
 });
 
 test('the system works end to end over mTLS: register (email by auth → notifier), pay in the sandbox, request a payout (payout → auth, payout → notifier)', async () => {
+  // Signing up reads the code auth had the notifier email (issue 27): auth → notifier over mTLS.
   const merchant = await registerMerchant(api);
-  await eventually(async () => inbox.messages.find((m) => m.to.includes(merchant.email) && mailText(m.raw).includes('email verification code')), 15_000, 'the email verification code');
+  expect(inbox.messages.some((m) => m.to.includes(merchant.email) && mailText(m.raw).includes('sign-up code'))).toBe(true);
   const project = await createProjectWithKey(api, merchant, 'sandbox');
   const invoice = await api.post(
     '/api/invoice',

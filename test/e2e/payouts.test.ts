@@ -24,6 +24,7 @@ import { bootSystem, type BootedSystem } from '../support/system';
 import { markEmailVerified } from '../support/accounts';
 import { grantOperator } from '../support/operators';
 import { publishLivePayment } from '../support/events';
+import { smtpMailbox } from '../support/mail';
 
 const CODE_TTL_MS = 10_000;
 
@@ -37,6 +38,7 @@ const receivers: Receiver[] = [];
 beforeAll(async () => {
   inbox = await new SmtpInbox().start();
   system = await bootSystem({
+    mail: smtpMailbox(inbox),
     env: {
       // Tests 3 and 7 hold many payouts open at once.
       PAYOUT_MAX_OPEN_UNVERIFIED: '1000',

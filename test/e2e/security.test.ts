@@ -18,12 +18,13 @@ import { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout
 import postgres from 'postgres';
 import { mailText, SmtpInbox, type ReceivedMail } from '../../services/notifier/test/support/smtp';
 import { eventually } from '../../services/notifier/test/support/receiver';
-import { authCommand, markEmailVerified } from '../support/accounts';
+import { authCommand, markEmailUnverified, markEmailVerified } from '../support/accounts';
 import { grantOperator } from '../support/operators';
 import { publishLivePayment, withNats } from '../support/events';
 import { startGatewayReplica, type GatewayReplica } from '../support/gateway-replica';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
+import { smtpMailbox } from '../support/mail';
 
 let system: BootedSystem;
 let api: GatewayClient;
@@ -39,6 +40,7 @@ const KEK = randomBytes(32);
 beforeAll(async () => {
   inbox = await new SmtpInbox().start();
   system = await bootSystem({
+    mail: smtpMailbox(inbox),
     env: {
       AUTH_REPLICAS: '2',
       ADMIN_EMAILS: SQUATTED_EMAIL,
@@ -180,7 +182,8 @@ const asToken = (code: string) => new RegExp(`(?<![0-9A-Za-z])${code}(?![0-9A-Za
 describe('1. operators are granted by command only', () => {
   test('registering an address named anywhere as operator grants nothing; grant-operator does, audit-logged; revoke-operator ends it at once', async () => {
     const squatter = await registerMerchant(api, { email: SQUATTED_EMAIL });
-    expect((await me(api, squatter.token)).body).toMatchObject({ isAdmin: false, emailVerified: false });
+    // Signing up proved the address (issue 27); being named in ADMIN_EMAILS still grants nothing.
+    expect((await me(api, squatter.token)).body).toMatchObject({ isAdmin: false, emailVerified: true });
     const pending = randomUUID();
     expectProblem(await api.post(`/api/admin/payouts/${pending}/complete`, { transactionHash: 'a'.repeat(64) }, { headers: bearer(squatter.token) }), 403, 'forbidden');
     const claims = JSON.parse(Buffer.from(squatter.token.split('.')[1]!, 'base64url').toString());
@@ -195,7 +198,9 @@ describe('1. operators are granted by command only', () => {
     expect(unknown?.stderr).toContain('register the account first');
 
     const operator = await registerMerchant(api);
-    // Its email is not verified yet: refused with the reason, nothing granted or audited.
+    // An account whose email is not verified (from before sign-up needed the code, or the
+    // launcher's local developer): refused with the reason, nothing granted or audited.
+    await markEmailUnverified(system, operator.merchantId);
     const unverified = await authCommand(system, 'grant-operator', operator.email, { OPERATOR_ACTOR: 'ops-job/test' }).then(
       () => undefined,
       (err: { code: number; stderr: string }) => err,
@@ -241,10 +246,15 @@ describe('1. operators are granted by command only', () => {
 });
 
 describe('email verification', () => {
-  test('a new merchant gets a code by email; unverified it works in the sandbox but gets no live key or live payout; the code verifies it', async () => {
+  test('an unverified merchant gets a code by email; unverified it works in the sandbox but gets no live key or live payout; the code verifies it', async () => {
     const merchant = await registerMerchant(api);
-    const firstCode = await emailCode(merchant.email);
+    // Signing up proved the address (issue 27); accounts from before that, and the launcher's
+    // local developer, are unverified and prove it with this flow.
+    expect((await me(api, merchant.token)).body.emailVerified).toBe(true);
+    await markEmailUnverified(system, merchant.merchantId);
     const auth = bearer(merchant.token);
+    expect((await api.post('/api/merchant/email/verification', undefined, { headers: auth })).status).toBe(202);
+    const firstCode = await emailCode(merchant.email);
     expect((await me(api, merchant.token)).body.emailVerified).toBe(false);
     // The code is stored only hashed.
     expect(await everyTableText()).not.toMatch(asToken(firstCode));
@@ -265,7 +275,7 @@ describe('email verification', () => {
     expectProblem(await api.post('/api/merchant/email/verify', { code: wrong }, { headers: auth }), 400, 'invalid_verification_code');
     expectProblem(await api.post('/api/merchant/email/verify', { code: '12ab' }, { headers: auth }), 400, 'validation_failed');
     // A new code replaces the first.
-    const sent = inbox.messages.filter((m) => m.to.includes(merchant.email)).length;
+    const sent = inbox.messages.filter((m) => m.to.includes(merchant.email) && mailText(m.raw).includes('email verification code')).length;
     expect((await api.post('/api/merchant/email/verification', undefined, { headers: auth })).status).toBe(202);
     const secondCode = await emailCode(merchant.email, sent - 1 >= 0 ? sent : 0);
     if (secondCode !== firstCode) {
@@ -375,11 +385,11 @@ describe('2. login and registration are rate limited across replicas', () => {
       statuses.push(res.status);
       if (res.status === 429) refusal = res;
     }
-    expect(statuses.slice(0, 25)).toEqual(Array(25).fill(201));
+    expect(statuses.slice(0, 25)).toEqual(Array(25).fill(202));
     expect(statuses[25]).toBe(429);
     expectRateLimited(refusal!, 'register-ip', 25, 3600);
     // Another address still registers.
-    expect((await api2.post('/api/merchant/register', { email: `calm-${randomUUID().slice(0, 6)}@example.com`, password: 'a-long-password', name: 'Calm' }, { headers: freshIp() })).status).toBe(201);
+    expect((await api2.post('/api/merchant/register', { email: `calm-${randomUUID().slice(0, 6)}@example.com`, password: 'a-long-password', name: 'Calm' }, { headers: freshIp() })).status).toBe(202);
   });
 });
 

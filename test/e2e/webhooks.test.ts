@@ -36,6 +36,7 @@ import {
   SmtpInbox,
   type ReceivedRequest,
 } from './webhooks.support';
+import { smtpMailbox } from '../support/mail';
 
 FormatRegistry.Set('uuid', (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v));
 FormatRegistry.Set('date-time', (v) => !Number.isNaN(Date.parse(v)) && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(v));
@@ -48,6 +49,7 @@ const receivers: Receiver[] = [];
 beforeAll(async () => {
   inbox = await new SmtpInbox().start();
   system = await bootSystem({
+    mail: smtpMailbox(inbox),
     env: {
       WEBHOOK_RETRY_SCHEDULE: '200ms,300ms,300ms',
       WEBHOOK_TIMEOUT_MS: '2000',

@@ -1,7 +1,9 @@
 /**
  * Account set-up for end-to-end tests: the auth service's admin commands (operators: see
- * operators.ts, the one helper that grants them), and a merchant's email marked verified (the real code-by-email flow is proven in
- * test/e2e/security.test.ts; other tests only need a verified merchant to create live keys).
+ * operators.ts, the one helper that grants them), and a merchant's email marked verified or not.
+ * Merchants signed up through registerMerchant (test/support/http.ts) are verified by their
+ * sign-up code already; the address verification flow of older accounts is proven in
+ * test/e2e/security.test.ts.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -30,6 +32,20 @@ export async function markEmailVerified(system: Pick<BootedSystem, 'database'>, 
   const db = postgres(system.database.url, { max: 1, onnotice: () => undefined });
   try {
     await db`update auth.merchants set email_verified_at = now() where id = ${merchantId}`;
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * Marks the merchant's email as NOT verified: the state of an account from before sign-up needed
+ * the emailed code (issue 27), or of the launcher's local developer, for tests of what an
+ * unverified account may not do and of the address verification flow.
+ */
+export async function markEmailUnverified(system: Pick<BootedSystem, 'database'>, merchantId: string): Promise<void> {
+  const db = postgres(system.database.url, { max: 1, onnotice: () => undefined });
+  try {
+    await db`update auth.merchants set email_verified_at = null where id = ${merchantId}`;
   } finally {
     await db.end();
   }

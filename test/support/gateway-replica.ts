@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { systemEventKeys } from './event-keys';
+import { rememberMailbox } from './mail';
 import { testNatsUrl } from './infra';
 import { freePortForTest } from './ports';
 import { REPO_ROOT, type BootedSystem } from './system';
@@ -46,7 +47,10 @@ export async function startGatewayReplica(
   };
   for (let i = 0; i < 150; i++) {
     const ok = await fetch(`${url}/${options.aliveOnly ? 'healthz' : 'readyz'}`).then((r) => r.status === 200, () => false);
-    if (ok) return { url, process: child, stop };
+    if (ok) {
+      rememberMailbox(url, system.mail); // its sign-ups are emailed by the same notifier
+      return { url, process: child, stop };
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   await stop();

@@ -1,5 +1,7 @@
 /** A small JSON client for end-to-end tests through the gateway, plus merchant fixtures. */
 import { randomBytes } from 'node:crypto';
+import { awaitSignUpCode, signUpCodesIn } from '../../deploy/local/src/mailbox';
+import { mailboxOf } from './mail';
 
 export interface JsonResponse<T = any> {
   status: number;
@@ -63,11 +65,20 @@ export interface MerchantFixture {
   merchantId: string;
 }
 
+/**
+ * Signs a merchant up as a person does (issue 27): register, read the code from the system's email
+ * (test/support/mail.ts), confirm. The account's email is verified.
+ */
 export async function registerMerchant(api: GatewayClient, overrides: Partial<{ email: string; password: string; name: string }> = {}): Promise<MerchantFixture> {
   const email = overrides.email ?? `m-${randomBytes(6).toString('hex')}@example.com`;
   const password = overrides.password ?? `pw-${randomBytes(8).toString('hex')}`;
-  const res = await api.post('/api/merchant/register', { email, password, name: overrides.name ?? 'Test Merchant' });
-  if (res.status !== 201) throw new Error(`register failed: ${res.status} ${res.text}`);
+  const mailbox = mailboxOf(api.baseUrl);
+  const codesBefore = signUpCodesIn(mailbox.messages(), email).length;
+  const started = await api.post('/api/merchant/register', { email, password, name: overrides.name ?? 'Test Merchant' });
+  if (started.status !== 202) throw new Error(`register failed: ${started.status} ${started.text}`);
+  const code = await awaitSignUpCode(() => mailbox.messages(), email, codesBefore);
+  const res = await api.post('/api/merchant/register/confirm', { email, code, password });
+  if (res.status !== 201) throw new Error(`register confirm failed: ${res.status} ${res.text}`);
   return { email, password, token: res.body.token, merchantId: res.body.merchant.id };
 }
 

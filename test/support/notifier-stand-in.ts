@@ -1,21 +1,24 @@
 /**
- * A stand-in for the notifier's code emails (SendPayoutVerificationEmail,
- * SendEmailVerificationEmail), for testing the services that send them: a real gRPC server on
- * 127.0.0.1 keeping every request, as the notifier would have emailed it.
+ * A stand-in for the notifier's emails to merchants (SendPayoutVerificationEmail,
+ * SendEmailVerificationEmail, SendSignUpAttemptEmail), for testing the services that send them: a
+ * real gRPC server on 127.0.0.1 keeping every request, as the notifier would have emailed it.
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import {
+  EmailCodePurpose,
   NotifierService,
   type SendEmailVerificationEmailRequest,
   type SendPayoutVerificationEmailRequest,
+  type SendSignUpAttemptEmailRequest,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 
 export class NotifierStandIn {
   readonly payoutEmails: SendPayoutVerificationEmailRequest[] = [];
   readonly verificationEmails: SendEmailVerificationEmailRequest[] = [];
+  readonly signUpAttemptEmails: SendSignUpAttemptEmailRequest[] = [];
   /** When set, every call fails with Unavailable (notifier down). */
   down = false;
   private server: http2.Http2Server | undefined;
@@ -34,6 +37,11 @@ export class NotifierStandIn {
           this.verificationEmails.push(req);
           return { messageId: `<v${this.verificationEmails.length}@test>` };
         });
+        router.rpc(NotifierService.method.sendSignUpAttemptEmail, async (req) => {
+          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+          this.signUpAttemptEmails.push(req);
+          return { messageId: `<s${this.signUpAttemptEmails.length}@test>` };
+        });
       },
     });
     this.server = http2.createServer(handler);
@@ -45,6 +53,11 @@ export class NotifierStandIn {
   /** The code emailed for `payoutId` (the only place it exists besides the merchant's mailbox). */
   payoutCode(payoutId: string): string | undefined {
     return this.payoutEmails.find((e) => e.payoutId === payoutId)?.code;
+  }
+
+  /** The sign-up codes emailed to `email` (normalised, as the service sends it), oldest first. */
+  signUpCodes(email: string): string[] {
+    return this.verificationEmails.filter((e) => e.email === email && e.purpose === EmailCodePurpose.SIGN_UP).map((e) => e.code);
   }
 
   async stop(): Promise<void> {

@@ -5,7 +5,7 @@
  * database, logs in again (the grant ended the account's sessions; the new token carries the
  * admin claim) and proves the grant took. Nothing is needed at boot any more.
  */
-import { authCommand, markEmailVerified } from './accounts';
+import { authCommand } from './accounts';
 import { bearer, registerMerchant, type GatewayClient, type MerchantFixture } from './http';
 import type { BootedSystem } from './system';
 
@@ -20,9 +20,8 @@ export async function grantOperator(
   email: string,
   password: string,
 ): Promise<MerchantFixture> {
+  // Operators need a verified email (grant-operator refuses others): signing up verified it.
   const registered = await registerMerchant(api, { email, password, name: 'coinvoice operations' });
-  // Operators need a verified email (grant-operator refuses others).
-  await markEmailVerified(system, registered.merchantId);
   await authCommand(system, 'grant-operator', email);
   const login = await api.post('/api/merchant/login', { email, password });
   if (login.status !== 200) throw new Error(`operator login failed: ${login.status} ${login.text}`);

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from './infra';
+import { mailboxFolder, rememberMailbox, type Mailbox } from './mail';
 import { RELAXED_RATE_LIMITS } from './rate-limits';
 
 export { RELAXED_RATE_LIMITS };
@@ -33,6 +34,8 @@ export interface BootedSystem {
   database: TestDatabase;
   namespace: string;
   dataDir: string;
+  /** Where the system's email arrives (its mailbox folder, or the SMTP server the test gave it). */
+  mail: Mailbox;
   /** The launcher's own output so far (for failure messages). */
   output(): string;
   /** SIGTERM to the launcher; resolves when it has exited. Drops the database. */
@@ -45,6 +48,8 @@ export async function bootSystem(
     timeoutMs?: number;
     /** A database of the caller's (e.g. one a first boot left behind), kept on stop. Default: a new one, dropped on stop. */
     database?: TestDatabase;
+    /** Where the email goes when `env` sets SMTP_URL (the test's SMTP server). Default: the mailbox folder. */
+    mail?: Mailbox;
   } = {},
 ): Promise<BootedSystem> {
   const ownDatabase = options.database === undefined;
@@ -94,6 +99,9 @@ export async function bootSystem(
   const readProcesses = () =>
     (JSON.parse(readFileSync(path.join(dataDir, 'system.json'), 'utf8')) as { processes: BootedSystem['processes'] }).processes;
   const described = { processes: readProcesses() };
+  if (options.env?.SMTP_URL && !options.mail) throw new Error('bootSystem: with SMTP_URL, pass `mail` (the SMTP server the email goes to)');
+  const mail = options.mail ?? mailboxFolder(path.join(dataDir, 'mailbox'));
+  rememberMailbox(gatewayUrl, mail);
 
   return {
     gatewayUrl,
@@ -103,6 +111,7 @@ export async function bootSystem(
     database,
     namespace,
     dataDir,
+    mail,
     output: () => output,
     async stop() {
       if (launcher.exitCode === null && launcher.signalCode === null) {

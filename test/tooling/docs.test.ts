@@ -107,9 +107,19 @@ describe('the walkthroughs hold no trap for a newcomer', () => {
     expect(readme).toMatch(/its own webhookSecret/);
   });
 
+  test('each walkthrough starts a receiver that exists, on the port its project’s webhook URL names, with that project’s secret', () => {
+    expect(existsSync(path.join(REPO_ROOT, 'docs', 'examples', 'webhook-receiver.mjs'))).toBe(true);
+    for (const environment of ['sandbox', 'live']) {
+      const [url] = webhookUrls(environment);
+      expect(readme).toContain(`COINVOICE_WEBHOOK_SECRET='whsec_…' PORT=${new URL(url!).port} node docs/examples/webhook-receiver.mjs`);
+    }
+    // The live walkthrough restarts npm start with a chain watcher: the sandbox one must stop first.
+    expect(readme).toMatch(/Stop the\s+#\s+npm start of the sandbox walkthrough first/);
+  });
+
   test('an emailed code is found by recipient and subject, never as "the newest .eml"', () => {
     for (const text of [readme, guide]) expect(text).not.toMatch(/newest \.eml/);
-    expect(readme).toContain("grep -l '^To: me@shop.example' .data/mailbox/*.eml | xargs grep -l '^Subject: Confirm your email address'");
+    expect(readme).toContain("grep -l '^To: me@shop.example' .data/mailbox/*.eml | xargs grep -l '^Subject: Your coinvoice sign-up code'");
     expect(guide).toContain("grep -l '^Subject: Confirm your payout of 0.0002 BTC' .data/mailbox/*.eml");
   });
 

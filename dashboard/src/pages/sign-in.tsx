@@ -35,22 +35,85 @@ export function SignInPage({ onSignedIn }: { onSignedIn: () => void }) {
   );
 }
 
+/**
+ * Sign-up in two steps (issue 27): the details, then the 6-digit code emailed to the address. The
+ * first step answers alike for a new and a registered email (a registered one gets a note by email
+ * instead of a code), so the page never says whether an address has an account.
+ */
 export function SignUpPage({ onSignedIn }: { onSignedIn: () => void }) {
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const action = useAction(async () => {
-    const res = await api.post<{ token: string; expiresAt: string }>('/api/merchant/register', { email, password, name });
+  const [code, setCode] = useState('');
+  const [pending, setPending] = useState<{ email: string; codeExpiresAt: string } | undefined>(undefined);
+  const [resent, setResent] = useState(false);
+  const register = useAction(async () => {
+    setPending(await api.post<{ email: string; codeExpiresAt: string }>('/api/merchant/register', { email, password, name }));
+  });
+  const confirm = useAction(async () => {
+    const res = await api.post<{ token: string; expiresAt: string }>('/api/merchant/register/confirm', { email: pending?.email ?? email, code: code.trim(), password });
     saveSession(res.token, res.expiresAt);
     onSignedIn();
   });
+  const resend = useAction(async () => {
+    setResent(false);
+    confirm.setError(undefined); // a refusal of the old code no longer applies to the new one
+    setPending(await api.post<{ email: string; codeExpiresAt: string }>('/api/merchant/register', { email, password, name }));
+    setResent(true);
+  });
+  if (pending) {
+    return (
+      <>
+        <PageHeading title="Check your email" />
+        <p>
+          We sent a 6-digit code to <strong>{pending.email}</strong>. Enter it to create your account. If this address already has an
+          account, the email says so instead: <Link href="/signin">sign in</Link>.
+        </p>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void confirm.run();
+          }}
+        >
+          <Field label="Sign-up code" autoComplete="one-time-code" inputMode="numeric" maxLength={6} required value={code} onValue={setCode} />
+          <ErrorMessage error={confirm.error ?? resend.error} />
+          <div class="actions">
+            <button type="submit" class="primary" disabled={confirm.busy}>
+              Create account
+            </button>
+            <button type="button" disabled={resend.busy} onClick={() => void resend.run()}>
+              Send a new code
+            </button>
+          </div>
+        </form>
+        <p role="status" aria-live="polite" class="muted">
+          {resent ? 'A new code is on its way.' : ''}
+        </p>
+        <p>
+          Wrong address?{' '}
+          <a
+            href="/signup"
+            onClick={(e) => {
+              e.preventDefault();
+              setPending(undefined);
+              setCode('');
+              setResent(false);
+              confirm.setError(undefined);
+            }}
+          >
+            Change your details
+          </a>
+        </p>
+      </>
+    );
+  }
   return (
     <>
       <PageHeading title="Create your account" />
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          void action.run();
+          void register.run();
         }}
       >
         <Field label="Business name" autoComplete="organization" required value={name} onValue={setName} />
@@ -65,9 +128,9 @@ export function SignUpPage({ onSignedIn }: { onSignedIn: () => void }) {
           onValue={setPassword}
           hint="At least 8 characters."
         />
-        <ErrorMessage error={action.error} />
-        <button type="submit" class="primary" disabled={action.busy}>
-          Create account
+        <ErrorMessage error={register.error} />
+        <button type="submit" class="primary" disabled={register.busy}>
+          Continue
         </button>
       </form>
       <p>

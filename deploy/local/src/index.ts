@@ -3,3 +3,4 @@ export * from './infrastructure';
 export * from './system';
 export { ensureSandboxCredentials } from './sandbox-credentials';
 export { ensureEventKeys } from './event-keys';
+export { awaitSignUpCode, readMailbox, signUpCodesIn } from './mailbox';

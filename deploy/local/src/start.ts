@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     console.log(`nats:     ${nats.source}`);
     const logDir = path.join(dataDir, 'logs');
     const systemFile = path.join(dataDir, 'system.json');
-    // Without SMTP_URL the notifier writes each email (payout verification codes) to this folder.
+    // Without SMTP_URL the notifier writes each email (sign-up, email verification and payout codes) to this folder.
     const mailboxDir = process.env.MAILBOX_DIR ?? path.join(dataDir, 'mailbox');
     system = await startSystem({
       databaseUrl: postgres.url,

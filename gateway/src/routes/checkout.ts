@@ -2,7 +2,7 @@
  * The hosted checkout page at /pay/{invoiceId} (no API key): a page, its own assets, and the
  * public read endpoint it polls. Everything is served by the gateway: no third-party requests.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { decimalAsJsonNumber, decimalToJsonNumber } from '@coinvoice/domain/json-money';
 import { packageRoot } from '@coinvoice/runtime';
@@ -13,6 +13,7 @@ import QRCode from 'qrcode';
 import { isoTime } from '../json';
 import { CheckoutSchema } from '../schemas/checkout';
 import { IdParams } from '../schemas/common';
+import { DASHBOARD_DIST } from './dashboard';
 import { invoiceStatuses } from './invoices';
 import type { GatewayRateLimits } from '../rate-limits';
 
@@ -120,10 +121,15 @@ export function checkoutRoutes(
   });
 }
 
-/** Scalar API Reference's self-contained browser build, from its npm package. */
-function scalarStandalone(): string {
-  // The package's main entry is dist/index.js; the browser build sits next to it.
-  return readFileSync(path.join(path.dirname(require.resolve('@scalar/api-reference')), 'browser', 'standalone.js'), 'utf8');
+/**
+ * Scalar API Reference's self-contained browser build, copied from its npm package by the
+ * dashboard's build (dashboard/vite.config.ts) with the other static files: the package and its
+ * ~290 MB of dependencies are build tools, not run-time dependencies of the gateway. Undefined
+ * (a 404) when the dashboard was not built.
+ */
+function scalarStandalone(): string | undefined {
+  const file = path.join(DASHBOARD_DIST, 'docs', 'scalar.js');
+  return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
 }
 
 /** /docs: the OpenAPI document rendered by Scalar API Reference, under the checkout page's CSP. */
@@ -131,7 +137,7 @@ export function docsRoutes(app: FastifyInstance, document: () => unknown): void 
   const html = asset('docs.html');
   // Read on the first request: 4 MB an idle gateway need not hold.
   let scalar: string | undefined;
-  const files: Record<string, () => string> = { 'scalar.js': () => (scalar ??= scalarStandalone()) };
+  const files: Record<string, () => string | undefined> = { 'scalar.js': () => (scalar ??= scalarStandalone()) };
   const headers = { ...PAGE_HEADERS, 'cache-control': 'public, max-age=60' };
   app.get('/openapi.json', { schema: { hide: true } }, async () => document());
   app.get('/docs', { schema: { hide: true } }, async (_req, reply) => reply.headers(headers).type('text/html; charset=utf-8').send(html));

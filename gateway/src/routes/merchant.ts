@@ -13,6 +13,8 @@ import {
   CreatedApiKeySchema,
   CreatedProjectSchema,
   ChangePasswordBody,
+  ConfirmRegistrationBody,
+  ConfirmRegistrationResponse,
   CreateProjectBody,
   LoginBody,
   VerifyEmailBody,
@@ -34,9 +36,35 @@ const bearer = [{ bearerAuth: [] }];
 
 export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRouteDeps): void {
   app.post<{ Body: RegisterBody }>('/api/merchant/register', {
-    schema: { tags: ['dashboard'], summary: 'Create a merchant account', body: RegisterBody, response: { 201: RegisterResponse } },
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Start creating a merchant account: a code is emailed to the address',
+      description:
+        'Answers 202 alike whether or not the email has an account, so nobody learns which emails are registered. ' +
+        'A new email receives a 6-digit code to confirm with POST /api/merchant/register/confirm; a registered one ' +
+        'receives a note that someone tried to sign up. Registering again replaces the code.',
+      body: RegisterBody,
+      response: { 202: RegisterResponse },
+    },
     handler: async (req, reply) => {
       const res = await auth.registerMerchant({ ...req.body, clientIp: req.ip });
+      return reply.code(202).send({ email: res.email, codeExpiresAt: isoTime(res.codeExpiresAt) });
+    },
+  });
+
+  app.post<{ Body: ConfirmRegistrationBody }>('/api/merchant/register/confirm', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Create the account with the emailed code and the password you registered with; signs in (the email is verified)',
+      description:
+        'A wrong code or password, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code ' +
+        '(5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again). ' +
+        'Registering the email again replaces the pending sign-up: its code and password.',
+      body: ConfirmRegistrationBody,
+      response: { 201: ConfirmRegistrationResponse },
+    },
+    handler: async (req, reply) => {
+      const res = await auth.confirmRegistration({ ...req.body, clientIp: req.ip });
       return reply.code(201).send({ merchant: merchantJson(res.merchant), token: res.token, expiresAt: isoTime(res.expiresAt) });
     },
   });

@@ -21,10 +21,12 @@ import { isoTime, isoTimeOrNull, publicNames } from '../json';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
   DeliveryParams,
+  TestEventSchema,
   WebhookDeliveryListQuery,
   WebhookDeliveryListSchema,
   WebhookDeliverySchema,
   WebhookDeliveryWithAttemptsSchema,
+  WebhookTestBody,
 } from '../schemas/webhooks';
 
 export interface WebhookRouteDeps {
@@ -139,19 +141,21 @@ export function webhookRoutes(app: FastifyInstance, { auth, notifier, hooks }: W
     },
   });
 
-  app.post<{ Params: { id: string } }>('/api/merchant/projects/:id/webhook-test', {
+  app.post<{ Params: { id: string }; Body: WebhookTestBody }>('/api/merchant/projects/:id/webhook-test', {
     schema: {
       tags: ['dashboard'],
-      summary: 'Send a signed webhook.test event to the project’s webhook URL; it appears in the delivery log',
+      summary:
+        'Send a signed test event (webhook.test, or any event of the catalogue with test sample values) to the project’s webhook URL and its event stream; it appears in the delivery log',
       security: bearer,
       params: IdParams,
-      response: { 201: WebhookDeliverySchema },
+      body: WebhookTestBody,
+      response: { 201: TestEventSchema },
     },
     onRequest: hooks.merchant,
     handler: async (req, reply) => {
       await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
-      const res = await notifier.sendTestWebhook({ projectId: req.params.id });
-      return reply.code(201).send(deliveryJson(res.delivery));
+      const res = await notifier.sendTestWebhook({ projectId: req.params.id, eventType: req.body?.eventType ?? '' });
+      return reply.code(201).send({ eventId: res.eventId, eventType: res.eventType, payload: res.body, delivery: res.delivery ? deliveryJson(res.delivery) : null });
     },
   });
 }

@@ -29,7 +29,20 @@ export const VerifyEmailBody = Type.Object(
 export const ChangePasswordBody = Type.Object({ currentPassword: Password, newPassword: Password }, { additionalProperties: false });
 
 export const SessionSchema = Type.Object({ token: Type.String(), expiresAt: Timestamp });
-export const RegisterResponse = Type.Object({ merchant: MerchantSchema, token: Type.String(), expiresAt: Timestamp });
+/** The same for a new and a registered email (issue 27): the account comes with the emailed code. */
+export const RegisterResponse = Type.Object({
+  email: Type.String({ description: 'The email, normalised (trimmed, lower-case): where the code was sent' }),
+  codeExpiresAt: Timestamp,
+});
+export const ConfirmRegistrationBody = Type.Object(
+  {
+    email: Email,
+    code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code emailed by POST /api/merchant/register' }),
+    password: Type.String({ maxLength: 128, description: 'The password given to POST /api/merchant/register' }),
+  },
+  { additionalProperties: false },
+);
+export const ConfirmRegistrationResponse = Type.Object({ merchant: MerchantSchema, token: Type.String(), expiresAt: Timestamp });
 
 export const ProjectSchema = Type.Object(
   {
@@ -94,6 +107,7 @@ export const ProjectParams = Type.Object({ id: Uuid }, { additionalProperties: f
 export const ApiKeyParams = Type.Object({ id: Uuid, keyId: Uuid }, { additionalProperties: false });
 
 export type RegisterBody = Static<typeof RegisterBody>;
+export type ConfirmRegistrationBody = Static<typeof ConfirmRegistrationBody>;
 export type LoginBody = Static<typeof LoginBody>;
 export type VerifyEmailBody = Static<typeof VerifyEmailBody>;
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>;

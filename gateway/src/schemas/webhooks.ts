@@ -1,6 +1,7 @@
 /** The webhook delivery log of the dashboard (/api/merchant/projects/{id}/webhook-deliveries). */
 import { Type, type Static } from '@sinclair/typebox';
 import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+import { WEBHOOK_EVENTS } from './webhook-events';
 
 export const DeliveryStatusName = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
   description: 'pending: not delivered yet (nextAttemptAt says when it is tried); succeeded: a 2xx came; failed: every retry failed',
@@ -74,3 +75,36 @@ export const WebhookDeliveryListSchema = Type.Object({
 });
 
 export const DeliveryParams = Type.Object({ id: Uuid, deliveryId: Uuid }, { additionalProperties: false });
+
+/** The ping a test event is when no type is asked for: not in the catalogue, its own body. */
+export const PING_TEST_EVENT_TYPE = 'webhook.test';
+/** Every type a test event can have: the ping, then each event of the catalogue. */
+export const TEST_EVENT_TYPES = [PING_TEST_EVENT_TYPE, ...Object.keys(WEBHOOK_EVENTS)];
+
+export const WebhookTestBody = Type.Optional(
+  Type.Object(
+    {
+      eventType: Type.Optional(
+        Type.Union(TEST_EVENT_TYPES.map((t) => Type.Literal(t)), {
+          description:
+            'webhook.test (the default): a ping {eventId, projectId, message, sentAt}; any event of the catalogue: the body of a real event of that type holding test sample values (invoiceId/payoutId 00000000-0000-4000-8000-000000000000, orderId "coinvoice-test-event")',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+export type WebhookTestBody = Static<typeof WebhookTestBody>;
+
+export const TestEventSchema = Type.Object(
+  {
+    eventId: Type.String({ description: 'The webhook-id header of the test event' }),
+    eventType: Type.String({ description: 'The webhook-event-type header' }),
+    payload: Type.String({ description: 'The exact JSON body' }),
+    // The delivery's fields without its $id: an OpenAPI document may define an $id only once.
+    delivery: Type.Union([Type.Object(WebhookDeliverySchema.properties), Type.Null()], {
+      description: 'The delivery to the project’s webhook URL (it appears in the delivery log); null when the project has none: the event then reaches `coinvoice listen` only',
+    }),
+  },
+  { $id: 'TestEvent' },
+);

@@ -97,83 +97,68 @@ export async function sandboxPay(io: Io, id: string) {
   return invoice;
 }
 
-/**
- * A testnet address (bech32 P2WPKH, checksum valid) that `trigger` pays sandbox payouts to: sandbox
- * payouts are simulated, nothing is ever sent to it.
- */
-export const TRIGGER_PAYOUT_ADDRESS = 'tb1qvr08xkp6hpqfltxnx4mj0apwry8m2gegzqp9la';
+type WebhookTestBody = NonNullable<paths['/api/merchant/projects/{id}/webhook-test']['post']['requestBody']>['content']['application/json'];
+export type TriggerEventType = NonNullable<WebhookTestBody['eventType']>;
 
 /**
- * Every event of the catalogue (README, docs/webhook-events.md), and how `trigger` causes it in a
- * sandbox project, through the public API as a shop would: `flow`, or why it cannot happen there.
+ * Every type `trigger` sends, with what the event means: each event of the catalogue
+ * (docs/webhook-events.md) and the ping. Keyed by the API's own list of test event types, so a
+ * catalogue event without a line here does not compile.
  */
-type TriggerFlow = 'invoice' | 'payout' | 'cancelled payout' | 'verified payout';
-const LIVE_ONLY = 'happens only to live invoices, on chain (README: "Live payments: try them locally with anvil")';
-export const TRIGGERS: Readonly<Record<string, { flow: TriggerFlow } | { impossible: string }>> = {
-  'invoice.paid': { flow: 'invoice' },
-  'invoice.expired': { impossible: 'comes when an unpaid invoice passes its expiredAt (the project\'s invoice lifetime, 5 minutes at least): create one and wait' },
-  'invoice.confirming': { impossible: LIVE_ONLY },
-  'invoice.partially_paid': { impossible: LIVE_ONLY },
-  'invoice.late_payment': { impossible: LIVE_ONLY },
-  'invoice.reopened': { impossible: LIVE_ONLY },
-  'payout.requested': { flow: 'payout' },
-  'payout.cancelled': { flow: 'cancelled payout' },
-  // A sandbox payout completes by itself once verified: both events come from one verification.
-  'payout.verified': { flow: 'verified payout' },
-  'payout.completed': { flow: 'verified payout' },
-  'payout.rejected': { impossible: 'comes from an operator refusing a live payout (Operator queue); sandbox payouts never wait for one' },
+export const TRIGGER_EVENTS: Readonly<Record<TriggerEventType, string>> = {
+  'webhook.test': 'a ping {eventId, projectId, message, sentAt}',
+  'invoice.paid': 'an invoice was paid',
+  'invoice.expired': 'an unpaid invoice expired',
+  'invoice.confirming': 'live: a payment is on chain, awaiting confirmations',
+  'invoice.partially_paid': 'live: less than the price was received',
+  'invoice.late_payment': 'live: a payment after expiry, after Paid, or in another asset',
+  'invoice.reopened': 'live: a chain reorg removed payments before Paid',
+  'payout.requested': 'a payout was requested, awaiting its emailed code',
+  'payout.verified': 'a payout was confirmed with its code',
+  'payout.completed': 'a payout was sent on chain',
+  'payout.rejected': 'an operator refused a payout',
+  'payout.cancelled': 'a payout was cancelled',
 };
 
-/** How long a paid sandbox invoice may take to reach the payout balance (an event between services). */
-const BALANCE_WAIT_MS = 15_000;
+function isTriggerEventType(value: string): value is TriggerEventType {
+  return Object.hasOwn(TRIGGER_EVENTS, value);
+}
+
+/** `coinvoice trigger --help`: every type it sends. */
+export function triggerUsage(): string {
+  const width = Math.max(...Object.keys(TRIGGER_EVENTS).map((t) => t.length));
+  return [
+    'usage: coinvoice trigger <event type>',
+    '',
+    'Sends a signed test event of that type to your project: to its webhook URL (with one) and to',
+    '`coinvoice listen`. Its body has the fields and types of a real event of that type, holding',
+    'test values: invoiceId/payoutId 00000000-0000-4000-8000-000000000000, orderId "coinvoice-test-event".',
+    '',
+    'event types:',
+    ...Object.entries(TRIGGER_EVENTS).map(([type, meaning]) => `  ${type.padEnd(width)}  ${meaning}`),
+  ].join('\n');
+}
 
 /**
- * Causes `eventType` in the logged-in sandbox project, like `stripe trigger`. The payout flows pay
- * an invoice first (the payout's balance); the verified ones ask for the emailed code (`askCode`).
+ * Sends a test event of `eventType` to the logged-in project (POST …/webhook-test), like
+ * `stripe trigger`: any event of the catalogue, the live-only ones too, in a sandbox or a live
+ * project, signed and delivered as a real one is.
  */
-export async function trigger(io: Io, eventType: string, askCode: (payoutId: string) => Promise<string>) {
-  const how = TRIGGERS[eventType];
-  if (how === undefined) throw new CliError(`unknown event ${eventType}; the catalogue: ${Object.keys(TRIGGERS).join(', ')}`);
-  if ('impossible' in how) throw new CliError(`${eventType} cannot be triggered in the sandbox: it ${how.impossible}`);
+export async function trigger(io: Io, eventType: string) {
+  if (!isTriggerEventType(eventType)) {
+    throw new CliError(`unknown event type ${eventType}; one of: ${Object.keys(TRIGGER_EVENTS).join(', ')}`);
+  }
   const config = readConfig(io.configFile);
-  if (config.environment !== 'sandbox') throw new CliError(`trigger works in a sandbox project; you are logged in to ${config.environment} project "${config.projectName}"`);
-  const client = apiKeyClient(config);
-  const created = unwrap(
-    await client.POST('/api/invoice', {
-      body: {
-        priceAmount: '10.00',
-        priceCurrency: 'EUR',
-        payCurrency: 'BTC',
-        orderId: `cli-trigger-${Date.now()}`,
-        successUrl: 'https://example.com/success',
-        cancelUrl: 'https://example.com/cancel',
-      },
-    }),
-    'creating a sandbox invoice',
+  const sent = unwrap(
+    await merchantClient(config).POST('/api/merchant/projects/{id}/webhook-test', { params: { path: { id: config.projectId } }, body: { eventType } }),
+    `sending a test ${eventType} event`,
   );
-  const paid = unwrap(await client.POST('/api/invoice/{id}/sandbox/pay', { params: { path: { id: created.id } } }), `paying invoice ${created.id}`);
-  io.out(`Triggered invoice.paid: sandbox invoice ${paid.id} paid (${paid.amountReceived} ${paid.payCurrency})`);
-  if (how.flow === 'invoice') return paid;
-
-  const amount = String(paid.amountReceived);
-  const body = { amount, currency: paid.payCurrency, address: TRIGGER_PAYOUT_ADDRESS, note: `coinvoice trigger ${eventType}` };
-  const deadline = Date.now() + BALANCE_WAIT_MS;
-  let requested = await client.POST('/api/payout/request', { body });
-  while (requested.response.status === 409 && requested.error?.code === 'insufficient_balance' && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 250));
-    requested = await client.POST('/api/payout/request', { body });
-  }
-  const payout = unwrap(requested, 'requesting a sandbox payout');
-  io.out(`Triggered payout.requested: payout ${payout.id} of ${amount} ${paid.payCurrency}`);
-  if (how.flow === 'cancelled payout') {
-    unwrap(await client.POST('/api/payout/{id}/cancel', { params: { path: { id: payout.id } } }), `cancelling payout ${payout.id}`);
-    io.out(`Triggered payout.cancelled: payout ${payout.id}`);
-  } else if (how.flow === 'verified payout') {
-    const code = (await askCode(payout.id)).trim();
-    unwrap(await client.POST('/api/payout/verify', { body: { payoutId: payout.id, code } }), `verifying payout ${payout.id}`);
-    io.out(`Triggered payout.verified and payout.completed: payout ${payout.id} (a sandbox payout completes by itself once verified)`);
-  }
-  return payout;
+  const where = sent.delivery
+    ? `queued to ${sent.delivery.url} (delivery ${sent.delivery.id}) and to \`coinvoice listen\``
+    : 'the project has no webhook URL: it reaches `coinvoice listen` only';
+  io.out(`Triggered a test ${sent.eventType} event [${sent.eventId}] in project "${config.projectName}" (${config.environment}): ${where}`);
+  io.out(sent.payload);
+  return sent;
 }
 
 /**

@@ -7,15 +7,14 @@
  *   coinvoice invoices list [--limit 20] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
  *   coinvoice sandbox pay <id>
  *   coinvoice rates [--base-url http://127.0.0.1:8080] [--json]
- *   coinvoice trigger <event type>   (every event of the catalogue that a sandbox project can have)
+ *   coinvoice trigger <event type>   (a test event of any type of the catalogue; --help lists them)
  *   coinvoice listen --forward-to http://localhost:3000/webhooks [--events invoice.paid,…]
  *
  * The password may also come from COINVOICE_PASSWORD; the config file is COINVOICE_CONFIG
  * (default ~/.config/coinvoice/config.json).
  */
-import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
-import { createInvoice, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, TRIGGERS, type InvoiceStatusFilter, type Io } from './commands';
+import { createInvoice, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, TRIGGER_EVENTS, triggerUsage, type InvoiceStatusFilter, type Io } from './commands';
 import { CliError, configPath, readConfig } from './config';
 import { listen } from './listen';
 
@@ -26,7 +25,7 @@ const USAGE = `usage:
   coinvoice invoices list [--limit <n>] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
   coinvoice sandbox pay <id>
   coinvoice rates [--base-url <url>] [--json]
-  coinvoice trigger <event type>   (${Object.keys(TRIGGERS).join(', ')})
+  coinvoice trigger <event type>   (a test event: ${Object.keys(TRIGGER_EVENTS).join(', ')})
   coinvoice listen --forward-to <url> [--events <type,type>]`;
 
 function required(value: string | undefined, flag: string): string {
@@ -60,6 +59,10 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   });
   const io: Io = { out: (line) => process.stdout.write(`${line}\n`), configFile: configPath(env) };
   const [command, sub, arg] = positionals;
+  if (v.help && command === 'trigger') {
+    io.out(triggerUsage());
+    return;
+  }
   if (v.help || command === undefined) {
     io.out(USAGE);
     return;
@@ -112,7 +115,10 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       await sandboxPay(io, required(arg, '<id>'));
       return;
     default:
-      if (command === 'trigger') return void (await trigger(io, required(sub, '<event type>'), (payoutId) => askLine(`the 6-digit code emailed for payout ${payoutId}: `)));
+      if (command === 'trigger') {
+        if (sub === undefined) throw new CliError(`<event type> is required\n${triggerUsage()}`);
+        return void (await trigger(io, sub));
+      }
       if (command === 'listen') {
         const controller = new AbortController();
         process.once('SIGINT', () => controller.abort());
@@ -125,16 +131,6 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
         return;
       }
       throw new CliError(`unknown command: ${positionals.join(' ')}\n${USAGE}`);
-  }
-}
-
-/** A line typed by the user (or piped in): the emailed code of a payout `trigger` verifies. */
-async function askLine(question: string): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return await rl.question(question);
-  } finally {
-    rl.close();
   }
 }
 

@@ -13,8 +13,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a merchant account */
+        /**
+         * Start creating a merchant account: a code is emailed to the address
+         * @description Answers 202 alike whether or not the email has an account, so nobody learns which emails are registered. A new email receives a 6-digit code to confirm with POST /api/merchant/register/confirm; a registered one receives a note that someone tried to sign up. Registering again replaces the code.
+         */
         post: operations["postApiMerchantRegister"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/merchant/register/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create the account with the emailed code and the password you registered with; signs in (the email is verified)
+         * @description A wrong code or password, an email without a pending sign-up and a registered email all answer 400 invalid_verification_code (5 attempts per code); a code too old or out of attempts answers 409 verification_code_expired (register again). Registering the email again replaces the pending sign-up: its code and password.
+         */
+        post: operations["postApiMerchantRegisterConfirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -410,7 +433,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a signed webhook.test event to the project’s webhook URL; it appears in the delivery log */
+        /** Send a signed test event (webhook.test, or any event of the catalogue with test sample values) to the project’s webhook URL and its event stream; it appears in the delivery log */
         post: operations["postApiMerchantProjectsIdWebhookTest"];
         delete?: never;
         options?: never;
@@ -888,6 +911,114 @@ export interface operations {
         };
         responses: {
             /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The email, normalised (trimmed, lower-case): where the code was sent */
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC timestamp
+                         */
+                        codeExpiresAt: string;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_REGISTER_PER_IP (default 10 per hour per client IP) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Its state: `"<name>";r=<remaining>;t=<seconds until reset>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiMerchantRegisterConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Email address (unique, case-insensitive) */
+                    email: string;
+                    /** @description The 6-digit code emailed by POST /api/merchant/register */
+                    code: string;
+                    /** @description The password given to POST /api/merchant/register */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -956,7 +1087,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_REGISTER_PER_IP (default 10 per hour per client IP) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour per email), besides 5 attempts per code */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4053,7 +4184,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description webhook.test (the default): a ping {eventId, projectId, message, sentAt}; any event of the catalogue: the body of a real event of that type holding test sample values (invoiceId/payoutId 00000000-0000-4000-8000-000000000000, orderId "coinvoice-test-event") */
+                    eventType?: "webhook.test" | "invoice.paid" | "invoice.expired" | "invoice.confirming" | "invoice.partially_paid" | "invoice.late_payment" | "invoice.reopened" | "payout.requested" | "payout.verified" | "payout.completed" | "payout.rejected" | "payout.cancelled";
+                };
+            };
+        };
         responses: {
             /** @description Success */
             201: {
@@ -4062,33 +4200,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /**
-                         * Format: uuid
-                         * @description A UUID
-                         */
-                        id: string;
-                        /** @description The event id: the webhook-id header, identical on every attempt and redelivery */
+                        /** @description The webhook-id header of the test event */
                         eventId: string;
-                        /** @description e.g. invoice.paid */
+                        /** @description The webhook-event-type header */
                         eventType: string;
-                        /** @description Where the delivery is (or was) sent */
-                        url: string;
-                        /** @description pending: not delivered yet (nextAttemptAt says when it is tried); succeeded: a 2xx came; failed: every retry failed */
-                        status: "pending" | "succeeded" | "failed";
-                        attemptCount: number;
-                        /** @description When the next attempt is due; null unless pending */
-                        nextAttemptAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO 8601 UTC timestamp
-                         */
-                        createdAt: string;
-                        /** @description The delivery this one re-sends; null for an original delivery */
-                        redeliveryOf: string | null;
-                        /** @description The exact JSON body sent */
+                        /** @description The exact JSON body */
                         payload: string;
-                        /** @description HTTP status of the latest attempt; null before one or without a response */
-                        lastResponseStatus: number | null;
+                        /** @description The delivery to the project’s webhook URL (it appears in the delivery log); null when the project has none: the event then reaches `coinvoice listen` only */
+                        delivery: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description The event id: the webhook-id header, identical on every attempt and redelivery */
+                            eventId: string;
+                            /** @description e.g. invoice.paid */
+                            eventType: string;
+                            /** @description Where the delivery is (or was) sent */
+                            url: string;
+                            /** @description pending: not delivered yet (nextAttemptAt says when it is tried); succeeded: a 2xx came; failed: every retry failed */
+                            status: "pending" | "succeeded" | "failed";
+                            attemptCount: number;
+                            /** @description When the next attempt is due; null unless pending */
+                            nextAttemptAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The delivery this one re-sends; null for an original delivery */
+                            redeliveryOf: string | null;
+                            /** @description The exact JSON body sent */
+                            payload: string;
+                            /** @description HTTP status of the latest attempt; null before one or without a response */
+                            lastResponseStatus: number | null;
+                        } | null;
                     };
                 };
             };
@@ -4130,6 +4277,24 @@ export interface operations {
             };
             /** @description The resource is not in a state that allows this */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,7 +5,10 @@
  *
  * Error codes (ConnectError code / ErrorDetail.code):
  * - InvalidArgument / validation_failed (with field violations): bad input on any RPC.
- * - AlreadyExists / email_taken: RegisterMerchant with a registered email (any letter case).
+ * - InvalidArgument / invalid_verification_code: ConfirmRegistration with a wrong code or password, an email
+ *   with no pending sign-up or one that has an account (the same answer: nothing tells which
+ *   emails exist); FailedPrecondition (409) / verification_code_expired when the code is
+ *   too old or out of attempts.
  * - Unauthenticated / invalid_credentials: Login with an unknown email or a wrong password (the
  *   same answer, in comparable time).
  * - Unauthenticated / invalid_api_key: VerifyApiKey with a malformed (no database lookup),
@@ -18,10 +21,11 @@
 import { isWellFormedOneTimeCode, issueOneTimeCode, oneTimeCodeMatches } from '@coinvoice/domain/credentials/one-time-code';
 import { Code, errors, serviceError, enforceRateLimit, enqueueEvent, eventTransaction, type EventTransaction, type RateLimitPolicy, type RateLimitStore, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
-import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import { EmailCodePurpose, type NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type {
   AuthService,
   ChangePasswordRequest,
+  ConfirmRegistrationRequest,
   CreateApiKeyRequest,
   CreateProjectRequest,
   GetMerchantRequest,
@@ -42,7 +46,16 @@ import type {
 } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { PasswordHasher } from './domain/passwords';
-import { validateApiKeyCreation, validateLogin, validateNewProject, validatePasswordChange, validateProjectUpdate, validateRegistration, type Validated } from './domain/validation';
+import {
+  validateApiKeyCreation,
+  validateLogin,
+  validateNewProject,
+  validatePasswordChange,
+  validateProjectUpdate,
+  validateRegistration,
+  validateRegistrationConfirmation,
+  type Validated,
+} from './domain/validation';
 import { generateWebhookSecret } from './domain/webhook-secrets';
 import type { WebhookUrlPolicy } from './domain/webhook-url-policy';
 import { hashApiKey, issueApiKey, parseApiKey } from '@coinvoice/domain/credentials/api-keys';
@@ -62,6 +75,7 @@ import type { ApiKeyStore } from './store/api-keys';
 import type { MerchantStore } from './store/merchants';
 import type { ProjectStore } from './store/projects';
 import type { MerchantRow } from './store/rows';
+import type { SignUpStore } from './store/sign-ups';
 
 /** Wrong email codes allowed per issued code (a new code resets them). */
 export const EMAIL_CODE_MAX_ATTEMPTS = 5;
@@ -72,13 +86,14 @@ export const DEFAULT_LAST_USED_INTERVAL_SECONDS = 60;
 export interface AuthHandlerDeps {
   sql: Sql;
   merchants: MerchantStore;
+  signUps: SignUpStore;
   projects: ProjectStore;
   apiKeys: ApiKeyStore;
   sessions: SessionTokens;
   passwords: PasswordHasher;
-  /** Emails the email verification code (SendEmailVerificationEmail). */
-  notifier: Pick<Client<typeof NotifierService>, 'sendEmailVerificationEmail'>;
-  /** How long an email verification code is valid. */
+  /** Emails the verification and sign-up codes (SendEmailVerificationEmail) and sign-up attempts on a registered email. */
+  notifier: Pick<Client<typeof NotifierService>, 'sendEmailVerificationEmail' | 'sendSignUpAttemptEmail'>;
+  /** How long an email verification (or sign-up) code is valid. */
   emailCodeTtlMs: number;
   /** Limits that guard passwords and codes (DESIGN §13), counted in Postgres across replicas. */
   rateLimits: {
@@ -108,29 +123,95 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   // -------------------------------------------------------------------------------------------
   // Merchants and sessions
 
+  /**
+   * Starts a sign-up (issue 27). A new email and a registered one get the same answer after the
+   * same work (the argon2id hash, one upsert of the pending sign-up, one email): for a new email
+   * the email carries the code, for a registered one it tells the owner someone tried, and the
+   * pending row's code is never sent, so confirming it fails like any wrong code.
+   */
   async registerMerchant(req: RegisterMerchantRequest) {
     const input = validated(validateRegistration({ email: req.email, password: req.password, name: req.name }));
     // Before the 19 MiB hash: a flood costs one upsert per request.
     await this.limit(this.deps.rateLimits.registerPerIp, clientKey(req.clientIp));
-    // Hashed before the insert, so a taken email costs the same time as a new one.
     const passwordHash = await this.deps.passwords.hash(input.password);
-    const merchant = await this.deps.merchants.create({ email: input.email, name: input.name, passwordHash });
-    if (!merchant) {
-      throw serviceError(Code.AlreadyExists, 'email_taken', 'an account with this email already exists', [
-        { field: 'email', message: 'is already registered' },
-      ]);
+    const issued = issueOneTimeCode(input.email);
+    const pending = await this.deps.signUps.start({
+      email: input.email,
+      name: input.name,
+      passwordHash,
+      codeHash: issued.hash,
+      codeSalt: issued.salt,
+      ttlMs: this.deps.emailCodeTtlMs,
+      attempts: EMAIL_CODE_MAX_ATTEMPTS,
+    });
+    try {
+      if (pending.accountExists) {
+        await this.deps.notifier.sendSignUpAttemptEmail({ email: input.email });
+      } else {
+        await this.deps.notifier.sendEmailVerificationEmail({
+          email: input.email,
+          code: issued.code,
+          expiresAt: timestampFromDate(pending.codeExpiresAt),
+          purpose: EmailCodePurpose.SIGN_UP,
+        });
+      }
+    } catch (err) {
+      // Either email failing answers the same: the sign-up cannot go on without it.
+      this.deps.logger.warn({ error: errorMessage(err) }, 'could not email a sign-up; the merchant can register again');
+      throw serviceError(Code.Unavailable, 'service_unavailable', 'the email could not be sent; try again shortly');
     }
-    const session = await this.deps.sessions.issue(subjectOf(merchant));
-    this.deps.logger.info({ merchantId: merchant.id }, 'merchant registered');
-    // The account works at once (sandbox); a failed email only means the merchant asks again.
-    await this.sendEmailCode(merchant).catch((err: unknown) =>
-      this.deps.logger.warn({ merchantId: merchant.id, error: errorMessage(err) }, 'could not email the verification code; the merchant can ask again'),
-    );
-    return {
-      merchant: merchantMessage(merchant),
-      token: session.token,
-      expiresAt: timestampFromDate(session.expiresAt),
-    };
+    // For operators (the caller's answer is the same either way); never the email itself.
+    this.deps.logger.info({ accountExists: pending.accountExists }, 'sign-up started');
+    return { email: input.email, codeExpiresAt: timestampFromDate(pending.codeExpiresAt) };
+  }
+
+  /**
+   * Creates the account of a pending sign-up with the emailed code, its email verified, and signs
+   * it in. The password must be the pending one: whoever registers an email last sets it, so the
+   * code alone (which reaches the address's owner) must not create an account with a stranger's
+   * password (pre-account hijacking); the owner then simply registers again.
+   */
+  async confirmRegistration(req: ConfirmRegistrationRequest) {
+    const input = validated(validateRegistrationConfirmation({ email: req.email, code: req.code, password: req.password }));
+    await this.limit(this.deps.rateLimits.emailCodePerAccount, `sign-up ${input.email}`);
+    type Outcome = { kind: 'created'; merchant: MerchantRow } | { kind: 'wrong' } | { kind: 'expired' };
+    const outcome = await this.deps.sql.begin(async (tx): Promise<Outcome> => {
+      // Locked: a second confirmation of the same sign-up waits, then finds it gone.
+      const pending = await this.deps.signUps.lock(tx, input.email);
+      if (!pending) return { kind: 'wrong' };
+      if (!pending.code_hash || !pending.code_salt || pending.code_expires_at.getTime() <= pending.now.getTime()) return { kind: 'expired' };
+      // argon2id only with the right code (the code is the secret; guessing costs nothing more).
+      if (
+        !oneTimeCodeMatches(input.email, input.code, pending.code_salt, pending.code_hash) ||
+        !(await this.deps.passwords.verify(input.password, pending.password_hash))
+      ) {
+        await this.deps.signUps.useAttempt(tx, input.email);
+        return { kind: 'wrong' };
+      }
+      const merchant = await this.deps.merchants.create(
+        { email: input.email, name: pending.name, passwordHash: pending.password_hash, emailVerified: true },
+        tx,
+      );
+      if (!merchant) {
+        // The email has an account (its pending row's code was never sent, or the account came
+        // meanwhile): the same answer as a wrong code, and the attempt counts.
+        await this.deps.signUps.useAttempt(tx, input.email);
+        return { kind: 'wrong' };
+      }
+      await this.deps.signUps.remove(tx, input.email);
+      return { kind: 'created', merchant };
+    });
+    switch (outcome.kind) {
+      case 'created': {
+        const session = await this.deps.sessions.issue(subjectOf(outcome.merchant));
+        this.deps.logger.info({ merchantId: outcome.merchant.id }, 'merchant registered');
+        return { merchant: merchantMessage(outcome.merchant), token: session.token, expiresAt: timestampFromDate(session.expiresAt) };
+      }
+      case 'wrong':
+        throw invalidVerificationCode('is wrong');
+      case 'expired':
+        throw errors.conflict('verification_code_expired', 'no valid sign-up code is pending: register again for a new one');
+    }
   }
 
   async login(req: LoginRequest) {
@@ -190,9 +271,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
         this.deps.logger.info({ merchantId }, 'merchant email verified');
         return { merchant: merchantMessage(outcome.merchant) };
       case 'wrong':
-        throw serviceError(Code.InvalidArgument, 'invalid_verification_code', 'the verification code is wrong', [
-          { field: 'code', message: outcome.left > 0 ? `is wrong; ${outcome.left} attempt(s) left` : 'is wrong; no attempts left, ask for a new code' },
-        ]);
+        throw invalidVerificationCode(outcome.left > 0 ? `is wrong; ${outcome.left} attempt(s) left` : 'is wrong; no attempts left, ask for a new code');
       case 'expired':
       case 'none':
         throw errors.conflict('verification_code_expired', 'no valid verification code is pending: ask for a new one');
@@ -463,6 +542,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       email: merchant.email,
       code: issued.code,
       expiresAt: timestampFromDate(new Date(this.now().getTime() + this.deps.emailCodeTtlMs)),
+      purpose: EmailCodePurpose.ADDRESS,
     });
   }
 
@@ -526,6 +606,10 @@ function isUuid(id: string): boolean {
 function requireId(id: string, what: string): string {
   if (!isUuid(id)) throw errors.notFound(what);
   return id;
+}
+
+function invalidVerificationCode(reason: string) {
+  return serviceError(Code.InvalidArgument, 'invalid_verification_code', 'the verification code is wrong', [{ field: 'code', message: reason }]);
 }
 
 function invalidApiKey() {

@@ -11,6 +11,7 @@ import { ApiKeyStore } from './store/api-keys';
 import { MerchantStore } from './store/merchants';
 import { ProjectStore } from './store/projects';
 import { reencryptSecrets } from './store/secrets';
+import { SignUpStore } from './store/sign-ups';
 import { SigningKeyStore } from './store/signing-keys';
 
 export const authSettings = {
@@ -28,9 +29,9 @@ export const authSettings = {
   RATE_LIMIT_LOGIN_PER_IP: rateLimitSetting('login-ip', '50/15m'),
   /** Registrations per client IP. */
   RATE_LIMIT_REGISTER_PER_IP: rateLimitSetting('register-ip', '10/1h'),
-  /** Email verification attempts and code resends per merchant. */
+  /** Email verification attempts and code resends per merchant; sign-up confirmations per email. */
   RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT: rateLimitSetting('email-code', '10/1h'),
-  /** How long an email verification code is valid. Default 24 h. */
+  /** How long an email verification (or sign-up) code is valid. Default 24 h. */
   EMAIL_CODE_TTL_MS: setting.int({ default: 24 * 60 * 60_000, min: 60_000, max: 7 * 24 * 60 * 60_000 }),
   /** Lifetime of a session JWT; also how long a retired signing key stays in the JWKS. Default 12 h. */
   SESSION_TTL_SECONDS: setting.int({ default: 12 * 60 * 60, min: 60, max: 30 * 24 * 60 * 60 }),
@@ -55,6 +56,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
     callers: [
       allowCallers(AuthService, {
         registerMerchant: ['gateway'],
+        confirmRegistration: ['gateway'],
         login: ['gateway'],
         getMerchant: ['gateway'],
         getJwks: ['gateway'],
@@ -93,6 +95,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
       const handlers = new AuthHandlers({
         sql,
         merchants: new MerchantStore(sql),
+        signUps: new SignUpStore(sql),
         projects: new ProjectStore(sql, box),
         apiKeys: new ApiKeyStore(sql),
         sessions,

@@ -25,7 +25,6 @@ import {
   aboutKey,
   decodeEvent,
   instrumented,
-  markVerified,
   QueryCounter,
   register,
   rpcError,
@@ -46,8 +45,7 @@ let liveProject: string;
 beforeAll(async () => {
   auth = await startAuth({ definition: instrumented(authService, { queries }) });
   client = auth.client;
-  merchantId = (await register(client)).merchant.id;
-  await markVerified(auth.db, merchantId); // live keys need a verified email
+  merchantId = (await register(auth)).merchant.id;
   sandboxProject = (await client.createProject({ merchantId, name: 'Sandbox', environment: Environment.SANDBOX })).project!.id;
   liveProject = (await client.createProject({ merchantId, name: 'Live', environment: Environment.LIVE })).project!.id;
 });

@@ -31,7 +31,7 @@ async function timedFailure(call: () => Promise<unknown>): Promise<{ ms: number;
 }
 
 it('answers an unknown email and a wrong password in comparable time', async () => {
-  const { email } = await register(auth.client);
+  const { email } = await register(auth);
   const client = auth.client;
   // Warm-up: first calls pay for connections and JIT.
   await timedFailure(() => client.login({ email, password: 'wrong password 0' }));

@@ -30,8 +30,8 @@ let bob: string;
 beforeAll(async () => {
   auth = await startAuth();
   client = auth.client;
-  alice = (await register(client, { name: 'Alice' })).merchant.id;
-  bob = (await register(client, { name: 'Bob' })).merchant.id;
+  alice = (await register(auth, { name: 'Alice' })).merchant.id;
+  bob = (await register(auth, { name: 'Bob' })).merchant.id;
 });
 
 afterAll(async () => {
@@ -78,7 +78,7 @@ describe('CreateProject, ListProjects, GetProject', () => {
   });
 
   it("lists only the merchant's own projects, oldest first", async () => {
-    const carol = (await register(client)).merchant.id;
+    const carol = (await register(auth)).merchant.id;
     const first = await createProject(carol, { name: 'first' });
     const second = await createProject(carol, { name: 'second' });
     await createProject(bob, { name: 'not carols' });
@@ -190,7 +190,7 @@ describe('UpdateProject and RotateWebhookSecret', () => {
 
 describe('GetProjectContext (internal)', () => {
   it('returns the project with its merchant email, webhook URL and secret', async () => {
-    const owner = await register(client, { email: 'Owner.Context@Example.com' });
+    const owner = await register(auth, { email: 'Owner.Context@Example.com' });
     const { project, webhookSecret } = await createProject(owner.merchant.id, {
       name: 'Ctx',
       environment: Environment.LIVE,
@@ -265,7 +265,7 @@ describe('WebhookUrlPolicy seam', () => {
       }),
     });
     try {
-      const owner = (await register(guarded.client)).merchant.id;
+      const owner = (await register(guarded)).merchant.id;
       const create = await rpcError(
         guarded.client.createProject({ merchantId: owner, name: 'x', environment: Environment.LIVE, webhookUrl: 'http://127.0.0.1:9/h' }),
       );

@@ -34,7 +34,7 @@ async function authWith(env: NodeJS.ProcessEnv): Promise<StartedAuth> {
 test('sealed under KEK A; rotated to B with rotate-kek; readable with B alone; plaintext rows sealed at start', async () => {
   let auth = await authWith({ SECRETS_KEK: b64(keyA) });
   db = createDb({ url: database.url, schema: 'auth', max: 2 });
-  const { merchant } = await register(auth.client);
+  const { merchant } = await register(auth);
   const created = await auth.client.createProject({ merchantId: merchant.id, name: 'p', environment: Environment.SANDBOX, webhookUrl: 'https://example.com/h' });
   const projectId = created.project!.id;
   const secret = created.webhookSecret;

@@ -63,12 +63,12 @@ it('creates exactly one signing key when two replicas start at once, and both pu
   expect(jwk?.x).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
   // A token from one replica verifies with the other's JWKS.
-  const { token } = await register(replicaA.client);
+  const { token } = await register(replicaA);
   expect(verifies(token, b.keys)).toBe('valid');
 });
 
 it('after RotateSigningKey, earlier tokens still verify and new tokens carry the new kid, on every replica', async () => {
-  const { email, token: before } = await register(replicaA.client);
+  const { email, token: before } = await register(replicaA);
   const oldKid = kidOf(before);
 
   const rotated = await replicaA.client.rotateSigningKey({});
@@ -94,7 +94,7 @@ it('after RotateSigningKey, earlier tokens still verify and new tokens carry the
 });
 
 it('drops a retired key from the JWKS (and the database) once every token it signed has expired', async () => {
-  const { token: old } = await register(replicaA.client);
+  const { token: old } = await register(replicaA);
   const oldKid = kidOf(old);
   await replicaA.client.rotateSigningKey({});
   expect((await jwksOf(replicaA.client)).kids).toContain(oldKid);

@@ -1,5 +1,6 @@
 /**
- * Email: the payout verification code (DESIGN.md §5) and the email verification code, sent over SMTP with nodemailer. In
+ * Email: the payout verification code (DESIGN.md §5), the email verification and sign-up codes, and
+ * the note to an owner that someone tried to sign up with their email, sent over SMTP with nodemailer. In
  * development without SMTP_URL each email is written as an .eml file to a mailbox folder instead,
  * so `npm start` works on a fresh machine and the code can still be read.
  *
@@ -10,9 +11,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Logger } from '@coinvoice/runtime';
-import type {
-  SendEmailVerificationEmailRequest,
-  SendPayoutVerificationEmailRequest,
+import {
+  EmailCodePurpose,
+  type SendEmailVerificationEmailRequest,
+  type SendPayoutVerificationEmailRequest,
+  type SendSignUpAttemptEmailRequest,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import nodemailer from 'nodemailer';
 
@@ -111,9 +114,27 @@ export function payoutVerificationEmail(event: SendPayoutVerificationEmailReques
   };
 }
 
-/** The code that proves a merchant's email address. */
+/** The code that proves a merchant's email address, or that finishes a sign-up. */
 export function emailVerificationEmail(request: SendEmailVerificationEmailRequest): EmailMessage {
   const expires = request.expiresAt ? timestampDate(request.expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
+  const expiry = expires ? ` It expires at ${expires} (UTC).` : '';
+  if (request.purpose === EmailCodePurpose.SIGN_UP) {
+    return {
+      to: request.email,
+      subject: 'Your coinvoice sign-up code',
+      text: [
+        'Your coinvoice sign-up code is:',
+        '',
+        `    ${request.code}`,
+        '',
+        `Enter it on the sign-up page to create your account.${expiry}`,
+        '',
+        'If you did not sign up for coinvoice, ignore this email: no account is created without the code.',
+        '',
+        '— coinvoice',
+      ].join('\n'),
+    };
+  }
   return {
     to: request.email,
     subject: 'Confirm your email address for coinvoice',
@@ -122,10 +143,27 @@ export function emailVerificationEmail(request: SendEmailVerificationEmailReques
       '',
       `    ${request.code}`,
       '',
-      'Enter it in the dashboard to confirm this address (needed for live API keys and live payouts).' +
-        (expires ? ` It expires at ${expires} (UTC).` : ''),
+      `Enter it in the dashboard to confirm this address (needed for live API keys and live payouts).${expiry}`,
       '',
       'If you did not create a coinvoice account, ignore this email.',
+      '',
+      '— coinvoice',
+    ].join('\n'),
+  };
+}
+
+/** To the owner of an account: someone tried to sign up with this email (register does not tell them it is taken). */
+export function signUpAttemptEmail(request: SendSignUpAttemptEmailRequest): EmailMessage {
+  return {
+    to: request.email,
+    subject: 'Someone tried to sign up for coinvoice with your email',
+    text: [
+      'Someone tried to create a coinvoice account with this email address, which already has an account.',
+      'No new account was created and nothing about your account changed.',
+      '',
+      'If it was you: sign in with your email and password instead.',
+      '',
+      'If it was not you, you need not do anything.',
       '',
       '— coinvoice',
     ].join('\n'),

@@ -5,9 +5,10 @@
  * - GetWebhookDelivery: validation_failed, not_found (also for a delivery of another project).
  * - RedeliverWebhook: validation_failed, not_found, webhook_not_configured (FailedPrecondition)
  *   when the project has no webhook URL now. Auth unreachable: unavailable.
- * - SendTestWebhook: validation_failed, not_found (auth does not know the project),
- *   webhook_not_configured (FailedPrecondition), rate_limited (ResourceExhausted: more than
- *   RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT, counted in Postgres across replicas).
+ * - SendTestWebhook: validation_failed (projectId, eventType: naming every valid type),
+ *   not_found (auth does not know the project), rate_limited (ResourceExhausted: more than
+ *   RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT, counted in Postgres across replicas). A project without
+ *   a webhook URL gets the event in its event stream only (no delivery).
  * - ListProjectEvents: validation_failed (projectId, cursor, pageSize), not_found (project).
  * The caller (the gateway) has checked that the project is the merchant's.
  */
@@ -31,17 +32,19 @@ import {
   type SendEmailVerificationEmailResponseSchema,
   type SendPayoutVerificationEmailRequest,
   type SendPayoutVerificationEmailResponseSchema,
+  type SendSignUpAttemptEmailRequest,
+  type SendSignUpAttemptEmailResponseSchema,
   type SendTestWebhookRequest,
   type SendTestWebhookResponseSchema,
   type WebhookAttemptSchema,
   type WebhookDeliverySchema,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { DeliveryState } from './domain/delivery-state';
-import { emailVerificationEmail, payoutVerificationEmail, type Mailer } from './email';
-import { serializeWebhookBody } from './domain/payloads';
+import { emailVerificationEmail, payoutVerificationEmail, signUpAttemptEmail, type Mailer } from './email';
+import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
 import { webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
-import { currentProjectEventSeq, listProjectEvents } from './store/project-events';
+import { currentProjectEventSeq, insertProjectEvent, listProjectEvents } from './store/project-events';
 import {
   findDelivery,
   findEndpoint,
@@ -56,8 +59,6 @@ import {
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
 export const DEFAULT_PAGE_SIZE = 20;
-/** The dashboard's "send a test event". */
-export const TEST_EVENT_TYPE = 'webhook.test';
 export const MAX_PAGE_SIZE = 100;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -155,7 +156,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     return { delivery: deliveryMessage(row) };
   }
 
-  // The two code emails: the code is in the request and the email only, never stored or logged.
+  // The code emails: the code is in the request and the email only, never stored or logged.
 
   async sendPayoutVerificationEmail(req: SendPayoutVerificationEmailRequest): Reply<typeof SendPayoutVerificationEmailResponseSchema> {
     checkCodeEmail(req.email, req.code);
@@ -174,27 +175,40 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     return { messageId: sent.messageId };
   }
 
+  async sendSignUpAttemptEmail(req: SendSignUpAttemptEmailRequest): Reply<typeof SendSignUpAttemptEmailResponseSchema> {
+    const violations: Violation[] = [];
+    checkEmailAddress(violations, req.email);
+    if (violations.length > 0) throw invalid(violations);
+    const sent = await this.deps.mailer.send(signUpAttemptEmail(req));
+    this.deps.logger.info({ messageId: sent.messageId }, 'notifier: sign-up attempt email sent');
+    return { messageId: sent.messageId };
+  }
+
   async sendTestWebhook(req: SendTestWebhookRequest): Reply<typeof SendTestWebhookResponseSchema> {
     const violations: Violation[] = [];
     checkUuid(violations, 'projectId', req.projectId);
-    if (violations.length > 0) throw invalid(violations);
+    const requested = req.eventType === '' ? PING_TEST_EVENT_TYPE : req.eventType;
+    const eventType = isTestEventType(requested) ? requested : undefined;
+    if (eventType === undefined) violations.push({ field: 'eventType', message: `must be one of ${TEST_EVENT_TYPES.join(', ')}` });
+    if (violations.length > 0 || eventType === undefined) throw invalid(violations);
     const project = await this.deps.projects.get(req.projectId);
     if (!project) throw errors.notFound('project');
-    if (project.webhookUrl === undefined) {
-      throw errors.conflict('webhook_not_configured', 'the project has no webhook URL: set one before sending a test event');
-    }
     await enforceRateLimit(this.deps.testEvents.store, this.deps.testEvents.perProject, project.projectId.toLowerCase());
     const eventId = randomUUID();
-    const body = serializeWebhookBody({ eventId, projectId: project.projectId, message: 'A test event from the coinvoice dashboard', sentAt: new Date().toISOString() });
+    const body = testEventBody(eventType, project, eventId, new Date());
     const url = project.webhookUrl;
+    // Like a consumed event: in the project's events (`coinvoice listen`) and, with a URL, queued.
     // An event of its own (no ordering key): signed, sent, retried and logged like every other.
-    const row = await this.deps.sql.begin((tx) =>
-      insertOriginalDelivery(tx, { projectId: project.projectId, eventId, eventType: TEST_EVENT_TYPE, eventKey: null, url, body }),
-    );
-    if (!row) throw new Error('a new test event already had a delivery');
-    this.deps.onDeliveryCreated?.();
-    this.deps.logger.info({ deliveryId: row.id, eventId, projectId: project.projectId }, 'notifier: test webhook queued');
-    return { delivery: deliveryMessage(row) };
+    const row = await this.deps.sql.begin(async (tx) => {
+      await insertProjectEvent(tx, { projectId: project.projectId, eventId, eventType, body });
+      if (url === undefined) return undefined;
+      const inserted = await insertOriginalDelivery(tx, { projectId: project.projectId, eventId, eventType, eventKey: null, url, body });
+      if (!inserted) throw new Error('a new test event already had a delivery');
+      return inserted;
+    });
+    if (row) this.deps.onDeliveryCreated?.();
+    this.deps.logger.info({ deliveryId: row?.id, eventId, eventType, projectId: project.projectId }, 'notifier: test event queued');
+    return { delivery: row ? deliveryMessage(row) : undefined, eventId, eventType, body };
   }
 
   async listProjectEvents(req: ListProjectEventsRequest): Reply<typeof ListProjectEventsResponseSchema> {
@@ -235,9 +249,13 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
 /** Syntax only (the caller is a service that read the address from auth); the code is never echoed. */
 function checkCodeEmail(email: string, code: string): void {
   const violations: Violation[] = [];
-  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) violations.push({ field: 'email', message: 'must be an email address' });
+  checkEmailAddress(violations, email);
   if (!/^\d{6}$/.test(code)) violations.push({ field: 'code', message: 'must be 6 digits' });
   if (violations.length > 0) throw invalid(violations);
+}
+
+function checkEmailAddress(violations: Violation[], email: string): void {
+  if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) violations.push({ field: 'email', message: 'must be an email address' });
 }
 
 function checkUuid(violations: Violation[], field: string, value: string): void {

@@ -5,9 +5,11 @@
  */
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 
 export interface ProjectContext {
   projectId: string;
+  environment: 'live' | 'sandbox';
   /** Undefined when the project has no webhook. */
   webhookUrl: string | undefined;
   webhookSecret: string;
@@ -37,6 +39,7 @@ export class AuthProjectDirectory implements ProjectDirectory {
       const res = await this.auth.getProjectContext({ projectId });
       return {
         projectId: res.projectId,
+        environment: environmentName(res.environment),
         webhookUrl: res.webhookUrl === undefined || res.webhookUrl === '' ? undefined : res.webhookUrl,
         webhookSecret: res.webhookSecret,
         merchantEmail: res.merchantEmail,
@@ -48,4 +51,10 @@ export class AuthProjectDirectory implements ProjectDirectory {
       throw err;
     }
   }
+}
+
+function environmentName(environment: Environment): 'live' | 'sandbox' {
+  if (environment === Environment.LIVE) return 'live';
+  if (environment === Environment.SANDBOX) return 'sandbox';
+  throw new Error(`auth answered a project without an environment (${environment})`);
 }

@@ -29,6 +29,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       // The code emails: only the service that owns the code.
       sendPayoutVerificationEmail: ['payout'],
       sendEmailVerificationEmail: ['auth'],
+      sendSignUpAttemptEmail: ['auth'],
     }),
   ],
   settings: notifierSettings,

@@ -5,6 +5,7 @@
  * them again whatever the caller (gateway JSON schema or a direct gRPC client) already did.
  */
 import { bidiControlViolation } from '@coinvoice/runtime';
+import { isWellFormedOneTimeCode } from '@coinvoice/domain/credentials/one-time-code';
 import { isProjectEnvironment, type ProjectEnvironment } from '@coinvoice/domain/environment';
 import { PASSWORD_MAX_LENGTH, passwordPolicyViolation } from './passwords';
 
@@ -142,6 +143,25 @@ export function validateRegistration(input: { email?: unknown; password?: unknow
   const password = fields.take('password', checkNewPassword(input.password));
   const name = fields.take('name', checkName(input.name));
   return fields.result(() => ({ email: email!, password: password!, name: name! }));
+}
+
+export interface RegistrationConfirmationInput {
+  email: string;
+  /** Exactly 6 digits: a malformed code never costs an attempt. */
+  code: string;
+  password: string;
+}
+
+export function validateRegistrationConfirmation(input: { email?: unknown; code?: unknown; password?: unknown }): Validated<RegistrationConfirmationInput> {
+  const fields = new FieldCollector();
+  const email = fields.take('email', checkEmail(input.email));
+  const code = fields.take('code', checkOneTimeCode(input.code));
+  const password = fields.take('password', checkLoginPassword(input.password));
+  return fields.result(() => ({ email: email!, code: code!, password: password! }));
+}
+
+function checkOneTimeCode(raw: unknown): FieldCheck<string> {
+  return isWellFormedOneTimeCode(raw) ? { ok: true, value: raw } : { ok: false, message: 'must be 6 digits' };
 }
 
 export interface LoginInput {

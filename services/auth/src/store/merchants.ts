@@ -6,6 +6,8 @@ export interface NewMerchant {
   email: string;
   name: string;
   passwordHash: string;
+  /** The address is proven already (sign-up confirmed by the emailed code). */
+  emailVerified?: boolean;
 }
 
 export interface NewEmailCode {
@@ -23,8 +25,8 @@ export class MerchantStore {
   /** The new merchant, or undefined when the email is already registered. */
   async create(merchant: NewMerchant, tx: Queryable = this.sql): Promise<MerchantRow | undefined> {
     const [row] = await tx<MerchantRow[]>`
-      insert into merchants (email, name, password_hash)
-      values (${merchant.email}, ${merchant.name}, ${merchant.passwordHash})
+      insert into merchants (email, name, password_hash, email_verified_at)
+      values (${merchant.email}, ${merchant.name}, ${merchant.passwordHash}, case when ${merchant.emailVerified === true} then now() end)
       on conflict (email) do nothing
       returning ${tx.unsafe(MERCHANT)}`;
     return row;

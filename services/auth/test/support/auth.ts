@@ -13,6 +13,7 @@ import type { Client } from '@connectrpc/connect';
 import type { Msg, NatsConnection, Subscription } from 'nats';
 import { startTestService, type TestService, type TestServiceOptions } from '../../../../test/support/service';
 import { RELAXED_RATE_LIMITS } from '../../../../test/support/rate-limits';
+import { NotifierStandIn } from '../../../../test/support/notifier-stand-in';
 import { authService, type authSettings } from '../../src/server';
 
 export type AuthClient = Client<typeof AuthService>;
@@ -28,15 +29,18 @@ export interface StartedAuth {
   db: Sql;
   nats: NatsConnection;
   namespace: EventNamespace;
+  /** Where the service's emails go (NOTIFIER_URL), with every request kept. */
+  notifier: NotifierStandIn;
   dispose(): Promise<void>;
 }
 
 export async function startAuth(
   options: { env?: NodeJS.ProcessEnv; definition?: AuthDefinition } & Omit<TestServiceOptions, 'env'> = {},
 ): Promise<StartedAuth> {
+  const notifier = await new NotifierStandIn().start();
   const svc = await startTestService(options.definition ?? authService, {
     ...options,
-    env: { PASSWORD_HASH_MEMORY_KIB: TEST_PASSWORD_MEMORY_KIB, ...RELAXED_RATE_LIMITS, ...options.env },
+    env: { PASSWORD_HASH_MEMORY_KIB: TEST_PASSWORD_MEMORY_KIB, NOTIFIER_URL: notifier.url, ...RELAXED_RATE_LIMITS, ...options.env },
   });
   const client = createRpcClient(AuthService, svc.url);
   const db = createDb({ url: svc.database.url, schema: 'auth', max: 2 });
@@ -48,9 +52,11 @@ export async function startAuth(
     db,
     nats,
     namespace,
+    notifier,
     async dispose() {
       await db.end({ timeout: 5 });
       await svc.dispose();
+      await notifier.stop();
       if (!options.namespace) {
         const jsm = await nats.jetstreamManager();
         await jsm.streams.delete(namespace.streamName('auth')).catch(() => undefined);
@@ -70,21 +76,20 @@ export async function rpcError(call: Promise<unknown>): Promise<ReturnType<typeo
   throw new Error('expected the RPC to fail, it succeeded');
 }
 
-/** Marks the merchant's email verified (the code flow is tested in service-email-verification). */
-export async function markVerified(db: Sql, merchantId: string): Promise<void> {
-  await db`update merchants set email_verified_at = now() where id = ${merchantId}`;
-}
-
 export function uniqueEmail(label = 'merchant'): string {
   return `${label}.${randomBytes(4).toString('hex')}@example.com`;
 }
 
 export const PASSWORD = 'correct horse battery staple';
 
-export async function register(client: AuthClient, overrides: { email?: string; password?: string; name?: string } = {}) {
+/** Signs a merchant up as a person does: RegisterMerchant, then ConfirmRegistration with the emailed code. */
+export async function register(auth: Pick<StartedAuth, 'client' | 'notifier'>, overrides: { email?: string; password?: string; name?: string } = {}) {
   const email = overrides.email ?? uniqueEmail();
-  const res = await client.registerMerchant({ email, password: overrides.password ?? PASSWORD, name: overrides.name ?? 'Acme Ltd' });
-  if (!res.merchant) throw new Error('RegisterMerchant answered no merchant');
+  const started = await auth.client.registerMerchant({ email, password: overrides.password ?? PASSWORD, name: overrides.name ?? 'Acme Ltd' });
+  const code = auth.notifier.signUpCodes(started.email).at(-1);
+  if (code === undefined) throw new Error(`no sign-up code was emailed to ${started.email}`);
+  const res = await auth.client.confirmRegistration({ email, code, password: overrides.password ?? PASSWORD });
+  if (!res.merchant) throw new Error('ConfirmRegistration answered no merchant');
   return { merchant: res.merchant, token: res.token, email };
 }
 

@@ -59,16 +59,5 @@ export class SmtpInbox {
   }
 }
 
-/** The text body of a raw message (quoted-printable soft breaks undone); enough for our plain-text emails. */
-export function mailText(raw: string): string {
-  const split = raw.indexOf('\n\n') >= 0 ? raw.indexOf('\n\n') : raw.indexOf('\r\n\r\n');
-  const body = raw.slice(split).replace(/\r\n/g, '\n');
-  return body.replace(/=\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-}
-
-/** A header's value from a raw message (unfolded). */
-export function mailHeader(raw: string, name: string): string | undefined {
-  const head = raw.split(/\r?\n\r?\n/)[0]?.replace(/\r?\n[ \t]+/g, ' ') ?? '';
-  const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`));
-  return line?.slice(name.length + 1).trim();
-}
+// How a raw message is read is shared with the tools that read the development mailbox folder.
+export { mailHeader, mailText } from '../../../../deploy/local/src/mailbox';

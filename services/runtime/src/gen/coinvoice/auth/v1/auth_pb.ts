@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/auth/v1/auth.proto.
  */
 export const file_coinvoice_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Chxjb2ludm9pY2UvYXV0aC92MS9hdXRoLnByb3RvEhFjb2ludm9pY2UuYXV0aC52MSKNAQoITWVyY2hhbnQSCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghpc19hZG1pbhgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5lbWFpbF92ZXJpZmllZBgGIAEoCCKOAgoHUHJvamVjdBIKCgJpZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEjUKC2Vudmlyb25tZW50GAQgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgFIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GAggASgJQg4KDF93ZWJob29rX3VybCLYAQoGQXBpS2V5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRCgNKd2sSCwoDa2lkGAEgASgJEgsKA2t0eRgCIAEoCRILCgNjcnYYAyABKAkSCQoBeBgEIAEoCRILCgNhbGcYBSABKAkSCwoDdXNlGAYgASgJIlsKF1JlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJY2xpZW50X2lwGAQgASgJIogBChhSZWdpc3Rlck1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudBINCgV0b2tlbhgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJCCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJIk4KDUxvZ2luUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoSR2V0TWVyY2hhbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIkQKE0dldE1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudCIQCg5HZXRKd2tzUmVxdWVzdCI3Cg9HZXRKd2tzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLmNvaW52b2ljZS5hdXRoLnYxLkp3ayIZChdSb3RhdGVTaWduaW5nS2V5UmVxdWVzdCI/ChhSb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhYuY29pbnZvaWNlLmF1dGgudjEuSndrIuABChRDcmVhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEjUKC2Vudmlyb25tZW50GAMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBSABKAlIAYgBAUIOCgxfd2ViaG9va191cmxCHAoaX3BheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQiXAoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0EhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIioKE0xpc3RQcm9qZWN0c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiRAoUTGlzdFByb2plY3RzUmVzcG9uc2USLAoIcHJvamVjdHMYASADKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IjwKEUdldFByb2plY3RSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQQoSR2V0UHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0Io8CChRVcGRhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgt3ZWJob29rX3VybBgEIAEoCUgBiAEBEiUKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBUgCiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlIA4gBAUIHCgVfbmFtZUIOCgxfd2ViaG9va191cmxCGwoZX2ludm9pY2VfbGlmZXRpbWVfbWludXRlc0IcChpfcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudCJEChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKwoHcHJvamVjdBgBIAEoCzIaLmNvaW52b2ljZS5hdXRoLnYxLlByb2plY3QiRQoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSI1ChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USFgoOd2ViaG9va19zZWNyZXQYASABKAkiTAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBG5hbWUYAyABKAkiTwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleRILCgNrZXkYAiABKAkiPQoSTGlzdEFwaUtleXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgoTTGlzdEFwaUtleXNSZXNwb25zZRIrCghhcGlfa2V5cxgBIAMoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleSJOChNSZXZva2VBcGlLZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGa2V5X2lkGAMgASgJIkIKFFJldm9rZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5jb2ludm9pY2UuYXV0aC52MS5BcGlLZXkiIgoTVmVyaWZ5QXBpS2V5UmVxdWVzdBILCgNrZXkYASABKAki4QEKFFZlcmlmeUFwaUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhQKDHByb2plY3RfbmFtZRgDIAEoCRI1CgtlbnZpcm9ubWVudBgEIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEwoLbWVyY2hhbnRfaWQYBSABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAYgASgFEiEKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYByABKAkiLgoYR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkirgIKGUdldFByb2plY3RDb250ZXh0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxwcm9qZWN0X25hbWUYAiABKAkSNQoLZW52aXJvbm1lbnQYAyABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhMKC21lcmNoYW50X2lkGAQgASgJEhYKDm1lcmNoYW50X2VtYWlsGAUgASgJEhgKC3dlYmhvb2tfdXJsGAYgASgJSACIAQESFgoOd2ViaG9va19zZWNyZXQYByABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAggASgFEh8KF21lcmNoYW50X2VtYWlsX3ZlcmlmaWVkGAkgASgIQg4KDF93ZWJob29rX3VybCI3ChJWZXJpZnlFbWFpbFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDAoEY29kZRgCIAEoCSJEChNWZXJpZnlFbWFpbFJlc3BvbnNlEi0KCG1lcmNoYW50GAEgASgLMhsuY29pbnZvaWNlLmF1dGgudjEuTWVyY2hhbnQiNQoeUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIiEKH1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uUmVzcG9uc2UiJAoNTG9nb3V0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSIQCg5Mb2dvdXRSZXNwb25zZSJcChVDaGFuZ2VQYXNzd29yZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGAoQY3VycmVudF9wYXNzd29yZBgCIAEoCRIUCgxuZXdfcGFzc3dvcmQYAyABKAkiVwoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCh1MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdCJDChFTZXNzaW9uUmV2b2NhdGlvbhITCgttZXJjaGFudF9pZBgBIAEoCRIZChFtaW5fc2Vzc2lvbl9lcG9jaBgCIAEoBSJbCh5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVzcG9uc2USOQoLcmV2b2NhdGlvbnMYASADKAsyJC5jb2ludm9pY2UuYXV0aC52MS5TZXNzaW9uUmV2b2NhdGlvbiIrChpWZXJpZnlPcGVyYXRvclRva2VuUmVxdWVzdBINCgV0b2tlbhgBIAEoCSJBChtWZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFZW1haWwYAiABKAky2hAKC0F1dGhTZXJ2aWNlEmsKEFJlZ2lzdGVyTWVyY2hhbnQSKi5jb2ludm9pY2UuYXV0aC52MS5SZWdpc3Rlck1lcmNoYW50UmVxdWVzdBorLmNvaW52b2ljZS5hdXRoLnYxLlJlZ2lzdGVyTWVyY2hhbnRSZXNwb25zZRJKCgVMb2dpbhIfLmNvaW52b2ljZS5hdXRoLnYxLkxvZ2luUmVxdWVzdBogLmNvaW52b2ljZS5hdXRoLnYxLkxvZ2luUmVzcG9uc2USXAoLR2V0TWVyY2hhbnQSJS5jb2ludm9pY2UuYXV0aC52MS5HZXRNZXJjaGFudFJlcXVlc3QaJi5jb2ludm9pY2UuYXV0aC52MS5HZXRNZXJjaGFudFJlc3BvbnNlElAKB0dldEp3a3MSIS5jb2ludm9pY2UuYXV0aC52MS5HZXRKd2tzUmVxdWVzdBoiLmNvaW52b2ljZS5hdXRoLnYxLkdldEp3a3NSZXNwb25zZRJrChBSb3RhdGVTaWduaW5nS2V5EiouY29pbnZvaWNlLmF1dGgudjEuUm90YXRlU2lnbmluZ0tleVJlcXVlc3QaKy5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USYgoNQ3JlYXRlUHJvamVjdBInLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZVByb2plY3RSZXF1ZXN0GiguY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlEl8KDExpc3RQcm9qZWN0cxImLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaJy5jb2ludm9pY2UuYXV0aC52MS5MaXN0UHJvamVjdHNSZXNwb25zZRJZCgpHZXRQcm9qZWN0EiQuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdFJlcXVlc3QaJS5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0UmVzcG9uc2USYgoNVXBkYXRlUHJvamVjdBInLmNvaW52b2ljZS5hdXRoLnYxLlVwZGF0ZVByb2plY3RSZXF1ZXN0GiguY29pbnZvaWNlLmF1dGgudjEuVXBkYXRlUHJvamVjdFJlc3BvbnNlEnQKE1JvdGF0ZVdlYmhvb2tTZWNyZXQSLS5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBouLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJfCgxDcmVhdGVBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USXAoLTGlzdEFwaUtleXMSJS5jb2ludm9pY2UuYXV0aC52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJi5jb2ludm9pY2UuYXV0aC52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEl8KDFJldm9rZUFwaUtleRImLmNvaW52b2ljZS5hdXRoLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJy5jb2ludm9pY2UuYXV0aC52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJfCgxWZXJpZnlBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5QXBpS2V5UmVzcG9uc2USbgoRR2V0UHJvamVjdENvbnRleHQSKy5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0Q29udGV4dFJlcXVlc3QaLC5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0Q29udGV4dFJlc3BvbnNlElwKC1ZlcmlmeUVtYWlsEiUuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5RW1haWxSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5RW1haWxSZXNwb25zZRKAAQoXUmVzZW5kRW1haWxWZXJpZmljYXRpb24SMS5jb2ludm9pY2UuYXV0aC52MS5SZXNlbmRFbWFpbFZlcmlmaWNhdGlvblJlcXVlc3QaMi5jb2ludm9pY2UuYXV0aC52MS5SZXNlbmRFbWFpbFZlcmlmaWNhdGlvblJlc3BvbnNlEk0KBkxvZ291dBIgLmNvaW52b2ljZS5hdXRoLnYxLkxvZ291dFJlcXVlc3QaIS5jb2ludm9pY2UuYXV0aC52MS5Mb2dvdXRSZXNwb25zZRJlCg5DaGFuZ2VQYXNzd29yZBIoLmNvaW52b2ljZS5hdXRoLnYxLkNoYW5nZVBhc3N3b3JkUmVxdWVzdBopLmNvaW52b2ljZS5hdXRoLnYxLkNoYW5nZVBhc3N3b3JkUmVzcG9uc2USfQoWTGlzdFNlc3Npb25SZXZvY2F0aW9ucxIwLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RTZXNzaW9uUmV2b2NhdGlvbnNSZXF1ZXN0GjEuY29pbnZvaWNlLmF1dGgudjEuTGlzdFNlc3Npb25SZXZvY2F0aW9uc1Jlc3BvbnNlEnQKE1ZlcmlmeU9wZXJhdG9yVG9rZW4SLS5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlPcGVyYXRvclRva2VuUmVxdWVzdBouLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeU9wZXJhdG9yVG9rZW5SZXNwb25zZWIGcHJvdG8z", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("Chxjb2ludm9pY2UvYXV0aC92MS9hdXRoLnByb3RvEhFjb2ludm9pY2UuYXV0aC52MSKNAQoITWVyY2hhbnQSCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghpc19hZG1pbhgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5lbWFpbF92ZXJpZmllZBgGIAEoCCKOAgoHUHJvamVjdBIKCgJpZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEjUKC2Vudmlyb25tZW50GAQgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgFIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GAggASgJQg4KDF93ZWJob29rX3VybCLYAQoGQXBpS2V5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRCgNKd2sSCwoDa2lkGAEgASgJEgsKA2t0eRgCIAEoCRILCgNjcnYYAyABKAkSCQoBeBgEIAEoCRILCgNhbGcYBSABKAkSCwoDdXNlGAYgASgJIlsKF1JlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJY2xpZW50X2lwGAQgASgJIo0BChhSZWdpc3Rlck1lcmNoYW50UmVzcG9uc2USDQoFZW1haWwYBCABKAkSMwoPY29kZV9leHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEoECAEQAkoECAIQA0oECAMQBFIIbWVyY2hhbnRSBXRva2VuUgpleHBpcmVzX2F0Il4KGkNvbmZpcm1SZWdpc3RyYXRpb25SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBGNvZGUYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIosBChtDb25maXJtUmVnaXN0cmF0aW9uUmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudBINCgV0b2tlbhgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJCCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJIk4KDUxvZ2luUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoSR2V0TWVyY2hhbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIkQKE0dldE1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudCIQCg5HZXRKd2tzUmVxdWVzdCI3Cg9HZXRKd2tzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLmNvaW52b2ljZS5hdXRoLnYxLkp3ayIZChdSb3RhdGVTaWduaW5nS2V5UmVxdWVzdCI/ChhSb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhYuY29pbnZvaWNlLmF1dGgudjEuSndrIuABChRDcmVhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEjUKC2Vudmlyb25tZW50GAMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBSABKAlIAYgBAUIOCgxfd2ViaG9va191cmxCHAoaX3BheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQiXAoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0EhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIioKE0xpc3RQcm9qZWN0c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiRAoUTGlzdFByb2plY3RzUmVzcG9uc2USLAoIcHJvamVjdHMYASADKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IjwKEUdldFByb2plY3RSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQQoSR2V0UHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0Io8CChRVcGRhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgt3ZWJob29rX3VybBgEIAEoCUgBiAEBEiUKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBUgCiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlIA4gBAUIHCgVfbmFtZUIOCgxfd2ViaG9va191cmxCGwoZX2ludm9pY2VfbGlmZXRpbWVfbWludXRlc0IcChpfcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudCJEChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKwoHcHJvamVjdBgBIAEoCzIaLmNvaW52b2ljZS5hdXRoLnYxLlByb2plY3QiRQoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSI1ChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USFgoOd2ViaG9va19zZWNyZXQYASABKAkiTAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBG5hbWUYAyABKAkiTwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleRILCgNrZXkYAiABKAkiPQoSTGlzdEFwaUtleXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgoTTGlzdEFwaUtleXNSZXNwb25zZRIrCghhcGlfa2V5cxgBIAMoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleSJOChNSZXZva2VBcGlLZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGa2V5X2lkGAMgASgJIkIKFFJldm9rZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5jb2ludm9pY2UuYXV0aC52MS5BcGlLZXkiIgoTVmVyaWZ5QXBpS2V5UmVxdWVzdBILCgNrZXkYASABKAki4QEKFFZlcmlmeUFwaUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhQKDHByb2plY3RfbmFtZRgDIAEoCRI1CgtlbnZpcm9ubWVudBgEIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEwoLbWVyY2hhbnRfaWQYBSABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAYgASgFEiEKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYByABKAkiLgoYR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkirgIKGUdldFByb2plY3RDb250ZXh0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxwcm9qZWN0X25hbWUYAiABKAkSNQoLZW52aXJvbm1lbnQYAyABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhMKC21lcmNoYW50X2lkGAQgASgJEhYKDm1lcmNoYW50X2VtYWlsGAUgASgJEhgKC3dlYmhvb2tfdXJsGAYgASgJSACIAQESFgoOd2ViaG9va19zZWNyZXQYByABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAggASgFEh8KF21lcmNoYW50X2VtYWlsX3ZlcmlmaWVkGAkgASgIQg4KDF93ZWJob29rX3VybCI3ChJWZXJpZnlFbWFpbFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDAoEY29kZRgCIAEoCSJEChNWZXJpZnlFbWFpbFJlc3BvbnNlEi0KCG1lcmNoYW50GAEgASgLMhsuY29pbnZvaWNlLmF1dGgudjEuTWVyY2hhbnQiNQoeUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIiEKH1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uUmVzcG9uc2UiJAoNTG9nb3V0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSIQCg5Mb2dvdXRSZXNwb25zZSJcChVDaGFuZ2VQYXNzd29yZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGAoQY3VycmVudF9wYXNzd29yZBgCIAEoCRIUCgxuZXdfcGFzc3dvcmQYAyABKAkiVwoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCh1MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdCJDChFTZXNzaW9uUmV2b2NhdGlvbhITCgttZXJjaGFudF9pZBgBIAEoCRIZChFtaW5fc2Vzc2lvbl9lcG9jaBgCIAEoBSJbCh5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVzcG9uc2USOQoLcmV2b2NhdGlvbnMYASADKAsyJC5jb2ludm9pY2UuYXV0aC52MS5TZXNzaW9uUmV2b2NhdGlvbiIrChpWZXJpZnlPcGVyYXRvclRva2VuUmVxdWVzdBINCgV0b2tlbhgBIAEoCSJBChtWZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFZW1haWwYAiABKAky0BEKC0F1dGhTZXJ2aWNlEmsKEFJlZ2lzdGVyTWVyY2hhbnQSKi5jb2ludm9pY2UuYXV0aC52MS5SZWdpc3Rlck1lcmNoYW50UmVxdWVzdBorLmNvaW52b2ljZS5hdXRoLnYxLlJlZ2lzdGVyTWVyY2hhbnRSZXNwb25zZRJ0ChNDb25maXJtUmVnaXN0cmF0aW9uEi0uY29pbnZvaWNlLmF1dGgudjEuQ29uZmlybVJlZ2lzdHJhdGlvblJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5Db25maXJtUmVnaXN0cmF0aW9uUmVzcG9uc2USSgoFTG9naW4SHy5jb2ludm9pY2UuYXV0aC52MS5Mb2dpblJlcXVlc3QaIC5jb2ludm9pY2UuYXV0aC52MS5Mb2dpblJlc3BvbnNlElwKC0dldE1lcmNoYW50EiUuY29pbnZvaWNlLmF1dGgudjEuR2V0TWVyY2hhbnRSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuR2V0TWVyY2hhbnRSZXNwb25zZRJQCgdHZXRKd2tzEiEuY29pbnZvaWNlLmF1dGgudjEuR2V0Sndrc1JlcXVlc3QaIi5jb2ludm9pY2UuYXV0aC52MS5HZXRKd2tzUmVzcG9uc2USawoQUm90YXRlU2lnbmluZ0tleRIqLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVNpZ25pbmdLZXlSZXF1ZXN0GisuY29pbnZvaWNlLmF1dGgudjEuUm90YXRlU2lnbmluZ0tleVJlc3BvbnNlEmIKDUNyZWF0ZVByb2plY3QSJy5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBooLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJfCgxMaXN0UHJvamVjdHMSJi5jb2ludm9pY2UuYXV0aC52MS5MaXN0UHJvamVjdHNSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuTGlzdFByb2plY3RzUmVzcG9uc2USWQoKR2V0UHJvamVjdBIkLmNvaW52b2ljZS5hdXRoLnYxLkdldFByb2plY3RSZXF1ZXN0GiUuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdFJlc3BvbnNlEmIKDVVwZGF0ZVByb2plY3QSJy5jb2ludm9pY2UuYXV0aC52MS5VcGRhdGVQcm9qZWN0UmVxdWVzdBooLmNvaW52b2ljZS5hdXRoLnYxLlVwZGF0ZVByb2plY3RSZXNwb25zZRJ0ChNSb3RhdGVXZWJob29rU2VjcmV0Ei0uY29pbnZvaWNlLmF1dGgudjEuUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USXwoMQ3JlYXRlQXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElwKC0xpc3RBcGlLZXlzEiUuY29pbnZvaWNlLmF1dGgudjEuTGlzdEFwaUtleXNSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuTGlzdEFwaUtleXNSZXNwb25zZRJfCgxSZXZva2VBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USXwoMVmVyaWZ5QXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5QXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUFwaUtleVJlc3BvbnNlEm4KEUdldFByb2plY3RDb250ZXh0EisuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0GiwuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdENvbnRleHRSZXNwb25zZRJcCgtWZXJpZnlFbWFpbBIlLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUVtYWlsUmVxdWVzdBomLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUVtYWlsUmVzcG9uc2USgAEKF1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uEjEuY29pbnZvaWNlLmF1dGgudjEuUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0GjIuY29pbnZvaWNlLmF1dGgudjEuUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXNwb25zZRJNCgZMb2dvdXQSIC5jb2ludm9pY2UuYXV0aC52MS5Mb2dvdXRSZXF1ZXN0GiEuY29pbnZvaWNlLmF1dGgudjEuTG9nb3V0UmVzcG9uc2USZQoOQ2hhbmdlUGFzc3dvcmQSKC5jb2ludm9pY2UuYXV0aC52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaKS5jb2ludm9pY2UuYXV0aC52MS5DaGFuZ2VQYXNzd29yZFJlc3BvbnNlEn0KFkxpc3RTZXNzaW9uUmV2b2NhdGlvbnMSMC5jb2ludm9pY2UuYXV0aC52MS5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdBoxLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RTZXNzaW9uUmV2b2NhdGlvbnNSZXNwb25zZRJ0ChNWZXJpZnlPcGVyYXRvclRva2VuEi0uY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5T3BlcmF0b3JUb2tlblJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * A merchant account.
@@ -281,6 +281,72 @@ export const RegisterMerchantRequestSchema: GenMessage<RegisterMerchantRequest> 
  */
 export type RegisterMerchantResponse = Message<"coinvoice.auth.v1.RegisterMerchantResponse"> & {
   /**
+   * The email, normalised (trimmed, lower-case).
+   *
+   * @generated from field: string email = 4;
+   */
+  email: string;
+
+  /**
+   * When the emailed code stops working.
+   *
+   * @generated from field: google.protobuf.Timestamp code_expires_at = 5;
+   */
+  codeExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.RegisterMerchantResponse.
+ * Use `create(RegisterMerchantResponseSchema)` to create a new message.
+ */
+export const RegisterMerchantResponseSchema: GenMessage<RegisterMerchantResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 5);
+
+/**
+ * @generated from message coinvoice.auth.v1.ConfirmRegistrationRequest
+ */
+export type ConfirmRegistrationRequest = Message<"coinvoice.auth.v1.ConfirmRegistrationRequest"> & {
+  /**
+   * @generated from field: string email = 1;
+   */
+  email: string;
+
+  /**
+   * The 6-digit code emailed by RegisterMerchant.
+   *
+   * @generated from field: string code = 2;
+   */
+  code: string;
+
+  /**
+   * The HTTP client's address as the gateway saw it.
+   *
+   * @generated from field: string client_ip = 3;
+   */
+  clientIp: string;
+
+  /**
+   * The password given to RegisterMerchant: a later registration of the same email by someone
+   * else replaces the pending sign-up (and its password), so the code alone must not make the
+   * account with a password its owner never chose.
+   *
+   * @generated from field: string password = 4;
+   */
+  password: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.ConfirmRegistrationRequest.
+ * Use `create(ConfirmRegistrationRequestSchema)` to create a new message.
+ */
+export const ConfirmRegistrationRequestSchema: GenMessage<ConfirmRegistrationRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 6);
+
+/**
+ * @generated from message coinvoice.auth.v1.ConfirmRegistrationResponse
+ */
+export type ConfirmRegistrationResponse = Message<"coinvoice.auth.v1.ConfirmRegistrationResponse"> & {
+  /**
    * @generated from field: coinvoice.auth.v1.Merchant merchant = 1;
    */
   merchant?: Merchant | undefined;
@@ -299,11 +365,11 @@ export type RegisterMerchantResponse = Message<"coinvoice.auth.v1.RegisterMercha
 };
 
 /**
- * Describes the message coinvoice.auth.v1.RegisterMerchantResponse.
- * Use `create(RegisterMerchantResponseSchema)` to create a new message.
+ * Describes the message coinvoice.auth.v1.ConfirmRegistrationResponse.
+ * Use `create(ConfirmRegistrationResponseSchema)` to create a new message.
  */
-export const RegisterMerchantResponseSchema: GenMessage<RegisterMerchantResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 5);
+export const ConfirmRegistrationResponseSchema: GenMessage<ConfirmRegistrationResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 7);
 
 /**
  * @generated from message coinvoice.auth.v1.LoginRequest
@@ -332,7 +398,7 @@ export type LoginRequest = Message<"coinvoice.auth.v1.LoginRequest"> & {
  * Use `create(LoginRequestSchema)` to create a new message.
  */
 export const LoginRequestSchema: GenMessage<LoginRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 6);
+  messageDesc(file_coinvoice_auth_v1_auth, 8);
 
 /**
  * @generated from message coinvoice.auth.v1.LoginResponse
@@ -356,7 +422,7 @@ export type LoginResponse = Message<"coinvoice.auth.v1.LoginResponse"> & {
  * Use `create(LoginResponseSchema)` to create a new message.
  */
 export const LoginResponseSchema: GenMessage<LoginResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 7);
+  messageDesc(file_coinvoice_auth_v1_auth, 9);
 
 /**
  * @generated from message coinvoice.auth.v1.GetMerchantRequest
@@ -373,7 +439,7 @@ export type GetMerchantRequest = Message<"coinvoice.auth.v1.GetMerchantRequest">
  * Use `create(GetMerchantRequestSchema)` to create a new message.
  */
 export const GetMerchantRequestSchema: GenMessage<GetMerchantRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 8);
+  messageDesc(file_coinvoice_auth_v1_auth, 10);
 
 /**
  * @generated from message coinvoice.auth.v1.GetMerchantResponse
@@ -390,7 +456,7 @@ export type GetMerchantResponse = Message<"coinvoice.auth.v1.GetMerchantResponse
  * Use `create(GetMerchantResponseSchema)` to create a new message.
  */
 export const GetMerchantResponseSchema: GenMessage<GetMerchantResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 9);
+  messageDesc(file_coinvoice_auth_v1_auth, 11);
 
 /**
  * @generated from message coinvoice.auth.v1.GetJwksRequest
@@ -403,7 +469,7 @@ export type GetJwksRequest = Message<"coinvoice.auth.v1.GetJwksRequest"> & {
  * Use `create(GetJwksRequestSchema)` to create a new message.
  */
 export const GetJwksRequestSchema: GenMessage<GetJwksRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 10);
+  messageDesc(file_coinvoice_auth_v1_auth, 12);
 
 /**
  * @generated from message coinvoice.auth.v1.GetJwksResponse
@@ -422,7 +488,7 @@ export type GetJwksResponse = Message<"coinvoice.auth.v1.GetJwksResponse"> & {
  * Use `create(GetJwksResponseSchema)` to create a new message.
  */
 export const GetJwksResponseSchema: GenMessage<GetJwksResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 11);
+  messageDesc(file_coinvoice_auth_v1_auth, 13);
 
 /**
  * @generated from message coinvoice.auth.v1.RotateSigningKeyRequest
@@ -435,7 +501,7 @@ export type RotateSigningKeyRequest = Message<"coinvoice.auth.v1.RotateSigningKe
  * Use `create(RotateSigningKeyRequestSchema)` to create a new message.
  */
 export const RotateSigningKeyRequestSchema: GenMessage<RotateSigningKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 12);
+  messageDesc(file_coinvoice_auth_v1_auth, 14);
 
 /**
  * @generated from message coinvoice.auth.v1.RotateSigningKeyResponse
@@ -454,7 +520,7 @@ export type RotateSigningKeyResponse = Message<"coinvoice.auth.v1.RotateSigningK
  * Use `create(RotateSigningKeyResponseSchema)` to create a new message.
  */
 export const RotateSigningKeyResponseSchema: GenMessage<RotateSigningKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 13);
+  messageDesc(file_coinvoice_auth_v1_auth, 15);
 
 /**
  * @generated from message coinvoice.auth.v1.CreateProjectRequest
@@ -497,7 +563,7 @@ export type CreateProjectRequest = Message<"coinvoice.auth.v1.CreateProjectReque
  * Use `create(CreateProjectRequestSchema)` to create a new message.
  */
 export const CreateProjectRequestSchema: GenMessage<CreateProjectRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 14);
+  messageDesc(file_coinvoice_auth_v1_auth, 16);
 
 /**
  * @generated from message coinvoice.auth.v1.CreateProjectResponse
@@ -521,7 +587,7 @@ export type CreateProjectResponse = Message<"coinvoice.auth.v1.CreateProjectResp
  * Use `create(CreateProjectResponseSchema)` to create a new message.
  */
 export const CreateProjectResponseSchema: GenMessage<CreateProjectResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 15);
+  messageDesc(file_coinvoice_auth_v1_auth, 17);
 
 /**
  * @generated from message coinvoice.auth.v1.ListProjectsRequest
@@ -538,7 +604,7 @@ export type ListProjectsRequest = Message<"coinvoice.auth.v1.ListProjectsRequest
  * Use `create(ListProjectsRequestSchema)` to create a new message.
  */
 export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 16);
+  messageDesc(file_coinvoice_auth_v1_auth, 18);
 
 /**
  * @generated from message coinvoice.auth.v1.ListProjectsResponse
@@ -555,7 +621,7 @@ export type ListProjectsResponse = Message<"coinvoice.auth.v1.ListProjectsRespon
  * Use `create(ListProjectsResponseSchema)` to create a new message.
  */
 export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 17);
+  messageDesc(file_coinvoice_auth_v1_auth, 19);
 
 /**
  * @generated from message coinvoice.auth.v1.GetProjectRequest
@@ -577,7 +643,7 @@ export type GetProjectRequest = Message<"coinvoice.auth.v1.GetProjectRequest"> &
  * Use `create(GetProjectRequestSchema)` to create a new message.
  */
 export const GetProjectRequestSchema: GenMessage<GetProjectRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 18);
+  messageDesc(file_coinvoice_auth_v1_auth, 20);
 
 /**
  * @generated from message coinvoice.auth.v1.GetProjectResponse
@@ -594,7 +660,7 @@ export type GetProjectResponse = Message<"coinvoice.auth.v1.GetProjectResponse">
  * Use `create(GetProjectResponseSchema)` to create a new message.
  */
 export const GetProjectResponseSchema: GenMessage<GetProjectResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 19);
+  messageDesc(file_coinvoice_auth_v1_auth, 21);
 
 /**
  * @generated from message coinvoice.auth.v1.UpdateProjectRequest
@@ -644,7 +710,7 @@ export type UpdateProjectRequest = Message<"coinvoice.auth.v1.UpdateProjectReque
  * Use `create(UpdateProjectRequestSchema)` to create a new message.
  */
 export const UpdateProjectRequestSchema: GenMessage<UpdateProjectRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 20);
+  messageDesc(file_coinvoice_auth_v1_auth, 22);
 
 /**
  * @generated from message coinvoice.auth.v1.UpdateProjectResponse
@@ -661,7 +727,7 @@ export type UpdateProjectResponse = Message<"coinvoice.auth.v1.UpdateProjectResp
  * Use `create(UpdateProjectResponseSchema)` to create a new message.
  */
 export const UpdateProjectResponseSchema: GenMessage<UpdateProjectResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 21);
+  messageDesc(file_coinvoice_auth_v1_auth, 23);
 
 /**
  * @generated from message coinvoice.auth.v1.RotateWebhookSecretRequest
@@ -683,7 +749,7 @@ export type RotateWebhookSecretRequest = Message<"coinvoice.auth.v1.RotateWebhoo
  * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
  */
 export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 22);
+  messageDesc(file_coinvoice_auth_v1_auth, 24);
 
 /**
  * @generated from message coinvoice.auth.v1.RotateWebhookSecretResponse
@@ -702,7 +768,7 @@ export type RotateWebhookSecretResponse = Message<"coinvoice.auth.v1.RotateWebho
  * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
  */
 export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 23);
+  messageDesc(file_coinvoice_auth_v1_auth, 25);
 
 /**
  * @generated from message coinvoice.auth.v1.CreateApiKeyRequest
@@ -731,7 +797,7 @@ export type CreateApiKeyRequest = Message<"coinvoice.auth.v1.CreateApiKeyRequest
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 24);
+  messageDesc(file_coinvoice_auth_v1_auth, 26);
 
 /**
  * @generated from message coinvoice.auth.v1.CreateApiKeyResponse
@@ -755,7 +821,7 @@ export type CreateApiKeyResponse = Message<"coinvoice.auth.v1.CreateApiKeyRespon
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 25);
+  messageDesc(file_coinvoice_auth_v1_auth, 27);
 
 /**
  * @generated from message coinvoice.auth.v1.ListApiKeysRequest
@@ -777,7 +843,7 @@ export type ListApiKeysRequest = Message<"coinvoice.auth.v1.ListApiKeysRequest">
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 26);
+  messageDesc(file_coinvoice_auth_v1_auth, 28);
 
 /**
  * @generated from message coinvoice.auth.v1.ListApiKeysResponse
@@ -794,7 +860,7 @@ export type ListApiKeysResponse = Message<"coinvoice.auth.v1.ListApiKeysResponse
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 27);
+  messageDesc(file_coinvoice_auth_v1_auth, 29);
 
 /**
  * @generated from message coinvoice.auth.v1.RevokeApiKeyRequest
@@ -821,7 +887,7 @@ export type RevokeApiKeyRequest = Message<"coinvoice.auth.v1.RevokeApiKeyRequest
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 28);
+  messageDesc(file_coinvoice_auth_v1_auth, 30);
 
 /**
  * @generated from message coinvoice.auth.v1.RevokeApiKeyResponse
@@ -840,7 +906,7 @@ export type RevokeApiKeyResponse = Message<"coinvoice.auth.v1.RevokeApiKeyRespon
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 29);
+  messageDesc(file_coinvoice_auth_v1_auth, 31);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyApiKeyRequest
@@ -859,7 +925,7 @@ export type VerifyApiKeyRequest = Message<"coinvoice.auth.v1.VerifyApiKeyRequest
  * Use `create(VerifyApiKeyRequestSchema)` to create a new message.
  */
 export const VerifyApiKeyRequestSchema: GenMessage<VerifyApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 30);
+  messageDesc(file_coinvoice_auth_v1_auth, 32);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyApiKeyResponse
@@ -910,7 +976,7 @@ export type VerifyApiKeyResponse = Message<"coinvoice.auth.v1.VerifyApiKeyRespon
  * Use `create(VerifyApiKeyResponseSchema)` to create a new message.
  */
 export const VerifyApiKeyResponseSchema: GenMessage<VerifyApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 31);
+  messageDesc(file_coinvoice_auth_v1_auth, 33);
 
 /**
  * @generated from message coinvoice.auth.v1.GetProjectContextRequest
@@ -927,7 +993,7 @@ export type GetProjectContextRequest = Message<"coinvoice.auth.v1.GetProjectCont
  * Use `create(GetProjectContextRequestSchema)` to create a new message.
  */
 export const GetProjectContextRequestSchema: GenMessage<GetProjectContextRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 32);
+  messageDesc(file_coinvoice_auth_v1_auth, 34);
 
 /**
  * @generated from message coinvoice.auth.v1.GetProjectContextResponse
@@ -992,7 +1058,7 @@ export type GetProjectContextResponse = Message<"coinvoice.auth.v1.GetProjectCon
  * Use `create(GetProjectContextResponseSchema)` to create a new message.
  */
 export const GetProjectContextResponseSchema: GenMessage<GetProjectContextResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 33);
+  messageDesc(file_coinvoice_auth_v1_auth, 35);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyEmailRequest
@@ -1014,7 +1080,7 @@ export type VerifyEmailRequest = Message<"coinvoice.auth.v1.VerifyEmailRequest">
  * Use `create(VerifyEmailRequestSchema)` to create a new message.
  */
 export const VerifyEmailRequestSchema: GenMessage<VerifyEmailRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 34);
+  messageDesc(file_coinvoice_auth_v1_auth, 36);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyEmailResponse
@@ -1031,7 +1097,7 @@ export type VerifyEmailResponse = Message<"coinvoice.auth.v1.VerifyEmailResponse
  * Use `create(VerifyEmailResponseSchema)` to create a new message.
  */
 export const VerifyEmailResponseSchema: GenMessage<VerifyEmailResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 35);
+  messageDesc(file_coinvoice_auth_v1_auth, 37);
 
 /**
  * @generated from message coinvoice.auth.v1.ResendEmailVerificationRequest
@@ -1048,7 +1114,7 @@ export type ResendEmailVerificationRequest = Message<"coinvoice.auth.v1.ResendEm
  * Use `create(ResendEmailVerificationRequestSchema)` to create a new message.
  */
 export const ResendEmailVerificationRequestSchema: GenMessage<ResendEmailVerificationRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 36);
+  messageDesc(file_coinvoice_auth_v1_auth, 38);
 
 /**
  * @generated from message coinvoice.auth.v1.ResendEmailVerificationResponse
@@ -1061,7 +1127,7 @@ export type ResendEmailVerificationResponse = Message<"coinvoice.auth.v1.ResendE
  * Use `create(ResendEmailVerificationResponseSchema)` to create a new message.
  */
 export const ResendEmailVerificationResponseSchema: GenMessage<ResendEmailVerificationResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 37);
+  messageDesc(file_coinvoice_auth_v1_auth, 39);
 
 /**
  * @generated from message coinvoice.auth.v1.LogoutRequest
@@ -1078,7 +1144,7 @@ export type LogoutRequest = Message<"coinvoice.auth.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 38);
+  messageDesc(file_coinvoice_auth_v1_auth, 40);
 
 /**
  * @generated from message coinvoice.auth.v1.LogoutResponse
@@ -1091,7 +1157,7 @@ export type LogoutResponse = Message<"coinvoice.auth.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 39);
+  messageDesc(file_coinvoice_auth_v1_auth, 41);
 
 /**
  * @generated from message coinvoice.auth.v1.ChangePasswordRequest
@@ -1118,7 +1184,7 @@ export type ChangePasswordRequest = Message<"coinvoice.auth.v1.ChangePasswordReq
  * Use `create(ChangePasswordRequestSchema)` to create a new message.
  */
 export const ChangePasswordRequestSchema: GenMessage<ChangePasswordRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 40);
+  messageDesc(file_coinvoice_auth_v1_auth, 42);
 
 /**
  * @generated from message coinvoice.auth.v1.ChangePasswordResponse
@@ -1142,7 +1208,7 @@ export type ChangePasswordResponse = Message<"coinvoice.auth.v1.ChangePasswordRe
  * Use `create(ChangePasswordResponseSchema)` to create a new message.
  */
 export const ChangePasswordResponseSchema: GenMessage<ChangePasswordResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 41);
+  messageDesc(file_coinvoice_auth_v1_auth, 43);
 
 /**
  * @generated from message coinvoice.auth.v1.ListSessionRevocationsRequest
@@ -1155,7 +1221,7 @@ export type ListSessionRevocationsRequest = Message<"coinvoice.auth.v1.ListSessi
  * Use `create(ListSessionRevocationsRequestSchema)` to create a new message.
  */
 export const ListSessionRevocationsRequestSchema: GenMessage<ListSessionRevocationsRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 42);
+  messageDesc(file_coinvoice_auth_v1_auth, 44);
 
 /**
  * Tokens of this merchant whose session epoch ("sv" claim) is below min_session_epoch are revoked.
@@ -1179,7 +1245,7 @@ export type SessionRevocation = Message<"coinvoice.auth.v1.SessionRevocation"> &
  * Use `create(SessionRevocationSchema)` to create a new message.
  */
 export const SessionRevocationSchema: GenMessage<SessionRevocation> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 43);
+  messageDesc(file_coinvoice_auth_v1_auth, 45);
 
 /**
  * @generated from message coinvoice.auth.v1.ListSessionRevocationsResponse
@@ -1196,7 +1262,7 @@ export type ListSessionRevocationsResponse = Message<"coinvoice.auth.v1.ListSess
  * Use `create(ListSessionRevocationsResponseSchema)` to create a new message.
  */
 export const ListSessionRevocationsResponseSchema: GenMessage<ListSessionRevocationsResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 44);
+  messageDesc(file_coinvoice_auth_v1_auth, 46);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyOperatorTokenRequest
@@ -1213,7 +1279,7 @@ export type VerifyOperatorTokenRequest = Message<"coinvoice.auth.v1.VerifyOperat
  * Use `create(VerifyOperatorTokenRequestSchema)` to create a new message.
  */
 export const VerifyOperatorTokenRequestSchema: GenMessage<VerifyOperatorTokenRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 45);
+  messageDesc(file_coinvoice_auth_v1_auth, 47);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyOperatorTokenResponse
@@ -1235,7 +1301,7 @@ export type VerifyOperatorTokenResponse = Message<"coinvoice.auth.v1.VerifyOpera
  * Use `create(VerifyOperatorTokenResponseSchema)` to create a new message.
  */
 export const VerifyOperatorTokenResponseSchema: GenMessage<VerifyOperatorTokenResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 46);
+  messageDesc(file_coinvoice_auth_v1_auth, 48);
 
 /**
  * AuthService owns merchants, session tokens (EdDSA JWTs), projects, webhook secrets and API keys.
@@ -1246,7 +1312,9 @@ export const VerifyOperatorTokenResponseSchema: GenMessage<VerifyOperatorTokenRe
  */
 export const AuthService: GenService<{
   /**
-   * Creates a merchant account (argon2id password hash) and signs them in.
+   * Starts a sign-up: answers the same whether or not the email has an account (issue 27). For a
+   * new email it stores the pending sign-up (argon2id password hash) and emails a code; for a
+   * registered one it creates nothing usable and emails the owner that someone tried.
    *
    * @generated from rpc coinvoice.auth.v1.AuthService.RegisterMerchant
    */
@@ -1254,6 +1322,19 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof RegisterMerchantRequestSchema;
     output: typeof RegisterMerchantResponseSchema;
+  },
+  /**
+   * Creates the account of a pending sign-up with the emailed code and the password of that
+   * registration (email verified) and signs the merchant in. A wrong code or password, an unknown
+   * email and a registered one all answer invalid_verification_code (400), 5 attempts per code;
+   * verification_code_expired (409) when too old or out of attempts.
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.ConfirmRegistration
+   */
+  confirmRegistration: {
+    methodKind: "unary";
+    input: typeof ConfirmRegistrationRequestSchema;
+    output: typeof ConfirmRegistrationResponseSchema;
   },
   /**
    * Exchanges email + password for a session token; invalid_credentials (401) on mismatch.

@@ -23,7 +23,7 @@ export type ErrorDetail = Message<"coinvoice.common.v1.ErrorDetail"> & {
   /**
    * Stable snake_case error code, e.g. validation_failed, invalid_api_key, invalid_credentials,
    * not_found, invoice_not_payable, payout_not_cancellable, insufficient_balance,
-   * sandbox_key_required, idempotency_key_reused, unsupported_currency, email_taken.
+   * sandbox_key_required, idempotency_key_reused, unsupported_currency, invalid_verification_code.
    * Clients branch on it, so a code never changes meaning once shipped.
    *
    * @generated from field: string code = 1;
