@@ -97,6 +97,30 @@ describe('migrate', () => {
     expect(await tablesIn(sql, 'payout')).toEqual(['holds', 'more_holds', 'schema_migrations']);
   });
 
+  it('takes an edited applied file as applied when it names the checksum it had (-- supersedes), and records the new one', async () => {
+    const sql = pool('superseded');
+    const before = '-- Holds (see the design notes)\ncreate table holds (id bigint primary key);\n';
+    const dir = migrationsDir('superseded', { '0001_init.sql': before });
+    await migrate(sql, { schema: 'superseded', dir });
+    const checksumOf = async () => (await sql<{ checksum: string }[]>`select checksum from superseded.schema_migrations where version = 1`)[0]?.checksum;
+    const old = await checksumOf();
+    expect(old).toMatch(/^[0-9a-f]{64}$/);
+
+    // Another old checksum does not do: the file must name the one this database recorded.
+    const stranger = `-- supersedes sha256:${'0'.repeat(64)}\n-- Holds (docs/architecture.md)\ncreate table holds (id bigint primary key);\n`;
+    writeFileSync(path.join(dir, '0001_init.sql'), stranger);
+    await expect(migrate(sql, { schema: 'superseded', dir })).rejects.toThrow(/0001_init\.sql.*changed after it was applied/);
+
+    const after = `-- supersedes sha256:${old}\n-- Holds (docs/architecture.md)\ncreate table holds (id bigint primary key);\n`;
+    writeFileSync(path.join(dir, '0001_init.sql'), after);
+    writeFileSync(path.join(dir, '0002_next.sql'), 'create table next_holds (id bigint primary key);');
+    await expect(migrate(sql, { schema: 'superseded', dir })).resolves.toEqual({ applied: ['0002_next.sql'], skipped: ['0001_init.sql'] });
+    expect(await checksumOf()).not.toBe(old);
+    // The new checksum is the one recorded: the next run is a plain no-op.
+    await expect(migrate(sql, { schema: 'superseded', dir })).resolves.toEqual({ applied: [], skipped: ['0001_init.sql', '0002_next.sql'] });
+    expect(await tablesIn(sql, 'superseded')).toEqual(['holds', 'next_holds', 'schema_migrations']);
+  });
+
   it('runs each file in its own transaction: a failing file leaves nothing behind and names itself', async () => {
     const sql = pool('notifier');
     const dir = migrationsDir('failing', {
