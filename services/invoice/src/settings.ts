@@ -115,7 +115,7 @@ function durationSetting(defaultValue: string): Setting<number> {
 }
 
 /**
- * The Ethereum source (DESIGN.md §9). The serve role reads CHAIN_ETHEREUM_CONFIRMATIONS too: each
+ * The Ethereum source (docs/architecture.md#chains-and-sources). The serve role reads CHAIN_ETHEREUM_CONFIRMATIONS too: each
  * invoice fixes its confirmation count at creation. An empty RPC URL means "not configured":
  * `npm start` then starts no watcher and `watch ethereum` refuses to start.
  */
@@ -131,7 +131,7 @@ export const ethereumSettings = {
   CHAIN_ETHEREUM_BATCH_BLOCKS: setting.int({ default: 50, min: 1, max: 1_000 }),
 } as const;
 
-/** The Esplora sources of bitcoin and litecoin and the Tron full node (DESIGN.md §9). */
+/** The Esplora sources of bitcoin and litecoin and the Tron full node (docs/architecture.md#chains-and-sources). */
 export const utxoAndTronSettings = {
   CHAIN_BITCOIN_ESPLORA_URL: optionalUrl(['http:', 'https:']),
   CHAIN_BITCOIN_CONFIRMATIONS: setting.int({ default: 2, min: 1, max: 100 }),
@@ -185,7 +185,7 @@ export function ratesSourceOf(config: Pick<InvoiceConfig, 'APP_ENV' | 'RATES_SOU
 }
 
 /**
- * Rules across settings (DESIGN.md §11), checked before the process connects anywhere. In
+ * Rules across settings (docs/architecture.md#production-refuses-what-is-unsafe), checked before the process connects anywhere. In
  * production every enabled coin needs its configured keys, mainnet and testnet (sandbox projects
  * run in production too): development keys are never generated there. Throws the first problem.
  */

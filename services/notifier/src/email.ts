@@ -1,5 +1,5 @@
 /**
- * Email: the payout verification code (DESIGN.md §5) and the email verification code, sent over SMTP with nodemailer. In
+ * Email: the payout verification code (docs/architecture.md#payouts) and the email verification code, sent over SMTP with nodemailer. In
  * development without SMTP_URL each email is written as an .eml file to a mailbox folder instead,
  * so `npm start` works on a fresh machine and the code can still be read.
  *

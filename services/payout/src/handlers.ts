@@ -126,7 +126,7 @@ export interface PayoutHandlerDeps {
   codeTtlMs: number;
   /** Payouts of one project that may await verification at once (each one is 5 guesses at a code). */
   maxOpenUnverified: number;
-  /** Per-project limits (DESIGN §13), counted in Postgres across replicas. */
+  /** Per-project limits (docs/architecture.md#rate-limits), counted in Postgres across replicas. */
   rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; requestPerProject: RateLimitPolicy };
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */

@@ -29,7 +29,7 @@ import { findCryptoCurrency, findFiatCurrency, type CryptoCurrency, type FiatCur
 import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from './money';
 import { INVOICE_STATUSES, type InvoiceStatusName } from './status';
 
-// Sandbox projects get testnet addresses, live projects mainnet (DESIGN.md §4): `networkOf`.
+// Sandbox projects get testnet addresses, live projects mainnet (docs/architecture.md#sandbox-and-live): `networkOf`.
 export { networkOf, type ProjectEnvironment } from '@coinvoice/runtime';
 
 export const LIMITS = {

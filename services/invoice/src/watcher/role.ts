@@ -83,7 +83,7 @@ export const CHAIN_ADAPTERS: Partial<Record<ChainName, ChainSource>> = {
 /** Blocks per transaction while an Esplora or Tron watcher backfills (each block is one or more requests). */
 const UTXO_BATCH_BLOCKS = 10;
 
-/** Confirmations per chain without a configured source (DESIGN.md §9 defaults). */
+/** Confirmations per chain without a configured source (docs/architecture.md#chains-and-sources defaults). */
 const DEFAULT_CONFIRMATIONS: Readonly<Record<ChainName, number>> = { ethereum: 12, bitcoin: 2, litecoin: 6, tron: 20 };
 
 /** The confirmations a new live invoice on `chain` will need. */

@@ -1,11 +1,11 @@
 /**
- * Standard Webhooks signing (standardwebhooks.com), as DESIGN.md §6 requires: a receiver verifies
+ * Standard Webhooks signing (standardwebhooks.com), as docs/architecture.md#webhook-signing requires: a receiver verifies
  * our deliveries with the `standardwebhooks` package in any language, sandbox and live alike.
  *
  *   webhook-id:        the event id (the same on every retry, so receivers can deduplicate)
  *   webhook-timestamp: unix seconds of this attempt
  *   webhook-signature: "v1," + base64(HMAC-SHA256(secret bytes, `${id}.${timestamp}.${body}`))
- *   webhook-event-type: the event type (e.g. invoice.paid), DESIGN.md §14: bodies of different
+ *   webhook-event-type: the event type (e.g. invoice.paid), docs/architecture.md#webhook-event-type: bodies of different
  *                      events arrive at the same URL, so the receiver dispatches on this header
  *
  * The secret is "whsec_" + base64 of its raw bytes; the HMAC key is the decoded bytes, not the text.

@@ -1,5 +1,5 @@
 /**
- * Payment addresses (DESIGN.md §4): derived per invoice from an account-level extended public key
+ * Payment addresses (docs/architecture.md#addresses): derived per invoice from an account-level extended public key
  * (BIP32) at child 0/index — the BIP44 external (receive) chain — encoded per coin:
  * - BTC/LTC: native segwit P2WPKH, bech32 (hrp bc/ltc mainnet, tb/tltc testnet);
  * - ETH/USDT/USDC: EIP-55 checksummed hex of keccak256(uncompressed public key)[12..32];
