@@ -38,7 +38,6 @@ import {
   Decimal,
   cryptoCurrency,
   formatPlain,
-  INVOICE_CURSORS,
   isCryptoCode,
   networkOf,
   parseTolerancePercent,
@@ -224,9 +223,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListInvoices({ projectId: req.projectId, status, orderId: req.orderId, pageSize: req.pageSize, cursor: req.cursor }));
-    // One more than asked tells whether another page follows.
-    const rows = await listInvoices(this.deps.sql, { ...query, limit: query.pageSize + 1 });
-    const page = INVOICE_CURSORS.page(rows, query.pageSize);
+    const page = await listInvoices(this.deps.sql, query);
     const payments = await paymentsOfInvoices(this.deps.sql, page.rows.map((row) => row.id));
     return { invoices: page.rows.map((row) => invoiceToProto(row, payments.get(row.id))), nextCursor: page.nextCursor };
   }

@@ -4,6 +4,7 @@
  * cents, crypto amounts in canonical plain form ("0.00018096", "0").
  */
 import { create } from '@bufbuild/protobuf';
+import { environmentFromProto, environmentToProto, protoEnumMapping } from '@coinvoice/runtime';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   CheckoutSchema,
@@ -32,25 +33,19 @@ import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
 import type { PaymentRow } from './store/payments';
 
-const STATUS_TO_PROTO: Readonly<Record<InvoiceStatusName, InvoiceStatus>> = {
+const INVOICE_STATUS = protoEnumMapping<InvoiceStatusName, InvoiceStatus>({
   Waiting: InvoiceStatus.WAITING,
   Paid: InvoiceStatus.PAID,
   Expired: InvoiceStatus.EXPIRED,
   Confirming: InvoiceStatus.CONFIRMING,
   PartiallyPaid: InvoiceStatus.PARTIALLY_PAID,
-};
+});
 
-export function statusToProto(status: InvoiceStatusName): InvoiceStatus {
-  return STATUS_TO_PROTO[status];
-}
-
+export const statusToProto = INVOICE_STATUS.toProto;
 /** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
-export function statusFromProto(status: InvoiceStatus): InvoiceStatusName | undefined {
-  return (Object.keys(STATUS_TO_PROTO) as InvoiceStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
-}
+export const statusFromProto = INVOICE_STATUS.fromProto;
 
 // The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-import { environmentFromProto, environmentToProto } from '@coinvoice/runtime';
 export { environmentFromProto, environmentToProto };
 
 function fiatAmount(amount: string, currency: string): string {

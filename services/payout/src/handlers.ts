@@ -74,8 +74,6 @@ import {
   decide,
   issueCode,
   stageOf,
-  OPERATOR_QUEUE_CURSORS,
-  PAYOUT_CURSORS,
   storedCoin,
   validateBalanceQuery,
   validateCompletePayout,
@@ -376,9 +374,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   async listPayouts(req: ListPayoutsRequest): Reply<typeof ListPayoutsResponseSchema> {
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListPayouts({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
-    // One more than asked tells whether another page follows.
-    const rows = await listPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
-    const page = PAYOUT_CURSORS.page(rows, query.pageSize);
+    const page = await listPayouts(this.deps.sql, query);
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
   }
 
@@ -387,8 +383,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
     const environment = req.environment === Environment.UNSPECIFIED ? undefined : (environmentFromProto(req.environment) ?? `unknown (${req.environment})`);
     const query = requireValid(validateOperatorList({ status, environment, pageSize: req.pageSize, cursor: req.cursor }));
-    const rows = await listAllPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
-    const page = OPERATOR_QUEUE_CURSORS.page(rows, query.pageSize);
+    const page = await listAllPayouts(this.deps.sql, query);
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
   }
 

@@ -3,6 +3,7 @@
  * strings ("0.015", never "0.01500000"); the gateway turns them into JSON numbers.
  */
 import { create } from '@bufbuild/protobuf';
+import { environmentFromProto, environmentToProto, protoEnumMapping } from '@coinvoice/runtime';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Decimal, formatPlain } from '@coinvoice/runtime/coins';
 import { BalanceSchema, PayoutSchema, PayoutStatus, type Balance, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
@@ -10,25 +11,19 @@ import type { PayoutStatusName } from './domain';
 import type { BalanceRow } from './store/ledger';
 import type { PayoutRow } from './store/payouts';
 
-const STATUS_TO_PROTO: Readonly<Record<PayoutStatusName, PayoutStatus>> = {
+const PAYOUT_STATUS = protoEnumMapping<PayoutStatusName, PayoutStatus>({
   AwaitingVerification: PayoutStatus.AWAITING_VERIFICATION,
   Pending: PayoutStatus.PENDING,
   Completed: PayoutStatus.COMPLETED,
   Rejected: PayoutStatus.REJECTED,
   Cancelled: PayoutStatus.CANCELLED,
-};
+});
 
-export function statusToProto(status: PayoutStatusName): PayoutStatus {
-  return STATUS_TO_PROTO[status];
-}
-
+export const statusToProto = PAYOUT_STATUS.toProto;
 /** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
-export function statusFromProto(status: PayoutStatus): PayoutStatusName | undefined {
-  return (Object.keys(STATUS_TO_PROTO) as PayoutStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
-}
+export const statusFromProto = PAYOUT_STATUS.fromProto;
 
 // The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-import { environmentFromProto, environmentToProto } from '@coinvoice/runtime';
 export { environmentFromProto, environmentToProto };
 
 export function amountString(amount: string): string {

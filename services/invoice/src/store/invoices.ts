@@ -3,9 +3,9 @@
  * never turns numeric into a float); timestamps are truncated to milliseconds on insert so the
  * list cursor round-trips exactly through a JS Date.
  */
-import type { Queryable, TransactionSql } from '@coinvoice/runtime';
+import { selectKeysetPage, type Queryable, type TransactionSql } from '@coinvoice/runtime';
 import type { InvoiceCursor, InvoiceEvent, InvoiceStatusName, ProjectEnvironment } from '../domain';
-import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain';
+import { INVOICE_CURSORS, nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain';
 
 export interface InvoiceRow {
   id: string;
@@ -166,19 +166,18 @@ export interface ListQuery {
   /** Only invoices with exactly this order id. */
   orderId?: string | undefined;
   after: InvoiceCursor | undefined;
-  limit: number;
+  pageSize: number;
 }
 
-/** Newest first by (created_at, id): keyset pagination, stable while invoices are being created. */
-export async function listInvoices(sql: Queryable, query: ListQuery): Promise<InvoiceRow[]> {
+/** A project's invoices, newest first by (created_at, id), one page and the next page's cursor. */
+export function listInvoices(sql: Queryable, query: ListQuery): Promise<{ rows: InvoiceRow[]; nextCursor: string }> {
   const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
   const byOrder = query.orderId === undefined ? sql`` : sql`and order_id = ${query.orderId}`;
-  const after = query.after === undefined ? sql`` : sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`;
-  return sql<InvoiceRow[]>`
-    select * from invoices
-    where project_id = ${query.projectId} ${byStatus} ${byOrder} ${after}
-    order by created_at desc, id desc
-    limit ${query.limit}`;
+  return selectKeysetPage<InvoiceRow>(
+    sql,
+    { table: 'invoices', filters: sql`and project_id = ${query.projectId} ${byStatus} ${byOrder}`, order: 'newest_first', after: query.after, pageSize: query.pageSize },
+    INVOICE_CURSORS,
+  );
 }
 
 function target(event: InvoiceEvent): InvoiceStatusName {

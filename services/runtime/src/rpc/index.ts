@@ -2,3 +2,4 @@ export * from './health';
 export * from './server';
 export * from './client';
 export * from './tls';
+export * from './proto-enum';
