@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { Code, enqueueEvent, errors, eventTransaction, invalidRequest, requireValid, serviceError, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { Code, enqueueEvent, environmentFromProto, environmentToProto, errors, eventTransaction, invalidRequest, requireValid, serviceError, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import {
   InvoiceSchema,
   type CreateInvoiceRequest,
@@ -56,7 +56,7 @@ import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
-import { checkoutToProto, environmentFromProto, environmentToProto, invoiceToProto, statusFromProto } from './proto';
+import { checkoutToProto, invoiceToProto, INVOICE_STATUS } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
@@ -221,7 +221,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   }
 
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
-    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const status = req.status === undefined ? undefined : (INVOICE_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListInvoices({ projectId: req.projectId, status, orderId: req.orderId, pageSize: req.pageSize, cursor: req.cursor }));
     const page = await listInvoices(this.deps.sql, query);
     const payments = await paymentsOfInvoices(this.deps.sql, page.rows.map((row) => row.id));

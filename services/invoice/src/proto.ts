@@ -33,7 +33,8 @@ import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
 import type { PaymentRow } from './store/payments';
 
-const INVOICE_STATUS = protoEnumMapping<InvoiceStatusName, InvoiceStatus>({
+/** Status names and the proto enum, both ways (fromProto: undefined for UNSPECIFIED or an unknown number). */
+export const INVOICE_STATUS = protoEnumMapping<InvoiceStatusName, InvoiceStatus>({
   Waiting: InvoiceStatus.WAITING,
   Paid: InvoiceStatus.PAID,
   Expired: InvoiceStatus.EXPIRED,
@@ -41,27 +42,16 @@ const INVOICE_STATUS = protoEnumMapping<InvoiceStatusName, InvoiceStatus>({
   PartiallyPaid: InvoiceStatus.PARTIALLY_PAID,
 });
 
-export const statusToProto = INVOICE_STATUS.toProto;
-/** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
-export const statusFromProto = INVOICE_STATUS.fromProto;
-
-// The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-export { environmentFromProto, environmentToProto };
-
 function fiatAmount(amount: string, currency: string): string {
   if (!isFiatCode(currency)) throw new Error(`stored invoice has unknown price currency ${currency}`);
   return formatFixed(new Decimal(amount), fiatCurrency(currency).minorUnits);
-}
-
-function cryptoAmount(amount: string): string {
-  return formatPlain(new Decimal(amount));
 }
 
 export function paymentToProto(row: PaymentRow): Payment {
   return create(PaymentSchema, {
     transactionHash: row.transaction_hash,
     outputIndex: row.output_index,
-    amount: cryptoAmount(row.amount),
+    amount: formatPlain(row.amount),
     asset: row.asset,
     confirmations: row.confirmations,
     status: row.status,
@@ -79,14 +69,14 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
     ...(row.order_description === null ? {} : { orderDescription: row.order_description }),
     priceAmount: fiatAmount(row.price_amount, row.price_currency),
     priceAmountInUsd: formatFixed(new Decimal(row.price_amount_in_usd), 2),
-    amountReceived: cryptoAmount(row.amount_received),
+    amountReceived: formatPlain(row.amount_received),
     priceCurrency: row.price_currency,
     payCurrency: row.pay_currency,
-    status: statusToProto(row.status),
+    status: INVOICE_STATUS.toProto(row.status),
     createdAt: timestampFromDate(row.created_at),
     expiredAt: timestampFromDate(row.expired_at),
     address: row.address,
-    amountExpected: cryptoAmount(row.amount_expected),
+    amountExpected: formatPlain(row.amount_expected),
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     projectName: row.project_name,
@@ -95,12 +85,12 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
     environment: environmentToProto(row.environment),
     ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
     ...(row.paid_at === null ? {} : { paidAt: timestampFromDate(row.paid_at) }),
-    rate: cryptoAmount(row.rate),
+    rate: formatPlain(row.rate),
     rateSources: row.rate_sources,
     ...(row.rate_quoted_at === null ? {} : { rateQuotedAt: timestampFromDate(row.rate_quoted_at) }),
     payments: payments.map(paymentToProto),
     confirmationsRequired: row.confirmations_required,
-    paymentTolerancePercent: cryptoAmount(row.payment_tolerance_percent),
+    paymentTolerancePercent: formatPlain(row.payment_tolerance_percent),
   });
 }
 
@@ -111,22 +101,22 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
   const counting = payments.filter((p) => p.asset === row.pay_currency && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
-    status: statusToProto(row.status),
+    status: INVOICE_STATUS.toProto(row.status),
     payCurrency: row.pay_currency,
-    amountExpected: cryptoAmount(row.amount_expected),
+    amountExpected: formatPlain(row.amount_expected),
     address: row.address,
     priceAmount: fiatAmount(row.price_amount, row.price_currency),
     priceCurrency: row.price_currency,
     expiredAt: timestampFromDate(row.expired_at),
     createdAt: timestampFromDate(row.created_at),
-    amountReceived: cryptoAmount(row.amount_received),
+    amountReceived: formatPlain(row.amount_received),
     isSandbox: row.environment === 'sandbox',
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     paymentUri: paymentUri(coin, networkOf(row.environment), row.address, new Decimal(row.amount_expected)),
     confirmationsRequired: row.confirmations_required,
     confirmations: Math.min(confirmationsOf(counting), row.confirmations_required || Number.MAX_SAFE_INTEGER),
-    amountRemaining: cryptoAmount(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
+    amountRemaining: formatPlain(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
   });
 }
 

@@ -27,6 +27,8 @@ import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/c
 import {
   enforceRateLimit,
   enqueueEvent,
+  environmentFromProto,
+  environmentToProto,
   eventTransaction,
   errors,
   invalidRequest,
@@ -89,7 +91,7 @@ import {
 import { payoutRequestedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
-import { amountString, balanceToProto, environmentFromProto, environmentToProto, payoutToProto, statusFromProto } from './proto';
+import { balanceToProto, payoutToProto, PAYOUT_STATUS } from './proto';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { hold, listBalances } from './store/ledger';
 import {
@@ -242,7 +244,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       await this.deps.notifier.sendPayoutVerificationEmail({
         payoutId: row.id,
         environment: row.environment,
-        amount: amountString(row.amount),
+        amount: formatPlain(row.amount),
         currency: row.currency,
         email,
         code,
@@ -372,7 +374,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async listPayouts(req: ListPayoutsRequest): Reply<typeof ListPayoutsResponseSchema> {
-    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const status = req.status === undefined ? undefined : (PAYOUT_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListPayouts({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
     const page = await listPayouts(this.deps.sql, query);
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
@@ -380,7 +382,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
 
   async listAllPayouts(req: ListAllPayoutsRequest): Reply<typeof ListAllPayoutsResponseSchema> {
     await this.operator(req.operatorToken);
-    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const status = req.status === undefined ? undefined : (PAYOUT_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const environment = req.environment === Environment.UNSPECIFIED ? undefined : (environmentFromProto(req.environment) ?? `unknown (${req.environment})`);
     const query = requireValid(validateOperatorList({ status, environment, pageSize: req.pageSize, cursor: req.cursor }));
     const page = await listAllPayouts(this.deps.sql, query);

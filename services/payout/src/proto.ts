@@ -11,7 +11,8 @@ import type { PayoutStatusName } from './domain';
 import type { BalanceRow } from './store/ledger';
 import type { PayoutRow } from './store/payouts';
 
-const PAYOUT_STATUS = protoEnumMapping<PayoutStatusName, PayoutStatus>({
+/** Status names and the proto enum, both ways (fromProto: undefined for UNSPECIFIED or an unknown number). */
+export const PAYOUT_STATUS = protoEnumMapping<PayoutStatusName, PayoutStatus>({
   AwaitingVerification: PayoutStatus.AWAITING_VERIFICATION,
   Pending: PayoutStatus.PENDING,
   Completed: PayoutStatus.COMPLETED,
@@ -19,26 +20,15 @@ const PAYOUT_STATUS = protoEnumMapping<PayoutStatusName, PayoutStatus>({
   Cancelled: PayoutStatus.CANCELLED,
 });
 
-export const statusToProto = PAYOUT_STATUS.toProto;
-/** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
-export const statusFromProto = PAYOUT_STATUS.fromProto;
-
-// The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-export { environmentFromProto, environmentToProto };
-
-export function amountString(amount: string): string {
-  return formatPlain(new Decimal(amount));
-}
-
 export function payoutToProto(row: PayoutRow): Payout {
   return create(PayoutSchema, {
     id: row.id,
     projectId: row.project_id,
-    amount: amountString(row.amount),
+    amount: formatPlain(row.amount),
     currency: row.currency,
     address: row.address,
     ...(row.note === null ? {} : { note: row.note }),
-    status: statusToProto(row.status),
+    status: PAYOUT_STATUS.toProto(row.status),
     ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
     ...(row.admin_note === null ? {} : { adminNote: row.admin_note }),
     createdAt: timestampFromDate(row.created_at),

@@ -119,10 +119,14 @@ export function parseCryptoAmount(input: unknown, maxDecimals: number = MAX_CRYP
   return parsed;
 }
 
-/** Canonical decimal string: plain notation, no trailing fractional zeros, "0" for zero (never "-0"). */
-export function formatPlain(amount: Decimal): string {
-  if (amount.isZero()) return '0';
-  return amount.toFixed();
+/**
+ * Canonical decimal string: plain notation, no trailing fractional zeros, "0" for zero (never "-0").
+ * Takes a decimal string too (a numeric column as Postgres returns it).
+ */
+export function formatPlain(amount: Decimal | string): string {
+  const decimal = typeof amount === 'string' ? new Decimal(amount) : amount;
+  if (decimal.isZero()) return '0';
+  return decimal.toFixed();
 }
 
 /**
