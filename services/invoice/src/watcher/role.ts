@@ -5,6 +5,7 @@
  * name to its adapter factory; adding a chain is one entry (see chain-adapter.ts).
  */
 import { ConfigError, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { invoiceIdempotencyKeys } from '../store/idempotency';
 import { invoiceSettings } from '../settings';
 import type { ConfigOf } from '@coinvoice/runtime';
 import type { ChainAdapter, ChainName } from './chain-adapter';
@@ -116,6 +117,8 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
     callers: [],
     settings: invoiceSettings,
     migrationsDir: migrationsDirOf(__dirname),
+    // The serve role's migrations exactly: whichever role starts first leaves the same schema.
+    builtInMigrations: [invoiceIdempotencyKeys.migration],
     build({ config, sql, logger, metrics: registry }) {
       const adapter = source.adapter(config);
       if (!adapter) throw new ConfigError(source.sourceVariable, `the ${chain} node's URL (watch ${chain} needs it)`, undefined);
