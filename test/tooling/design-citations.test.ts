@@ -15,10 +15,13 @@ const OUTSIDE_NOTES = new RegExp(`\\b${'DES' + 'IGN'}(\\.md)?\\b`);
 /** `docs/page.md`, `../docs/page.md#heading`: a path into docs/, with an optional heading. */
 const DOCS_CITATION = /(?<![\w./-])((?:\.\.\/)*docs\/[\w.-]+\.md)(?:#([\p{L}\p{N}_-]+))?/gu;
 
+/** This file: its examples name pages and headings that do not exist, on purpose. */
+const SELF = path.relative(REPO_ROOT, __filename);
+
 function trackedFiles(): string[] {
   return execFileSync('git', ['ls-files', '-z'], { cwd: REPO_ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
     .split('\0')
-    .filter((file) => file !== '' && !file.split('/').some((segment) => segment === 'node_modules' || segment === 'dist'));
+    .filter((file) => file !== '' && file !== SELF && !file.split('/').some((segment) => segment === 'node_modules' || segment === 'dist'));
 }
 
 /** What is wrong with the citations of one file (`file` relative to the repository root). */
