@@ -266,7 +266,7 @@ async function main(): Promise<void> {
     const webhookP50 = percentile(latencies, 50);
     const webhookP99 = percentile(latencies, 99);
 
-    // Invoice creation with live rates (DESIGN.md §10): a second system, RATES_SOURCE=live against
+    // Invoice creation with live rates (docs/architecture.md#rates): a second system, RATES_SOURCE=live against
     // local Coinbase and Kraken stand-ins, loaded like the first. Rates are refreshed in the
     // background and read from a cache, so creation must cost the same (within 10%).
     let liveCreate: Row | undefined;

@@ -50,7 +50,7 @@ export const gatewaySettings = {
 };
 
 /**
- * What production refuses beyond each setting's own form (DESIGN §11). GATEWAY_TRUST_PROXY=true
+ * What production refuses beyond each setting's own form (docs/architecture.md#production-refuses-what-is-unsafe). GATEWAY_TRUST_PROXY=true
  * believes any client's X-Forwarded-For: a client could then pick a new IP per request and walk
  * past every per-IP limit (login per account and IP, registration, checkout). Production names its
  * ingress instead.

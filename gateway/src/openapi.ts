@@ -25,7 +25,7 @@ const ERROR_STATUSES: Record<string, string> = {
 };
 
 /**
- * Routes limited beyond the per-key limit every x-api-key route has (DESIGN §13), with the limit's
+ * Routes limited beyond the per-key limit every x-api-key route has (docs/architecture.md#rate-limits), with the limit's
  * setting and default; the services count these in Postgres, shared by every replica (the event
  * stream limit counts open streams in each gateway replica).
  */

@@ -1,5 +1,5 @@
 /**
- * The gateway's own rate limits (DESIGN §13): API calls per key (generous: it stops a runaway
+ * The gateway's own rate limits (docs/architecture.md#rate-limits): API calls per key (generous: it stops a runaway
  * client, not an attacker with a secret) and the public checkout endpoints per client IP. They
  * count in memory per replica; the limits that guard secrets (login, registration, payout and
  * email codes) are counted by the services in Postgres and hold across replicas.

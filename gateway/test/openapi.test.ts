@@ -49,7 +49,7 @@ test('every public field of the Invoice is documented with its contract type', (
     amountReceived: 'number', priceCurrency: 'string', payCurrency: 'string', status: 'union', createdAt: 'string',
     expiredAt: 'string', address: 'string', amountExpected: 'number', successUrl: 'string', cancelUrl: 'string',
     projectName: 'string', isDonation: 'boolean',
-    // Additions for live invoices (DESIGN.md §9), optional: the 17 documented fields stay as they are.
+    // Additions for live invoices (docs/architecture.md#live-payments), optional: the 17 documented fields stay as they are.
     payments: 'array', confirmationsRequired: 'integer',
     // Exact decimal strings of a live invoice's amounts (docs/accounting.md), optional likewise.
     amountExpectedDecimal: 'string', amountReceivedDecimal: 'string',

@@ -386,7 +386,7 @@ export function checkEnvironment(ctx: DeployContext): string[] {
           problems.push(`${where}: ${name}=${JSON.stringify(given)} from ${entry?.from} is invalid for ${process}: expected ${setting.expected}`);
         }
       }
-      // Rules across settings (DESIGN.md §11): e.g. an xpub for every enabled coin.
+      // Rules across settings (docs/architecture.md#production-refuses-what-is-unsafe): e.g. an xpub for every enabled coin.
       const definition = role.process !== 'gateway' && role.mode === 'serve' ? DEFINITIONS[role.process] : undefined;
       if (production && definition?.requiredInProduction) {
         const raw = Object.fromEntries([...env].map(([name, entry]) => [name, entry.value]));
@@ -395,7 +395,7 @@ export function checkEnvironment(ctx: DeployContext): string[] {
           if (entry && entry.value === undefined) continue; // a Secret created outside kustomize
           if (!entry || entry.value === '') {
             problems.push(
-              `${where}: ${name} is required in production by ${process} (a rule across settings, DESIGN.md §11) ` +
+              `${where}: ${name} is required in production by ${process} (a rule across settings, docs/architecture.md#production-refuses-what-is-unsafe) ` +
                 `but ${entry ? `${entry.from} gives it empty` : 'no env or envFrom provides it'}`,
             );
           }
@@ -787,7 +787,7 @@ export function checkResourcesAndScaling(ctx: DeployContext): string[] {
 // ---------------------------------------------------------------------------------------------
 // 7. NetworkPolicies: compute every path they allow and compare with the architecture's.
 
-/** The architecture's paths (DESIGN.md §1): pods by Deployment name (job/<name> for Jobs), ports by name. */
+/** The architecture's paths (docs/architecture.md#shape): pods by Deployment name (job/<name> for Jobs), ports by name. */
 export function expectedPaths(ctx: DeployContext): Set<string> {
   const paths = new Set<string>();
   for (const s of SERVICES) paths.add(`gateway -> ${s}:grpc`);

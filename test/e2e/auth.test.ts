@@ -351,7 +351,7 @@ describe('session tokens', () => {
     const merchant = await registerMerchant(api);
     const subject = { merchantId: merchant.merchantId, email: merchant.email, admin: true, sessionEpoch: 0 };
 
-    const foreign = signSessionToken(generateSigningKey(), subject, { now: new Date(), ttlSeconds: 600 });
+    const foreign = await signSessionToken(generateSigningKey(), subject, { now: new Date(), ttlSeconds: 600 });
     expectProblem(await me(foreign.token), 401, 'invalid_token');
 
     // The stored key is sealed with SECRETS_KEK (here the development KEK): opened as auth does.
@@ -359,9 +359,9 @@ describe('session tokens', () => {
     expect(row).toBeDefined();
     const box = new SecretBox(kekFromBytes(Buffer.from(DEVELOPMENT_KEK_BASE64, 'base64')));
     const realKey = signingKeyFromPem(box.decrypt(row!.private_key_pem, `signing_keys.private_key_pem:${row!.kid}`));
-    const expired = signSessionToken(realKey, subject, { now: new Date(Date.now() - 3 * 3600_000), ttlSeconds: 600 });
+    const expired = await signSessionToken(realKey, subject, { now: new Date(Date.now() - 3 * 3600_000), ttlSeconds: 600 });
     expectProblem(await me(expired.token), 401, 'invalid_token');
-    const valid = signSessionToken(realKey, { ...subject, admin: false }, { now: new Date(), ttlSeconds: 600 });
+    const valid = await signSessionToken(realKey, { ...subject, admin: false }, { now: new Date(), ttlSeconds: 600 });
     expect((await me(valid.token)).status).toBe(200);
 
     const claims = JSON.parse(Buffer.from(merchant.token.split('.')[1]!, 'base64url').toString());

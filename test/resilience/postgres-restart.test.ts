@@ -245,7 +245,7 @@ describe.each<[PostgresStopMode, string]>([
     // Every invoice paid since the outage began: exactly one signed invoice.paid. Those paid the
     // moment before: at least one, and a second only as a retry of the same event (same
     // webhook-id) when Postgres went between the receiver's 2xx and the attempt being recorded
-    // (at-least-once delivery, DESIGN.md §6); never a second event.
+    // (at-least-once delivery, docs/architecture.md#webhook-delivery); never a second event.
     const byInvoice = paidWebhooksByInvoice(hooks);
     const wh = new Webhook(project.webhookSecret);
     for (const id of [...inFlight, waiting.body.id as string, ...paidAfter]) {

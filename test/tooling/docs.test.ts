@@ -8,26 +8,13 @@ import path from 'node:path';
 import { buildForDocument } from '../../gateway/src/openapi-document';
 import { eventCatalogueMarkdown, withReadmeCatalogue } from '../../gateway/src/event-catalogue';
 import { EVENT_WEBHOOK_TABLE, isWebhookEventType } from '../../services/notifier/src/domain/payloads';
+import { anchorsOf, linksOf } from '../support/markdown';
 import { REPO_ROOT } from '../support/system';
 
 /** Public standards and package registries: the only places outside the repository a doc may link to. */
 const ALLOWED_HOSTS = new Set(['www.standardwebhooks.com', 'www.rfc-editor.org', 'datatracker.ietf.org', 'spec.openapis.org', 'www.npmjs.com', 'pypi.org', 'pkg.go.dev', 'packagist.org']);
 
 const DOCS = ['README.md', ...readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
-
-/** Link targets of a Markdown text: [text](target), <https://…> autolinks and bare URLs; code blocks excluded. */
-function linksOf(markdown: string): string[] {
-  const prose = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
-  const targets = [...prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1] ?? '');
-  const bare = [...prose.matchAll(/(?<!\]\()\bhttps?:\/\/[^\s)>\]]+/g)].map((m) => m[0]);
-  return [...new Set([...targets, ...bare])];
-}
-
-/** GitHub's heading anchors of a Markdown file. */
-function anchorsOf(markdown: string): Set<string> {
-  const headings = markdown.replace(/```[\s\S]*?```/g, '').match(/^#{1,6} .+$/gm) ?? [];
-  return new Set(headings.map((h) => h.replace(/^#+ /, '').trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')));
-}
 
 test.each(DOCS)('%s links only inside the repository, to files and headings that exist (or to standards and package pages)', (doc) => {
   const file = path.join(REPO_ROOT, doc);
@@ -61,8 +48,8 @@ test.each(DOCS)('%s links only inside the repository, to files and headings that
 });
 
 test('the link check catches what it claims to', () => {
-  expect(linksOf('[a](../shared/DESIGN.md) <https://example.com/x> see https://cdn.example/y `https://in.code/z`')).toEqual([
-    '../shared/DESIGN.md',
+  expect(linksOf('[a](../shared/notes.md) <https://example.com/x> see https://cdn.example/y `https://in.code/z`')).toEqual([
+    '../shared/notes.md',
     'https://example.com/x',
     'https://cdn.example/y',
   ]);

@@ -86,9 +86,9 @@ export class SessionVerifier {
     const token = match[1];
     await this.ensureRevocations();
     const now = this.options.now?.() ?? new Date();
-    let result = verifyJwt(token, await this.currentKeys(), now);
+    let result = await verifyJwt(token, await this.currentKeys(), now);
     if (!result.valid && result.reason === 'unknown_key') {
-      result = verifyJwt(token, await this.refetchForUnknownKid(), now);
+      result = await verifyJwt(token, await this.refetchForUnknownKid(), now);
     }
     if (!result.valid) {
       throw invalidToken(result.reason === 'expired' ? 'the session token has expired' : 'the session token is invalid');

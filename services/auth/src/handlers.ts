@@ -95,7 +95,7 @@ export interface AuthHandlerDeps {
   notifier: Pick<Client<typeof NotifierService>, 'sendEmailVerificationEmail' | 'sendSignUpAttemptEmail'>;
   /** How long an email verification (or sign-up) code is valid. */
   emailCodeTtlMs: number;
-  /** Limits that guard passwords and codes (DESIGN §13), counted in Postgres across replicas. */
+  /** Limits that guard passwords and codes (docs/architecture.md#rate-limits), counted in Postgres across replicas. */
   rateLimits: {
     store: RateLimitStore;
     loginPerAccount: RateLimitPolicy;

@@ -28,7 +28,7 @@ afterAll(async () => {
 
 async function verifiedClaims(token: string): Promise<SessionClaims> {
   const jwks = importJwks(toJson(GetJwksResponseSchema, await client.getJwks({})));
-  const verified = verifyJwt(token, jwks, new Date());
+  const verified = await verifyJwt(token, jwks, new Date());
   if (!verified.valid) throw new Error(`token refused: ${verified.reason}`);
   return verified.claims;
 }

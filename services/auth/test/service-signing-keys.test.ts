@@ -45,8 +45,8 @@ function kidOf(token: string): string {
   return (JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { kid: string }).kid;
 }
 
-function verifies(token: string, keys: ReturnType<typeof importJwks>): string {
-  const verified = verifyJwt(token, keys, new Date());
+async function verifies(token: string, keys: ReturnType<typeof importJwks>): Promise<string> {
+  const verified = await verifyJwt(token, keys, new Date());
   return verified.valid ? 'valid' : verified.reason;
 }
 
@@ -64,7 +64,7 @@ it('creates exactly one signing key when two replicas start at once, and both pu
 
   // A token from one replica verifies with the other's JWKS.
   const { token } = await register(replicaA);
-  expect(verifies(token, b.keys)).toBe('valid');
+  expect(await verifies(token, b.keys)).toBe('valid');
 });
 
 it('after RotateSigningKey, earlier tokens still verify and new tokens carry the new kid, on every replica', async () => {
@@ -80,14 +80,14 @@ it('after RotateSigningKey, earlier tokens still verify and new tokens carry the
   expect(after.kids[0]).toBe(newKid);
   expect(after.kids).toContain(oldKid);
   expect(after.res.keys[0]).toEqual(rotated.key);
-  expect(verifies(before, after.keys)).toBe('valid');
+  expect(await verifies(before, after.keys)).toBe('valid');
 
   // New tokens, from either replica, are signed with the new key.
   const fromA = await replicaA.client.login({ email, password: PASSWORD });
   const fromB = await replicaB.client.login({ email, password: PASSWORD });
   expect(kidOf(fromA.token)).toBe(newKid);
   expect(kidOf(fromB.token)).toBe(newKid);
-  expect(verifies(fromB.token, after.keys)).toBe('valid');
+  expect(await verifies(fromB.token, after.keys)).toBe('valid');
 
   const rows = await replicaA.db<{ kid: string }[]>`select kid from signing_keys where retired_at is null`;
   expect(rows.map((r) => r.kid)).toEqual([newKid]);
@@ -108,7 +108,7 @@ it('drops a retired key from the JWKS (and the database) once every token it sig
   await replicaA.db`update signing_keys set retired_at = now() - make_interval(secs => ${retention + 1}) where kid = ${oldKid}`;
   const jwks = await jwksOf(replicaB.client);
   expect(jwks.kids).not.toContain(oldKid);
-  expect(verifies(old, jwks.keys)).toBe('unknown_key');
+  expect(await verifies(old, jwks.keys)).toBe('unknown_key');
 
   // The next rotation deletes the expired private key.
   await replicaB.client.rotateSigningKey({});

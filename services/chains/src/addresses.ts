@@ -1,5 +1,5 @@
 /**
- * Payment addresses (DESIGN.md §4): derived per invoice from an account-level extended public key
+ * Payment addresses (docs/architecture.md#addresses): derived per invoice from an account-level extended public key
  * (BIP32) at child 0/index — the BIP44 external (receive) chain — and encoded by the coin's family
  * (utxo/address.ts: P2WPKH bech32; evm/address.ts: EIP-55 hex; tron/address.ts: base58check).
  * Same key, same index, same address. `validateAddress` is independent of derivation and is meant

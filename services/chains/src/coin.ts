@@ -32,7 +32,7 @@ export interface CryptoCurrency {
   /** Decimals of the smallest on-chain unit: satoshi 8, wei 18, USDT/USDC token units 6, sun 6. */
   readonly baseUnitDecimals: number;
   /**
-   * Decimals of invoice and payout amounts: 8 (DESIGN.md §4), or fewer when the coin's base unit is
+   * Decimals of invoice and payout amounts: 8 (docs/architecture.md#invoices), or fewer when the coin's base unit is
    * coarser (USDT/USDC/TRX: 6), so every amount is a whole number of base units and can be paid.
    */
   readonly amountDecimals: number;

@@ -1,5 +1,5 @@
 /**
- * The crypto currency registry (DESIGN.md §4): the coins the service takes and pays out, with what
+ * The crypto currency registry (docs/architecture.md#money): the coins the service takes and pays out, with what
  * the rest of the domain needs to know about each (the fiat price currencies: domain/fiat.ts).
  */
 import { upperCased, unsupportedCurrency } from '@coinvoice/domain/fiat';

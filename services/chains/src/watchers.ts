@@ -10,7 +10,7 @@ import type { ChainSource } from './family';
 import { tronFamily } from './tron/family';
 import { utxoFamily } from './utxo/family';
 
-/** Every family's node and watcher settings (DESIGN.md §9), read by the invoice service's every role. */
+/** Every family's node and watcher settings (docs/architecture.md#live-payments), read by the invoice service's every role. */
 export const chainWatcherSettings = {
   ...evmFamily.watcherSettings,
   ...utxoFamily.watcherSettings,

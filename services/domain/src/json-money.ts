@@ -57,7 +57,7 @@ export function decimalToJsonNumber(decimal: string): number {
 /**
  * Whether a JSON number's source text (as written by the client) denotes exactly the value a JSON
  * parser made of it. "0.0010000000000000001" parses as 0.001 and "9007199254740993" as
- * 9007199254740992: those are refused at the edge rather than rounded silently (DESIGN §18).
+ * 9007199254740992: those are refused at the edge rather than rounded silently (docs/architecture.md#exact-json-numbers).
  * Same value written differently ("1.10", "1e-8", "-0") is exact.
  */
 export function jsonNumberIsExact(source: string, value: number): boolean {

@@ -1,5 +1,5 @@
 /**
- * Money as exact decimals (DESIGN.md §4: never a binary float inside the system).
+ * Money as exact decimals (docs/architecture.md#money: never a binary float inside the system).
  *
  * Every amount in the invoice domain is a `Decimal` from the constructor below. Input arrives as a
  * decimal string (or, at the REST edge only, a JSON number that is converted once, here) and leaves
@@ -41,7 +41,7 @@ export const refused = <T = never>(reason: string): Parsed<T> => ({ ok: false, r
 
 /** Amounts above this many integer digits are refused as absurd (a trillion in any unit). */
 export const MAX_INTEGER_DIGITS = 12;
-/** Crypto amounts carry at most this many decimals (DESIGN.md §4). */
+/** Crypto amounts carry at most this many decimals (docs/architecture.md#money). */
 export const MAX_CRYPTO_DECIMALS = 8;
 /** Longer input is refused before any parsing work; no legitimate amount comes close. */
 const MAX_AMOUNT_INPUT_LENGTH = 64;
@@ -119,10 +119,14 @@ export function parseCryptoAmount(input: unknown, maxDecimals: number = MAX_CRYP
   return parsed;
 }
 
-/** Canonical decimal string: plain notation, no trailing fractional zeros, "0" for zero (never "-0"). */
-export function formatPlain(amount: Decimal): string {
-  if (amount.isZero()) return '0';
-  return amount.toFixed();
+/**
+ * Canonical decimal string: plain notation, no trailing fractional zeros, "0" for zero (never "-0").
+ * Takes a decimal string too (a numeric column as Postgres returns it).
+ */
+export function formatPlain(amount: Decimal | string): string {
+  const decimal = typeof amount === 'string' ? new Decimal(amount) : amount;
+  if (decimal.isZero()) return '0';
+  return decimal.toFixed();
 }
 
 /**

@@ -10,7 +10,7 @@ export function checkEnvironment(raw: unknown): Check<ProjectEnvironment> {
   return isProjectEnvironment(raw) ? pass(raw) : fail('must be live or sandbox');
 }
 
-/** Sandbox projects use the coins' testnets, live projects mainnet (DESIGN.md §4). */
+/** Sandbox projects use the coins' testnets, live projects mainnet (docs/architecture.md#sandbox-and-live). */
 export function networkOf(environment: ProjectEnvironment): Network {
   return environment === 'sandbox' ? 'testnet' : 'mainnet';
 }

@@ -1,5 +1,5 @@
 /**
- * Envelope encryption of secrets kept in Postgres (DESIGN.md §13): webhook secrets and JWT signing
+ * Envelope encryption of secrets kept in Postgres (docs/architecture.md#secrets-at-rest): webhook secrets and JWT signing
  * keys. Each value gets a fresh 256-bit data key (DEK) that encrypts it with AES-256-GCM; the DEK
  * is itself encrypted (wrapped) with the key-encryption key SECRETS_KEK, also AES-256-GCM. What is
  * stored names the KEK by id, so a rotated KEK still opens older values while the rotation command

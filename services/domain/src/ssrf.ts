@@ -1,5 +1,5 @@
 /**
- * SSRF guard for webhook destinations (DESIGN.md §6): a merchant chooses the URL we POST to, so
+ * SSRF guard for webhook destinations (docs/architecture.md#ssrf): a merchant chooses the URL we POST to, so
  * in production it must not reach our own network: loopback, private, link-local (including the
  * cloud metadata service at 169.254.169.254), CGNAT, multicast, reserved ranges, the IPv6 forms
  * that embed such an IPv4 address, and host names that only mean something inside a network.

@@ -13,6 +13,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { Code, enqueueEvent, errors, eventTransaction, invalidRequest, requireValid, serviceError, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import {
   InvoiceSchema,
   type CreateInvoiceRequest,
@@ -35,7 +36,7 @@ import {
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { parseTolerancePercent } from './domain/payments';
 import { quoteAtRates } from './domain/rates';
-import { checkAmountForCoin, INVOICE_CURSORS, validateCreateInvoice, validateInvoiceId, validateInvoiceRef, validateListInvoices, validatePayInvoice, type NewInvoiceRequest } from './domain/requests';
+import { checkAmountForCoin, validateCreateInvoice, validateInvoiceId, validateInvoiceRef, validateListInvoices, validatePayInvoice, type NewInvoiceRequest } from './domain/requests';
 import { payDecision } from './domain/status';
 import type { CryptoCode, Chain } from '@coinvoice/chains/coin';
 import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
@@ -45,7 +46,7 @@ import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
-import { checkoutToProto, environmentFromProto, environmentToProto, invoiceToProto, statusFromProto } from './proto';
+import { checkoutToProto, invoiceToProto, INVOICE_STATUS } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
@@ -210,11 +211,9 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   }
 
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
-    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const status = req.status === undefined ? undefined : (INVOICE_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListInvoices({ projectId: req.projectId, status, orderId: req.orderId, pageSize: req.pageSize, cursor: req.cursor }));
-    // One more than asked tells whether another page follows.
-    const rows = await listInvoices(this.deps.sql, { ...query, limit: query.pageSize + 1 });
-    const page = INVOICE_CURSORS.page(rows, query.pageSize);
+    const page = await listInvoices(this.deps.sql, query);
     const payments = await paymentsOfInvoices(this.deps.sql, page.rows.map((row) => row.id));
     return { invoices: page.rows.map((row) => invoiceToProto(row, payments.get(row.id))), nextCursor: page.nextCursor };
   }

@@ -4,6 +4,8 @@
  * cents, crypto amounts in canonical plain form ("0.00018096", "0").
  */
 import { create } from '@bufbuild/protobuf';
+import { protoEnumMapping } from '@coinvoice/runtime';
+import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   CheckoutSchema,
@@ -24,41 +26,25 @@ import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
 import type { PaymentRow } from './store/payments';
 
-const STATUS_TO_PROTO: Readonly<Record<InvoiceStatusName, InvoiceStatus>> = {
+/** Status names and the proto enum, both ways (fromProto: undefined for UNSPECIFIED or an unknown number). */
+export const INVOICE_STATUS = protoEnumMapping<InvoiceStatusName, InvoiceStatus>({
   Waiting: InvoiceStatus.WAITING,
   Paid: InvoiceStatus.PAID,
   Expired: InvoiceStatus.EXPIRED,
   Confirming: InvoiceStatus.CONFIRMING,
   PartiallyPaid: InvoiceStatus.PARTIALLY_PAID,
-};
-
-export function statusToProto(status: InvoiceStatusName): InvoiceStatus {
-  return STATUS_TO_PROTO[status];
-}
-
-/** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
-export function statusFromProto(status: InvoiceStatus): InvoiceStatusName | undefined {
-  return (Object.keys(STATUS_TO_PROTO) as InvoiceStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
-}
-
-// The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
-export { environmentFromProto, environmentToProto };
+});
 
 function fiatAmount(amount: string, currency: string): string {
   if (!isFiatCode(currency)) throw new Error(`stored invoice has unknown price currency ${currency}`);
   return formatFixed(new Decimal(amount), fiatCurrency(currency).minorUnits);
 }
 
-function cryptoAmount(amount: string): string {
-  return formatPlain(new Decimal(amount));
-}
-
 export function paymentToProto(row: PaymentRow): Payment {
   return create(PaymentSchema, {
     transactionHash: row.transaction_hash,
     outputIndex: row.output_index,
-    amount: cryptoAmount(row.amount),
+    amount: formatPlain(row.amount),
     asset: row.asset,
     confirmations: row.confirmations,
     status: row.status,
@@ -76,14 +62,14 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
     ...(row.order_description === null ? {} : { orderDescription: row.order_description }),
     priceAmount: fiatAmount(row.price_amount, row.price_currency),
     priceAmountInUsd: formatFixed(new Decimal(row.price_amount_in_usd), 2),
-    amountReceived: cryptoAmount(row.amount_received),
+    amountReceived: formatPlain(row.amount_received),
     priceCurrency: row.price_currency,
     payCurrency: row.pay_currency,
-    status: statusToProto(row.status),
+    status: INVOICE_STATUS.toProto(row.status),
     createdAt: timestampFromDate(row.created_at),
     expiredAt: timestampFromDate(row.expired_at),
     address: row.address,
-    amountExpected: cryptoAmount(row.amount_expected),
+    amountExpected: formatPlain(row.amount_expected),
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     projectName: row.project_name,
@@ -92,12 +78,12 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
     environment: environmentToProto(row.environment),
     ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
     ...(row.paid_at === null ? {} : { paidAt: timestampFromDate(row.paid_at) }),
-    rate: cryptoAmount(row.rate),
+    rate: formatPlain(row.rate),
     rateSources: row.rate_sources,
     ...(row.rate_quoted_at === null ? {} : { rateQuotedAt: timestampFromDate(row.rate_quoted_at) }),
     payments: payments.map(paymentToProto),
     confirmationsRequired: row.confirmations_required,
-    paymentTolerancePercent: cryptoAmount(row.payment_tolerance_percent),
+    paymentTolerancePercent: formatPlain(row.payment_tolerance_percent),
   });
 }
 
@@ -108,22 +94,22 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
   const counting = payments.filter((p) => p.asset === row.pay_currency && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
-    status: statusToProto(row.status),
+    status: INVOICE_STATUS.toProto(row.status),
     payCurrency: row.pay_currency,
-    amountExpected: cryptoAmount(row.amount_expected),
+    amountExpected: formatPlain(row.amount_expected),
     address: row.address,
     priceAmount: fiatAmount(row.price_amount, row.price_currency),
     priceCurrency: row.price_currency,
     expiredAt: timestampFromDate(row.expired_at),
     createdAt: timestampFromDate(row.created_at),
-    amountReceived: cryptoAmount(row.amount_received),
+    amountReceived: formatPlain(row.amount_received),
     isSandbox: row.environment === 'sandbox',
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     paymentUri: paymentUri(coin, networkOf(row.environment), row.address, new Decimal(row.amount_expected)),
     confirmationsRequired: row.confirmations_required,
     confirmations: Math.min(confirmationsOf(counting), row.confirmations_required || Number.MAX_SAFE_INTEGER),
-    amountRemaining: cryptoAmount(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
+    amountRemaining: formatPlain(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
   });
 }
 

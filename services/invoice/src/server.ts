@@ -7,6 +7,7 @@ import { CoinbaseFeed, KrakenFeed } from './rates/feeds';
 import { LiveRateBook } from './rates/live-rate-book';
 import { InvoicePricing } from './rates/pricing';
 import { checkInvoiceConfig, invoiceSettings, ratesSourceOf, requiredInProduction, type XpubVariable } from './settings';
+import { invoiceIdempotencyKeys } from './store/idempotency';
 import { ExpirySweeper } from './sweeper';
 import { confirmationsRequired } from '@coinvoice/chains/watchers';
 
@@ -31,6 +32,8 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
   ],
   settings: invoiceSettings,
   migrationsDir: migrationsDirOf(__dirname),
+  // idempotency_keys, whose one DDL is the runtime's.
+  builtInMigrations: [invoiceIdempotencyKeys.migration],
   checkConfig: checkInvoiceConfig,
   requiredInProduction,
   async build({ config, sql, logger, metrics: registry }) {

@@ -126,7 +126,7 @@ export function ratesSourceOf(config: Pick<InvoiceConfig, 'APP_ENV' | 'RATES_SOU
 }
 
 /**
- * Rules across settings (DESIGN.md §11), checked before the process connects anywhere. In
+ * Rules across settings (docs/architecture.md#production-refuses-what-is-unsafe), checked before the process connects anywhere. In
  * production every enabled coin needs its configured keys, mainnet and testnet (sandbox projects
  * run in production too): development keys are never generated there. Throws the first problem.
  */

@@ -1,6 +1,6 @@
 /**
- * Live rates against local stand-ins of Coinbase and Kraken in their real JSON shapes (DESIGN.md
- * §10): the median of fresh quotes; every kind of bad answer (missing pair, zero, negative, a
+ * Live rates against local stand-ins of Coinbase and Kraken in their real JSON shapes
+ * (docs/architecture.md#rates): the median of fresh quotes; every kind of bad answer (missing pair, zero, negative, a
  * string that is not a number, a 50% outlier, a 10 s hang, HTTP errors) leaves the other
  * provider's price in use, or no price at all once nothing fresh is left.
  */

@@ -1,4 +1,4 @@
-/** The one invoice-status rule (DESIGN.md §9), table-tested over the combinations that matter. */
+/** The one invoice-status rule (docs/architecture.md#derived-status), table-tested over the combinations that matter. */
 import { deriveInvoiceState, isAccounted, PAYMENT_STATUSES, type InvoiceFacts, type PaymentFacts, type PaymentStatus } from '../src/domain/payments';
 import type { InvoiceStatusName } from '../src/domain/status';
 import { Decimal } from '@coinvoice/domain/money';

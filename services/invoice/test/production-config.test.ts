@@ -1,5 +1,5 @@
 /**
- * APP_ENV=production refuses unsafe settings (DESIGN.md §11): an enabled coin (INVOICE_COINS)
+ * APP_ENV=production refuses unsafe settings (docs/architecture.md#production-refuses-what-is-unsafe): an enabled coin (INVOICE_COINS)
  * without its INVOICE_XPUB_<COIN> stops the real invoice process with one line naming the variable,
  * before anything is written: no row in address_keys or development_keys. Development keys are
  * never generated or read in production.

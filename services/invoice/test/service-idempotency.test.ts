@@ -1,5 +1,5 @@
 /**
- * CreateInvoice's idempotency key (DESIGN.md §4): per project, kept 24 h; the same key and body
+ * CreateInvoice's idempotency key (docs/architecture.md#idempotency-keys): per project, kept 24 h; the same key and body
  * replay the first response without a second invoice, also when the duplicates race; another
  * body is refused with idempotency_key_reused (HTTP 422 by code).
  */

@@ -1,4 +1,4 @@
-/** The invoice status transition table (DESIGN.md §4), cell by cell, and the pay rule. */
+/** The invoice status transition table (docs/architecture.md#invoices), cell by cell, and the pay rule. */
 import {
   INVOICE_EVENTS,
   INVOICE_STATUSES,

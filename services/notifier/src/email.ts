@@ -1,5 +1,5 @@
 /**
- * Email: the payout verification code (DESIGN.md §5), the email verification and sign-up codes, and
+ * Email: the payout verification code (docs/architecture.md#payouts), the email verification and sign-up codes, and
  * the note to an owner that someone tried to sign up with their email, sent over SMTP with nodemailer. In
  * development without SMTP_URL each email is written as an .eml file to a mailbox folder instead,
  * so `npm start` works on a fresh machine and the code can still be read.

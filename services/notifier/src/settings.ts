@@ -53,7 +53,7 @@ export const notifierSettings = {
   AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
   /** Waits between delivery attempts; the delivery fails after the last one. */
   WEBHOOK_RETRY_SCHEDULE: retryScheduleSetting,
-  /** One attempt's limit: no complete response within it is a failed attempt (DESIGN.md §6: 10 s). */
+  /** One attempt's limit: no complete response within it is a failed attempt (docs/architecture.md#webhook-delivery: 10 s). */
   WEBHOOK_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 60_000 }),
   /** Attempts in flight at once per replica, over all endpoints. */
   WEBHOOK_MAX_CONCURRENCY: setting.int({ default: 32, min: 1, max: 1_000 }),

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §14: every delivery carries `webhook-event-type`, and the delivery log records it with
+ * docs/architecture.md#webhook-event-type: every delivery carries `webhook-event-type`, and the delivery log records it with
  * the other headers sent. The event types come from the notifier's own table (every type that
  * becomes a webhook), and each sample event is built from its proto message, so an event type
  * added later is checked here without touching this file.

@@ -25,6 +25,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
 import { enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import { formatPlain } from '@coinvoice/domain/money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -60,7 +61,7 @@ import { decide, stageOf } from './domain/status';
 import { payoutRequestedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
-import { amountString, balanceToProto, environmentFromProto, environmentToProto, payoutToProto, statusFromProto } from './proto';
+import { balanceToProto, payoutToProto, PAYOUT_STATUS } from './proto';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { hold, listBalances } from './store/ledger';
 import {
@@ -95,7 +96,7 @@ export interface PayoutHandlerDeps {
   codeTtlMs: number;
   /** Payouts of one project that may await verification at once (each one is 5 guesses at a code). */
   maxOpenUnverified: number;
-  /** Per-project limits (DESIGN §13), counted in Postgres across replicas. */
+  /** Per-project limits (docs/architecture.md#rate-limits), counted in Postgres across replicas. */
   rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; requestPerProject: RateLimitPolicy };
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
@@ -213,7 +214,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       await this.deps.notifier.sendPayoutVerificationEmail({
         payoutId: row.id,
         environment: row.environment,
-        amount: amountString(row.amount),
+        amount: formatPlain(row.amount),
         currency: row.currency,
         email,
         code,
@@ -343,21 +344,18 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async listPayouts(req: ListPayoutsRequest): Reply<typeof ListPayoutsResponseSchema> {
-    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const status = req.status === undefined ? undefined : (PAYOUT_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListPayouts({ projectId: req.projectId, status, pageSize: req.pageSize, cursor: req.cursor }));
-    // One more than asked tells whether another page follows.
-    const rows = await listPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
-    const page = PAYOUT_CURSORS.page(rows, query.pageSize);
+    const page = await listPayouts(this.deps.sql, query);
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
   }
 
   async listAllPayouts(req: ListAllPayoutsRequest): Reply<typeof ListAllPayoutsResponseSchema> {
     await this.operator(req.operatorToken);
-    const status = req.status === undefined ? undefined : (statusFromProto(req.status) ?? `unknown (${req.status})`);
+    const status = req.status === undefined ? undefined : (PAYOUT_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const environment = req.environment === Environment.UNSPECIFIED ? undefined : (environmentFromProto(req.environment) ?? `unknown (${req.environment})`);
     const query = requireValid(validateOperatorList({ status, environment, pageSize: req.pageSize, cursor: req.cursor }));
-    const rows = await listAllPayouts(this.deps.sql, { ...query, limit: query.pageSize + 1 });
-    const page = OPERATOR_QUEUE_CURSORS.page(rows, query.pageSize);
+    const page = await listAllPayouts(this.deps.sql, query);
     return { payouts: page.rows.map(payoutToProto), nextCursor: page.nextCursor };
   }
 

@@ -3,6 +3,8 @@
  * strings ("0.015", never "0.01500000"); the gateway turns them into JSON numbers.
  */
 import { create } from '@bufbuild/protobuf';
+import { protoEnumMapping } from '@coinvoice/runtime';
+import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import { BalanceSchema, PayoutSchema, PayoutStatus, type Balance, type Payout } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
@@ -10,40 +12,24 @@ import type { PayoutStatusName } from './domain/status';
 import type { BalanceRow } from './store/ledger';
 import type { PayoutRow } from './store/payouts';
 
-const STATUS_TO_PROTO: Readonly<Record<PayoutStatusName, PayoutStatus>> = {
+/** Status names and the proto enum, both ways (fromProto: undefined for UNSPECIFIED or an unknown number). */
+export const PAYOUT_STATUS = protoEnumMapping<PayoutStatusName, PayoutStatus>({
   AwaitingVerification: PayoutStatus.AWAITING_VERIFICATION,
   Pending: PayoutStatus.PENDING,
   Completed: PayoutStatus.COMPLETED,
   Rejected: PayoutStatus.REJECTED,
   Cancelled: PayoutStatus.CANCELLED,
-};
-
-export function statusToProto(status: PayoutStatusName): PayoutStatus {
-  return STATUS_TO_PROTO[status];
-}
-
-/** The public name of a proto status; undefined for UNSPECIFIED or an unknown number. */
-export function statusFromProto(status: PayoutStatus): PayoutStatusName | undefined {
-  return (Object.keys(STATUS_TO_PROTO) as PayoutStatusName[]).find((name) => STATUS_TO_PROTO[name] === status);
-}
-
-// The one environment mapping (fails closed: UNSPECIFIED and unknown values are undefined).
-import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
-export { environmentFromProto, environmentToProto };
-
-export function amountString(amount: string): string {
-  return formatPlain(new Decimal(amount));
-}
+});
 
 export function payoutToProto(row: PayoutRow): Payout {
   return create(PayoutSchema, {
     id: row.id,
     projectId: row.project_id,
-    amount: amountString(row.amount),
+    amount: formatPlain(row.amount),
     currency: row.currency,
     address: row.address,
     ...(row.note === null ? {} : { note: row.note }),
-    status: statusToProto(row.status),
+    status: PAYOUT_STATUS.toProto(row.status),
     ...(row.transaction_hash === null ? {} : { transactionHash: row.transaction_hash }),
     ...(row.admin_note === null ? {} : { adminNote: row.admin_note }),
     createdAt: timestampFromDate(row.created_at),

@@ -9,6 +9,7 @@ import { PayoutHandlers } from './handlers';
 import { LedgerInvariantWorker, type LedgerCheckDeps } from './invariants/ledger-check';
 import { createPayoutMetrics } from './metrics';
 import { payoutSettings } from './settings';
+import { payoutIdempotencyKeys } from './store/idempotency';
 import { CodeExpirySweeper } from './sweeper';
 
 export { payoutSettings } from './settings';
@@ -38,8 +39,9 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   // The ledger credits invoice.paid / invoice.late_payment only when the invoice service signed them.
   consumesEventsOf: ['invoice'],
   migrationsDir: migrationsDirOf(__dirname),
-  // Counters shared by every replica (rate limits that guard secrets), from the runtime.
-  builtInMigrations: [RATE_LIMITS_MIGRATION],
+  // Counters shared by every replica (rate limits that guard secrets) and idempotency_keys, whose
+  // one DDL each is the runtime's.
+  builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
   build({ config, sql, nats, logger, metrics: registry, rpcTls, eventVerifier }) {
     const metrics = createPayoutMetrics(registry);
     // A short deadline: RequestPayout waits for it before answering.

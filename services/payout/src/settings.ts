@@ -17,13 +17,13 @@ export const payoutSettings = {
   LEDGER_CHECK_INTERVAL_MS: setting.int({ default: 3_600_000, min: 1_000, max: 24 * 3_600_000 }),
   /** A credit reported this recently may still be in flight: not yet "missing". */
   LEDGER_CHECK_GRACE_MS: setting.int({ default: 600_000, min: 0, max: 24 * 3_600_000 }),
-  /** Payouts of one project that may await verification at once (DESIGN §13). */
+  /** Payouts of one project that may await verification at once (docs/architecture.md#rate-limits). */
   PAYOUT_MAX_OPEN_UNVERIFIED: setting.int({ default: 3, min: 1, max: 1_000_000 }),
   /** Verification attempts per project, across its payouts (each payout also allows only 5). */
   RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT: rateLimitSetting('payout-verify-project', '20/1h'),
   /** Payout requests per project (each one emails a code). */
   RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT: rateLimitSetting('payout-request-project', '30/1h'),
-  /** How long a verification code is valid (DESIGN.md §5: 15 minutes); after it the payout is cancelled. */
+  /** How long a verification code is valid (docs/architecture.md#payouts: 15 minutes); after it the payout is cancelled. */
   PAYOUT_CODE_TTL_MS: setting.int({ default: DEFAULT_CODE_TTL_MS, min: 1_000, max: 24 * 60 * 60_000 }),
   /** How often the sweeper looks for AwaitingVerification payouts whose code expired. */
   PAYOUT_SWEEP_INTERVAL_MS: setting.int({ default: 5_000, min: 10, max: 3_600_000 }),

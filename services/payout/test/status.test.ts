@@ -1,5 +1,5 @@
 /**
- * The payout transition table (DESIGN.md §5) cell by cell — state → trigger → state, ledger effect,
+ * The payout transition table (docs/architecture.md#payouts) cell by cell — state → trigger → state, ledger effect,
  * event — and then event → webhook: each transition's real event, built from a row in the state it
  * reaches, goes through the notifier's webhook table (services/notifier/src/domain/payloads.ts) and
  * must come out as the webhook the merchant is promised (or, for the code, as no webhook at all),

@@ -6,12 +6,14 @@
  * claims the key itself. So however many duplicates race, one resource is created.
  *
  * The table is the same in every service that has one except for the column naming the created
- * resource (invoice_id, payout_id): that column is a parameter here, the migrations stay as they are.
+ * resource (invoice_id, payout_id) and the table it references: both are parameters here, and its
+ * one DDL is this file's (`IdempotencyKeys.migration`, a built-in migration of those services).
  */
 import { createHash } from 'node:crypto';
 import type { Queryable, Sql, TransactionSql } from './db';
 import { Code, errors, serviceError } from './errors';
 import type { Logger } from './log';
+import { sqlMigration, type MigrationFile } from './migrations';
 import { fail, pass, type Check } from './validation';
 
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
@@ -54,13 +56,49 @@ export interface StoredResponse<T> {
   load(resourceId: string): Promise<T | undefined>;
 }
 
+/** The version of the built-in migration that creates `idempotency_keys` (IdempotencyKeys.migration). */
+export const IDEMPOTENCY_KEYS_MIGRATION_VERSION = 110;
+
+/**
+ * The table, for a service whose keys create rows of `table`, named in `<resource>_id`. "If not
+ * exists": databases that created it in a migration file of their own (invoice and payout 0002,
+ * before this DDL had one owner) have it already, in exactly this shape.
+ */
+function idempotencyKeysDdl(resource: string, table: string): string {
+  return `-- Idempotency-Key of a creating RPC, per project, kept ${IDEMPOTENCY_RETENTION_HOURS} h (runtime idempotency.ts). The row is
+-- claimed first in the creating transaction, so a concurrent duplicate waits on the primary key and then replays.
+create table if not exists idempotency_keys (
+  project_id   uuid not null,
+  key          text not null,
+  -- sha-256 of the merchant's request fields: the same key with another body is refused.
+  request_hash text not null,
+  ${resource}_id uuid not null references ${table} (id) deferrable initially deferred,
+  -- The first response (the created resource's proto message, binary), replayed as it was.
+  response     bytea,
+  created_at   timestamptz not null default now(),
+  expires_at   timestamptz not null,
+  primary key (project_id, key)
+);
+create index if not exists idempotency_keys_expires_at_idx on idempotency_keys (expires_at);
+`;
+}
+
 export class IdempotencyKeys {
   private readonly column: string;
+  /** The built-in migration that creates the table (ServiceDefinition.builtInMigrations). */
+  readonly migration: MigrationFile;
 
-  /** `resource` names what the keys create ("invoice"); its id is stored in `<resource>_id`. */
-  constructor(private readonly resource: string) {
-    if (!/^[a-z][a-z0-9_]*$/.test(resource)) throw new Error(`invalid resource name ${JSON.stringify(resource)}`);
+  /**
+   * `resource` names what the keys create ("invoice"); its id is stored in `<resource>_id` and
+   * references `table` (the resource's table, e.g. "invoices").
+   */
+  constructor(
+    private readonly resource: string,
+    table: string,
+  ) {
+    for (const name of [resource, table]) if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`invalid SQL name ${JSON.stringify(name)}`);
     this.column = `${resource}_id`;
+    this.migration = sqlMigration(IDEMPOTENCY_KEYS_MIGRATION_VERSION, 'idempotency_keys', idempotencyKeysDdl(resource, table));
   }
 
   /**

@@ -12,6 +12,7 @@ export * from './rpc/health';
 export * from './rpc/server';
 export * from './rpc/client';
 export * from './rpc/tls';
+export * from './rpc/proto-enum';
 export * from './admin';
 export * from './lifecycle';
 export * from './service';

@@ -1,5 +1,5 @@
 /**
- * Who may call what between the processes (DESIGN.md §12–§13): mutual TLS settings, required in
+ * Who may call what between the processes (docs/architecture.md#internal-calls): mutual TLS settings, required in
  * production and optional in development (`npm start` stays plaintext), and per-RPC caller
  * allow-lists checked against the caller's certificate names (subjectAltName).
  */

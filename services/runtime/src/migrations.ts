@@ -9,6 +9,11 @@
  * Several replicas may start at once: the whole run holds a session-level advisory lock keyed on
  * the schema name, so one process applies and the others wait, then find nothing left to do.
  *
+ * An applied file may still be edited when the edit changes nothing it did to a database (a
+ * comment, or DDL that another migration now owns and creates only where it is missing): the file
+ * then names the checksum it had in a line `-- supersedes sha256:<hex>`, and a database that
+ * recorded that checksum takes the file as applied and records the new one.
+ *
  * Files must not contain transaction control (BEGIN/COMMIT) or statements that cannot run in a
  * transaction (CREATE INDEX CONCURRENTLY). Unqualified names resolve to the service's schema.
  */
@@ -24,6 +29,8 @@ export interface MigrationFile {
   file: string;
   sql: string;
   checksum: string;
+  /** Checksums the migration had before an edit that changes nothing it did (`-- supersedes sha256:`). */
+  supersedes: string[];
 }
 
 export interface MigrateOptions {
@@ -55,6 +62,18 @@ export class MigrationError extends Error {
 }
 
 const MIGRATION_FILE = /^(\d{4})_([a-z0-9_-]+)\.sql$/;
+const SUPERSEDES = /^-- supersedes sha256:([0-9a-f]{64})$/gm;
+
+function migrationOf(version: number, name: string, file: string, sql: string): MigrationFile {
+  return {
+    version,
+    name,
+    file,
+    sql,
+    checksum: createHash('sha256').update(sql).digest('hex'),
+    supersedes: [...sql.matchAll(SUPERSEDES)].map((m) => m[1] ?? ''),
+  };
+}
 
 /**
  * First key of the two-int advisory lock (the second is hashtext(schema)): keeps our lock apart
@@ -66,7 +85,7 @@ const MIGRATION_LOCK_CLASS = 0x63766d67;
 export function sqlMigration(version: number, name: string, sql: string): MigrationFile {
   const file = `${String(version).padStart(4, '0')}_${name}.sql`;
   if (!MIGRATION_FILE.test(file)) throw new MigrationError(`built-in migration ${file} is misnamed: expected NNNN_name`);
-  return { version, name, file, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+  return migrationOf(version, name, file, sql);
 }
 
 /** Reads and orders the migration files of `dir`; a `.sql` file with a malformed name is an error. */
@@ -84,14 +103,7 @@ export async function readMigrations(dir: string): Promise<MigrationFile[]> {
     const clash = byVersion.get(version);
     if (clash) throw new MigrationError(`migration files ${clash} and ${file} in ${dir} share version ${version}`);
     byVersion.set(version, file);
-    const sql = await readFile(join(dir, file), 'utf8');
-    migrations.push({
-      version,
-      name: match[2] ?? '',
-      file,
-      sql,
-      checksum: createHash('sha256').update(sql).digest('hex'),
-    });
+    migrations.push(migrationOf(version, match[2] ?? '', file, await readFile(join(dir, file), 'utf8')));
   }
   return migrations.sort((a, b) => a.version - b.version);
 }
@@ -141,15 +153,22 @@ export async function migrate(sql: Sql, options: MigrateOptions): Promise<Migrat
 
       // Check every applied file before applying anything, so a tampered history stops the run
       // without leaving it half done.
+      const superseded: MigrationFile[] = [];
       for (const migration of migrations) {
         const row = applied.get(migration.version);
-        if (row && row.checksum !== migration.checksum) {
+        if (row && row.checksum !== migration.checksum && migration.supersedes.includes(row.checksum)) {
+          superseded.push(migration);
+        } else if (row && row.checksum !== migration.checksum) {
           throw new MigrationError(
             `migration ${migration.file} (schema ${schema}) was changed after it was applied: ` +
               `recorded checksum ${row.checksum.slice(0, 12)}…, file now ${migration.checksum.slice(0, 12)}…; ` +
               'add a new migration instead of editing an applied one',
           );
         }
+      }
+      for (const migration of superseded) {
+        await conn.unsafe(`update "${schema}".schema_migrations set checksum = $1 where version = $2`, [migration.checksum, migration.version]);
+        log?.info({ migration: migration.file }, 'migrations: an applied file was edited without changing what it did; its new checksum is recorded');
       }
       const known = new Set(migrations.map((m) => m.version));
       for (const row of applied.values()) {

@@ -3,6 +3,8 @@
  * cap, and an opaque cursor naming the last row shown. The cursor's version tag is the caller's
  * ("v1" for invoices, "p1" for payouts), so cursors already handed out stay decodable.
  */
+import type postgres from 'postgres';
+import type { Queryable } from './db';
 import { checkOptionalOneOf, checkUuid, fail, isUuid, pass, RequestFields, type Check, type Validated } from './validation';
 
 export const PAGE_SIZE = { default: 20, max: 100 } as const;
@@ -54,6 +56,47 @@ export class KeysetCursorFormat {
       nextCursor: rows.length > pageSize && last ? this.encode({ createdAt: last.created_at, id: last.id }) : '',
     };
   }
+}
+
+/** Which way a list runs over (created_at, id); the cursor format of a list belongs to one order. */
+export type KeysetOrder = 'newest_first' | 'oldest_first';
+
+export interface KeysetPageQuery {
+  /** The table listed; it has `created_at` and a uuid `id`. */
+  table: string;
+  /** The list's filters, a fragment of `and …` conditions (sql`` for none). */
+  filters: postgres.PendingQuery<postgres.Row[]>;
+  order: KeysetOrder;
+  /** The last row of the previous page; undefined for the first page. */
+  after: KeysetCursor | undefined;
+  pageSize: number;
+}
+
+/**
+ * One page of a keyset list: the rows after the cursor in the list's order, fetched with one more
+ * than the page size to tell whether another page follows, and that page's cursor ('' on the
+ * last). Keyset, not OFFSET: a page stays right while rows are being created, and costs the same
+ * at the millionth row as at the first (an index on the filters + (created_at, id) serves it).
+ */
+export async function selectKeysetPage<Row extends { created_at: Date; id: string }>(
+  sql: Queryable,
+  query: KeysetPageQuery,
+  cursors: KeysetCursorFormat,
+): Promise<{ rows: Row[]; nextCursor: string }> {
+  const newestFirst = query.order === 'newest_first';
+  const after =
+    query.after === undefined
+      ? sql``
+      : newestFirst
+        ? sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`
+        : sql`and (created_at, id) > (${query.after.createdAt}, ${query.after.id})`;
+  const order = newestFirst ? sql`order by created_at desc, id desc` : sql`order by created_at asc, id asc`;
+  const rows = await sql<Row[]>`
+    select * from ${sql(query.table)}
+    where true ${query.filters} ${after}
+    ${order}
+    limit ${query.pageSize + 1}`;
+  return cursors.page(rows, query.pageSize);
 }
 
 /** A project's list request: an optional status filter, a page size, and where the page starts. */

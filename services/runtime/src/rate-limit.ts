@@ -1,5 +1,5 @@
 /**
- * Rate limits (DESIGN.md §13): at most `limit` calls per `windowSeconds` for one key (an account,
+ * Rate limits (docs/architecture.md#rate-limits): at most `limit` calls per `windowSeconds` for one key (an account,
  * an IP, a project, an API key), counted in fixed windows. Limits that guard secrets (login,
  * registration, payout codes) count in Postgres, so every replica shares one count; the others
  * may count in memory per replica. A refused call is a RESOURCE_EXHAUSTED ServiceError with code
@@ -38,9 +38,11 @@ export interface RateLimitStore {
 /**
  * The counter table, as migration 5 of each service that counts in Postgres (auth, payout:
  * ServiceDefinition.builtInMigrations). The text, comments included, is what those services kept
- * as their own 0005_rate_limits.sql: same checksum, so databases that applied the file go on.
+ * as their own 0005_rate_limits.sql but for the comment's citation, which names its older checksum
+ * (`-- supersedes`): databases that applied the file, or the earlier built-in migration, go on.
  */
-export const RATE_LIMIT_COUNTERS_DDL = `-- Rate limit counters (DESIGN §13), shared by every replica: runtime rate-limit.ts
+export const RATE_LIMIT_COUNTERS_DDL = `-- supersedes sha256:d27652a3b0f4fb88aa29d3779e033ccd31d7327dc53149e220089bfd93b860e0
+-- Rate limit counters (docs/architecture.md#rate-limits), shared by every replica: runtime rate-limit.ts
 -- (RATE_LIMIT_COUNTERS_DDL) counts here; keys are SHA-256 hashes, never IPs or emails.
 create table rate_limit_counters (
   -- policy name ':' SHA-256 of the key

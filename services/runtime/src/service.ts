@@ -84,7 +84,7 @@ export interface ServiceDefinition<S extends Settings> {
   consumesEventsOf?: readonly ServiceName[];
   build(deps: ServiceDeps<ConfigOf<S>>): ServiceParts | Promise<ServiceParts>;
   /**
-   * Rules across settings (e.g. what APP_ENV=production refuses, DESIGN.md §11), run right after
+   * Rules across settings (e.g. what APP_ENV=production refuses, docs/architecture.md#production-refuses-what-is-unsafe), run right after
    * parsing and before any connection: throw a ConfigError naming the variable.
    */
   checkConfig?(config: ConfigOf<S> & CommonConfig): void;

@@ -12,6 +12,7 @@ import { commonSettings, loadConfig } from '../src/config';
 import { processedEventsRetention } from '../src/events/consumer';
 import { EVENT_TABLES_DDL, EVENT_TABLES_MIGRATION } from '../src/events/tables';
 import { RATE_LIMIT_COUNTERS_DDL, RATE_LIMITS_MIGRATION } from '../src/rate-limit';
+import { IdempotencyKeys } from '../src/idempotency';
 import { createLogger } from '../src/log';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';
 
@@ -96,6 +97,30 @@ describe('migrate', () => {
     await expect(run).rejects.toThrow(MigrationError);
     await expect(run).rejects.toThrow(/0002_more\.sql.*changed after it was applied/);
     expect(await tablesIn(sql, 'payout')).toEqual(['holds', 'more_holds', 'schema_migrations']);
+  });
+
+  it('takes an edited applied file as applied when it names the checksum it had (-- supersedes), and records the new one', async () => {
+    const sql = pool('superseded');
+    const before = '-- Holds (see the design notes)\ncreate table holds (id bigint primary key);\n';
+    const dir = migrationsDir('superseded', { '0001_init.sql': before });
+    await migrate(sql, { schema: 'superseded', dir });
+    const checksumOf = async () => (await sql<{ checksum: string }[]>`select checksum from superseded.schema_migrations where version = 1`)[0]?.checksum;
+    const old = await checksumOf();
+    expect(old).toMatch(/^[0-9a-f]{64}$/);
+
+    // Another old checksum does not do: the file must name the one this database recorded.
+    const stranger = `-- supersedes sha256:${'0'.repeat(64)}\n-- Holds (docs/architecture.md)\ncreate table holds (id bigint primary key);\n`;
+    writeFileSync(path.join(dir, '0001_init.sql'), stranger);
+    await expect(migrate(sql, { schema: 'superseded', dir })).rejects.toThrow(/0001_init\.sql.*changed after it was applied/);
+
+    const after = `-- supersedes sha256:${old}\n-- Holds (docs/architecture.md)\ncreate table holds (id bigint primary key);\n`;
+    writeFileSync(path.join(dir, '0001_init.sql'), after);
+    writeFileSync(path.join(dir, '0002_next.sql'), 'create table next_holds (id bigint primary key);');
+    await expect(migrate(sql, { schema: 'superseded', dir })).resolves.toEqual({ applied: ['0002_next.sql'], skipped: ['0001_init.sql'] });
+    expect(await checksumOf()).not.toBe(old);
+    // The new checksum is the one recorded: the next run is a plain no-op.
+    await expect(migrate(sql, { schema: 'superseded', dir })).resolves.toEqual({ applied: [], skipped: ['0001_init.sql', '0002_next.sql'] });
+    expect(await tablesIn(sql, 'superseded')).toEqual(['holds', 'next_holds', 'schema_migrations']);
   });
 
   it('runs each file in its own transaction: a failing file leaves nothing behind and names itself', async () => {
@@ -288,6 +313,52 @@ describe('the rate-limit counters from one source (RATE_LIMITS_MIGRATION)', () =
     for (const service of ['auth', 'invoice', 'payout', 'notifier']) {
       const dir = path.join(REPO_ROOT, 'services', service, 'src', 'store', 'migrations');
       for (const file of readdirSync(dir)) expect(readFileSync(path.join(dir, file), 'utf8')).not.toMatch(/create table rate_limit_counters\b/);
+    }
+  });
+});
+
+describe('idempotency_keys from one source (IdempotencyKeys.migration)', () => {
+  const keys = new IdempotencyKeys('widget', 'widgets');
+  const widgets = 'create table widgets (id uuid primary key);';
+
+  /** The table as Postgres describes it: columns, constraints and indexes. */
+  async function shapeOf(sql: Sql, schema: string): Promise<unknown> {
+    return {
+      columns: await sql`select column_name, data_type, is_nullable, column_default from information_schema.columns
+                         where table_schema = ${schema} and table_name = 'idempotency_keys' order by ordinal_position`,
+      constraints: (await sql<{ conname: string; def: string }[]>`select conname, pg_get_constraintdef(oid) as def from pg_constraint
+                         where conrelid = ${schema + '.idempotency_keys'}::regclass order by conname`).map((c) => ({ ...c, def: c.def.replaceAll(`${schema}.`, '') })),
+      indexes: (await sql<{ indexdef: string }[]>`select indexdef from pg_indexes where schemaname = ${schema} and tablename = 'idempotency_keys' order by indexname`).map((i) =>
+        i.indexdef.replaceAll(`${schema}.`, ''),
+      ),
+    };
+  }
+
+  it('a database that created the table in a file of its own keeps it and its rows; a new one gets the same table', async () => {
+    // What invoice and payout 0002 did before the DDL had one owner: the same table, created by the file.
+    const legacy = pool('legacy_idem');
+    const legacyDir = migrationsDir('legacy-idem', { '0002_widgets.sql': `${widgets}\n${keys.migration.sql.replaceAll(' if not exists', '')}` });
+    await migrate(legacy, { schema: 'legacy_idem', dir: legacyDir });
+    await legacy.begin(async (tx) => {
+      await tx`insert into widgets (id) values ('6f0e7c1a-5b0c-4d8e-9a43-1f7f3c2b9e10')`;
+      expect(await keys.claim(tx, { projectId: '0a7c1f5e-2d4b-4e8a-9c61-3b5d7e9f1a20', key: 'k1', requestHash: 'h', resourceId: '6f0e7c1a-5b0c-4d8e-9a43-1f7f3c2b9e10' })).toBe(true);
+    });
+    await expect(migrate(legacy, { schema: 'legacy_idem', dir: legacyDir, builtIn: [keys.migration] })).resolves.toEqual({
+      applied: ['0110_idempotency_keys.sql'],
+      skipped: ['0002_widgets.sql'],
+    });
+    expect(await legacy`select key, widget_id from idempotency_keys`).toEqual([{ key: 'k1', widget_id: '6f0e7c1a-5b0c-4d8e-9a43-1f7f3c2b9e10' }]);
+
+    const fresh = pool('fresh_idem');
+    await migrate(fresh, { schema: 'fresh_idem', dir: migrationsDir('fresh-idem', { '0002_widgets.sql': widgets }), builtIn: [keys.migration] });
+    expect(await shapeOf(fresh, 'fresh_idem')).toEqual(await shapeOf(legacy, 'legacy_idem'));
+    expect(JSON.stringify(await shapeOf(fresh, 'fresh_idem'))).toContain('FOREIGN KEY (widget_id) REFERENCES widgets(id) DEFERRABLE INITIALLY DEFERRED');
+  });
+
+  it('no service keeps a copy of the idempotency_keys DDL among its migration files', () => {
+    for (const service of ['auth', 'invoice', 'payout', 'notifier']) {
+      const dir = path.join(REPO_ROOT, 'services', service, 'src', 'store', 'migrations');
+      for (const file of readdirSync(dir)) expect(readFileSync(path.join(dir, file), 'utf8')).not.toMatch(/create table (if not exists )?idempotency_keys\b/);
     }
   });
 });

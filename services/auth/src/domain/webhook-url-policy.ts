@@ -2,7 +2,7 @@
  * Where a project's webhook may point, beyond syntax. `checkWebhookUrl` (validation.ts) decides
  * the shape (absolute http(s), no credentials, ≤ 2048 characters); a policy decides the
  * destination. The auth service ships the syntax-only policy: refusing private, loopback and
- * link-local destinations in production (SSRF, DESIGN.md §6) needs DNS and the deployment mode
+ * link-local destinations in production (SSRF, docs/architecture.md#ssrf) needs DNS and the deployment mode
  * and belongs to the notifier's issue, which plugs its guard in here (`defineAuthService({
  * webhookUrlPolicy })` in server.ts) and keeps checking at delivery time as well.
  */

@@ -2,7 +2,7 @@
  * The EVM family: Ether and the ERC-20 tokens USDT and USDC on Ethereum. EIP-55 addresses from
  * BIP44 account keys, EIP-681 payment URIs, one JSON-RPC node for the watcher (blocks by hash,
  * Transfer logs) and for the payout service's check of a Complete, and the confirmation policy
- * (DESIGN.md §9).
+ * (docs/architecture.md#live-payments).
  */
 import { setting, type Setting } from '@coinvoice/runtime';
 import { toBaseUnits } from '@coinvoice/domain/money';

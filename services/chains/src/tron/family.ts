@@ -1,7 +1,7 @@
 /**
  * The Tron family: TRX. Base58check addresses over the Ethereum key hash, `tron:` payment URIs,
  * the full node's HTTP API for the watcher and the payout check, and the confirmation policy
- * (DESIGN.md §9).
+ * (docs/architecture.md#live-payments).
  */
 import { setting } from '@coinvoice/runtime';
 import { formatPlain, toBaseUnits } from '@coinvoice/domain/money';

@@ -1,5 +1,5 @@
 /**
- * The `tron` chain adapter over the Tron full-node HTTP API (java-tron `/wallet/*`; DESIGN.md §9):
+ * The `tron` chain adapter over the Tron full-node HTTP API (java-tron `/wallet/*`; docs/architecture.md#watcher-roles):
  * TRX transfers (TransferContract, contractRet SUCCESS) to watched addresses. Blocks are read by
  * number to follow the chain and BY ID (`/wallet/getblockbyid`) to scan, so a reorg between the two
  * cannot mix blocks. Addresses come in the API's hex form (41…) and are compared in the base58

@@ -1,6 +1,6 @@
 /**
  * The `bitcoin` and `litecoin` chain adapters over the Esplora REST API (electrs / mempool.space
- * self-hosted; DESIGN.md §9). Blocks are read BY HASH (`/block/:hash`, `/block/:hash/txs/:start`)
+ * self-hosted; docs/architecture.md#watcher-roles). Blocks are read BY HASH (`/block/:hash`, `/block/:hash/txs/:start`)
  * so a reorg between "which block is at height h" and "what is in it" cannot mix two blocks; the
  * mempool is followed by its txids (`/mempool/txids`, new transactions fetched once) plus one read
  * per address when it starts being watched (`/scripthash/:hash/txs/mempool`); a transaction seen

@@ -2,7 +2,7 @@
  * The UTXO family: Bitcoin and Litecoin. Native segwit addresses from BIP84 account keys, BIP21
  * payment URIs, dust limits in the registry entries, one Esplora node per chain for the watcher
  * (mempool payments, replacement detection) and the payout check, and the confirmation policy
- * (DESIGN.md §9).
+ * (docs/architecture.md#live-payments).
  */
 import { setting } from '@coinvoice/runtime';
 import { formatPlain, toBaseUnits } from '@coinvoice/domain/money';

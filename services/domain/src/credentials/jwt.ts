@@ -1,21 +1,19 @@
 /**
- * Merchant session tokens: compact JWS (RFC 7515) signed with Ed25519 (`alg: "EdDSA"`, RFC 8037),
- * using node:crypto only. Auth holds the private keys (`SigningKeys`); the gateway verifies tokens
- * locally against the public JWKS (`importJwks` + `verifyJwt`).
+ * Merchant session tokens: JWTs signed with Ed25519 (`alg: "EdDSA"`, RFC 8037), signed and
+ * verified by `jose` (the JWS encoding, the signature, the time and issuer/audience checks); the
+ * keys are node:crypto KeyObjects. Auth holds the private keys (`SigningKeys`); the gateway
+ * verifies tokens locally against the public JWKS (`importJwks` + `verifyJwt`).
+ *
+ * The tokens are byte for byte those of the hand-written signer this replaced (header
+ * {alg, typ, kid}, the same claims in the same order; Ed25519 signatures are deterministic), so
+ * sessions issued before the change stay valid until they expire.
  *
  * Rotation: `SigningKeys.rotate()` makes a new key current and keeps the old ones for verification,
  * so tokens signed before the rotation stay valid until they expire, as long as the published JWKS
  * still lists their key. Drop a retired key (`withoutKey`) once its last token has expired.
  */
-import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  sign as signBytes,
-  verify as verifyBytes,
-  type KeyObject,
-} from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 
 export const JWT_ISSUER = 'coinvoice';
 export const JWT_AUDIENCE = 'coinvoice-dashboard';
@@ -24,6 +22,11 @@ export const JWT_ALGORITHM = 'EdDSA';
 export const DEFAULT_CLOCK_SKEW_SECONDS = 30;
 /** Session tokens are small; anything longer is refused before parsing. */
 const MAX_TOKEN_LENGTH = 8192;
+/**
+ * An Ed25519 signature in canonical base64url: 64 bytes are 86 characters whose last one carries
+ * 2 zero bits. Checked before jose, whose decoder would accept other spellings of the same bytes.
+ */
+const ED25519_SIGNATURE = /^[A-Za-z0-9_-]{85}[AQgw]$/;
 
 /** Claims of a session token as signed. `admin` is only present (true) for operators. */
 export interface SessionClaims {
@@ -152,16 +155,16 @@ export class SigningKeys {
     return { keys: [this.current, ...this.retired].map(publicJwkOf) };
   }
 
-  sign(subject: SessionSubject, options: { now: Date; ttlSeconds: number }): IssuedSessionToken {
+  sign(subject: SessionSubject, options: { now: Date; ttlSeconds: number }): Promise<IssuedSessionToken> {
     return signSessionToken(this.current, subject, options);
   }
 }
 
-export function signSessionToken(
+export async function signSessionToken(
   key: SigningKey,
   subject: SessionSubject,
   options: { now: Date; ttlSeconds: number },
-): IssuedSessionToken {
+): Promise<IssuedSessionToken> {
   if (!Number.isInteger(options.ttlSeconds) || options.ttlSeconds <= 0) throw new RangeError('ttlSeconds must be a positive integer');
   const iat = Math.floor(options.now.getTime() / 1000);
   const claims: SessionClaims = {
@@ -174,10 +177,10 @@ export function signSessionToken(
     iss: JWT_ISSUER,
     aud: JWT_AUDIENCE,
   };
-  const header = { alg: JWT_ALGORITHM, typ: 'JWT', kid: key.kid };
-  const signingInput = `${encodeJson(header)}.${encodeJson(claims)}`;
-  const signature = signBytes(null, Buffer.from(signingInput, 'ascii'), key.privateKey);
-  return { token: `${signingInput}.${signature.toString('base64url')}`, expiresAt: new Date(claims.exp * 1000), claims };
+  // The claims as they are, in this order (no setIssuedAt/setExpirationTime, which would add or
+  // reorder them): the payload stays what verifiers have always been given.
+  const token = await new SignJWT({ ...claims } satisfies JWTPayload).setProtectedHeader({ alg: JWT_ALGORITHM, typ: 'JWT', kid: key.kid }).sign(key.privateKey);
+  return { token, expiresAt: new Date(claims.exp * 1000), claims };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,35 +205,48 @@ export function importJwks(document: unknown): VerificationKeys {
   return keys;
 }
 
-/** Checks a session token's structure, algorithm, signature, time window, issuer and audience. */
-export function verifyJwt(
+/**
+ * Checks a session token's structure, algorithm, signature, time window, issuer and audience.
+ * Our rules first (only EdDSA, no `crit`, a `kid` we hold, a canonical signature), then jose's
+ * verification, then the shape of our claims.
+ */
+export async function verifyJwt(
   token: unknown,
   keys: VerificationKeys,
   now: Date,
   clockSkewSeconds: number = DEFAULT_CLOCK_SKEW_SECONDS,
-): VerifiedJwt {
+): Promise<VerifiedJwt> {
   if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return refused('malformed');
   const segments = token.split('.');
   if (segments.length !== 3) return refused('malformed');
-  const [encodedHeader = '', encodedPayload = '', encodedSignature = ''] = segments;
-
-  const header = decodeJsonObject(encodedHeader);
-  if (!header) return refused('malformed');
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  try {
+    header = decodeProtectedHeader(token);
+  } catch {
+    return refused('malformed');
+  }
   // Only EdDSA: never `none`, never HMAC (which would let a public key act as a shared secret).
   if (header.alg !== JWT_ALGORITHM || header.crit !== undefined) return refused('unsupported_algorithm');
   if (header.typ !== undefined && header.typ !== 'JWT') return refused('malformed');
   const publicKey = typeof header.kid === 'string' ? keys.get(header.kid) : undefined;
   if (!publicKey) return refused('unknown_key');
+  if (!ED25519_SIGNATURE.test(segments[2] ?? '')) return refused('malformed');
 
-  const signature = decodeBase64Url(encodedSignature);
-  if (!signature || signature.length !== 64) return refused('malformed');
-  const signingInput = Buffer.from(`${encodedHeader}.${encodedPayload}`, 'ascii');
-  if (!verifyBytes(null, signingInput, publicKey, signature)) return refused('bad_signature');
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, publicKey, {
+      algorithms: [JWT_ALGORITHM],
+      issuer: JWT_ISSUER,
+      audience: JWT_AUDIENCE,
+      clockTolerance: clockSkewSeconds,
+      currentDate: now,
+    }));
+  } catch (error) {
+    return refused(rejectionOf(error));
+  }
 
   // From here on the payload is authentic (signed by our key); still check its shape.
-  const payload = decodeJsonObject(encodedPayload);
-  if (!payload) return refused('malformed');
-  const { sub, email, admin, sv, iat, exp, nbf, iss, aud } = payload;
+  const { sub, email, admin, sv, iat, exp, nbf } = payload as Record<string, unknown>;
   if (
     typeof sub !== 'string' ||
     sub === '' ||
@@ -245,18 +261,26 @@ export function verifyJwt(
   ) {
     return refused('malformed');
   }
-  if (iss !== JWT_ISSUER) return refused('wrong_issuer');
-  if (!(aud === JWT_AUDIENCE || (Array.isArray(aud) && aud.includes(JWT_AUDIENCE)))) return refused('wrong_audience');
-
-  const nowSeconds = now.getTime() / 1000;
-  if (nowSeconds >= exp + clockSkewSeconds) return refused('expired');
-  if (iat > nowSeconds + clockSkewSeconds || (nbf !== undefined && nbf > nowSeconds + clockSkewSeconds)) {
-    return refused('not_yet_valid');
-  }
+  // jose checks `iat` only against a maximum age; a token issued in the future is refused here.
+  if (iat > now.getTime() / 1000 + clockSkewSeconds) return refused('not_yet_valid');
   return {
     valid: true,
     claims: { sub, email, ...(admin === true ? { admin } : {}), sv, iat, exp, iss: JWT_ISSUER, aud: JWT_AUDIENCE },
   };
+}
+
+/** jose's verdict in our words. */
+function rejectionOf(error: unknown): JwtRejection {
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'bad_signature';
+  if (error instanceof joseErrors.JWTExpired) return 'expired';
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) return 'unsupported_algorithm';
+  if (error instanceof joseErrors.JWTClaimValidationFailed) {
+    if (error.claim === 'iss') return 'wrong_issuer';
+    if (error.claim === 'aud') return 'wrong_audience';
+    if ((error.claim === 'nbf' || error.claim === 'iat') && error.reason === 'check_failed') return 'not_yet_valid';
+  }
+  if (error instanceof joseErrors.JOSEError) return 'malformed';
+  throw error;
 }
 
 function refused(reason: JwtRejection): VerifiedJwt {
@@ -266,10 +290,6 @@ function refused(reason: JwtRejection): VerifiedJwt {
 // ---------------------------------------------------------------------------------------------
 // Encoding helpers
 
-function encodeJson(value: object): string {
-  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
-}
-
 /**
  * Strict base64url: only the URL-safe alphabet, no padding, and canonical (re-encodes to the same
  * text), because Buffer.from(…, 'base64url') silently skips invalid characters.
@@ -278,17 +298,6 @@ function decodeBase64Url(text: string): Buffer | undefined {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
   const bytes = Buffer.from(text, 'base64url');
   return bytes.toString('base64url') === text ? bytes : undefined;
-}
-
-function decodeJsonObject(segment: string): Record<string, unknown> | undefined {
-  const bytes = decodeBase64Url(segment);
-  if (!bytes || bytes.length === 0) return undefined;
-  try {
-    const value: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-    return isRecord(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

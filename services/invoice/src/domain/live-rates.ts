@@ -1,5 +1,5 @@
 /**
- * Live rates (DESIGN.md §10), the pure part: reading the providers' answers (untrusted input) into
+ * Live rates (docs/architecture.md#rates), the pure part: reading the providers' answers (untrusted input) into
  * USD prices, and combining fresh quotes into one price per currency (median, outliers dropped).
  * Fetching and caching live in src/rates/.
  */

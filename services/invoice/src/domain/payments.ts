@@ -1,5 +1,5 @@
 /**
- * Payments and the invoice status derived from them (DESIGN.md §9). Pure: no I/O, no clock of its
+ * Payments and the invoice status derived from them (docs/architecture.md#derived-status). Pure: no I/O, no clock of its
  * own (`now` is passed in). The watcher, the expiry sweeper and the read path all call
  * `deriveInvoiceState`, so there is exactly one rule for what an invoice's status is.
  *
@@ -110,7 +110,7 @@ export function paymentThreshold(amountExpected: Decimal, tolerancePercent: Deci
 }
 
 /**
- * The one status rule (DESIGN.md §9):
+ * The one status rule (docs/architecture.md#derived-status):
  *   Paid          — already paid, or the confirmed on-time total ≥ threshold
  *   Confirming    — the on-time total still on the chain ≥ threshold, not all confirmed yet
  *                   (also after expiredAt when those payments were mined on time)

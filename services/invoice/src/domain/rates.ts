@@ -1,5 +1,5 @@
 /**
- * Exchange rates and quotes (DESIGN.md §4). Rates come from a `RateProvider`; the default is a
+ * Exchange rates and quotes (docs/architecture.md#rates). Rates come from a `RateProvider`; the default is a
  * static table shipped with the service, replaceable by configuration (a JSON table in an env
  * var, parsed by `parseRateTableJson`). An invoice fixes its quote, rate included, at creation.
  */

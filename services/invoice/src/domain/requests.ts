@@ -13,7 +13,7 @@ import { findFiatCurrency, type FiatCurrency } from '@coinvoice/domain/fiat';
 import { MAX_CRYPTO_DECIMALS, parseCryptoAmount, parsePositiveDecimal, parsePriceAmount, type Decimal } from '@coinvoice/domain/money';
 import { INVOICE_STATUSES, type InvoiceStatusName } from './status';
 
-// Sandbox projects get testnet addresses, live projects mainnet (DESIGN.md §4): `networkOf`.
+// Sandbox projects get testnet addresses, live projects mainnet (docs/architecture.md#sandbox-and-live): `networkOf`.
 
 export const LIMITS = {
   urlMaxLength: 2048,

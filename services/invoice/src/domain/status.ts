@@ -1,5 +1,5 @@
 /**
- * Invoice status names and the table of SIMULATED transitions (DESIGN.md §4):
+ * Invoice status names and the table of SIMULATED transitions (docs/architecture.md#invoices):
  *
  *   Waiting --pay-->    Paid      (sandbox pay / dashboard Simulate)
  *   Waiting --expire--> Expired   (the expiry sweeper, once expiredAt has passed)

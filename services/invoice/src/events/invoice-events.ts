@@ -36,7 +36,7 @@ export const INVOICE_EVENT_TYPES = {
 } as const;
 
 function amountReceived(row: InvoiceRow): string {
-  return formatPlain(new Decimal(row.amount_received));
+  return formatPlain(row.amount_received);
 }
 
 export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): NewEvent {
@@ -102,7 +102,7 @@ export function invoiceCreatedEvent(row: InvoiceRow): NewEvent {
     ...invoiceFields(row),
     priceAmount: formatFixed(new Decimal(row.price_amount), minorUnits),
     priceCurrency: row.price_currency,
-    amountExpected: formatPlain(new Decimal(row.amount_expected)),
+    amountExpected: formatPlain(row.amount_expected),
     currency: row.pay_currency,
     address: row.address,
     createdAt: timestampFromDate(row.created_at),

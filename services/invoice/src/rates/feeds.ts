@@ -1,5 +1,5 @@
 /**
- * The rate providers' public HTTP APIs (DESIGN.md §10). Answers are untrusted: they are parsed by
+ * The rate providers' public HTTP APIs (docs/architecture.md#rates). Answers are untrusted: they are parsed by
  * the pure readers in domain/live-rates.ts; a slow provider is cut off after `timeoutMs`.
  */
 import { krakenTickerPairs, parseCoinbaseRates, parseKrakenTicker, type ProviderPrices, type RateSourceName } from '../domain/live-rates';

@@ -1,5 +1,5 @@
 /**
- * The live rate cache (DESIGN.md §10): each provider is asked in the background every
+ * The live rate cache (docs/architecture.md#rates): each provider is asked in the background every
  * `refreshMs`, on a loop of its own (a hanging provider never delays the other), and the latest
  * answers are combined into one price per currency. Invoice creation only reads what is cached:
  * no request ever waits for a provider.

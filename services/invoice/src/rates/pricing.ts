@@ -1,5 +1,5 @@
 /**
- * Which rates an invoice is priced at (DESIGN.md §10): with RATES_SOURCE=live, live invoices only
+ * Which rates an invoice is priced at (docs/architecture.md#rates): with RATES_SOURCE=live, live invoices only
  * from fresh live quotes (none: undefined, and the caller answers 503 rates_unavailable — never a
  * stale price); sandbox invoices from live quotes when there are any, else the static table. With
  * RATES_SOURCE=static, every invoice from the static table.

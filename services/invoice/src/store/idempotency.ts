@@ -5,4 +5,4 @@
  */
 import { IdempotencyKeys } from '@coinvoice/runtime';
 
-export const invoiceIdempotencyKeys = new IdempotencyKeys('invoice');
+export const invoiceIdempotencyKeys = new IdempotencyKeys('invoice', 'invoices');

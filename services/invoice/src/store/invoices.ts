@@ -3,8 +3,8 @@
  * never turns numeric into a float); timestamps are truncated to milliseconds on insert so the
  * list cursor round-trips exactly through a JS Date.
  */
-import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { InvoiceCursor } from '../domain/requests';
+import { selectKeysetPage, type Queryable, type TransactionSql } from '@coinvoice/runtime';
+import { INVOICE_CURSORS, type InvoiceCursor } from '../domain/requests';
 import type { InvoiceEvent, InvoiceStatusName } from '../domain/status';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain/status';
@@ -168,19 +168,18 @@ export interface ListQuery {
   /** Only invoices with exactly this order id. */
   orderId?: string | undefined;
   after: InvoiceCursor | undefined;
-  limit: number;
+  pageSize: number;
 }
 
-/** Newest first by (created_at, id): keyset pagination, stable while invoices are being created. */
-export async function listInvoices(sql: Queryable, query: ListQuery): Promise<InvoiceRow[]> {
+/** A project's invoices, newest first by (created_at, id), one page and the next page's cursor. */
+export function listInvoices(sql: Queryable, query: ListQuery): Promise<{ rows: InvoiceRow[]; nextCursor: string }> {
   const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
   const byOrder = query.orderId === undefined ? sql`` : sql`and order_id = ${query.orderId}`;
-  const after = query.after === undefined ? sql`` : sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`;
-  return sql<InvoiceRow[]>`
-    select * from invoices
-    where project_id = ${query.projectId} ${byStatus} ${byOrder} ${after}
-    order by created_at desc, id desc
-    limit ${query.limit}`;
+  return selectKeysetPage<InvoiceRow>(
+    sql,
+    { table: 'invoices', filters: sql`and project_id = ${query.projectId} ${byStatus} ${byOrder}`, order: 'newest_first', after: query.after, pageSize: query.pageSize },
+    INVOICE_CURSORS,
+  );
 }
 
 function target(event: InvoiceEvent): InvoiceStatusName {

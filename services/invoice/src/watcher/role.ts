@@ -6,6 +6,7 @@
  */
 import { ConfigError, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { chainSources, isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
+import { invoiceIdempotencyKeys } from '../store/idempotency';
 import { invoiceSettings } from '../settings';
 import { createWatcherMetrics } from './metrics';
 import { ChainWatcher } from './watcher';
@@ -34,6 +35,8 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
     callers: [],
     settings: invoiceSettings,
     migrationsDir: migrationsDirOf(__dirname),
+    // The serve role's migrations exactly: whichever role starts first leaves the same schema.
+    builtInMigrations: [invoiceIdempotencyKeys.migration],
     build({ config, sql, logger, metrics: registry }) {
       const source = chainSources(config)[chain];
       const adapter = source?.adapter();

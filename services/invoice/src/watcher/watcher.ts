@@ -374,7 +374,7 @@ export class ChainWatcher implements Worker {
       await saveCursor(tx, chain, forkBlock);
       metrics.paymentsOrphaned.inc({ chain }, orphaned.length);
       // Money already credited to a merchant's balance left the chain: reversing it is an
-      // operator's decision (DESIGN §9). Logged and counted once, when it happens.
+      // operator's decision (docs/architecture.md#reorg-safety). Logged and counted once, when it happens.
       for (const p of orphaned.filter((row) => row.reported_as === 'paid' || row.reported_as === 'late')) {
         metrics.creditedPaymentsOrphaned.inc({ chain });
         this.logger.error(

@@ -1,5 +1,5 @@
 /**
- * Which events become webhooks, and the exact body each one sends (DESIGN.md §6).
+ * Which events become webhooks, and the exact body each one sends (docs/webhook-events.md).
  *
  * One explicit table covers every event the services publish, so a new event type cannot become
  * a webhook by accident: an event missing from the table is "not a webhook" (fail closed), and a

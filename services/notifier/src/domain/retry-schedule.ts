@@ -1,6 +1,6 @@
 /**
  * When a webhook delivery is attempted again, and what counts as a successful attempt
- * (DESIGN.md §6: a 2xx within 10 s; otherwise retry with backoff and jitter).
+ * (docs/architecture.md#webhook-delivery: a 2xx within 10 s; otherwise retry with backoff and jitter).
  *
  * A schedule is the list of waits between attempts: "5s,5m,30m,2h,5h,10h,10h" means the first
  * attempt at once, then 7 retries, 8 attempts in all. Each wait is stretched or shrunk by a random
@@ -123,7 +123,7 @@ export type AttemptFailure = 'http_status' | 'too_slow' | 'timeout' | 'connectio
 
 /**
  * Every failure is retryable: the schedule alone ends a delivery. Deliberately that includes
- * 410 Gone (DESIGN.md §6 says any non-2xx is retried): a proxy or a half-deployed receiver can
+ * 410 Gone (docs/architecture.md#webhook-delivery says any non-2xx is retried): a proxy or a half-deployed receiver can
  * answer 410 by mistake, and dropping an invoice.paid over it costs a merchant more than a few
  * more requests to an endpoint that really is gone. 3xx is a failure too (redirects are not
  * followed: a redirect could point the request past the SSRF guard).

@@ -1,5 +1,5 @@
 /**
- * The payout verification code (DESIGN.md §5): the shared one-time code (runtime credentials),
+ * The payout verification code (docs/architecture.md#payouts): the shared one-time code (runtime credentials),
  * bound to its payout id, 5 attempts, 15 minutes. It leaves the payout service only inside the
  * notifier call that emails it (never an outbox row, a stream message or a log line).
  */

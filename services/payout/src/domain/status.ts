@@ -1,5 +1,5 @@
 /**
- * Payout stages and the one table of allowed transitions (DESIGN.md §5; services/payout/README.md "Claim before sending"), with what
+ * Payout stages and the one table of allowed transitions (docs/architecture.md#payouts; services/payout/README.md "Claim before sending"), with what
  * each one does to the ledger and which event it emits:
  *
  *   (new)                --request-->        AwaitingVerification  hold     payout.requested (the code is emailed by RPC, never an event)

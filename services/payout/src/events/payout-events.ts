@@ -17,8 +17,8 @@ import {
   PayoutRequestedSchema,
   PayoutVerifiedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
+import { formatPlain } from '@coinvoice/domain/money';
 import type { PayoutEventType } from '../domain/status';
-import { amountString } from '../proto';
 import type { PayoutRow } from '../store/payouts';
 
 function base(row: PayoutRow) {
@@ -26,7 +26,7 @@ function base(row: PayoutRow) {
     payoutId: row.id,
     projectId: row.project_id,
     environment: row.environment,
-    amount: amountString(row.amount),
+    amount: formatPlain(row.amount),
     currency: row.currency,
     status: row.status,
   };

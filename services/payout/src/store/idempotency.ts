@@ -5,4 +5,4 @@
  */
 import { IdempotencyKeys } from '@coinvoice/runtime';
 
-export const payoutIdempotencyKeys = new IdempotencyKeys('payout');
+export const payoutIdempotencyKeys = new IdempotencyKeys('payout', 'payouts');

@@ -4,8 +4,8 @@
  * state change is an UPDATE guarded by the transition table (`sourceStages`), on a row the caller
  * has locked, so even a caller that skipped the lock could not make a transition twice.
  */
-import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { PayoutCursor } from '../domain/requests';
+import { selectKeysetPage, type Queryable, type TransactionSql } from '@coinvoice/runtime';
+import { OPERATOR_QUEUE_CURSORS, PAYOUT_CURSORS, type PayoutCursor } from '../domain/requests';
 import { sourceStages, statusOfStage, targetStage, type CancelReason, type PayoutStatusName, type PayoutTrigger } from '../domain/status';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 
@@ -192,18 +192,17 @@ export interface ListQuery {
   projectId: string;
   status: PayoutStatusName | undefined;
   after: PayoutCursor | undefined;
-  limit: number;
+  pageSize: number;
 }
 
-/** Newest first by (created_at, id): keyset pagination, stable while payouts are being created. */
-export async function listPayouts(sql: Queryable, query: ListQuery): Promise<PayoutRow[]> {
+/** A project's payouts, newest first by (created_at, id), one page and the next page's cursor. */
+export function listPayouts(sql: Queryable, query: ListQuery): Promise<{ rows: PayoutRow[]; nextCursor: string }> {
   const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
-  const after = query.after === undefined ? sql`` : sql`and (created_at, id) < (${query.after.createdAt}, ${query.after.id})`;
-  return sql<PayoutRow[]>`
-    select * from payouts
-    where project_id = ${query.projectId} ${byStatus} ${after}
-    order by created_at desc, id desc
-    limit ${query.limit}`;
+  return selectKeysetPage<PayoutRow>(
+    sql,
+    { table: 'payouts', filters: sql`and project_id = ${query.projectId} ${byStatus}`, order: 'newest_first', after: query.after, pageSize: query.pageSize },
+    PAYOUT_CURSORS,
+  );
 }
 
 /** Transaction-level lock on a project's payout requests (advisory, keyed by the project id). */
@@ -222,17 +221,16 @@ export interface OperatorQuery {
   status: PayoutStatusName | undefined;
   environment: ProjectEnvironment | undefined;
   after: PayoutCursor | undefined;
-  limit: number;
+  pageSize: number;
 }
 
-/** Every project's payouts, oldest first by (created_at, id): the operators' work queue. */
-export async function listAllPayouts(sql: Queryable, query: OperatorQuery): Promise<PayoutRow[]> {
+/** Every project's payouts, oldest first by (created_at, id): the operators' work queue, one page. */
+export function listAllPayouts(sql: Queryable, query: OperatorQuery): Promise<{ rows: PayoutRow[]; nextCursor: string }> {
   const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
   const byEnvironment = query.environment === undefined ? sql`` : sql`and environment = ${query.environment}`;
-  const after = query.after === undefined ? sql`` : sql`and (created_at, id) > (${query.after.createdAt}, ${query.after.id})`;
-  return sql<PayoutRow[]>`
-    select * from payouts
-    where true ${byStatus} ${byEnvironment} ${after}
-    order by created_at asc, id asc
-    limit ${query.limit}`;
+  return selectKeysetPage<PayoutRow>(
+    sql,
+    { table: 'payouts', filters: sql`${byStatus} ${byEnvironment}`, order: 'oldest_first', after: query.after, pageSize: query.pageSize },
+    OPERATOR_QUEUE_CURSORS,
+  );
 }

@@ -1,5 +1,5 @@
 /**
- * The gRPC port of a service, served by @grpc/grpc-js (DESIGN §12: its per-call cost is a third of
+ * The gRPC port of a service, served by @grpc/grpc-js (docs/architecture.md#internal-rpc-engine: its per-call cost is a third of
  * connect-node's). Messages are encoded with protobuf-es and handlers stay Connect
  * `ServiceImpl<typeof X>` classes: this file adapts one to the other. Also here: grpc.health.v1,
  * a request id in every log line, RPC metrics, errors that never leak, optional mutual TLS with a

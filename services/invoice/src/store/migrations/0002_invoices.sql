@@ -1,4 +1,7 @@
--- Invoices, the keys their addresses are derived from, and idempotency keys of CreateInvoice.
+-- supersedes sha256:9abfe0ffe88e58ad92f89339b7d76b46fdedfa0b48f9a7ed5ee01fa9de27eebc
+-- (this file as it was when it also created idempotency_keys: that table's one DDL is now the
+-- runtime's, built-in migration 110, which creates it where it is missing)
+-- Invoices and the keys their addresses are derived from.
 
 -- The account-level extended public keys invoice addresses are derived from, one row per key
 -- MATERIAL (sha-256 of chain code and public key), not per currency or serialization: when ETH,
@@ -70,19 +73,3 @@ create index invoices_project_created_idx on invoices (project_id, created_at de
 create index invoices_project_status_created_idx on invoices (project_id, status, created_at desc, id desc);
 -- The expiry sweeper's queue.
 create index invoices_waiting_expiry_idx on invoices (expired_at) where status = 'Waiting';
-
--- Idempotency-Key of CreateInvoice, per project, kept 24 h. The row is claimed first in the
--- creating transaction, so a concurrent duplicate waits on the primary key and then replays.
-create table idempotency_keys (
-  project_id   uuid not null,
-  key          text not null,
-  -- sha-256 of the merchant's request body: the same key with another body is refused.
-  request_hash text not null,
-  invoice_id   uuid not null references invoices (id) deferrable initially deferred,
-  -- The first response (a coinvoice.invoice.v1.Invoice, protobuf binary), replayed as it was.
-  response     bytea,
-  created_at   timestamptz not null default now(),
-  expires_at   timestamptz not null,
-  primary key (project_id, key)
-);
-create index idempotency_keys_expires_at_idx on idempotency_keys (expires_at);

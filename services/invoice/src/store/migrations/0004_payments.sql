@@ -1,4 +1,6 @@
--- Live payments (DESIGN.md §9): payments as rows, a cursor and recent blocks per chain, the live
+-- supersedes sha256:6d649d588ef450874b7c63363b72ce22c093bc3a47d96817eb577199399284ff
+-- (the same migration before its comment cited docs/architecture.md)
+-- Live payments (docs/architecture.md#payments-as-rows): payments as rows, a cursor and recent blocks per chain, the live
 -- statuses, and what an invoice fixed at creation for its payment rules.
 
 alter table invoices drop constraint invoices_status_check;

@@ -1,4 +1,6 @@
--- Webhook deliveries (DESIGN.md §6): one row per event to deliver to one project's endpoint, every
+-- supersedes sha256:cfdf2bad5e95d95a975e937b8814c6ebd1b296cc9b22428778c9f832f8bc926a
+-- (the same migration before its comment cited docs/architecture.md)
+-- Webhook deliveries (docs/architecture.md#webhook-delivery): one row per event to deliver to one project's endpoint, every
 -- HTTP attempt recorded exactly as sent, and each endpoint's health.
 
 -- One event to one URL. An original delivery is created by the event consumer in the transaction

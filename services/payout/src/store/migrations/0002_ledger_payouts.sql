@@ -1,5 +1,8 @@
--- The ledger (balances fed by invoice.paid, moved by payouts), payouts with their verification
--- code, and idempotency keys of RequestPayout. Money is numeric, never a float.
+-- supersedes sha256:018685a106eac5d309aac8f85e8cb76732e5ccc1533bccea592c63eef7e06b76
+-- (this file as it was when it also created idempotency_keys: that table's one DDL is now the
+-- runtime's, built-in migration 110, which creates it where it is missing)
+-- The ledger (balances fed by invoice.paid, moved by payouts) and payouts with their verification
+-- code. Money is numeric, never a float.
 
 -- Payouts. Transitions: src/domain/status.ts (the store's SQL guards are derived from it).
 create table payouts (
@@ -83,19 +86,3 @@ create unique index ledger_entries_invoice_credit_idx on ledger_entries (invoice
 create unique index ledger_entries_payout_hold_idx on ledger_entries (payout_id) where kind = 'hold';
 create unique index ledger_entries_payout_settlement_idx on ledger_entries (payout_id) where kind in ('release', 'debit');
 create index ledger_entries_balance_idx on ledger_entries (project_id, environment, currency, id);
-
--- Idempotency-Key of RequestPayout, per project, kept 24 h. Claimed first in the requesting
--- transaction, so a concurrent duplicate waits on the primary key and then replays.
-create table idempotency_keys (
-  project_id   uuid not null,
-  key          text not null,
-  -- sha-256 of the request's fields: the same key with another body is refused.
-  request_hash text not null,
-  payout_id    uuid not null references payouts (id) deferrable initially deferred,
-  -- The first response (a coinvoice.payout.v1.Payout, protobuf binary), replayed as it was.
-  response     bytea,
-  created_at   timestamptz not null default now(),
-  expires_at   timestamptz not null,
-  primary key (project_id, key)
-);
-create index idempotency_keys_expires_at_idx on idempotency_keys (expires_at);

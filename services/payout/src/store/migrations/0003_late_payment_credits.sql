@@ -1,4 +1,6 @@
--- Late payments (invoice.late_payment, DESIGN.md §9): confirmed live money that invoice.paid did
+-- supersedes sha256:23fbb733f56f1f62279bfec7ba2422ea19ff0afd283db151088c3079df7ecfc2
+-- (the same migration before its comment cited docs/architecture.md)
+-- Late payments (invoice.late_payment, docs/architecture.md#derived-status): confirmed live money that invoice.paid did
 -- not include — after expiry, after Paid, overpayments in a later transaction — is credited once
 -- per payment (chain:transaction:output), never twice, whatever the event ids.
 alter table ledger_entries add column payment_id text;
