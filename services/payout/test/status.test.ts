@@ -151,6 +151,10 @@ function row(status: PayoutStatusName, extra: Partial<PayoutRow> = {}): PayoutRo
     cancelled_at: null,
     claimed_at: null,
     claimed_by: null,
+    origin: 'merchant',
+    approved_at: null,
+    approved_by: null,
+    confirmations: null,
     ...extra,
   };
 }
