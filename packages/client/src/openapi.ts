@@ -950,7 +950,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A payout was confirmed with its code (Pending) and waits for an operator
+         * A payout is verified (Pending) and waits to be sent: confirmed with its code, or created by the project’s auto-sweep
          * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutVerified"];
@@ -7703,6 +7703,8 @@ export interface operations {
                     /** @description Coin code */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description merchant: confirmed with the emailed code after payout.requested; auto_sweep: created verified by the project’s auto-sweep configuration (no payout.requested precedes it) */
+                    origin: "merchant" | "auto_sweep";
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it

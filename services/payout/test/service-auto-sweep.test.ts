@@ -180,8 +180,8 @@ test('a live balance reaching its threshold is swept once: a verified auto_sweep
   const { payout } = await h.client.getPayout({ projectId: project.id, payoutId: sweep!.id });
   expect(payout).toMatchObject({ status: PayoutStatus.PENDING, origin: 'auto_sweep', amount: '21.5', note: 'auto-sweep' });
   // Its event is payout.verified, in the credit's transaction (the outbox relay publishes it).
-  const events = await h.sql<{ event_type: string }[]>`select event_type from outbox where event_key = ${sweep!.id}`;
-  expect(events.map((e) => e.event_type)).toEqual(['payout.verified']);
+  const events = await h.sql<{ event_type: string; origin: string }[]>`select event_type, payload->>'origin' as origin from outbox where event_key = ${sweep!.id}`;
+  expect(events).toEqual([{ event_type: 'payout.verified', origin: 'auto_sweep' }]);
 
   // Below the threshold again: nothing more until it is reached again.
   await h.credit(project, 'USDT', '19');
