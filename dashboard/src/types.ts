@@ -36,7 +36,7 @@ export type Payout = Answer<'/api/payout/history', 'get'>['items'][number];
 export type OperatorPayout = Answer<'/api/admin/payouts', 'get'>['items'][number];
 export type Balances = Answer<'/api/payout/balance', 'get'>;
 
-/** A project's auto-sweep configuration (docs: services/payout/README.md "Auto-sweep"). */
+/** A project's auto-sweep configuration (services/payout/README.md#auto-sweep). */
 export type AutoSweep = Answer<'/api/merchant/projects/{id}/auto-sweep', 'get'>;
 export type AutoSweepEntry = AutoSweep['entries'][number];
 /** The operators' Treasury page, per network. */

@@ -1,5 +1,5 @@
 /**
- * A project's auto-sweep configuration (services/payout/README.md "Auto-sweep"): per currency a
+ * A project's auto-sweep configuration (services/payout/README.md#auto-sweep): per currency a
  * destination and a threshold. A new destination is confirmed with the code emailed to the
  * merchant; removing one needs no code. Sandbox projects keep the configuration but are never swept.
  */

@@ -1,5 +1,5 @@
 /**
- * The operators' Treasury page (docs/treasury.md, DESIGN.md §16): per network the treasury address
+ * The operators' Treasury page (docs/treasury.md): per network the treasury address
  * and its balances read from the node, the pause switch, deposits awaiting sweep, payouts in
  * flight with their confirmations, and the approval queue (payouts above the automatic maximum).
  */

@@ -1,5 +1,5 @@
 /**
- * The treasury's routes (docs/treasury.md, DESIGN.md §16): a project's auto-sweep configuration
+ * The treasury's routes (docs/treasury.md): a project's auto-sweep configuration
  * (merchant JWT; the project must be the merchant's, else 404 as for every project route), and the
  * operators' sweep tasks, Treasury page and pause switch (admin JWT, the token verified again by
  * the payout service).

@@ -1,5 +1,5 @@
 /**
- * The treasury at the edge (docs/treasury.md, DESIGN.md §16): a project's auto-sweep configuration
+ * The treasury at the edge (docs/treasury.md): a project's auto-sweep configuration
  * (merchant), and the operators' sweep tasks, Treasury page and pause switch. Amounts are exact
  * decimal strings: thresholds, balances and sums are not the seed's payout numbers.
  */

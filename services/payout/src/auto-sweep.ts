@@ -1,5 +1,5 @@
 /**
- * Auto-sweep (services/payout/README.md "Auto-sweep", DESIGN.md §16): the merchant's rules per
+ * Auto-sweep (services/payout/README.md#auto-sweep): the merchant's rules per
  * currency, set with an emailed code like a payout, and the trigger: when a LIVE project's available
  * balance reaches its rule's threshold, a verified payout of that balance to the rule's destination
  * (origin auto_sweep) is created in the transaction that changed the balance, under the balance

@@ -19,6 +19,9 @@
  *   on-chain check's codes (services/chains/src/payout-check.ts).
  * - ListAllPayouts (operators; the gateway checks the operator claim): validation_failed (status,
  *   environment, pageSize, cursor).
+ * - GetPayout: validation_failed, not_found.
+ * - Auto-sweep (src/auto-sweep.ts) and the operators' treasury RPCs (src/treasury.ts): their
+ *   errors are listed in services/payout/README.md.
  * Another project's payout is not_found, as if it did not exist.
  */
 import { randomBytes, randomUUID } from 'node:crypto';

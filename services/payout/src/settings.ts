@@ -42,7 +42,7 @@ export const payoutSettings = {
   ...payoutCheckSettings,
   /**
    * The largest payout of each Ethereum-treasury asset the processor sends without an operator's
-   * Approve (docs/treasury.md, DESIGN.md §16); default 0: every payout waits for one. The Treasury
+   * Approve (docs/treasury.md); default 0: every payout waits for one. The Treasury
    * page's approval queue is the live verified payouts above it.
    */
   PAYOUT_AUTO_MAX_ETH: assetAmountSetting('0'),

@@ -1,5 +1,5 @@
 /**
- * The operators' treasury surface (docs/treasury.md, DESIGN.md §16): Approve, the sweep-task list,
+ * The operators' treasury surface (docs/treasury.md): Approve, the sweep-task list,
  * the Treasury page (per network: the treasury address and its balance read from the node, the
  * pause switch, deposits awaiting sweep, payouts in flight, the approval queue) and pause/resume.
  * The processor (`payout process <network>`) owns the rows read here; this is the API role's view.

@@ -1,5 +1,5 @@
 /**
- * Auto-sweep (issue 23, DESIGN.md §16; services/payout/README.md "Auto-sweep"): the merchant's
+ * Auto-sweep (issue 23; services/payout/README.md#auto-sweep): the merchant's
  * rules per currency, a new destination confirmed by an emailed code like a payout (wrong code,
  * attempts, expiry), removals and threshold changes at once; and the trigger: a live balance
  * reaching its threshold creates exactly one verified auto_sweep payout of the whole balance, also

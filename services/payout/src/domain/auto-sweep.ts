@@ -1,5 +1,5 @@
 /**
- * The auto-sweep rules (services/payout/README.md "Auto-sweep", DESIGN.md §16): a project's
+ * The auto-sweep rules (services/payout/README.md#auto-sweep): a project's
  * configuration per currency (destination + threshold), checked like a payout's address and
  * amount, and the amount a sweep pays out. Nothing here does I/O.
  */

@@ -132,7 +132,7 @@ export interface LedgerConsumerOptions {
 }
 
 /**
- * The auto-sweep trigger (services/payout/README.md "Auto-sweep"): in the credit's transaction,
+ * The auto-sweep trigger (services/payout/README.md#auto-sweep): in the credit's transaction,
  * under the balance row the credit just locked, so concurrent credits crossing the threshold
  * create one sweep payout between them.
  */

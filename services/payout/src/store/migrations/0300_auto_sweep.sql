@@ -1,4 +1,4 @@
--- A project's auto-sweep configuration (services/payout/README.md "Auto-sweep", DESIGN.md §16): per currency a
+-- A project's auto-sweep configuration (services/payout/README.md#auto-sweep): per currency a
 -- destination and a threshold. When the project's available LIVE balance in that currency reaches
 -- the threshold, the ledger consumer creates a verified payout of the balance to the destination
 -- (payouts.origin 'auto_sweep'), in the transaction of the credit, under the balance row's lock.
