@@ -10,7 +10,7 @@ import type { CallerPolicy } from './rpc/server';
 import { readRpcTls, type CallerIdentity, type RpcTls } from './rpc/tls';
 
 /** The names processes carry in their certificates (DNS SAN), and in allow-lists. */
-export type CallerName = 'gateway' | 'auth' | 'invoice' | 'payout' | 'notifier';
+export type CallerName = 'gateway' | 'auth' | 'invoice' | 'payout' | 'notifier' | 'payout-processor';
 
 /** A file path (read at start); empty in development means "no TLS". No default in production. */
 function fileSetting(what: string): Setting<string> {
