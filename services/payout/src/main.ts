@@ -1,4 +1,20 @@
-import { runService } from '@coinvoice/runtime';
+import { runMain, runService } from '@coinvoice/runtime';
 import { payoutService } from './server';
+import { migrateSigner, startSigner } from './signer/role';
 
-runService(payoutService);
+// `main.js sign [migrate]`: the signer role (docs/treasury.md); `main.js [migrate]`: the payout API (serve).
+if (process.argv[2] === 'sign') {
+  if (process.argv[3] === 'migrate') {
+    migrateSigner().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`payout sign: migration failed: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  } else {
+    runMain({ name: 'payout sign', start: startSigner });
+  }
+} else {
+  runService(payoutService);
+}
