@@ -33,8 +33,6 @@ function slot(currency: CryptoCode, network: Network): string {
   return `${currency}/${network}`;
 }
 
-/** Identity of a key (chain code and public key): one rule, shared with the payout service's signer. */
-export { keyMaterialHash };
 
 export async function loadKeyRing(options: {
   sql: Sql;

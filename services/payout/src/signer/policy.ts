@@ -5,7 +5,7 @@
  * counts it (service.ts).
  */
 import { Code } from '@coinvoice/runtime';
-import { encodeFunctionData, erc20Abi, getAddress, isAddress, type Address, type Hex } from 'viem';
+import { checksumAddress, decodeTokenTransfer, type Eip1559Transaction, type HexString } from '@coinvoice/chains/evm/signing-keys';
 import type { EvmTransaction } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import type { SignerAsset } from './settings';
 
@@ -43,17 +43,8 @@ export class Refusal extends Error {
   }
 }
 
-/** An EIP-1559 transaction as the policy reads it: addresses checksummed, data lower-case hex. */
-export interface DecodedTransaction {
-  chainId: number;
-  nonce: number;
-  to: Address;
-  value: bigint;
-  data: Hex;
-  gas: bigint;
-  maxFeePerGas: bigint;
-  maxPriorityFeePerGas: bigint;
-}
+/** The request's transaction as the policy reads it: `to` EIP-55, data lower-case hex. */
+export type DecodedTransaction = Eip1559Transaction;
 
 const UINT256_MAX = 2n ** 256n - 1n;
 
@@ -67,16 +58,17 @@ function wholeNumber(field: string, raw: string): bigint {
 /** Decodes the request's transaction; a malformed one is refused as invalid_request. */
 export function decodeTransaction(transaction: EvmTransaction | undefined): DecodedTransaction {
   if (!transaction) throw new Refusal('invalid_request', 'transaction is required');
-  if (!isAddress(transaction.to, { strict: false })) throw new Refusal('invalid_request', 'transaction.to must be a 0x-prefixed 20-byte address');
+  const to = checksumAddress(transaction.to);
+  if (!to) throw new Refusal('invalid_request', 'transaction.to must be a 0x-prefixed 20-byte address');
   if (!/^0x([0-9a-fA-F]{2})*$/.test(transaction.data)) throw new Refusal('invalid_request', 'transaction.data must be 0x-prefixed hex bytes ("0x" for none)');
   if (transaction.nonce > BigInt(Number.MAX_SAFE_INTEGER)) throw new Refusal('invalid_request', 'transaction.nonce is out of range');
   if (transaction.chainId > BigInt(Number.MAX_SAFE_INTEGER)) throw new Refusal('invalid_request', 'transaction.chain_id is out of range');
   const decoded: DecodedTransaction = {
     chainId: Number(transaction.chainId),
     nonce: Number(transaction.nonce),
-    to: getAddress(transaction.to),
+    to,
     value: wholeNumber('value', transaction.value),
-    data: transaction.data.toLowerCase() as Hex,
+    data: transaction.data.toLowerCase() as HexString,
     gas: transaction.gasLimit,
     maxFeePerGas: wholeNumber('max_fee_per_gas', transaction.maxFeePerGas),
     maxPriorityFeePerGas: wholeNumber('max_priority_fee_per_gas', transaction.maxPriorityFeePerGas),
@@ -104,31 +96,10 @@ export function checkCommon(network: string, tx: DecodedTransaction, limits: Com
   if (tx.gas > limits.maxGasLimit) throw new Refusal('gas_limit_above_cap', `gas_limit ${tx.gas} exceeds the cap SIGNER_MAX_GAS_LIMIT (${limits.maxGasLimit})`);
 }
 
-/** The exact call data of ERC-20 `transfer(recipient, amount)`. */
-export function tokenTransferData(recipient: Address, amount: bigint): Hex {
-  return encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [recipient, amount] }).toLowerCase() as Hex;
-}
-
-/** `transfer(address,uint256)`'s selector. */
-const TRANSFER_SELECTOR = '0xa9059cbb';
-
-/**
- * The recipient and amount of a canonical ERC-20 transfer call, or undefined for anything else
- * (another function, extra or missing bytes, a dirty address word): only exact re-encodings pass.
- */
-export function decodeTokenTransfer(data: Hex): { recipient: Address; amount: bigint } | undefined {
-  if (!data.startsWith(TRANSFER_SELECTOR) || data.length !== 2 + 8 + 64 + 64) return undefined;
-  const addressWord = data.slice(10, 74);
-  if (!addressWord.startsWith('0'.repeat(24))) return undefined;
-  const recipient = getAddress(`0x${addressWord.slice(24)}`);
-  const amount = BigInt(`0x${data.slice(74)}`);
-  return tokenTransferData(recipient, amount) === data ? { recipient, amount } : undefined;
-}
-
 /** What a transaction moves: to whom, how much (base units), and which asset. */
 export interface Movement {
   asset: SignerAsset;
-  recipient: Address;
+  recipient: HexString;
   amount: bigint;
 }
 
@@ -136,7 +107,7 @@ export interface Movement {
  * The movement `tx` makes if it is a plain transfer of `asset`: ETH as value with no call data,
  * a token as transfer(recipient, amount) to the asset's contract with no value. Refuses anything else.
  */
-export function movementOf(tx: DecodedTransaction, asset: SignerAsset, contracts: Record<'USDT' | 'USDC', Address>): Movement {
+export function movementOf(tx: DecodedTransaction, asset: SignerAsset, contracts: Record<'USDT' | 'USDC', HexString>): Movement {
   if (asset === 'ETH') {
     if (tx.data !== '0x') throw new Refusal('call_data_mismatch', 'an ETH transfer carries no call data ("0x")');
     return { asset, recipient: tx.to, amount: tx.value };
@@ -174,7 +145,7 @@ export function checkPayoutSignable(payout: PayoutRow | undefined, payoutId: str
 }
 
 /** The payout's movement must be exactly the transaction's. */
-export function checkPayoutMovement(movement: Movement, payoutAddress: Address, payoutAmount: bigint): void {
+export function checkPayoutMovement(movement: Movement, payoutAddress: HexString, payoutAmount: bigint): void {
   if (movement.recipient !== payoutAddress) {
     throw new Refusal('destination_mismatch', `the transfer pays ${movement.recipient}, not the payout's address ${payoutAddress}`);
   }

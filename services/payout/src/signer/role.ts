@@ -28,9 +28,8 @@ import {
 } from '@coinvoice/runtime';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { getAddress } from 'viem';
 import { keyMaterialHash } from '@coinvoice/chains/account-key';
-import { EthereumKeys, ETHEREUM_ACCOUNT_PATH } from './keys';
+import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH } from '@coinvoice/chains/evm/signing-keys';
 import { SignerRpc, createSignerMetrics } from './service';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 
@@ -83,7 +82,7 @@ function requireSafeTransport(config: SignerConfig): ReturnType<typeof rpcTlsOf>
 }
 
 /** The seed's account key must be every configured INVOICE_XPUB_<COIN> (docs/treasury.md#keys). */
-export function requireMatchingXpubs(config: SignerConfig, keys: EthereumKeys): void {
+export function requireMatchingXpubs(config: SignerConfig, keys: EthereumSigningKeys): void {
   const configured = SIGNER_XPUB_VARIABLES.filter((variable) => config[variable] !== '');
   if (configured.length === 0) {
     throw new SignerStartError(`set ${SIGNER_XPUB_VARIABLES.join(', ')} (at least one): the signer checks its seed's ${ETHEREUM_ACCOUNT_PATH} key against the invoice service's`);
@@ -112,7 +111,7 @@ export async function migrateSigner(env: Env = process.env): Promise<void> {
 export async function startSigner(env: Env = process.env): Promise<{ running: Running; logger: Logger; grpcPort: number; adminPort: number; grpcHealthPort?: number }> {
   const config = loadConfig(signerSettings, env);
   const tls = requireSafeTransport(config);
-  const keys = EthereumKeys.fromSeedFile(config.SIGNER_SEED_FILE);
+  const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
   requireMatchingXpubs(config, keys);
 
   const logger = createLogger({ service: 'payout-signer', level: config.LOG_LEVEL });
@@ -133,7 +132,8 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
       maxGasLimit: config.SIGNER_MAX_GAS_LIMIT,
       maxGasTopUpWei: config.SIGNER_MAX_GAS_TOP_UP_WEI,
       assets: assetLimitsOf(config),
-      contracts: { USDT: getAddress(config.CHAIN_ETHEREUM_USDT_CONTRACT), USDC: getAddress(config.CHAIN_ETHEREUM_USDC_CONTRACT) },
+      // The contract settings accept 0x + 40 hex digits only: each has an EIP-55 form.
+      contracts: { USDT: checksumAddress(config.CHAIN_ETHEREUM_USDT_CONTRACT)!, USDC: checksumAddress(config.CHAIN_ETHEREUM_USDC_CONTRACT)! },
     },
   });
   const allowed = callerPolicy(signerCallers);

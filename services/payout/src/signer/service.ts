@@ -12,8 +12,7 @@ import {
   type SignEvmTransactionRequest,
 } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Counter, type Registry } from 'prom-client';
-import { getAddress, isAddress, keccak256, type Address, type Hex, type LocalAccount } from 'viem';
-import type { EthereumKeys } from './keys';
+import { checksumAddress, type EthereumSigningKeys, type HexString, type SigningAccount } from '@coinvoice/chains/evm/signing-keys';
 import {
   checkCommon,
   checkPayoutMovement,
@@ -31,7 +30,7 @@ import { addToDailyTotal, appendAudit, findPayout, findPayoutSignature, lockDail
 
 export interface SignerPolicySettings extends CommonLimits {
   assets: Record<SignerAsset, AssetLimits>;
-  contracts: Record<'USDT' | 'USDC', Address>;
+  contracts: Record<'USDT' | 'USDC', HexString>;
   maxGasTopUpWei: bigint;
 }
 
@@ -68,7 +67,7 @@ class AuditDraft {
       addressIndex: purpose.case === 'sweep' || purpose.case === 'gasTopUp' ? purpose.value.addressIndex : null,
       asset: purpose.case === 'sweep' ? purpose.value.asset.slice(0, 16) : null,
       fromAddress: null,
-      toAddress: tx && isAddress(tx.to, { strict: false }) ? getAddress(tx.to) : null,
+      toAddress: (tx && checksumAddress(tx.to)) ?? null,
       recipient: null,
       amount: null,
       chainId: tx && tx.chainId <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(tx.chainId) : null,
@@ -80,7 +79,7 @@ class AuditDraft {
       reason: null,
     };
   }
-  moved(from: Address, movement: Movement): void {
+  moved(from: HexString, movement: Movement): void {
     this.entry = { ...this.entry, fromAddress: from, asset: movement.asset, recipient: movement.recipient, amount: movement.amount };
   }
 }
@@ -89,7 +88,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
   constructor(
     private readonly options: {
       sql: Sql;
-      keys: EthereumKeys;
+      keys: EthereumSigningKeys;
       policy: SignerPolicySettings;
       metrics: SignerMetrics;
       logger: Logger;
@@ -144,7 +143,9 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
       const amount = toBaseUnits(new Decimal(payout.amount), assetDecimals(asset));
       const movement = movementOf(tx, asset, policy.contracts);
       audit.moved(treasury.address, movement);
-      checkPayoutMovement(movement, getAddress(payout.address), amount);
+      const payoutAddress = checksumAddress(payout.address);
+      if (!payoutAddress) throw new Refusal('payout_not_signable', `payout ${payoutId} has no Ethereum address`);
+      checkPayoutMovement(movement, payoutAddress, amount);
       const limits = policy.assets[asset];
       if (amount > limits.maxPayout) {
         throw new Refusal('amount_above_limit', `${amount} base units of ${asset} exceed SIGNER_MAX_PAYOUT_${asset} (${limits.maxPayout})`);
@@ -166,7 +167,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
           `${asset} signed today (UTC) ${daily.amount} + this ${amount} base units exceed SIGNER_DAILY_LIMIT_${asset} (${limits.dailyLimit})`,
         );
       }
-      const signed = await signWith(treasury, tx);
+      const signed = await treasury.sign(tx);
       if (!earlier) await addToDailyTotal(db, asset, daily.day, amount);
       await recordPayoutSignature(db, { payoutId, asset, amount, chainId: tx.chainId, nonce: tx.nonce, to: tx.to, value: tx.value, data: tx.data, transactionHash: signed.transactionHash });
       await appendAudit(db, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
@@ -192,7 +193,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     const treasury = this.options.keys.treasury();
     const movement = movementOf(tx, 'ETH', this.options.policy.contracts);
     audit.moved(treasury.address, movement);
-    const depositAddress = this.options.keys.depositAddress(addressIndex);
+    const depositAddress = this.options.keys.deposit(addressIndex).address;
     if (movement.recipient !== depositAddress) {
       throw new Refusal('destination_mismatch', `a gas top-up pays the deposit address ${depositAddress} of index ${addressIndex}, not ${movement.recipient}`);
     }
@@ -203,26 +204,10 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
   }
 
   /** Signs, then answers only once the signature's audit row is stored. */
-  private async signAudited(account: LocalAccount, tx: DecodedTransaction, audit: AuditDraft, purpose: Exclude<Purpose, null>) {
-    const signed = await signWith(account, tx);
+  private async signAudited(account: SigningAccount, tx: DecodedTransaction, audit: AuditDraft, purpose: Exclude<Purpose, null>) {
+    const signed = await account.sign(tx);
     await appendAudit(this.options.sql, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
     this.options.metrics.signatures.labels(purpose).inc();
     return signed;
   }
-}
-
-async function signWith(account: LocalAccount, tx: DecodedTransaction): Promise<{ rawTransaction: Hex; transactionHash: Hex; from: Address }> {
-  if (!account.signTransaction) throw new Error('the account cannot sign transactions');
-  const rawTransaction = await account.signTransaction({
-    type: 'eip1559',
-    chainId: tx.chainId,
-    nonce: tx.nonce,
-    to: tx.to,
-    value: tx.value,
-    data: tx.data,
-    gas: tx.gas,
-    maxFeePerGas: tx.maxFeePerGas,
-    maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
-  });
-  return { rawTransaction, transactionHash: keccak256(rawTransaction), from: account.address };
 }

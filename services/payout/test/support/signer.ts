@@ -102,7 +102,8 @@ export async function insertPayout(owner: postgres.Sql, input: PayoutRowInput = 
     id: randomUUID(),
     asset: input.asset ?? 'ETH',
     amount: input.amount ?? '0.25',
-    address: input.address ?? freshAddress(),
+    // EIP-55, as the payout service stores an Ethereum destination (a BTC one is returned as given).
+    address: (input.address ?? freshAddress()) as Address,
     environment: input.environment ?? 'live',
     status: input.status ?? 'Pending',
     verified: input.verified ?? true,
