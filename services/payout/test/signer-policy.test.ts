@@ -68,7 +68,7 @@ beforeAll(async () => {
     SIGNER_DAILY_LIMIT_ETH: '100',
     SIGNER_MAX_PAYOUT_USDT: '1000',
     SIGNER_DAILY_LIMIT_USDT: '100000',
-    // Only the daily-limit test pays USDC: two payouts of 600 and 500 fit singly, not together.
+    // Only the daily-limit test pays USDC.
     SIGNER_MAX_PAYOUT_USDC: '600',
     SIGNER_DAILY_LIMIT_USDC: '1000',
     SIGNER_MAX_GAS_TOP_UP_WEI: parseEther('0.01').toString(),
@@ -229,25 +229,28 @@ test("a destination, amount or call other than the named payout's is refused", a
   expect((await auditOf(tokenPayout.id)).map((r) => r.rule)).toEqual(['destination_mismatch', 'destination_mismatch', 'amount_mismatch']);
 });
 
-test('the daily limit: two USDC payouts that fit singly do not fit together, even asked at once (daily_limit_exceeded)', async () => {
-  await sendToken(anvil, tokens.usdc, TEST_TREASURY, '2000');
-  const a = await insertPayout(db.owner, { asset: 'USDC', amount: '600' });
-  const b = await insertPayout(db.owner, { asset: 'USDC', amount: '500' });
+test('the daily limit: USDC payouts that fit singly do not all fit together, even asked at once (daily_limit_exceeded)', async () => {
+  // A first payout today makes the day's row exist: the ones below must queue on its lock.
+  const first = await insertPayout(db.owner, { asset: 'USDC', amount: '1' });
   const nonce = await nonceOf(TEST_TREASURY);
-  const results = await Promise.allSettled([
-    processor.signEvmTransaction(payoutRequest(a.id, { nonce, to: tokens.usdc, data: transferData(a.address, 600_000_000n) })),
-    processor.signEvmTransaction(payoutRequest(b.id, { nonce, to: tokens.usdc, data: transferData(b.address, 500_000_000n) })),
-  ]);
-  expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+  await processor.signEvmTransaction(payoutRequest(first.id, { nonce, to: tokens.usdc, data: transferData(first.address, 1_000_000n) }));
+  // Warm the signer's pool, so the requests below really run side by side on their own connections.
+  await Promise.allSettled(Array.from({ length: 5 }, () => processor.signEvmTransaction(payoutRequest(first.id, { nonce: nonce + 9n, to: tokens.usdc, data: transferData(first.address, 1_000_000n) }))));
+
+  // 1 + 4 × 300 > 1000 = SIGNER_DAILY_LIMIT_USDC, while 1 + 3 × 300 fits: exactly one is refused.
+  const payouts = await Promise.all(Array.from({ length: 4 }, () => insertPayout(db.owner, { asset: 'USDC', amount: '300' })));
+  const results = await Promise.allSettled(
+    payouts.map((payout, i) => processor.signEvmTransaction(payoutRequest(payout.id, { nonce: nonce + 1n + BigInt(i), to: tokens.usdc, data: transferData(payout.address, 300_000_000n) }))),
+  );
+  expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
   const refusedIndex = results.findIndex((r) => r.status === 'rejected');
   expect(await rejection(Promise.reject((results[refusedIndex] as PromiseRejectedResult).reason))).toMatchObject({
     connectCode: Code.PermissionDenied,
     code: 'daily_limit_exceeded',
   });
-  const refusedPayout = refusedIndex === 0 ? a : b;
-  expect(await auditOf(refusedPayout.id)).toEqual([expect.objectContaining({ outcome: 'refused', rule: 'daily_limit_exceeded', asset: 'USDC' })]);
+  expect(await auditOf(payouts[refusedIndex]!.id)).toEqual([expect.objectContaining({ outcome: 'refused', rule: 'daily_limit_exceeded', asset: 'USDC' })]);
   const [daily] = await db.owner<{ amount: string }[]>`select amount::text from signer.daily_totals where asset = 'USDC'`;
-  expect(daily?.amount).toBe(refusedIndex === 0 ? '500000000' : '600000000');
+  expect(daily?.amount).toBe('901000000');
 });
 
 test('a payout that is not live, Pending and verified, or in an asset the signer does not move, is refused', async () => {
