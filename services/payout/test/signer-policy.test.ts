@@ -13,7 +13,6 @@ import { encodeFunctionData, erc20Abi, getAddress, parseEther, parseEventLogs, t
 import { compileTestContracts, deployTokens, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
 import { rejection, waitFor } from '../../../test/support/async';
 import { TestCertificateAuthority, type IssuedCertificate } from '../../../test/support/certificates';
-import { startSigner } from '../src/signer/role';
 import {
   depositAddressOf,
   freshAddress,
@@ -21,11 +20,12 @@ import {
   insertPayout,
   payoutRequest,
   prepareSignerDatabase,
+  startTestSigner,
   sweepRequest,
   TEST_ACCOUNT_XPUB,
   TEST_TREASURY,
-  writeSeedFile,
   type SignerDatabase,
+  type TestSigner,
 } from './support/signer';
 
 const CALLERS = ['payout-signer', 'payout-processor', 'payout'] as const;
@@ -35,12 +35,11 @@ let tokens: Tokens;
 let db: SignerDatabase;
 let ca: TestCertificateAuthority;
 let certs: Record<(typeof CALLERS)[number], IssuedCertificate>;
-let seed: ReturnType<typeof writeSeedFile>;
-let signer: Awaited<ReturnType<typeof startSigner>>;
+let signer: TestSigner;
 let processor: Client<typeof SignerService>;
 
 const tlsAs = (name: (typeof CALLERS)[number]): RpcTls => ({ ca: ca.ca, cert: certs[name].cert, key: certs[name].key });
-const clientAs = (name: (typeof CALLERS)[number]) => createRpcClient(SignerService, `https://127.0.0.1:${signer.grpcPort}`, { tls: tlsAs(name), timeoutMs: 15_000 });
+const clientAs = (name: (typeof CALLERS)[number]) => createRpcClient(SignerService, signer.url, { tls: tlsAs(name), timeoutMs: 15_000 });
 
 beforeAll(async () => {
   anvil = await startAnvil();
@@ -48,30 +47,23 @@ beforeAll(async () => {
   db = await prepareSignerDatabase();
   ca = new TestCertificateAuthority();
   certs = Object.fromEntries(CALLERS.map((name) => [name, ca.issue(name)])) as typeof certs;
-  seed = writeSeedFile();
-  signer = await startSigner({
-    APP_ENV: 'development',
-    DATABASE_URL: db.signerUrl,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    GRPC_PORT: '0',
-    ADMIN_PORT: '0',
-    TLS_CA_FILE: ca.caFile,
-    TLS_CERT_FILE: certs['payout-signer'].certFile,
-    TLS_KEY_FILE: certs['payout-signer'].keyFile,
-    SIGNER_SEED_FILE: seed.file,
-    INVOICE_XPUB_ETH: TEST_ACCOUNT_XPUB,
-    INVOICE_XPUB_USDT: TEST_ACCOUNT_XPUB,
-    CHAIN_ETHEREUM_CHAIN_ID: '31337',
-    CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
-    CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
-    SIGNER_MAX_PAYOUT_ETH: '1',
-    SIGNER_DAILY_LIMIT_ETH: '100',
-    SIGNER_MAX_PAYOUT_USDT: '1000',
-    SIGNER_DAILY_LIMIT_USDT: '100000',
-    // Only the daily-limit test pays USDC.
-    SIGNER_MAX_PAYOUT_USDC: '600',
-    SIGNER_DAILY_LIMIT_USDC: '1000',
-    SIGNER_MAX_GAS_TOP_UP_WEI: parseEther('0.01').toString(),
+  signer = await startTestSigner({
+    databaseUrl: db.signerUrl,
+    ownerDatabaseUrl: db.database.url,
+    tls: { caFile: ca.caFile, certFile: certs['payout-signer'].certFile, keyFile: certs['payout-signer'].keyFile },
+    env: {
+      INVOICE_XPUB_USDT: TEST_ACCOUNT_XPUB,
+      CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
+      CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
+      SIGNER_MAX_PAYOUT_ETH: '1',
+      SIGNER_DAILY_LIMIT_ETH: '100',
+      SIGNER_MAX_PAYOUT_USDT: '1000',
+      SIGNER_DAILY_LIMIT_USDT: '100000',
+      // Only the daily-limit test pays USDC.
+      SIGNER_MAX_PAYOUT_USDC: '600',
+      SIGNER_DAILY_LIMIT_USDC: '1000',
+      SIGNER_MAX_GAS_TOP_UP_WEI: parseEther('0.01').toString(),
+    },
   });
   processor = clientAs('payout-processor');
   await sendEth(anvil, TEST_TREASURY, '10');
@@ -79,11 +71,10 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await signer?.running.stop();
+  await signer?.stop();
   await db?.dispose();
   await anvil?.stop();
   ca?.remove();
-  seed?.remove();
 });
 
 interface AuditRow {
@@ -123,7 +114,7 @@ async function refusalOf(request: SignEvmTransactionRequest, client = processor)
 }
 
 async function metricValue(rule: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${signer.adminPort}/metrics`)).text();
+  const text = await (await fetch(`${signer.adminUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`signer_refusals_total{rule="${rule}"}`));
   return line ? Number(line.split(' ')[1]) : 0;
 }

@@ -20,7 +20,7 @@ import { migrateService } from '@coinvoice/runtime';
 import { SignEvmTransactionRequestSchema, type SignEvmTransactionRequest } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { createTestDatabase, testDatabaseServerUrl, uniqueName, type TestDatabase } from '../../../../test/support/infra';
 import { payoutService } from '../../src/server';
-import { migrateSigner } from '../../src/signer/role';
+import { migrateSigner, startSigner } from '../../src/signer/role';
 
 /** A fixed 12-word mnemonic of its own (not anvil's), so the test knows every secret to look for. */
 export const TEST_MNEMONIC = entropyToMnemonic(Buffer.from('d5a1c3e97f0b42886c1e93a5f7d20b4e', 'hex'), wordlist);
@@ -158,4 +158,58 @@ export function sweepRequest(addressIndex: number, asset: string, fields: Transa
 
 export function gasTopUpRequest(addressIndex: number, fields: TransactionFields): SignEvmTransactionRequest {
   return create(SignEvmTransactionRequestSchema, { network: 'ethereum', purpose: { case: 'gasTopUp', value: { addressIndex } }, transaction: transactionOf(fields) });
+}
+
+export interface TestSigner {
+  /** gRPC base URL: https:// with mutual TLS, http:// in plaintext. */
+  url: string;
+  adminUrl: string;
+  /** The treasury address of the test seed (account/1/0). */
+  treasury: Address;
+  stop(): Promise<void>;
+}
+
+/**
+ * The signer in this process on `databaseUrl` (which must hold the payout schema: it reads
+ * payout.payouts), with the test seed, its signer schema migrated; for other roles' tests (the
+ * processor's). Mutual TLS when `tls` names its server certificate and CA, else plaintext on
+ * loopback (SIGNER_ALLOW_PLAINTEXT). `env` adds or overrides settings (CHAIN_ETHEREUM_CHAIN_ID,
+ * the contracts, limits).
+ */
+export async function startTestSigner(options: {
+  databaseUrl: string;
+  /** Who applies the signer migrations (the schema's owner), when the signer runs as a restricted role. Default databaseUrl. */
+  ownerDatabaseUrl?: string;
+  tls?: { caFile: string; certFile: string; keyFile: string };
+  env?: NodeJS.ProcessEnv;
+}): Promise<TestSigner> {
+  const seedFile = writeSeedFile();
+  const env: NodeJS.ProcessEnv = {
+    APP_ENV: 'development',
+    DATABASE_URL: options.databaseUrl,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    GRPC_PORT: '0',
+    ADMIN_PORT: '0',
+    SIGNER_SEED_FILE: seedFile.file,
+    INVOICE_XPUB_ETH: TEST_ACCOUNT_XPUB,
+    CHAIN_ETHEREUM_CHAIN_ID: '31337',
+    ...(options.tls
+      ? { TLS_CA_FILE: options.tls.caFile, TLS_CERT_FILE: options.tls.certFile, TLS_KEY_FILE: options.tls.keyFile }
+      : { SIGNER_ALLOW_PLAINTEXT: 'true' }),
+    ...options.env,
+  };
+  await migrateSigner({ ...env, DATABASE_URL: options.ownerDatabaseUrl ?? options.databaseUrl });
+  const started = await startSigner(env).catch((err: unknown) => {
+    seedFile.remove();
+    throw err;
+  });
+  return {
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${started.grpcPort}`,
+    adminUrl: `http://127.0.0.1:${started.adminPort}`,
+    treasury: TEST_TREASURY,
+    async stop() {
+      await started.running.stop();
+      seedFile.remove();
+    },
+  };
 }
