@@ -109,6 +109,7 @@ export class EvmProcessor implements Worker {
 
   constructor(private readonly options: EvmProcessorOptions) {
     this.logger = options.logger.child({ component: 'processor', network: options.network });
+    options.metrics.active.set({ network: options.network }, 0);
   }
 
   get processorId(): string {
