@@ -498,7 +498,9 @@ export class EvmProcessor implements Worker {
     const affordableMaxFee = ethBalance / gas;
     const priority = minOf(fees.maxPriorityFeePerGas, affordableMaxFee);
     if (ethBalance >= gas * fees.maxFeePerGas || (toppedUp && affordableMaxFee > fees.baseFeePerGas + priority)) {
-      const maxFee = minOf(fees.maxFeePerGas, affordableMaxFee);
+      // After a top-up the whole of it is the sweep's fee ceiling: the cost is the effective price
+      // either way, and the widest ceiling keeps the sweep includable if the base fee rises.
+      const maxFee = toppedUp ? affordableMaxFee : minOf(fees.maxFeePerGas, affordableMaxFee);
       await this.sendSweep(group, { from: deposit, to: treasury, asset, amount: tokens, gasLimit: gas, fees: { ...fees, maxFeePerGas: maxFee, maxPriorityFeePerGas: minOf(priority, maxFee) } });
       return;
     }
