@@ -1,5 +1,5 @@
 /**
- * Issue 23, DESIGN.md §16 "Sweeps (EVM)": the processor moves accounted deposits (sweep_tasks rows,
+ * Issue 23, docs/treasury.md#processor (sweeps): the processor moves accounted deposits (sweep_tasks rows,
  * inserted here as the intake would) from their deposit addresses (account/0/index) to the treasury:
  * ETH as balance less gas, tokens after an exact gas top-up from the treasury; dust is left with its
  * reason; a sweep killed midway resumes from what the rows say. Prints the gas each sweep costs.

@@ -1,5 +1,5 @@
 /**
- * The `process <network>` role of the payout service (docs/treasury.md#processor, DESIGN.md §16):
+ * The `process <network>` role of the payout service (docs/treasury.md#processor):
  * the same image and schema as `serve`, a process that runs one EvmProcessor (plus the runtime's
  * outbox relay for payout.completed / payout.rejected, gRPC health and the admin port for probes
  * and /metrics) instead of the payout API. It holds nothing secret: the signer signs.

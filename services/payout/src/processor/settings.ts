@@ -45,7 +45,7 @@ export const processorSettings = {
   /** gRPC URL of the signer (`payout sign`); https with mutual TLS in production. */
   SIGNER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50055' }),
   /**
-   * Payouts up to this amount are sent without an operator's Approve (DESIGN.md §16). Default 0:
+   * Payouts up to this amount are sent without an operator's Approve (docs/treasury.md#processor). Default 0:
    * every payout waits for Approve.
    */
   PAYOUT_AUTO_MAX_ETH: assetAmount('ETH', '0'),
