@@ -11,7 +11,7 @@
  *   a fee replacement, which reuses the nonce so only one version can ever be mined.
  * - Each round: record what the chain says about every open row (receipt, canonical block,
  *   confirmations; at the network's count complete or reject the payout, confirm the sweep),
- *   re-broadcast stored `signed` rows, replace stuck ones, sweep, pay.
+ *   re-broadcast stored `signed` rows, replace stuck ones, pay, sweep.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -222,8 +222,11 @@ export class EvmProcessor implements Worker {
     await this.replaceStuck();
     // The pause switch stops new transfers; what is in flight is still followed to its end.
     if (!(await isPaused(this.options.sql, this.options.network))) {
-      await this.sweep(treasury);
+      // Payouts before sweeps: a payout whose signature was lost (a kill mid-request) is asked
+      // again first, so it gets the treasury nonce it was signed for — the signer signs a payout
+      // for one nonce only (docs/treasury.md#signer-policy).
       await this.pay(treasury);
+      await this.sweep(treasury);
     }
     await this.updateGauges(treasury);
   }
