@@ -4,9 +4,9 @@
  * first start and kept in the database (every replica, also two starting at once, ends up with the
  * same pair). Each key is registered in `address_keys` by its material, which holds its counter.
  */
-import { createHash } from 'node:crypto';
 import type { Logger, Sql } from '@coinvoice/runtime';
 import { AddressDeriver, generateDevelopmentKeyPair, parseExtendedPublicKey } from '@coinvoice/chains/addresses';
+import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import type { CryptoCode } from '@coinvoice/chains/coin';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { xpubVariable, type XpubVariable } from './settings';
@@ -33,12 +33,6 @@ function slot(currency: CryptoCode, network: Network): string {
   return `${currency}/${network}`;
 }
 
-/** Identity of a key: its chain code and public key, whatever version bytes it was serialized with. */
-export function keyMaterialHash(xpub: string): string {
-  const key = parseExtendedPublicKey(xpub);
-  if (!key.ok || !key.value.chainCode || !key.value.publicKey) throw new Error(`invalid extended public key: ${key.ok ? 'incomplete' : key.reason}`);
-  return createHash('sha256').update(key.value.chainCode).update(key.value.publicKey).digest('hex');
-}
 
 export async function loadKeyRing(options: {
   sql: Sql;

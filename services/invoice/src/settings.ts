@@ -4,9 +4,9 @@
  */
 import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/runtime';
 import { RATE_TABLE_ENV, rateProviderFromConfig, type StaticRateProvider } from './domain/rates';
-import { extendedPublicKeyPrefixes, parseExtendedPublicKey } from '@coinvoice/chains/addresses';
+import { accountXpubSetting } from '@coinvoice/chains/account-key';
 import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
-import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
+import { isCryptoCode } from '@coinvoice/chains/currencies';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
 import { chainWatcherSettings } from '@coinvoice/chains/watchers';
@@ -18,33 +18,10 @@ export function xpubVariable(currency: CryptoCode, network: Network): XpubVariab
   return network === 'testnet' ? `INVOICE_XPUB_${currency}_TESTNET` : `INVOICE_XPUB_${currency}`;
 }
 
-/**
- * An account-level extended public key for one coin and network; empty (the default) means "not
- * configured": a development key is generated and kept in the database instead. A mainnet key
- * serialized with testnet versions (or the other way round) is refused, so a sandbox can never
- * share live keys by mistake.
- */
-function xpubSetting(currency: CryptoCode, network: Network): Setting<string> {
-  const prefixes = extendedPublicKeyPrefixes(network);
-  return {
-    expected:
-      `an account-level extended PUBLIC key for ${currency} ${network} (${prefixes.join(', ')}…, ` +
-      `e.g. the key of m/${cryptoCurrency(currency).derivationPurpose}'/coin'/0'), never a private key, or empty`,
-    default: '',
-    // Someone may paste a private key here by mistake: never echo it into a log.
-    shown: false,
-    parse: (raw) => {
-      if (raw === '') return '';
-      if (!prefixes.some((prefix) => raw.startsWith(prefix))) return undefined;
-      return parseExtendedPublicKey(raw).ok ? raw : undefined;
-    },
-  };
-}
-
 function xpubSettings(): Record<XpubVariable, Setting<string>> {
   const settings: Partial<Record<XpubVariable, Setting<string>>> = {};
   for (const currency of CRYPTO_CODES) {
-    for (const network of NETWORKS) settings[xpubVariable(currency, network)] = xpubSetting(currency, network);
+    for (const network of NETWORKS) settings[xpubVariable(currency, network)] = accountXpubSetting(currency, network);
   }
   return settings as Record<XpubVariable, Setting<string>>;
 }

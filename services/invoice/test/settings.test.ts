@@ -4,7 +4,7 @@
  */
 import { ConfigError, loadServiceConfig } from '@coinvoice/runtime';
 import { generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
-import { keyMaterialHash } from '../src/key-ring';
+import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import { invoiceService } from '../src/server';
 import { base58CheckDecode, base58CheckEncode } from './support/independent-codecs';
 

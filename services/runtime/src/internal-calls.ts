@@ -9,8 +9,12 @@ import { ConfigError, type Setting } from './config';
 import type { CallerPolicy } from './rpc/server';
 import { readRpcTls, type CallerIdentity, type RpcTls } from './rpc/tls';
 
-/** The names processes carry in their certificates (DNS SAN), and in allow-lists. */
-export type CallerName = 'gateway' | 'auth' | 'invoice' | 'payout' | 'notifier';
+/**
+ * The names processes carry in their certificates (DNS SAN), and in allow-lists. The payout
+ * service's treasury roles have their own (docs/treasury.md): `payout-processor` (`process
+ * <network>`, the signer's only caller) and `payout-signer` (`sign`, the signer's server certificate).
+ */
+export type CallerName = 'gateway' | 'auth' | 'invoice' | 'payout' | 'notifier' | 'payout-processor' | 'payout-signer';
 
 /** A file path (read at start); empty in development means "no TLS". No default in production. */
 function fileSetting(what: string): Setting<string> {

@@ -1,0 +1,204 @@
+/**
+ * The payout service's `sign` role (docs/treasury.md): `node main.js sign` serves SignerService
+ * with the runtime's gRPC server (grpc.health.v1, metrics, per-RPC caller allow-list over mutual
+ * TLS) and admin port; `node main.js sign migrate` applies the `signer` schema's migrations.
+ *
+ * Unlike the other roles it neither publishes nor consumes events: no NATS connection, no event
+ * key in its pod. Its only dependency is Postgres (its own schema, and payout.payouts to read).
+ */
+import { isIP } from 'node:net';
+import path from 'node:path';
+import {
+  allowCallers,
+  callerPolicy,
+  createDb,
+  createLogger,
+  HealthMonitor,
+  loadConfig,
+  migrate,
+  packageRoot,
+  pingDb,
+  rpcTlsOf,
+  startAdminServer,
+  startRpcServer,
+  type CallerPolicy,
+  type Env,
+  type Logger,
+  type Running,
+} from '@coinvoice/runtime';
+import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { keyMaterialHash } from '@coinvoice/chains/account-key';
+import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH } from '@coinvoice/chains/evm/signing-keys';
+import { SignerRpc, createSignerMetrics } from './service';
+import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
+
+/** The signer's Postgres schema: its own, apart from the payout service's. */
+export const SIGNER_SCHEMA = 'signer';
+
+/** Who may call the signer: the processor only (docs/architecture.md#internal-calls). */
+export const signerCallers = allowCallers(SignerService, {
+  signEvmTransaction: ['payout-processor'],
+  getTreasury: ['payout-processor'],
+});
+
+/** The caller name recorded for calls that pass the allow-list. */
+const ALLOWED_CALLER = 'payout-processor';
+
+export function signerMigrationsDir(): string {
+  return path.join(packageRoot(__dirname), 'src', 'signer', 'migrations');
+}
+
+/** A line-sized reason the signer cannot start; main.ts prints it and exits 1. */
+export class SignerStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SignerStartError';
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
+}
+
+/**
+ * Mutual TLS, or (development only, SIGNER_ALLOW_PLAINTEXT=true) plaintext on a loopback address:
+ * without a client certificate there is no caller to check, so a signer reachable from a network
+ * would sign for anyone who can reach it.
+ */
+function requireSafeTransport(config: SignerConfig): ReturnType<typeof rpcTlsOf> {
+  const tls = rpcTlsOf(config);
+  if (tls) return tls;
+  if (config.APP_ENV === 'production') {
+    throw new SignerStartError('the signer needs mutual TLS in production: set TLS_CA_FILE, TLS_CERT_FILE and TLS_KEY_FILE');
+  }
+  if (!config.SIGNER_ALLOW_PLAINTEXT) {
+    throw new SignerStartError('the signer serves only over mutual TLS (TLS_CA_FILE, TLS_CERT_FILE, TLS_KEY_FILE); for development on this machine only, set SIGNER_ALLOW_PLAINTEXT=true');
+  }
+  if (!isLoopback(config.BIND_HOST)) {
+    throw new SignerStartError(`SIGNER_ALLOW_PLAINTEXT serves on a loopback address only, not BIND_HOST=${config.BIND_HOST}`);
+  }
+  return undefined;
+}
+
+/** The seed's account key must be every configured INVOICE_XPUB_<COIN> (docs/treasury.md#keys). */
+export function requireMatchingXpubs(config: SignerConfig, keys: EthereumSigningKeys): void {
+  const configured = SIGNER_XPUB_VARIABLES.filter((variable) => config[variable] !== '');
+  if (configured.length === 0) {
+    throw new SignerStartError(`set ${SIGNER_XPUB_VARIABLES.join(', ')} (at least one): the signer checks its seed's ${ETHEREUM_ACCOUNT_PATH} key against the invoice service's`);
+  }
+  const differing = configured.filter((variable) => keyMaterialHash(config[variable]) !== keys.accountKeyMaterial);
+  if (differing.length > 0) {
+    throw new SignerStartError(
+      `${differing.join(', ')} ${differing.length === 1 ? 'is' : 'are'} not the ${ETHEREUM_ACCOUNT_PATH} key of the mnemonic in SIGNER_SEED_FILE: ` +
+        'the signer would hold other keys than the invoice service gives out addresses for',
+    );
+  }
+}
+
+export async function migrateSigner(env: Env = process.env): Promise<void> {
+  const config = loadConfig({ DATABASE_URL: signerSettings.DATABASE_URL, APP_ENV: signerSettings.APP_ENV, LOG_LEVEL: signerSettings.LOG_LEVEL }, env);
+  const logger = createLogger({ service: 'payout-signer', level: config.LOG_LEVEL });
+  const sql = createDb({ url: config.DATABASE_URL, schema: SIGNER_SCHEMA, max: 1 });
+  try {
+    await migrate(sql, { schema: SIGNER_SCHEMA, dir: signerMigrationsDir(), logger });
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Starts the signer; resolves once it serves. */
+export async function startSigner(env: Env = process.env): Promise<{ running: Running; logger: Logger; grpcPort: number; adminPort: number; grpcHealthPort?: number }> {
+  const config = loadConfig(signerSettings, env);
+  const tls = requireSafeTransport(config);
+  const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
+  requireMatchingXpubs(config, keys);
+
+  const logger = createLogger({ service: 'payout-signer', level: config.LOG_LEVEL });
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  const signerMetrics = createSignerMetrics(metrics);
+  const sql = createDb({ url: config.DATABASE_URL, schema: SIGNER_SCHEMA, max: config.DATABASE_POOL_MAX, applicationName: 'payout-signer', logger });
+
+  const rpc = new SignerRpc({
+    sql,
+    keys,
+    metrics: signerMetrics,
+    logger,
+    caller: tls ? ALLOWED_CALLER : 'plaintext',
+    policy: {
+      chainId: config.CHAIN_ETHEREUM_CHAIN_ID,
+      maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI,
+      maxGasLimit: config.SIGNER_MAX_GAS_LIMIT,
+      maxGasTopUpWei: config.SIGNER_MAX_GAS_TOP_UP_WEI,
+      assets: assetLimitsOf(config),
+      // The contract settings accept 0x + 40 hex digits only: each has an EIP-55 form.
+      contracts: { USDT: checksumAddress(config.CHAIN_ETHEREUM_USDT_CONTRACT)!, USDC: checksumAddress(config.CHAIN_ETHEREUM_USDC_CONTRACT)! },
+    },
+  });
+  const allowed = callerPolicy(signerCallers);
+  // A caller the allow-list turns away is a refusal like any other: audited and counted.
+  const authorize: CallerPolicy = (procedure, caller) => {
+    if (allowed(procedure, caller)) return true;
+    const who = caller.names.length > 0 ? caller.names.join(',') : 'anonymous';
+    rpc
+      .refuse(refusedCallerEntry(who, procedure), 'caller_not_allowed', `caller ${who} may not call ${procedure}`)
+      .catch((err: unknown) => logger.error({ err }, 'could not audit a refused caller'));
+    return false;
+  };
+
+  const health = new HealthMonitor([SignerService.typeName], [{ name: 'postgres', check: () => pingDb(sql) }]);
+  const server = await startRpcServer({
+    host: config.BIND_HOST,
+    port: config.GRPC_PORT,
+    routes: (router) => router.service(SignerService, rpc),
+    health,
+    logger,
+    metrics,
+    tls,
+    authorize: tls ? authorize : undefined,
+    healthPort: tls && config.GRPC_HEALTH_PORT > 0 ? config.GRPC_HEALTH_PORT : undefined,
+  });
+  const admin = await startAdminServer({ host: config.BIND_HOST, port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
+  logger.info(
+    { grpcPort: server.port, adminPort: admin.port, treasury: keys.treasuryAddress, mutualTls: tls !== undefined, chainId: config.CHAIN_ETHEREUM_CHAIN_ID },
+    'payout signer serving',
+  );
+  return {
+    logger,
+    grpcPort: server.port,
+    adminPort: admin.port,
+    grpcHealthPort: server.healthPort,
+    running: {
+      async stop() {
+        health.markShuttingDown();
+        await server.close(config.SHUTDOWN_GRACE_MS);
+        await admin.close();
+        await sql.end({ timeout: 5 });
+      },
+    },
+  };
+}
+
+function refusedCallerEntry(caller: string, procedure: string) {
+  return {
+    outcome: 'refused' as const,
+    caller,
+    network: null,
+    purpose: null,
+    payoutId: null,
+    addressIndex: null,
+    asset: null,
+    fromAddress: null,
+    toAddress: null,
+    recipient: null,
+    amount: null,
+    chainId: null,
+    nonce: null,
+    gasLimit: null,
+    maxFeePerGas: null,
+    transactionHash: null,
+    rule: 'caller_not_allowed',
+    reason: procedure,
+  };
+}

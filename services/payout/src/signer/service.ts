@@ -1,0 +1,213 @@
+/**
+ * SignerService (proto/coinvoice/signer/v1/signer.proto): signs what policy.ts allows, with the
+ * keys of keys.ts, and writes every signature and every refusal to signer.audit_log. A payout's
+ * checks, its daily total and its audit row share one transaction (docs/treasury.md#signer-policy).
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
+import { Code, serviceError, type Logger, type Sql } from '@coinvoice/runtime';
+import {
+  SignerService,
+  type GetTreasuryRequest,
+  type SignEvmTransactionRequest,
+} from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
+import { Counter, type Registry } from 'prom-client';
+import { checksumAddress, type EthereumSigningKeys, type HexString, type SigningAccount } from '@coinvoice/chains/evm/signing-keys';
+import {
+  checkCommon,
+  checkPayoutMovement,
+  checkPayoutSignable,
+  decodeTransaction,
+  movementOf,
+  Refusal,
+  SIGNER_NETWORK,
+  type CommonLimits,
+  type DecodedTransaction,
+  type Movement,
+} from './policy';
+import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
+import { addToDailyTotal, appendAudit, findPayout, findPayoutSignature, lockDailyTotal, recordPayoutSignature, type AuditEntry } from './store';
+
+export interface SignerPolicySettings extends CommonLimits {
+  assets: Record<SignerAsset, AssetLimits>;
+  contracts: Record<'USDT' | 'USDC', HexString>;
+  maxGasTopUpWei: bigint;
+}
+
+export interface SignerMetrics {
+  refusals: Counter<'rule'>;
+  signatures: Counter<'purpose'>;
+}
+
+export function createSignerMetrics(registry: Registry): SignerMetrics {
+  return {
+    refusals: new Counter({ name: 'signer_refusals_total', help: 'Requests the signer refused, by rule (docs/treasury.md#signer-policy)', labelNames: ['rule'] as const, registers: [registry] }),
+    signatures: new Counter({ name: 'signer_signatures_total', help: 'Transactions the signer signed, by purpose', labelNames: ['purpose'] as const, registers: [registry] }),
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Receive indexes are non-hardened BIP32 indexes. */
+const MAX_ADDRESS_INDEX = 2 ** 31 - 1;
+
+type Purpose = AuditEntry['purpose'];
+
+/** What one request is known to be so far: the audit row's columns. */
+class AuditDraft {
+  entry: AuditEntry;
+  constructor(caller: string, request: SignEvmTransactionRequest) {
+    const purpose = request.purpose;
+    const tx = request.transaction;
+    this.entry = {
+      outcome: 'refused',
+      caller,
+      network: request.network,
+      purpose: purpose.case === 'payout' ? 'payout' : purpose.case === 'sweep' ? 'sweep' : purpose.case === 'gasTopUp' ? 'gas_top_up' : null,
+      payoutId: purpose.case === 'payout' && UUID.test(purpose.value.payoutId) ? purpose.value.payoutId.toLowerCase() : null,
+      addressIndex: purpose.case === 'sweep' || purpose.case === 'gasTopUp' ? purpose.value.addressIndex : null,
+      asset: purpose.case === 'sweep' ? purpose.value.asset.slice(0, 16) : null,
+      fromAddress: null,
+      toAddress: (tx && checksumAddress(tx.to)) ?? null,
+      recipient: null,
+      amount: null,
+      chainId: tx && tx.chainId <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(tx.chainId) : null,
+      nonce: tx && tx.nonce <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(tx.nonce) : null,
+      gasLimit: tx ? tx.gasLimit : null,
+      maxFeePerGas: tx && /^\d{1,78}$/.test(tx.maxFeePerGas) ? BigInt(tx.maxFeePerGas) : null,
+      transactionHash: null,
+      rule: null,
+      reason: null,
+    };
+  }
+  moved(from: HexString, movement: Movement): void {
+    this.entry = { ...this.entry, fromAddress: from, asset: movement.asset, recipient: movement.recipient, amount: movement.amount };
+  }
+}
+
+export class SignerRpc implements ServiceImpl<typeof SignerService> {
+  constructor(
+    private readonly options: {
+      sql: Sql;
+      keys: EthereumSigningKeys;
+      policy: SignerPolicySettings;
+      metrics: SignerMetrics;
+      logger: Logger;
+      /** The caller every call that reaches a handler carries: the allow-listed name, or 'plaintext'. */
+      caller: string;
+    },
+  ) {}
+
+  async getTreasury(request: GetTreasuryRequest) {
+    if (request.network !== SIGNER_NETWORK) throw serviceError(Code.InvalidArgument, 'network_not_supported', `only ${SIGNER_NETWORK} is signed here`);
+    return { network: request.network, address: this.options.keys.treasuryAddress };
+  }
+
+  async signEvmTransaction(request: SignEvmTransactionRequest) {
+    const audit = new AuditDraft(this.options.caller, request);
+    try {
+      const tx = decodeTransaction(request.transaction);
+      checkCommon(request.network, tx, this.options.policy);
+      const purpose = request.purpose;
+      switch (purpose.case) {
+        case 'payout':
+          return await this.signPayout(purpose.value.payoutId, tx, audit);
+        case 'sweep':
+          return await this.signSweep(purpose.value.addressIndex, purpose.value.asset, tx, audit);
+        case 'gasTopUp':
+          return await this.signGasTopUp(purpose.value.addressIndex, tx, audit);
+        default:
+          throw new Refusal('invalid_request', 'purpose is required (payout, sweep or gas_top_up)');
+      }
+    } catch (err) {
+      if (!(err instanceof Refusal)) throw err;
+      await this.refuse(audit.entry, err.rule, err.message);
+      throw serviceError(err.connectCode, err.rule, err.message);
+    }
+  }
+
+  /** Audits and counts a refusal (also of a caller the allow-list turned away: role.ts). */
+  async refuse(entry: AuditEntry, rule: string, reason: string): Promise<void> {
+    this.options.metrics.refusals.labels(rule).inc();
+    this.options.logger.warn({ rule, reason, purpose: entry.purpose, payoutId: entry.payoutId, caller: entry.caller }, 'signer refused a request');
+    await appendAudit(this.options.sql, { ...entry, outcome: 'refused', rule, reason, transactionHash: null });
+  }
+
+  private async signPayout(payoutId: string, tx: DecodedTransaction, audit: AuditDraft) {
+    if (!UUID.test(payoutId)) throw new Refusal('invalid_request', 'payout.payout_id must be a UUID');
+    const { sql, keys, policy } = this.options;
+    const treasury = keys.treasury();
+    return sql.begin(async (db) => {
+      const payout = checkPayoutSignable(await findPayout(db, payoutId), payoutId);
+      if (!isSignerAsset(payout.currency)) throw new Refusal('asset_not_supported', `payout ${payoutId} is in ${payout.currency}, not signed on ${SIGNER_NETWORK}`);
+      const asset = payout.currency;
+      const amount = toBaseUnits(new Decimal(payout.amount), assetDecimals(asset));
+      const movement = movementOf(tx, asset, policy.contracts);
+      audit.moved(treasury.address, movement);
+      const payoutAddress = checksumAddress(payout.address);
+      if (!payoutAddress) throw new Refusal('payout_not_signable', `payout ${payoutId} has no Ethereum address`);
+      checkPayoutMovement(movement, payoutAddress, amount);
+      const limits = policy.assets[asset];
+      if (amount > limits.maxPayout) {
+        throw new Refusal('amount_above_limit', `${amount} base units of ${asset} exceed SIGNER_MAX_PAYOUT_${asset} (${limits.maxPayout})`);
+      }
+      // The asset's daily row first: every payout signature of the asset queues behind it, so a
+      // first request and its concurrent twin cannot both pass the checks below.
+      const daily = await lockDailyTotal(db, asset);
+      const earlier = await findPayoutSignature(db, payoutId);
+      if (earlier) {
+        if (earlier.nonce !== tx.nonce) {
+          throw new Refusal('nonce_mismatch', `payout ${payoutId} was signed for nonce ${earlier.nonce}; another nonce would be a second transfer`);
+        }
+        if (earlier.chainId !== tx.chainId || earlier.to !== tx.to || earlier.value !== tx.value || earlier.data !== tx.data) {
+          throw new Refusal('replacement_mismatch', `a fee replacement of payout ${payoutId} repeats its chain id, to, value and data`);
+        }
+      } else if (daily.amount + amount > limits.dailyLimit) {
+        throw new Refusal(
+          'daily_limit_exceeded',
+          `${asset} signed today (UTC) ${daily.amount} + this ${amount} base units exceed SIGNER_DAILY_LIMIT_${asset} (${limits.dailyLimit})`,
+        );
+      }
+      const signed = await treasury.sign(tx);
+      if (!earlier) await addToDailyTotal(db, asset, daily.day, amount);
+      await recordPayoutSignature(db, { payoutId, asset, amount, chainId: tx.chainId, nonce: tx.nonce, to: tx.to, value: tx.value, data: tx.data, transactionHash: signed.transactionHash });
+      await appendAudit(db, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
+      this.options.metrics.signatures.labels('payout').inc();
+      return signed;
+    });
+  }
+
+  private async signSweep(addressIndex: number, assetName: string, tx: DecodedTransaction, audit: AuditDraft) {
+    if (addressIndex > MAX_ADDRESS_INDEX) throw new Refusal('invalid_request', 'sweep.address_index must be below 2^31');
+    if (!isSignerAsset(assetName)) throw new Refusal('asset_not_supported', `sweep.asset must be one of ETH, USDT, USDC`);
+    const deposit = this.options.keys.deposit(addressIndex);
+    const movement = movementOf(tx, assetName, this.options.policy.contracts);
+    audit.moved(deposit.address, movement);
+    if (movement.recipient !== this.options.keys.treasuryAddress) {
+      throw new Refusal('destination_mismatch', `a sweep pays the treasury ${this.options.keys.treasuryAddress}, not ${movement.recipient}`);
+    }
+    return this.signAudited(deposit, tx, audit, 'sweep');
+  }
+
+  private async signGasTopUp(addressIndex: number, tx: DecodedTransaction, audit: AuditDraft) {
+    if (addressIndex > MAX_ADDRESS_INDEX) throw new Refusal('invalid_request', 'gas_top_up.address_index must be below 2^31');
+    const treasury = this.options.keys.treasury();
+    const movement = movementOf(tx, 'ETH', this.options.policy.contracts);
+    audit.moved(treasury.address, movement);
+    const depositAddress = this.options.keys.deposit(addressIndex).address;
+    if (movement.recipient !== depositAddress) {
+      throw new Refusal('destination_mismatch', `a gas top-up pays the deposit address ${depositAddress} of index ${addressIndex}, not ${movement.recipient}`);
+    }
+    if (movement.amount > this.options.policy.maxGasTopUpWei) {
+      throw new Refusal('gas_top_up_above_cap', `a gas top-up of ${movement.amount} wei exceeds SIGNER_MAX_GAS_TOP_UP_WEI (${this.options.policy.maxGasTopUpWei})`);
+    }
+    return this.signAudited(treasury, tx, audit, 'gas_top_up');
+  }
+
+  /** Signs, then answers only once the signature's audit row is stored. */
+  private async signAudited(account: SigningAccount, tx: DecodedTransaction, audit: AuditDraft, purpose: Exclude<Purpose, null>) {
+    const signed = await account.sign(tx);
+    await appendAudit(this.options.sql, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
+    this.options.metrics.signatures.labels(purpose).inc();
+    return signed;
+  }
+}

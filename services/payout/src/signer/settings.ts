@@ -1,0 +1,130 @@
+/**
+ * The `payout sign` role's settings (docs/treasury.md#signer-policy), parsed once at start; a bad
+ * value stops the process with one line naming the variable. Documented in
+ * services/payout/README.md, "Signer". The limits have development defaults only: a production
+ * signer states every one of them.
+ */
+import {
+  bindHostSetting,
+  commonSettings,
+  grpcHealthPortSetting,
+  rpcTlsSettings,
+  setting,
+  type ConfigOf,
+  type Setting,
+} from '@coinvoice/runtime';
+import { accountXpubSetting } from '@coinvoice/chains/account-key';
+import { evmNodeSettings } from '@coinvoice/chains/evm/family';
+import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
+
+/** The assets the Ethereum signer moves. */
+export const SIGNER_ASSETS = ['ETH', 'USDT', 'USDC'] as const;
+export type SignerAsset = (typeof SIGNER_ASSETS)[number];
+
+export function isSignerAsset(value: string): value is SignerAsset {
+  return (SIGNER_ASSETS as readonly string[]).includes(value);
+}
+
+/** Base-unit decimals of each asset (wei 18, token units 6), from the coin registry. */
+export function assetDecimals(asset: SignerAsset): number {
+  return cryptoCurrency(asset).baseUnitDecimals;
+}
+
+/** An amount of `asset` in its usual unit (e.g. `2.5` ETH), held as base units. */
+function assetAmountSetting(asset: SignerAsset, devDefault: string): Setting<bigint> {
+  const decimals = assetDecimals(asset);
+  return {
+    expected: `a positive amount of ${asset} such as ${devDefault} (at most ${decimals} decimals)`,
+    devDefault,
+    parse: (raw) => {
+      const amount = parsePositiveDecimal(raw.trim(), decimals);
+      return amount.ok ? toBaseUnits(amount.value, decimals) : undefined;
+    },
+  };
+}
+
+/** A whole number of wei (or gas) that may exceed 2^53: a bigint. */
+function bigintSetting(options: { default: string; min: bigint; max?: bigint }): Setting<bigint> {
+  return {
+    expected: `a whole number from ${options.min}${options.max === undefined ? '' : ` to ${options.max}`}`,
+    default: options.default,
+    parse: (raw) => {
+      if (!/^\d{1,40}$/.test(raw.trim())) return undefined;
+      const value = BigInt(raw.trim());
+      return value >= options.min && (options.max === undefined || value <= options.max) ? value : undefined;
+    },
+  };
+}
+
+/** 200 gwei: far above an ordinary mainnet base fee, low enough that a runaway fee cannot drain the treasury. */
+export const DEFAULT_MAX_FEE_PER_GAS_WEI = 200_000_000_000n;
+/** An ETH transfer uses 21,000 gas, an ERC-20 transfer about 35,000–65,000 (USDT's up to ~63,000). */
+export const DEFAULT_MAX_GAS_LIMIT = 100_000n;
+/**
+ * One token sweep's worst case: the gas cap at the fee cap (100,000 × 200 gwei = 0.02 ETH). A top-up
+ * is spent on exactly one sweep, so a larger one would only leave ETH idle on a deposit address.
+ */
+export const DEFAULT_MAX_GAS_TOP_UP_WEI = DEFAULT_MAX_GAS_LIMIT * DEFAULT_MAX_FEE_PER_GAS_WEI;
+
+export const signerSettings = {
+  APP_ENV: commonSettings.APP_ENV,
+  DATABASE_URL: commonSettings.DATABASE_URL,
+  DATABASE_POOL_MAX: setting.int({ default: 5, min: 1, max: 50 }),
+  LOG_LEVEL: commonSettings.LOG_LEVEL,
+  SHUTDOWN_GRACE_MS: commonSettings.SHUTDOWN_GRACE_MS,
+  /** The signer's own ports: it runs beside `payout serve` (50053/9053) on a developer's machine. */
+  GRPC_PORT: setting.port(50055),
+  GRPC_HEALTH_PORT: grpcHealthPortSetting,
+  ADMIN_PORT: setting.port(9055),
+  BIND_HOST: bindHostSetting,
+  ...rpcTlsSettings,
+  /**
+   * Development only: serve gRPC without mutual TLS, and then only on a loopback BIND_HOST. Without
+   * TLS there is no caller identity, so whoever reaches the port could ask for signatures.
+   */
+  SIGNER_ALLOW_PLAINTEXT: setting.bool({ default: false }),
+  /** A file holding the BIP39 mnemonic (English words, checksum checked); never an environment variable. */
+  SIGNER_SEED_FILE: { expected: 'the path of a readable file holding the BIP39 mnemonic', parse: (raw: string) => raw.trim() || undefined } as Setting<string>,
+  /** The invoice service's account keys: the seed's m/44'/60'/0' must be each configured one. */
+  INVOICE_XPUB_ETH: accountXpubSetting('ETH', 'mainnet'),
+  INVOICE_XPUB_USDT: accountXpubSetting('USDT', 'mainnet'),
+  INVOICE_XPUB_USDC: accountXpubSetting('USDC', 'mainnet'),
+  /** The chain id every transaction must carry (1: Ethereum mainnet; anvil 31337). */
+  CHAIN_ETHEREUM_CHAIN_ID: setting.int({ default: 1, min: 1, max: 2 ** 32 }),
+  CHAIN_ETHEREUM_USDT_CONTRACT: evmNodeSettings.CHAIN_ETHEREUM_USDT_CONTRACT,
+  CHAIN_ETHEREUM_USDC_CONTRACT: evmNodeSettings.CHAIN_ETHEREUM_USDC_CONTRACT,
+  /** Largest single payout per asset. */
+  SIGNER_MAX_PAYOUT_ETH: assetAmountSetting('ETH', '1'),
+  SIGNER_MAX_PAYOUT_USDT: assetAmountSetting('USDT', '5000'),
+  SIGNER_MAX_PAYOUT_USDC: assetAmountSetting('USDC', '5000'),
+  /** Largest total of payouts signed per asset and UTC day. */
+  SIGNER_DAILY_LIMIT_ETH: assetAmountSetting('ETH', '10'),
+  SIGNER_DAILY_LIMIT_USDT: assetAmountSetting('USDT', '50000'),
+  SIGNER_DAILY_LIMIT_USDC: assetAmountSetting('USDC', '50000'),
+  /** maxFeePerGas cap of every transaction (wei per gas). */
+  SIGNER_MAX_FEE_PER_GAS_WEI: bigintSetting({ default: DEFAULT_MAX_FEE_PER_GAS_WEI.toString(), min: 1n }),
+  /** Gas limit cap of every transaction. */
+  SIGNER_MAX_GAS_LIMIT: bigintSetting({ default: DEFAULT_MAX_GAS_LIMIT.toString(), min: 21_000n, max: 30_000_000n }),
+  /** Largest gas top-up (wei) sent from the treasury to a deposit address. */
+  SIGNER_MAX_GAS_TOP_UP_WEI: bigintSetting({ default: DEFAULT_MAX_GAS_TOP_UP_WEI.toString(), min: 1n }),
+} as const;
+
+export type SignerConfig = ConfigOf<typeof signerSettings>;
+
+/** The XPUB variables the signer compares its account key with. */
+export const SIGNER_XPUB_VARIABLES = ['INVOICE_XPUB_ETH', 'INVOICE_XPUB_USDT', 'INVOICE_XPUB_USDC'] as const;
+
+/** Per-asset limits, as the policy reads them. */
+export interface AssetLimits {
+  maxPayout: bigint;
+  dailyLimit: bigint;
+}
+
+export function assetLimitsOf(config: SignerConfig): Record<SignerAsset, AssetLimits> {
+  return {
+    ETH: { maxPayout: config.SIGNER_MAX_PAYOUT_ETH, dailyLimit: config.SIGNER_DAILY_LIMIT_ETH },
+    USDT: { maxPayout: config.SIGNER_MAX_PAYOUT_USDT, dailyLimit: config.SIGNER_DAILY_LIMIT_USDT },
+    USDC: { maxPayout: config.SIGNER_MAX_PAYOUT_USDC, dailyLimit: config.SIGNER_DAILY_LIMIT_USDC },
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * The signer's tables (schema `signer`, migrations in ./migrations) and its one read of the payout
+ * service's: payout.payouts, which the signer's database role may only SELECT.
+ */
+import type { Queryable, TransactionSql } from '@coinvoice/runtime';
+import type { PayoutRow } from './policy';
+import type { SignerAsset } from './settings';
+
+export async function findPayout(sql: Queryable, payoutId: string): Promise<PayoutRow | undefined> {
+  const [row] = await sql<PayoutRow[]>`
+    select id::text, environment, status, currency, amount::text as amount, address,
+           verified_at is not null as verified, completed_at is not null as completed
+    from payout.payouts where id = ${payoutId}`;
+  return row;
+}
+
+/**
+ * Today's (UTC) signed total of `asset`, its row locked until the transaction ends: every payout
+ * signature of the asset passes here, so two concurrent requests cannot both fit under the limit.
+ */
+export async function lockDailyTotal(tx: TransactionSql, asset: SignerAsset): Promise<{ day: string; amount: bigint }> {
+  await tx`insert into daily_totals (asset, day) values (${asset}, (now() at time zone 'utc')::date) on conflict do nothing`;
+  const [row] = await tx<{ day: string; amount: string }[]>`
+    select day::text, amount::text from daily_totals
+    where asset = ${asset} and day = (now() at time zone 'utc')::date for update`;
+  if (!row) throw new Error('the daily total row vanished');
+  return { day: row.day, amount: BigInt(row.amount) };
+}
+
+export async function addToDailyTotal(tx: TransactionSql, asset: SignerAsset, day: string, amount: bigint): Promise<void> {
+  await tx`update daily_totals set amount = amount + ${amount.toString()}::numeric where asset = ${asset} and day = ${day}::date`;
+}
+
+export interface PayoutSignature {
+  chainId: number;
+  nonce: number;
+  to: string;
+  value: bigint;
+  data: string;
+}
+
+export async function findPayoutSignature(tx: TransactionSql, payoutId: string): Promise<PayoutSignature | undefined> {
+  const [row] = await tx<{ chainId: string; nonce: string; to: string; value: string; data: string }[]>`
+    select chain_id::text as "chainId", nonce::text, to_address as "to", value::text, data
+    from payout_signatures where payout_id = ${payoutId} for update`;
+  return row && { chainId: Number(row.chainId), nonce: Number(row.nonce), to: row.to, value: BigInt(row.value), data: row.data };
+}
+
+export async function recordPayoutSignature(
+  tx: TransactionSql,
+  signature: PayoutSignature & { payoutId: string; asset: SignerAsset; amount: bigint; transactionHash: string },
+): Promise<void> {
+  await tx`
+    insert into payout_signatures (payout_id, asset, amount, chain_id, nonce, to_address, value, data, transaction_hash)
+    values (${signature.payoutId}, ${signature.asset}, ${signature.amount.toString()}::numeric, ${signature.chainId},
+            ${signature.nonce}, ${signature.to}, ${signature.value.toString()}::numeric, ${signature.data}, ${signature.transactionHash})
+    on conflict (payout_id) do update
+      set transaction_hash = excluded.transaction_hash, signatures = payout_signatures.signatures + 1, last_signed_at = now()`;
+}
+
+/** One row of signer.audit_log (null where the request did not say, or was refused before). */
+export interface AuditEntry {
+  outcome: 'signed' | 'refused';
+  caller: string;
+  network: string | null;
+  purpose: 'payout' | 'sweep' | 'gas_top_up' | null;
+  payoutId: string | null;
+  addressIndex: number | null;
+  asset: string | null;
+  fromAddress: string | null;
+  toAddress: string | null;
+  recipient: string | null;
+  amount: bigint | null;
+  chainId: number | null;
+  nonce: number | null;
+  gasLimit: bigint | null;
+  maxFeePerGas: bigint | null;
+  transactionHash: string | null;
+  rule: string | null;
+  reason: string | null;
+}
+
+const text = (value: bigint | number | null) => (value === null ? null : value.toString());
+
+export async function appendAudit(sql: Queryable, entry: AuditEntry): Promise<void> {
+  await sql`
+    insert into audit_log (outcome, caller, network, purpose, payout_id, address_index, asset, from_address, to_address,
+                           recipient, amount, chain_id, nonce, gas_limit, max_fee_per_gas, transaction_hash, rule, reason)
+    values (${entry.outcome}, ${entry.caller}, ${entry.network}, ${entry.purpose}, ${entry.payoutId}, ${entry.addressIndex},
+            ${entry.asset}, ${entry.fromAddress}, ${entry.toAddress}, ${entry.recipient}, ${text(entry.amount)}::numeric,
+            ${text(entry.chainId)}::numeric, ${text(entry.nonce)}::numeric, ${text(entry.gasLimit)}::numeric,
+            ${text(entry.maxFeePerGas)}::numeric, ${entry.transactionHash}, ${entry.rule}, ${entry.reason})`;
+}
