@@ -66,7 +66,7 @@ test('(a) killed after signing, before the broadcast reached the node: the store
   await start();
   await expectPaidOnce(payout, 'ETH', '1.5');
   expect((await world.chainTransactions(payout.id))[0]!.transaction_hash).toBe(row!.transaction_hash);
-  expect(world.signer.signed.filter((s) => s.to.toLowerCase() === payout.address.toLowerCase())).toHaveLength(1);
+  expect(await world.signer.payoutSignatures(payout.id)).toHaveLength(1);
 });
 
 test('(b) killed after the broadcast reached the node, before it was recorded: the node already has it, nothing is sent twice', async () => {
@@ -163,7 +163,7 @@ test('the signer\'s answer lost mid-request and the processor killed: nothing wa
   await waitFor('the treasury from the signer', async () => processor!.logs.some((l) => l.includes('treasury address from the signer')));
   world.signerLink.holding = true;
   const payout = await world.payout('ETH', '1.75');
-  await waitFor('the signer to sign (its answer held)', async () => world.signer.signed.some((s) => s.to.toLowerCase() === payout.address.toLowerCase()));
+  await waitFor('the signer to sign (its answer held)', async () => (await world.signer.payoutSignatures(payout.id)).length === 1);
   await processor!.kill();
   expect(await world.chainTransactions(payout.id)).toEqual([]);
   expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: null });
@@ -171,7 +171,29 @@ test('the signer\'s answer lost mid-request and the processor killed: nothing wa
   world.signerLink.release();
   await start();
   await expectPaidOnce(payout, 'ETH', '1.75');
-  const signatures = world.signer.signed.filter((s) => s.to.toLowerCase() === payout.address.toLowerCase());
+  // Asked again for the same nonce (the signer signs a payout for one nonce only).
+  const signatures = await world.signer.payoutSignatures(payout.id);
   expect(signatures.length).toBeGreaterThanOrEqual(2);
-  expect(new Set(signatures.map((s) => s.nonce)).size).toBe(1);
+  expect(new Set(signatures).size).toBe(1);
+  expect(signatures[0]).toBe(Number((await world.chainTransactions(payout.id))[0]!.nonce));
+});
+
+test('the signer killed mid-request (signed, its answer never delivered) and restarted: the processor asks again for the same nonce, one transfer', async () => {
+  await start();
+  await waitFor('the treasury from the signer', async () => processor!.logs.some((l) => l.includes('treasury address from the signer')));
+  world.signerLink.holding = true;
+  const payout = await world.payout('ETH', '0.65');
+  await waitFor('the signer to sign (its answer held)', async () => (await world.signer.payoutSignatures(payout.id)).length === 1);
+  await world.signer.kill();
+  world.signerLink.release();
+  // The call failed: the processor's transaction rolled back, nothing stored or claimed.
+  await waitFor('the failed round rolled back', async () => processor!.logs.some((l) => l.includes('processor round failed')));
+  expect(await world.chainTransactions(payout.id)).toEqual([]);
+  expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: null });
+
+  await world.signer.restart();
+  await expectPaidOnce(payout, 'ETH', '0.65');
+  const signatures = await world.signer.payoutSignatures(payout.id);
+  expect(signatures.length).toBeGreaterThanOrEqual(2);
+  expect(new Set(signatures).size).toBe(1);
 });

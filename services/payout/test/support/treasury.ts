@@ -1,18 +1,21 @@
 /**
  * The world of the treasury tests (docs/treasury.md): a real anvil with the test tokens, the payout
- * service (serve role, in-process, fresh database) to create payouts through its own handlers, a
- * signer, JSON-RPC and TCP proxies a test can make misbehave, and the built processor
- * (`node services/payout/dist/main.js process ethereum`) as child processes killed with SIGKILL.
+ * service (serve role, in-process, fresh database) to create payouts through its own handlers, the
+ * real signer (`node services/payout/dist/main.js sign`, the test seed of ./signer, mutual TLS
+ * with a test CA), JSON-RPC and TCP proxies a test can make misbehave, and the built processor
+ * (`node services/payout/dist/main.js process ethereum`) — every process a child, killed with SIGKILL.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { parseAbiItem, parseEther, type Address, type Hash } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { compileTestContracts, deployTokens, mined, sendEth, sendToken, startAnvil, tokenUnits, type Anvil, type Tokens } from '../../../../test/support/anvil';
 import { RpcFaultProxy } from '../../../../test/support/rpc-fault-proxy';
-import { SignerStandIn, treasuryAccount, depositAccount } from '../../../../test/support/signer-stand-in';
+import { TestCertificateAuthority } from '../../../../test/support/certificates';
+import { freePortForTest } from '../../../../test/support/ports';
 import { TcpHoldProxy } from '../../../../test/support/tcp-hold-proxy';
 import { codeOf, payoutRequest, startPayoutHarness, waitFor, type Harness } from './harness';
+import { depositAddressOf, TEST_ACCOUNT_XPUB, TEST_TREASURY, writeSeedFile } from './signer';
 
 const REPO_ROOT = path.resolve(__dirname, '../../../..');
 const PROCESSOR_MAIN = path.join(REPO_ROOT, 'services/payout/dist/main.js');
@@ -28,11 +31,27 @@ export interface ProcessorProcess {
   kill(): Promise<void>;
 }
 
+/** The signer process (`main.js sign`) on a fixed port, so a restarted one is found at the same address. */
+export interface SignerProcess {
+  current: ProcessorProcess;
+  port: number;
+  /** SIGKILLs the running signer. */
+  kill(): Promise<void>;
+  /** Kills it and removes its seed file. */
+  dispose(): Promise<void>;
+  /** Starts it again (after a kill). */
+  restart(): Promise<void>;
+  /** Every signer process's log lines. */
+  logs(): string[];
+  /** Signatures of a payout in signer.audit_log: their nonces, in order. */
+  payoutSignatures(payoutId: string): Promise<number[]>;
+}
+
 export interface TreasuryWorld {
   anvil: Anvil;
   tokens: Tokens;
   h: Harness;
-  signer: SignerStandIn;
+  signer: SignerProcess;
   /** Between the processors and anvil. */
   rpc: RpcFaultProxy;
   /** Between the processors and the signer. */
@@ -86,16 +105,18 @@ const TRANSFER = parseAbiItem('event Transfer(address indexed from, address inde
 export const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
 
 /** A deposit address (account/0/index) as the invoice service would have given it. */
-export const depositAddress = (index: number): Address => depositAccount(index).address;
+export const depositAddress = (index: number): Address => depositAddressOf(index);
 
 export async function startTreasuryWorld(options: { processorEnv?: NodeJS.ProcessEnv } = {}): Promise<TreasuryWorld> {
   const anvil = await startAnvil();
   const tokens = await deployTokens(anvil);
   const h = await startPayoutHarness();
-  const signer = await new SignerStandIn().start();
+  const ca = new TestCertificateAuthority();
+  const signer = await startSignerProcess(h, tokens, ca);
+  const processorCert = ca.issue('payout-processor');
   const rpc = await new RpcFaultProxy(anvil.url).start();
-  const signerLink = await new TcpHoldProxy({ host: '127.0.0.1', port: Number(new URL(signer.url).port) }).start();
-  const treasury = treasuryAccount().address;
+  const signerLink = await new TcpHoldProxy({ host: '127.0.0.1', port: signer.port }).start();
+  const treasury = TEST_TREASURY;
   await sendEth(anvil, treasury, '1000');
   await sendToken(anvil, tokens.usdt, treasury, '100000');
   await sendToken(anvil, tokens.usdc, treasury, '100000');
@@ -121,7 +142,10 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
         CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
         CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
         CHAIN_ETHEREUM_CONFIRMATIONS: '1',
-        SIGNER_URL: signerLink.url,
+        SIGNER_URL: `https://127.0.0.1:${signerLink.port}`,
+        TLS_CA_FILE: ca.caFile,
+        TLS_CERT_FILE: processorCert.certFile,
+        TLS_KEY_FILE: processorCert.keyFile,
         PAYOUT_PROCESSOR_POLL_MS: '200',
         ...options.processorEnv,
         ...env,
@@ -168,23 +192,88 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
       for (const p of processors) await p.kill();
       await signerLink.stop();
       await rpc.stop();
-      await signer.stop();
+      await signer.dispose();
       await h.dispose();
+      ca.remove();
       await anvil.stop();
     },
   };
   return world;
 }
 
+/**
+ * The real signer on the world's database (it reads payout.payouts), its schema migrated by
+ * `main.js sign migrate`; the test seed; limits raised above the tests' amounts; mutual TLS.
+ */
+async function startSignerProcess(h: Harness, tokens: Tokens, ca: TestCertificateAuthority): Promise<SignerProcess> {
+  const seed = writeSeedFile();
+  const cert = ca.issue('payout-signer');
+  const port = await freePortForTest();
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    APP_ENV: 'development',
+    DATABASE_URL: h.svc.database.url,
+    LOG_LEVEL: 'info',
+    GRPC_PORT: String(port),
+    ADMIN_PORT: '0',
+    SIGNER_SEED_FILE: seed.file,
+    INVOICE_XPUB_ETH: TEST_ACCOUNT_XPUB,
+    CHAIN_ETHEREUM_CHAIN_ID: '31337',
+    CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
+    CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
+    TLS_CA_FILE: ca.caFile,
+    TLS_CERT_FILE: cert.certFile,
+    TLS_KEY_FILE: cert.keyFile,
+    SIGNER_MAX_PAYOUT_ETH: '1000',
+    SIGNER_DAILY_LIMIT_ETH: '100000',
+    SIGNER_MAX_PAYOUT_USDT: '1000000',
+    SIGNER_DAILY_LIMIT_USDT: '100000000',
+    SIGNER_MAX_PAYOUT_USDC: '1000000',
+    SIGNER_DAILY_LIMIT_USDC: '100000000',
+  };
+  const migrated = spawnSync(process.execPath, [PROCESSOR_MAIN, 'sign', 'migrate'], { env, encoding: 'utf8', timeout: 30_000 });
+  if (migrated.status !== 0) throw new Error(`sign migrate failed: ${migrated.stderr}`);
+  const all: ProcessorProcess[] = [];
+  const start = async () => {
+    const started = await spawnRole(['sign'], env, /"adminPort":(\d+)/);
+    all.push(started);
+    return started;
+  };
+  const signer: SignerProcess = {
+    current: await start(),
+    port,
+    async kill() {
+      await signer.current.kill();
+    },
+    async dispose() {
+      await signer.current.kill();
+      seed.remove();
+    },
+    async restart() {
+      signer.current = await start();
+    },
+    logs: () => all.flatMap((p) => p.logs),
+    async payoutSignatures(payoutId) {
+      const rows = await h.sql<{ nonce: string }[]>`select nonce::text from signer.audit_log where payout_id = ${payoutId} and outcome = 'signed' order by id`;
+      return rows.map((r) => Number(r.nonce));
+    },
+  };
+  return signer;
+}
+
 async function spawnProcessor(env: NodeJS.ProcessEnv): Promise<ProcessorProcess> {
-  const child = spawn(process.execPath, [PROCESSOR_MAIN, 'process', 'ethereum'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnRole(['process', 'ethereum'], env, /"adminPort":(\d+)/);
+}
+
+async function spawnRole(args: string[], env: NodeJS.ProcessEnv, adminPortLine: RegExp): Promise<ProcessorProcess> {
+  const child = spawn(process.execPath, [PROCESSOR_MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let adminPort: number | undefined;
   const onData = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (line === '') continue;
       logs.push(line);
-      const match = /"adminPort":(\d+)/.exec(line);
+      const match = adminPortLine.exec(line);
       if (match) adminPort = Number(match[1]);
     }
   };
@@ -197,8 +286,8 @@ async function spawnProcessor(env: NodeJS.ProcessEnv): Promise<ProcessorProcess>
     await exited;
   };
   try {
-    await waitFor('the processor to serve', async () => {
-      if (child.exitCode !== null) throw new Error(`the processor exited (${child.exitCode}):\n${logs.join('\n')}`);
+    await waitFor(`${args.join(' ')} to serve`, async () => {
+      if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited (${child.exitCode}):\n${logs.join('\n')}`);
       return adminPort !== undefined;
     }, 30_000);
   } catch (err) {
