@@ -157,3 +157,31 @@ test('a token sweep killed after its top-up (and again before the sweep\'s broad
   expect(rows).toEqual([{ purpose: 'gas_top_up', status: 'confirmed' }, { purpose: 'sweep', status: 'confirmed' }]);
   expect(done.gas_top_up_transaction_id).not.toBeNull();
 });
+
+test('a sweep not mined within PAYOUT_REPLACE_AFTER is replaced: same nonce, higher fee, less ETH sent (balance less the new gas), the tasks follow the new version', async () => {
+  await fundDeposit(world, 'ETH', depositAddress(6), '0.9');
+  const id = await insertSweepTask(world, { asset: 'ETH', index: 6, amount: parseEther('0.9') });
+  const treasuryBefore = await world.anvil.publicClient.getBalance({ address: world.treasury });
+  await world.anvil.testClient.setAutomine(false);
+  try {
+    processor = await world.startProcessor({ PAYOUT_REPLACE_AFTER: '2s' });
+    await activeProcessor(processor);
+    const replacement = await waitFor('the replacement', async () => {
+      const [row] = await world.h.sql<{ id: string; replaces: string | null; amount: string; max_fee_per_gas: string }[]>`
+        select id::text, replaces::text, amount::text, max_fee_per_gas::text from chain_transactions where purpose = 'sweep' and from_address = ${depositAddress(6).toLowerCase()} and replaces is not null`;
+      return row;
+    }, 20_000);
+    const first = await transaction(replacement.replaces!);
+    expect(BigInt(replacement.max_fee_per_gas) * 1000n).toBeGreaterThanOrEqual(BigInt(first.max_fee_per_gas) * 1125n);
+    expect(BigInt(first.amount) - BigInt(replacement.amount)).toBe(21_000n * (BigInt(replacement.max_fee_per_gas) - BigInt(first.max_fee_per_gas)));
+    expect((await task(id)).transaction_id).toBe(replacement.id);
+    await world.anvil.testClient.setAutomine(true);
+    await world.anvil.testClient.mine({ blocks: 1 });
+    const done = await waitForTask(id, 'confirmed');
+    expect(done.transaction_id).toBe(replacement.id);
+    expect(await transaction(replacement.replaces!)).toMatchObject({ status: 'replaced' });
+    expect(await world.anvil.publicClient.getBalance({ address: world.treasury })).toBe(treasuryBefore + BigInt(replacement.amount));
+  } finally {
+    await world.anvil.testClient.setAutomine(true);
+  }
+});

@@ -390,6 +390,8 @@ export class EvmProcessor implements Worker {
     if (stuck.length === 0) return;
     const fees = await node.fees();
     for (const old of stuck) {
+      const refusalKey = `replace:${old.id}`;
+      if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
       const priority = maxOf(bumped(BigInt(old.max_priority_fee_per_gas)), fees.maxPriorityFeePerGas);
       const maxFee = maxOf(bumped(BigInt(old.max_fee_per_gas)), fees.maxFeePerGas, priority);
       const gas = BigInt(old.gas_limit);
@@ -418,7 +420,7 @@ export class EvmProcessor implements Worker {
           gasLimit: gas,
           fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
           replaces: old.id,
-        });
+        }, refusalKey);
         if (!signed) return undefined;
         if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
         if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
