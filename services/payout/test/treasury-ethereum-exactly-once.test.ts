@@ -197,3 +197,25 @@ test('the signer killed mid-request (signed, its answer never delivered) and res
   expect(signatures.length).toBeGreaterThanOrEqual(2);
   expect(new Set(signatures).size).toBe(1);
 });
+
+test('a payout whose signature was lost keeps the nonce it was signed for, even when an older payout became claimable meanwhile', async () => {
+  await start();
+  await waitFor('the treasury from the signer', async () => processor!.logs.some((l) => l.includes('treasury address from the signer')));
+  const older = await world.payout('ETH', '0.45', { approve: false });
+  world.signerLink.holding = true;
+  const lost = await world.payout('ETH', '0.55');
+  await waitFor('the signer to sign (its answer held)', async () => (await world.signer.payoutSignatures(lost.id)).length === 1);
+  await processor!.kill();
+  world.signerLink.release();
+  const [signedFor] = await world.signer.payoutSignatures(lost.id);
+
+  // Approved while no processor runs: older, so it would come first in the queue.
+  await world.approve(older.id);
+  await start();
+  await expectPaidOnce(lost, 'ETH', '0.55');
+  await expectPaidOnce(older, 'ETH', '0.45');
+  expect(Number((await world.chainTransactions(lost.id))[0]!.nonce)).toBe(signedFor);
+  expect(Number((await world.chainTransactions(older.id))[0]!.nonce)).toBe(signedFor! + 1);
+  const refusals = await world.h.sql`select rule from signer.audit_log where payout_id in ${world.h.sql([lost.id, older.id])} and outcome = 'refused'`;
+  expect(refusals).toEqual([]);
+});

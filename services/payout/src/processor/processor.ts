@@ -224,9 +224,9 @@ export class EvmProcessor implements Worker {
     if (!(await isPaused(this.options.sql, this.options.network))) {
       // Payouts before sweeps: a payout whose signature was lost (a kill mid-request) is asked
       // again first, so it gets the treasury nonce it was signed for — the signer signs a payout
-      // for one nonce only (docs/treasury.md#signer-policy).
-      await this.pay(treasury);
-      await this.sweep(treasury);
+      // for one nonce only (docs/treasury.md#signer-policy); until then no gas top-up takes one.
+      const treasuryNonceHeld = await this.pay(treasury);
+      await this.sweep(treasury, treasuryNonceHeld);
     }
     await this.updateGauges(treasury);
   }
@@ -449,7 +449,7 @@ export class EvmProcessor implements Worker {
 
   // ---- 4. sweep ----------------------------------------------------------------------------
 
-  private async sweep(treasury: string): Promise<void> {
+  private async sweep(treasury: string, treasuryNonceHeld: boolean): Promise<void> {
     const { sql, network, node } = this.options;
     const groups = await openSweepGroups(sql, network);
     if (groups.length === 0) return;
@@ -460,7 +460,7 @@ export class EvmProcessor implements Worker {
       const refusalKey = `sweep:${group.deposit_address.toLowerCase()}:${group.asset}`;
       if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
       if (group.asset === 'ETH') await this.sweepEth(group, treasury, fees);
-      else if (group.asset === 'USDT' || group.asset === 'USDC') await this.sweepToken(group, group.asset, treasury, fees);
+      else if (group.asset === 'USDT' || group.asset === 'USDC') await this.sweepToken(group, group.asset, treasury, fees, treasuryNonceHeld);
       else this.logger.warn({ asset: group.asset, depositAddress: group.deposit_address }, 'sweep task of an asset this processor does not know; left pending');
     }
   }
@@ -483,7 +483,7 @@ export class EvmProcessor implements Worker {
    * A token deposit: its address has no ETH for gas, so the treasury first sends exactly
    * gas × max fee less what it holds (a gas_top_up); once that is mined, transfer(treasury, balance).
    */
-  private async sweepToken(group: SweepGroup, asset: 'USDT' | 'USDC', treasury: string, fees: EvmFees): Promise<void> {
+  private async sweepToken(group: SweepGroup, asset: 'USDT' | 'USDC', treasury: string, fees: EvmFees, treasuryNonceHeld: boolean): Promise<void> {
     const { node, sql } = this.options;
     const deposit = group.deposit_address.toLowerCase();
     const contract = this.options.contracts[asset];
@@ -509,6 +509,8 @@ export class EvmProcessor implements Worker {
       await this.sendSweep(group, { from: deposit, to: treasury, asset, amount: tokens, gasLimit: gas, fees: { ...fees, maxFeePerGas: maxFee, maxPriorityFeePerGas: minOf(priority, maxFee) } });
       return;
     }
+    // A top-up is a treasury transfer: it waits while a payout may hold the next treasury nonce.
+    if (treasuryNonceHeld) return;
     const need = gas * fees.maxFeePerGas - ethBalance;
     const row = await sql.begin(async (tx) => {
       const tasks = await lockPendingTasks(tx, this.options.network, deposit, asset);
@@ -565,24 +567,33 @@ export class EvmProcessor implements Worker {
 
   // ---- 5. pay ------------------------------------------------------------------------------
 
-  /** Live verified Pending payouts not yet claimed, approved or within PAYOUT_AUTO_MAX_<ASSET>, oldest first. */
-  private async pay(treasury: string): Promise<void> {
+  /**
+   * Live verified Pending payouts not yet claimed, approved or within PAYOUT_AUTO_MAX_<ASSET>,
+   * oldest first — except that a payout whose signature was asked for and never stored comes
+   * first (payout_sign_attempts): the signer may have signed it for the treasury's next nonce, and
+   * signs a payout for one nonce only. Returns true while such a payout is still unsigned: then no
+   * other transfer may take a treasury nonce this round.
+   */
+  private async pay(treasury: string): Promise<boolean> {
     const { sql, network, node } = this.options;
     const autoMax = (asset: EvmAsset) => formatPlain(fromBaseUnits(this.options.autoMax[asset], cryptoCurrency(asset).baseUnitDecimals));
-    const candidates = await sql<PayoutRow[]>`
-      select * from payouts
-      where status = 'Pending' and claimed_at is null and environment = 'live' and verified_at is not null
-        and currency in ${sql([...EVM_ASSETS])}
-        and (approved_at is not null or amount <= case currency when 'ETH' then ${autoMax('ETH')}::numeric when 'USDT' then ${autoMax('USDT')}::numeric else ${autoMax('USDC')}::numeric end)
-      order by created_at, id
+    // Attempts of payouts no longer claimable (cancelled, claimed by an operator) no longer matter.
+    await sql`delete from payout_sign_attempts a using payouts p where p.id = a.payout_id and a.network = ${network} and (p.status <> 'Pending' or p.claimed_at is not null)`;
+    const candidates = await sql<(PayoutRow & { attempted: boolean })[]>`
+      select p.*, (a.payout_id is not null) as attempted from payouts p
+      left join payout_sign_attempts a on a.payout_id = p.id and a.network = ${network}
+      where p.status = 'Pending' and p.claimed_at is null and p.environment = 'live' and p.verified_at is not null
+        and p.currency in ${sql([...EVM_ASSETS])}
+        and (p.approved_at is not null or p.amount <= case p.currency when 'ETH' then ${autoMax('ETH')}::numeric when 'USDT' then ${autoMax('USDT')}::numeric else ${autoMax('USDC')}::numeric end)
+      order by (a.payout_id is not null) desc, p.created_at, p.id
       limit ${PAYOUTS_PER_ROUND}`;
-    if (candidates.length === 0) return;
+    if (candidates.length === 0) return false;
     const fees = await node.fees();
     const outflow = await treasuryOutflowInFlight(sql, network, treasury);
     const balances: Partial<Record<EvmAsset, bigint>> = {};
     const balanceOf = async (asset: EvmAsset) => (balances[asset] ??= asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury));
-    for (const payout of candidates) {
-      if (!this.running) return;
+    for (const { attempted, ...payout } of candidates) {
+      if (!this.running) return false;
       if ((this.refused.get(`payout:${payout.id}`) ?? 0) > Date.now()) continue;
       const asset = payout.currency as EvmAsset;
       const amount = toBaseUnits(new Decimal(payout.amount), cryptoCurrency(asset).baseUnitDecimals);
@@ -605,8 +616,12 @@ export class EvmProcessor implements Worker {
       const assetNeeded = asset === 'ETH' ? ethNeeded : (outflow.amount[asset] ?? 0n) + amount;
       if ((await balanceOf('ETH')) < ethNeeded || (await balanceOf(asset)) < assetNeeded) {
         this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
+        // A payout maybe signed for the next nonce holds the queue until it can be sent.
+        if (attempted) return true;
         continue;
       }
+      // Committed before the signer is asked: outlives a process killed before the signed bytes are stored.
+      await sql`insert into payout_sign_attempts (payout_id, network) values (${payout.id}, ${network}) on conflict (payout_id) do nothing`;
       const row = await eventTransaction(sql, async (tx) => {
         // Claimed by nobody and still what was selected: anything else (a cancel, another claim) wins.
         const [locked] = await tx<PayoutRow[]>`
@@ -626,16 +641,22 @@ export class EvmProcessor implements Worker {
           replaces: null,
         }, `payout:${payout.id}`);
         if (!signed) return undefined;
+        await tx`delete from payout_sign_attempts where payout_id = ${payout.id}`;
         const claimed = await applyTrigger(tx, locked, 'claim', { claimedBy: this.processorId });
         await tx`update payouts set transaction_hash = ${signed.transaction_hash}, confirmations = 0 where id = ${claimed.id}`;
         return signed;
       });
-      if (!row) continue;
+      if (!row) {
+        // Refused (the signer signed nothing) or no longer claimable: nothing to hold the queue for.
+        await sql`delete from payout_sign_attempts where payout_id = ${payout.id}`;
+        continue;
+      }
       outflow.gas += gasCost;
       outflow.amount[asset] = (outflow.amount[asset] ?? 0n) + amount;
       this.logger.info({ payoutId: payout.id, asset, amount: payout.amount, transactionHash: row.transaction_hash, nonce: row.nonce }, 'payout claimed and signed');
       await this.broadcast(row, 'broadcast');
     }
+    return false;
   }
 
   // ---- signing -----------------------------------------------------------------------------
