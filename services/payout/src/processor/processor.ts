@@ -198,7 +198,7 @@ export class EvmProcessor implements Worker {
     connection.release();
   }
 
-  /** The treasury address (from the signer, docs/treasury.md#keys) and the chain id, once per activation. */
+  /** The treasury address (from the signer, docs/treasury.md#keys) and the chain id, once per process. */
   private async setUp(): Promise<string> {
     if (this.treasury && this.chainId !== undefined) return this.treasury;
     const { network, sql, node, signer } = this.options;
