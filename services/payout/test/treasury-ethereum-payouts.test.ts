@@ -14,7 +14,8 @@ let world: TreasuryWorld;
 let processor: ProcessorProcess;
 
 beforeAll(async () => {
-  world = await startTreasuryWorld({ processorEnv: { PAYOUT_AUTO_MAX_ETH: '0.5' } });
+  // The signer refuses USDC payouts above 500 (its own limit, docs/treasury.md#signer-policy).
+  world = await startTreasuryWorld({ processorEnv: { PAYOUT_AUTO_MAX_ETH: '0.5' }, signerEnv: { SIGNER_MAX_PAYOUT_USDC: '500' } });
   processor = await world.startProcessor();
   await activeProcessor(processor);
 }, 120_000);
@@ -105,19 +106,33 @@ test('a token transfer the chain reverts (blacklisted destination) ends Rejected
   expect(await world.chainTransactions(payout.id)).toEqual([expect.objectContaining({ status: 'failed' })]);
 });
 
+test('a payout the signer refuses stays Pending and unclaimed, the refusal counted; the payouts after it are sent', async () => {
+  const refused = await world.payout('USDC', '600');
+  const next = await world.payout('USDC', '60');
+  await world.waitForStatus(next.id, 'Completed');
+  expect(await world.payoutRow(refused.id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
+  expect(await world.chainTransactions(refused.id)).toEqual([]);
+  const rules = await world.h.sql<{ rule: string }[]>`select rule from signer.audit_log where payout_id = ${refused.id} and outcome = 'refused'`;
+  expect(rules.map((r) => r.rule)).toEqual(['amount_above_limit']);
+  expect(await metricsOf(processor)).toMatch(/payout_processor_signer_refusals_total\{network="ethereum",purpose="payout"\} 1/);
+  // Refused, not lost: nothing holds the treasury's nonces for it.
+  expect(await world.h.sql`select 1 from payout_sign_attempts where payout_id = ${refused.id}`).toEqual([]);
+});
+
 test('metrics: treasury balance per asset, payouts in flight and the oldest one\'s age, sweep tasks, transactions broadcast', async () => {
   const treasuryUsdt = await world.anvil.publicClient.readContract({ address: world.tokens.usdt, abi: [{ type: 'function', name: 'balanceOf', stateMutability: 'view', inputs: [{ type: 'address' }], outputs: [{ type: 'uint256' }] }], functionName: 'balanceOf', args: [world.treasury] });
   const line = `treasury_balance_base_units{network="ethereum",asset="USDT"} ${Number(treasuryUsdt)}`;
   // The gauges are set at the end of each round.
   const text = await waitFor('the treasury gauges', async () => {
     const scraped = await metricsOf(processor);
-    return scraped.includes(line) ? scraped : undefined;
+    // (once a round has ended after the last completion)
+    return scraped.includes(line) && scraped.includes('payouts_in_flight{network="ethereum"} 0') ? scraped : undefined;
   });
   expect(text).toMatch(/treasury_balance_base_units\{network="ethereum",asset="ETH"\} \d/);
   expect(text).toContain('payouts_in_flight{network="ethereum"} 0');
   expect(text).toContain('payout_in_flight_oldest_seconds{network="ethereum"} 0');
   expect(text).toContain('sweep_tasks{network="ethereum",status="pending"} 0');
-  expect(text).toMatch(/treasury_transactions_broadcast_total\{network="ethereum",purpose="payout"\} (1[5-9]|[2-9]\d)/);
+  expect(text).toMatch(/treasury_transactions_broadcast_total\{network="ethereum",purpose="payout"\} 16/);
   expect(text).toMatch(/treasury_transactions_failed_total\{network="ethereum",purpose="payout"\} 1/);
   expect(text).toContain('payout_processor_active{network="ethereum"} 1');
 });

@@ -404,7 +404,7 @@ export class EvmProcessor implements Worker {
         this.logger.warn({ transactionHash: old.transaction_hash }, 'a stuck token sweep cannot pay a higher fee from its gas; left waiting');
         continue;
       }
-      const row = await sql.begin(async (tx) => {
+      const row = await refusable(sql.begin(async (tx) => {
         if (old.purpose === 'payout') {
           const locked = await lockPayout(tx, old.payout_id!);
           if (!locked || stageOf(locked.payout) !== 'Sending' || locked.payout.claimed_by !== this.processorId) return undefined;
@@ -421,12 +421,11 @@ export class EvmProcessor implements Worker {
           fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
           replaces: old.id,
         }, refusalKey);
-        if (!signed) return undefined;
         if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
         if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
         if (old.purpose === 'gas_top_up') await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where gas_top_up_transaction_id = ${old.id}`;
         return signed;
-      });
+      }));
       if (!row) continue;
       this.options.metrics.replaced.inc({ network, purpose: old.purpose });
       this.logger.warn(
@@ -512,7 +511,7 @@ export class EvmProcessor implements Worker {
     // A top-up is a treasury transfer: it waits while a payout may hold the next treasury nonce.
     if (treasuryNonceHeld) return;
     const need = gas * fees.maxFeePerGas - ethBalance;
-    const row = await sql.begin(async (tx) => {
+    const row = await refusable(sql.begin(async (tx) => {
       const tasks = await lockPendingTasks(tx, this.options.network, deposit, asset);
       if (tasks.length === 0) return undefined;
       const signed = await this.sign(tx, { case: 'gasTopUp', value: { addressIndex: group.address_index } }, {
@@ -527,10 +526,9 @@ export class EvmProcessor implements Worker {
         fees,
         replaces: null,
       }, `sweep:${deposit}:${asset}`);
-      if (!signed) return undefined;
       await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where id in ${tx(tasks.map((t) => t.id))}`;
       return signed;
-    });
+    }));
     if (!row) return;
     this.logger.info({ depositAddress: deposit, asset, gas: gas.toString(), topUpWei: need.toString(), transactionHash: row.transaction_hash }, 'gas top-up for a token sweep signed');
     await this.broadcast(row, 'broadcast');
@@ -539,7 +537,7 @@ export class EvmProcessor implements Worker {
   private async sendSweep(group: SweepGroup, transfer: { from: string; to: string; asset: EvmAsset; amount: bigint; gasLimit: bigint; fees: EvmFees }): Promise<void> {
     const { sql, network, node } = this.options;
     if (!(await hasAccount(sql, network, transfer.from))) await ensureAccount(sql, network, transfer.from, await node.minedNonce(transfer.from));
-    const row = await sql.begin(async (tx) => {
+    const row = await refusable(sql.begin(async (tx) => {
       const tasks = await lockPendingTasks(tx, network, transfer.from, transfer.asset);
       if (tasks.length === 0) return undefined;
       const signed = await this.sign(tx, { case: 'sweep', value: { addressIndex: group.address_index, asset: transfer.asset } }, {
@@ -549,10 +547,9 @@ export class EvmProcessor implements Worker {
         nonce: undefined,
         replaces: null,
       }, `sweep:${transfer.from}:${transfer.asset}`);
-      if (!signed) return undefined;
       await tx`update sweep_tasks set status = 'sent', transaction_id = ${signed.id}, updated_at = now() where id in ${tx(tasks.map((t) => t.id))}`;
       return signed;
-    });
+    }));
     if (!row) return;
     this.logger.info({ depositAddress: transfer.from, asset: transfer.asset, amount: transfer.amount.toString(), transactionHash: row.transaction_hash }, 'sweep signed');
     await this.broadcast(row, 'broadcast');
@@ -622,7 +619,7 @@ export class EvmProcessor implements Worker {
       }
       // Committed before the signer is asked: outlives a process killed before the signed bytes are stored.
       await sql`insert into payout_sign_attempts (payout_id, network) values (${payout.id}, ${network}) on conflict (payout_id) do nothing`;
-      const row = await eventTransaction(sql, async (tx) => {
+      const row = await refusable(eventTransaction(sql, async (tx) => {
         // Claimed by nobody and still what was selected: anything else (a cancel, another claim) wins.
         const [locked] = await tx<PayoutRow[]>`
           select * from payouts where id = ${payout.id} and status = 'Pending' and claimed_at is null
@@ -640,12 +637,11 @@ export class EvmProcessor implements Worker {
           fees,
           replaces: null,
         }, `payout:${payout.id}`);
-        if (!signed) return undefined;
         await tx`delete from payout_sign_attempts where payout_id = ${payout.id}`;
         const claimed = await applyTrigger(tx, locked, 'claim', { claimedBy: this.processorId });
         await tx`update payouts set transaction_hash = ${signed.transaction_hash}, confirmations = 0 where id = ${claimed.id}`;
         return signed;
-      });
+      }));
       if (!row) {
         // Refused (the signer signed nothing) or no longer claimable: nothing to hold the queue for.
         await sql`delete from payout_sign_attempts where payout_id = ${payout.id}`;
@@ -671,8 +667,9 @@ export class EvmProcessor implements Worker {
 
   /**
    * Inside the caller's transaction: the nonce (a new one from the sender's row, or the replaced
-   * transaction's), the signer's signature, and the stored `signed` row. Undefined when the signer
-   * refused (PermissionDenied): the transaction rolls back, the nonce is not used, and the
+   * transaction's), the signer's signature, and the stored `signed` row. When the signer refuses
+   * (PermissionDenied) it throws SignerRefused, so that the caller's transaction rolls back and
+   * the nonce is not used (a nonce taken and never sent would hold up every later transfer); the
    * payout or sweep is left alone for a while (refusals are the signer's alert).
    */
   private async sign(
@@ -680,7 +677,7 @@ export class EvmProcessor implements Worker {
     purpose: SignRequest['purpose'],
     t: Omit<NewChainTransaction, 'transactionHash' | 'rawTransaction' | 'nonce' | 'maxFeePerGas' | 'maxPriorityFeePerGas' | 'network'> & { nonce: bigint | undefined; gasLimit: bigint; fees: EvmFees },
     refusalKey?: string,
-  ): Promise<ChainTransactionRow | undefined> {
+  ): Promise<ChainTransactionRow> {
     const { network, signer, metrics } = this.options;
     const nonce = t.nonce ?? (await takeNonce(tx, network, t.from));
     const call = this.callOf({ to_address: t.to, asset: t.asset, amount: t.amount.toString() });
@@ -706,7 +703,7 @@ export class EvmProcessor implements Worker {
       metrics.signerRefusals.inc({ network, purpose: t.purpose });
       if (refusalKey) this.refused.set(refusalKey, Date.now() + REFUSAL_BACKOFF_MS);
       this.logger.error({ purpose: t.purpose, payoutId: t.payoutId, refusal: refusal.rawMessage }, 'the signer refused to sign; left alone for a while');
-      return undefined;
+      throw new SignerRefused(refusal.rawMessage);
     }
     if (answer.from.toLowerCase() !== t.from.toLowerCase()) throw new Error(`the signer signed from ${answer.from}, not ${t.from}`);
     return insertChainTransaction(tx, {
@@ -742,6 +739,24 @@ export class EvmProcessor implements Worker {
     metrics.oldestInFlightSeconds.set({ network }, inFlight?.oldest ?? 0);
     const byStatus = await sql<{ status: string; count: number }[]>`select status, count(*)::int as count from sweep_tasks where network = ${network} group by status`;
     for (const status of ['pending', 'sent', 'confirmed', 'skipped_dust']) metrics.sweepTasks.set({ network, status }, byStatus.find((r) => r.status === status)?.count ?? 0);
+  }
+}
+
+/** The signer refused a request: thrown out of the transaction that asked, to roll it back. */
+class SignerRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SignerRefused';
+  }
+}
+
+/** The transaction's result, or undefined when it rolled back because the signer refused. */
+async function refusable<T>(transaction: Promise<T>): Promise<T | undefined> {
+  try {
+    return await transaction;
+  } catch (err) {
+    if (err instanceof SignerRefused) return undefined;
+    throw err;
   }
 }
 

@@ -107,12 +107,12 @@ export const freshAddress = (): Address => privateKeyToAccount(generatePrivateKe
 /** A deposit address (account/0/index) as the invoice service would have given it. */
 export const depositAddress = (index: number): Address => depositAddressOf(index);
 
-export async function startTreasuryWorld(options: { processorEnv?: NodeJS.ProcessEnv } = {}): Promise<TreasuryWorld> {
+export async function startTreasuryWorld(options: { processorEnv?: NodeJS.ProcessEnv; signerEnv?: NodeJS.ProcessEnv } = {}): Promise<TreasuryWorld> {
   const anvil = await startAnvil();
   const tokens = await deployTokens(anvil);
   const h = await startPayoutHarness();
   const ca = new TestCertificateAuthority();
-  const signer = await startSignerProcess(h, tokens, ca);
+  const signer = await startSignerProcess(h, tokens, ca, options.signerEnv);
   const processorCert = ca.issue('payout-processor');
   const rpc = await new RpcFaultProxy(anvil.url).start();
   const signerLink = await new TcpHoldProxy({ host: '127.0.0.1', port: signer.port }).start();
@@ -205,7 +205,7 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
  * The real signer on the world's database (it reads payout.payouts), its schema migrated by
  * `main.js sign migrate`; the test seed; limits raised above the tests' amounts; mutual TLS.
  */
-async function startSignerProcess(h: Harness, tokens: Tokens, ca: TestCertificateAuthority): Promise<SignerProcess> {
+async function startSignerProcess(h: Harness, tokens: Tokens, ca: TestCertificateAuthority, extraEnv: NodeJS.ProcessEnv = {}): Promise<SignerProcess> {
   const seed = writeSeedFile();
   const cert = ca.issue('payout-signer');
   const port = await freePortForTest();
@@ -230,6 +230,7 @@ async function startSignerProcess(h: Harness, tokens: Tokens, ca: TestCertificat
     SIGNER_DAILY_LIMIT_USDT: '100000000',
     SIGNER_MAX_PAYOUT_USDC: '1000000',
     SIGNER_DAILY_LIMIT_USDC: '100000000',
+    ...extraEnv,
   };
   const migrated = spawnSync(process.execPath, [PROCESSOR_MAIN, 'sign', 'migrate'], { env, encoding: 'utf8', timeout: 30_000 });
   if (migrated.status !== 0) throw new Error(`sign migrate failed: ${migrated.stderr}`);
