@@ -3,14 +3,15 @@
  * blocks, answer JSON-RPC errors, hang (the client times out), or be down (connections refused).
  * Broadcasts (eth_sendRawTransaction) can be held on their own: never forwarded (`hold`), or
  * forwarded to the node with the answer never returned (`forward_no_answer`) — the moments between
- * signing, broadcasting and recording that a kill must survive. Everything else is forwarded to the
+ * signing, broadcasting and recording that a kill must survive — or refused with a JSON-RPC error
+ * without reaching the node (`refuse`, as a node refuses an underpriced transaction). Everything else is forwarded to the
  * node unchanged.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type Fault = 'none' | 'null_blocks' | 'rpc_error' | 'hang' | 'down';
-export type SendFault = 'none' | 'hold' | 'forward_no_answer';
+export type SendFault = 'none' | 'hold' | 'forward_no_answer' | 'refuse';
 
 export class RpcFaultProxy {
   fault: Fault = 'none';
@@ -70,6 +71,11 @@ export class RpcFaultProxy {
     const single = Array.isArray(request) ? undefined : (request as { method: string; params?: unknown[] });
     if (this.sendFault !== 'none' && single?.method === 'eth_sendRawTransaction') {
       this.heldSends.push(String(single.params?.[0]));
+      if (this.sendFault === 'refuse') {
+        const refusal = { jsonrpc: '2.0', id: (single as { id?: number }).id, error: { code: -32000, message: 'transaction underpriced (injected)' } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
+        return;
+      }
       if (this.sendFault === 'forward_no_answer') {
         await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.text()).catch(() => undefined);
       }

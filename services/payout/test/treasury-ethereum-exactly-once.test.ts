@@ -219,3 +219,19 @@ test('a payout whose signature was lost keeps the nonce it was signed for, even 
   const refusals = await world.h.sql`select rule from signer.audit_log where payout_id in ${world.h.sql([lost.id, older.id])} and outcome = 'refused'`;
   expect(refusals).toEqual([]);
 });
+
+test('a stored transaction the node keeps refusing is replaced too after PAYOUT_REPLACE_AFTER; when the node takes them one version is mined, the other replaced', async () => {
+  await start({ PAYOUT_REPLACE_AFTER: '2s' });
+  world.rpc.sendFault = 'refuse';
+  const payout = await world.payout('ETH', '0.35');
+  const rows = await waitFor('a replacement of the refused row', async () => {
+    const found = await world.chainTransactions(payout.id);
+    return found.length >= 2 ? found : undefined;
+  }, 20_000);
+  expect(rows.map((r) => r.status)).toEqual(['signed', 'signed']);
+  expect(rows[1]).toMatchObject({ replaces: rows[0]!.id, nonce: rows[0]!.nonce });
+  expect(await world.anvil.publicClient.getBalance({ address: payout.address })).toBe(0n);
+
+  world.rpc.sendFault = 'none';
+  await expectPaidOnce(payout, 'ETH', '0.35');
+});

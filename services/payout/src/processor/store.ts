@@ -134,14 +134,15 @@ export async function markBroadcast(sql: Queryable, id: string): Promise<void> {
 }
 
 /**
- * The newest version of each nonce still waiting to be mined, broadcast longer ago than
- * `olderThanMs`, while no version of that nonce is mined: the ones to replace with a higher fee.
+ * The newest version of each nonce still waiting to be mined, broadcast (or, when the node keeps
+ * refusing it, signed) longer ago than `olderThanMs`, while no version of that nonce is mined: the
+ * ones to replace with a higher fee.
  */
 export function stuckTransactions(sql: Queryable, network: string, olderThanMs: number): Promise<ChainTransactionRow[]> {
   return sql<ChainTransactionRow[]>`
     select c.* from chain_transactions c
-    where c.network = ${network} and c.status = 'broadcast'
-      and c.broadcast_at < now() - ${olderThanMs}::int * interval '1 millisecond'
+    where c.network = ${network} and c.status in ('signed', 'broadcast')
+      and coalesce(c.broadcast_at, c.created_at) < now() - ${olderThanMs}::int * interval '1 millisecond'
       and not exists (select 1 from chain_transactions n where n.replaces = c.id)
       and not exists (
         select 1 from chain_transactions m
