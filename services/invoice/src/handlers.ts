@@ -9,7 +9,7 @@
  * - GetCheckout, GetInvoiceProject: validation_failed, not_found.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { Code, enqueueEvent, errors, eventTransaction, invalidRequest, requireValid, serviceError, type Sql, type TransactionSql } from '@coinvoice/runtime';
@@ -26,6 +26,8 @@ import {
   type GetInvoiceResponseSchema,
   type GetRatesResponseSchema,
   type ListLedgerCreditsRequest,
+  type ListAccountedDepositsRequest,
+  type ListAccountedDepositsResponseSchema,
   type ListLedgerCreditsResponseSchema,
   type Invoice,
   type InvoiceService,
@@ -40,6 +42,7 @@ import { checkAmountForCoin, validateCreateInvoice, validateInvoiceId, validateI
 import { payDecision } from './domain/status';
 import type { CryptoCode, Chain } from '@coinvoice/chains/coin';
 import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
+import { isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
 import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import { networkOf } from '@coinvoice/domain/project-network';
 import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
@@ -50,7 +53,7 @@ import { checkoutToProto, invoiceToProto, INVOICE_STATUS } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
-import { ledgerPaymentId, listLedgerCredits } from './store/payments';
+import { ledgerPaymentId, listAccountedDeposits, listLedgerCredits } from './store/payments';
 import { paymentsOfInvoice, paymentsOfInvoices } from './store/payments';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
@@ -240,6 +243,30 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         reportedAt: timestampFromDate(row.reported_at),
       })),
       nextAfterInvoiceId: invoices.size < pageSize ? '' : rows[rows.length - 1]!.invoice_id,
+    };
+  }
+
+  async listAccountedDeposits(req: ListAccountedDepositsRequest): Reply<typeof ListAccountedDepositsResponseSchema> {
+    if (!isChainName(req.chain)) throw invalidRequest([{ field: 'chain', message: `must be one of ${WATCHED_CHAINS.join(', ')}` }]);
+    if (req.afterReportedAt === undefined && req.afterRowId !== 0n) {
+      throw invalidRequest([{ field: 'afterRowId', message: 'needs afterReportedAt' }]);
+    }
+    const after = req.afterReportedAt ? { reportedAt: timestampDate(req.afterReportedAt), id: req.afterRowId.toString() } : null;
+    const pageSize = req.pageSize <= 0 ? 500 : Math.min(req.pageSize, 2000);
+    const rows = await listAccountedDeposits(this.deps.sql, req.chain, after, pageSize);
+    return {
+      deposits: rows.map((row) => ({
+        paymentId: ledgerPaymentId(row),
+        invoiceId: row.invoice_id,
+        projectId: row.project_id,
+        chain: row.chain,
+        address: row.address,
+        addressIndex: row.address_index,
+        asset: row.asset,
+        amount: row.amount,
+        reportedAt: timestampFromDate(row.reported_at),
+        rowId: BigInt(row.id),
+      })),
     };
   }
 

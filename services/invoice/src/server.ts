@@ -28,6 +28,8 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       getInvoiceProject: ['gateway'],
       getRates: ['gateway'],
       listLedgerCredits: ['payout'],
+      // The payout processor's sweep intake (docs/treasury.md#sweep-tasks).
+      listAccountedDeposits: ['payout', 'payout-processor'],
     }),
   ],
   settings: invoiceSettings,

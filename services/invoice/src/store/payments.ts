@@ -266,3 +266,40 @@ export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string |
     where p.reported_as = 'late'
     order by invoice_id`;
 }
+
+export interface AccountedDepositRow {
+  id: string;
+  chain: ChainName;
+  transaction_hash: string;
+  output_index: number;
+  invoice_id: string;
+  project_id: string;
+  address: string;
+  address_index: number;
+  asset: string;
+  amount: string;
+  reported_at: Date;
+}
+
+/**
+ * Accounted deposits of a chain after a (reported_at, id) keyset cursor: payments reported to the
+ * ledger (credited or not), which happens the moment they are accounted (settlement.ts), so
+ * `reported_as is not null` is that rule's record, not a second rule. The treasury sweeps them
+ * (docs/treasury.md#sweep-tasks).
+ */
+export async function listAccountedDeposits(
+  sql: Queryable,
+  chain: ChainName,
+  after: { reportedAt: Date; id: string } | null,
+  limit: number,
+): Promise<AccountedDepositRow[]> {
+  return sql<AccountedDepositRow[]>`
+    select p.id::text as id, p.chain, p.transaction_hash, p.output_index, p.invoice_id, i.project_id, p.address,
+           i.address_index, p.asset, p.amount::text as amount, p.reported_at
+    from payments p join invoices i on i.id = p.invoice_id
+    where p.chain = ${chain} and p.reported_as is not null and i.environment = 'live'
+      and (${after?.reportedAt ?? null}::timestamptz is null
+           or (p.reported_at, p.id) > (${after?.reportedAt ?? null}::timestamptz, ${after?.id ?? null}::bigint))
+    order by p.reported_at, p.id
+    limit ${limit}`;
+}

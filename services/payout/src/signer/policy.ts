@@ -88,7 +88,7 @@ export interface CommonLimits {
 
 /** The rules of every request: the network, its chain id, the fee and gas caps. */
 export function checkCommon(network: string, tx: DecodedTransaction, limits: CommonLimits): void {
-  if (network !== SIGNER_NETWORK) throw new Refusal('network_not_supported', `network ${JSON.stringify(network)} is not signed here; only ${SIGNER_NETWORK}`);
+  if (network !== SIGNER_NETWORK) throw new Refusal('network_not_supported', `network ${JSON.stringify(network.slice(0, 32))} is not signed here; only ${SIGNER_NETWORK}`);
   if (tx.chainId !== limits.chainId) throw new Refusal('chain_id_mismatch', `chain id ${tx.chainId} is not the network's (${limits.chainId})`);
   if (tx.maxFeePerGas > limits.maxFeePerGas) {
     throw new Refusal('fee_above_cap', `max_fee_per_gas ${tx.maxFeePerGas} wei exceeds the cap SIGNER_MAX_FEE_PER_GAS_WEI (${limits.maxFeePerGas})`);

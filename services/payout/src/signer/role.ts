@@ -21,6 +21,7 @@ import {
   rpcTlsOf,
   startAdminServer,
   startRpcServer,
+  type CallerName,
   type CallerPolicy,
   type Env,
   type Logger,
@@ -36,14 +37,14 @@ import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig
 /** The signer's Postgres schema: its own, apart from the payout service's. */
 export const SIGNER_SCHEMA = 'signer';
 
+/** The signer's one caller; audit rows of the calls the allow-list lets through name it. */
+const PROCESSOR: CallerName = 'payout-processor';
+
 /** Who may call the signer: the processor only (docs/architecture.md#internal-calls). */
 export const signerCallers = allowCallers(SignerService, {
-  signEvmTransaction: ['payout-processor'],
-  getTreasury: ['payout-processor'],
+  signEvmTransaction: [PROCESSOR],
+  getTreasury: [PROCESSOR],
 });
-
-/** The caller name recorded for calls that pass the allow-list. */
-const ALLOWED_CALLER = 'payout-processor';
 
 export function signerMigrationsDir(): string {
   return path.join(packageRoot(__dirname), 'src', 'signer', 'migrations');
@@ -125,7 +126,7 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
     keys,
     metrics: signerMetrics,
     logger,
-    caller: tls ? ALLOWED_CALLER : 'plaintext',
+    caller: tls ? PROCESSOR : 'plaintext',
     policy: {
       chainId: config.CHAIN_ETHEREUM_CHAIN_ID,
       maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI,

@@ -61,7 +61,7 @@ class AuditDraft {
     this.entry = {
       outcome: 'refused',
       caller,
-      network: request.network,
+      network: request.network.slice(0, 32),
       purpose: purpose.case === 'payout' ? 'payout' : purpose.case === 'sweep' ? 'sweep' : purpose.case === 'gasTopUp' ? 'gas_top_up' : null,
       payoutId: purpose.case === 'payout' && UUID.test(purpose.value.payoutId) ? purpose.value.payoutId.toLowerCase() : null,
       addressIndex: purpose.case === 'sweep' || purpose.case === 'gasTopUp' ? purpose.value.addressIndex : null,
@@ -137,7 +137,9 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     const { sql, keys, policy } = this.options;
     const treasury = keys.treasury();
     return sql.begin(async (db) => {
-      const payout = checkPayoutSignable(await findPayout(db, payoutId), payoutId);
+      const found = await findPayout(db, payoutId);
+      if (found) audit.entry = { ...audit.entry, asset: found.currency };
+      const payout = checkPayoutSignable(found, payoutId);
       if (!isSignerAsset(payout.currency)) throw new Refusal('asset_not_supported', `payout ${payoutId} is in ${payout.currency}, not signed on ${SIGNER_NETWORK}`);
       const asset = payout.currency;
       const amount = toBaseUnits(new Decimal(payout.amount), assetDecimals(asset));

@@ -164,7 +164,7 @@ export interface TestSigner {
   /** gRPC base URL: https:// with mutual TLS, http:// in plaintext. */
   url: string;
   adminUrl: string;
-  /** The treasury address of the test seed (account/1/0). */
+  /** The treasury address of the seed (account/1/0). */
   treasury: Address;
   stop(): Promise<void>;
 }
@@ -182,8 +182,12 @@ export async function startTestSigner(options: {
   ownerDatabaseUrl?: string;
   tls?: { caFile: string; certFile: string; keyFile: string };
   env?: NodeJS.ProcessEnv;
+  /** Another test mnemonic than TEST_MNEMONIC (INVOICE_XPUB_ETH follows it). */
+  mnemonic?: string;
 }): Promise<TestSigner> {
-  const seedFile = writeSeedFile();
+  const mnemonic = options.mnemonic ?? TEST_MNEMONIC;
+  const accountKey = HDKey.fromMasterSeed(mnemonicToSeedSync(mnemonic)).derive("m/44'/60'/0'");
+  const seedFile = writeSeedFile(mnemonic);
   const env: NodeJS.ProcessEnv = {
     APP_ENV: 'development',
     DATABASE_URL: options.databaseUrl,
@@ -191,7 +195,7 @@ export async function startTestSigner(options: {
     GRPC_PORT: '0',
     ADMIN_PORT: '0',
     SIGNER_SEED_FILE: seedFile.file,
-    INVOICE_XPUB_ETH: TEST_ACCOUNT_XPUB,
+    INVOICE_XPUB_ETH: accountKey.publicExtendedKey,
     CHAIN_ETHEREUM_CHAIN_ID: '31337',
     ...(options.tls
       ? { TLS_CA_FILE: options.tls.caFile, TLS_CERT_FILE: options.tls.certFile, TLS_KEY_FILE: options.tls.keyFile }
@@ -206,7 +210,7 @@ export async function startTestSigner(options: {
   return {
     url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${started.grpcPort}`,
     adminUrl: `http://127.0.0.1:${started.adminPort}`,
-    treasury: TEST_TREASURY,
+    treasury: privateKeyToAccount(hex(accountKey.deriveChild(1).deriveChild(0).privateKey)).address,
     async stop() {
       await started.running.stop();
       seedFile.remove();
