@@ -4,6 +4,7 @@
  * ETH as balance less gas, tokens after an exact gas top-up from the treasury; dust is left with its
  * reason; a sweep killed midway resumes from what the rows say. Prints the gas each sweep costs.
  */
+import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { parseEther, type Address } from 'viem';
 import { tokenUnits } from '../../../test/support/anvil';
 import { waitFor } from './support/harness';
@@ -184,4 +185,30 @@ test('a sweep not mined within PAYOUT_REPLACE_AFTER is replaced: same nonce, hig
   } finally {
     await world.anvil.testClient.setAutomine(true);
   }
+});
+
+test('the intake: a deposit the invoice service reports as accounted becomes one sweep task (once, however often it is re-read) and is swept', async () => {
+  await fundDeposit(world, 'ETH', depositAddress(7), '0.7');
+  const paymentId = `ethereum:0x${'7a'.repeat(32)}:0`;
+  world.invoice.deposits.push({
+    paymentId,
+    invoiceId: crypto.randomUUID(),
+    projectId: crypto.randomUUID(),
+    chain: 'ethereum',
+    address: depositAddress(7),
+    addressIndex: 7,
+    asset: 'ETH',
+    amount: '0.7',
+    reportedAt: timestampNow(),
+    rowId: 1n,
+  });
+  await start();
+  const [created] = await waitFor('the sweep task', async () => {
+    const rows = await world.h.sql<{ id: string; amount: string; address_index: number }[]>`select id::text, amount::text, address_index from sweep_tasks where payment_id = ${paymentId}`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  expect(created).toMatchObject({ amount: parseEther('0.7').toString(), address_index: 7 });
+  const done = await waitForTask(created!.id, 'confirmed');
+  expect(BigInt((await transaction(done.transaction_id!)).amount)).toBeGreaterThan(parseEther('0.69'));
+  expect(await world.h.sql`select 1 from sweep_tasks where payment_id = ${paymentId}`).toHaveLength(1);
 });

@@ -80,6 +80,8 @@ export interface EvmProcessorOptions {
   autoMax: Readonly<Record<EvmAsset, bigint>>;
   /** SWEEP_DUST_<ASSET>, base units. */
   dust: Readonly<Record<EvmAsset, bigint>>;
+  /** One round of the sweep intake: new accounted deposits become sweep tasks; answers how many. */
+  takeInDeposits: () => Promise<number>;
 }
 
 /** Advisory lock key per network: a fixed namespace and the network's name hashed to 31 bits. */
@@ -104,6 +106,7 @@ export class EvmProcessor implements Worker {
   /** Payout ids / sweep groups the signer refused, until when they are left alone. */
   private readonly refused = new Map<string, number>();
   private failures = { count: 0, loggedAt: 0 };
+  private intakeFailures = { count: 0, loggedAt: 0 };
   /** Whether this replica holds the network's lock. */
   active = false;
 
@@ -226,6 +229,7 @@ export class EvmProcessor implements Worker {
       // again first, so it gets the treasury nonce it was signed for — the signer signs a payout
       // for one nonce only (docs/treasury.md#signer-policy); until then no gas top-up takes one.
       const treasuryNonceHeld = await this.pay(treasury);
+      await this.takeInDeposits();
       await this.sweep(treasury, treasuryNonceHeld);
     }
     await this.updateGauges(treasury);
@@ -447,6 +451,22 @@ export class EvmProcessor implements Worker {
   }
 
   // ---- 4. sweep ----------------------------------------------------------------------------
+
+  /** The sweep intake; the invoice service unreachable delays sweeps only, never payouts. */
+  private async takeInDeposits(): Promise<void> {
+    try {
+      await this.options.takeInDeposits();
+      if (this.intakeFailures.count > 0) this.logger.info({ failedRounds: this.intakeFailures.count }, 'sweep intake recovered');
+      this.intakeFailures = { count: 0, loggedAt: 0 };
+    } catch (err) {
+      this.intakeFailures.count++;
+      const now = Date.now();
+      if (this.intakeFailures.count === 1 || now - this.intakeFailures.loggedAt >= 30_000) {
+        this.intakeFailures.loggedAt = now;
+        this.logger.warn({ err: describe(err), failedRounds: this.intakeFailures.count }, 'sweep intake failed (invoice service unavailable?); sweeps of known tasks go on');
+      }
+    }
+  }
 
   private async sweep(treasury: string, treasuryNonceHeld: boolean): Promise<void> {
     const { sql, network, node } = this.options;

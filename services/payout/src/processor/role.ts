@@ -5,12 +5,14 @@
  * and /metrics) instead of the payout API. It holds nothing secret: the signer signs.
  */
 import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { payoutIdempotencyKeys } from '../store/idempotency';
 import { EvmNode } from './evm-node';
 import { createProcessorMetrics } from './metrics';
 import { EvmProcessor } from './processor';
-import { processorSettings } from './settings';
+import { EVM_ASSETS, processorSettings } from './settings';
+import { takeInAccountedDeposits } from './sweep-intake';
 
 /** The networks with a processor. */
 export const PROCESSED_NETWORKS = ['ethereum'] as const;
@@ -43,6 +45,9 @@ export function processorService(network: string): ServiceDefinition<typeof proc
       requireProcessorNode(network, config);
       // A signature is quick; the deadline bounds how long a payout row stays locked waiting for one.
       const signer = createRpcClient(SignerService, config.SIGNER_URL, { timeoutMs: 15_000, tls: rpcTls });
+      // A page of deposits at a time: a slow answer only delays the sweeps.
+      const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { timeoutMs: 30_000, tls: rpcTls });
+      const assets = new Set<string>(EVM_ASSETS);
       const processor = new EvmProcessor({
         network,
         sql,
@@ -56,6 +61,9 @@ export function processorService(network: string): ServiceDefinition<typeof proc
         replaceAfterMs: config.PAYOUT_REPLACE_AFTER,
         autoMax: { ETH: config.PAYOUT_AUTO_MAX_ETH, USDT: config.PAYOUT_AUTO_MAX_USDT, USDC: config.PAYOUT_AUTO_MAX_USDC },
         dust: { ETH: config.SWEEP_DUST_ETH, USDT: config.SWEEP_DUST_USDT, USDC: config.SWEEP_DUST_USDC },
+        // The sweep intake (docs/treasury.md#sweep-tasks): accounted deposits become sweep tasks.
+        takeInDeposits: () =>
+          takeInAccountedDeposits({ sql, listDeposits: (request) => invoices.listAccountedDeposits(request), network, chain: network, assets, logger }),
       });
       return { routes() {}, workers: [processor] };
     },

@@ -8,6 +8,7 @@ import { setting, type Setting } from '@coinvoice/runtime';
 import { evmFamily } from '@coinvoice/chains/evm/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
+import { payoutSettings } from '../settings';
 
 /** The assets the Ethereum processor pays and sweeps. */
 export const EVM_ASSETS = ['ETH', 'USDT', 'USDC'] as const;
@@ -42,6 +43,8 @@ export const processorSettings = {
   CHAIN_ETHEREUM_USDC_CONTRACT: watcherSettings.CHAIN_ETHEREUM_USDC_CONTRACT,
   /** Confirmations after which a payout completes and a sweep is confirmed: the invoices' count. */
   CHAIN_ETHEREUM_CONFIRMATIONS: watcherSettings.CHAIN_ETHEREUM_CONFIRMATIONS,
+  /** gRPC URL of the invoice service: the sweep intake reads its accounted deposits (ListAccountedDeposits). */
+  INVOICE_URL: payoutSettings.INVOICE_URL,
   /** gRPC URL of the signer (`payout sign`); https with mutual TLS in production. */
   SIGNER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50055' }),
   /**

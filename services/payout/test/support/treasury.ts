@@ -6,6 +6,12 @@
  * (`node services/payout/dist/main.js process ethereum`) — every process a child, killed with SIGKILL.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { InvoiceService, type AccountedDepositSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import path from 'node:path';
 import { parseAbiItem, parseEther, type Address, type Hash } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -54,6 +60,8 @@ export interface TreasuryWorld {
   signer: SignerProcess;
   /** Between the processors and anvil. */
   rpc: RpcFaultProxy;
+  /** The invoice service's ListAccountedDeposits, as the sweep intake reads it. */
+  invoice: InvoiceDepositsStandIn;
   /** Between the processors and the signer. */
   signerLink: TcpHoldProxy;
   treasury: Address;
@@ -114,6 +122,7 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
   const ca = new TestCertificateAuthority();
   const signer = await startSignerProcess(h, tokens, ca, options.signerEnv);
   const processorCert = ca.issue('payout-processor');
+  const invoice = await new InvoiceDepositsStandIn(ca.issue('invoice')).start();
   const rpc = await new RpcFaultProxy(anvil.url).start();
   const signerLink = await new TcpHoldProxy({ host: '127.0.0.1', port: signer.port }).start();
   const treasury = TEST_TREASURY;
@@ -127,6 +136,7 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
     tokens,
     h,
     signer,
+    invoice,
     rpc,
     signerLink,
     treasury,
@@ -143,6 +153,7 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
         CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
         CHAIN_ETHEREUM_CONFIRMATIONS: '1',
         SIGNER_URL: `https://127.0.0.1:${signerLink.port}`,
+        INVOICE_URL: invoice.url,
         TLS_CA_FILE: ca.caFile,
         TLS_CERT_FILE: processorCert.certFile,
         TLS_KEY_FILE: processorCert.keyFile,
@@ -193,12 +204,53 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
       await signerLink.stop();
       await rpc.stop();
       await signer.dispose();
+      await invoice.stop();
       await h.dispose();
       ca.remove();
       await anvil.stop();
     },
   };
   return world;
+}
+
+type AccountedDeposit = MessageInitShape<typeof AccountedDepositSchema>;
+
+/**
+ * A stand-in for the invoice service's ListAccountedDeposits (the record of accounted deposits the
+ * sweep intake pages through), over TLS with the test CA's `invoice` certificate, answering from
+ * deposits the test adds, in (reported at, row id) order after the request's keyset.
+ */
+export class InvoiceDepositsStandIn {
+  readonly deposits: AccountedDeposit[] = [];
+  private server: http2.Http2SecureServer | undefined;
+  url = '';
+
+  constructor(private readonly cert: { cert: Buffer; key: Buffer }) {}
+
+  async start(): Promise<this> {
+    const handler = connectNodeAdapter({
+      routes: (router) => {
+        router.rpc(InvoiceService.method.listAccountedDeposits, async (req) => {
+          const after = req.afterReportedAt ? { at: timestampDate(req.afterReportedAt).getTime(), row: req.afterRowId } : undefined;
+          const position = (d: AccountedDeposit) => ({ at: d.reportedAt ? timestampDate(d.reportedAt as Parameters<typeof timestampDate>[0]).getTime() : 0, row: BigInt(d.rowId ?? 0) });
+          const deposits = this.deposits
+            .filter((d) => d.chain === req.chain)
+            .filter((d) => !after || position(d).at > after.at || (position(d).at === after.at && position(d).row > after.row))
+            .sort((a, b) => position(a).at - position(b).at || Number(position(a).row - position(b).row))
+            .slice(0, req.pageSize || 500);
+          return { deposits };
+        });
+      },
+    });
+    this.server = http2.createSecureServer({ cert: this.cert.cert, key: this.cert.key }, handler);
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
 }
 
 /**
