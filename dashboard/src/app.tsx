@@ -11,6 +11,7 @@ import { ApiKeysPage } from './pages/api-keys';
 import { InvoiceDetailPage } from './pages/invoice-detail';
 import { InvoicesPage } from './pages/invoices';
 import { OperatorPage } from './pages/operator';
+import { TreasuryPage } from './pages/treasury';
 import { PayoutsPage } from './pages/payouts';
 import { ProjectSettingsPage } from './pages/project-settings';
 import { ProjectsPage } from './pages/projects';
@@ -55,6 +56,7 @@ function Header({ merchant, onSignOut }: { merchant: Merchant; onSignOut: () => 
       <nav aria-label="Main">
         <Link href="/">Projects</Link>
         {merchant.isAdmin && <Link href="/operator">Operator queue</Link>}
+        {merchant.isAdmin && <Link href="/treasury">Treasury</Link>}
       </nav>
       <div class="account">
         <span class="account-email" data-testid="account-email">
@@ -94,6 +96,7 @@ function SignedIn({ merchant, onSignOut, onMerchant }: { merchant: Merchant; onS
             <Route path="/projects/:id/webhooks" component={WebhooksPage} />
             <Route path="/projects/:id/payouts" component={PayoutsPage} />
             <Route path="/operator" component={OperatorPage} />
+            <Route path="/treasury" component={TreasuryPage} />
             <Route path="/signin">
               <Redirect to="/" />
             </Route>

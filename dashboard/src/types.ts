@@ -5,7 +5,7 @@
  */
 import type { paths } from '../../packages/client/src/openapi';
 
-type Method = 'get' | 'post' | 'patch' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** The JSON body `path` answers to `method` with a 200. */
 type Answer<P extends keyof paths, M extends Method> = paths[P][M] extends {
@@ -35,3 +35,9 @@ export type Payout = Answer<'/api/payout/history', 'get'>['items'][number];
 /** A payout in the operator queue, which spans projects. */
 export type OperatorPayout = Answer<'/api/admin/payouts', 'get'>['items'][number];
 export type Balances = Answer<'/api/payout/balance', 'get'>;
+
+/** A project's auto-sweep configuration (services/payout/README.md#auto-sweep). */
+export type AutoSweep = Answer<'/api/merchant/projects/{id}/auto-sweep', 'get'>;
+export type AutoSweepEntry = AutoSweep['entries'][number];
+/** The operators' Treasury page, per network. */
+export type TreasuryNetwork = Answer<'/api/admin/treasury', 'get'>['networks'][number];

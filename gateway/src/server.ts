@@ -25,6 +25,7 @@ import { rateRoutes } from './routes/rates';
 import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
 import { payoutRoutes } from './routes/payouts';
+import { treasuryRoutes } from './routes/treasury';
 import { eventStreamRoutes } from './routes/events-stream';
 import { webhookRoutes } from './routes/webhooks';
 import type { GatewayRateLimits } from './rate-limits';
@@ -171,6 +172,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     streamsPerKey: deps.eventStreamsPerKey,
   });
   payoutRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
+  treasuryRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
   dashboardRoutes(app, { logger: deps.logger, dir: deps.dashboardDir });
   let document: unknown;
   docsRoutes(app, () => (document ??= openapi.document()));

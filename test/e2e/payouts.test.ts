@@ -320,6 +320,9 @@ describe('2. request → emailed code → verify → admin complete', () => {
       createdAt: expect.any(String),
       environment: 'live',
       processing: false,
+      confirmations: null,
+      origin: 'merchant',
+      approvedAt: null,
     });
     const payoutId = requested.body.id as string;
     expect(Math.abs(new Date(requested.body.createdAt).getTime() - Date.now())).toBeLessThan(60_000);
@@ -798,8 +801,10 @@ describe('7. history', () => {
     }
     // Every item is the contract's Payout, exactly.
     for (const p of seen) {
-      // …plus `environment` (issue 12) and `processing` (issue 27).
-      expect(Object.keys(p).sort()).toEqual(['address', 'adminNote', 'amount', 'createdAt', 'currency', 'environment', 'id', 'note', 'processing', 'status', 'transactionHash']);
+      // …plus `environment` (issue 12), `processing` (issue 27), `approvedAt`, `confirmations` and `origin` (issue 23).
+      expect(Object.keys(p).sort()).toEqual([
+        'address', 'adminNote', 'amount', 'approvedAt', 'confirmations', 'createdAt', 'currency', 'environment', 'id', 'note', 'origin', 'processing', 'status', 'transactionHash',
+      ]);
     }
   }, 120_000);
 });

@@ -10,6 +10,7 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import {
   EmailCodePurpose,
   NotifierService,
+  type SendAutoSweepVerificationEmailRequest,
   type SendEmailVerificationEmailRequest,
   type SendPayoutVerificationEmailRequest,
   type SendSignUpAttemptEmailRequest,
@@ -17,6 +18,7 @@ import {
 
 export class NotifierStandIn {
   readonly payoutEmails: SendPayoutVerificationEmailRequest[] = [];
+  readonly autoSweepEmails: SendAutoSweepVerificationEmailRequest[] = [];
   readonly verificationEmails: SendEmailVerificationEmailRequest[] = [];
   readonly signUpAttemptEmails: SendSignUpAttemptEmailRequest[] = [];
   /** When set, every call fails with Unavailable (notifier down). */
@@ -31,6 +33,11 @@ export class NotifierStandIn {
           if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
           this.payoutEmails.push(req);
           return { messageId: `<${this.payoutEmails.length}@test>` };
+        });
+        router.rpc(NotifierService.method.sendAutoSweepVerificationEmail, async (req) => {
+          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+          this.autoSweepEmails.push(req);
+          return { messageId: `<a${this.autoSweepEmails.length}@test>` };
         });
         router.rpc(NotifierService.method.sendEmailVerificationEmail, async (req) => {
           if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
@@ -53,6 +60,11 @@ export class NotifierStandIn {
   /** The code emailed for `payoutId` (the only place it exists besides the merchant's mailbox). */
   payoutCode(payoutId: string): string | undefined {
     return this.payoutEmails.find((e) => e.payoutId === payoutId)?.code;
+  }
+
+  /** The latest auto-sweep code emailed for `projectId`. */
+  autoSweepCode(projectId: string): string | undefined {
+    return this.autoSweepEmails.filter((e) => e.projectId === projectId).at(-1)?.code;
   }
 
   /** The sign-up codes emailed to `email` (normalised, as the service sends it), oldest first. */

@@ -15,6 +15,10 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
     await api.post<Payout>(`/api/admin/payouts/${payout.id}/claim`);
     onDone();
   });
+  const approve = useAction(async () => {
+    await api.post<Payout>(`/api/admin/payouts/${payout.id}/approve`);
+    onDone();
+  });
   const complete = useAction(async () => {
     await api.post<Payout>(`/api/admin/payouts/${payout.id}/complete`, { transactionHash: hash.trim() });
     onDone();
@@ -35,6 +39,17 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
           void complete.run();
         }}
       >
+        {/* Approve: the treasury's processor then sends it (docs/treasury.md); by hand, Start sending. */}
+        {!payout.processing && !payout.approvedAt && (
+          <button type="button" disabled={approve.busy} onClick={() => void approve.run()} aria-label={`Approve ${label}`}>
+            Approve
+          </button>
+        )}
+        {payout.approvedAt && !payout.processing && (
+          <span class="muted" data-testid="approved">
+            Approved <Time iso={payout.approvedAt} />
+          </span>
+        )}
         {!payout.processing && (
           <button type="button" class="primary" disabled={claim.busy} onClick={() => void claim.run()} aria-label={`Start sending ${label}`}>
             Start sending
@@ -52,7 +67,7 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
         <button type="submit" class="primary" disabled={!payout.processing || complete.busy}>
           Complete
         </button>
-        <ErrorMessage error={claim.error ?? complete.error} />
+        <ErrorMessage error={approve.error ?? claim.error ?? complete.error} />
       </form>
       <form
         class="inline-form"
@@ -94,7 +109,7 @@ export function OperatorPage() {
         <Empty>No live payout is waiting: the queue is empty.</Empty>
       ) : (
         <>
-          <p>Pending live payouts, oldest first. Press Start sending before you send the funds (the merchant can no longer cancel the payout), then complete it with the transaction hash; or reject it with a note if nothing was sent.</p>
+          <p>Pending live payouts, oldest first. Approve a payout to let the treasury send it on chain (payouts above the automatic maximum wait for it). To send by hand, press Start sending before you send the funds (the merchant can no longer cancel the payout), then complete it with the transaction hash; or reject it with a note if nothing was sent.</p>
           <TableWrap label="Pending live payouts">
             <thead>
               <tr>
@@ -114,6 +129,12 @@ export function OperatorPage() {
                   <td>
                     {p.amount} {p.currency}
                     {p.note && <div class="muted">{p.note}</div>}
+                    {p.origin === 'auto_sweep' && <div class="muted">auto-sweep</div>}
+                    {p.transactionHash && (
+                      <div class="muted">
+                        sent <code class="wrap">{p.transactionHash}</code> · {p.confirmations ?? 0} confirmations
+                      </div>
+                    )}
                   </td>
                   <td>
                     <code class="wrap">{p.address}</code>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { ProjectFrame } from '../project-frame';
+import { AutoSweepSection } from './auto-sweep';
 import type { Project } from '../types';
 import { ErrorMessage, Field, SecretOnce, Time, useAction } from '../ui';
 
@@ -94,6 +95,7 @@ export function ProjectSettingsPage({ params }: { params: { id: string } }) {
         <>
           <EditProject project={project} onSaved={reload} />
           <RotateSecret project={project} />
+          <AutoSweepSection project={project} />
         </>
       )}
     </ProjectFrame>

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
 import { ensureSandboxCredentials } from './sandbox-credentials';
-import { CHAIN_SOURCES, configuredChains, createLocalDeveloper, REPO_ROOT, shownSource, startSystem, type RunningSystem } from './system';
+import { CHAIN_SOURCES, configuredChains, createLocalDeveloper, REPO_ROOT, shownSource, startSystem, treasuryNetworks, type RunningSystem } from './system';
 
 async function main(): Promise<void> {
   const dataDir = path.resolve(process.env.COINVOICE_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     console.log(`docs:     ${system.gatewayUrl}/docs`);
     if (!process.env.SMTP_URL) console.log(`mailbox:  ${mailboxDir} (emails as .eml files; set SMTP_URL to send them)`);
     printWatchers(system);
+    printTreasury(system);
     await printRatesWarning(system.gatewayUrl);
     if (sandbox) {
       console.log('');
@@ -101,6 +102,18 @@ function printWatchers(system: RunningSystem): void {
     const admin = processes[`watch-${chain}`]?.adminUrl;
     console.log(`watcher:  ${chain} ← ${shownSource(process.env[variable] ?? '')} (${variable}; ${replicas.join(', ')}${admin ? `; metrics ${admin}/metrics` : ''})`);
   }
+}
+
+/** The treasury's processes (docs/treasury.md), or how to get them. */
+function printTreasury(system: RunningSystem): void {
+  const networks = treasuryNetworks(process.env);
+  if (networks.length === 0) {
+    console.log('treasury: off: payouts are completed by operators (set SIGNER_SEED_FILE and a chain node to send them: README, "Live payouts")');
+    return;
+  }
+  const processes = system.describe();
+  console.log(`treasury: signer payout-sign (${process.env.SIGNER_SEED_FILE}); processors ${networks.map((n) => `payout-process-${n}`).join(', ')}` +
+    `${processes['payout-sign']?.adminUrl ? `; metrics ${processes[`payout-process-${networks[0]}`]?.adminUrl}/metrics` : ''}`);
 }
 
 /**

@@ -145,6 +145,22 @@ export function configuredChains(env: NodeJS.ProcessEnv): string[] {
 }
 
 /**
+ * The treasury's processes (docs/treasury.md): with SIGNER_SEED_FILE set, the payout service's
+ * signer (`payout sign`) and a processor (`payout process <network>`) for each network whose node
+ * is configured and whose payouts the processor sends.
+ */
+export const TREASURY_NETWORKS: Readonly<Record<string, string>> = {
+  ethereum: 'CHAIN_ETHEREUM_RPC_URL',
+};
+
+export function treasuryNetworks(env: NodeJS.ProcessEnv): string[] {
+  if ((env.SIGNER_SEED_FILE ?? '') === '') return [];
+  return Object.entries(TREASURY_NETWORKS)
+    .filter(([, variable]) => (env[variable] ?? '') !== '')
+    .map(([network]) => network);
+}
+
+/**
  * Where a chain source points, for the console: scheme, host and port only. A node URL often
  * carries a secret (user:password@, or a provider key in its path), which is never printed.
  */
@@ -251,6 +267,51 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
           GRPC_PORT: String(grpc),
           ADMIN_PORT: String(admin),
         },
+        info: { grpcUrl: `${scheme}://${host}:${grpc}`, adminUrl: `http://${host}:${admin}` },
+        restarts: 0,
+        recentCrashes: [],
+      });
+    }
+  }
+  const networks = treasuryNetworks(options.env);
+  if (networks.length > 0) {
+    // The signer first: each processor is told where it is. Both are the payout service in other
+    // roles (its NATS user, its event key); the signer listens on loopback only, and without mutual
+    // TLS (development) it is told so explicitly (SIGNER_ALLOW_PLAINTEXT).
+    const signerGrpc = await freePort();
+    const signerAdmin = await freePort();
+    const signerUrl = `${scheme}://${host}:${signerGrpc}`;
+    const payoutEnv = {
+      ...shared,
+      NATS_URL: options.env.PAYOUT_NATS_URL ?? options.natsUrl,
+      EVENT_SIGNING_KEY_FILE: eventKeys.signingKeyFile('payout'),
+      AUTH_URL: primaryUrl.get('auth'),
+      INVOICE_URL: primaryUrl.get('invoice'),
+      NOTIFIER_URL: primaryUrl.get('notifier'),
+    };
+    managed.push({
+      name: 'payout-sign',
+      entry: serviceEntry('payout'),
+      args: ['sign'],
+      env: {
+        ...payoutEnv,
+        ...tlsOf('payout_signer'),
+        ...(scheme === 'http' ? { SIGNER_ALLOW_PLAINTEXT: 'true' } : {}),
+        GRPC_PORT: String(signerGrpc),
+        ADMIN_PORT: String(signerAdmin),
+      },
+      info: { grpcUrl: signerUrl, adminUrl: `http://${host}:${signerAdmin}` },
+      restarts: 0,
+      recentCrashes: [],
+    });
+    for (const network of networks) {
+      const grpc = await freePort();
+      const admin = await freePort();
+      managed.push({
+        name: `payout-process-${network}`,
+        entry: serviceEntry('payout'),
+        args: ['process', network],
+        env: { ...payoutEnv, ...tlsOf('payout_processor'), SIGNER_URL: signerUrl, GRPC_PORT: String(grpc), ADMIN_PORT: String(admin) },
         info: { grpcUrl: `${scheme}://${host}:${grpc}`, adminUrl: `http://${host}:${admin}` },
         restarts: 0,
         recentCrashes: [],

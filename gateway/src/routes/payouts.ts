@@ -14,7 +14,7 @@ import { PayoutStatus, type GetBalanceResponse, type Payout, type PayoutService 
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
-import { environmentName, environmentOf, isoTime, publicNames } from '../json';
+import { environmentName, environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
 import { HttpProblem, withRuleViolations } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import { IdempotencyKeyHeaders } from '../schemas/invoice';
@@ -64,7 +64,16 @@ export function payoutJson(p: Payout | undefined) {
     environment: environmentName(p.environment),
     // Claimed by an operator (or processor): the coins may be on their way, cancel answers 409.
     processing: p.status === PayoutStatus.PENDING && p.claimedAt !== undefined,
+    // The treasury's additions (docs/treasury.md).
+    confirmations: p.confirmations ?? null,
+    origin: payoutOrigin(p.origin),
+    approvedAt: isoTimeOrNull(p.approvedAt),
   };
+}
+
+function payoutOrigin(origin: string): 'merchant' | 'auto_sweep' {
+  if (origin === 'merchant' || origin === 'auto_sweep') return origin;
+  throw new Error(`unknown payout origin ${JSON.stringify(origin)} in a service response`);
 }
 
 /**
@@ -117,12 +126,12 @@ async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, proje
 }
 
 /** The amount as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit. */
-function amountDecimal(amount: string | number): string {
+export function amountDecimal(amount: string | number, field = 'amount'): string {
   if (typeof amount === 'string') return amount;
   try {
     return jsonNumberToDecimal(amount).decimal;
   } catch {
-    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field: 'amount', message: 'must be a finite number' }]);
+    throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field, message: 'must be a finite number' }]);
   }
 }
 
@@ -230,6 +239,24 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
   });
 
+  app.get<{ Params: { id: string }; Querystring: ProjectQuery }>('/api/payout/:id', {
+    schema: {
+      tags: ['payouts'],
+      summary: 'One payout of the project: its status, and while it is being sent its transactionHash and confirmations',
+      description: 'A payout of another project answers 404 not_found, as if it did not exist.',
+      security: payoutAuth,
+      params: IdParams,
+      querystring: ProjectQuery,
+      response: { 200: PayoutSchema },
+    },
+    onRequest: hooks.apiKeyOrMerchant,
+    handler: async (req) => {
+      const scope = await scopeOf(auth, req, req.query.projectId);
+      const res = await payouts.getPayout({ projectId: scope.projectId, payoutId: req.params.id });
+      return payoutJson(res.payout);
+    },
+  });
+
   app.post<{ Params: { id: string }; Body: ProjectBody }>('/api/payout/:id/cancel', {
     schema: {
       tags: ['payouts'],
@@ -282,6 +309,23 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     onRequest: hooks.admin,
     handler: async (req) => {
       const res = await payouts.claimPayout({ payoutId: req.params.id, operatorToken: merchantPrincipal(req).token });
+      return payoutJson(res.payout);
+    },
+  });
+
+  app.post<{ Params: { id: string } }>('/api/admin/payouts/:id/approve', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: approve a live verified Pending payout above the automatic maximum (PAYOUT_AUTO_MAX_<ASSET>): the processor then sends it',
+      description:
+        'Only a live Pending payout nobody has claimed yet can be approved; anything else answers 409 payout_not_pending. Approving an approved payout again answers it unchanged (idempotent, 200).',
+      security: bearer,
+      params: IdParams,
+      response: { 200: PayoutSchema },
+    },
+    onRequest: hooks.admin,
+    handler: async (req) => {
+      const res = await payouts.approvePayout({ payoutId: req.params.id, operatorToken: merchantPrincipal(req).token });
       return payoutJson(res.payout);
     },
   });

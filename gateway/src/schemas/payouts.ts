@@ -15,7 +15,7 @@ export const PayoutStatusName = Type.Union([
   Type.Literal('Cancelled'),
 ]);
 
-const ProjectIdField = Type.Optional(
+export const ProjectIdField = Type.Optional(
   Type.String({
     format: 'uuid',
     description: 'The project. Required with a merchant JWT; with an x-api-key it may be left out (it must then be the key’s project)',
@@ -30,7 +30,10 @@ export const PayoutSchema = Type.Object(
     address: Type.String({ description: 'Destination wallet address (checksum-validated; canonical form)' }),
     note: Type.String({ description: 'Merchant’s note, up to 500 characters ("" when none was given)' }),
     status: PayoutStatusName,
-    transactionHash: Type.Union([Type.String(), Type.Null()], { description: 'The on-chain transaction that sent the funds; null until Completed' }),
+    transactionHash: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent',
+    }),
     adminNote: Type.Union([Type.String(), Type.Null()], { description: 'The operator’s reason for a rejection; null unless Rejected' }),
     createdAt: Timestamp,
     environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')], {
@@ -38,6 +41,15 @@ export const PayoutSchema = Type.Object(
     }),
     processing: Type.Boolean({
       description: 'true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight)',
+    }),
+    confirmations: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice',
+    }),
+    origin: Type.Union([Type.Literal('merchant'), Type.Literal('auto_sweep')], {
+      description: 'Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified)',
+    }),
+    approvedAt: Type.Union([Timestamp, Type.Null()], {
+      description: 'When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise',
     }),
   },
   { $id: 'Payout' },

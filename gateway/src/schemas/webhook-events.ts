@@ -100,7 +100,12 @@ function payoutWebhook<S extends string, Extra extends Record<string, TSchema>>(
 }
 
 export const PayoutRequestedWebhook = payoutWebhook('AwaitingVerification', {});
-export const PayoutVerifiedWebhook = payoutWebhook('Pending', {});
+export const PayoutVerifiedWebhook = payoutWebhook('Pending', {
+  origin: Type.Union([Type.Literal('merchant'), Type.Literal('auto_sweep')], {
+    description:
+      'merchant: confirmed with the emailed code after payout.requested; auto_sweep: created verified by the project’s auto-sweep configuration (no payout.requested precedes it)',
+  }),
+});
 export const PayoutCompletedWebhook = payoutWebhook('Completed', {
   transactionHash: Type.String({ description: 'The on-chain transaction that sent the funds' }),
 });
@@ -124,7 +129,10 @@ export const WEBHOOK_EVENTS: Record<string, { summary: string; body: TSchema }> 
   },
   'invoice.reopened': { summary: 'Live: a chain reorg removed payments before Paid; status is where the invoice moved back to', body: InvoiceReopenedWebhook },
   'payout.requested': { summary: 'A payout was requested and its amount held; it awaits the emailed code', body: PayoutRequestedWebhook },
-  'payout.verified': { summary: 'A payout was confirmed with its code (Pending) and waits for an operator', body: PayoutVerifiedWebhook },
+  'payout.verified': {
+    summary: 'A payout is verified (Pending) and waits to be sent: confirmed with its code, or created by the project’s auto-sweep',
+    body: PayoutVerifiedWebhook,
+  },
   'payout.completed': { summary: 'A payout was sent on chain (Completed); its amount left the balance', body: PayoutCompletedWebhook },
   'payout.rejected': { summary: 'An operator refused a payout (Rejected); its amount is available again', body: PayoutRejectedWebhook },
   'payout.cancelled': { summary: 'A payout was cancelled; its amount is available again', body: PayoutCancelledWebhook },

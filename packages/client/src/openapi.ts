@@ -532,6 +532,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/payout/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One payout of the project: its status, and while it is being sent its transactionHash and confirmations
+         * @description A payout of another project answers 404 not_found, as if it did not exist.
+         */
+        get: operations["getApiPayoutId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/payout/{id}/cancel": {
         parameters: {
             query?: never;
@@ -589,6 +609,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/payouts/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operators: approve a live verified Pending payout above the automatic maximum (PAYOUT_AUTO_MAX_<ASSET>): the processor then sends it
+         * @description Only a live Pending payout nobody has claimed yet can be approved; anything else answers 409 payout_not_pending. Approving an approved payout again answers it unchanged (idempotent, 200).
+         */
+        post: operations["postApiAdminPayoutsIdApprove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/payouts/{id}/complete": {
         parameters: {
             query?: never;
@@ -637,6 +677,121 @@ export interface paths {
         put?: never;
         /** Operators: check the ledger invariants now (also run hourly): balances equal their entries, every reported credit is in the ledger exactly once, no credit lacks a payment */
         post: operations["postApiAdminLedgerCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/merchant/projects/{id}/auto-sweep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project’s auto-sweep configuration: per currency a destination and a threshold, and a change awaiting its emailed code */
+        get: operations["getApiMerchantProjectsIdAutoSweep"];
+        /**
+         * Replace a project’s auto-sweep configuration; a new or changed destination waits for a 6-digit code emailed to the merchant (202)
+         * @description The body is the whole configuration. Currencies left out are removed at once, and a new threshold for an unchanged destination applies at once (200). A new or changed destination answers 202 with pendingChange and emails a code; POST …/auto-sweep/verify activates it (5 attempts, 15 minutes). A later PUT replaces a change still awaiting its code. When a live project’s available balance in a currency reaches its threshold, the whole balance is paid out to the destination (a payout with origin auto_sweep, created verified). Sandbox projects keep the configuration and are never swept.
+         */
+        put: operations["putApiMerchantProjectsIdAutoSweep"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/merchant/projects/{id}/auto-sweep/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Activate the pending auto-sweep change with the emailed code
+         * @description A wrong code answers 400 invalid_verification_code with the attempts left (the 5th discards the change); an expired code 409 verification_code_expired; no change awaiting a code 409 auto_sweep_change_not_pending.
+         */
+        post: operations["postApiMerchantProjectsIdAutoSweepVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/sweep-tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Operators: sweep tasks (deposits moving to the treasury address), newest first, by invoice, status and network */
+        get: operations["getApiAdminSweepTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/treasury": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Operators: the Treasury page, per network: treasury address and balances (read from the node), pause switch, deposits awaiting sweep, payouts in flight, the approval queue */
+        get: operations["getApiAdminTreasury"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/treasury/{network}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operators: pause a network’s treasury: its processor starts no new transfer (transactions already sent are still followed)
+         * @description A network no processor has recorded yet answers 404 not_found.
+         */
+        post: operations["postApiAdminTreasuryNetworkPause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/treasury/{network}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operators: resume a paused network’s treasury
+         * @description A network no processor has recorded yet answers 404 not_found.
+         */
+        post: operations["postApiAdminTreasuryNetworkResume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -795,7 +950,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A payout was confirmed with its code (Pending) and waits for an operator
+         * A payout is verified (Pending) and waits to be sent: confirmed with its code, or created by the project’s auto-sweep
          * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutVerified"];
@@ -4610,7 +4765,7 @@ export interface operations {
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                         note: string;
                         status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                         transactionHash: string | null;
                         /** @description The operator’s reason for a rejection; null unless Rejected */
                         adminNote: string | null;
@@ -4623,6 +4778,12 @@ export interface operations {
                         environment: "live" | "sandbox";
                         /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                         processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -4780,7 +4941,7 @@ export interface operations {
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                         note: string;
                         status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                         transactionHash: string | null;
                         /** @description The operator’s reason for a rejection; null unless Rejected */
                         adminNote: string | null;
@@ -4793,6 +4954,12 @@ export interface operations {
                         environment: "live" | "sandbox";
                         /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                         processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -4934,7 +5101,7 @@ export interface operations {
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                             note: string;
                             status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                            /** @description The on-chain transaction that sent the funds; null until Completed */
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                             transactionHash: string | null;
                             /** @description The operator’s reason for a rejection; null unless Rejected */
                             adminNote: string | null;
@@ -4947,9 +5114,144 @@ export interface operations {
                             environment: "live" | "sandbox";
                             /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                             processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
                         }[];
                         /** @description Pass as cursor for the next page; null on the last page */
                         nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Its state: `"<name>";r=<remaining>;t=<seconds until reset>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiPayoutId: {
+        parameters: {
+            query?: {
+                /** @description The project. Required with a merchant JWT; with an x-api-key it may be left out (it must then be the key’s project) */
+                projectId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        id: string;
+                        /** @description Requested amount, in currency */
+                        amount: number;
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        currency: string;
+                        /** @description Destination wallet address (checksum-validated; canonical form) */
+                        address: string;
+                        /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                        note: string;
+                        status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                        transactionHash: string | null;
+                        /** @description The operator’s reason for a rejection; null unless Rejected */
+                        adminNote: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC timestamp
+                         */
+                        createdAt: string;
+                        /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                        environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -5067,7 +5369,7 @@ export interface operations {
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                         note: string;
                         status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                         transactionHash: string | null;
                         /** @description The operator’s reason for a rejection; null unless Rejected */
                         adminNote: string | null;
@@ -5080,6 +5382,12 @@ export interface operations {
                         environment: "live" | "sandbox";
                         /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                         processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -5220,7 +5528,7 @@ export interface operations {
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                             note: string;
                             status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                            /** @description The on-chain transaction that sent the funds; null until Completed */
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                             transactionHash: string | null;
                             /** @description The operator’s reason for a rejection; null unless Rejected */
                             adminNote: string | null;
@@ -5233,6 +5541,12 @@ export interface operations {
                             environment: "live" | "sandbox";
                             /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                             processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
                             /**
                              * Format: uuid
                              * @description A UUID
@@ -5333,7 +5647,7 @@ export interface operations {
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                         note: string;
                         status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                         transactionHash: string | null;
                         /** @description The operator’s reason for a rejection; null unless Rejected */
                         adminNote: string | null;
@@ -5346,6 +5660,132 @@ export interface operations {
                         environment: "live" | "sandbox";
                         /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                         processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiAdminPayoutsIdApprove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        id: string;
+                        /** @description Requested amount, in currency */
+                        amount: number;
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        currency: string;
+                        /** @description Destination wallet address (checksum-validated; canonical form) */
+                        address: string;
+                        /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                        note: string;
+                        status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                        transactionHash: string | null;
+                        /** @description The operator’s reason for a rejection; null unless Rejected */
+                        adminNote: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC timestamp
+                         */
+                        createdAt: string;
+                        /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                        environment: "live" | "sandbox";
+                        /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                        processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -5454,7 +5894,7 @@ export interface operations {
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                         note: string;
                         status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                         transactionHash: string | null;
                         /** @description The operator’s reason for a rejection; null unless Rejected */
                         adminNote: string | null;
@@ -5467,6 +5907,12 @@ export interface operations {
                         environment: "live" | "sandbox";
                         /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                         processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -5593,7 +6039,7 @@ export interface operations {
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
                         note: string;
                         status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
-                        /** @description The on-chain transaction that sent the funds; null until Completed */
+                        /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
                         transactionHash: string | null;
                         /** @description The operator’s reason for a rejection; null unless Rejected */
                         adminNote: string | null;
@@ -5606,6 +6052,12 @@ export interface operations {
                         environment: "live" | "sandbox";
                         /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
                         processing: boolean;
+                        /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                        confirmations: number | null;
+                        /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                        origin: "merchant" | "auto_sweep";
+                        /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                        approvedAt: string | null;
                     };
                 };
             };
@@ -5717,6 +6169,1133 @@ export interface operations {
                         }[];
                         balancesChecked: number;
                         creditsChecked: number;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiMerchantProjectsIdAutoSweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        projectId: string;
+                        /** @description Sandbox projects keep a configuration but are never swept */
+                        environment: "live" | "sandbox";
+                        /** @description The active rules, by currency */
+                        entries: {
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            currency: string;
+                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            address: string;
+                            /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                            threshold: string;
+                        }[];
+                        /** @description A change awaiting the 6-digit code emailed to the merchant (POST …/auto-sweep/verify); null when none */
+                        pendingChange: {
+                            /** @description New or changed destinations the emailed code activates */
+                            entries: {
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                currency: string;
+                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                address: string;
+                                /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                                threshold: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            expiresAt: string;
+                            attemptsLeft: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putApiMerchantProjectsIdAutoSweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The whole configuration: currencies left out are removed */
+                    entries: {
+                        /** @description BTC, LTC, ETH, USDT, USDC or TRX; one entry per currency */
+                        currency: string;
+                        /** @description Destination of that coin for the project’s network (mainnet for live, testnet for sandbox) */
+                        address: string;
+                        /** @description Decimal > 0 with at most the coin’s payout decimals (8; 6 for USDT, USDC, TRX); a string or a number taken exactly as written */
+                        threshold: string | number;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        projectId: string;
+                        /** @description Sandbox projects keep a configuration but are never swept */
+                        environment: "live" | "sandbox";
+                        /** @description The active rules, by currency */
+                        entries: {
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            currency: string;
+                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            address: string;
+                            /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                            threshold: string;
+                        }[];
+                        /** @description A change awaiting the 6-digit code emailed to the merchant (POST …/auto-sweep/verify); null when none */
+                        pendingChange: {
+                            /** @description New or changed destinations the emailed code activates */
+                            entries: {
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                currency: string;
+                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                address: string;
+                                /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                                threshold: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            expiresAt: string;
+                            attemptsLeft: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        projectId: string;
+                        /** @description Sandbox projects keep a configuration but are never swept */
+                        environment: "live" | "sandbox";
+                        /** @description The active rules, by currency */
+                        entries: {
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            currency: string;
+                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            address: string;
+                            /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                            threshold: string;
+                        }[];
+                        /** @description A change awaiting the 6-digit code emailed to the merchant (POST …/auto-sweep/verify); null when none */
+                        pendingChange: {
+                            /** @description New or changed destinations the emailed code activates */
+                            entries: {
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                currency: string;
+                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                address: string;
+                                /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                                threshold: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            expiresAt: string;
+                            attemptsLeft: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiMerchantProjectsIdAutoSweepVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The 6-digit code emailed to the merchant. 5 attempts; a wrong code answers 400 invalid_verification_code */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        projectId: string;
+                        /** @description Sandbox projects keep a configuration but are never swept */
+                        environment: "live" | "sandbox";
+                        /** @description The active rules, by currency */
+                        entries: {
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            currency: string;
+                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            address: string;
+                            /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                            threshold: string;
+                        }[];
+                        /** @description A change awaiting the 6-digit code emailed to the merchant (POST …/auto-sweep/verify); null when none */
+                        pendingChange: {
+                            /** @description New or changed destinations the emailed code activates */
+                            entries: {
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                currency: string;
+                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                address: string;
+                                /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
+                                threshold: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            expiresAt: string;
+                            attemptsLeft: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiAdminSweepTasks: {
+        parameters: {
+            query?: {
+                /** @description Only the tasks of this invoice */
+                invoiceId?: string;
+                status?: "pending" | "sent" | "confirmed" | "skipped_dust";
+                /** @description e.g. ethereum */
+                network?: string;
+                /** @description Page size, 1 to 100 (default 20) */
+                limit?: string;
+                /** @description Opaque cursor from nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first */
+                        items: {
+                            /** @description The task id */
+                            id: string;
+                            /** @description The deposit: "<chain>:<transaction>:<output>" */
+                            paymentId: string;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            invoiceId: string;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                            network: string;
+                            asset: string;
+                            depositAddress: string;
+                            /** @description The deposit, in the asset (decimal string) */
+                            amount: string;
+                            status: "pending" | "sent" | "confirmed" | "skipped_dust";
+                            /** @description Why a dust deposit is not swept; null otherwise */
+                            skipReason: string | null;
+                            /** @description The sweep transaction once sent */
+                            transactionHash: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            updatedAt: string;
+                        }[];
+                        /** @description Pass as cursor for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiAdminTreasury: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        networks: {
+                            network: string;
+                            /** @description The treasury (hot) address; null until the network’s processor has run */
+                            address: string | null;
+                            /** @description Paused: the processor starts no new transfer */
+                            paused: boolean;
+                            /** @description The operator who paused it */
+                            pausedBy: string | null;
+                            balances: {
+                                asset: string;
+                                amount: string | null;
+                                /** @description Why amount is null: no node configured, no address yet, or the node could not be asked */
+                                unavailableReason: string | null;
+                            }[];
+                            /** @description Deposits awaiting sweep, per asset */
+                            pendingSweeps: {
+                                asset: string;
+                                count: number;
+                                /** @description Sum of the deposits awaiting sweep */
+                                amount: string;
+                            }[];
+                            /** @description Live payouts sent and not yet final (Pending with a transactionHash), oldest first */
+                            inFlight: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @description Requested amount, in currency */
+                                amount: number;
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                                currency: string;
+                                /** @description Destination wallet address (checksum-validated; canonical form) */
+                                address: string;
+                                /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                                note: string;
+                                status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                                /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                                transactionHash: string | null;
+                                /** @description The operator’s reason for a rejection; null unless Rejected */
+                                adminNote: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 UTC timestamp
+                                 */
+                                createdAt: string;
+                                /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                                environment: "live" | "sandbox";
+                                /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                                processing: boolean;
+                                /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                                confirmations: number | null;
+                                /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                                origin: "merchant" | "auto_sweep";
+                                /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                                approvedAt: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                projectId: string;
+                            }[];
+                            /** @description Live verified Pending payouts above PAYOUT_AUTO_MAX_<ASSET>, neither approved nor claimed, oldest first: approve them with POST /api/admin/payouts/{id}/approve */
+                            approvalQueue: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @description Requested amount, in currency */
+                                amount: number;
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                                currency: string;
+                                /** @description Destination wallet address (checksum-validated; canonical form) */
+                                address: string;
+                                /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                                note: string;
+                                status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                                /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                                transactionHash: string | null;
+                                /** @description The operator’s reason for a rejection; null unless Rejected */
+                                adminNote: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 UTC timestamp
+                                 */
+                                createdAt: string;
+                                /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                                environment: "live" | "sandbox";
+                                /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                                processing: boolean;
+                                /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                                confirmations: number | null;
+                                /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                                origin: "merchant" | "auto_sweep";
+                                /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                                approvedAt: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                projectId: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiAdminTreasuryNetworkPause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description e.g. ethereum */
+                network: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        network: string;
+                        /** @description The treasury (hot) address; null until the network’s processor has run */
+                        address: string | null;
+                        /** @description Paused: the processor starts no new transfer */
+                        paused: boolean;
+                        /** @description The operator who paused it */
+                        pausedBy: string | null;
+                        balances: {
+                            asset: string;
+                            amount: string | null;
+                            /** @description Why amount is null: no node configured, no address yet, or the node could not be asked */
+                            unavailableReason: string | null;
+                        }[];
+                        /** @description Deposits awaiting sweep, per asset */
+                        pendingSweeps: {
+                            asset: string;
+                            count: number;
+                            /** @description Sum of the deposits awaiting sweep */
+                            amount: string;
+                        }[];
+                        /** @description Live payouts sent and not yet final (Pending with a transactionHash), oldest first */
+                        inFlight: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description Requested amount, in currency */
+                            amount: number;
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            currency: string;
+                            /** @description Destination wallet address (checksum-validated; canonical form) */
+                            address: string;
+                            /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                            note: string;
+                            status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                            transactionHash: string | null;
+                            /** @description The operator’s reason for a rejection; null unless Rejected */
+                            adminNote: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                            environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                        }[];
+                        /** @description Live verified Pending payouts above PAYOUT_AUTO_MAX_<ASSET>, neither approved nor claimed, oldest first: approve them with POST /api/admin/payouts/{id}/approve */
+                        approvalQueue: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description Requested amount, in currency */
+                            amount: number;
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            currency: string;
+                            /** @description Destination wallet address (checksum-validated; canonical form) */
+                            address: string;
+                            /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                            note: string;
+                            status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                            transactionHash: string | null;
+                            /** @description The operator’s reason for a rejection; null unless Rejected */
+                            adminNote: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                            environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiAdminTreasuryNetworkResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description e.g. ethereum */
+                network: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        network: string;
+                        /** @description The treasury (hot) address; null until the network’s processor has run */
+                        address: string | null;
+                        /** @description Paused: the processor starts no new transfer */
+                        paused: boolean;
+                        /** @description The operator who paused it */
+                        pausedBy: string | null;
+                        balances: {
+                            asset: string;
+                            amount: string | null;
+                            /** @description Why amount is null: no node configured, no address yet, or the node could not be asked */
+                            unavailableReason: string | null;
+                        }[];
+                        /** @description Deposits awaiting sweep, per asset */
+                        pendingSweeps: {
+                            asset: string;
+                            count: number;
+                            /** @description Sum of the deposits awaiting sweep */
+                            amount: string;
+                        }[];
+                        /** @description Live payouts sent and not yet final (Pending with a transactionHash), oldest first */
+                        inFlight: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description Requested amount, in currency */
+                            amount: number;
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            currency: string;
+                            /** @description Destination wallet address (checksum-validated; canonical form) */
+                            address: string;
+                            /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                            note: string;
+                            status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                            transactionHash: string | null;
+                            /** @description The operator’s reason for a rejection; null unless Rejected */
+                            adminNote: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                            environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                        }[];
+                        /** @description Live verified Pending payouts above PAYOUT_AUTO_MAX_<ASSET>, neither approved nor claimed, oldest first: approve them with POST /api/admin/payouts/{id}/approve */
+                        approvalQueue: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description Requested amount, in currency */
+                            amount: number;
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            currency: string;
+                            /** @description Destination wallet address (checksum-validated; canonical form) */
+                            address: string;
+                            /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                            note: string;
+                            status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                            transactionHash: string | null;
+                            /** @description The operator’s reason for a rejection; null unless Rejected */
+                            adminNote: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                            environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                        }[];
                     };
                 };
             };
@@ -6124,6 +7703,8 @@ export interface operations {
                     /** @description Coin code */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description merchant: confirmed with the emailed code after payout.requested; auto_sweep: created verified by the project’s auto-sweep configuration (no payout.requested precedes it) */
+                    origin: "merchant" | "auto_sweep";
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it

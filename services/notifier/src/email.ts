@@ -14,6 +14,7 @@ import type { Logger } from '@coinvoice/runtime';
 import {
   EmailCodePurpose,
   type SendEmailVerificationEmailRequest,
+  type SendAutoSweepVerificationEmailRequest,
   type SendPayoutVerificationEmailRequest,
   type SendSignUpAttemptEmailRequest,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -108,6 +109,34 @@ export function payoutVerificationEmail(event: SendPayoutVerificationEmailReques
         (expires ? ` It expires at ${expires} (UTC).` : ''),
       '',
       'If you did not request this payout, or the address is not yours, do not share this code with anyone: cancel the payout and change your password.',
+      '',
+      '— coinvoice',
+    ].join('\n'),
+  };
+}
+
+/**
+ * The code that confirms a project's new auto-sweep destinations (services/payout/README.md
+ * "Auto-sweep"): each destination named, so a merchant whose session was hijacked sees where the
+ * money would go before confirming. Subject without the code.
+ */
+export function autoSweepVerificationEmail(request: SendAutoSweepVerificationEmailRequest): EmailMessage {
+  const expires = request.expiresAt ? timestampDate(request.expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
+  const sandbox = request.environment === 'sandbox' ? ' (sandbox: auto-sweep is never carried out for sandbox projects)' : '';
+  return {
+    to: request.email,
+    subject: `Confirm your auto-sweep destination${request.destinations.length === 1 ? '' : 's'}`,
+    text: [
+      `Your verification code for the auto-sweep configuration of project ${request.projectId}${sandbox} is:`,
+      '',
+      `    ${request.code}`,
+      '',
+      'Once confirmed, whenever the available balance of a currency below reaches its threshold, the whole balance is paid out to its address:',
+      ...request.destinations.map((d) => `  ${d.currency}: to ${d.address} from ${d.threshold} ${d.currency}`),
+      '',
+      `Enter the code only if these addresses are yours.${expires ? ` It expires at ${expires} (UTC).` : ''}`,
+      '',
+      'If you did not change this configuration, do not share this code with anyone and change your password.',
       '',
       '— coinvoice',
     ].join('\n'),

@@ -30,6 +30,8 @@ import {
   type RedeliverWebhookResponseSchema,
   type SendEmailVerificationEmailRequest,
   type SendEmailVerificationEmailResponseSchema,
+  type SendAutoSweepVerificationEmailRequest,
+  type SendAutoSweepVerificationEmailResponseSchema,
   type SendPayoutVerificationEmailRequest,
   type SendPayoutVerificationEmailResponseSchema,
   type SendSignUpAttemptEmailRequest,
@@ -40,7 +42,7 @@ import {
   type WebhookDeliverySchema,
 } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type { DeliveryState } from './domain/delivery-state';
-import { emailVerificationEmail, payoutVerificationEmail, signUpAttemptEmail, type Mailer } from './email';
+import { autoSweepVerificationEmail, emailVerificationEmail, payoutVerificationEmail, signUpAttemptEmail, type Mailer } from './email';
 import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
 import { webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
@@ -165,6 +167,17 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     }
     const sent = await this.deps.mailer.send(payoutVerificationEmail(req));
     this.deps.logger.info({ payoutId: req.payoutId, messageId: sent.messageId }, 'notifier: payout verification email sent');
+    return { messageId: sent.messageId };
+  }
+
+  async sendAutoSweepVerificationEmail(req: SendAutoSweepVerificationEmailRequest): Reply<typeof SendAutoSweepVerificationEmailResponseSchema> {
+    checkCodeEmail(req.email, req.code);
+    if (req.destinations.length === 0) throw invalid([{ field: 'destinations', message: 'must name at least one destination' }]);
+    if (req.expiresAt && timestampDate(req.expiresAt).getTime() <= Date.now()) {
+      throw errors.conflict('verification_code_expired', 'the code expired before it could be emailed; not sent');
+    }
+    const sent = await this.deps.mailer.send(autoSweepVerificationEmail(req));
+    this.deps.logger.info({ projectId: req.projectId, messageId: sent.messageId }, 'notifier: auto-sweep verification email sent');
     return { messageId: sent.messageId };
   }
 

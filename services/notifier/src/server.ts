@@ -28,6 +28,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       listProjectEvents: ['gateway'],
       // The code emails: only the service that owns the code.
       sendPayoutVerificationEmail: ['payout'],
+      sendAutoSweepVerificationEmail: ['payout'],
       sendEmailVerificationEmail: ['auth'],
       sendSignUpAttemptEmail: ['auth'],
     }),

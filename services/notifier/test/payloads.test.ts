@@ -118,8 +118,8 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   ],
   [
     'payout.verified',
-    busJson(PayoutVerifiedSchema, { ...payout, status: 'Pending', verifiedAt: at }),
-    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live"' + OCCURRED,
+    busJson(PayoutVerifiedSchema, { ...payout, status: 'Pending', verifiedAt: at, origin: 'auto_sweep' }),
+    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live","origin":"auto_sweep"' + OCCURRED,
   ],
   [
     'payout.completed',
@@ -236,6 +236,13 @@ describe('invoice.paid', () => {
     ['empty currency', { currency: '' }, /currency is missing/],
   ])('a payload with %s is malformed', (_name, change, message) => {
     expect(() => webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...invoicePaid, ...change }), occurredAt)).toThrow(message);
+  });
+
+  test('payout.verified: an event from before issue 23 (no origin) was the merchant’s; an unknown origin is malformed', () => {
+    const verified = { payoutId: 'po_1', projectId: 'prj_1', amount: '1', currency: 'BTC', environment: 'live', status: 'Pending' };
+    const mapped = webhookForEventJson('payout.verified', busJson(PayoutVerifiedSchema, verified), occurredAt);
+    expect(mapped.kind === 'webhook' && JSON.parse(mapped.body)).toMatchObject({ origin: 'merchant' });
+    expect(() => webhookForEventJson('payout.verified', busJson(PayoutVerifiedSchema, { ...verified, origin: 'robot' }), occurredAt)).toThrow(/origin "robot" is not merchant\|auto_sweep/);
   });
 
   test('a payload that is not the event message is malformed', () => {

@@ -202,6 +202,30 @@ describe('code emails (SendPayoutVerificationEmail, SendEmailVerificationEmail)'
     expect(inbox.messages.slice(before).filter((m) => m.to.includes(project.merchantEmail))).toEqual([]);
   });
 
+  test('the auto-sweep code names every destination; never in the subject; refused when expired or naming none', async () => {
+    const projectId = randomUUID();
+    const destinations = [
+      { currency: 'USDT', address: '0x52908400098527886E0F7030069857D2E4169EE7', threshold: '250.5' },
+      { currency: 'BTC', address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq', threshold: '0.1' },
+    ];
+    const request = { projectId, environment: 'live', email: 'sweeper@example.com', code: '604218', expiresAt: timestampFromDate(new Date(Date.now() + 60_000)), destinations };
+    expect((await h.client.sendAutoSweepVerificationEmail(request)).messageId).not.toBe('');
+    const mail = await inbox.waitFor((m) => m.to.includes('sweeper@example.com'));
+    expect(mailHeader(mail.raw, 'subject')).toBe('Confirm your auto-sweep destinations');
+    const text = mailText(mail.raw);
+    expect(text).toMatch(/^\s+604218\s*$/m);
+    expect(text).toContain(projectId);
+    expect(text).toContain('USDT: to 0x52908400098527886E0F7030069857D2E4169EE7 from 250.5 USDT');
+    expect(text).toContain('BTC: to bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq from 0.1 BTC');
+
+    const refused = (req: typeof request) => h.client.sendAutoSweepVerificationEmail(req).then(() => 'sent', (err: { rawMessage: string }) => err.rawMessage);
+    expect(await refused({ ...request, email: 'late@example.com', expiresAt: timestampFromDate(new Date(Date.now() - 1000)) })).toMatch(/expired/);
+    expect(await refused({ ...request, email: 'none@example.com', destinations: [] })).toMatch(/destination/);
+    expect(await refused({ ...request, email: 'bad@example.com', code: '12' })).not.toBe('sent');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(inbox.messages.filter((m) => ['late@', 'none@', 'bad@'].some((to) => m.to.some((t) => t.startsWith(to))))).toEqual([]);
+  });
+
   test('the email verification code', async () => {
     await h.client.sendEmailVerificationEmail({ email: 'new@example.com', code: '123456', expiresAt: timestampFromDate(new Date(Date.now() + 60_000)) });
     const mail = await inbox.waitFor((m) => m.to.includes('new@example.com'));

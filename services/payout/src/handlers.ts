@@ -19,6 +19,9 @@
  *   on-chain check's codes (services/chains/src/payout-check.ts).
  * - ListAllPayouts (operators; the gateway checks the operator claim): validation_failed (status,
  *   environment, pageSize, cursor).
+ * - GetPayout: validation_failed, not_found.
+ * - Auto-sweep (src/auto-sweep.ts) and the operators' treasury RPCs (src/treasury.ts): their
+ *   errors are listed in services/payout/README.md.
  * Another project's payout is not_found, as if it did not exist.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -54,7 +57,25 @@ import {
   type RequestPayoutResponseSchema,
   type VerifyPayoutRequest,
   type VerifyPayoutResponseSchema,
+  type ApprovePayoutRequest,
+  type ApprovePayoutResponseSchema,
+  type GetAutoSweepRequest,
+  type GetAutoSweepResponseSchema,
+  type GetPayoutRequest,
+  type GetPayoutResponseSchema,
+  type GetTreasuryRequest,
+  type GetTreasuryResponseSchema,
+  type ListSweepTasksRequest,
+  type ListSweepTasksResponseSchema,
+  type SetAutoSweepRequest,
+  type SetAutoSweepResponseSchema,
+  type SetTreasuryPausedRequest,
+  type SetTreasuryPausedResponseSchema,
+  type VerifyAutoSweepRequest,
+  type VerifyAutoSweepResponseSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { AutoSweepHandlers } from './auto-sweep';
+import { TreasuryHandlers, type TreasuryDeps } from './treasury';
 import { CODE_MAX_ATTEMPTS, codeMatches, issueCode } from './domain/code';
 import { checkTransactionHash, OPERATOR_QUEUE_CURSORS, PAYOUT_CURSORS, storedCoin, validateBalanceQuery, validateCompletePayout, validateListPayouts, validateOperatorList, validateOperatorPayoutRef, validatePayoutRef, validateRejectPayout, validateRequestPayout, validateVerifyPayout, type NewPayoutRequest } from './domain/requests';
 import { decide, stageOf } from './domain/status';
@@ -91,7 +112,7 @@ export interface PayoutHandlerDeps {
    */
   auth: Pick<Client<typeof AuthService>, 'getProjectContext' | 'verifyOperatorToken'>;
   /** Emails the verification code: the only way the plain code leaves this service. */
-  notifier: Pick<Client<typeof NotifierService>, 'sendPayoutVerificationEmail'>;
+  notifier: Pick<Client<typeof NotifierService>, 'sendPayoutVerificationEmail' | 'sendAutoSweepVerificationEmail'>;
   logger: Logger;
   codeTtlMs: number;
   /** Payouts of one project that may await verification at once (each one is 5 guesses at a code). */
@@ -103,6 +124,10 @@ export interface PayoutHandlerDeps {
   ledgerCheck: LedgerCheckDeps;
   /** With a chain node configured: Complete checks the transaction pays the payout (services/chains/src/payout-check.ts). */
   chainCheck?: PayoutChainCheck;
+  /** The Treasury page's settings: PAYOUT_AUTO_MAX_<ASSET> and the nodes it reads balances from. */
+  treasury: Pick<TreasuryDeps, 'autoMax' | 'balances' | 'unconfiguredReason'>;
+  /** Told of each auto-sweep payout created by a configuration change (metrics). */
+  onAutoSwept?: (payout: PayoutRow) => void;
 }
 
 const payoutNotFound = () => errors.notFound('payout');
@@ -115,7 +140,55 @@ type VerifyOutcome =
   | { kind: 'expired' };
 
 export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
-  constructor(private readonly deps: PayoutHandlerDeps) {}
+  private readonly autoSweep: AutoSweepHandlers;
+  private readonly treasury: TreasuryHandlers;
+
+  constructor(private readonly deps: PayoutHandlerDeps) {
+    this.autoSweep = new AutoSweepHandlers({
+      sql: deps.sql,
+      notifier: deps.notifier,
+      logger: deps.logger,
+      codeTtlMs: deps.codeTtlMs,
+      merchantEmail: (scope) => this.merchantEmail(scope),
+      onSwept: deps.onAutoSwept,
+    });
+    this.treasury = new TreasuryHandlers({ sql: deps.sql, logger: deps.logger, operator: (token) => this.operator(token), ...deps.treasury });
+  }
+
+  async getPayout(req: GetPayoutRequest): Reply<typeof GetPayoutResponseSchema> {
+    const ref = requireValid(validatePayoutRef(req));
+    const row = await findPayout(this.deps.sql, ref.projectId, ref.payoutId);
+    if (!row) throw payoutNotFound();
+    return { payout: payoutToProto(row) };
+  }
+
+  approvePayout(req: ApprovePayoutRequest): Reply<typeof ApprovePayoutResponseSchema> {
+    return this.treasury.approvePayout(req);
+  }
+
+  listSweepTasks(req: ListSweepTasksRequest): Reply<typeof ListSweepTasksResponseSchema> {
+    return this.treasury.listSweepTasks(req);
+  }
+
+  getTreasury(req: GetTreasuryRequest): Reply<typeof GetTreasuryResponseSchema> {
+    return this.treasury.getTreasury(req);
+  }
+
+  setTreasuryPaused(req: SetTreasuryPausedRequest): Reply<typeof SetTreasuryPausedResponseSchema> {
+    return this.treasury.setTreasuryPaused(req);
+  }
+
+  getAutoSweep(req: GetAutoSweepRequest): Reply<typeof GetAutoSweepResponseSchema> {
+    return this.autoSweep.get(req);
+  }
+
+  setAutoSweep(req: SetAutoSweepRequest): Reply<typeof SetAutoSweepResponseSchema> {
+    return this.autoSweep.set(req);
+  }
+
+  verifyAutoSweep(req: VerifyAutoSweepRequest): Reply<typeof VerifyAutoSweepResponseSchema> {
+    return this.autoSweep.verify(req);
+  }
 
   async getBalance(req: GetBalanceRequest): Reply<typeof GetBalanceResponseSchema> {
     const query = requireValid(
@@ -241,7 +314,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   /** The merchant's email from auth; the project's environment there must be the one the caller named. */
-  private async merchantEmail(request: NewPayoutRequest): Promise<string> {
+  private async merchantEmail(request: Pick<NewPayoutRequest, 'projectId' | 'environment'>): Promise<string> {
     let context;
     try {
       context = await this.deps.auth.getProjectContext({ projectId: request.projectId });

@@ -12,10 +12,17 @@ export interface PayoutMetrics {
   rejected: Counter;
   credited: Counter<'currency' | 'environment'>;
   ledgerInvariantViolations: Counter<'kind'>;
+  autoSweeps: Counter<'currency'>;
 }
 
 export function createPayoutMetrics(registry: Registry): PayoutMetrics {
   return {
+    autoSweeps: new Counter({
+      name: 'payout_auto_sweeps_total',
+      help: 'Auto-sweep payouts created because a live balance reached its threshold',
+      labelNames: ['currency'],
+      registers: [registry],
+    }),
     ledgerInvariantViolations: new Counter({
       name: 'ledger_invariant_violations_total',
       help: 'Ledger invariant violations found by the check (docs/accounting.md), by kind: balance_mismatch, credit_missing, credit_amount_mismatch, credit_duplicated, credit_unbacked',

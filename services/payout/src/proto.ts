@@ -36,6 +36,9 @@ export function payoutToProto(row: PayoutRow): Payout {
     updatedAt: timestampFromDate(row.updated_at),
     environment: environmentToProto(row.environment),
     ...(row.claimed_at === null ? {} : { claimedAt: timestampFromDate(row.claimed_at) }),
+    ...(row.confirmations === null ? {} : { confirmations: row.confirmations }),
+    origin: row.origin,
+    ...(row.approved_at === null ? {} : { approvedAt: timestampFromDate(row.approved_at) }),
   });
 }
 

@@ -11,6 +11,7 @@ import { createPayoutMetrics } from './metrics';
 import { payoutSettings } from './settings';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { CodeExpirySweeper } from './sweeper';
+import { EthereumTreasuryBalances } from './treasury';
 
 export { payoutSettings } from './settings';
 
@@ -33,6 +34,15 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       listAllPayouts: ['gateway'],
       // Operators' "check the ledger now" (the gateway's admin route checks the operator's token).
       checkLedgerInvariants: ['gateway'],
+      getPayout: ['gateway'],
+      getAutoSweep: ['gateway'],
+      setAutoSweep: ['gateway'],
+      verifyAutoSweep: ['gateway'],
+      // The treasury's operator routes (docs/treasury.md); each carries the operator's token.
+      approvePayout: ['gateway'],
+      listSweepTasks: ['gateway'],
+      getTreasury: ['gateway'],
+      setTreasuryPaused: ['gateway'],
     }),
   ],
   settings: payoutSettings,
@@ -72,6 +82,21 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       metrics,
       ledgerCheck,
       chainCheck: payoutChainCheck(config),
+      treasury: {
+        autoMax: { ETH: config.PAYOUT_AUTO_MAX_ETH, USDT: config.PAYOUT_AUTO_MAX_USDT, USDC: config.PAYOUT_AUTO_MAX_USDC },
+        balances: {
+          ethereum:
+            config.CHAIN_ETHEREUM_RPC_URL === ''
+              ? undefined
+              : new EthereumTreasuryBalances({
+                  rpcUrl: config.CHAIN_ETHEREUM_RPC_URL,
+                  timeoutMs: config.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
+                  contracts: { USDT: config.CHAIN_ETHEREUM_USDT_CONTRACT, USDC: config.CHAIN_ETHEREUM_USDC_CONTRACT },
+                }),
+        },
+        unconfiguredReason: (network) => `CHAIN_${network.toUpperCase()}_RPC_URL is not set: the balance is not read`,
+      },
+      onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
     });
     const ledger = ledgerConsumer({
       sql,
@@ -81,6 +106,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       verifier: eventVerifier,
       logger,
       onCredited: (credit) => metrics.credited.inc({ currency: credit.currency, environment: credit.environment }),
+      onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
     });
     const sweeper = new CodeExpirySweeper({
       sql,

@@ -2,9 +2,14 @@
  * The payout service's own settings (environment variables, validated at start; a bad value stops
  * the process with one line naming the variable). Documented in services/payout/README.md.
  */
-import { rateLimitSetting, setting } from '@coinvoice/runtime';
+import { rateLimitSetting, setting, type Setting } from '@coinvoice/runtime';
 import { payoutCheckSettings } from '@coinvoice/chains/payout-verification';
 import { DEFAULT_CODE_TTL_MS } from './domain/code';
+
+/** A decimal amount ≥ 0 of an asset (at most 12 integer digits and 18 decimals), kept as its decimal string. */
+function assetAmountSetting(defaultAmount: string): Setting<string> {
+  return { expected: 'a decimal amount ≥ 0, e.g. "0.5"', default: defaultAmount, parse: (raw) => (/^\d{1,12}(\.\d{1,18})?$/.test(raw) ? raw : undefined) };
+}
 
 export const payoutSettings = {
   /** gRPC URL of the auth service: GetProjectContext gives the merchant's email for the code. */
@@ -35,4 +40,12 @@ export const payoutSettings = {
    * payout-check.ts). Empty: not checked.
    */
   ...payoutCheckSettings,
+  /**
+   * The largest payout of each Ethereum-treasury asset the processor sends without an operator's
+   * Approve (docs/treasury.md); default 0: every payout waits for one. The Treasury
+   * page's approval queue is the live verified payouts above it.
+   */
+  PAYOUT_AUTO_MAX_ETH: assetAmountSetting('0'),
+  PAYOUT_AUTO_MAX_USDT: assetAmountSetting('0'),
+  PAYOUT_AUTO_MAX_USDC: assetAmountSetting('0'),
 } as const;

@@ -151,6 +151,10 @@ function row(status: PayoutStatusName, extra: Partial<PayoutRow> = {}): PayoutRo
     cancelled_at: null,
     claimed_at: null,
     claimed_by: null,
+    origin: 'merchant',
+    approved_at: null,
+    approved_by: null,
+    confirmations: null,
     ...extra,
   };
 }
@@ -177,7 +181,7 @@ function reached(t: Transition): PayoutRow {
 const occurredAt = new Date('2026-03-04T05:06:07.890Z');
 const base = { payoutId, amount: 0.015, currency: 'BTC', environment: 'sandbox', occurredAt: occurredAt.toISOString() };
 const WEBHOOK_OF: Record<string, Record<string, unknown>> = {
-  'payout.verified': { ...base, status: 'Pending' },
+  'payout.verified': { ...base, status: 'Pending', origin: 'merchant' },
   'payout.completed': { ...base, status: 'Completed', transactionHash: 'ab'.repeat(32) },
   'payout.rejected': { ...base, status: 'Rejected', adminNote: 'KYC failed' },
 };

@@ -20,7 +20,8 @@ function run(args: string[], env: NodeJS.ProcessEnv): { status: number | null; o
 test.each([
   ['no Ethereum node', ['process', 'ethereum'], { CHAIN_ETHEREUM_RPC_URL: '' }, 'CHAIN_ETHEREUM_RPC_URL'],
   ['a network without a processor', ['process', 'bitcoin'], {}, 'process <network>'],
-  ['an amount with more decimals than USDT has', ['process', 'ethereum'], { PAYOUT_AUTO_MAX_USDT: '1.1234567' }, 'PAYOUT_AUTO_MAX_USDT'],
+  ['an amount that is not a decimal', ['process', 'ethereum'], { PAYOUT_AUTO_MAX_USDT: '1e3' }, 'PAYOUT_AUTO_MAX_USDT'],
+  ['a dust threshold with more decimals than USDC has', ['process', 'ethereum'], { SWEEP_DUST_USDC: '0.1234567' }, 'SWEEP_DUST_USDC'],
   ['a negative dust threshold', ['process', 'ethereum'], { SWEEP_DUST_ETH: '-1' }, 'SWEEP_DUST_ETH'],
   ['a replacement delay without a unit', ['process', 'ethereum'], { PAYOUT_REPLACE_AFTER: '180' }, 'PAYOUT_REPLACE_AFTER'],
 ])('%s: the process stops at once, naming the setting', (_name, args, env, variable) => {

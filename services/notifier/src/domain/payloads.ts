@@ -25,7 +25,8 @@
  *   (the live-only events repeat their amounts as exact decimal strings: docs/accounting.md)
  *                           (a reorg removed payments before Paid; status is where it moved back to)
  *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
- *   payout.verified   {payoutId, status:"Pending", amount, currency, environment}
+ *   payout.verified   {payoutId, status:"Pending", amount, currency, environment, origin}
+ *                     (origin "merchant" | "auto_sweep": an auto-sweep payout starts here, no payout.requested)
  *   payout.completed  {payoutId, status:"Completed", amount, currency, environment, transactionHash}
  *   payout.rejected   {payoutId, status:"Rejected", amount, currency, environment, adminNote}
  *                     (adminNote null when the operator left it empty)
@@ -172,7 +173,11 @@ export const EVENT_WEBHOOK_TABLE = {
     PayoutVerificationCodeIssuedSchema,
     'internal: carries the plain verification code and the merchant email; it is emailed, never sent to a URL',
   ),
-  'payout.verified': webhook(PayoutVerifiedSchema, payoutBase),
+  'payout.verified': webhook(PayoutVerifiedSchema, (e, read) => ({
+    ...payoutBase(e, read),
+    // Events from before issue 23 carry none: those payouts were all the merchant's.
+    origin: e.origin === '' ? 'merchant' : read.oneOf('origin', e.origin, ['merchant', 'auto_sweep'] as const),
+  })),
   'payout.completed': webhook(PayoutCompletedSchema, (e, read) => ({
     ...payoutBase(e, read),
     transactionHash: read.required('transactionHash', e.transactionHash),
@@ -246,6 +251,7 @@ interface FieldReader {
   required(name: string, value: string): string;
   amount(name: string, value: string): JsonDecimal;
   environment(value: string): 'live' | 'sandbox';
+  oneOf<const T extends string>(name: string, value: string, allowed: readonly T[]): T;
 }
 
 function fieldReader(eventType: string): FieldReader {
@@ -263,6 +269,8 @@ function fieldReader(eventType: string): FieldReader {
     },
     environment: (value) =>
       value === 'live' || value === 'sandbox' ? value : fail(`environment ${JSON.stringify(value)} is not live|sandbox`),
+    oneOf: <const T extends string>(name: string, value: string, allowed: readonly T[]): T =>
+      (allowed as readonly string[]).includes(value) ? (value as T) : fail(`${name} ${JSON.stringify(value.slice(0, 40))} is not ${allowed.join('|')}`),
   };
 }
 

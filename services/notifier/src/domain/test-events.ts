@@ -61,7 +61,7 @@ const SAMPLES: { [T in WebhookEventType]: SampleOf } = {
   'invoice.reopened': (p) =>
     create(InvoiceReopenedSchema, { ...invoice(p), status: 'PartiallyPaid', amount: '0.004', currency: 'ETH', previousStatus: 'Confirming' }),
   'payout.requested': (p) => create(PayoutRequestedSchema, { ...payout(p), status: 'AwaitingVerification' }),
-  'payout.verified': (p) => create(PayoutVerifiedSchema, { ...payout(p), status: 'Pending' }),
+  'payout.verified': (p) => create(PayoutVerifiedSchema, { ...payout(p), status: 'Pending', origin: 'merchant' }),
   'payout.completed': (p) => create(PayoutCompletedSchema, { ...payout(p), status: 'Completed', transactionHash: ZERO_BTC_TX }),
   'payout.rejected': (p) => create(PayoutRejectedSchema, { ...payout(p), status: 'Rejected', adminNote: 'A test event: no payout was rejected' }),
   'payout.cancelled': (p) => create(PayoutCancelledSchema, { ...payout(p), status: 'Cancelled', reason: 'user' }),

@@ -17,7 +17,7 @@
  * per payment id; a late payment of another asset (`credited: false`) credits nothing.
  */
 import { fromJson } from '@bufbuild/protobuf';
-import { ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type Logger, type Sql, type EventVerifier, type StreamSettings, type TransactionSql, type Worker } from '@coinvoice/runtime';
+import { ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type EventTransaction, type Logger, type Sql, type EventVerifier, type StreamSettings, type Worker } from '@coinvoice/runtime';
 import { findCryptoCurrency } from '@coinvoice/chains/currencies';
 import { formatPlain, parsePositiveDecimal } from '@coinvoice/domain/money';
 import { InvoiceLatePaymentSchema, InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
@@ -25,6 +25,8 @@ import type { NatsConnection } from 'nats';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { isUuid } from '@coinvoice/runtime';
 import { creditInvoice, creditLatePayment, type BalanceKey } from '../store/ledger';
+import { sweepIfDue } from '../auto-sweep';
+import type { PayoutRow } from '../store/payouts';
 
 export const LEDGER_CONSUMER = 'payout-ledger';
 export const LATE_PAYMENT_CONSUMER = 'payout-ledger-late';
@@ -76,8 +78,8 @@ function invoiceCreditOf(
 }
 
 /** Applies one invoice.late_payment inside the consumer's transaction. */
-export function latePaymentHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited'>) {
-  return async (tx: TransactionSql, event: ConsumedEvent): Promise<void> => {
+export function latePaymentHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited' | 'onAutoSwept'>) {
+  return async (tx: EventTransaction, event: ConsumedEvent): Promise<void> => {
     const log = options.logger.child({ eventId: event.id, eventType: event.type });
     const parsed = creditOfLatePayment(event.payload);
     if (!parsed.ok) {
@@ -89,6 +91,7 @@ export function latePaymentHandler(options: Pick<LedgerConsumerOptions, 'logger'
     if (await creditLatePayment(tx, { ...credit, eventId: event.id })) {
       log.info({ invoiceId: credit.invoiceId, paymentId: credit.paymentId, currency: credit.currency, amount: credit.amount }, 'payout ledger: late payment credited');
       options.onCredited?.(credit);
+      await autoSweep(tx, credit, options, log);
     } else {
       log.info({ paymentId: credit.paymentId }, 'payout ledger: late payment was already credited; duplicate ignored');
     }
@@ -124,11 +127,25 @@ export interface LedgerConsumerOptions {
   logger: Logger;
   /** Told after each credit's transaction ran (metrics). */
   onCredited?: (credit: InvoiceCredit) => void;
+  /** Told of each auto-sweep payout a credit created (metrics). */
+  onAutoSwept?: (payout: PayoutRow) => void;
+}
+
+/**
+ * The auto-sweep trigger (services/payout/README.md#auto-sweep): in the credit's transaction,
+ * under the balance row the credit just locked, so concurrent credits crossing the threshold
+ * create one sweep payout between them.
+ */
+async function autoSweep(tx: EventTransaction, credit: InvoiceCredit, options: Pick<LedgerConsumerOptions, 'onAutoSwept'>, log: Logger): Promise<void> {
+  const payout = await sweepIfDue(tx, credit);
+  if (!payout) return;
+  options.onAutoSwept?.(payout);
+  log.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, amount: payout.amount }, 'payout ledger: threshold reached, auto-sweep payout created');
 }
 
 /** Applies one invoice.paid inside the consumer's transaction. */
-export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited'>) {
-  return async (tx: TransactionSql, event: ConsumedEvent): Promise<void> => {
+export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited' | 'onAutoSwept'>) {
+  return async (tx: EventTransaction, event: ConsumedEvent): Promise<void> => {
     const log = options.logger.child({ eventId: event.id, eventType: event.type });
     const parsed = creditOfInvoicePaid(event.payload);
     if (!parsed.ok) {
@@ -141,6 +158,7 @@ export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'o
     if (credited) {
       log.info({ invoiceId: credit.invoiceId, projectId: credit.projectId, environment: credit.environment, currency: credit.currency, amount: credit.amount }, 'payout ledger: invoice credited');
       options.onCredited?.(credit);
+      await autoSweep(tx, credit, options, log);
     } else {
       log.info({ invoiceId: credit.invoiceId }, 'payout ledger: invoice was already credited; duplicate event ignored');
     }

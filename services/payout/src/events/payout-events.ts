@@ -54,7 +54,7 @@ export function payoutRequestedEvent(row: PayoutRow): NewEvent {
 export function payoutVerifiedEvent(row: PayoutRow): NewEvent {
   assertStatus(row, 'Pending');
   if (!row.verified_at) throw new Error(`payout ${row.id} has no verified_at`);
-  const message = create(PayoutVerifiedSchema, { ...base(row), verifiedAt: timestampFromDate(row.verified_at) });
+  const message = create(PayoutVerifiedSchema, { ...base(row), verifiedAt: timestampFromDate(row.verified_at), origin: row.origin });
   return event('payout.verified', row, toJson(PayoutVerifiedSchema, message));
 }
 

@@ -20,7 +20,7 @@ import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SignEvmTransactionRequestSchema } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
-import { Decimal, formatPlain, fromBaseUnits, toBaseUnits } from '@coinvoice/domain/money';
+import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
 import { stageOf } from '../domain/status';
 import { applyTrigger } from '../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../store/payouts';
@@ -76,8 +76,8 @@ export interface EvmProcessorOptions {
   confirmations: number;
   pollMs: number;
   replaceAfterMs: number;
-  /** PAYOUT_AUTO_MAX_<ASSET>, base units. */
-  autoMax: Readonly<Record<EvmAsset, bigint>>;
+  /** PAYOUT_AUTO_MAX_<ASSET>, decimal amounts. */
+  autoMax: Readonly<Record<EvmAsset, string>>;
   /** SWEEP_DUST_<ASSET>, base units. */
   dust: Readonly<Record<EvmAsset, bigint>>;
   /** One round of the sweep intake: new accounted deposits become sweep tasks; answers how many. */
@@ -593,7 +593,7 @@ export class EvmProcessor implements Worker {
    */
   private async pay(treasury: string): Promise<boolean> {
     const { sql, network, node } = this.options;
-    const autoMax = (asset: EvmAsset) => formatPlain(fromBaseUnits(this.options.autoMax[asset], cryptoCurrency(asset).baseUnitDecimals));
+    const autoMax = (asset: EvmAsset) => this.options.autoMax[asset];
     // Attempts of payouts no longer claimable (cancelled, claimed by an operator) no longer matter.
     await sql`delete from payout_sign_attempts a using payouts p where p.id = a.payout_id and a.network = ${network} and (p.status <> 'Pending' or p.claimed_at is not null)`;
     const candidates = await sql<(PayoutRow & { attempted: boolean })[]>`

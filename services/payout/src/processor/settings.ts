@@ -48,12 +48,13 @@ export const processorSettings = {
   /** gRPC URL of the signer (`payout sign`); https with mutual TLS in production. */
   SIGNER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50055' }),
   /**
-   * Payouts up to this amount are sent without an operator's Approve (docs/treasury.md#processor). Default 0:
-   * every payout waits for Approve.
+   * Payouts up to this amount are sent without an operator's Approve (docs/treasury.md#processor);
+   * default 0: every payout waits for Approve. The serve role's settings (its Treasury page shows
+   * the queue above them): one declaration, so both roles read the variable alike.
    */
-  PAYOUT_AUTO_MAX_ETH: assetAmount('ETH', '0'),
-  PAYOUT_AUTO_MAX_USDT: assetAmount('USDT', '0'),
-  PAYOUT_AUTO_MAX_USDC: assetAmount('USDC', '0'),
+  PAYOUT_AUTO_MAX_ETH: payoutSettings.PAYOUT_AUTO_MAX_ETH,
+  PAYOUT_AUTO_MAX_USDT: payoutSettings.PAYOUT_AUTO_MAX_USDT,
+  PAYOUT_AUTO_MAX_USDC: payoutSettings.PAYOUT_AUTO_MAX_USDC,
   /** A transaction not mined this long after its broadcast is replaced (same nonce, fees +12.5 % or more). */
   PAYOUT_REPLACE_AFTER: setting.duration({ default: '3m', minMs: 1_000, maxMs: 24 * 3_600_000 }),
   /** How often a round runs (record, re-broadcast, replace, sweep, pay); a standby retries the lock as often. */

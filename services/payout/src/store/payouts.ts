@@ -35,6 +35,13 @@ export interface PayoutRow {
   claimed_at: Date | null;
   /** Who claimed it: the operator's merchant id. */
   claimed_by: string | null;
+  /** Who asked for it (migration 0200): the merchant, or the project's auto-sweep rule. */
+  origin: 'merchant' | 'auto_sweep';
+  /** An operator's Approve (docs/treasury.md): needed above PAYOUT_AUTO_MAX_<ASSET>. */
+  approved_at: Date | null;
+  approved_by: string | null;
+  /** Confirmations of the in-flight transaction (the processor's); null when none was sent. */
+  confirmations: number | null;
 }
 
 export interface NewPayoutRow {
@@ -233,4 +240,16 @@ export function listAllPayouts(sql: Queryable, query: OperatorQuery): Promise<{ 
     { table: 'payouts', filters: sql`${byStatus} ${byEnvironment}`, order: 'oldest_first', after: query.after, pageSize: query.pageSize },
     OPERATOR_QUEUE_CURSORS,
   );
+}
+
+/**
+ * Records an operator's Approve on a locked payout: only a live, verified, Pending payout nobody
+ * has claimed yet. Undefined when the guard refuses it.
+ */
+export async function approvePayout(tx: TransactionSql, payoutId: string, operatorId: string): Promise<PayoutRow | undefined> {
+  const [row] = await tx<PayoutRow[]>`
+    update payouts set approved_at = date_trunc('milliseconds', now()), approved_by = ${operatorId}, updated_at = date_trunc('milliseconds', now())
+    where id = ${payoutId} and status = 'Pending' and claimed_at is null and approved_at is null and environment = 'live'
+    returning *`;
+  return row;
 }

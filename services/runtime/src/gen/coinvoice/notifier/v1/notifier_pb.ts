@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/notifier/v1/notifier.proto.
  */
 export const file_coinvoice_notifier_v1_notifier: GenFile = /*@__PURE__*/
-  fileDesc("CiRjb2ludm9pY2Uvbm90aWZpZXIvdjEvbm90aWZpZXIucHJvdG8SFWNvaW52b2ljZS5ub3RpZmllci52MSLMAQoiU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVxdWVzdBIRCglwYXlvdXRfaWQYASABKAkSEwoLZW52aXJvbm1lbnQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg0KBWVtYWlsGAUgASgJEgwKBGNvZGUYBiABKAkSLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYWRkcmVzcxgIIAEoCSI5CiNTZW5kUGF5b3V0VmVyaWZpY2F0aW9uRW1haWxSZXNwb25zZRISCgptZXNzYWdlX2lkGAEgASgJIqoBCiFTZW5kRW1haWxWZXJpZmljYXRpb25FbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEY29kZRgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI4CgdwdXJwb3NlGAQgASgOMicuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkVtYWlsQ29kZVB1cnBvc2UiLgodU2VuZFNpZ25VcEF0dGVtcHRFbWFpbFJlcXVlc3QSDQoFZW1haWwYASABKAkiNAoeU2VuZFNpZ25VcEF0dGVtcHRFbWFpbFJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkiOAoiU2VuZEVtYWlsVmVyaWZpY2F0aW9uRW1haWxSZXNwb25zZRISCgptZXNzYWdlX2lkGAEgASgJIpIDCg9XZWJob29rRGVsaXZlcnkSCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRISCgpldmVudF90eXBlGAQgASgJEgsKA3VybBgFIAEoCRI1CgZzdGF0dXMYBiABKA4yJS5jb2ludm9pY2Uubm90aWZpZXIudjEuRGVsaXZlcnlTdGF0dXMSFQoNYXR0ZW1wdF9jb3VudBgHIAEoBRIzCg9uZXh0X2F0dGVtcHRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhoKDXJlZGVsaXZlcnlfb2YYCiABKAlIAIgBARIPCgdwYXlsb2FkGAsgASgJEiEKFGxhc3RfcmVzcG9uc2Vfc3RhdHVzGAwgASgFSAGIAQFCEAoOX3JlZGVsaXZlcnlfb2ZCFwoVX2xhc3RfcmVzcG9uc2Vfc3RhdHVzIrcDCg5XZWJob29rQXR0ZW1wdBIWCg5hdHRlbXB0X251bWJlchgBIAEoBRIwCgxhdHRlbXB0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wElIKD3JlcXVlc3RfaGVhZGVycxgDIAMoCzI5LmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rQXR0ZW1wdC5SZXF1ZXN0SGVhZGVyc0VudHJ5EhQKDHJlcXVlc3RfYm9keRgEIAEoCRIcCg9yZXNwb25zZV9zdGF0dXMYBSABKAVIAIgBARIdChVyZXNwb25zZV9ib2R5X2V4Y2VycHQYBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAUSEgoFZXJyb3IYCCABKAlIAYgBARI2ChJkZXRhaWxzX3JlbW92ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGjUKE1JlcXVlc3RIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUISChBfcmVzcG9uc2Vfc3RhdHVzQggKBl9lcnJvciJwCg5FbmRwb2ludEhlYWx0aBILCgN1cmwYASABKAkSMwoPbGFzdF9zdWNjZXNzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgDIAEoBSLsAQocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjoKBnN0YXR1cxgCIAEoDjIlLmNvaW52b2ljZS5ub3RpZmllci52MS5EZWxpdmVyeVN0YXR1c0gAiAEBEhcKCmV2ZW50X3R5cGUYAyABKAlIAYgBARIRCglwYWdlX3NpemUYBCABKAUSDgoGY3Vyc29yGAUgASgJEhcKCmludm9pY2VfaWQYBiABKAlIAogBAUIJCgdfc3RhdHVzQg0KC19ldmVudF90eXBlQg0KC19pbnZvaWNlX2lkIswBCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRI6CgpkZWxpdmVyaWVzGAEgAygLMiYuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tEZWxpdmVyeRITCgtuZXh0X2N1cnNvchgCIAEoCRI+Cg9lbmRwb2ludF9oZWFsdGgYAyABKAsyJS5jb2ludm9pY2Uubm90aWZpZXIudjEuRW5kcG9pbnRIZWFsdGgSGgoSbG9nX3JldGVudGlvbl9kYXlzGAQgASgFIkQKGUdldFdlYmhvb2tEZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCSKPAQoaR2V0V2ViaG9va0RlbGl2ZXJ5UmVzcG9uc2USOAoIZGVsaXZlcnkYASABKAsyJi5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0RlbGl2ZXJ5EjcKCGF0dGVtcHRzGAIgAygLMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tBdHRlbXB0IkIKF1JlZGVsaXZlcldlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkiVAoYUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tEZWxpdmVyeSJAChZTZW5kVGVzdFdlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKZXZlbnRfdHlwZRgCIAEoCSKHAQoXU2VuZFRlc3RXZWJob29rUmVzcG9uc2USOAoIZGVsaXZlcnkYASABKAsyJi5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0RlbGl2ZXJ5EhAKCGV2ZW50X2lkGAIgASgJEhIKCmV2ZW50X3R5cGUYAyABKAkSDAoEYm9keRgEIAEoCSJhChhMaXN0UHJvamVjdEV2ZW50c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgZjdXJzb3IYAiABKAlIAIgBARIRCglwYWdlX3NpemUYAyABKAVCCQoHX2N1cnNvciK1AQoMUHJvamVjdEV2ZW50EhAKCGV2ZW50X2lkGAEgASgJEhIKCmV2ZW50X3R5cGUYAiABKAkSQQoHaGVhZGVycxgDIAMoCzIwLmNvaW52b2ljZS5ub3RpZmllci52MS5Qcm9qZWN0RXZlbnQuSGVhZGVyc0VudHJ5EgwKBGJvZHkYBCABKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiYAoZTGlzdFByb2plY3RFdmVudHNSZXNwb25zZRIzCgZldmVudHMYASADKAsyIy5jb2ludm9pY2Uubm90aWZpZXIudjEuUHJvamVjdEV2ZW50Eg4KBmN1cnNvchgCIAEoCSp2ChBFbWFpbENvZGVQdXJwb3NlEiIKHkVNQUlMX0NPREVfUFVSUE9TRV9VTlNQRUNJRklFRBAAEh4KGkVNQUlMX0NPREVfUFVSUE9TRV9BRERSRVNTEAESHgoaRU1BSUxfQ09ERV9QVVJQT1NFX1NJR05fVVAQAiqJAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIdChlERUxJVkVSWV9TVEFUVVNfU1VDQ0VFREVEEAISGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBADMqMICg9Ob3RpZmllclNlcnZpY2USggEKFUxpc3RXZWJob29rRGVsaXZlcmllcxIzLmNvaW52b2ljZS5ub3RpZmllci52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjQuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEnkKEkdldFdlYmhvb2tEZWxpdmVyeRIwLmNvaW52b2ljZS5ub3RpZmllci52MS5HZXRXZWJob29rRGVsaXZlcnlSZXF1ZXN0GjEuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkdldFdlYmhvb2tEZWxpdmVyeVJlc3BvbnNlEnMKEFJlZGVsaXZlcldlYmhvb2sSLi5jb2ludm9pY2Uubm90aWZpZXIudjEuUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QaLy5jb2ludm9pY2Uubm90aWZpZXIudjEuUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEpQBChtTZW5kUGF5b3V0VmVyaWZpY2F0aW9uRW1haWwSOS5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVxdWVzdBo6LmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kUGF5b3V0VmVyaWZpY2F0aW9uRW1haWxSZXNwb25zZRKRAQoaU2VuZEVtYWlsVmVyaWZpY2F0aW9uRW1haWwSOC5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZEVtYWlsVmVyaWZpY2F0aW9uRW1haWxSZXF1ZXN0GjkuY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRFbWFpbFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2UShQEKFlNlbmRTaWduVXBBdHRlbXB0RW1haWwSNC5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZFNpZ25VcEF0dGVtcHRFbWFpbFJlcXVlc3QaNS5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZFNpZ25VcEF0dGVtcHRFbWFpbFJlc3BvbnNlEnAKD1NlbmRUZXN0V2ViaG9vaxItLmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kVGVzdFdlYmhvb2tSZXF1ZXN0Gi4uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRUZXN0V2ViaG9va1Jlc3BvbnNlEnYKEUxpc3RQcm9qZWN0RXZlbnRzEi8uY29pbnZvaWNlLm5vdGlmaWVyLnYxLkxpc3RQcm9qZWN0RXZlbnRzUmVxdWVzdBowLmNvaW52b2ljZS5ub3RpZmllci52MS5MaXN0UHJvamVjdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiRjb2ludm9pY2Uvbm90aWZpZXIvdjEvbm90aWZpZXIucHJvdG8SFWNvaW52b2ljZS5ub3RpZmllci52MSLMAQoiU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVxdWVzdBIRCglwYXlvdXRfaWQYASABKAkSEwoLZW52aXJvbm1lbnQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg0KBWVtYWlsGAUgASgJEgwKBGNvZGUYBiABKAkSLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYWRkcmVzcxgIIAEoCSI5CiNTZW5kUGF5b3V0VmVyaWZpY2F0aW9uRW1haWxSZXNwb25zZRISCgptZXNzYWdlX2lkGAEgASgJIuABCiVTZW5kQXV0b1N3ZWVwVmVyaWZpY2F0aW9uRW1haWxSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLZW52aXJvbm1lbnQYAiABKAkSDQoFZW1haWwYAyABKAkSDAoEY29kZRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJBCgxkZXN0aW5hdGlvbnMYBiADKAsyKy5jb2ludm9pY2Uubm90aWZpZXIudjEuQXV0b1N3ZWVwRGVzdGluYXRpb24iTAoUQXV0b1N3ZWVwRGVzdGluYXRpb24SEAoIY3VycmVuY3kYASABKAkSDwoHYWRkcmVzcxgCIAEoCRIRCgl0aHJlc2hvbGQYAyABKAkiPAomU2VuZEF1dG9Td2VlcFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCSKqAQohU2VuZEVtYWlsVmVyaWZpY2F0aW9uRW1haWxSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBGNvZGUYAiABKAkSLgoKZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASOAoHcHVycG9zZRgEIAEoDjInLmNvaW52b2ljZS5ub3RpZmllci52MS5FbWFpbENvZGVQdXJwb3NlIi4KHVNlbmRTaWduVXBBdHRlbXB0RW1haWxSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJIjQKHlNlbmRTaWduVXBBdHRlbXB0RW1haWxSZXNwb25zZRISCgptZXNzYWdlX2lkGAEgASgJIjgKIlNlbmRFbWFpbFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCSKSAwoPV2ViaG9va0RlbGl2ZXJ5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSEgoKZXZlbnRfdHlwZRgEIAEoCRILCgN1cmwYBSABKAkSNQoGc3RhdHVzGAYgASgOMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkRlbGl2ZXJ5U3RhdHVzEhUKDWF0dGVtcHRfY291bnQYByABKAUSMwoPbmV4dF9hdHRlbXB0X2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaCg1yZWRlbGl2ZXJ5X29mGAogASgJSACIAQESDwoHcGF5bG9hZBgLIAEoCRIhChRsYXN0X3Jlc3BvbnNlX3N0YXR1cxgMIAEoBUgBiAEBQhAKDl9yZWRlbGl2ZXJ5X29mQhcKFV9sYXN0X3Jlc3BvbnNlX3N0YXR1cyK3AwoOV2ViaG9va0F0dGVtcHQSFgoOYXR0ZW1wdF9udW1iZXIYASABKAUSMAoMYXR0ZW1wdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJSCg9yZXF1ZXN0X2hlYWRlcnMYAyADKAsyOS5jb2ludm9pY2Uubm90aWZpZXIudjEuV2ViaG9va0F0dGVtcHQuUmVxdWVzdEhlYWRlcnNFbnRyeRIUCgxyZXF1ZXN0X2JvZHkYBCABKAkSHAoPcmVzcG9uc2Vfc3RhdHVzGAUgASgFSACIAQESHQoVcmVzcG9uc2VfYm9keV9leGNlcnB0GAYgASgJEhMKC2R1cmF0aW9uX21zGAcgASgFEhIKBWVycm9yGAggASgJSAGIAQESNgoSZGV0YWlsc19yZW1vdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEgoQX3Jlc3BvbnNlX3N0YXR1c0IICgZfZXJyb3IicAoORW5kcG9pbnRIZWFsdGgSCwoDdXJsGAEgASgJEjMKD2xhc3Rfc3VjY2Vzc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYAyABKAUi7AEKHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI6CgZzdGF0dXMYAiABKA4yJS5jb2ludm9pY2Uubm90aWZpZXIudjEuRGVsaXZlcnlTdGF0dXNIAIgBARIXCgpldmVudF90eXBlGAMgASgJSAGIAQESEQoJcGFnZV9zaXplGAQgASgFEg4KBmN1cnNvchgFIAEoCRIXCgppbnZvaWNlX2lkGAYgASgJSAKIAQFCCQoHX3N0YXR1c0INCgtfZXZlbnRfdHlwZUINCgtfaW52b2ljZV9pZCLMAQodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USOgoKZGVsaXZlcmllcxgBIAMoCzImLmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rRGVsaXZlcnkSEwoLbmV4dF9jdXJzb3IYAiABKAkSPgoPZW5kcG9pbnRfaGVhbHRoGAMgASgLMiUuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkVuZHBvaW50SGVhbHRoEhoKEmxvZ19yZXRlbnRpb25fZGF5cxgEIAEoBSJEChlHZXRXZWJob29rRGVsaXZlcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLZGVsaXZlcnlfaWQYAiABKAkijwEKGkdldFdlYmhvb2tEZWxpdmVyeVJlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tEZWxpdmVyeRI3CghhdHRlbXB0cxgCIAMoCzIlLmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rQXR0ZW1wdCJCChdSZWRlbGl2ZXJXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJIlQKGFJlZGVsaXZlcldlYmhvb2tSZXNwb25zZRI4CghkZWxpdmVyeRgBIAEoCzImLmNvaW52b2ljZS5ub3RpZmllci52MS5XZWJob29rRGVsaXZlcnkiQAoWU2VuZFRlc3RXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCmV2ZW50X3R5cGUYAiABKAkihwEKF1NlbmRUZXN0V2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYuY29pbnZvaWNlLm5vdGlmaWVyLnYxLldlYmhvb2tEZWxpdmVyeRIQCghldmVudF9pZBgCIAEoCRISCgpldmVudF90eXBlGAMgASgJEgwKBGJvZHkYBCABKAkiYQoYTGlzdFByb2plY3RFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoGY3Vyc29yGAIgASgJSACIAQESEQoJcGFnZV9zaXplGAMgASgFQgkKB19jdXJzb3IitQEKDFByb2plY3RFdmVudBIQCghldmVudF9pZBgBIAEoCRISCgpldmVudF90eXBlGAIgASgJEkEKB2hlYWRlcnMYAyADKAsyMC5jb2ludm9pY2Uubm90aWZpZXIudjEuUHJvamVjdEV2ZW50LkhlYWRlcnNFbnRyeRIMCgRib2R5GAQgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImAKGUxpc3RQcm9qZWN0RXZlbnRzUmVzcG9uc2USMwoGZXZlbnRzGAEgAygLMiMuY29pbnZvaWNlLm5vdGlmaWVyLnYxLlByb2plY3RFdmVudBIOCgZjdXJzb3IYAiABKAkqdgoQRW1haWxDb2RlUHVycG9zZRIiCh5FTUFJTF9DT0RFX1BVUlBPU0VfVU5TUEVDSUZJRUQQABIeChpFTUFJTF9DT0RFX1BVUlBPU0VfQUREUkVTUxABEh4KGkVNQUlMX0NPREVfUFVSUE9TRV9TSUdOX1VQEAIqiQEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX1NVQ0NFRURFRBACEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQAzLDCQoPTm90aWZpZXJTZXJ2aWNlEoIBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMy5jb2ludm9pY2Uubm90aWZpZXIudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBo0LmNvaW52b2ljZS5ub3RpZmllci52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJ5ChJHZXRXZWJob29rRGVsaXZlcnkSMC5jb2ludm9pY2Uubm90aWZpZXIudjEuR2V0V2ViaG9va0RlbGl2ZXJ5UmVxdWVzdBoxLmNvaW52b2ljZS5ub3RpZmllci52MS5HZXRXZWJob29rRGVsaXZlcnlSZXNwb25zZRJzChBSZWRlbGl2ZXJXZWJob29rEi4uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Gi8uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZRKUAQobU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsEjkuY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRQYXlvdXRWZXJpZmljYXRpb25FbWFpbFJlcXVlc3QaOi5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZFBheW91dFZlcmlmaWNhdGlvbkVtYWlsUmVzcG9uc2USnQEKHlNlbmRBdXRvU3dlZXBWZXJpZmljYXRpb25FbWFpbBI8LmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kQXV0b1N3ZWVwVmVyaWZpY2F0aW9uRW1haWxSZXF1ZXN0Gj0uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRBdXRvU3dlZXBWZXJpZmljYXRpb25FbWFpbFJlc3BvbnNlEpEBChpTZW5kRW1haWxWZXJpZmljYXRpb25FbWFpbBI4LmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kRW1haWxWZXJpZmljYXRpb25FbWFpbFJlcXVlc3QaOS5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZEVtYWlsVmVyaWZpY2F0aW9uRW1haWxSZXNwb25zZRKFAQoWU2VuZFNpZ25VcEF0dGVtcHRFbWFpbBI0LmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kU2lnblVwQXR0ZW1wdEVtYWlsUmVxdWVzdBo1LmNvaW52b2ljZS5ub3RpZmllci52MS5TZW5kU2lnblVwQXR0ZW1wdEVtYWlsUmVzcG9uc2UScAoPU2VuZFRlc3RXZWJob29rEi0uY29pbnZvaWNlLm5vdGlmaWVyLnYxLlNlbmRUZXN0V2ViaG9va1JlcXVlc3QaLi5jb2ludm9pY2Uubm90aWZpZXIudjEuU2VuZFRlc3RXZWJob29rUmVzcG9uc2USdgoRTGlzdFByb2plY3RFdmVudHMSLy5jb2ludm9pY2Uubm90aWZpZXIudjEuTGlzdFByb2plY3RFdmVudHNSZXF1ZXN0GjAuY29pbnZvaWNlLm5vdGlmaWVyLnYxLkxpc3RQcm9qZWN0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message coinvoice.notifier.v1.SendPayoutVerificationEmailRequest
@@ -92,6 +92,100 @@ export const SendPayoutVerificationEmailResponseSchema: GenMessage<SendPayoutVer
   messageDesc(file_coinvoice_notifier_v1_notifier, 1);
 
 /**
+ * @generated from message coinvoice.notifier.v1.SendAutoSweepVerificationEmailRequest
+ */
+export type SendAutoSweepVerificationEmailRequest = Message<"coinvoice.notifier.v1.SendAutoSweepVerificationEmailRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * "live" or "sandbox".
+   *
+   * @generated from field: string environment = 2;
+   */
+  environment: string;
+
+  /**
+   * @generated from field: string email = 3;
+   */
+  email: string;
+
+  /**
+   * The plain 6-digit code.
+   *
+   * @generated from field: string code = 4;
+   */
+  code: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * The destinations the code activates, named in the email so the merchant confirms them.
+   *
+   * @generated from field: repeated coinvoice.notifier.v1.AutoSweepDestination destinations = 6;
+   */
+  destinations: AutoSweepDestination[];
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendAutoSweepVerificationEmailRequest.
+ * Use `create(SendAutoSweepVerificationEmailRequestSchema)` to create a new message.
+ */
+export const SendAutoSweepVerificationEmailRequestSchema: GenMessage<SendAutoSweepVerificationEmailRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 2);
+
+/**
+ * @generated from message coinvoice.notifier.v1.AutoSweepDestination
+ */
+export type AutoSweepDestination = Message<"coinvoice.notifier.v1.AutoSweepDestination"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string address = 2;
+   */
+  address: string;
+
+  /**
+   * Decimal string.
+   *
+   * @generated from field: string threshold = 3;
+   */
+  threshold: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.AutoSweepDestination.
+ * Use `create(AutoSweepDestinationSchema)` to create a new message.
+ */
+export const AutoSweepDestinationSchema: GenMessage<AutoSweepDestination> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 3);
+
+/**
+ * @generated from message coinvoice.notifier.v1.SendAutoSweepVerificationEmailResponse
+ */
+export type SendAutoSweepVerificationEmailResponse = Message<"coinvoice.notifier.v1.SendAutoSweepVerificationEmailResponse"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+};
+
+/**
+ * Describes the message coinvoice.notifier.v1.SendAutoSweepVerificationEmailResponse.
+ * Use `create(SendAutoSweepVerificationEmailResponseSchema)` to create a new message.
+ */
+export const SendAutoSweepVerificationEmailResponseSchema: GenMessage<SendAutoSweepVerificationEmailResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_notifier_v1_notifier, 4);
+
+/**
  * @generated from message coinvoice.notifier.v1.SendEmailVerificationEmailRequest
  */
 export type SendEmailVerificationEmailRequest = Message<"coinvoice.notifier.v1.SendEmailVerificationEmailRequest"> & {
@@ -125,7 +219,7 @@ export type SendEmailVerificationEmailRequest = Message<"coinvoice.notifier.v1.S
  * Use `create(SendEmailVerificationEmailRequestSchema)` to create a new message.
  */
 export const SendEmailVerificationEmailRequestSchema: GenMessage<SendEmailVerificationEmailRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 2);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 5);
 
 /**
  * @generated from message coinvoice.notifier.v1.SendSignUpAttemptEmailRequest
@@ -144,7 +238,7 @@ export type SendSignUpAttemptEmailRequest = Message<"coinvoice.notifier.v1.SendS
  * Use `create(SendSignUpAttemptEmailRequestSchema)` to create a new message.
  */
 export const SendSignUpAttemptEmailRequestSchema: GenMessage<SendSignUpAttemptEmailRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 3);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 6);
 
 /**
  * @generated from message coinvoice.notifier.v1.SendSignUpAttemptEmailResponse
@@ -161,7 +255,7 @@ export type SendSignUpAttemptEmailResponse = Message<"coinvoice.notifier.v1.Send
  * Use `create(SendSignUpAttemptEmailResponseSchema)` to create a new message.
  */
 export const SendSignUpAttemptEmailResponseSchema: GenMessage<SendSignUpAttemptEmailResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 4);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 7);
 
 /**
  * @generated from message coinvoice.notifier.v1.SendEmailVerificationEmailResponse
@@ -178,7 +272,7 @@ export type SendEmailVerificationEmailResponse = Message<"coinvoice.notifier.v1.
  * Use `create(SendEmailVerificationEmailResponseSchema)` to create a new message.
  */
 export const SendEmailVerificationEmailResponseSchema: GenMessage<SendEmailVerificationEmailResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 5);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 8);
 
 /**
  * One event to be delivered to one project's webhook URL.
@@ -268,7 +362,7 @@ export type WebhookDelivery = Message<"coinvoice.notifier.v1.WebhookDelivery"> &
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 6);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 9);
 
 /**
  * One HTTP attempt of a delivery, recorded exactly as sent.
@@ -344,7 +438,7 @@ export type WebhookAttempt = Message<"coinvoice.notifier.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 7);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 10);
 
 /**
  * Health of a project's webhook endpoint, so a silent endpoint is noticed.
@@ -379,7 +473,7 @@ export type EndpointHealth = Message<"coinvoice.notifier.v1.EndpointHealth"> & {
  * Use `create(EndpointHealthSchema)` to create a new message.
  */
 export const EndpointHealthSchema: GenMessage<EndpointHealth> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 8);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 11);
 
 /**
  * @generated from message coinvoice.notifier.v1.ListWebhookDeliveriesRequest
@@ -431,7 +525,7 @@ export type ListWebhookDeliveriesRequest = Message<"coinvoice.notifier.v1.ListWe
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 9);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 12);
 
 /**
  * @generated from message coinvoice.notifier.v1.ListWebhookDeliveriesResponse
@@ -467,7 +561,7 @@ export type ListWebhookDeliveriesResponse = Message<"coinvoice.notifier.v1.ListW
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 10);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 13);
 
 /**
  * @generated from message coinvoice.notifier.v1.GetWebhookDeliveryRequest
@@ -489,7 +583,7 @@ export type GetWebhookDeliveryRequest = Message<"coinvoice.notifier.v1.GetWebhoo
  * Use `create(GetWebhookDeliveryRequestSchema)` to create a new message.
  */
 export const GetWebhookDeliveryRequestSchema: GenMessage<GetWebhookDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 11);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 14);
 
 /**
  * @generated from message coinvoice.notifier.v1.GetWebhookDeliveryResponse
@@ -513,7 +607,7 @@ export type GetWebhookDeliveryResponse = Message<"coinvoice.notifier.v1.GetWebho
  * Use `create(GetWebhookDeliveryResponseSchema)` to create a new message.
  */
 export const GetWebhookDeliveryResponseSchema: GenMessage<GetWebhookDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 12);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 15);
 
 /**
  * @generated from message coinvoice.notifier.v1.RedeliverWebhookRequest
@@ -537,7 +631,7 @@ export type RedeliverWebhookRequest = Message<"coinvoice.notifier.v1.RedeliverWe
  * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
  */
 export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 13);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 16);
 
 /**
  * @generated from message coinvoice.notifier.v1.RedeliverWebhookResponse
@@ -556,7 +650,7 @@ export type RedeliverWebhookResponse = Message<"coinvoice.notifier.v1.RedeliverW
  * Use `create(RedeliverWebhookResponseSchema)` to create a new message.
  */
 export const RedeliverWebhookResponseSchema: GenMessage<RedeliverWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 14);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 17);
 
 /**
  * @generated from message coinvoice.notifier.v1.SendTestWebhookRequest
@@ -581,7 +675,7 @@ export type SendTestWebhookRequest = Message<"coinvoice.notifier.v1.SendTestWebh
  * Use `create(SendTestWebhookRequestSchema)` to create a new message.
  */
 export const SendTestWebhookRequestSchema: GenMessage<SendTestWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 15);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 18);
 
 /**
  * @generated from message coinvoice.notifier.v1.SendTestWebhookResponse
@@ -620,7 +714,7 @@ export type SendTestWebhookResponse = Message<"coinvoice.notifier.v1.SendTestWeb
  * Use `create(SendTestWebhookResponseSchema)` to create a new message.
  */
 export const SendTestWebhookResponseSchema: GenMessage<SendTestWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 16);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 19);
 
 /**
  * @generated from message coinvoice.notifier.v1.ListProjectEventsRequest
@@ -651,7 +745,7 @@ export type ListProjectEventsRequest = Message<"coinvoice.notifier.v1.ListProjec
  * Use `create(ListProjectEventsRequestSchema)` to create a new message.
  */
 export const ListProjectEventsRequestSchema: GenMessage<ListProjectEventsRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 17);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 20);
 
 /**
  * One webhook event of a project, ready to be sent as a delivery is.
@@ -694,7 +788,7 @@ export type ProjectEvent = Message<"coinvoice.notifier.v1.ProjectEvent"> & {
  * Use `create(ProjectEventSchema)` to create a new message.
  */
 export const ProjectEventSchema: GenMessage<ProjectEvent> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 18);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 21);
 
 /**
  * @generated from message coinvoice.notifier.v1.ListProjectEventsResponse
@@ -718,7 +812,7 @@ export type ListProjectEventsResponse = Message<"coinvoice.notifier.v1.ListProje
  * Use `create(ListProjectEventsResponseSchema)` to create a new message.
  */
 export const ListProjectEventsResponseSchema: GenMessage<ListProjectEventsResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_notifier_v1_notifier, 19);
+  messageDesc(file_coinvoice_notifier_v1_notifier, 22);
 
 /**
  * What an email verification code confirms.
@@ -840,6 +934,17 @@ export const NotifierService: GenService<{
     methodKind: "unary";
     input: typeof SendPayoutVerificationEmailRequestSchema;
     output: typeof SendPayoutVerificationEmailResponseSchema;
+  },
+  /**
+   * Internal (payout service): emails the code that confirms a project's new auto-sweep
+   * destinations. Like the payout code: neither stored nor logged here.
+   *
+   * @generated from rpc coinvoice.notifier.v1.NotifierService.SendAutoSweepVerificationEmail
+   */
+  sendAutoSweepVerificationEmail: {
+    methodKind: "unary";
+    input: typeof SendAutoSweepVerificationEmailRequestSchema;
+    output: typeof SendAutoSweepVerificationEmailResponseSchema;
   },
   /**
    * Internal (auth service): emails the code that proves a merchant's address (or finishes a

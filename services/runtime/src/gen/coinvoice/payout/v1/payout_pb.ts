@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/payout/v1/payout.proto.
  */
 export const file_coinvoice_payout_v1_payout: GenFile = /*@__PURE__*/
-  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL3BheW91dC5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSLhAwoGUGF5b3V0EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEjEKBnN0YXR1cxgHIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzEh0KEHRyYW5zYWN0aW9uX2hhc2gYCCABKAlIAYgBARIXCgphZG1pbl9ub3RlGAkgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoLZW52aXJvbm1lbnQYDCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EjMKCmNsYWltZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAOIAQFCBwoFX25vdGVCEwoRX3RyYW5zYWN0aW9uX2hhc2hCDQoLX2FkbWluX25vdGVCDQoLX2NsYWltZWRfYXQiTgoHQmFsYW5jZRIQCghjdXJyZW5jeRgBIAEoCRIRCglhdmFpbGFibGUYAiABKAkSDwoHcGVuZGluZxgDIAEoCRINCgV0b3RhbBgEIAEoCSJeChFHZXRCYWxhbmNlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudCKPAQoSR2V0QmFsYW5jZVJlc3BvbnNlEhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50Ei4KCGJhbGFuY2VzGAMgAygLMhwuY29pbnZvaWNlLnBheW91dC52MS5CYWxhbmNlIvkBChRSZXF1ZXN0UGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIOCgZhbW91bnQYAyABKAkSEAoIY3VycmVuY3kYBCABKAkSDwoHYWRkcmVzcxgFIAEoCRIRCgRub3RlGAYgASgJSACIAQESHAoPaWRlbXBvdGVuY3lfa2V5GAcgASgJSAGIAQESFQoNdmFsaWRhdGVfb25seRgIIAEoCEIHCgVfbm90ZUISChBfaWRlbXBvdGVuY3lfa2V5Il8KFVJlcXVlc3RQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dBIZChFpZGVtcG90ZW50X3JlcGxheRgCIAEoCCJKChNWZXJpZnlQYXlvdXRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoJcGF5b3V0X2lkGAIgASgJEgwKBGNvZGUYAyABKAkiQwoUVmVyaWZ5UGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQijgEKEkxpc3RQYXlvdXRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjYKBnN0YXR1cxgCIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzSACIAQESEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCUIJCgdfc3RhdHVzIlgKE0xpc3RQYXlvdXRzUmVzcG9uc2USLAoHcGF5b3V0cxgBIAMoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhMKC25leHRfY3Vyc29yGAIgASgJIjwKE0NhbmNlbFBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglwYXlvdXRfaWQYAiABKAkiQwoUQ2FuY2VsUGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQiPwoSQ2xhaW1QYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgCIAEoCSJCChNDbGFpbVBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IlwKFUNvbXBsZXRlUGF5b3V0UmVxdWVzdBIRCglwYXlvdXRfaWQYASABKAkSGAoQdHJhbnNhY3Rpb25faGFzaBgCIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgDIAEoCSJFChZDb21wbGV0ZVBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IlQKE1JlamVjdFBheW91dFJlcXVlc3QSEQoJcGF5b3V0X2lkGAEgASgJEhIKCmFkbWluX25vdGUYAiABKAkSFgoOb3BlcmF0b3JfdG9rZW4YAyABKAkiQwoUUmVqZWN0UGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQizAEKFUxpc3RBbGxQYXlvdXRzUmVxdWVzdBI2CgZzdGF0dXMYASABKA4yIS5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dFN0YXR1c0gAiAEBEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJEhYKDm9wZXJhdG9yX3Rva2VuGAUgASgJQgkKB19zdGF0dXMiWwoWTGlzdEFsbFBheW91dHNSZXNwb25zZRIsCgdwYXlvdXRzGAEgAygLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSEwoLbmV4dF9jdXJzb3IYAiABKAkiNgocQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVxdWVzdBIWCg5vcGVyYXRvcl90b2tlbhgBIAEoCSKVAQodQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVzcG9uc2USQQoKdmlvbGF0aW9ucxgBIAMoCzItLmNvaW52b2ljZS5wYXlvdXQudjEuTGVkZ2VySW52YXJpYW50VmlvbGF0aW9uEhgKEGJhbGFuY2VzX2NoZWNrZWQYAiABKAMSFwoPY3JlZGl0c19jaGVja2VkGAMgASgDIjgKGExlZGdlckludmFyaWFudFZpb2xhdGlvbhIMCgRraW5kGAEgASgJEg4KBmRldGFpbBgCIAEoCSrHAQoMUGF5b3V0U3RhdHVzEh0KGVBBWU9VVF9TVEFUVVNfVU5TUEVDSUZJRUQQABInCiNQQVlPVVRfU1RBVFVTX0FXQUlUSU5HX1ZFUklGSUNBVElPThABEhkKFVBBWU9VVF9TVEFUVVNfUEVORElORxACEhsKF1BBWU9VVF9TVEFUVVNfQ09NUExFVEVEEAMSGgoWUEFZT1VUX1NUQVRVU19SRUpFQ1RFRBAEEhsKF1BBWU9VVF9TVEFUVVNfQ0FOQ0VMTEVEEAUynwgKDVBheW91dFNlcnZpY2USXQoKR2V0QmFsYW5jZRImLmNvaW52b2ljZS5wYXlvdXQudjEuR2V0QmFsYW5jZVJlcXVlc3QaJy5jb2ludm9pY2UucGF5b3V0LnYxLkdldEJhbGFuY2VSZXNwb25zZRJmCg1SZXF1ZXN0UGF5b3V0EikuY29pbnZvaWNlLnBheW91dC52MS5SZXF1ZXN0UGF5b3V0UmVxdWVzdBoqLmNvaW52b2ljZS5wYXlvdXQudjEuUmVxdWVzdFBheW91dFJlc3BvbnNlEmMKDFZlcmlmeVBheW91dBIoLmNvaW52b2ljZS5wYXlvdXQudjEuVmVyaWZ5UGF5b3V0UmVxdWVzdBopLmNvaW52b2ljZS5wYXlvdXQudjEuVmVyaWZ5UGF5b3V0UmVzcG9uc2USYAoLTGlzdFBheW91dHMSJy5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVxdWVzdBooLmNvaW52b2ljZS5wYXlvdXQudjEuTGlzdFBheW91dHNSZXNwb25zZRJjCgxDYW5jZWxQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLkNhbmNlbFBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLkNhbmNlbFBheW91dFJlc3BvbnNlEmAKC0NsYWltUGF5b3V0EicuY29pbnZvaWNlLnBheW91dC52MS5DbGFpbVBheW91dFJlcXVlc3QaKC5jb2ludm9pY2UucGF5b3V0LnYxLkNsYWltUGF5b3V0UmVzcG9uc2USaQoOQ29tcGxldGVQYXlvdXQSKi5jb2ludm9pY2UucGF5b3V0LnYxLkNvbXBsZXRlUGF5b3V0UmVxdWVzdBorLmNvaW52b2ljZS5wYXlvdXQudjEuQ29tcGxldGVQYXlvdXRSZXNwb25zZRJjCgxSZWplY3RQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLlJlamVjdFBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLlJlamVjdFBheW91dFJlc3BvbnNlEmkKDkxpc3RBbGxQYXlvdXRzEiouY29pbnZvaWNlLnBheW91dC52MS5MaXN0QWxsUGF5b3V0c1JlcXVlc3QaKy5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RBbGxQYXlvdXRzUmVzcG9uc2USfgoVQ2hlY2tMZWRnZXJJbnZhcmlhbnRzEjEuY29pbnZvaWNlLnBheW91dC52MS5DaGVja0xlZGdlckludmFyaWFudHNSZXF1ZXN0GjIuY29pbnZvaWNlLnBheW91dC52MS5DaGVja0xlZGdlckludmFyaWFudHNSZXNwb25zZWIGcHJvdG8z", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL3BheW91dC5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSLlBAoGUGF5b3V0EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGYW1vdW50GAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEg8KB2FkZHJlc3MYBSABKAkSEQoEbm90ZRgGIAEoCUgAiAEBEjEKBnN0YXR1cxgHIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzEh0KEHRyYW5zYWN0aW9uX2hhc2gYCCABKAlIAYgBARIXCgphZG1pbl9ub3RlGAkgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoLZW52aXJvbm1lbnQYDCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EjMKCmNsYWltZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAOIAQESGgoNY29uZmlybWF0aW9ucxgOIAEoBUgEiAEBEg4KBm9yaWdpbhgPIAEoCRI0CgthcHByb3ZlZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIBYgBAUIHCgVfbm90ZUITChFfdHJhbnNhY3Rpb25faGFzaEINCgtfYWRtaW5fbm90ZUINCgtfY2xhaW1lZF9hdEIQCg5fY29uZmlybWF0aW9uc0IOCgxfYXBwcm92ZWRfYXQiTgoHQmFsYW5jZRIQCghjdXJyZW5jeRgBIAEoCRIRCglhdmFpbGFibGUYAiABKAkSDwoHcGVuZGluZxgDIAEoCRINCgV0b3RhbBgEIAEoCSJeChFHZXRCYWxhbmNlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudCKPAQoSR2V0QmFsYW5jZVJlc3BvbnNlEhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50Ei4KCGJhbGFuY2VzGAMgAygLMhwuY29pbnZvaWNlLnBheW91dC52MS5CYWxhbmNlIvkBChRSZXF1ZXN0UGF5b3V0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIOCgZhbW91bnQYAyABKAkSEAoIY3VycmVuY3kYBCABKAkSDwoHYWRkcmVzcxgFIAEoCRIRCgRub3RlGAYgASgJSACIAQESHAoPaWRlbXBvdGVuY3lfa2V5GAcgASgJSAGIAQESFQoNdmFsaWRhdGVfb25seRgIIAEoCEIHCgVfbm90ZUISChBfaWRlbXBvdGVuY3lfa2V5Il8KFVJlcXVlc3RQYXlvdXRSZXNwb25zZRIrCgZwYXlvdXQYASABKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dBIZChFpZGVtcG90ZW50X3JlcGxheRgCIAEoCCJKChNWZXJpZnlQYXlvdXRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoJcGF5b3V0X2lkGAIgASgJEgwKBGNvZGUYAyABKAkiQwoUVmVyaWZ5UGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQijgEKEkxpc3RQYXlvdXRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjYKBnN0YXR1cxgCIAEoDjIhLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0U3RhdHVzSACIAQESEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCUIJCgdfc3RhdHVzIlgKE0xpc3RQYXlvdXRzUmVzcG9uc2USLAoHcGF5b3V0cxgBIAMoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0EhMKC25leHRfY3Vyc29yGAIgASgJIjwKE0NhbmNlbFBheW91dFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCglwYXlvdXRfaWQYAiABKAkiQwoUQ2FuY2VsUGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQiPwoSQ2xhaW1QYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgCIAEoCSJCChNDbGFpbVBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IlwKFUNvbXBsZXRlUGF5b3V0UmVxdWVzdBIRCglwYXlvdXRfaWQYASABKAkSGAoQdHJhbnNhY3Rpb25faGFzaBgCIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgDIAEoCSJFChZDb21wbGV0ZVBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IlQKE1JlamVjdFBheW91dFJlcXVlc3QSEQoJcGF5b3V0X2lkGAEgASgJEhIKCmFkbWluX25vdGUYAiABKAkSFgoOb3BlcmF0b3JfdG9rZW4YAyABKAkiQwoUUmVqZWN0UGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQizAEKFUxpc3RBbGxQYXlvdXRzUmVxdWVzdBI2CgZzdGF0dXMYASABKA4yIS5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dFN0YXR1c0gAiAEBEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJEhYKDm9wZXJhdG9yX3Rva2VuGAUgASgJQgkKB19zdGF0dXMiWwoWTGlzdEFsbFBheW91dHNSZXNwb25zZRIsCgdwYXlvdXRzGAEgAygLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSEwoLbmV4dF9jdXJzb3IYAiABKAkiNgocQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVxdWVzdBIWCg5vcGVyYXRvcl90b2tlbhgBIAEoCSKVAQodQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVzcG9uc2USQQoKdmlvbGF0aW9ucxgBIAMoCzItLmNvaW52b2ljZS5wYXlvdXQudjEuTGVkZ2VySW52YXJpYW50VmlvbGF0aW9uEhgKEGJhbGFuY2VzX2NoZWNrZWQYAiABKAMSFwoPY3JlZGl0c19jaGVja2VkGAMgASgDIjgKGExlZGdlckludmFyaWFudFZpb2xhdGlvbhIMCgRraW5kGAEgASgJEg4KBmRldGFpbBgCIAEoCSI5ChBHZXRQYXlvdXRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoJcGF5b3V0X2lkGAIgASgJIkAKEUdldFBheW91dFJlc3BvbnNlEisKBnBheW91dBgBIAEoCzIbLmNvaW52b2ljZS5wYXlvdXQudjEuUGF5b3V0IkEKFEFwcHJvdmVQYXlvdXRSZXF1ZXN0EhEKCXBheW91dF9pZBgBIAEoCRIWCg5vcGVyYXRvcl90b2tlbhgCIAEoCSJEChVBcHByb3ZlUGF5b3V0UmVzcG9uc2USKwoGcGF5b3V0GAEgASgLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQiRgoOQXV0b1N3ZWVwRW50cnkSEAoIY3VycmVuY3kYASABKAkSDwoHYWRkcmVzcxgCIAEoCRIRCgl0aHJlc2hvbGQYAyABKAkijgEKD0F1dG9Td2VlcENoYW5nZRI0CgdlbnRyaWVzGAEgAygLMiMuY29pbnZvaWNlLnBheW91dC52MS5BdXRvU3dlZXBFbnRyeRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1hdHRlbXB0c19sZWZ0GAMgASgFIugBCg9BdXRvU3dlZXBDb25maWcSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSNAoHZW50cmllcxgDIAMoCzIjLmNvaW52b2ljZS5wYXlvdXQudjEuQXV0b1N3ZWVwRW50cnkSQQoOcGVuZGluZ19jaGFuZ2UYBCABKAsyJC5jb2ludm9pY2UucGF5b3V0LnYxLkF1dG9Td2VlcENoYW5nZUgAiAEBQhEKD19wZW5kaW5nX2NoYW5nZSJgChNHZXRBdXRvU3dlZXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50IkwKFEdldEF1dG9Td2VlcFJlc3BvbnNlEjQKBmNvbmZpZxgBIAEoCzIkLmNvaW52b2ljZS5wYXlvdXQudjEuQXV0b1N3ZWVwQ29uZmlnIpYBChNTZXRBdXRvU3dlZXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EjQKB2VudHJpZXMYAyADKAsyIy5jb2ludm9pY2UucGF5b3V0LnYxLkF1dG9Td2VlcEVudHJ5IkwKFFNldEF1dG9Td2VlcFJlc3BvbnNlEjQKBmNvbmZpZxgBIAEoCzIkLmNvaW52b2ljZS5wYXlvdXQudjEuQXV0b1N3ZWVwQ29uZmlnIjoKFlZlcmlmeUF1dG9Td2VlcFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRjb2RlGAIgASgJIk8KF1ZlcmlmeUF1dG9Td2VlcFJlc3BvbnNlEjQKBmNvbmZpZxgBIAEoCzIkLmNvaW52b2ljZS5wYXlvdXQudjEuQXV0b1N3ZWVwQ29uZmlnIuoCCglTd2VlcFRhc2sSCgoCaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRISCgppbnZvaWNlX2lkGAMgASgJEhIKCnByb2plY3RfaWQYBCABKAkSDwoHbmV0d29yaxgFIAEoCRINCgVhc3NldBgGIAEoCRIXCg9kZXBvc2l0X2FkZHJlc3MYByABKAkSDgoGYW1vdW50GAggASgJEg4KBnN0YXR1cxgJIAEoCRIYCgtza2lwX3JlYXNvbhgKIAEoCUgAiAEBEh0KEHRyYW5zYWN0aW9uX2hhc2gYCyABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIOCgxfc2tpcF9yZWFzb25CEwoRX3RyYW5zYWN0aW9uX2hhc2givAEKFUxpc3RTd2VlcFRhc2tzUmVxdWVzdBIXCgppbnZvaWNlX2lkGAEgASgJSACIAQESEwoGc3RhdHVzGAIgASgJSAGIAQESFAoHbmV0d29yaxgDIAEoCUgCiAEBEhEKCXBhZ2Vfc2l6ZRgEIAEoBRIOCgZjdXJzb3IYBSABKAkSFgoOb3BlcmF0b3JfdG9rZW4YBiABKAlCDQoLX2ludm9pY2VfaWRCCQoHX3N0YXR1c0IKCghfbmV0d29yayJiChZMaXN0U3dlZXBUYXNrc1Jlc3BvbnNlEjMKC3N3ZWVwX3Rhc2tzGAEgAygLMh4uY29pbnZvaWNlLnBheW91dC52MS5Td2VlcFRhc2sSEwoLbmV4dF9jdXJzb3IYAiABKAkiLAoSR2V0VHJlYXN1cnlSZXF1ZXN0EhYKDm9wZXJhdG9yX3Rva2VuGAEgASgJIkUKFVRyZWFzdXJ5UGVuZGluZ1N3ZWVwcxINCgVhc3NldBgBIAEoCRINCgVjb3VudBgCIAEoAxIOCgZhbW91bnQYAyABKAkieAoPVHJlYXN1cnlCYWxhbmNlEg0KBWFzc2V0GAEgASgJEhMKBmFtb3VudBgCIAEoCUgAiAEBEh8KEnVuYXZhaWxhYmxlX3JlYXNvbhgDIAEoCUgBiAEBQgkKB19hbW91bnRCFQoTX3VuYXZhaWxhYmxlX3JlYXNvbiLbAgoPVHJlYXN1cnlOZXR3b3JrEg8KB25ldHdvcmsYASABKAkSFAoHYWRkcmVzcxgCIAEoCUgAiAEBEg4KBnBhdXNlZBgDIAEoCBIWCglwYXVzZWRfYnkYBCABKAlIAYgBARI2CghiYWxhbmNlcxgFIAMoCzIkLmNvaW52b2ljZS5wYXlvdXQudjEuVHJlYXN1cnlCYWxhbmNlEkIKDnBlbmRpbmdfc3dlZXBzGAYgAygLMiouY29pbnZvaWNlLnBheW91dC52MS5UcmVhc3VyeVBlbmRpbmdTd2VlcHMSLgoJaW5fZmxpZ2h0GAcgAygLMhsuY29pbnZvaWNlLnBheW91dC52MS5QYXlvdXQSMwoOYXBwcm92YWxfcXVldWUYCCADKAsyGy5jb2ludm9pY2UucGF5b3V0LnYxLlBheW91dEIKCghfYWRkcmVzc0IMCgpfcGF1c2VkX2J5Ik0KE0dldFRyZWFzdXJ5UmVzcG9uc2USNgoIbmV0d29ya3MYASADKAsyJC5jb2ludm9pY2UucGF5b3V0LnYxLlRyZWFzdXJ5TmV0d29yayJTChhTZXRUcmVhc3VyeVBhdXNlZFJlcXVlc3QSDwoHbmV0d29yaxgBIAEoCRIOCgZwYXVzZWQYAiABKAgSFgoOb3BlcmF0b3JfdG9rZW4YAyABKAkiUgoZU2V0VHJlYXN1cnlQYXVzZWRSZXNwb25zZRI1CgduZXR3b3JrGAEgASgLMiQuY29pbnZvaWNlLnBheW91dC52MS5UcmVhc3VyeU5ldHdvcmsqxwEKDFBheW91dFN0YXR1cxIdChlQQVlPVVRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASJwojUEFZT1VUX1NUQVRVU19BV0FJVElOR19WRVJJRklDQVRJT04QARIZChVQQVlPVVRfU1RBVFVTX1BFTkRJTkcQAhIbChdQQVlPVVRfU1RBVFVTX0NPTVBMRVRFRBADEhoKFlBBWU9VVF9TVEFUVVNfUkVKRUNURUQQBBIbChdQQVlPVVRfU1RBVFVTX0NBTkNFTExFRBAFMtwOCg1QYXlvdXRTZXJ2aWNlEl0KCkdldEJhbGFuY2USJi5jb2ludm9pY2UucGF5b3V0LnYxLkdldEJhbGFuY2VSZXF1ZXN0GicuY29pbnZvaWNlLnBheW91dC52MS5HZXRCYWxhbmNlUmVzcG9uc2USZgoNUmVxdWVzdFBheW91dBIpLmNvaW52b2ljZS5wYXlvdXQudjEuUmVxdWVzdFBheW91dFJlcXVlc3QaKi5jb2ludm9pY2UucGF5b3V0LnYxLlJlcXVlc3RQYXlvdXRSZXNwb25zZRJjCgxWZXJpZnlQYXlvdXQSKC5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeVBheW91dFJlcXVlc3QaKS5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeVBheW91dFJlc3BvbnNlEmAKC0xpc3RQYXlvdXRzEicuY29pbnZvaWNlLnBheW91dC52MS5MaXN0UGF5b3V0c1JlcXVlc3QaKC5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVzcG9uc2USYwoMQ2FuY2VsUGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5DYW5jZWxQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5DYW5jZWxQYXlvdXRSZXNwb25zZRJgCgtDbGFpbVBheW91dBInLmNvaW52b2ljZS5wYXlvdXQudjEuQ2xhaW1QYXlvdXRSZXF1ZXN0GiguY29pbnZvaWNlLnBheW91dC52MS5DbGFpbVBheW91dFJlc3BvbnNlEmkKDkNvbXBsZXRlUGF5b3V0EiouY29pbnZvaWNlLnBheW91dC52MS5Db21wbGV0ZVBheW91dFJlcXVlc3QaKy5jb2ludm9pY2UucGF5b3V0LnYxLkNvbXBsZXRlUGF5b3V0UmVzcG9uc2USYwoMUmVqZWN0UGF5b3V0EiguY29pbnZvaWNlLnBheW91dC52MS5SZWplY3RQYXlvdXRSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5SZWplY3RQYXlvdXRSZXNwb25zZRJpCg5MaXN0QWxsUGF5b3V0cxIqLmNvaW52b2ljZS5wYXlvdXQudjEuTGlzdEFsbFBheW91dHNSZXF1ZXN0GisuY29pbnZvaWNlLnBheW91dC52MS5MaXN0QWxsUGF5b3V0c1Jlc3BvbnNlEn4KFUNoZWNrTGVkZ2VySW52YXJpYW50cxIxLmNvaW52b2ljZS5wYXlvdXQudjEuQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVxdWVzdBoyLmNvaW52b2ljZS5wYXlvdXQudjEuQ2hlY2tMZWRnZXJJbnZhcmlhbnRzUmVzcG9uc2USWgoJR2V0UGF5b3V0EiUuY29pbnZvaWNlLnBheW91dC52MS5HZXRQYXlvdXRSZXF1ZXN0GiYuY29pbnZvaWNlLnBheW91dC52MS5HZXRQYXlvdXRSZXNwb25zZRJmCg1BcHByb3ZlUGF5b3V0EikuY29pbnZvaWNlLnBheW91dC52MS5BcHByb3ZlUGF5b3V0UmVxdWVzdBoqLmNvaW52b2ljZS5wYXlvdXQudjEuQXBwcm92ZVBheW91dFJlc3BvbnNlEmMKDEdldEF1dG9Td2VlcBIoLmNvaW52b2ljZS5wYXlvdXQudjEuR2V0QXV0b1N3ZWVwUmVxdWVzdBopLmNvaW52b2ljZS5wYXlvdXQudjEuR2V0QXV0b1N3ZWVwUmVzcG9uc2USYwoMU2V0QXV0b1N3ZWVwEiguY29pbnZvaWNlLnBheW91dC52MS5TZXRBdXRvU3dlZXBSZXF1ZXN0GikuY29pbnZvaWNlLnBheW91dC52MS5TZXRBdXRvU3dlZXBSZXNwb25zZRJsCg9WZXJpZnlBdXRvU3dlZXASKy5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeUF1dG9Td2VlcFJlcXVlc3QaLC5jb2ludm9pY2UucGF5b3V0LnYxLlZlcmlmeUF1dG9Td2VlcFJlc3BvbnNlEmkKDkxpc3RTd2VlcFRhc2tzEiouY29pbnZvaWNlLnBheW91dC52MS5MaXN0U3dlZXBUYXNrc1JlcXVlc3QaKy5jb2ludm9pY2UucGF5b3V0LnYxLkxpc3RTd2VlcFRhc2tzUmVzcG9uc2USYAoLR2V0VHJlYXN1cnkSJy5jb2ludm9pY2UucGF5b3V0LnYxLkdldFRyZWFzdXJ5UmVxdWVzdBooLmNvaW52b2ljZS5wYXlvdXQudjEuR2V0VHJlYXN1cnlSZXNwb25zZRJyChFTZXRUcmVhc3VyeVBhdXNlZBItLmNvaW52b2ljZS5wYXlvdXQudjEuU2V0VHJlYXN1cnlQYXVzZWRSZXF1ZXN0Gi4uY29pbnZvaWNlLnBheW91dC52MS5TZXRUcmVhc3VyeVBhdXNlZFJlc3BvbnNlYgZwcm90bzM", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * A payout. Fields mirror the public Payout object (same JSON names) plus project_id, environment
@@ -102,6 +102,27 @@ export type Payout = Message<"coinvoice.payout.v1.Payout"> & {
    * @generated from field: optional google.protobuf.Timestamp claimed_at = 13;
    */
   claimedAt?: Timestamp | undefined;
+
+  /**
+   * Confirmations of the in-flight transaction (docs/treasury.md); absent when none was sent.
+   *
+   * @generated from field: optional int32 confirmations = 14;
+   */
+  confirmations?: number | undefined;
+
+  /**
+   * Who asked for it: "merchant" or "auto_sweep".
+   *
+   * @generated from field: string origin = 15;
+   */
+  origin: string;
+
+  /**
+   * When an operator approved it (payouts above PAYOUT_AUTO_MAX_<ASSET>); absent otherwise.
+   *
+   * @generated from field: optional google.protobuf.Timestamp approved_at = 16;
+   */
+  approvedAt?: Timestamp | undefined;
 };
 
 /**
@@ -737,6 +758,663 @@ export const LedgerInvariantViolationSchema: GenMessage<LedgerInvariantViolation
   messageDesc(file_coinvoice_payout_v1_payout, 22);
 
 /**
+ * @generated from message coinvoice.payout.v1.GetPayoutRequest
+ */
+export type GetPayoutRequest = Message<"coinvoice.payout.v1.GetPayoutRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string payout_id = 2;
+   */
+  payoutId: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.GetPayoutRequest.
+ * Use `create(GetPayoutRequestSchema)` to create a new message.
+ */
+export const GetPayoutRequestSchema: GenMessage<GetPayoutRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 23);
+
+/**
+ * @generated from message coinvoice.payout.v1.GetPayoutResponse
+ */
+export type GetPayoutResponse = Message<"coinvoice.payout.v1.GetPayoutResponse"> & {
+  /**
+   * @generated from field: coinvoice.payout.v1.Payout payout = 1;
+   */
+  payout?: Payout | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.GetPayoutResponse.
+ * Use `create(GetPayoutResponseSchema)` to create a new message.
+ */
+export const GetPayoutResponseSchema: GenMessage<GetPayoutResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 24);
+
+/**
+ * @generated from message coinvoice.payout.v1.ApprovePayoutRequest
+ */
+export type ApprovePayoutRequest = Message<"coinvoice.payout.v1.ApprovePayoutRequest"> & {
+  /**
+   * @generated from field: string payout_id = 1;
+   */
+  payoutId: string;
+
+  /**
+   * The operator's session token, verified again here (auth VerifyOperatorToken).
+   *
+   * @generated from field: string operator_token = 2;
+   */
+  operatorToken: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ApprovePayoutRequest.
+ * Use `create(ApprovePayoutRequestSchema)` to create a new message.
+ */
+export const ApprovePayoutRequestSchema: GenMessage<ApprovePayoutRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 25);
+
+/**
+ * @generated from message coinvoice.payout.v1.ApprovePayoutResponse
+ */
+export type ApprovePayoutResponse = Message<"coinvoice.payout.v1.ApprovePayoutResponse"> & {
+  /**
+   * The payout, Pending with approved_at set.
+   *
+   * @generated from field: coinvoice.payout.v1.Payout payout = 1;
+   */
+  payout?: Payout | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ApprovePayoutResponse.
+ * Use `create(ApprovePayoutResponseSchema)` to create a new message.
+ */
+export const ApprovePayoutResponseSchema: GenMessage<ApprovePayoutResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 26);
+
+/**
+ * One currency's auto-sweep rule.
+ *
+ * @generated from message coinvoice.payout.v1.AutoSweepEntry
+ */
+export type AutoSweepEntry = Message<"coinvoice.payout.v1.AutoSweepEntry"> & {
+  /**
+   * Payout currency code: BTC, LTC, ETH, USDT, USDC, TRX.
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * Destination, canonical form.
+   *
+   * @generated from field: string address = 2;
+   */
+  address: string;
+
+  /**
+   * Decimal string > 0: the available balance that triggers a sweep.
+   *
+   * @generated from field: string threshold = 3;
+   */
+  threshold: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.AutoSweepEntry.
+ * Use `create(AutoSweepEntrySchema)` to create a new message.
+ */
+export const AutoSweepEntrySchema: GenMessage<AutoSweepEntry> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 27);
+
+/**
+ * A configuration change waiting for the emailed code.
+ *
+ * @generated from message coinvoice.payout.v1.AutoSweepChange
+ */
+export type AutoSweepChange = Message<"coinvoice.payout.v1.AutoSweepChange"> & {
+  /**
+   * The entries the code activates (new or changed destinations).
+   *
+   * @generated from field: repeated coinvoice.payout.v1.AutoSweepEntry entries = 1;
+   */
+  entries: AutoSweepEntry[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 attempts_left = 3;
+   */
+  attemptsLeft: number;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.AutoSweepChange.
+ * Use `create(AutoSweepChangeSchema)` to create a new message.
+ */
+export const AutoSweepChangeSchema: GenMessage<AutoSweepChange> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 28);
+
+/**
+ * @generated from message coinvoice.payout.v1.AutoSweepConfig
+ */
+export type AutoSweepConfig = Message<"coinvoice.payout.v1.AutoSweepConfig"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: coinvoice.common.v1.Environment environment = 2;
+   */
+  environment: Environment;
+
+  /**
+   * Active entries, by currency.
+   *
+   * @generated from field: repeated coinvoice.payout.v1.AutoSweepEntry entries = 3;
+   */
+  entries: AutoSweepEntry[];
+
+  /**
+   * @generated from field: optional coinvoice.payout.v1.AutoSweepChange pending_change = 4;
+   */
+  pendingChange?: AutoSweepChange | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.AutoSweepConfig.
+ * Use `create(AutoSweepConfigSchema)` to create a new message.
+ */
+export const AutoSweepConfigSchema: GenMessage<AutoSweepConfig> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 29);
+
+/**
+ * @generated from message coinvoice.payout.v1.GetAutoSweepRequest
+ */
+export type GetAutoSweepRequest = Message<"coinvoice.payout.v1.GetAutoSweepRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: coinvoice.common.v1.Environment environment = 2;
+   */
+  environment: Environment;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.GetAutoSweepRequest.
+ * Use `create(GetAutoSweepRequestSchema)` to create a new message.
+ */
+export const GetAutoSweepRequestSchema: GenMessage<GetAutoSweepRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 30);
+
+/**
+ * @generated from message coinvoice.payout.v1.GetAutoSweepResponse
+ */
+export type GetAutoSweepResponse = Message<"coinvoice.payout.v1.GetAutoSweepResponse"> & {
+  /**
+   * @generated from field: coinvoice.payout.v1.AutoSweepConfig config = 1;
+   */
+  config?: AutoSweepConfig | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.GetAutoSweepResponse.
+ * Use `create(GetAutoSweepResponseSchema)` to create a new message.
+ */
+export const GetAutoSweepResponseSchema: GenMessage<GetAutoSweepResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 31);
+
+/**
+ * @generated from message coinvoice.payout.v1.SetAutoSweepRequest
+ */
+export type SetAutoSweepRequest = Message<"coinvoice.payout.v1.SetAutoSweepRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * The project's environment: addresses are checked for its network (mainnet / testnet).
+   *
+   * @generated from field: coinvoice.common.v1.Environment environment = 2;
+   */
+  environment: Environment;
+
+  /**
+   * The whole desired configuration, at most one entry per currency.
+   *
+   * @generated from field: repeated coinvoice.payout.v1.AutoSweepEntry entries = 3;
+   */
+  entries: AutoSweepEntry[];
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.SetAutoSweepRequest.
+ * Use `create(SetAutoSweepRequestSchema)` to create a new message.
+ */
+export const SetAutoSweepRequestSchema: GenMessage<SetAutoSweepRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 32);
+
+/**
+ * @generated from message coinvoice.payout.v1.SetAutoSweepResponse
+ */
+export type SetAutoSweepResponse = Message<"coinvoice.payout.v1.SetAutoSweepResponse"> & {
+  /**
+   * @generated from field: coinvoice.payout.v1.AutoSweepConfig config = 1;
+   */
+  config?: AutoSweepConfig | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.SetAutoSweepResponse.
+ * Use `create(SetAutoSweepResponseSchema)` to create a new message.
+ */
+export const SetAutoSweepResponseSchema: GenMessage<SetAutoSweepResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 33);
+
+/**
+ * @generated from message coinvoice.payout.v1.VerifyAutoSweepRequest
+ */
+export type VerifyAutoSweepRequest = Message<"coinvoice.payout.v1.VerifyAutoSweepRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string code = 2;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.VerifyAutoSweepRequest.
+ * Use `create(VerifyAutoSweepRequestSchema)` to create a new message.
+ */
+export const VerifyAutoSweepRequestSchema: GenMessage<VerifyAutoSweepRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 34);
+
+/**
+ * @generated from message coinvoice.payout.v1.VerifyAutoSweepResponse
+ */
+export type VerifyAutoSweepResponse = Message<"coinvoice.payout.v1.VerifyAutoSweepResponse"> & {
+  /**
+   * @generated from field: coinvoice.payout.v1.AutoSweepConfig config = 1;
+   */
+  config?: AutoSweepConfig | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.VerifyAutoSweepResponse.
+ * Use `create(VerifyAutoSweepResponseSchema)` to create a new message.
+ */
+export const VerifyAutoSweepResponseSchema: GenMessage<VerifyAutoSweepResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 35);
+
+/**
+ * A sweep task (payout.sweep_tasks, worked by the processor).
+ *
+ * @generated from message coinvoice.payout.v1.SweepTask
+ */
+export type SweepTask = Message<"coinvoice.payout.v1.SweepTask"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string payment_id = 2;
+   */
+  paymentId: string;
+
+  /**
+   * @generated from field: string invoice_id = 3;
+   */
+  invoiceId: string;
+
+  /**
+   * @generated from field: string project_id = 4;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string network = 5;
+   */
+  network: string;
+
+  /**
+   * @generated from field: string asset = 6;
+   */
+  asset: string;
+
+  /**
+   * @generated from field: string deposit_address = 7;
+   */
+  depositAddress: string;
+
+  /**
+   * Decimal string in the asset's unit (not base units).
+   *
+   * @generated from field: string amount = 8;
+   */
+  amount: string;
+
+  /**
+   * "pending", "sent", "confirmed" or "skipped_dust".
+   *
+   * @generated from field: string status = 9;
+   */
+  status: string;
+
+  /**
+   * @generated from field: optional string skip_reason = 10;
+   */
+  skipReason?: string | undefined;
+
+  /**
+   * @generated from field: optional string transaction_hash = 11;
+   */
+  transactionHash?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 12;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 13;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.SweepTask.
+ * Use `create(SweepTaskSchema)` to create a new message.
+ */
+export const SweepTaskSchema: GenMessage<SweepTask> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 36);
+
+/**
+ * @generated from message coinvoice.payout.v1.ListSweepTasksRequest
+ */
+export type ListSweepTasksRequest = Message<"coinvoice.payout.v1.ListSweepTasksRequest"> & {
+  /**
+   * @generated from field: optional string invoice_id = 1;
+   */
+  invoiceId?: string | undefined;
+
+  /**
+   * @generated from field: optional string status = 2;
+   */
+  status?: string | undefined;
+
+  /**
+   * @generated from field: optional string network = 3;
+   */
+  network?: string | undefined;
+
+  /**
+   * Default 20 when 0, capped at 100.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string cursor = 5;
+   */
+  cursor: string;
+
+  /**
+   * @generated from field: string operator_token = 6;
+   */
+  operatorToken: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ListSweepTasksRequest.
+ * Use `create(ListSweepTasksRequestSchema)` to create a new message.
+ */
+export const ListSweepTasksRequestSchema: GenMessage<ListSweepTasksRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 37);
+
+/**
+ * @generated from message coinvoice.payout.v1.ListSweepTasksResponse
+ */
+export type ListSweepTasksResponse = Message<"coinvoice.payout.v1.ListSweepTasksResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated coinvoice.payout.v1.SweepTask sweep_tasks = 1;
+   */
+  sweepTasks: SweepTask[];
+
+  /**
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.ListSweepTasksResponse.
+ * Use `create(ListSweepTasksResponseSchema)` to create a new message.
+ */
+export const ListSweepTasksResponseSchema: GenMessage<ListSweepTasksResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 38);
+
+/**
+ * @generated from message coinvoice.payout.v1.GetTreasuryRequest
+ */
+export type GetTreasuryRequest = Message<"coinvoice.payout.v1.GetTreasuryRequest"> & {
+  /**
+   * @generated from field: string operator_token = 1;
+   */
+  operatorToken: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.GetTreasuryRequest.
+ * Use `create(GetTreasuryRequestSchema)` to create a new message.
+ */
+export const GetTreasuryRequestSchema: GenMessage<GetTreasuryRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 39);
+
+/**
+ * Deposits of one asset waiting to be swept.
+ *
+ * @generated from message coinvoice.payout.v1.TreasuryPendingSweeps
+ */
+export type TreasuryPendingSweeps = Message<"coinvoice.payout.v1.TreasuryPendingSweeps"> & {
+  /**
+   * @generated from field: string asset = 1;
+   */
+  asset: string;
+
+  /**
+   * @generated from field: int64 count = 2;
+   */
+  count: bigint;
+
+  /**
+   * Decimal string in the asset's unit.
+   *
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.TreasuryPendingSweeps.
+ * Use `create(TreasuryPendingSweepsSchema)` to create a new message.
+ */
+export const TreasuryPendingSweepsSchema: GenMessage<TreasuryPendingSweeps> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 40);
+
+/**
+ * The treasury's balance of one asset, read from the chain node.
+ *
+ * @generated from message coinvoice.payout.v1.TreasuryBalance
+ */
+export type TreasuryBalance = Message<"coinvoice.payout.v1.TreasuryBalance"> & {
+  /**
+   * @generated from field: string asset = 1;
+   */
+  asset: string;
+
+  /**
+   * Decimal string; absent when it could not be read (reason says why).
+   *
+   * @generated from field: optional string amount = 2;
+   */
+  amount?: string | undefined;
+
+  /**
+   * @generated from field: optional string unavailable_reason = 3;
+   */
+  unavailableReason?: string | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.TreasuryBalance.
+ * Use `create(TreasuryBalanceSchema)` to create a new message.
+ */
+export const TreasuryBalanceSchema: GenMessage<TreasuryBalance> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 41);
+
+/**
+ * @generated from message coinvoice.payout.v1.TreasuryNetwork
+ */
+export type TreasuryNetwork = Message<"coinvoice.payout.v1.TreasuryNetwork"> & {
+  /**
+   * @generated from field: string network = 1;
+   */
+  network: string;
+
+  /**
+   * Recorded by the network's processor; absent until one ran.
+   *
+   * @generated from field: optional string address = 2;
+   */
+  address?: string | undefined;
+
+  /**
+   * @generated from field: bool paused = 3;
+   */
+  paused: boolean;
+
+  /**
+   * @generated from field: optional string paused_by = 4;
+   */
+  pausedBy?: string | undefined;
+
+  /**
+   * @generated from field: repeated coinvoice.payout.v1.TreasuryBalance balances = 5;
+   */
+  balances: TreasuryBalance[];
+
+  /**
+   * @generated from field: repeated coinvoice.payout.v1.TreasuryPendingSweeps pending_sweeps = 6;
+   */
+  pendingSweeps: TreasuryPendingSweeps[];
+
+  /**
+   * Live payouts sent and not yet final (Pending with a transaction hash), oldest first.
+   *
+   * @generated from field: repeated coinvoice.payout.v1.Payout in_flight = 7;
+   */
+  inFlight: Payout[];
+
+  /**
+   * Live verified Pending payouts above PAYOUT_AUTO_MAX_<ASSET>, not approved nor claimed, oldest first.
+   *
+   * @generated from field: repeated coinvoice.payout.v1.Payout approval_queue = 8;
+   */
+  approvalQueue: Payout[];
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.TreasuryNetwork.
+ * Use `create(TreasuryNetworkSchema)` to create a new message.
+ */
+export const TreasuryNetworkSchema: GenMessage<TreasuryNetwork> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 42);
+
+/**
+ * @generated from message coinvoice.payout.v1.GetTreasuryResponse
+ */
+export type GetTreasuryResponse = Message<"coinvoice.payout.v1.GetTreasuryResponse"> & {
+  /**
+   * @generated from field: repeated coinvoice.payout.v1.TreasuryNetwork networks = 1;
+   */
+  networks: TreasuryNetwork[];
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.GetTreasuryResponse.
+ * Use `create(GetTreasuryResponseSchema)` to create a new message.
+ */
+export const GetTreasuryResponseSchema: GenMessage<GetTreasuryResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 43);
+
+/**
+ * @generated from message coinvoice.payout.v1.SetTreasuryPausedRequest
+ */
+export type SetTreasuryPausedRequest = Message<"coinvoice.payout.v1.SetTreasuryPausedRequest"> & {
+  /**
+   * @generated from field: string network = 1;
+   */
+  network: string;
+
+  /**
+   * @generated from field: bool paused = 2;
+   */
+  paused: boolean;
+
+  /**
+   * @generated from field: string operator_token = 3;
+   */
+  operatorToken: string;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.SetTreasuryPausedRequest.
+ * Use `create(SetTreasuryPausedRequestSchema)` to create a new message.
+ */
+export const SetTreasuryPausedRequestSchema: GenMessage<SetTreasuryPausedRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 44);
+
+/**
+ * @generated from message coinvoice.payout.v1.SetTreasuryPausedResponse
+ */
+export type SetTreasuryPausedResponse = Message<"coinvoice.payout.v1.SetTreasuryPausedResponse"> & {
+  /**
+   * @generated from field: coinvoice.payout.v1.TreasuryNetwork network = 1;
+   */
+  network?: TreasuryNetwork | undefined;
+};
+
+/**
+ * Describes the message coinvoice.payout.v1.SetTreasuryPausedResponse.
+ * Use `create(SetTreasuryPausedResponseSchema)` to create a new message.
+ */
+export const SetTreasuryPausedResponseSchema: GenMessage<SetTreasuryPausedResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_payout_v1_payout, 45);
+
+/**
  * Payout status. Public spelling: "AwaitingVerification", "Pending", "Completed", "Rejected",
  * "Cancelled".
  *
@@ -908,6 +1586,90 @@ export const PayoutService: GenService<{
     methodKind: "unary";
     input: typeof CheckLedgerInvariantsRequestSchema;
     output: typeof CheckLedgerInvariantsResponseSchema;
+  },
+  /**
+   * One payout of the project; another project's payout is not_found.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.GetPayout
+   */
+  getPayout: {
+    methodKind: "unary";
+    input: typeof GetPayoutRequestSchema;
+    output: typeof GetPayoutResponseSchema;
+  },
+  /**
+   * Operator: approves a live verified Pending payout not yet claimed, above PAYOUT_AUTO_MAX_<ASSET>
+   * (docs/treasury.md): the processor sends it only once approved. Approving an approved payout
+   * answers it unchanged (idempotent); anything else payout_not_pending (409).
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.ApprovePayout
+   */
+  approvePayout: {
+    methodKind: "unary";
+    input: typeof ApprovePayoutRequestSchema;
+    output: typeof ApprovePayoutResponseSchema;
+  },
+  /**
+   * The project's auto-sweep configuration and its change awaiting the emailed code, if any.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.GetAutoSweep
+   */
+  getAutoSweep: {
+    methodKind: "unary";
+    input: typeof GetAutoSweepRequestSchema;
+    output: typeof GetAutoSweepResponseSchema;
+  },
+  /**
+   * Replaces the project's auto-sweep configuration: entries left out are removed at once, a new
+   * threshold for an unchanged destination applies at once; a new or changed destination waits for
+   * the 6-digit code emailed to the merchant (VerifyAutoSweep), like a payout.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.SetAutoSweep
+   */
+  setAutoSweep: {
+    methodKind: "unary";
+    input: typeof SetAutoSweepRequestSchema;
+    output: typeof SetAutoSweepResponseSchema;
+  },
+  /**
+   * Activates the pending change with the emailed code (5 attempts, PAYOUT_CODE_TTL_MS).
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.VerifyAutoSweep
+   */
+  verifyAutoSweep: {
+    methodKind: "unary";
+    input: typeof VerifyAutoSweepRequestSchema;
+    output: typeof VerifyAutoSweepResponseSchema;
+  },
+  /**
+   * Operators: the sweep tasks (processor-owned), newest first, by invoice, status and network.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.ListSweepTasks
+   */
+  listSweepTasks: {
+    methodKind: "unary";
+    input: typeof ListSweepTasksRequestSchema;
+    output: typeof ListSweepTasksResponseSchema;
+  },
+  /**
+   * Operators: the Treasury page, per network.
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.GetTreasury
+   */
+  getTreasury: {
+    methodKind: "unary";
+    input: typeof GetTreasuryRequestSchema;
+    output: typeof GetTreasuryResponseSchema;
+  },
+  /**
+   * Operators: pauses or resumes a network's processor (treasury_networks.paused).
+   *
+   * @generated from rpc coinvoice.payout.v1.PayoutService.SetTreasuryPaused
+   */
+  setTreasuryPaused: {
+    methodKind: "unary";
+    input: typeof SetTreasuryPausedRequestSchema;
+    output: typeof SetTreasuryPausedResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_payout_v1_payout, 0);

@@ -1,0 +1,245 @@
+/**
+ * Auto-sweep (services/payout/README.md#auto-sweep): the merchant's rules per
+ * currency, set with an emailed code like a payout, and the trigger: when a LIVE project's available
+ * balance reaches its rule's threshold, a verified payout of that balance to the rule's destination
+ * (origin auto_sweep) is created in the transaction that changed the balance, under the balance
+ * row's lock, so concurrent credits cannot create two. Sandbox rules are kept and never acted on
+ * (the seed: sandbox invoices "ignore auto-sweep configuration").
+ */
+import { randomUUID } from 'node:crypto';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { enqueueEvent, errors, eventTransaction, requireValid, serviceError, type EventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
+import { formatPlain } from '@coinvoice/domain/money';
+import { environmentFromProto, environmentToProto, type ProjectEnvironment } from '@coinvoice/domain/environment';
+import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type {
+  AutoSweepConfigSchema,
+  GetAutoSweepRequest,
+  SetAutoSweepRequest,
+  VerifyAutoSweepRequest,
+} from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { planAutoSweep, sweepAmount, validateAutoSweepConfig, validateVerifyAutoSweep, type AutoSweepRule } from './domain/auto-sweep';
+import { CODE_MAX_ATTEMPTS, codeMatches, issueCode } from './domain/code';
+import { storedCoin } from './domain/requests';
+import { payoutVerifiedEvent } from './events/payout-events';
+import {
+  activeRules,
+  deleteChange,
+  insertSweepPayout,
+  liveRule,
+  lockAutoSweep,
+  pendingChange,
+  removeRules,
+  replaceChange,
+  upsertRules,
+  useChangeAttempt,
+  type AutoSweepChangeRow,
+} from './store/auto-sweep';
+import { hold, lockBalance, type BalanceKey } from './store/ledger';
+import type { PayoutRow } from './store/payouts';
+import { checkUuid, RequestFields } from '@coinvoice/runtime';
+import { checkEnvironment } from '@coinvoice/domain/project-network';
+
+/** The note of a sweep payout, shown to the merchant in the history. */
+export const AUTO_SWEEP_NOTE = 'auto-sweep';
+
+/**
+ * Sweeps the balance `key` when its rule says so: inside the caller's transaction, which has
+ * already changed (and so locked) the balance row or locks it here. Returns the payout created, if any.
+ */
+export async function sweepIfDue(tx: EventTransaction, key: BalanceKey): Promise<PayoutRow | undefined> {
+  if (key.environment !== 'live') return undefined;
+  const rule = await liveRule(tx, key.projectId, key.currency);
+  if (!rule) return undefined;
+  // The lock every balance change takes first: concurrent credits see each other's sweep.
+  const balance = await lockBalance(tx, key);
+  if (!balance) return undefined;
+  const amount = sweepAmount(balance.available, rule.threshold, storedCoin(key.currency));
+  if (amount === undefined) return undefined;
+  const payoutId = randomUUID();
+  const held = await hold(tx, key, payoutId, amount);
+  if (!held.ok) throw new Error(`auto-sweep of ${amount} ${key.currency} exceeds the locked available balance ${held.available}`);
+  const payout = await insertSweepPayout(tx, { id: payoutId, projectId: key.projectId, amount, currency: key.currency, address: rule.address, note: AUTO_SWEEP_NOTE });
+  // Created verified: it never awaited a code, so the one event is payout.verified (docs/webhook-events.md).
+  await enqueueEvent(tx, payoutVerifiedEvent(payout));
+  return payout;
+}
+
+export interface AutoSweepDeps {
+  sql: Sql;
+  notifier: Pick<Client<typeof NotifierService>, 'sendAutoSweepVerificationEmail'>;
+  logger: Logger;
+  codeTtlMs: number;
+  /** The merchant's email for the project (auth), checked against the environment the caller named. */
+  merchantEmail(scope: { projectId: string; environment: ProjectEnvironment }): Promise<string>;
+  /** Told of every sweep payout created outside the ledger consumer (metrics, logs). */
+  onSwept?: (payout: PayoutRow) => void;
+}
+
+/** What a verification attempt decided; errors are thrown only after its transaction committed. */
+type VerifyOutcome = { kind: 'verified'; environment: ProjectEnvironment; swept: PayoutRow[] } | { kind: 'wrong_code'; attemptsLeft: number } | { kind: 'attempts_exhausted' } | { kind: 'expired' } | { kind: 'none' };
+
+export class AutoSweepHandlers {
+  constructor(private readonly deps: AutoSweepDeps) {}
+
+  async get(req: GetAutoSweepRequest) {
+    const fields = new RequestFields();
+    const projectId = fields.take('projectId', checkUuid(req.projectId));
+    const environment = fields.take('environment', checkEnvironment(environmentFromProto(req.environment)));
+    const scope = requireValid(fields.result(() => ({ projectId: projectId!, environment: environment! })));
+    return { config: await this.config(this.deps.sql, scope) };
+  }
+
+  async set(req: SetAutoSweepRequest) {
+    const request = requireValid(
+      validateAutoSweepConfig({ projectId: req.projectId, environment: environmentFromProto(req.environment), entries: req.entries }),
+    );
+    const scope = { projectId: request.projectId, environment: request.environment };
+    const active = await activeRules(this.deps.sql, request.projectId);
+    const needsCode = planAutoSweep(active, request.rules).confirm.length > 0;
+    // Auth before the transaction: a slow call must not hold locks.
+    const email = needsCode ? await this.deps.merchantEmail(scope) : undefined;
+    const swept: PayoutRow[] = [];
+    const config = await eventTransaction(this.deps.sql, async (tx) => {
+      await lockAutoSweep(tx, request.projectId);
+      // Planned again under the lock: another PUT may have changed the rules meanwhile.
+      const plan = planAutoSweep(await activeRules(tx, request.projectId), request.rules);
+      await removeRules(tx, request.projectId, plan.remove);
+      await upsertRules(tx, request.projectId, request.environment, plan.update);
+      // The PUT is the whole desired configuration: an earlier change awaiting its code is replaced.
+      await deleteChange(tx, request.projectId);
+      if (plan.confirm.length > 0) {
+        if (email === undefined) throw errors.conflict('auto_sweep_changed', 'the auto-sweep configuration changed during the request; send it again');
+        const id = randomUUID();
+        const issued = issueCode(id);
+        const change = await replaceChange(tx, {
+          projectId: request.projectId,
+          id,
+          environment: request.environment,
+          entries: plan.confirm,
+          codeHash: issued.hash,
+          codeSalt: issued.salt,
+          codeTtlMs: this.deps.codeTtlMs,
+          attempts: CODE_MAX_ATTEMPTS,
+        });
+        // Last, inside the transaction: if the email cannot be sent the change never existed.
+        await this.emailCode(change, email, issued.code);
+      }
+      // A lower threshold may already be reached.
+      for (const rule of plan.update) {
+        const payout = await sweepIfDue(tx, { ...scope, currency: rule.currency });
+        if (payout) swept.push(payout);
+      }
+      return this.config(tx, scope);
+    });
+    this.logSwept(swept);
+    this.deps.logger.info({ projectId: request.projectId, rules: config.entries?.length ?? 0, pendingChange: config.pendingChange !== undefined }, 'auto-sweep configuration set');
+    return { config };
+  }
+
+  async verify(req: VerifyAutoSweepRequest) {
+    const verify = requireValid(validateVerifyAutoSweep(req));
+    const outcome = await eventTransaction(this.deps.sql, async (tx): Promise<VerifyOutcome> => {
+      await lockAutoSweep(tx, verify.projectId);
+      const change = await pendingChange(tx, verify.projectId, { lock: true });
+      if (!change) return { kind: 'none' };
+      const [clock] = await tx<{ now: Date }[]>`select now() as now`;
+      if (change.code_expires_at.getTime() <= clock!.now.getTime()) {
+        await deleteChange(tx, verify.projectId);
+        return { kind: 'expired' };
+      }
+      if (codeMatches(change.id, verify.code, change.code_salt, change.code_hash)) {
+        await upsertRules(tx, verify.projectId, change.environment, change.entries);
+        await deleteChange(tx, verify.projectId);
+        const swept: PayoutRow[] = [];
+        // A balance already above a new threshold is swept now, not at the next credit.
+        for (const rule of change.entries) {
+          const payout = await sweepIfDue(tx, { projectId: verify.projectId, environment: change.environment, currency: rule.currency });
+          if (payout) swept.push(payout);
+        }
+        return { kind: 'verified', environment: change.environment, swept };
+      }
+      const attemptsLeft = await useChangeAttempt(tx, verify.projectId);
+      if (attemptsLeft > 0) return { kind: 'wrong_code', attemptsLeft };
+      await deleteChange(tx, verify.projectId);
+      return { kind: 'attempts_exhausted' };
+    });
+    const log = this.deps.logger.child({ projectId: verify.projectId });
+    switch (outcome.kind) {
+      case 'none':
+        throw errors.conflict('auto_sweep_change_not_pending', 'no auto-sweep change awaits a code: set the configuration first');
+      case 'expired':
+        log.info('auto-sweep code expired: the change was discarded');
+        throw errors.conflict('verification_code_expired', 'the verification code has expired: the change was discarded; set the configuration again');
+      case 'wrong_code':
+        log.info({ attemptsLeft: outcome.attemptsLeft }, 'wrong auto-sweep verification code');
+        throw serviceError(Code.InvalidArgument, 'invalid_verification_code', `the verification code is wrong; ${plural(outcome.attemptsLeft)} left before the change is discarded`, [
+          { field: 'code', message: `is wrong; ${plural(outcome.attemptsLeft)} left` },
+        ]);
+      case 'attempts_exhausted':
+        log.warn('wrong auto-sweep verification code, no attempts left: the change was discarded');
+        throw serviceError(Code.InvalidArgument, 'invalid_verification_code', 'the verification code is wrong and no attempts are left: the change was discarded', [
+          { field: 'code', message: 'is wrong; no attempts left, the change was discarded' },
+        ]);
+      case 'verified':
+        this.logSwept(outcome.swept);
+        log.info('auto-sweep destinations confirmed and active');
+        return { config: await this.config(this.deps.sql, { projectId: verify.projectId, environment: outcome.environment }) };
+    }
+  }
+
+  private logSwept(swept: PayoutRow[]): void {
+    for (const payout of swept) {
+      this.deps.onSwept?.(payout);
+      this.deps.logger.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, amount: payout.amount }, 'auto-sweep payout created');
+    }
+  }
+
+  private async config(sql: Sql | EventTransaction, scope: { projectId: string; environment: ProjectEnvironment }): Promise<MessageInitShape<typeof AutoSweepConfigSchema>> {
+    const rules = await activeRules(sql, scope.projectId);
+    const change = await pendingChange(sql, scope.projectId);
+    const [clock] = await sql<{ now: Date }[]>`select now() as now`;
+    // An expired change is as good as gone (verify discards it).
+    const live = change && change.code_expires_at.getTime() > clock!.now.getTime() ? change : undefined;
+    return configInit(scope, rules, live);
+  }
+
+  private async emailCode(change: AutoSweepChangeRow, email: string, code: string): Promise<void> {
+    try {
+      await this.deps.notifier.sendAutoSweepVerificationEmail({
+        projectId: change.project_id,
+        environment: change.environment,
+        email,
+        code,
+        expiresAt: timestampFromDate(change.code_expires_at),
+        destinations: change.entries.map((r) => ({ currency: r.currency, address: r.address, threshold: r.threshold })),
+      });
+    } catch (err) {
+      this.deps.logger.warn({ projectId: change.project_id, error: ConnectError.from(err).rawMessage }, 'the auto-sweep verification email could not be sent; nothing changed');
+      throw serviceError(Code.Unavailable, 'service_unavailable', 'the verification email could not be sent; try again shortly');
+    }
+  }
+}
+
+function configInit(scope: { projectId: string; environment: ProjectEnvironment }, rules: AutoSweepRule[], change: AutoSweepChangeRow | undefined) {
+  return {
+    projectId: scope.projectId,
+    environment: environmentToProto(scope.environment),
+    entries: rules.map(ruleInit),
+    pendingChange: change && {
+      entries: change.entries.map(ruleInit),
+      expiresAt: timestampFromDate(change.code_expires_at),
+      attemptsLeft: change.code_attempts_left,
+    },
+  };
+}
+
+function ruleInit(rule: AutoSweepRule) {
+  return { currency: rule.currency, address: rule.address, threshold: formatPlain(rule.threshold) };
+}
+
+function plural(n: number): string {
+  return n === 1 ? '1 attempt' : `${n} attempts`;
+}

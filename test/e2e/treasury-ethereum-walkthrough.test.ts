@@ -1,0 +1,226 @@
+/**
+ * The README's treasury walkthrough on a real node (anvil), every process real and started the way
+ * `npm start` starts them (docs/treasury.md): a customer pays a live invoice; the deposit is swept
+ * to the treasury; a payout under PAYOUT_AUTO_MAX_ETH is sent by the processor by itself, one above
+ * it only after an operator's Approve; each ends with `payout.completed` carrying a hash that
+ * eth_getTransactionReceipt confirms, and the fresh destination holds exactly the amount, to the
+ * wei. Last, no secret leaks: the mnemonic and every derived private key appear in no table, no
+ * log line and no NATS message.
+ */
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { connect, type NatsConnection } from 'nats';
+import { HDKey } from '@scure/bip32';
+import { generateMnemonic, mnemonicToSeedSync } from '@scure/bip39';
+import { wordlist } from '@scure/bip39/wordlists/english';
+import { bytesToHex, formatEther, parseEther, type Address, type Hash } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { Webhook } from 'standardwebhooks';
+import { codeInMail, mailText } from '../../deploy/local/src/mailbox';
+import { markEmailVerified } from '../support/accounts';
+import { testNatsUrl } from '../support/infra';
+import { grantOperator } from '../support/operators';
+import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
+import { mine, sendEth, startAnvil, type Anvil } from '../support/anvil';
+import { bootSystem, type BootedSystem } from '../support/system';
+import { LiveShop } from './live-ethereum.support';
+import { deleteStreams, eventually, Receiver } from './webhooks.support';
+
+const CONFIRMATIONS = 2;
+const AUTO_MAX_ETH = '0.01';
+
+let anvil: Anvil;
+let system: BootedSystem;
+let api: GatewayClient;
+let receiver: Receiver;
+let merchant: MerchantFixture;
+let operator: MerchantFixture;
+let live: ProjectFixture;
+let shop: LiveShop;
+let nats: NatsConnection;
+const natsMessages: string[] = [];
+const mnemonic = generateMnemonic(wordlist, 128);
+const account = HDKey.fromMasterSeed(mnemonicToSeedSync(mnemonic)).derive("m/44'/60'/0'");
+
+/** Every private key the walkthrough could have touched: the treasury's and the first deposit keys'. */
+function derivedPrivateKeys(): string[] {
+  const keys = [account.deriveChild(1).deriveChild(0).privateKey!];
+  for (let i = 0; i < 20; i++) keys.push(account.deriveChild(0).deriveChild(i).privateKey!);
+  return [account.privateKey!, ...keys].map((k) => bytesToHex(k).slice(2));
+}
+
+beforeAll(async () => {
+  anvil = await startAnvil();
+  receiver = await new Receiver().start();
+  const secrets = mkdtempSync(path.join(tmpdir(), 'coinvoice-signer-'));
+  const seedFile = path.join(secrets, 'mnemonic');
+  writeFileSync(seedFile, `${mnemonic}\n`, { mode: 0o600 });
+  const xpub = account.publicExtendedKey;
+  system = await bootSystem({
+    env: {
+      CHAIN_ETHEREUM_RPC_URL: anvil.url,
+      CHAIN_ETHEREUM_CHAIN_ID: '31337',
+      CHAIN_ETHEREUM_CONFIRMATIONS: String(CONFIRMATIONS),
+      CHAIN_ETHEREUM_POLL_MS: '100',
+      INVOICE_XPUB_ETH: xpub,
+      INVOICE_XPUB_USDT: xpub,
+      INVOICE_XPUB_USDC: xpub,
+      SIGNER_SEED_FILE: seedFile,
+      SIGNER_MAX_PAYOUT_ETH: '1',
+      SIGNER_DAILY_LIMIT_ETH: '2',
+      PAYOUT_AUTO_MAX_ETH: AUTO_MAX_ETH,
+      PAYOUT_PROCESSOR_POLL_MS: '200',
+      WEBHOOK_RETRY_SCHEDULE: '200ms,300ms,300ms',
+      PASSWORD_HASH_MEMORY_KIB: '1024',
+    },
+  });
+  nats = await connect({ servers: testNatsUrl() });
+  nats.subscribe(`${system.namespace}.>`, { callback: (_err, msg) => natsMessages.push(new TextDecoder().decode(msg.data)) });
+  api = new GatewayClient(system.gatewayUrl);
+  merchant = await registerMerchant(api);
+  await markEmailVerified(system, merchant.merchantId);
+  operator = await grantOperator(system, api, `ops-${Date.now()}@coinvoice.test`, 'operator-password-1');
+  live = await createProjectWithKey(api, merchant, 'live', { webhookUrl: receiver.url });
+  shop = new LiveShop(api, live);
+}, 180_000);
+
+afterAll(async () => {
+  await nats?.close();
+  await system?.stop();
+  if (system) await deleteStreams(system.namespace);
+  await receiver?.stop();
+  await anvil?.stop();
+});
+
+/** The processes npm start names in .data/system.json. */
+function processNames(): string[] {
+  return Object.keys(system.current());
+}
+
+/** A payout requested, verified with the emailed code, and answered as the API answers it. */
+async function requestVerifiedPayout(amount: string, address: Address): Promise<string> {
+  const requested = await api.post('/api/payout/request', { amount: Number(amount), currency: 'ETH', address }, { headers: apiKeyHeader(live.key) });
+  expect(requested.status).toBe(201);
+  const payoutId = requested.body.id as string;
+  const code = await eventually(async () => {
+    const mail = system.mail.messages().find((raw) => mailText(raw).includes(payoutId));
+    return mail ? codeInMail(mailText(mail)) : undefined;
+  }, 20_000, `the code email of ${payoutId}`);
+  const verified = await api.post('/api/payout/verify', { payoutId, code }, { headers: apiKeyHeader(live.key) });
+  expect(verified.status).toBe(200);
+  return payoutId;
+}
+
+async function payout(id: string): Promise<Record<string, any>> {
+  const res = await api.get(`/api/payout/${id}`, { headers: apiKeyHeader(live.key) });
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/** The signed payout.completed webhook of a payout (standardwebhooks verifies it). */
+async function completedWebhook(payoutId: string): Promise<Record<string, any>> {
+  const wh = new Webhook(live.webhookSecret);
+  return eventually(async () => {
+    const request = receiver.requests.find((r) => r.body.includes(payoutId) && r.body.includes('"Completed"'));
+    if (!request) return undefined;
+    return wh.verify(request.body, {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    }) as Record<string, any>;
+  }, 60_000, `payout.completed of ${payoutId}`);
+}
+
+/** The transaction the hash names, confirmed by the node: a successful transfer of exactly `amount` to `to`. */
+async function expectOnChainTransfer(hash: string, to: Address, amount: string): Promise<void> {
+  const receipt = await anvil.publicClient.getTransactionReceipt({ hash: hash as Hash });
+  expect(receipt.status).toBe('success');
+  const transaction = await anvil.publicClient.getTransaction({ hash: hash as Hash });
+  expect(transaction.to?.toLowerCase()).toBe(to.toLowerCase());
+  expect(transaction.value).toBe(parseEther(amount));
+}
+
+test('npm start runs the signer and the Ethereum processor as named processes', () => {
+  expect(processNames()).toEqual(expect.arrayContaining(['payout-sign', 'payout-process-ethereum']));
+});
+
+test('a paid live invoice is swept to the treasury; payouts go out on chain — under the auto limit by themselves, above it after Approve', async () => {
+  // 1. A customer pays a live invoice; it confirms and the balance is credited.
+  const invoice = await shop.createInvoice('ETH', '300.00');
+  await sendEth(anvil, invoice.address, invoice.amountExpectedDecimal);
+  await mine(anvil, CONFIRMATIONS);
+  await shop.invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'is Paid', 30_000);
+  const paid = parseEther(invoice.amountExpectedDecimal);
+
+  // 2. The deposit is swept: the deposit address keeps at most the fee reserve it could not spend,
+  //    the treasury holds the rest (the Treasury view names the treasury address).
+  const treasury = await eventually(async () => {
+    const res = await api.get('/api/admin/treasury', { headers: bearer(operator.token) });
+    const network = (res.body?.networks as Array<Record<string, any>> | undefined)?.find((n) => n.network === 'ethereum');
+    return network?.address as Address | undefined;
+  }, 30_000, 'the treasury address');
+  await eventually(async () => {
+    await mine(anvil, 1);
+    const tasks = await api.get(`/api/admin/sweep-tasks?invoiceId=${invoice.id}`, { headers: bearer(operator.token) });
+    return (tasks.body?.items as Array<{ status: string }> | undefined)?.every((t) => t.status === 'confirmed') && tasks.body.items.length === 1 ? true : undefined;
+  }, 60_000, 'the sweep confirmed');
+  const left = await anvil.publicClient.getBalance({ address: invoice.address as Address });
+  const treasuryHolds = await anvil.publicClient.getBalance({ address: treasury });
+  expect(treasuryHolds).toBeGreaterThan(0n);
+  expect(treasuryHolds + left).toBeLessThan(paid); // the sweep's gas was paid from the deposit
+  expect(paid - treasuryHolds - left).toBeLessThan(parseEther('0.001'));
+
+  // 3. A payout under the auto limit: sent without anyone's action.
+  const small = privateKeyToAccount(generatePrivateKey()).address;
+  const smallId = await requestVerifiedPayout('0.005', small);
+  const smallDone = await completedWebhook(smallId);
+  await expectOnChainTransfer(smallDone.transactionHash, small, '0.005');
+  expect(await anvil.publicClient.getBalance({ address: small })).toBe(parseEther('0.005'));
+  expect(await payout(smallId)).toMatchObject({ status: 'Completed', transactionHash: smallDone.transactionHash, origin: 'merchant' });
+
+  // 4. Above the limit: it waits for an operator; Approve sends it.
+  const large = privateKeyToAccount(generatePrivateKey()).address;
+  const largeId = await requestVerifiedPayout('0.02', large);
+  await mine(anvil, 3);
+  await new Promise((r) => setTimeout(r, 1_500)); // several processor rounds
+  expect(await payout(largeId)).toMatchObject({ status: 'Pending', transactionHash: null, processing: false });
+  expect(await anvil.publicClient.getBalance({ address: large })).toBe(0n);
+  const approved = await api.post(`/api/admin/payouts/${largeId}/approve`, {}, { headers: bearer(operator.token) });
+  expect(approved.status).toBe(200);
+  const approvedAt = Date.now();
+  await eventually(async () => {
+    await mine(anvil, 1);
+    return (await payout(largeId)).status === 'Completed' ? true : undefined;
+  }, 60_000, 'the approved payout completed');
+  const largeDone = await completedWebhook(largeId);
+  await expectOnChainTransfer(largeDone.transactionHash, large, '0.02');
+  expect(await anvil.publicClient.getBalance({ address: large })).toBe(parseEther('0.02'));
+  console.log(`approve → Completed: ${Date.now() - approvedAt} ms (anvil mined on demand, ${CONFIRMATIONS} confirmations)`);
+
+  // The ledger: what was paid, less both payouts, to the wei.
+  expect((await shop.balance('ETH')).toFixed()).toBe(formatEther(paid - parseEther('0.025')));
+}, 240_000);
+
+test('the mnemonic and the derived private keys are in no table, no log line and no NATS message', () => {
+  const secrets = [mnemonic, ...derivedPrivateKeys()];
+  const dump = execFileSync('pg_dump', ['--data-only', system.database.url], { maxBuffer: 256 * 1024 * 1024 }).toString('utf8').toLowerCase();
+  const logDir = path.join(system.dataDir, 'logs');
+  const logs = readdirSync(logDir).map((f) => readFileSync(path.join(logDir, f), 'utf8')).join('\n').toLowerCase();
+  const messages = natsMessages.join('\n').toLowerCase();
+  expect(dump.length).toBeGreaterThan(1000);
+  expect(logs).toContain('signer');
+  expect(messages).toContain('payout.completed');
+  for (const secret of secrets) {
+    for (const [where, text] of [['database', dump], ['logs', logs], ['nats', messages]] as const) {
+      expect({ where, leaked: text.includes(secret.toLowerCase()) }).toEqual({ where, leaked: false });
+    }
+  }
+  // Not even a run of the mnemonic's words in order.
+  const words = mnemonic.split(' ');
+  for (let i = 0; i + 4 <= words.length; i++) {
+    const run = words.slice(i, i + 4).join(' ');
+    expect({ run, leaked: dump.includes(run) || logs.includes(run) || messages.includes(run) }).toEqual({ run, leaked: false });
+  }
+});
