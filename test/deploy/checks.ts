@@ -565,6 +565,31 @@ export function checkSecretList(ctx: DeployContext): string[] {
  * reaches no other pod, and no container as an environment variable (which `kubectl describe`,
  * crash dumps and child processes would show).
  */
+/**
+ * Every file a process is told to read (a setting named *_FILE: the TLS material, the event signing
+ * key, the signer's seed) lies in a volume its container mounts: the root filesystem of the image
+ * holds none of them, so the process would stop at start.
+ */
+export function checkFileSettings(ctx: DeployContext): string[] {
+  const problems: string[] = [];
+  for (const w of workloadsOf(ctx.objects)) {
+    for (const container of containersOf(w.pod)) {
+      const role = roleOf(container);
+      if (typeof role === 'string') continue; // reported by checkEnvironment
+      const where = `${w.kind} ${w.name} container ${container.name}`;
+      const settings = settingsOf(role);
+      const env = resolveEnv(ctx, container, where, []);
+      for (const name of Object.keys(settings).filter((n) => n.endsWith('_FILE'))) {
+        const file = effectiveValue(settings, env, name)?.trim();
+        if (!file) continue;
+        const mounted = (container.volumeMounts ?? []).some((m) => file.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
+        if (!mounted) problems.push(`${where}: ${name}=${file} is in no volume the container mounts`);
+      }
+    }
+  }
+  return problems;
+}
+
 /** The signer's mnemonic (deploy/k8s/secret-keys.yaml). */
 export const SEED_SECRET = 'payout-signer-seed';
 
@@ -687,8 +712,15 @@ export function checkPortsAndProbes(ctx: DeployContext): string[] {
           problems.push(`${where}: the process listens on ${variable}=${listens} but container port ${portName} is ${port.containerPort}`);
         }
       }
+      // With mutual TLS the gRPC port asks every client for a certificate, which a kubelet probe
+      // cannot present: the probes must ask the plaintext health port (GRPC_HEALTH_PORT).
+      const mutualTls = role.process !== 'gateway' && (effectiveValue(settings, env, 'TLS_CERT_FILE') ?? '').trim() !== '';
       for (const kind of ['startupProbe', 'readinessProbe', 'livenessProbe'] as const) {
         problems.push(...probeProblems(container, kind, container[kind], role, where));
+        const probed = container[kind]?.grpc && findPort(container, container[kind].grpc.port);
+        if (mutualTls && probed && probed.name === 'grpc') {
+          problems.push(`${where} ${kind}: probes the mutual-TLS gRPC port, where a kubelet probe has no client certificate: probe grpc-health (GRPC_HEALTH_PORT)`);
+        }
       }
       if (!container.readinessProbe) problems.push(`${where}: no readinessProbe`);
       if (!container.livenessProbe) problems.push(`${where}: no livenessProbe`);
@@ -1421,6 +1453,7 @@ export function allProblems(ctx: DeployContext): string[] {
     ...checkSchemas(ctx),
     ...checkEnvironment(ctx),
     ...checkSignerSeed(ctx),
+    ...checkFileSettings(ctx),
     ...checkOverlayEnvironment(ctx),
     ...checkSecretList(ctx),
     ...checkPortsAndProbes(ctx),

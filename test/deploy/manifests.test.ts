@@ -25,6 +25,7 @@ import { requireMatchingXpubs } from '../../services/payout/src/signer/role';
 import {
   allowedPaths,
   checkEnvironment,
+  checkFileSettings,
   checkImage,
   checkNetworkPolicies,
   checkOverlayEnvironment,
@@ -96,6 +97,7 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   test('every variable each process requires is provided, every given value parses, none is unknown', () => {
     expect(checkEnvironment(ctx())).toEqual([]);
     expect(checkSignerSeed(ctx())).toEqual([]);
+    expect(checkFileSettings(ctx())).toEqual([]);
     expect(checkOverlayEnvironment(ctx())).toEqual([]);
     expect(checkSecretList(ctx())).toEqual([]);
   });
@@ -622,6 +624,25 @@ describe('the checks catch what they claim to', () => {
     });
     expect(checkEnvironment(withoutKeys)).toEqual([
       'Deployment payout-signer container signer: payout sign needs at least one of INVOICE_XPUB_ETH, INVOICE_XPUB_USDT, INVOICE_XPUB_USDC (its seed\'s account key is checked against them) but none is given',
+    ]);
+  });
+
+  test('mutual TLS: a certificate file in no mounted volume, and a probe on the port that asks for a client certificate', () => {
+    const unmounted = broken('development', (c) => {
+      const pod = findObject<IDeployment>(c.objects, 'Deployment', 'payout-processor-ethereum').spec!.template.spec!;
+      pod.containers[0]!.volumeMounts = (pod.containers[0]!.volumeMounts ?? []).filter((m) => m.name !== 'tls');
+    });
+    expect(checkFileSettings(unmounted)).toEqual(
+      ['TLS_CA_FILE=/etc/coinvoice/tls/ca.crt', 'TLS_CERT_FILE=/etc/coinvoice/tls/tls.crt', 'TLS_KEY_FILE=/etc/coinvoice/tls/tls.key'].map(
+        (setting) => `Deployment payout-processor-ethereum container processor: ${setting} is in no volume the container mounts`,
+      ),
+    );
+    const tlsProbe = broken('production', (c) => {
+      const probe = container(c, 'Deployment', 'invoice-watcher-ethereum').readinessProbe;
+      if (probe?.grpc) probe.grpc.port = 50052;
+    });
+    expect(checkPortsAndProbes(tlsProbe)).toEqual([
+      'Deployment invoice-watcher-ethereum container watcher readinessProbe: probes the mutual-TLS gRPC port, where a kubelet probe has no client certificate: probe grpc-health (GRPC_HEALTH_PORT)',
     ]);
   });
 
