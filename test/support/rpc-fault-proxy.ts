@@ -1,15 +1,24 @@
 /**
  * A JSON-RPC proxy in front of a real node that a test can make misbehave: answer `null` for
  * blocks, answer JSON-RPC errors, hang (the client times out), or be down (connections refused).
- * Everything else is forwarded to the node unchanged.
+ * Broadcasts (eth_sendRawTransaction) can be held on their own: never forwarded (`hold`), or
+ * forwarded to the node with the answer never returned (`forward_no_answer`) — the moments between
+ * signing, broadcasting and recording that a kill must survive — or refused with a JSON-RPC error
+ * without reaching the node (`refuse`, as a node refuses an underpriced transaction). Everything else is forwarded to the
+ * node unchanged.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type Fault = 'none' | 'null_blocks' | 'rpc_error' | 'hang' | 'down';
+export type SendFault = 'none' | 'hold' | 'forward_no_answer' | 'refuse';
 
 export class RpcFaultProxy {
   fault: Fault = 'none';
+  /** What happens to eth_sendRawTransaction calls (single calls, not batches). */
+  sendFault: SendFault = 'none';
+  /** Broadcasts held by `sendFault`, in order: their raw transactions. */
+  readonly heldSends: string[] = [];
   /** Requests answered with a fault, by kind. */
   readonly injected: Record<Exclude<Fault, 'none'>, number> = { null_blocks: 0, rpc_error: 0, hang: 0, down: 0 };
   /** The method of every call received, in order (batches flattened). */
@@ -59,6 +68,21 @@ export class RpcFaultProxy {
     const request = JSON.parse(body) as { id: number; method: string } | Array<{ id: number; method: string }>;
     const calls = Array.isArray(request) ? request : [request];
     for (const call of calls) this.methods.push(call.method);
+    const single = Array.isArray(request) ? undefined : (request as { method: string; params?: unknown[] });
+    if (this.sendFault !== 'none' && single?.method === 'eth_sendRawTransaction') {
+      this.heldSends.push(String(single.params?.[0]));
+      if (this.sendFault === 'refuse') {
+        const refusal = { jsonrpc: '2.0', id: (single as { id?: number }).id, error: { code: -32000, message: 'transaction underpriced (injected)' } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
+        return;
+      }
+      if (this.sendFault === 'forward_no_answer') {
+        await fetch(this.target, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.text()).catch(() => undefined);
+      }
+      this.hanging.add(res);
+      res.on('close', () => this.hanging.delete(res));
+      return;
+    }
     if (this.fault === 'hang') {
       this.injected.hang++;
       this.hanging.add(res);

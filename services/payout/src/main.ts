@@ -1,9 +1,22 @@
-import { runMain, runService } from '@coinvoice/runtime';
+import { loadServiceConfig, runMain, runService, startService } from '@coinvoice/runtime';
+import { processorService, requireProcessorNode } from './processor/role';
 import { payoutService } from './server';
 import type * as SignerRole from './signer/role';
 
+// `main.js process <network>`: the payout processor role (docs/treasury.md#processor);
 // `main.js sign [migrate]`: the signer role (docs/treasury.md); `main.js [migrate]`: the payout API (serve).
-if (process.argv[2] === 'sign') {
+if (process.argv[2] === 'process') {
+  const network = process.argv[3] ?? '';
+  runMain({
+    name: `payout process ${network}`,
+    start: async () => {
+      const definition = processorService(network);
+      // Before any connection: a processor without its node stops at once, with one line.
+      requireProcessorNode(network, loadServiceConfig(definition));
+      return startService(definition);
+    },
+  });
+} else if (process.argv[2] === 'sign') {
   // Loaded here only: the role brings viem and the key code, which `serve` never needs.
   const { migrateSigner, startSigner } = require('./signer/role') as typeof SignerRole;
   if (process.argv[3] === 'migrate') {

@@ -2,6 +2,7 @@
 pragma solidity ^0.8.20;
 
 /// A minimal ERC-20 for tests (6 decimals like USDT/USDC): real Transfer logs from a real contract.
+/// Like USDT it can blacklist addresses: a transfer to one reverts ("blacklisted").
 contract TestToken {
     string public name;
     string public symbol;
@@ -9,6 +10,7 @@ contract TestToken {
     uint256 public totalSupply;
     mapping(address => uint256) public balanceOf;
     mapping(address => mapping(address => uint256)) public allowance;
+    mapping(address => bool) public blacklisted;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
@@ -22,6 +24,10 @@ contract TestToken {
         totalSupply += value;
         balanceOf[to] += value;
         emit Transfer(address(0), to, value);
+    }
+
+    function setBlacklisted(address account, bool value) external {
+        blacklisted[account] = value;
     }
 
     function transfer(address to, uint256 value) external returns (bool) {
@@ -43,6 +49,7 @@ contract TestToken {
     }
 
     function _move(address from, address to, uint256 value) private {
+        require(!blacklisted[to], "blacklisted");
         require(balanceOf[from] >= value, "balance");
         balanceOf[from] -= value;
         balanceOf[to] += value;

@@ -1,0 +1,40 @@
+/** The processor's metrics (docs/treasury.md#processor), on the role's admin port next to the runtime's. */
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export interface ProcessorMetrics {
+  active: Gauge<'network'>;
+  treasuryBalance: Gauge<'network' | 'asset'>;
+  payoutsInFlight: Gauge<'network'>;
+  oldestInFlightSeconds: Gauge<'network'>;
+  sweepTasks: Gauge<'network' | 'status'>;
+  broadcast: Counter<'network' | 'purpose'>;
+  replaced: Counter<'network' | 'purpose'>;
+  failed: Counter<'network' | 'purpose'>;
+  signerRefusals: Counter<'network' | 'purpose'>;
+  roundErrors: Counter<'network'>;
+}
+
+export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
+  return {
+    active: new Gauge({ name: 'payout_processor_active', help: '1 while this replica holds the network\'s processor lock (one active per network)', labelNames: ['network'] as const, registers: [registry] }),
+    treasuryBalance: new Gauge({
+      name: 'treasury_balance_base_units',
+      help: 'The treasury address\'s balance per asset, in base units (wei, token units); a gauge, so a float',
+      labelNames: ['network', 'asset'] as const,
+      registers: [registry],
+    }),
+    payoutsInFlight: new Gauge({ name: 'payouts_in_flight', help: 'Payouts the processor claimed and signed, not yet completed or rejected', labelNames: ['network'] as const, registers: [registry] }),
+    oldestInFlightSeconds: new Gauge({
+      name: 'payout_in_flight_oldest_seconds',
+      help: 'Age of the oldest payout in flight (since the processor claimed it); 0 when none',
+      labelNames: ['network'] as const,
+      registers: [registry],
+    }),
+    sweepTasks: new Gauge({ name: 'sweep_tasks', help: 'Sweep tasks by status', labelNames: ['network', 'status'] as const, registers: [registry] }),
+    broadcast: new Counter({ name: 'treasury_transactions_broadcast_total', help: 'Signed transactions the node accepted, by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
+    replaced: new Counter({ name: 'treasury_transactions_replaced_total', help: 'Transactions replaced with a higher fee (same nonce), by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
+    failed: new Counter({ name: 'treasury_transactions_failed_total', help: 'Transactions mined and reverted, by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
+    signerRefusals: new Counter({ name: 'payout_processor_signer_refusals_total', help: 'Requests the signer refused (PermissionDenied), by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
+    roundErrors: new Counter({ name: 'payout_processor_round_errors_total', help: 'Processor rounds that failed (node, signer or database unavailable) and were retried', labelNames: ['network'] as const, registers: [registry] }),
+  };
+}

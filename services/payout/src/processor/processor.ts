@@ -1,0 +1,786 @@
+/**
+ * The payout processor of one EVM network (the `process ethereum` role, docs/treasury.md#processor).
+ *
+ * - One active per network: a session-level advisory lock held on a reserved connection; the
+ *   others stand by and retry every poll; when the active one dies its connection closes, the
+ *   lock is free and a standby takes over from what the tables say.
+ * - A transfer is: assign the nonce (evm_accounts, row lock), ask the signer, store the signed
+ *   bytes and hash (chain_transactions, `signed`) in the transaction that claims the payout or the
+ *   sweep tasks, commit, THEN broadcast. A process killed anywhere leaves at most the stored bytes,
+ *   which the next round broadcasts again — never a second signature for the same transfer, except
+ *   a fee replacement, which reuses the nonce so only one version can ever be mined.
+ * - Each round: record what the chain says about every open row (receipt, canonical block,
+ *   confirmations; at the network's count complete or reject the payout, confirm the sweep),
+ *   re-broadcast stored `signed` rows, replace stuck ones, pay, sweep.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { eventTransaction, type EventTransaction, type Logger, type Sql, type TransactionSql, type Worker } from '@coinvoice/runtime';
+import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { SignEvmTransactionRequestSchema } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
+import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
+import { stageOf } from '../domain/status';
+import { applyTrigger } from '../transitions';
+import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../store/payouts';
+import { erc20TransferData, EvmNodeError, type EvmFees, type EvmNode, type EvmReceipt } from './evm-node';
+import type { ProcessorMetrics } from './metrics';
+import { EVM_ASSETS, type EvmAsset } from './settings';
+import {
+  ensureAccount,
+  findTransaction,
+  hasAccount,
+  insertChainTransaction,
+  isPaused,
+  lockPendingTasks,
+  markBroadcast,
+  openSweepGroups,
+  openTransactions,
+  saveTreasury,
+  signedTransactions,
+  stuckTransactions,
+  takeNonce,
+  treasuryOutflowInFlight,
+  type ChainTransactionRow,
+  type NewChainTransaction,
+  type SweepGroup,
+} from './store';
+
+type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
+type SignRequest = MessageInitShape<typeof SignEvmTransactionRequestSchema>;
+
+/** A plain ETH transfer's gas: fixed by the protocol. */
+const ETH_TRANSFER_GAS = 21_000n;
+/**
+ * Gas of a token payout whose estimate reverts (e.g. a blacklisted destination): it is still sent,
+ * so that the chain's verdict, with its reason, rejects the payout (docs/treasury.md#processor).
+ */
+const TOKEN_TRANSFER_FALLBACK_GAS = 100_000n;
+/** A replacement raises both fees by at least 12.5 % (geth's and anvil's minimum bump is 10 %). */
+const REPLACEMENT_BUMP_PER_MILLE = 1_125n;
+/** How long a payout or sweep the signer refused is left alone before it is asked again. */
+const REFUSAL_BACKOFF_MS = 5 * 60_000;
+/** Payouts considered per round. */
+const PAYOUTS_PER_ROUND = 50;
+
+export interface EvmProcessorOptions {
+  network: string;
+  sql: Sql;
+  node: EvmNode;
+  signer: Client<typeof SignerService>;
+  logger: Logger;
+  metrics: ProcessorMetrics;
+  /** Token contracts of the network (USDT, USDC). */
+  contracts: Readonly<Record<'USDT' | 'USDC', string>>;
+  confirmations: number;
+  pollMs: number;
+  replaceAfterMs: number;
+  /** PAYOUT_AUTO_MAX_<ASSET>, decimal amounts. */
+  autoMax: Readonly<Record<EvmAsset, string>>;
+  /** SWEEP_DUST_<ASSET>, base units. */
+  dust: Readonly<Record<EvmAsset, bigint>>;
+  /** One round of the sweep intake: new accounted deposits become sweep tasks; answers how many. */
+  takeInDeposits: () => Promise<number>;
+}
+
+/** Advisory lock key per network: a fixed namespace and the network's name hashed to 31 bits. */
+function lockKey(network: string): number {
+  let hash = 0;
+  for (const char of `coinvoice-payout-processor:${network}`) hash = (hash * 31 + char.charCodeAt(0)) | 0;
+  return hash;
+}
+
+const bumped = (value: bigint): bigint => (value * REPLACEMENT_BUMP_PER_MILLE + 999n) / 1_000n;
+const maxOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a > b ? a : b));
+const minOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
+
+export class EvmProcessor implements Worker {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: AbortController | undefined;
+  private lockConnection: ReservedSql | undefined;
+  private readonly logger: Logger;
+  private treasury: string | undefined;
+  private chainId: bigint | undefined;
+  /** Payout ids / sweep groups the signer refused, until when they are left alone. */
+  private readonly refused = new Map<string, number>();
+  private failures = { count: 0, loggedAt: 0 };
+  private intakeFailures = { count: 0, loggedAt: 0 };
+  /** Whether this replica holds the network's lock. */
+  active = false;
+
+  constructor(private readonly options: EvmProcessorOptions) {
+    this.logger = options.logger.child({ component: 'processor', network: options.network });
+    options.metrics.active.set({ network: options.network }, 0);
+  }
+
+  get processorId(): string {
+    return `processor:${this.options.network}`;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake?.abort();
+    await this.loop;
+    await this.releaseLock();
+  }
+
+  private async pause(ms: number): Promise<void> {
+    if (!this.running) return;
+    this.wake = new AbortController();
+    await sleep(ms, undefined, { signal: this.wake.signal }).catch(() => undefined);
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      if (await this.holdLock()) {
+        try {
+          await this.round();
+          if (this.failures.count > 0) this.logger.info({ failedRounds: this.failures.count }, 'processor recovered');
+          this.failures = { count: 0, loggedAt: 0 };
+        } catch (err) {
+          this.options.metrics.roundErrors.inc({ network: this.options.network });
+          this.failures.count++;
+          const now = Date.now();
+          // The first failure of a streak, then one line every 30 s.
+          if (this.failures.count === 1 || now - this.failures.loggedAt >= 30_000) {
+            this.failures.loggedAt = now;
+            this.logger.warn({ err: describe(err), failedRounds: this.failures.count }, 'processor round failed; retried after the poll interval');
+          }
+        }
+      }
+      await this.pause(this.options.pollMs);
+    }
+  }
+
+  /** Takes or re-checks the network's advisory lock; false while another replica holds it. */
+  private async holdLock(): Promise<boolean> {
+    const { network, metrics } = this.options;
+    try {
+      if (this.lockConnection) {
+        await this.lockConnection`select 1`;
+        return true;
+      }
+      const connection = await this.options.sql.reserve();
+      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${lockKey(network)}) as locked`;
+      if (!row?.locked) {
+        connection.release();
+        return false;
+      }
+      this.lockConnection = connection;
+      this.active = true;
+      metrics.active.set({ network }, 1);
+      this.logger.info('active processor for the network (advisory lock taken)');
+      return true;
+    } catch (err) {
+      this.logger.warn({ err: describe(err) }, 'processor lock connection failed; standing by');
+      await this.releaseLock();
+      return false;
+    }
+  }
+
+  private async releaseLock(): Promise<void> {
+    const connection = this.lockConnection;
+    this.lockConnection = undefined;
+    this.active = false;
+    this.options.metrics.active.set({ network: this.options.network }, 0);
+    if (!connection) return;
+    try {
+      await connection`select pg_advisory_unlock_all()`;
+    } catch {
+      // The connection is gone: so is the lock.
+    }
+    connection.release();
+  }
+
+  /** The treasury address (from the signer, docs/treasury.md#keys) and the chain id, once per process. */
+  private async setUp(): Promise<string> {
+    if (this.treasury && this.chainId !== undefined) return this.treasury;
+    const { network, sql, node, signer } = this.options;
+    const answer = await signer.getTreasury({ network });
+    const treasury = answer.address;
+    if (!/^0x[0-9a-fA-F]{40}$/.test(treasury)) throw new Error(`the signer answered a malformed treasury address for ${network}`);
+    this.chainId = await node.chainId();
+    await saveTreasury(sql, network, treasury);
+    if (!(await hasAccount(sql, network, treasury))) await ensureAccount(sql, network, treasury, await node.minedNonce(treasury));
+    this.treasury = treasury.toLowerCase();
+    this.logger.info({ treasury, chainId: this.chainId.toString() }, 'treasury address from the signer');
+    return this.treasury;
+  }
+
+  /** One round (docs/treasury.md#processor). */
+  async round(): Promise<void> {
+    const treasury = await this.setUp();
+    const head = await this.options.node.blockNumber();
+    await this.record(head);
+    await this.rebroadcastSigned();
+    await this.replaceStuck();
+    // The pause switch stops new transfers; what is in flight is still followed to its end.
+    if (!(await isPaused(this.options.sql, this.options.network))) {
+      // Payouts before sweeps: a payout whose signature was lost (a kill mid-request) is asked
+      // again first, so it gets the treasury nonce it was signed for — the signer signs a payout
+      // for one nonce only (docs/treasury.md#signer-policy); until then no gas top-up takes one.
+      const treasuryNonceHeld = await this.pay(treasury);
+      await this.takeInDeposits();
+      await this.sweep(treasury, treasuryNonceHeld);
+    }
+    await this.updateGauges(treasury);
+  }
+
+  // ---- 1. record ---------------------------------------------------------------------------
+
+  /** Follows every open row to its receipt, per (address, nonce): the versions of one transfer. */
+  private async record(head: bigint): Promise<void> {
+    const open = await openTransactions(this.options.sql, this.options.network);
+    const groups = new Map<string, ChainTransactionRow[]>();
+    for (const row of open) {
+      const key = `${row.from_address}:${row.nonce}`;
+      groups.set(key, [...(groups.get(key) ?? []), row]);
+    }
+    for (const rows of groups.values()) await this.recordNonce(rows, head);
+  }
+
+  private async recordNonce(openRows: ChainTransactionRow[], head: bigint): Promise<void> {
+    const { node, sql, network, confirmations } = this.options;
+    let mined: { row: ChainTransactionRow; receipt: EvmReceipt } | undefined;
+    for (const row of openRows) {
+      const receipt = await node.receipt(row.transaction_hash);
+      // A receipt of a block that is no longer canonical (a reorg the node has not cleaned up) is no receipt.
+      if (receipt && (await node.blockHashAt(receipt.blockNumber)) === receipt.blockHash) {
+        mined = { row, receipt };
+        break;
+      }
+    }
+    if (!mined) {
+      await this.notMined(openRows);
+      return;
+    }
+    const { row, receipt } = mined;
+    const depth = head - receipt.blockNumber + 1n;
+    const final = depth >= BigInt(confirmations);
+    const reason = !receipt.succeeded && final ? await this.revertReason(row, receipt) : undefined;
+    await eventTransaction(sql, async (tx) => {
+      const status = !final ? 'mined' : receipt.succeeded ? 'confirmed' : 'failed';
+      await tx`
+        update chain_transactions set status = ${status}, block_number = ${receipt.blockNumber.toString()}, gas_used = ${receipt.gasUsed.toString()}::numeric,
+          effective_gas_price = ${receipt.effectiveGasPrice.toString()}::numeric, failure_reason = ${reason ?? null},
+          mined_at = coalesce(mined_at, now()), broadcast_at = coalesce(broadcast_at, now()), updated_at = now()
+        where id = ${row.id}`;
+      // The other versions of the nonce can never be mined now.
+      await tx`
+        update chain_transactions set status = 'replaced', updated_at = now()
+        where network = ${network} and from_address = ${row.from_address} and nonce = ${row.nonce} and id <> ${row.id} and status in ('signed', 'broadcast', 'mined')`;
+      if (row.purpose === 'payout') await this.recordPayout(tx, row, Number(minOf(depth, 1_000_000n)), final, receipt.succeeded, reason);
+      else if (row.purpose === 'sweep' && final) await this.recordSweep(tx, row, receipt.succeeded);
+      else if (row.purpose === 'gas_top_up' && final && !receipt.succeeded) {
+        await tx`update sweep_tasks set gas_top_up_transaction_id = null, updated_at = now() where gas_top_up_transaction_id in (select id from chain_transactions where network = ${network} and from_address = ${row.from_address} and nonce = ${row.nonce})`;
+      }
+    });
+    if (final && row.status !== 'confirmed' && row.status !== 'failed') {
+      if (!receipt.succeeded) this.options.metrics.failed.inc({ network, purpose: row.purpose });
+      this.logger.info(
+        { transactionHash: row.transaction_hash, purpose: row.purpose, payoutId: row.payout_id, block: receipt.blockNumber.toString(), succeeded: receipt.succeeded, reason },
+        receipt.succeeded ? 'transaction confirmed' : 'transaction reverted on chain',
+      );
+    }
+  }
+
+  /** No version of the nonce is in a canonical block: a mined one was reorged out, or none was mined yet. */
+  private async notMined(rows: ChainTransactionRow[]): Promise<void> {
+    const { sql, node } = this.options;
+    const reorged = rows.filter((r) => r.status === 'mined');
+    if (reorged.length > 0) {
+      await sql.begin(async (tx) => {
+        for (const row of reorged) {
+          await tx`update chain_transactions set status = 'broadcast', block_number = null, mined_at = null, updated_at = now() where id = ${row.id} and status = 'mined'`;
+          if (row.payout_id) await tx`update payouts set confirmations = 0, updated_at = now() where id = ${row.payout_id} and status = 'Pending'`;
+        }
+      });
+      this.logger.warn({ transactions: reorged.map((r) => r.transaction_hash) }, 'a mined transaction left the chain (reorg); its stored bytes are broadcast again');
+    }
+    // The newest version goes to the node again when the node has forgotten it (restart, reorg, pool eviction).
+    const newest = rows[rows.length - 1]!;
+    if (newest.status === 'signed') return; // the re-broadcast step sends it
+    if (!(await node.knowsTransaction(newest.transaction_hash))) await this.broadcast(newest, 're-broadcast');
+  }
+
+  private async recordPayout(tx: EventTransaction, row: ChainTransactionRow, depth: number, final: boolean, succeeded: boolean, reason: string | undefined): Promise<void> {
+    const payoutId = row.payout_id!;
+    const locked = await lockPayout(tx, payoutId);
+    if (!locked) throw new Error(`chain transaction ${row.id} names payout ${payoutId}, which does not exist`);
+    const { payout } = locked;
+    if (stageOf(payout) !== 'Sending' || payout.claimed_by !== this.processorId) {
+      // An operator settled it by hand: the chain's outcome is recorded on the row only.
+      this.logger.warn({ payoutId, stage: stageOf(payout), claimedBy: payout.claimed_by }, 'payout no longer held by the processor; its transaction is recorded only');
+      return;
+    }
+    await tx`update payouts set confirmations = ${depth}, transaction_hash = ${row.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${payoutId}`;
+    if (!final) return;
+    const current: PayoutRow = { ...payout, transaction_hash: row.transaction_hash };
+    if (succeeded) {
+      if (!(await recordPayoutTransaction(tx, row.transaction_hash, payoutId))) throw new Error(`transaction ${row.transaction_hash} already completed another payout`);
+      await applyTrigger(tx, current, 'complete', { transactionHash: row.transaction_hash });
+      this.logger.info({ payoutId, transactionHash: row.transaction_hash }, 'payout completed on chain; hold debited');
+    } else {
+      const adminNote = `the ${payout.currency} transfer reverted on chain (transaction ${row.transaction_hash}): ${reason ?? 'reverted'}`;
+      await applyTrigger(tx, current, 'reject', { adminNote });
+      // The transition clears the hash of a Rejected payout; the chain's refusal keeps it (0200_treasury.sql).
+      await tx`update payouts set transaction_hash = ${row.transaction_hash}, confirmations = ${depth} where id = ${payoutId}`;
+      this.logger.warn({ payoutId, transactionHash: row.transaction_hash, reason }, 'payout rejected: the chain reverted its transfer; hold released');
+    }
+  }
+
+  private async recordSweep(tx: TransactionSql, row: ChainTransactionRow, succeeded: boolean): Promise<void> {
+    const versions = tx`select id from chain_transactions where network = ${row.network} and from_address = ${row.from_address} and nonce = ${row.nonce}`;
+    if (succeeded) {
+      await tx`update sweep_tasks set status = 'confirmed', transaction_id = ${row.id}, updated_at = now() where status = 'sent' and transaction_id in (${versions})`;
+    } else {
+      // Reverted: the coins are still at the deposit address; the tasks are swept again.
+      await tx`update sweep_tasks set status = 'pending', updated_at = now() where status = 'sent' and transaction_id in (${versions})`;
+    }
+  }
+
+  private async revertReason(row: ChainTransactionRow, receipt: EvmReceipt): Promise<string> {
+    const call = this.callOf(row);
+    return this.options.node.revertReason({ from: row.from_address, to: call.to, data: call.data, value: call.value, blockNumber: receipt.blockNumber });
+  }
+
+  // ---- 2. re-broadcast ---------------------------------------------------------------------
+
+  /** Stored `signed` rows: a process stopped between commit and broadcast. The stored bytes, never a new signature. */
+  private async rebroadcastSigned(): Promise<void> {
+    for (const row of await signedTransactions(this.options.sql, this.options.network)) await this.broadcast(row, 're-broadcast');
+  }
+
+  /**
+   * Sends a stored row's bytes. A node that refuses them but knows the transaction ("already
+   * known", "nonce too low" with ours mined) counts as accepted. A transport failure throws (the
+   * round is retried); any other refusal leaves the row `signed` for the next round.
+   */
+  private async broadcast(row: ChainTransactionRow, why: 'broadcast' | 're-broadcast'): Promise<boolean> {
+    const { node, sql, network, metrics } = this.options;
+    try {
+      const hash = await node.sendRawTransaction(row.raw_transaction);
+      if (hash !== row.transaction_hash) throw new Error(`the node reports hash ${hash} for stored transaction ${row.transaction_hash}`);
+    } catch (err) {
+      if (!(err instanceof EvmNodeError) || err.rpcCode === undefined) throw err;
+      if (!(await node.knowsTransaction(row.transaction_hash))) {
+        this.logger.warn({ transactionHash: row.transaction_hash, purpose: row.purpose, refusal: err.message }, 'the node refused a stored transaction; it is sent again next round');
+        return false;
+      }
+    }
+    if (row.status === 'signed') {
+      await markBroadcast(sql, row.id);
+      metrics.broadcast.inc({ network, purpose: row.purpose });
+    }
+    this.logger.info({ transactionHash: row.transaction_hash, purpose: row.purpose, payoutId: row.payout_id, nonce: row.nonce }, why === 'broadcast' ? 'transaction broadcast' : 'stored transaction broadcast again');
+    return true;
+  }
+
+  // ---- 3. replace --------------------------------------------------------------------------
+
+  /** Transactions not mined after PAYOUT_REPLACE_AFTER: same nonce, fees bumped ≥ 12.5 %. */
+  private async replaceStuck(): Promise<void> {
+    const { sql, network, node, replaceAfterMs } = this.options;
+    const stuck = await stuckTransactions(sql, network, replaceAfterMs);
+    if (stuck.length === 0) return;
+    const fees = await node.fees();
+    for (const old of stuck) {
+      const refusalKey = `replace:${old.id}`;
+      if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
+      const priority = maxOf(bumped(BigInt(old.max_priority_fee_per_gas)), fees.maxPriorityFeePerGas);
+      const maxFee = maxOf(bumped(BigInt(old.max_fee_per_gas)), fees.maxFeePerGas, priority);
+      const gas = BigInt(old.gas_limit);
+      let amount = BigInt(old.amount);
+      if (old.purpose === 'sweep' && old.asset === 'ETH') {
+        // An ETH sweep sends its balance less gas: a higher fee leaves less to send.
+        amount -= gas * (maxFee - BigInt(old.max_fee_per_gas));
+        if (amount <= 0n) continue;
+      } else if (old.purpose === 'sweep' && gas * maxFee > (await node.balance(old.from_address))) {
+        this.logger.warn({ transactionHash: old.transaction_hash }, 'a stuck token sweep cannot pay a higher fee from its gas; left waiting');
+        continue;
+      }
+      const row = await refusable(sql.begin(async (tx) => {
+        if (old.purpose === 'payout') {
+          const locked = await lockPayout(tx, old.payout_id!);
+          if (!locked || stageOf(locked.payout) !== 'Sending' || locked.payout.claimed_by !== this.processorId) return undefined;
+        }
+        const signed = await this.sign(tx, await this.purposeOf(old), {
+          purpose: old.purpose,
+          payoutId: old.payout_id,
+          from: old.from_address,
+          to: old.to_address,
+          asset: old.asset as EvmAsset,
+          amount,
+          nonce: BigInt(old.nonce),
+          gasLimit: gas,
+          fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
+          replaces: old.id,
+        }, refusalKey);
+        if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
+        if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
+        if (old.purpose === 'gas_top_up') await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where gas_top_up_transaction_id = ${old.id}`;
+        return signed;
+      }));
+      if (!row) continue;
+      this.options.metrics.replaced.inc({ network, purpose: old.purpose });
+      this.logger.warn(
+        { replaced: old.transaction_hash, transactionHash: row.transaction_hash, nonce: old.nonce, maxFeePerGas: maxFee.toString(), purpose: old.purpose },
+        'transaction not mined in time: replaced with a higher fee (same nonce)',
+      );
+      await this.broadcast(row, 'broadcast');
+    }
+  }
+
+  /** The signer's purpose of a stored row (a replacement asks for the same one). */
+  private async purposeOf(row: ChainTransactionRow): Promise<SignRequest['purpose']> {
+    if (row.purpose === 'payout') return { case: 'payout', value: { payoutId: row.payout_id! } };
+    const deposit = row.purpose === 'sweep' ? row.from_address : row.to_address;
+    const [task] = await this.options.sql<{ address_index: number }[]>`
+      select address_index from sweep_tasks where network = ${row.network} and lower(deposit_address) = ${deposit} limit 1`;
+    if (!task) throw new Error(`no sweep task names address ${deposit}`);
+    return row.purpose === 'sweep' ? { case: 'sweep', value: { addressIndex: task.address_index, asset: row.asset } } : { case: 'gasTopUp', value: { addressIndex: task.address_index } };
+  }
+
+  // ---- 4. sweep ----------------------------------------------------------------------------
+
+  /** The sweep intake; the invoice service unreachable delays sweeps only, never payouts. */
+  private async takeInDeposits(): Promise<void> {
+    try {
+      await this.options.takeInDeposits();
+      if (this.intakeFailures.count > 0) this.logger.info({ failedRounds: this.intakeFailures.count }, 'sweep intake recovered');
+      this.intakeFailures = { count: 0, loggedAt: 0 };
+    } catch (err) {
+      this.intakeFailures.count++;
+      const now = Date.now();
+      if (this.intakeFailures.count === 1 || now - this.intakeFailures.loggedAt >= 30_000) {
+        this.intakeFailures.loggedAt = now;
+        this.logger.warn({ err: describe(err), failedRounds: this.intakeFailures.count }, 'sweep intake failed (invoice service unavailable?); sweeps of known tasks go on');
+      }
+    }
+  }
+
+  private async sweep(treasury: string, treasuryNonceHeld: boolean): Promise<void> {
+    const { sql, network, node } = this.options;
+    const groups = await openSweepGroups(sql, network);
+    if (groups.length === 0) return;
+    const fees = await node.fees();
+    for (const group of groups) {
+      // A sweep of this address is in flight: new deposits wait until it is confirmed.
+      if (group.sent > 0 || group.pending === 0) continue;
+      const refusalKey = `sweep:${group.deposit_address.toLowerCase()}:${group.asset}`;
+      if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
+      if (group.asset === 'ETH') await this.sweepEth(group, treasury, fees);
+      else if (group.asset === 'USDT' || group.asset === 'USDC') await this.sweepToken(group, group.asset, treasury, fees, treasuryNonceHeld);
+      else this.logger.warn({ asset: group.asset, depositAddress: group.deposit_address }, 'sweep task of an asset this processor does not know; left pending');
+    }
+  }
+
+  private async sweepEth(group: SweepGroup, treasury: string, fees: EvmFees): Promise<void> {
+    const { node } = this.options;
+    const deposit = group.deposit_address.toLowerCase();
+    const balance = await node.balance(deposit);
+    const gasCost = ETH_TRANSFER_GAS * fees.maxFeePerGas;
+    const value = balance - gasCost;
+    const dust = this.options.dust.ETH;
+    if (value < dust) {
+      await this.skipDust(group, `balance ${balance} wei less the sweep's gas (at most ${gasCost} wei) is ${value} wei, below SWEEP_DUST_ETH (${dust} wei)`);
+      return;
+    }
+    await this.sendSweep(group, { from: deposit, to: treasury, asset: 'ETH', amount: value, gasLimit: ETH_TRANSFER_GAS, fees });
+  }
+
+  /**
+   * A token deposit: its address has no ETH for gas, so the treasury first sends exactly
+   * gas × max fee less what it holds (a gas_top_up); once that is mined, transfer(treasury, balance).
+   */
+  private async sweepToken(group: SweepGroup, asset: 'USDT' | 'USDC', treasury: string, fees: EvmFees, treasuryNonceHeld: boolean): Promise<void> {
+    const { node, sql } = this.options;
+    const deposit = group.deposit_address.toLowerCase();
+    const contract = this.options.contracts[asset];
+    const tokens = await node.tokenBalance(contract, deposit);
+    const dust = this.options.dust[asset];
+    if (tokens < dust || tokens === 0n) {
+      await this.skipDust(group, `token balance ${tokens} is below SWEEP_DUST_${asset} (${dust} base units)`);
+      return;
+    }
+    const gas = await node.estimateGas({ from: deposit, to: contract, data: erc20TransferData(treasury, tokens), value: 0n });
+    const ethBalance = await node.balance(deposit);
+    const topUp = group.top_up_id ? await findTransaction(sql, group.top_up_id) : undefined;
+    if (topUp && (topUp.status === 'signed' || topUp.status === 'broadcast')) return; // wait for it
+    const toppedUp = topUp !== undefined && (topUp.status === 'mined' || topUp.status === 'confirmed');
+    // After a mined top-up the sweep pays what the address holds (the fee may have moved since):
+    // another top-up only when that no longer covers the current base fee.
+    const affordableMaxFee = ethBalance / gas;
+    const priority = minOf(fees.maxPriorityFeePerGas, affordableMaxFee);
+    if (ethBalance >= gas * fees.maxFeePerGas || (toppedUp && affordableMaxFee > fees.baseFeePerGas + priority)) {
+      // After a top-up the whole of it is the sweep's fee ceiling: the cost is the effective price
+      // either way, and the widest ceiling keeps the sweep includable if the base fee rises.
+      const maxFee = toppedUp ? affordableMaxFee : minOf(fees.maxFeePerGas, affordableMaxFee);
+      await this.sendSweep(group, { from: deposit, to: treasury, asset, amount: tokens, gasLimit: gas, fees: { ...fees, maxFeePerGas: maxFee, maxPriorityFeePerGas: minOf(priority, maxFee) } });
+      return;
+    }
+    // A top-up is a treasury transfer: it waits while a payout may hold the next treasury nonce.
+    if (treasuryNonceHeld) return;
+    const need = gas * fees.maxFeePerGas - ethBalance;
+    const row = await refusable(sql.begin(async (tx) => {
+      const tasks = await lockPendingTasks(tx, this.options.network, deposit, asset);
+      if (tasks.length === 0) return undefined;
+      const signed = await this.sign(tx, { case: 'gasTopUp', value: { addressIndex: group.address_index } }, {
+        purpose: 'gas_top_up',
+        payoutId: null,
+        from: treasury,
+        to: deposit,
+        asset: 'ETH',
+        amount: need,
+        nonce: undefined,
+        gasLimit: ETH_TRANSFER_GAS,
+        fees,
+        replaces: null,
+      }, `sweep:${deposit}:${asset}`);
+      await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where id in ${tx(tasks.map((t) => t.id))}`;
+      return signed;
+    }));
+    if (!row) return;
+    this.logger.info({ depositAddress: deposit, asset, gas: gas.toString(), topUpWei: need.toString(), transactionHash: row.transaction_hash }, 'gas top-up for a token sweep signed');
+    await this.broadcast(row, 'broadcast');
+  }
+
+  private async sendSweep(group: SweepGroup, transfer: { from: string; to: string; asset: EvmAsset; amount: bigint; gasLimit: bigint; fees: EvmFees }): Promise<void> {
+    const { sql, network, node } = this.options;
+    if (!(await hasAccount(sql, network, transfer.from))) await ensureAccount(sql, network, transfer.from, await node.minedNonce(transfer.from));
+    const row = await refusable(sql.begin(async (tx) => {
+      const tasks = await lockPendingTasks(tx, network, transfer.from, transfer.asset);
+      if (tasks.length === 0) return undefined;
+      const signed = await this.sign(tx, { case: 'sweep', value: { addressIndex: group.address_index, asset: transfer.asset } }, {
+        purpose: 'sweep',
+        payoutId: null,
+        ...transfer,
+        nonce: undefined,
+        replaces: null,
+      }, `sweep:${transfer.from}:${transfer.asset}`);
+      await tx`update sweep_tasks set status = 'sent', transaction_id = ${signed.id}, updated_at = now() where id in ${tx(tasks.map((t) => t.id))}`;
+      return signed;
+    }));
+    if (!row) return;
+    this.logger.info({ depositAddress: transfer.from, asset: transfer.asset, amount: transfer.amount.toString(), transactionHash: row.transaction_hash }, 'sweep signed');
+    await this.broadcast(row, 'broadcast');
+  }
+
+  private async skipDust(group: SweepGroup, reason: string): Promise<void> {
+    await this.options.sql`
+      update sweep_tasks set status = 'skipped_dust', skip_reason = ${reason}, updated_at = now()
+      where network = ${this.options.network} and deposit_address = ${group.deposit_address} and asset = ${group.asset} and status = 'pending'`;
+    this.logger.info({ depositAddress: group.deposit_address, asset: group.asset, reason }, 'sweep skipped: dust');
+  }
+
+  // ---- 5. pay ------------------------------------------------------------------------------
+
+  /**
+   * Live verified Pending payouts not yet claimed, approved or within PAYOUT_AUTO_MAX_<ASSET>,
+   * oldest first — except that a payout whose signature was asked for and never stored comes
+   * first (payout_sign_attempts): the signer may have signed it for the treasury's next nonce, and
+   * signs a payout for one nonce only. Returns true while such a payout is still unsigned: then no
+   * other transfer may take a treasury nonce this round.
+   */
+  private async pay(treasury: string): Promise<boolean> {
+    const { sql, network, node } = this.options;
+    const autoMax = (asset: EvmAsset) => this.options.autoMax[asset];
+    // Attempts of payouts no longer claimable (cancelled, claimed by an operator) no longer matter.
+    await sql`delete from payout_sign_attempts a using payouts p where p.id = a.payout_id and a.network = ${network} and (p.status <> 'Pending' or p.claimed_at is not null)`;
+    const candidates = await sql<(PayoutRow & { attempted: boolean })[]>`
+      select p.*, (a.payout_id is not null) as attempted from payouts p
+      left join payout_sign_attempts a on a.payout_id = p.id and a.network = ${network}
+      where p.status = 'Pending' and p.claimed_at is null and p.environment = 'live' and p.verified_at is not null
+        and p.currency in ${sql([...EVM_ASSETS])}
+        and (p.approved_at is not null or p.amount <= case p.currency when 'ETH' then ${autoMax('ETH')}::numeric when 'USDT' then ${autoMax('USDT')}::numeric else ${autoMax('USDC')}::numeric end)
+      order by (a.payout_id is not null) desc, p.created_at, p.id
+      limit ${PAYOUTS_PER_ROUND}`;
+    if (candidates.length === 0) return false;
+    const fees = await node.fees();
+    const outflow = await treasuryOutflowInFlight(sql, network, treasury);
+    const balances: Partial<Record<EvmAsset, bigint>> = {};
+    const balanceOf = async (asset: EvmAsset) => (balances[asset] ??= asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury));
+    for (const { attempted, ...payout } of candidates) {
+      if (!this.running) return false;
+      if ((this.refused.get(`payout:${payout.id}`) ?? 0) > Date.now()) continue;
+      const asset = payout.currency as EvmAsset;
+      const amount = toBaseUnits(new Decimal(payout.amount), cryptoCurrency(asset).baseUnitDecimals);
+      const to = payout.address.toLowerCase();
+      const call = asset === 'ETH' ? { to, data: '0x', value: amount } : { to: this.options.contracts[asset], data: erc20TransferData(to, amount), value: 0n };
+      let gasLimit = ETH_TRANSFER_GAS;
+      if (asset !== 'ETH') {
+        try {
+          // A 10 % margin over the estimate: the transfer's cost depends on state that may change before it is mined.
+          gasLimit = ((await node.estimateGas({ from: treasury, ...call })) * 11n) / 10n;
+        } catch (err) {
+          if (!(err instanceof EvmNodeError) || err.rpcCode === undefined) throw err;
+          this.logger.warn({ payoutId: payout.id, refusal: err.message }, 'the token transfer of a payout would revert; sent anyway so that the chain decides (and the payout is rejected with its reason)');
+          gasLimit = TOKEN_TRANSFER_FALLBACK_GAS;
+        }
+      }
+      // The treasury must cover it beside everything already leaving it (not yet mined).
+      const gasCost = gasLimit * fees.maxFeePerGas;
+      const ethNeeded = outflow.gas + gasCost + (outflow.amount.ETH ?? 0n) + (asset === 'ETH' ? amount : 0n);
+      const assetNeeded = asset === 'ETH' ? ethNeeded : (outflow.amount[asset] ?? 0n) + amount;
+      if ((await balanceOf('ETH')) < ethNeeded || (await balanceOf(asset)) < assetNeeded) {
+        this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
+        // A payout maybe signed for the next nonce holds the queue until it can be sent.
+        if (attempted) return true;
+        continue;
+      }
+      // Committed before the signer is asked: outlives a process killed before the signed bytes are stored.
+      await sql`insert into payout_sign_attempts (payout_id, network) values (${payout.id}, ${network}) on conflict (payout_id) do nothing`;
+      const row = await refusable(eventTransaction(sql, async (tx) => {
+        // Claimed by nobody and still what was selected: anything else (a cancel, another claim) wins.
+        const [locked] = await tx<PayoutRow[]>`
+          select * from payouts where id = ${payout.id} and status = 'Pending' and claimed_at is null
+          for update skip locked`;
+        if (!locked || locked.amount !== payout.amount || locked.address !== payout.address || locked.currency !== payout.currency) return undefined;
+        const signed = await this.sign(tx, { case: 'payout', value: { payoutId: payout.id } }, {
+          purpose: 'payout',
+          payoutId: payout.id,
+          from: treasury,
+          to,
+          asset,
+          amount,
+          nonce: undefined,
+          gasLimit,
+          fees,
+          replaces: null,
+        }, `payout:${payout.id}`);
+        await tx`delete from payout_sign_attempts where payout_id = ${payout.id}`;
+        const claimed = await applyTrigger(tx, locked, 'claim', { claimedBy: this.processorId });
+        await tx`update payouts set transaction_hash = ${signed.transaction_hash}, confirmations = 0 where id = ${claimed.id}`;
+        return signed;
+      }));
+      if (!row) {
+        // Refused (the signer signed nothing) or no longer claimable: nothing to hold the queue for.
+        await sql`delete from payout_sign_attempts where payout_id = ${payout.id}`;
+        continue;
+      }
+      outflow.gas += gasCost;
+      outflow.amount[asset] = (outflow.amount[asset] ?? 0n) + amount;
+      this.logger.info({ payoutId: payout.id, asset, amount: payout.amount, transactionHash: row.transaction_hash, nonce: row.nonce }, 'payout claimed and signed');
+      await this.broadcast(row, 'broadcast');
+    }
+    return false;
+  }
+
+  // ---- signing -----------------------------------------------------------------------------
+
+  /** The call a stored row makes: ETH as value, a token as transfer(to, amount) on its contract. */
+  private callOf(row: { to_address: string; asset: string; amount: string }): { to: string; data: string; value: bigint } {
+    if (row.asset === 'ETH') return { to: row.to_address, data: '0x', value: BigInt(row.amount) };
+    const contract = this.options.contracts[row.asset as 'USDT' | 'USDC'];
+    if (!contract) throw new Error(`no contract for ${row.asset}`);
+    return { to: contract, data: erc20TransferData(row.to_address, BigInt(row.amount)), value: 0n };
+  }
+
+  /**
+   * Inside the caller's transaction: the nonce (a new one from the sender's row, or the replaced
+   * transaction's), the signer's signature, and the stored `signed` row. When the signer refuses
+   * (PermissionDenied) it throws SignerRefused, so that the caller's transaction rolls back and
+   * the nonce is not used (a nonce taken and never sent would hold up every later transfer); the
+   * payout or sweep is left alone for a while (refusals are the signer's alert).
+   */
+  private async sign(
+    tx: TransactionSql,
+    purpose: SignRequest['purpose'],
+    t: Omit<NewChainTransaction, 'transactionHash' | 'rawTransaction' | 'nonce' | 'maxFeePerGas' | 'maxPriorityFeePerGas' | 'network'> & { nonce: bigint | undefined; gasLimit: bigint; fees: EvmFees },
+    refusalKey?: string,
+  ): Promise<ChainTransactionRow> {
+    const { network, signer, metrics } = this.options;
+    const nonce = t.nonce ?? (await takeNonce(tx, network, t.from));
+    const call = this.callOf({ to_address: t.to, asset: t.asset, amount: t.amount.toString() });
+    let answer;
+    try {
+      answer = await signer.signEvmTransaction({
+        network,
+        purpose,
+        transaction: {
+          chainId: this.chainId!,
+          nonce,
+          to: call.to,
+          value: call.value.toString(),
+          data: call.data,
+          gasLimit: t.gasLimit,
+          maxFeePerGas: t.fees.maxFeePerGas.toString(),
+          maxPriorityFeePerGas: t.fees.maxPriorityFeePerGas.toString(),
+        },
+      });
+    } catch (err) {
+      const refusal = ConnectError.from(err);
+      if (refusal.code !== Code.PermissionDenied) throw err;
+      metrics.signerRefusals.inc({ network, purpose: t.purpose });
+      if (refusalKey) this.refused.set(refusalKey, Date.now() + REFUSAL_BACKOFF_MS);
+      this.logger.error({ purpose: t.purpose, payoutId: t.payoutId, refusal: refusal.rawMessage }, 'the signer refused to sign; left alone for a while');
+      throw new SignerRefused(refusal.rawMessage);
+    }
+    if (answer.from.toLowerCase() !== t.from.toLowerCase()) throw new Error(`the signer signed from ${answer.from}, not ${t.from}`);
+    return insertChainTransaction(tx, {
+      network,
+      purpose: t.purpose,
+      payoutId: t.payoutId,
+      from: t.from,
+      to: t.to,
+      asset: t.asset,
+      amount: t.amount,
+      nonce,
+      gasLimit: t.gasLimit,
+      maxFeePerGas: t.fees.maxFeePerGas,
+      maxPriorityFeePerGas: t.fees.maxPriorityFeePerGas,
+      transactionHash: answer.transactionHash,
+      rawTransaction: answer.rawTransaction,
+      replaces: t.replaces,
+    });
+  }
+
+  // ---- metrics -----------------------------------------------------------------------------
+
+  private async updateGauges(treasury: string): Promise<void> {
+    const { sql, network, node, metrics } = this.options;
+    for (const asset of EVM_ASSETS) {
+      const balance = asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury);
+      metrics.treasuryBalance.set({ network, asset }, Number(balance));
+    }
+    const [inFlight] = await sql<{ count: number; oldest: number | null }[]>`
+      select count(*)::int as count, extract(epoch from now() - min(claimed_at))::float8 as oldest
+      from payouts where status = 'Pending' and claimed_by = ${this.processorId}`;
+    metrics.payoutsInFlight.set({ network }, inFlight?.count ?? 0);
+    metrics.oldestInFlightSeconds.set({ network }, inFlight?.oldest ?? 0);
+    const byStatus = await sql<{ status: string; count: number }[]>`select status, count(*)::int as count from sweep_tasks where network = ${network} group by status`;
+    for (const status of ['pending', 'sent', 'confirmed', 'skipped_dust']) metrics.sweepTasks.set({ network, status }, byStatus.find((r) => r.status === status)?.count ?? 0);
+  }
+}
+
+/** The signer refused a request: thrown out of the transaction that asked, to roll it back. */
+class SignerRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SignerRefused';
+  }
+}
+
+/** The transaction's result, or undefined when it rolled back because the signer refused. */
+async function refusable<T>(transaction: Promise<T>): Promise<T | undefined> {
+  try {
+    return await transaction;
+  } catch (err) {
+    if (err instanceof SignerRefused) return undefined;
+    throw err;
+  }
+}
+
+/** An error for a log line: its message and name, never a request or response body. */
+function describe(err: unknown): { name: string; message: string } {
+  return err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };
+}
