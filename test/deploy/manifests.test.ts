@@ -207,6 +207,7 @@ describe('the image', () => {
       expect(run(['payout', 'process', 'ethereum'])).toBe(`${payout} process ethereum`);
       expect(run(['payout', 'sign'])).toBe(`${payout} sign`);
       expect(run(['payout', 'sign', 'migrate'])).toBe(`${payout} sign migrate`);
+      expect(run(['payout', 'sign', 'xpub'])).toBe(`${payout} sign xpub`);
       expect(() => run(['payout', 'process'])).toThrow();
       expect(() => run(['payout', 'process', 'ethereum', 'tron'])).toThrow();
       expect(() => run(['payout', 'sign', 'now'])).toThrow();
