@@ -118,7 +118,13 @@ export interface PayoutHandlerDeps {
   /** Payouts of one project that may await verification at once (each one is 5 guesses at a code). */
   maxOpenUnverified: number;
   /** Per-project limits (docs/architecture.md#rate-limits), counted in Postgres across replicas. */
-  rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; requestPerProject: RateLimitPolicy };
+  rateLimits: {
+    store: RateLimitStore;
+    verifyPerProject: RateLimitPolicy;
+    requestPerProject: RateLimitPolicy;
+    autoSweepVerifyPerProject: RateLimitPolicy;
+    autoSweepCodePerProject: RateLimitPolicy;
+  };
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
   ledgerCheck: LedgerCheckDeps;
@@ -149,6 +155,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       notifier: deps.notifier,
       logger: deps.logger,
       codeTtlMs: deps.codeTtlMs,
+      rateLimits: { store: deps.rateLimits.store, verifyPerProject: deps.rateLimits.autoSweepVerifyPerProject, codePerProject: deps.rateLimits.autoSweepCodePerProject },
       merchantEmail: (scope) => this.merchantEmail(scope),
       onSwept: deps.onAutoSwept,
     });
