@@ -23,7 +23,7 @@ import { markEmailVerified } from '../support/accounts';
 import { testNatsUrl } from '../support/infra';
 import { grantOperator } from '../support/operators';
 import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
-import { mine, sendEth, startAnvil, type Anvil } from '../support/anvil';
+import { compileTestContracts, deployTokens, mine, sendEth, sendToken, startAnvil, tokenUnits, type Anvil, type Tokens } from '../support/anvil';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { LiveShop } from './live-ethereum.support';
 import { deleteStreams, eventually, Receiver } from './webhooks.support';
@@ -32,6 +32,7 @@ const CONFIRMATIONS = 2;
 const AUTO_MAX_ETH = '0.01';
 
 let anvil: Anvil;
+let tokens: Tokens;
 let system: BootedSystem;
 let api: GatewayClient;
 let receiver: Receiver;
@@ -53,6 +54,7 @@ function derivedPrivateKeys(): string[] {
 
 beforeAll(async () => {
   anvil = await startAnvil();
+  tokens = await deployTokens(anvil);
   receiver = await new Receiver().start();
   const secrets = mkdtempSync(path.join(tmpdir(), 'coinvoice-signer-'));
   const seedFile = path.join(secrets, 'mnemonic');
@@ -64,6 +66,8 @@ beforeAll(async () => {
       CHAIN_ETHEREUM_CHAIN_ID: '31337',
       CHAIN_ETHEREUM_CONFIRMATIONS: String(CONFIRMATIONS),
       CHAIN_ETHEREUM_POLL_MS: '100',
+      CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
+      CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
       INVOICE_XPUB_ETH: xpub,
       INVOICE_XPUB_USDT: xpub,
       INVOICE_XPUB_USDC: xpub,
@@ -211,6 +215,33 @@ test('a paid live invoice is swept to the treasury; payouts go out on chain — 
   // The ledger: what was paid, less both payouts, to the wei.
   expect((await shop.balance('ETH')).toFixed()).toBe(formatEther(paid - parseEther('0.025')));
 }, 240_000);
+
+test('a USDT deposit is swept after a gas top-up from the treasury, and the top-up is no payment: no ETH on the invoice, no late payment, no ETH sweep task', async () => {
+  const invoice = await shop.createInvoice('USDT', '25.00');
+  await sendToken(anvil, tokens.usdt, invoice.address, invoice.amountExpectedDecimal);
+  await mine(anvil, CONFIRMATIONS);
+  await shop.invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'is Paid', 30_000);
+  const tasks = await eventually(async () => {
+    await mine(anvil, 1);
+    const res = await api.get(`/api/admin/sweep-tasks?invoiceId=${invoice.id}`, { headers: bearer(operator.token) });
+    const items = res.body?.items as Array<{ status: string; asset: string }> | undefined;
+    return items && items.length > 0 && items.every((t) => t.status === 'confirmed') ? items : undefined;
+  }, 60_000, 'the token sweep confirmed');
+  // One task, the token's: the top-up the sweep needed made none.
+  expect(tasks.map((t) => t.asset)).toEqual(['USDT']);
+  const { TestToken } = compileTestContracts();
+  const tokenBalance = (address: string) => anvil.publicClient.readContract({ address: tokens.usdt, abi: TestToken.abi, functionName: 'balanceOf', args: [address as Address] }) as Promise<bigint>;
+  expect(await tokenBalance(invoice.address)).toBe(0n);
+  const treasury = ((await api.get('/api/admin/treasury', { headers: bearer(operator.token) })).body.networks as Array<Record<string, any>>).find((n) => n.network === 'ethereum')!.address as string;
+  expect(await tokenBalance(treasury)).toBe(tokenUnits(invoice.amountExpectedDecimal));
+  // The address sent the sweep, so it had received ETH for its gas (the top-up) …
+  expect(await anvil.publicClient.getTransactionCount({ address: invoice.address as Address })).toBe(1);
+  // … and the watcher, which still watches the Paid invoice's address, took it for no payment.
+  await mine(anvil, CONFIRMATIONS + 1);
+  await new Promise((r) => setTimeout(r, 1_000));
+  expect((await shop.getInvoice(invoice.id)).payments?.map((p) => p.asset)).toEqual(['USDT']);
+  expect(receiver.requests.filter((r) => r.body.includes(invoice.id) && String(r.headers['webhook-event-type']) === 'invoice.late_payment')).toEqual([]);
+}, 120_000);
 
 test('the mnemonic and the derived private keys are in no table, no log line and no NATS message', () => {
   const secrets = [mnemonic, ...derivedPrivateKeys()];

@@ -57,6 +57,11 @@ export interface ObservedTransfer {
   amount: Decimal;
   /** The block that mined it; null for a mempool transaction (UTXO chains). */
   block: BlockRef | null;
+  /**
+   * Who sent it, lower case, where the chain says so in one address (EVM: the transaction's
+   * `from`, or the Transfer log's `from`); absent on UTXO chains.
+   */
+  sender?: string;
 }
 
 /**

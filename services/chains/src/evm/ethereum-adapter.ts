@@ -87,6 +87,7 @@ export class EthereumAdapter implements ChainAdapter {
         asset: 'ETH',
         amount: fromBaseUnits(tx.value, EVM_COINS.ETH.baseUnitDecimals),
         block,
+        sender: tx.from.toLowerCase(),
       });
     }
     const logs = await this.call(`eth_getLogs(blockHash ${block.hash})`, () =>
@@ -107,6 +108,7 @@ export class EthereumAdapter implements ChainAdapter {
         asset,
         amount: fromBaseUnits(log.args.value, EVM_COINS[asset].baseUnitDecimals),
         block,
+        sender: log.args.from.toLowerCase(),
       });
     }
     return transfers;

@@ -16,6 +16,7 @@ import { encodeFunctionData, erc20Abi, keccak256, type LocalAccount } from 'viem
 import { privateKeyToAccount } from 'viem/accounts';
 import { keyMaterialOf } from '../account-key';
 import { toEip55 } from './address';
+import { TREASURY_BRANCH, TREASURY_INDEX } from './treasury';
 
 /** The BIP44 account of Ether and the ERC-20 tokens (the invoice service's INVOICE_XPUB_ETH/_USDT/_USDC). */
 export const ETHEREUM_ACCOUNT_PATH = "m/44'/60'/0'";
@@ -90,7 +91,7 @@ export class EthereumSigningKeys {
     this.accountKeyMaterial = keyMaterialOf(account);
     this.accountXpub = account.publicExtendedKey;
     this.#receiveBranch = account.deriveChild(0);
-    const treasuryKey = account.deriveChild(1).deriveChild(0);
+    const treasuryKey = account.deriveChild(TREASURY_BRANCH).deriveChild(TREASURY_INDEX);
     this.#treasury = new SigningAccount(treasuryKey);
     treasuryKey.wipePrivateData();
     this.treasuryAddress = this.#treasury.address;

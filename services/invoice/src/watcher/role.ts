@@ -7,7 +7,10 @@
 import { ConfigError, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { chainSources, isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
 import { invoiceIdempotencyKeys } from '../store/idempotency';
-import { invoiceSettings } from '../settings';
+import { invoiceSettings, xpubVariable } from '../settings';
+import { familyOf, SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
+import { evmFamily } from '@coinvoice/chains/evm/family';
+import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
 import { createWatcherMetrics } from './metrics';
 import { ChainWatcher } from './watcher';
 import { paymentCountsByStatus } from '../store/payments';
@@ -21,6 +24,21 @@ export function requireChainSource(chain: string, config: InvoiceConfig): void {
   if (source && source.adapter() === null) {
     throw new ConfigError(source.sourceVariable, `the ${chain} node's URL (watch ${chain} needs it)`, undefined);
   }
+}
+
+/**
+ * The treasury addresses of the account keys configured for `chain`'s EVM coins (docs/treasury.md#keys):
+ * what they send to a deposit address is a token sweep's gas, not a payment. Lower case.
+ */
+export function houseSendersOf(chain: string, config: InvoiceConfig): Set<string> {
+  const senders = new Set<string>();
+  for (const coin of SUPPORTED_CRYPTO) {
+    if (coin.chain !== chain || familyOf(coin.chain) !== evmFamily) continue;
+    const xpub = config[xpubVariable(coin.code, 'mainnet')];
+    const treasury = xpub ? treasuryAddressOf(xpub) : undefined;
+    if (treasury) senders.add(treasury.toLowerCase());
+  }
+  return senders;
 }
 
 /** The watcher process for one chain, as a runtime ServiceDefinition (health, admin, relay). */
@@ -54,6 +72,7 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
         standbyRetryMs: Math.min(2_000, source.pollMs * 2),
         reconcileDepth: confirmations,
         reconcilePerBlock: config.WATCHER_RECONCILE_PER_BLOCK,
+        houseSenders: houseSendersOf(chain, config),
       });
       return { routes() {}, workers: [watcher] };
     },

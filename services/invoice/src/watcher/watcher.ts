@@ -57,6 +57,12 @@ export interface ChainWatcherOptions {
   reconcilePerBlock: number;
   /** How often the watched set is read whole (else only new invoices are added). */
   watchedFullReloadMs?: number;
+  /**
+   * The house's own addresses on this chain (the treasury's, lower case): what they send to an
+   * invoice's address is the treasury at work — the gas for a token sweep — never a customer's
+   * payment (docs/treasury.md#sweep-tasks).
+   */
+  houseSenders?: ReadonlySet<string>;
 }
 
 /** See docs/watcher.md ("Cost per block"). */
@@ -227,7 +233,7 @@ export class ChainWatcher implements Worker {
       // The set is brought up to date AFTER the blocks were read: an invoice whose payment is in
       // one of them was committed before the payment existed, so before the block was read.
       await this.watched.refresh();
-      for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) transfers.push(...found);
+      for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) transfers.push(...found.filter((t) => !this.fromHouse(t)));
       if (blocks.length === 0) {
         // The next block does not extend our cursor: a reorg; rewind and carry on.
         const rewound = await this.rewind(height, head);
@@ -319,6 +325,13 @@ export class ChainWatcher implements Worker {
     }
     this.reconciledHeight = height;
     return missed;
+  }
+
+  /** A transfer the treasury sent (a sweep's gas): not a payment; logged once, at debug. */
+  private fromHouse(transfer: ObservedTransfer): boolean {
+    const house = transfer.sender !== undefined && (this.options.houseSenders?.has(transfer.sender) ?? false);
+    if (house) this.logger.debug({ transactionHash: transfer.transactionHash, address: transfer.address, asset: transfer.asset }, 'a transfer from the treasury (sweep gas): not a payment');
+    return house;
   }
 
   private countSettlements(outcomes: readonly (Awaited<ReturnType<typeof settleInvoice>>)[]): void {
