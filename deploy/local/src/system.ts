@@ -197,7 +197,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const bindHost = bindHostOf(options.env);
   const host = urlHostOf(bindHost);
   const eventKeys = ensureEventKeys(options.eventKeyDir, SERVICES);
-  const shared = {
+  const shared: NodeJS.ProcessEnv = {
     ...options.env,
     DATABASE_URL: options.databaseUrl,
     NATS_URL: options.natsUrl,
@@ -205,6 +205,18 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     EVENT_VERIFY_KEYS: eventKeys.verifyKeys,
   };
   await migrateAll(options.databaseUrl, shared);
+  const networks = treasuryNetworks(options.env);
+  if (networks.length > 0) {
+    // The signer's own schema, and the invoice keys it can spend: unless the account xpubs are
+    // configured, the invoice service gives out addresses of the seed's account (printed by the
+    // signer role itself: one piece of code derives keys), so every deposit can be swept.
+    await runToCompletion(serviceEntry('payout'), ['sign', 'migrate'], shared);
+    const evmXpubs = ['INVOICE_XPUB_ETH', 'INVOICE_XPUB_USDT', 'INVOICE_XPUB_USDC'];
+    if (evmXpubs.every((name) => (options.env[name] ?? '') === '')) {
+      const xpub = (await runToCompletion(serviceEntry('payout'), ['sign', 'xpub'], shared)).trim();
+      for (const name of evmXpubs) shared[name] = xpub;
+    }
+  }
 
   const managed: Managed[] = [];
   const primaryUrl = new Map<ServiceName, string>();
@@ -273,7 +285,6 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       });
     }
   }
-  const networks = treasuryNetworks(options.env);
   if (networks.length > 0) {
     // The signer first: each processor is told where it is. Both are the payout service in other
     // roles (its NATS user, its event key); the signer listens on loopback only, and without mutual

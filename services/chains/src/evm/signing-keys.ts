@@ -82,10 +82,13 @@ export class EthereumSigningKeys {
   readonly #treasury: SigningAccount;
   /** Identity of the account key (chain code + public key), as INVOICE_XPUB_<COIN> must have it. */
   readonly accountKeyMaterial: string;
+  /** The account's extended PUBLIC key (xpub): what INVOICE_XPUB_ETH/_USDT/_USDC must be set to. */
+  readonly accountXpub: string;
   readonly treasuryAddress: HexString;
 
   private constructor(account: HDKey) {
     this.accountKeyMaterial = keyMaterialOf(account);
+    this.accountXpub = account.publicExtendedKey;
     this.#receiveBranch = account.deriveChild(0);
     const treasuryKey = account.deriveChild(1).deriveChild(0);
     this.#treasury = new SigningAccount(treasuryKey);

@@ -30,7 +30,7 @@ import {
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { keyMaterialHash } from '@coinvoice/chains/account-key';
-import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH } from '@coinvoice/chains/evm/signing-keys';
+import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileError } from '@coinvoice/chains/evm/signing-keys';
 import { SignerRpc, createSignerMetrics } from './service';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 
@@ -95,6 +95,17 @@ export function requireMatchingXpubs(config: SignerConfig, keys: EthereumSigning
         'the signer would hold other keys than the invoice service gives out addresses for',
     );
   }
+}
+
+/**
+ * `main.js sign xpub`: the account's extended public key, for INVOICE_XPUB_ETH/_USDT/_USDC (the
+ * invoice service must give out addresses the signer can spend). Public: printing it reveals no
+ * key, though it does reveal every address of the account.
+ */
+export function signerAccountXpub(env: Env = process.env): string {
+  const file = env.SIGNER_SEED_FILE ?? '';
+  if (file === '') throw new SeedFileError('SIGNER_SEED_FILE is not set');
+  return EthereumSigningKeys.fromSeedFile(file).accountXpub;
 }
 
 export async function migrateSigner(env: Env = process.env): Promise<void> {
