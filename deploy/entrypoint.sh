@@ -5,7 +5,9 @@
 #   auth | invoice | payout | notifier migrate
 #                                           apply that service's SQL migrations, then exit
 #   invoice watch <chain>                   the chain watcher role (e.g. invoice watch ethereum)
-#   payout sign | payout sign migrate       the treasury signer (docs/treasury.md), its schema
+#   payout sign | payout sign migrate | payout sign xpub
+#                                           the treasury signer (docs/treasury.md), its schema, its account xpub
+#   payout process <network>                the treasury processor (e.g. payout process ethereum)
 #   auth grant-operator <email> | auth revoke-operator <email>
 #                                           operator rights, audit-logged (a one-off Job)
 #   auth rotate-kek                         re-encrypt secrets at rest with SECRETS_KEK
@@ -20,7 +22,7 @@ set -eu
 APP_DIR=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
 
 usage() {
-  sed -n '2,15s/^# \{0,1\}//p' "$0"
+  sed -n '2,17s/^# \{0,1\}//p' "$0"
 }
 
 process=${1:-help}
@@ -44,7 +46,14 @@ case "$process" in
   invoice | payout | notifier)
     case "$process $*" in
       "$process " | "$process migrate") exec node "$APP_DIR/services/$process/dist/main.js" "$@" ;;
-      "payout sign" | "payout sign migrate") exec node "$APP_DIR/services/payout/dist/main.js" "$@" ;;
+      "payout sign" | "payout sign migrate" | "payout sign xpub") exec node "$APP_DIR/services/payout/dist/main.js" "$@" ;;
+      "payout process "?*)
+        if [ "$#" -ne 2 ]; then
+          echo "coinvoice: payout process takes one network (got: $*)" >&2
+          exit 64
+        fi
+        exec node "$APP_DIR/services/payout/dist/main.js" "$@"
+        ;;
       "invoice watch "?*)
         if [ "$#" -ne 2 ]; then
           echo "coinvoice: invoice watch takes one chain (got: $*)" >&2
@@ -53,7 +62,7 @@ case "$process" in
         exec node "$APP_DIR/services/invoice/dist/main.js" "$@"
         ;;
       *)
-        echo "coinvoice: $process takes no argument but 'migrate' (invoice also 'watch <chain>', payout also 'sign [migrate]') (got: $*)" >&2
+        echo "coinvoice: $process takes no argument but 'migrate' (invoice also 'watch <chain>', payout also 'sign [migrate|xpub]' and 'process <network>') (got: $*)" >&2
         exit 64
         ;;
     esac

@@ -6,14 +6,15 @@
  *
  * Sources of truth, read at test time rather than copied here:
  * - the settings objects of every process (commonSettings + serviceSettings(name) + the service's
- *   own settings, gatewaySettings): what each process requires and how it parses values;
+ *   own settings, gatewaySettings, the payout service's signerSettings and processorService's):
+ *   what each process requires and how it parses values;
  * - deploy/k8s/secret-keys.yaml: the Secrets the manifests reference but never create;
  * - deploy/Dockerfile: base images, the user, what the final image contains.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { commonSettings, serviceSettings, type ServiceName, type Settings } from '@coinvoice/runtime';
+import { commonSettings, ConfigError, serviceSettings, type ServiceName, type Settings } from '@coinvoice/runtime';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { Job, type IJob } from 'kubernetes-models/batch/v1/Job';
@@ -36,6 +37,8 @@ import { invoiceService } from '../../services/invoice/src/server';
 import { WATCHED_CHAINS as CHAINS_WITH_WATCHER } from '@coinvoice/chains/watchers';
 import { notifierService } from '../../services/notifier/src/server';
 import { payoutService } from '../../services/payout/src/server';
+import { PROCESSED_NETWORKS, processorService } from '../../services/payout/src/processor/role';
+import { SIGNER_XPUB_VARIABLES, signerSettings } from '../../services/payout/src/signer/settings';
 import { gatewaySettings } from '../../gateway/src/config';
 import { SERVICE_NODE_FLAGS } from '../../deploy/local/src/system';
 
@@ -123,8 +126,25 @@ export const PROCESSES: readonly ProcessName[] = [...SERVICES, 'gateway'];
 /** What a container runs: the image's entrypoint contract (deploy/entrypoint.sh). */
 export interface Role {
   process: ProcessName;
-  /** `watch`: the invoice service's chain watcher role (`invoice watch <chain>`), same settings as serve. */
-  mode: 'serve' | 'migrate' | 'watch';
+  /**
+   * `watch`: the invoice service's chain watcher role (`invoice watch <chain>`), same settings as serve.
+   * The payout service's treasury roles (docs/treasury.md): `sign` (`payout sign`, signerSettings),
+   * `sign-migrate` (`payout sign migrate`: the signer's schema) and `process` (`payout process <network>`).
+   */
+  mode: 'serve' | 'migrate' | 'watch' | 'sign' | 'sign-migrate' | 'process';
+  /** The network of a `process` role. */
+  network?: string;
+}
+
+/** The role as the entrypoint's arguments name it, for messages: `payout sign`, `invoice migrate`… */
+export function roleName(role: Role): string {
+  switch (role.mode) {
+    case 'migrate': return `${role.process} migrate`;
+    case 'sign': return `${role.process} sign`;
+    case 'sign-migrate': return `${role.process} sign migrate`;
+    case 'process': return `${role.process} process ${role.network ?? ''}`;
+    default: return role.process;
+  }
 }
 
 /** Chains the invoice service can watch (their family modules in services/chains give each a source). */
@@ -147,7 +167,12 @@ const MIGRATE_SETTINGS: Settings = {
 /** Every environment variable the process reads, with its default and parser. */
 export function settingsOf(role: Role): Settings {
   if (role.process === 'gateway') return gatewaySettings;
-  if (role.mode === 'migrate') return MIGRATE_SETTINGS;
+  // `payout sign migrate` reads the same three (migrateSigner in services/payout/src/signer/role.ts).
+  if (role.mode === 'migrate' || role.mode === 'sign-migrate') return MIGRATE_SETTINGS;
+  // The signer is not a runtime service: signerSettings is everything it reads (no NATS, no event key).
+  if (role.mode === 'sign') return signerSettings;
+  // The processor is one: the payout service's common settings plus its own (loadServiceConfig).
+  if (role.mode === 'process') return { ...serviceSettings('payout'), ...processorService(role.network ?? '').settings };
   return { ...serviceSettings(role.process), ...DEFINITIONS[role.process].settings };
 }
 
@@ -161,11 +186,21 @@ export function roleOf(container: IContainer): Role | string {
   if (first === 'invoice' && second === 'watch' && rest.length === 1 && WATCHED_CHAINS.includes(rest[0] ?? '')) {
     return { process: 'invoice', mode: 'watch' };
   }
+  if (first === 'payout' && second === 'sign') {
+    if (rest.length === 0) return { process: 'payout', mode: 'sign' };
+    if (rest.length === 1 && rest[0] === 'migrate') return { process: 'payout', mode: 'sign-migrate' };
+  }
+  if (first === 'payout' && second === 'process' && rest.length === 1 && (PROCESSED_NETWORKS as readonly string[]).includes(rest[0] ?? '')) {
+    return { process: 'payout', mode: 'process', network: rest[0] };
+  }
   if (SERVICES.includes(first as ServiceName) && rest.length === 0) {
     if (second === undefined) return { process: first as ServiceName, mode: 'serve' };
     if (second === 'migrate') return { process: first as ServiceName, mode: 'migrate' };
   }
-  return `args ${JSON.stringify(container.args ?? [])} are not a process of the image (auth|invoice|payout|notifier [migrate] | invoice watch <chain> | gateway)`;
+  return (
+    `args ${JSON.stringify(container.args ?? [])} are not a process of the image (auth|invoice|payout|notifier [migrate] | ` +
+    'invoice watch <chain> | payout sign [migrate] | payout process <network> | gateway)'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,6 +391,61 @@ function effectiveValue(settings: Settings, env: Map<string, EnvEntry>, name: st
   return entry?.value === undefined || entry.value === '' ? fallback : entry.value;
 }
 
+function isLoopbackHost(host: string): boolean {
+  return host === '::1' || host === 'localhost' || /^127\./.test(host);
+}
+
+/**
+ * What the treasury roles check at start beyond single settings, so that a manifest they would
+ * refuse fails here rather than in a crash loop: the signer's transport and account keys
+ * (requireSafeTransport, requireMatchingXpubs in services/payout/src/signer/role.ts) and the
+ * processor's checkConfig (services/payout/src/processor/role.ts).
+ */
+function treasuryRoleRules(role: Role, settings: Settings, env: Map<string, EnvEntry>, where: string): string[] {
+  const problems: string[] = [];
+  const known = (name: string) => env.get(name) === undefined || env.get(name)?.value !== undefined;
+  if (role.mode === 'sign') {
+    const tlsFiles = ['TLS_CA_FILE', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
+    const withoutTls = tlsFiles.every((name) => known(name) && (effectiveValue(settings, env, name) ?? '') === '');
+    if (withoutTls) {
+      const plaintext = settings.SIGNER_ALLOW_PLAINTEXT?.parse(effectiveValue(settings, env, 'SIGNER_ALLOW_PLAINTEXT') ?? 'false') === true;
+      const host = effectiveValue(settings, env, 'BIND_HOST') ?? '';
+      if (isProduction(env) || !plaintext || !isLoopbackHost(host)) {
+        problems.push(`${where}: ${roleName(role)} serves only over mutual TLS (TLS_CA_FILE, TLS_CERT_FILE, TLS_KEY_FILE); plaintext only in development on a loopback BIND_HOST, which no other pod can reach`);
+      }
+    }
+    const xpubs = SIGNER_XPUB_VARIABLES.filter((name) => !known(name) || (effectiveValue(settings, env, name) ?? '') !== '');
+    if (xpubs.length === 0) {
+      problems.push(`${where}: ${roleName(role)} needs at least one of ${SIGNER_XPUB_VARIABLES.join(', ')} (its seed's account key is checked against them) but none is given`);
+    }
+  }
+  if (role.mode === 'process') {
+    const definition = processorService(role.network ?? '');
+    // The values the render knows, parsed as the process would; checkConfig reads only those.
+    const config: Record<string, unknown> = {};
+    let incomplete = false;
+    for (const name of Object.keys(settings)) {
+      if (!known(name)) continue;
+      const raw = effectiveValue(settings, env, name);
+      const value = raw === undefined ? undefined : settings[name]?.parse(raw);
+      // A missing or invalid value is reported by checkEnvironment already; the start would stop there.
+      if (value === undefined) incomplete = true;
+      else config[name] = value;
+    }
+    if (incomplete) return problems;
+    try {
+      definition.checkConfig?.(config as never);
+    } catch (err) {
+      problems.push(
+        err instanceof ConfigError
+          ? `${where}: ${roleName(role)} refuses to start: ${err.message}`
+          : `${where}: ${roleName(role)}'s start checks could not be evaluated from the render (${String(err)}): a value they read comes from a Secret created outside kustomize`,
+      );
+    }
+  }
+  return problems;
+}
+
 export function checkEnvironment(ctx: DeployContext): string[] {
   const problems: string[] = [];
   for (const w of workloadsOf(ctx.objects)) {
@@ -369,7 +459,7 @@ export function checkEnvironment(ctx: DeployContext): string[] {
       const settings = settingsOf(role);
       const env = resolveEnv(ctx, container, where, problems);
       const production = isProduction(env);
-      const process = role.mode === 'migrate' ? `${role.process} migrate` : role.process;
+      const process = roleName(role);
       for (const [name, setting] of Object.entries(settings)) {
         const entry = env.get(name);
         if (entry && entry.value === undefined) continue; // a Secret created outside kustomize
@@ -401,6 +491,7 @@ export function checkEnvironment(ctx: DeployContext): string[] {
           }
         }
       }
+      problems.push(...treasuryRoleRules(role, settings, env, where));
       for (const [name, entry] of env) {
         if (!(name in settings) && !NODE_VARIABLES.has(name)) {
           problems.push(`${where}: ${name} (from ${entry.from}) is not a setting of ${process}: a typo, or a setting that no longer exists`);
@@ -468,6 +559,98 @@ export function checkSecretList(ctx: DeployContext): string[] {
   return problems;
 }
 
+/**
+ * The treasury's seed (docs/treasury.md#keys): the signer reads it from SIGNER_SEED_FILE, a file
+ * of a read-only Secret volume that no one but the pod's user and group may read. That Secret
+ * reaches no other pod, and no container as an environment variable (which `kubectl describe`,
+ * crash dumps and child processes would show).
+ */
+/**
+ * Every file a process is told to read (a setting named *_FILE: the TLS material, the event signing
+ * key, the signer's seed) lies in a volume its container mounts: the root filesystem of the image
+ * holds none of them, so the process would stop at start.
+ */
+export function checkFileSettings(ctx: DeployContext): string[] {
+  const problems: string[] = [];
+  for (const w of workloadsOf(ctx.objects)) {
+    for (const container of containersOf(w.pod)) {
+      const role = roleOf(container);
+      if (typeof role === 'string') continue; // reported by checkEnvironment
+      const where = `${w.kind} ${w.name} container ${container.name}`;
+      const settings = settingsOf(role);
+      const env = resolveEnv(ctx, container, where, []);
+      for (const name of Object.keys(settings).filter((n) => n.endsWith('_FILE'))) {
+        const file = effectiveValue(settings, env, name)?.trim();
+        if (!file) continue;
+        const mounted = (container.volumeMounts ?? []).some((m) => file.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
+        if (!mounted) problems.push(`${where}: ${name}=${file} is in no volume the container mounts`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** The signer's mnemonic (deploy/k8s/secret-keys.yaml). */
+export const SEED_SECRET = 'payout-signer-seed';
+
+export function checkSignerSeed(ctx: DeployContext): string[] {
+  const problems: string[] = [];
+  const workloads = workloadsOf(ctx.objects);
+  // The Secret deploy/k8s/secret-keys.yaml names for it, and whichever the signer actually mounts.
+  const seedSecrets = new Set<string>([SEED_SECRET]);
+  let signers = 0;
+  for (const w of workloads) {
+    for (const container of containersOf(w.pod)) {
+      const role = roleOf(container);
+      if (typeof role === 'string' || role.mode !== 'sign') continue;
+      signers++;
+      const where = `${w.kind} ${w.name} container ${container.name}`;
+      const env = resolveEnv(ctx, container, where, []);
+      const file = effectiveValue(signerSettings, env, 'SIGNER_SEED_FILE');
+      if (file === undefined || file.trim() === '') {
+        problems.push(`${where}: SIGNER_SEED_FILE is not given: the mnemonic must be a file mounted from a Secret`);
+        continue;
+      }
+      const mount = (container.volumeMounts ?? [])
+        .filter((m) => file.startsWith(`${m.mountPath.replace(/\/$/, '')}/`))
+        .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+      const volume = mount && (w.pod.volumes ?? []).find((v) => v.name === mount.name);
+      if (!mount || !volume?.secret?.secretName) {
+        problems.push(`${where}: SIGNER_SEED_FILE=${file} is not a file of a mounted Secret`);
+        continue;
+      }
+      seedSecrets.add(volume.secret.secretName);
+      if (mount.readOnly !== true) problems.push(`${where}: the seed volume ${mount.name} is not mounted readOnly`);
+      const modes = [volume.secret.defaultMode ?? 0o644, ...(volume.secret.items ?? []).map((i) => i.mode ?? volume.secret?.defaultMode ?? 0o644)];
+      if (modes.some((mode) => (mode & 0o007) !== 0 || (mode & 0o222) !== 0)) {
+        problems.push(`${where}: the seed Secret ${volume.secret.secretName} is mounted with mode ${modes.map((m) => `0${m.toString(8)}`).join('/')}: writable or readable by others (0400 or 0440)`);
+      }
+    }
+  }
+  if (signers === 0) problems.push('no container runs `payout sign`: the treasury has no signer');
+  for (const secret of seedSecrets) {
+    for (const w of workloads) {
+      for (const container of containersOf(w.pod)) {
+        const role = roleOf(container);
+        const where = `${w.kind} ${w.name} container ${container.name}`;
+        for (const entry of container.env ?? []) {
+          if (entry.valueFrom?.secretKeyRef?.name === secret) problems.push(`${where}: ${entry.name} takes the seed Secret ${secret} as an environment variable`);
+        }
+        for (const source of container.envFrom ?? []) {
+          if (source.secretRef?.name === secret) problems.push(`${where}: envFrom takes the seed Secret ${secret} as environment variables`);
+        }
+        const signer = typeof role !== 'string' && role.mode === 'sign';
+        for (const m of container.volumeMounts ?? []) {
+          const v = (w.pod.volumes ?? []).find((vol) => vol.name === m.name);
+          const mounted = v?.secret?.secretName === secret || (v?.projected?.sources ?? []).some((src) => src.secret?.name === secret);
+          if (mounted && !signer) problems.push(`${where}: mounts the seed Secret ${secret}, which only the signer may hold`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Ports and probes: every probe points at a port the container exposes, and the process
 //    listens where the container port says.
@@ -512,7 +695,7 @@ export function checkPortsAndProbes(ctx: DeployContext): string[] {
       const where = `${w.kind} ${w.name} container ${container.name}`;
       const role = roleOf(container);
       if (typeof role === 'string') continue; // reported by checkEnvironment
-      if (role.mode === 'migrate') {
+      if (role.mode === 'migrate' || role.mode === 'sign-migrate') {
         if ((container.ports ?? []).length > 0) problems.push(`${where}: a migration exposes no ports`);
         continue;
       }
@@ -529,8 +712,15 @@ export function checkPortsAndProbes(ctx: DeployContext): string[] {
           problems.push(`${where}: the process listens on ${variable}=${listens} but container port ${portName} is ${port.containerPort}`);
         }
       }
+      // With mutual TLS the gRPC port asks every client for a certificate, which a kubelet probe
+      // cannot present: the probes must ask the plaintext health port (GRPC_HEALTH_PORT).
+      const mutualTls = role.process !== 'gateway' && (effectiveValue(settings, env, 'TLS_CERT_FILE') ?? '').trim() !== '';
       for (const kind of ['startupProbe', 'readinessProbe', 'livenessProbe'] as const) {
         problems.push(...probeProblems(container, kind, container[kind], role, where));
+        const probed = container[kind]?.grpc && findPort(container, container[kind].grpc.port);
+        if (mutualTls && probed && probed.name === 'grpc') {
+          problems.push(`${where} ${kind}: probes the mutual-TLS gRPC port, where a kubelet probe has no client certificate: probe grpc-health (GRPC_HEALTH_PORT)`);
+        }
       }
       if (!container.readinessProbe) problems.push(`${where}: no readinessProbe`);
       if (!container.livenessProbe) problems.push(`${where}: no livenessProbe`);
@@ -641,6 +831,10 @@ export interface ConfiguredCall {
   port: IContainerPort;
 }
 
+/** URL settings naming a Service other than a process's own name: the payout processor's signer. */
+const CALLED_SERVICE_OF: Record<string, string> = { SIGNER_URL: 'payout-signer' };
+const CALLED_SERVICE_NAMES: Record<string, true> = Object.fromEntries(Object.values(CALLED_SERVICE_OF).map((name) => [name, true]));
+
 export function configuredCalls(ctx: DeployContext, problems: string[]): ConfiguredCall[] {
   const calls: ConfiguredCall[] = [];
   const namespace = namespaceOf(ctx);
@@ -651,8 +845,8 @@ export function configuredCalls(ctx: DeployContext, problems: string[]): Configu
       const where = `${w.kind} ${w.name} container ${container.name}`;
       const env = resolveEnv(ctx, container, where, []);
       for (const [variable, entry] of env) {
-        const callee = /^([A-Z]+)_URL$/.exec(variable)?.[1]?.toLowerCase();
-        if (!callee || !PROCESSES.includes(callee as ProcessName) || entry.value === undefined) continue;
+        const callee = CALLED_SERVICE_OF[variable] ?? /^([A-Z]+)_URL$/.exec(variable)?.[1]?.toLowerCase();
+        if (!callee || !(PROCESSES.includes(callee as ProcessName) || callee in CALLED_SERVICE_NAMES) || entry.value === undefined) continue;
         let url: URL;
         try {
           url = new URL(entry.value);
@@ -787,6 +981,9 @@ export function checkResourcesAndScaling(ctx: DeployContext): string[] {
 // ---------------------------------------------------------------------------------------------
 // 7. NetworkPolicies: compute every path they allow and compare with the architecture's.
 
+/** Where each processor's node listens: a hosted JSON-RPC provider (HTTPS) or a node of one's own (8545). */
+const PROCESSOR_NODE_PORTS: Record<(typeof PROCESSED_NETWORKS)[number], number[]> = { ethereum: [443, 8545] };
+
 /** The architecture's paths (docs/architecture.md#shape): pods by Deployment name (job/<name> for Jobs), ports by name. */
 export function expectedPaths(ctx: DeployContext): Set<string> {
   const paths = new Set<string>();
@@ -818,6 +1015,20 @@ export function expectedPaths(ctx: DeployContext): Set<string> {
   }
   // The payout service checks operators' Completes against the same nodes (every chain).
   for (const port of [443, 8545, 3000, 8090]) paths.add(`payout -> external:${port}/TCP`);
+  // The treasury (docs/treasury.md): each network's processor calls the signer and the invoice
+  // service (its sweep intake), and reaches Postgres, NATS (its outbox) and its node; the signer is
+  // called by the processors alone and reaches nothing but Postgres.
+  paths.add('payout-signer -> external:5432/TCP');
+  paths.add('prometheus -> payout-signer:http-admin');
+  for (const network of PROCESSED_NETWORKS) {
+    const processor = `payout-processor-${network}`;
+    paths.add(`${processor} -> payout-signer:grpc`);
+    paths.add(`${processor} -> invoice:grpc`);
+    paths.add(`${processor} -> external:5432/TCP`);
+    paths.add(`${processor} -> external:4222/TCP`);
+    paths.add(`prometheus -> ${processor}:http-admin`);
+    for (const port of PROCESSOR_NODE_PORTS[network]) paths.add(`${processor} -> external:${port}/TCP`);
+  }
   for (const w of workloadsOf(ctx.objects)) {
     paths.add(`${w.id} -> dns:53/UDP`);
     paths.add(`${w.id} -> dns:53/TCP`);
@@ -1241,6 +1452,8 @@ export function allProblems(ctx: DeployContext): string[] {
   return [
     ...checkSchemas(ctx),
     ...checkEnvironment(ctx),
+    ...checkSignerSeed(ctx),
+    ...checkFileSettings(ctx),
     ...checkOverlayEnvironment(ctx),
     ...checkSecretList(ctx),
     ...checkPortsAndProbes(ctx),

@@ -19,9 +19,13 @@ import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/
 import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { ISecret } from 'kubernetes-models/v1/Secret';
+import { EthereumSigningKeys } from '@coinvoice/chains/evm/signing-keys';
+import { requireMatchingXpubs } from '../../services/payout/src/signer/role';
 import {
   allowedPaths,
   checkEnvironment,
+  checkFileSettings,
   checkImage,
   checkNetworkPolicies,
   checkOverlayEnvironment,
@@ -31,7 +35,9 @@ import {
   checkSecretList,
   checkSecurity,
   checkServices,
+  checkSignerSeed,
   cloneContext,
+  decodeSecret,
   expectedPaths,
   findObject,
   loadContext,
@@ -68,14 +74,17 @@ function broken(overlay: OverlayName, mutate: (ctx: DeployContext) => void): Dep
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   const ctx = () => contexts[overlay];
 
-  test('renders the nine Deployments (the invoice service serving, and watching ethereum, bitcoin, litecoin and tron), their Services, autoscalers, budgets and the migration Jobs', () => {
+  test('renders the eleven Deployments (the invoice service serving, and watching ethereum, bitcoin, litecoin and tron; the payout service serving, signing and processing ethereum), their Services, autoscalers, budgets and the migration Jobs', () => {
     const names = (kind: string) => ctx().objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
-    const processes = ['auth', 'gateway', 'invoice', 'invoice-watcher-bitcoin', 'invoice-watcher-ethereum', 'invoice-watcher-litecoin', 'invoice-watcher-tron', 'notifier', 'payout'];
+    const processes = [
+      'auth', 'gateway', 'invoice', 'invoice-watcher-bitcoin', 'invoice-watcher-ethereum', 'invoice-watcher-litecoin', 'invoice-watcher-tron',
+      'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer',
+    ];
     expect(names('Deployment')).toEqual(processes);
     expect(names('Service')).toEqual(processes);
     expect(names('HorizontalPodAutoscaler')).toEqual(processes);
     expect(names('PodDisruptionBudget')).toEqual(processes);
-    expect(names('Job')).toEqual(['migrate-auth', 'migrate-invoice', 'migrate-notifier', 'migrate-payout']);
+    expect(names('Job')).toEqual(['migrate-auth', 'migrate-invoice', 'migrate-notifier', 'migrate-payout', 'migrate-payout-signer']);
     expect(new Set(ctx().objects.map((o) => o.metadata.namespace ?? '(cluster)'))).toEqual(
       new Set([overlay === 'production' ? 'coinvoice' : 'coinvoice-dev', '(cluster)']),
     );
@@ -87,6 +96,8 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
 
   test('every variable each process requires is provided, every given value parses, none is unknown', () => {
     expect(checkEnvironment(ctx())).toEqual([]);
+    expect(checkSignerSeed(ctx())).toEqual([]);
+    expect(checkFileSettings(ctx())).toEqual([]);
     expect(checkOverlayEnvironment(ctx())).toEqual([]);
     expect(checkSecretList(ctx())).toEqual([]);
   });
@@ -121,6 +132,27 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     expect([...allowedPaths(ctx(), problems)].sort()).toEqual([...expectedPaths(ctx())].sort());
     expect(problems).toEqual([]);
     expect(checkNetworkPolicies(ctx())).toEqual([]);
+  });
+});
+
+describe('the development treasury', () => {
+  const overlayDir = path.join(REPO_ROOT, 'deploy/k8s/overlays/development');
+
+  test("the development mnemonic is the account of the development xpubs, and no well-known test mnemonic", () => {
+    const seedFile = path.join(overlayDir, 'signer-seed/mnemonic');
+    const keys = EthereumSigningKeys.fromSeedFile(seedFile);
+    const xpubs = findObject<ISecret>(contexts.development.objects, 'Secret', 'invoice-xpubs');
+    const data = decodeSecret(xpubs);
+    const config = { INVOICE_XPUB_ETH: data.INVOICE_XPUB_ETH, INVOICE_XPUB_USDT: data.INVOICE_XPUB_USDT, INVOICE_XPUB_USDC: data.INVOICE_XPUB_USDC };
+    expect(Object.values(config).every((xpub) => xpub?.startsWith('xpub'))).toBe(true);
+    // What the signer checks at start (docs/treasury.md#keys): it would refuse another seed.
+    expect(() => requireMatchingXpubs(config as never, keys)).not.toThrow();
+    const words = readFileSync(seedFile, 'utf8').trim();
+    for (const wellKnown of ['test test test test test test test test test test test junk', 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about']) {
+      expect(words).not.toBe(wellKnown);
+    }
+    // The same mnemonic as the Secret the signer mounts.
+    expect(decodeSecret(findObject<ISecret>(contexts.development.objects, 'Secret', 'payout-signer-seed')).mnemonic?.trim()).toBe(words);
   });
 });
 
@@ -159,7 +191,10 @@ describe('the image', () => {
           for (const c of w.pod.containers) roles.add(JSON.stringify(c.args ?? []));
         }
       }
-      expect(roles.size).toBe(13); // 5 serve, 4 migrate, invoice watch ethereum / bitcoin / litecoin / tron
+      // 5 serve, 4 migrate, invoice watch ethereum / bitcoin / litecoin / tron, payout sign, payout
+      // sign migrate, payout process ethereum
+      expect(roles.size).toBe(16);
+      for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
       for (const role of roles) {
         const args = JSON.parse(role) as string[];
         const [process = '', ...rest] = args;
@@ -167,6 +202,16 @@ describe('the image', () => {
         expect(run(args)).toBe([path.join(REPO_ROOT, main), ...rest].join(' '));
       }
       expect(() => run(['invoice', 'watch'])).toThrow();
+      // The treasury roles (docs/treasury.md): one network per processor, nothing after `sign migrate`.
+      const payout = path.join(REPO_ROOT, 'services/payout/dist/main.js');
+      expect(run(['payout', 'process', 'ethereum'])).toBe(`${payout} process ethereum`);
+      expect(run(['payout', 'sign'])).toBe(`${payout} sign`);
+      expect(run(['payout', 'sign', 'migrate'])).toBe(`${payout} sign migrate`);
+      expect(run(['payout', 'sign', 'xpub'])).toBe(`${payout} sign xpub`);
+      expect(() => run(['payout', 'process'])).toThrow();
+      expect(() => run(['payout', 'process', 'ethereum', 'tron'])).toThrow();
+      expect(() => run(['payout', 'sign', 'now'])).toThrow();
+      expect(() => run(['invoice', 'process', 'ethereum'])).toThrow();
       expect(() => run(['auth', 'watch', 'ethereum'])).toThrow();
       expect(run(['migrate']).split('\n')).toEqual(
         ['auth', 'invoice', 'payout', 'notifier'].map((s) => `${path.join(REPO_ROOT, `services/${s}/dist/main.js`)} migrate`),
@@ -399,8 +444,10 @@ describe('the checks catch what they claim to', () => {
       'NetworkPolicy invoice-ingress: ingress port 50062 is exposed by none of the pods it selects',
       'missing path: gateway -> invoice:grpc',
       'missing path: payout -> invoice:grpc',
+      'missing path: payout-processor-ethereum -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
       'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
+      'payout-processor-ethereum calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> invoice:grpc',
     ]);
   });
 
@@ -496,6 +543,132 @@ describe('the checks catch what they claim to', () => {
     expect(checkImage(dockerfile, `${dockerignore}\nservices/*/src/store\n`)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^\.dockerignore leaves services\/auth\/src\/store\/migrations\/0002_merchants_projects_api_keys\.sql out/)]),
     );
+  });
+
+  test('the signer is reachable from the processor alone: a path from the gateway is refused', () => {
+    const ctx = broken('production', (c) => {
+      const pods = (component: string, name = 'gateway') => ({ podSelector: { matchLabels: { 'app.kubernetes.io/name': name, 'app.kubernetes.io/component': component } } });
+      c.objects.push({
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'NetworkPolicy',
+        metadata: { name: 'gateway-to-signer', namespace: 'coinvoice' },
+        spec: {
+          podSelector: {},
+          policyTypes: ['Ingress', 'Egress'],
+          ingress: [{ from: [pods('server')], ports: [{ port: 50055 }] }],
+          egress: [{ to: [pods('signer', 'payout')], ports: [{ port: 50055 }] }],
+        },
+      });
+    });
+    expect(checkSchemas(ctx)).toEqual([]);
+    expect(checkNetworkPolicies(ctx)).toEqual(['unexpected path allowed: gateway -> payout-signer:grpc']);
+    // And the processor cut off from it: the call its SIGNER_URL makes is no longer allowed.
+    const cut = broken('development', (c) => {
+      c.objects = c.objects.filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'payout-signer-ingress'));
+    });
+    expect(checkNetworkPolicies(cut)).toEqual([
+      'missing path: payout-processor-ethereum -> payout-signer:grpc',
+      'payout-processor-ethereum calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> payout-signer:grpc',
+    ]);
+  });
+
+  test('the seed given as an environment variable instead of a file, readable by others, or mounted by another pod', () => {
+    const signer = (c: DeployContext) => findObject<IDeployment>(c.objects, 'Deployment', 'payout-signer').spec!.template.spec!;
+    const asVariable = broken('production', (c) => {
+      const pod = signer(c);
+      pod.volumes = (pod.volumes ?? []).filter((v) => v.name !== 'signer-seed');
+      pod.containers[0]!.volumeMounts = (pod.containers[0]!.volumeMounts ?? []).filter((m) => m.name !== 'signer-seed');
+      pod.containers[0]!.env!.push({ name: 'SIGNER_SEED', valueFrom: { secretKeyRef: { name: 'payout-signer-seed', key: 'mnemonic' } } });
+    });
+    expect(checkSignerSeed(asVariable)).toEqual([
+      'Deployment payout-signer container signer: SIGNER_SEED_FILE=/etc/coinvoice/signer-seed/mnemonic is not a file of a mounted Secret',
+      'Deployment payout-signer container signer: SIGNER_SEED takes the seed Secret payout-signer-seed as an environment variable',
+    ]);
+    expect(checkEnvironment(asVariable)).toEqual([
+      'Deployment payout-signer container signer: SIGNER_SEED (from Secret payout-signer-seed) is not a setting of payout sign: a typo, or a setting that no longer exists',
+    ]);
+
+    const openMode = broken('production', (c) => {
+      const seed = signer(c).volumes?.find((v) => v.name === 'signer-seed');
+      if (seed?.secret) seed.secret.defaultMode = 0o444;
+    });
+    expect(checkSignerSeed(openMode)).toEqual([
+      'Deployment payout-signer container signer: the seed Secret payout-signer-seed is mounted with mode 0444: writable or readable by others (0400 or 0440)',
+    ]);
+
+    const elsewhere = broken('development', (c) => {
+      const pod = findObject<IDeployment>(c.objects, 'Deployment', 'payout').spec!.template.spec!;
+      pod.volumes!.push({ name: 'signer-seed', secret: { secretName: 'payout-signer-seed', defaultMode: 0o440 } });
+      pod.containers[0]!.volumeMounts!.push({ name: 'signer-seed', mountPath: '/etc/coinvoice/signer-seed', readOnly: true });
+    });
+    expect(checkSignerSeed(elsewhere)).toEqual([
+      'Deployment payout container payout: mounts the seed Secret payout-signer-seed, which only the signer may hold',
+    ]);
+  });
+
+  test("the signer's production limits, its mutual TLS and its account keys are required", () => {
+    const limits = broken('production', (c) => {
+      delete findObject<IConfigMap>(c.objects, 'ConfigMap', 'payout-signer-config').data?.SIGNER_DAILY_LIMIT_USDC;
+    });
+    expect(checkEnvironment(limits)).toEqual([
+      expect.stringMatching(/^Deployment payout-signer container signer: SIGNER_DAILY_LIMIT_USDC is required in production by payout sign \(a positive amount of USDC/),
+    ]);
+    // Development has defaults for the limits, but a signer without TLS on 0.0.0.0 would not start.
+    const plaintext = broken('development', (c) => {
+      const data = findObject<IConfigMap>(c.objects, 'ConfigMap', 'payout-signer-config').data!;
+      for (const name of ['TLS_CA_FILE', 'TLS_CERT_FILE', 'TLS_KEY_FILE']) delete data[name];
+    });
+    expect(checkEnvironment(plaintext)).toEqual([expect.stringMatching(/^Deployment payout-signer container signer: payout sign serves only over mutual TLS/)]);
+    const withoutKeys = broken('development', (c) => {
+      const env = container(c, 'Deployment', 'payout-signer').env ?? [];
+      container(c, 'Deployment', 'payout-signer').env = env.filter((e) => !e.name.startsWith('INVOICE_XPUB_'));
+    });
+    expect(checkEnvironment(withoutKeys)).toEqual([
+      'Deployment payout-signer container signer: payout sign needs at least one of INVOICE_XPUB_ETH, INVOICE_XPUB_USDT, INVOICE_XPUB_USDC (its seed\'s account key is checked against them) but none is given',
+    ]);
+  });
+
+  test('mutual TLS: a certificate file in no mounted volume, and a probe on the port that asks for a client certificate', () => {
+    const unmounted = broken('development', (c) => {
+      const pod = findObject<IDeployment>(c.objects, 'Deployment', 'payout-processor-ethereum').spec!.template.spec!;
+      pod.containers[0]!.volumeMounts = (pod.containers[0]!.volumeMounts ?? []).filter((m) => m.name !== 'tls');
+    });
+    expect(checkFileSettings(unmounted)).toEqual(
+      ['TLS_CA_FILE=/etc/coinvoice/tls/ca.crt', 'TLS_CERT_FILE=/etc/coinvoice/tls/tls.crt', 'TLS_KEY_FILE=/etc/coinvoice/tls/tls.key'].map(
+        (setting) => `Deployment payout-processor-ethereum container processor: ${setting} is in no volume the container mounts`,
+      ),
+    );
+    const tlsProbe = broken('production', (c) => {
+      const probe = container(c, 'Deployment', 'invoice-watcher-ethereum').readinessProbe;
+      if (probe?.grpc) probe.grpc.port = 50052;
+    });
+    expect(checkPortsAndProbes(tlsProbe)).toEqual([
+      'Deployment invoice-watcher-ethereum container watcher readinessProbe: probes the mutual-TLS gRPC port, where a kubelet probe has no client certificate: probe grpc-health (GRPC_HEALTH_PORT)',
+    ]);
+  });
+
+  test('a processor without SIGNER_URL, or reaching the signer in plaintext in production', () => {
+    const without = broken('production', (c) => {
+      delete findObject<IConfigMap>(c.objects, 'ConfigMap', 'payout-processor-ethereum-config').data?.SIGNER_URL;
+    });
+    expect(checkEnvironment(without)).toEqual([
+      expect.stringMatching(/^Deployment payout-processor-ethereum container processor: SIGNER_URL is required in production by payout process ethereum/),
+    ]);
+    const plaintext = broken('production', (c) => {
+      findObject<IConfigMap>(c.objects, 'ConfigMap', 'payout-processor-ethereum-config').data!.SIGNER_URL = 'http://payout-signer:50055';
+    });
+    expect(checkEnvironment(plaintext)).toEqual([
+      expect.stringMatching(/^Deployment payout-processor-ethereum container processor: payout process ethereum refuses to start: .*SIGNER_URL/),
+    ]);
+    // A URL naming another Service than the signer's.
+    const elsewhere = broken('development', (c) => {
+      findObject<IConfigMap>(c.objects, 'ConfigMap', 'payout-processor-ethereum-config').data!.SIGNER_URL = 'https://payout:50053';
+    });
+    expect(checkNetworkPolicies(elsewhere)).toContainEqual(
+      'Deployment payout-processor-ethereum container processor: SIGNER_URL=https://payout:50053 does not name the Service payout-signer of this namespace',
+    );
+    // A network without a processor is not a role of the image.
+    expect(roleOf({ name: 'processor', args: ['payout', 'process', 'bitcoin'] })).toEqual(expect.stringMatching(/^args \["payout","process","bitcoin"\] are not a process of the image/));
   });
 
   test('every container of the render has a role the image knows', () => {

@@ -4,7 +4,7 @@ import { payoutService } from './server';
 import type * as SignerRole from './signer/role';
 
 // `main.js process <network>`: the payout processor role (docs/treasury.md#processor);
-// `main.js sign [migrate]`: the signer role (docs/treasury.md); `main.js [migrate]`: the payout API (serve).
+// `main.js sign [migrate|xpub]`: the signer role (docs/treasury.md); `main.js [migrate]`: the payout API (serve).
 if (process.argv[2] === 'process') {
   const network = process.argv[3] ?? '';
   runMain({
@@ -18,8 +18,16 @@ if (process.argv[2] === 'process') {
   });
 } else if (process.argv[2] === 'sign') {
   // Loaded here only: the role brings viem and the key code, which `serve` never needs.
-  const { migrateSigner, startSigner } = require('./signer/role') as typeof SignerRole;
-  if (process.argv[3] === 'migrate') {
+  const { migrateSigner, signerAccountXpub, startSigner } = require('./signer/role') as typeof SignerRole;
+  if (process.argv[3] === 'xpub') {
+    // The seed account's xpub, for INVOICE_XPUB_ETH/_USDT/_USDC (npm start asks it; so may an operator).
+    try {
+      process.stdout.write(`${signerAccountXpub()}\n`);
+    } catch (err) {
+      process.stderr.write(`payout sign xpub: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exitCode = 1;
+    }
+  } else if (process.argv[3] === 'migrate') {
     migrateSigner().then(
       () => process.exit(0),
       (err: unknown) => {
