@@ -640,7 +640,7 @@ export interface paths {
         put?: never;
         /**
          * Operators: mark a claimed Pending payout as sent (Completed) with its transaction hash; the amount is debited once
-         * @description Requires the claim (409 payout_not_claimed). A transaction completes one payout only (409 transaction_already_used). With the payout chain’s node configured (Ethereum, Bitcoin/Litecoin Esplora, Tron), the transaction is checked on chain: mined (409 transaction_not_found), succeeded (422 transaction_failed), paying the destination exactly the amount (422 transaction_mismatch); 503 chain_unavailable when the node cannot be asked.
+         * @description Requires the claim (409 payout_not_claimed); a payout the treasury processor is sending is completed by the chain only (409 payout_sent_by_processor). A transaction completes one payout only (409 transaction_already_used). With the payout chain’s node configured (Ethereum, Bitcoin/Litecoin Esplora, Tron), the transaction is checked on chain: mined (409 transaction_not_found), succeeded (422 transaction_failed), paying the destination exactly the amount (422 transaction_mismatch); 503 chain_unavailable when the node cannot be asked.
          */
         post: operations["postApiAdminPayoutsIdComplete"];
         delete?: never;
@@ -658,7 +658,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Operators: refuse a Pending payout (claimed or not: only when nothing was sent) with a note to the merchant; the amount is released */
+        /**
+         * Operators: refuse a Pending payout (claimed or not: only when nothing was sent) with a note to the merchant; the amount is released
+         * @description A payout the treasury processor is sending (claimed by processor:<network>) is finished by the chain, never by an operator: 409 payout_sent_by_processor.
+         */
         post: operations["postApiAdminPayoutsIdReject"];
         delete?: never;
         options?: never;

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { enqueueEvent, errors, eventTransaction, requireValid, serviceError, type EventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
+import { enforceRateLimit, enqueueEvent, errors, eventTransaction, requireValid, serviceError, type EventTransaction, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql } from '@coinvoice/runtime';
 import { formatPlain } from '@coinvoice/domain/money';
 import { environmentFromProto, environmentToProto, type ProjectEnvironment } from '@coinvoice/domain/environment';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -72,6 +72,8 @@ export interface AutoSweepDeps {
   notifier: Pick<Client<typeof NotifierService>, 'sendAutoSweepVerificationEmail'>;
   logger: Logger;
   codeTtlMs: number;
+  /** Codes are secrets: checks and issued codes are counted per project, as for payouts (docs/architecture.md#rate-limits). */
+  rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; codePerProject: RateLimitPolicy };
   /** The merchant's email for the project (auth), checked against the environment the caller named. */
   merchantEmail(scope: { projectId: string; environment: ProjectEnvironment }): Promise<string>;
   /** Told of every sweep payout created outside the ledger consumer (metrics, logs). */
@@ -99,6 +101,7 @@ export class AutoSweepHandlers {
     const scope = { projectId: request.projectId, environment: request.environment };
     const active = await activeRules(this.deps.sql, request.projectId);
     const needsCode = planAutoSweep(active, request.rules).confirm.length > 0;
+    if (needsCode) await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.codePerProject, request.projectId.toLowerCase());
     // Auth before the transaction: a slow call must not hold locks.
     const email = needsCode ? await this.deps.merchantEmail(scope) : undefined;
     const swept: PayoutRow[] = [];
@@ -141,6 +144,7 @@ export class AutoSweepHandlers {
 
   async verify(req: VerifyAutoSweepRequest) {
     const verify = requireValid(validateVerifyAutoSweep(req));
+    await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.verifyPerProject, verify.projectId.toLowerCase());
     const outcome = await eventTransaction(this.deps.sql, async (tx): Promise<VerifyOutcome> => {
       await lockAutoSweep(tx, verify.projectId);
       const change = await pendingChange(tx, verify.projectId, { lock: true });

@@ -78,7 +78,7 @@ import { AutoSweepHandlers } from './auto-sweep';
 import { TreasuryHandlers, type TreasuryDeps } from './treasury';
 import { CODE_MAX_ATTEMPTS, codeMatches, issueCode } from './domain/code';
 import { checkTransactionHash, OPERATOR_QUEUE_CURSORS, PAYOUT_CURSORS, storedCoin, validateBalanceQuery, validateCompletePayout, validateListPayouts, validateOperatorList, validateOperatorPayoutRef, validatePayoutRef, validateRejectPayout, validateRequestPayout, validateVerifyPayout, type NewPayoutRequest } from './domain/requests';
-import { decide, stageOf } from './domain/status';
+import { decide, isSentByProcessor, stageOf } from './domain/status';
 import { payoutRequestedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
@@ -118,7 +118,13 @@ export interface PayoutHandlerDeps {
   /** Payouts of one project that may await verification at once (each one is 5 guesses at a code). */
   maxOpenUnverified: number;
   /** Per-project limits (docs/architecture.md#rate-limits), counted in Postgres across replicas. */
-  rateLimits: { store: RateLimitStore; verifyPerProject: RateLimitPolicy; requestPerProject: RateLimitPolicy };
+  rateLimits: {
+    store: RateLimitStore;
+    verifyPerProject: RateLimitPolicy;
+    requestPerProject: RateLimitPolicy;
+    autoSweepVerifyPerProject: RateLimitPolicy;
+    autoSweepCodePerProject: RateLimitPolicy;
+  };
   metrics?: PayoutMetrics;
   /** The ledger invariant check (docs/accounting.md), run on an operator's demand. */
   ledgerCheck: LedgerCheckDeps;
@@ -149,6 +155,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       notifier: deps.notifier,
       logger: deps.logger,
       codeTtlMs: deps.codeTtlMs,
+      rateLimits: { store: deps.rateLimits.store, verifyPerProject: deps.rateLimits.autoSweepVerifyPerProject, codePerProject: deps.rateLimits.autoSweepCodePerProject },
       merchantEmail: (scope) => this.merchantEmail(scope),
       onSwept: deps.onAutoSwept,
     });
@@ -479,6 +486,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       const locked = await lockPayout(tx, complete.payoutId);
       if (!locked) throw payoutNotFound();
       const { payout } = locked;
+      refuseIfSentByProcessor(payout);
       const transactionHash = this.completionHash(payout, complete.transactionHash);
       // Not claimed, or no longer claimed: the table's 409, whatever hash it carries.
       if (transactionHash === undefined || transactionHash !== hash) return applyTrigger(tx, payout, 'complete');
@@ -510,11 +518,22 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     const row = await eventTransaction(this.deps.sql, async (tx) => {
       const locked = await lockPayout(tx, reject.payoutId);
       if (!locked) throw payoutNotFound();
+      refuseIfSentByProcessor(locked.payout);
       return applyTrigger(tx, locked.payout, 'reject', { adminNote: reject.adminNote });
     });
     this.deps.metrics?.rejected.inc();
     this.deps.logger.info({ payoutId: row.id, projectId: row.project_id, operatorId }, 'payout rejected by an operator; hold released');
     return { payout: payoutToProto(row) };
+  }
+}
+
+/** An operator's Complete or Reject of a payout the treasury's processor is sending: 409. */
+function refuseIfSentByProcessor(payout: PayoutRow): void {
+  if (isSentByProcessor(payout)) {
+    throw errors.conflict(
+      'payout_sent_by_processor',
+      `the treasury processor is sending this payout (${payout.claimed_by}): the chain completes or rejects it, not an operator`,
+    );
   }
 }
 

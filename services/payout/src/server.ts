@@ -78,6 +78,8 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
         store: new PostgresRateLimitStore(sql),
         verifyPerProject: config.RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT,
         requestPerProject: config.RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT,
+        autoSweepVerifyPerProject: config.RATE_LIMIT_AUTO_SWEEP_VERIFY_PER_PROJECT,
+        autoSweepCodePerProject: config.RATE_LIMIT_AUTO_SWEEP_CODE_PER_PROJECT,
       },
       metrics,
       ledgerCheck,

@@ -28,6 +28,10 @@ export const payoutSettings = {
   RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT: rateLimitSetting('payout-verify-project', '20/1h'),
   /** Payout requests per project (each one emails a code). */
   RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT: rateLimitSetting('payout-request-project', '30/1h'),
+  /** Auto-sweep destination codes checked per project (each change also allows only 5 attempts). */
+  RATE_LIMIT_AUTO_SWEEP_VERIFY_PER_PROJECT: rateLimitSetting('auto-sweep-verify-project', '20/1h'),
+  /** Auto-sweep changes per project that email a code (each PUT naming a new destination). */
+  RATE_LIMIT_AUTO_SWEEP_CODE_PER_PROJECT: rateLimitSetting('auto-sweep-code-project', '10/1h'),
   /** How long a verification code is valid (docs/architecture.md#payouts: 15 minutes); after it the payout is cancelled. */
   PAYOUT_CODE_TTL_MS: setting.int({ default: DEFAULT_CODE_TTL_MS, min: 1_000, max: 24 * 60 * 60_000 }),
   /** How often the sweeper looks for AwaitingVerification payouts whose code expired. */

@@ -36,6 +36,23 @@ export function stageOf(payout: { status: PayoutStatusName; claimed_at: Date | n
   return payout.status === 'Pending' && payout.claimed_at !== null ? 'Sending' : payout.status;
 }
 
+/** How a treasury processor names itself when it claims a payout: `processor:<network>` (docs/treasury.md#processor). */
+export const PROCESSOR_CLAIM_PREFIX = 'processor:';
+
+export function processorClaimId(network: string): string {
+  return `${PROCESSOR_CLAIM_PREFIX}${network}`;
+}
+
+/**
+ * A payout the treasury's processor claimed is finished by the chain only: its signed transaction
+ * may be in a mempool (or stored, to be broadcast again after a restart), so an operator's Reject
+ * would release a hold whose coins still leave, and a Complete by hand would record another
+ * transaction than the one the processor sends (docs/treasury.md#processor).
+ */
+export function isSentByProcessor(payout: { claimed_by: string | null }): boolean {
+  return payout.claimed_by?.startsWith(PROCESSOR_CLAIM_PREFIX) ?? false;
+}
+
 /** The status a stage is stored and shown as. */
 export function statusOfStage(stage: PayoutStage): PayoutStatusName {
   return stage === 'Sending' ? 'Pending' : stage;
