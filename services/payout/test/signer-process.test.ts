@@ -143,7 +143,7 @@ test('serving at LOG_LEVEL=trace, signing and refusing: no mnemonic word, seed o
   const logLines = output.split('\n').filter(Boolean);
   expect(logLines.some((line) => line.includes('signer refused a request'))).toBe(true);
   const tables = await db.owner<{ table_name: string }[]>`select table_name from information_schema.tables where table_schema = 'signer' order by table_name`;
-  expect(tables.map((t) => t.table_name)).toEqual(['audit_log', 'daily_totals', 'payout_signatures', 'schema_migrations']);
+  expect(tables.map((t) => t.table_name)).toEqual(['audit_log', 'daily_fees', 'daily_totals', 'payout_signatures', 'schema_migrations']);
   const rows: string[] = [];
   for (const { table_name } of tables) {
     for (const row of await db.owner.unsafe<{ row: string }[]>(`select row_to_json(t)::text as row from signer."${table_name}" t`)) rows.push(row.row);

@@ -1,7 +1,7 @@
 /**
  * What the signer signs (docs/treasury.md#signer-policy), decided here and nowhere else: the
  * request's EvmTransaction decoded once, then checked against the rules of every request (network,
- * chain id, fee and gas caps) and of its purpose. A refusal names its rule; the service audits and
+ * chain id, fee, priority fee and gas caps, the day's fee budget) and of its purpose. A refusal names its rule; the service audits and
  * counts it (service.ts).
  */
 import { Code } from '@coinvoice/runtime';
@@ -19,6 +19,7 @@ export type RefusalRule =
   | 'network_not_supported'
   | 'chain_id_mismatch'
   | 'fee_above_cap'
+  | 'priority_fee_above_cap'
   | 'gas_limit_above_cap'
   | 'payout_not_signable'
   | 'asset_not_supported'
@@ -29,7 +30,9 @@ export type RefusalRule =
   | 'daily_limit_exceeded'
   | 'nonce_mismatch'
   | 'replacement_mismatch'
-  | 'gas_top_up_above_cap';
+  | 'gas_top_up_above_cap'
+  | 'daily_gas_top_up_limit_exceeded'
+  | 'daily_fee_budget_exceeded';
 
 /** A request the policy refuses: PermissionDenied (InvalidArgument for a malformed one) naming the rule. */
 export class Refusal extends Error {
@@ -83,17 +86,42 @@ export function decodeTransaction(transaction: EvmTransaction | undefined): Deco
 export interface CommonLimits {
   chainId: number;
   maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
   maxGasLimit: bigint;
 }
 
-/** The rules of every request: the network, its chain id, the fee and gas caps. */
+/** The rules of every request: the network, its chain id, the fee, priority fee and gas caps. */
 export function checkCommon(network: string, tx: DecodedTransaction, limits: CommonLimits): void {
   if (network !== SIGNER_NETWORK) throw new Refusal('network_not_supported', `network ${JSON.stringify(network.slice(0, 32))} is not signed here; only ${SIGNER_NETWORK}`);
   if (tx.chainId !== limits.chainId) throw new Refusal('chain_id_mismatch', `chain id ${tx.chainId} is not the network's (${limits.chainId})`);
   if (tx.maxFeePerGas > limits.maxFeePerGas) {
     throw new Refusal('fee_above_cap', `max_fee_per_gas ${tx.maxFeePerGas} wei exceeds the cap SIGNER_MAX_FEE_PER_GAS_WEI (${limits.maxFeePerGas})`);
   }
+  if (tx.maxPriorityFeePerGas > limits.maxPriorityFeePerGas) {
+    throw new Refusal(
+      'priority_fee_above_cap',
+      `max_priority_fee_per_gas ${tx.maxPriorityFeePerGas} wei exceeds the cap SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI (${limits.maxPriorityFeePerGas})`,
+    );
+  }
   if (tx.gas > limits.maxGasLimit) throw new Refusal('gas_limit_above_cap', `gas_limit ${tx.gas} exceeds the cap SIGNER_MAX_GAS_LIMIT (${limits.maxGasLimit})`);
+}
+
+/** The most `tx` can cost in fees (wei): every unit of its gas limit at its max fee. */
+export function maxFeeOf(tx: DecodedTransaction): bigint {
+  return tx.gas * tx.maxFeePerGas;
+}
+
+/**
+ * The day's fee budget (docs/treasury.md#signer-policy): the fees already signed today plus this
+ * signature's charge must stay within SIGNER_DAILY_FEE_LIMIT_WEI.
+ */
+export function checkFeeBudget(signedToday: bigint, charge: bigint, limit: bigint): void {
+  if (signedToday + charge > limit) {
+    throw new Refusal(
+      'daily_fee_budget_exceeded',
+      `fees signed today (UTC) ${signedToday} + this ${charge} wei (gas_limit × max_fee_per_gas) exceed SIGNER_DAILY_FEE_LIMIT_WEI (${limit})`,
+    );
+  }
 }
 
 /** What a transaction moves: to whom, how much (base units), and which asset. */

@@ -141,8 +141,11 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
     policy: {
       chainId: config.CHAIN_ETHEREUM_CHAIN_ID,
       maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI,
+      maxPriorityFeePerGas: config.SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI,
       maxGasLimit: config.SIGNER_MAX_GAS_LIMIT,
       maxGasTopUpWei: config.SIGNER_MAX_GAS_TOP_UP_WEI,
+      dailyFeeLimitWei: config.SIGNER_DAILY_FEE_LIMIT_WEI,
+      dailyGasTopUpLimitWei: config.SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI,
       assets: assetLimitsOf(config),
       // The contract settings accept 0x + 40 hex digits only: each has an EIP-55 form.
       contracts: { USDT: checksumAddress(config.CHAIN_ETHEREUM_USDT_CONTRACT)!, USDC: checksumAddress(config.CHAIN_ETHEREUM_USDC_CONTRACT)! },

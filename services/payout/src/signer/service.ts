@@ -1,7 +1,8 @@
 /**
  * SignerService (proto/coinvoice/signer/v1/signer.proto): signs what policy.ts allows, with the
- * keys of keys.ts, and writes every signature and every refusal to signer.audit_log. A payout's
- * checks, its daily total and its audit row share one transaction (docs/treasury.md#signer-policy).
+ * keys of keys.ts, and writes every signature and every refusal to signer.audit_log. A signature's
+ * checks, its counters (the payout's daily total; the day's fees and gas top-ups for every purpose)
+ * and its audit row share one transaction (docs/treasury.md#signer-policy).
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
@@ -15,9 +16,11 @@ import { Counter, type Registry } from 'prom-client';
 import { checksumAddress, type EthereumSigningKeys, type HexString, type SigningAccount } from '@coinvoice/chains/evm/signing-keys';
 import {
   checkCommon,
+  checkFeeBudget,
   checkPayoutMovement,
   checkPayoutSignable,
   decodeTransaction,
+  maxFeeOf,
   movementOf,
   Refusal,
   SIGNER_NETWORK,
@@ -26,12 +29,26 @@ import {
   type Movement,
 } from './policy';
 import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
-import { addToDailyTotal, appendAudit, findPayout, findPayoutSignature, lockDailyTotal, recordPayoutSignature, type AuditEntry } from './store';
+import {
+  addToDailyFees,
+  addToDailyTotal,
+  appendAudit,
+  findPayout,
+  findPayoutSignature,
+  lockDailyFees,
+  lockDailyTotal,
+  recordPayoutSignature,
+  type AuditEntry,
+} from './store';
 
 export interface SignerPolicySettings extends CommonLimits {
   assets: Record<SignerAsset, AssetLimits>;
   contracts: Record<'USDT' | 'USDC', HexString>;
   maxGasTopUpWei: bigint;
+  /** SIGNER_DAILY_FEE_LIMIT_WEI: Σ gas_limit × max_fee_per_gas of a UTC day's signatures. */
+  dailyFeeLimitWei: bigint;
+  /** SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI: Σ gas top-up values of a UTC day. */
+  dailyGasTopUpLimitWei: bigint;
 }
 
 export interface SignerMetrics {
@@ -49,8 +66,6 @@ export function createSignerMetrics(registry: Registry): SignerMetrics {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Receive indexes are non-hardened BIP32 indexes. */
 const MAX_ADDRESS_INDEX = 2 ** 31 - 1;
-
-type Purpose = AuditEntry['purpose'];
 
 /** What one request is known to be so far: the audit row's columns. */
 class AuditDraft {
@@ -169,9 +184,27 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
           `${asset} signed today (UTC) ${daily.amount} + this ${amount} base units exceed SIGNER_DAILY_LIMIT_${asset} (${limits.dailyLimit})`,
         );
       }
+      // Only one version of the nonce can be mined: a fee replacement is charged what it adds above
+      // the highest version signed before, never less than nothing.
+      const maxFee = maxFeeOf(tx);
+      const feeCharge = earlier ? (maxFee > earlier.maxFeeWei ? maxFee - earlier.maxFeeWei : 0n) : maxFee;
+      const fees = await lockDailyFees(db);
+      checkFeeBudget(fees.feeWei, feeCharge, policy.dailyFeeLimitWei);
       const signed = await treasury.sign(tx);
       if (!earlier) await addToDailyTotal(db, asset, daily.day, amount);
-      await recordPayoutSignature(db, { payoutId, asset, amount, chainId: tx.chainId, nonce: tx.nonce, to: tx.to, value: tx.value, data: tx.data, transactionHash: signed.transactionHash });
+      await addToDailyFees(db, fees.day, { feeWei: feeCharge, gasTopUpWei: 0n });
+      await recordPayoutSignature(db, {
+        payoutId,
+        asset,
+        amount,
+        chainId: tx.chainId,
+        nonce: tx.nonce,
+        to: tx.to,
+        value: tx.value,
+        data: tx.data,
+        maxFeeWei: maxFee,
+        transactionHash: signed.transactionHash,
+      });
       await appendAudit(db, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
       this.options.metrics.signatures.labels('payout').inc();
       return signed;
@@ -187,7 +220,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     if (movement.recipient !== this.options.keys.treasuryAddress) {
       throw new Refusal('destination_mismatch', `a sweep pays the treasury ${this.options.keys.treasuryAddress}, not ${movement.recipient}`);
     }
-    return this.signAudited(deposit, tx, audit, 'sweep');
+    return this.signCounted(deposit, tx, audit, 'sweep', 0n);
   }
 
   private async signGasTopUp(addressIndex: number, tx: DecodedTransaction, audit: AuditDraft) {
@@ -202,13 +235,31 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     if (movement.amount > this.options.policy.maxGasTopUpWei) {
       throw new Refusal('gas_top_up_above_cap', `a gas top-up of ${movement.amount} wei exceeds SIGNER_MAX_GAS_TOP_UP_WEI (${this.options.policy.maxGasTopUpWei})`);
     }
-    return this.signAudited(treasury, tx, audit, 'gas_top_up');
+    return this.signCounted(treasury, tx, audit, 'gas_top_up', movement.amount);
   }
 
-  /** Signs, then answers only once the signature's audit row is stored. */
-  private async signAudited(account: SigningAccount, tx: DecodedTransaction, audit: AuditDraft, purpose: Exclude<Purpose, null>) {
-    const signed = await account.sign(tx);
-    await appendAudit(this.options.sql, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
+  /**
+   * A sweep or gas top-up: the day's fee row locked, the fee budget (its full gas_limit ×
+   * max_fee_per_gas, a same-nonce re-signature included: counting more than can be spent is the
+   * safe side) and the top-up limit checked, signed, counted and audited in one transaction.
+   */
+  private async signCounted(account: SigningAccount, tx: DecodedTransaction, audit: AuditDraft, purpose: 'sweep' | 'gas_top_up', gasTopUpWei: bigint) {
+    const { policy } = this.options;
+    const signed = await this.options.sql.begin(async (db) => {
+      const fees = await lockDailyFees(db);
+      if (fees.gasTopUpWei + gasTopUpWei > policy.dailyGasTopUpLimitWei) {
+        throw new Refusal(
+          'daily_gas_top_up_limit_exceeded',
+          `gas top-ups signed today (UTC) ${fees.gasTopUpWei} + this ${gasTopUpWei} wei exceed SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI (${policy.dailyGasTopUpLimitWei})`,
+        );
+      }
+      const feeCharge = maxFeeOf(tx);
+      checkFeeBudget(fees.feeWei, feeCharge, policy.dailyFeeLimitWei);
+      const signed = await account.sign(tx);
+      await addToDailyFees(db, fees.day, { feeWei: feeCharge, gasTopUpWei });
+      await appendAudit(db, { ...audit.entry, outcome: 'signed', transactionHash: signed.transactionHash });
+      return signed;
+    });
     this.options.metrics.signatures.labels(purpose).inc();
     return signed;
   }

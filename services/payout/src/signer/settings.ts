@@ -44,11 +44,14 @@ function assetAmountSetting(asset: SignerAsset, devDefault: string): Setting<big
   };
 }
 
-/** A whole number of wei (or gas) that may exceed 2^53: a bigint. */
-function bigintSetting(options: { default: string; min: bigint; max?: bigint }): Setting<bigint> {
+/**
+ * A whole number of wei (or gas) that may exceed 2^53: a bigint. `default` holds in every
+ * environment; `devDefault` in development only (production must state the value).
+ */
+function bigintSetting(options: ({ default: string } | { devDefault: string }) & { min: bigint; max?: bigint }): Setting<bigint> {
   return {
     expected: `a whole number from ${options.min}${options.max === undefined ? '' : ` to ${options.max}`}`,
-    default: options.default,
+    ...('default' in options ? { default: options.default } : { devDefault: options.devDefault }),
     parse: (raw) => {
       if (!/^\d{1,40}$/.test(raw.trim())) return undefined;
       const value = BigInt(raw.trim());
@@ -66,6 +69,25 @@ export const DEFAULT_MAX_GAS_LIMIT = 100_000n;
  * is spent on exactly one sweep, so a larger one would only leave ETH idle on a deposit address.
  */
 export const DEFAULT_MAX_GAS_TOP_UP_WEI = DEFAULT_MAX_GAS_LIMIT * DEFAULT_MAX_FEE_PER_GAS_WEI;
+/**
+ * 5 gwei: the tip goes to the block's proposer, who may be the one draining it (a colluding
+ * builder). Nodes suggest 0.01–2 gwei on mainnet (eth_maxPriorityFeePerGas; anvil 1 gwei), and
+ * 5 gwei leaves room for the processor's 12.5 % replacement bumps (1 gwei → 5 gwei after 13).
+ * At the gas cap a transaction then tips at most 100,000 × 5 gwei = 0.0005 ETH.
+ */
+export const DEFAULT_MAX_PRIORITY_FEE_PER_GAS_WEI = 5_000_000_000n;
+/**
+ * 0.5 ETH per UTC day of fees, all purposes (development default; production states its own):
+ * 25 transactions at the gas and fee caps (0.02 ETH each), about 250 at ordinary mainnet fees
+ * (~0.002 ETH for a token transfer at 2 × 15 gwei base fee + tip). What a compromised processor can
+ * burn in fees per day, whatever it signs (docs/treasury.md#signer-policy).
+ */
+export const DEV_DAILY_FEE_LIMIT_WEI = 500_000_000_000_000_000n;
+/**
+ * 0.2 ETH of gas top-ups per UTC day (development default): 10 top-ups at SIGNER_MAX_GAS_TOP_UP_WEI,
+ * about 70 token sweeps at ordinary fees (a top-up is one sweep's gas, ~0.003 ETH).
+ */
+export const DEV_DAILY_GAS_TOP_UP_LIMIT_WEI = 200_000_000_000_000_000n;
 
 export const signerSettings = {
   APP_ENV: commonSettings.APP_ENV,
@@ -108,6 +130,12 @@ export const signerSettings = {
   SIGNER_MAX_GAS_LIMIT: bigintSetting({ default: DEFAULT_MAX_GAS_LIMIT.toString(), min: 21_000n, max: 30_000_000n }),
   /** Largest gas top-up (wei) sent from the treasury to a deposit address. */
   SIGNER_MAX_GAS_TOP_UP_WEI: bigintSetting({ default: DEFAULT_MAX_GAS_TOP_UP_WEI.toString(), min: 1n }),
+  /** maxPriorityFeePerGas cap of every transaction (wei per gas): the part a block's proposer keeps. */
+  SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI: bigintSetting({ default: DEFAULT_MAX_PRIORITY_FEE_PER_GAS_WEI.toString(), min: 1n }),
+  /** Largest sum of gas_limit × max_fee_per_gas (wei) over the signatures of a UTC day, all purposes. */
+  SIGNER_DAILY_FEE_LIMIT_WEI: bigintSetting({ devDefault: DEV_DAILY_FEE_LIMIT_WEI.toString(), min: 1n }),
+  /** Largest sum of gas top-up values (wei) signed per UTC day. */
+  SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI: bigintSetting({ devDefault: DEV_DAILY_GAS_TOP_UP_LIMIT_WEI.toString(), min: 1n }),
 } as const;
 
 export type SignerConfig = ConfigOf<typeof signerSettings>;

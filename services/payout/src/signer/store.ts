@@ -31,19 +31,50 @@ export async function addToDailyTotal(tx: TransactionSql, asset: SignerAsset, da
   await tx`update daily_totals set amount = amount + ${amount.toString()}::numeric where asset = ${asset} and day = ${day}::date`;
 }
 
+/** Today's (UTC) fee and gas top-up totals, all purposes (signer.daily_fees). */
+export interface DailyFees {
+  day: string;
+  feeWei: bigint;
+  gasTopUpWei: bigint;
+}
+
+/**
+ * Today's (UTC) fee row, locked until the transaction ends: every signature of every purpose
+ * passes here, so two concurrent requests cannot both fit under the fee budget or the top-up limit.
+ * A payout takes its asset's daily_totals row first (lockDailyTotal), then this one; nothing takes
+ * them the other way round, so the two locks cannot deadlock.
+ */
+export async function lockDailyFees(tx: TransactionSql): Promise<DailyFees> {
+  await tx`insert into daily_fees (day) values ((now() at time zone 'utc')::date) on conflict do nothing`;
+  const [row] = await tx<{ day: string; feeWei: string; gasTopUpWei: string }[]>`
+    select day::text, fee_wei::text as "feeWei", gas_top_up_wei::text as "gasTopUpWei" from daily_fees
+    where day = (now() at time zone 'utc')::date for update`;
+  if (!row) throw new Error('the daily fee row vanished');
+  return { day: row.day, feeWei: BigInt(row.feeWei), gasTopUpWei: BigInt(row.gasTopUpWei) };
+}
+
+export async function addToDailyFees(tx: TransactionSql, day: string, added: { feeWei: bigint; gasTopUpWei: bigint }): Promise<void> {
+  await tx`
+    update daily_fees set fee_wei = fee_wei + ${added.feeWei.toString()}::numeric,
+                          gas_top_up_wei = gas_top_up_wei + ${added.gasTopUpWei.toString()}::numeric
+    where day = ${day}::date`;
+}
+
 export interface PayoutSignature {
   chainId: number;
   nonce: number;
   to: string;
   value: bigint;
   data: string;
+  /** The highest gas_limit × max_fee_per_gas the payout was signed with (its fee budget charge). */
+  maxFeeWei: bigint;
 }
 
 export async function findPayoutSignature(tx: TransactionSql, payoutId: string): Promise<PayoutSignature | undefined> {
-  const [row] = await tx<{ chainId: string; nonce: string; to: string; value: string; data: string }[]>`
-    select chain_id::text as "chainId", nonce::text, to_address as "to", value::text, data
+  const [row] = await tx<{ chainId: string; nonce: string; to: string; value: string; data: string; maxFeeWei: string }[]>`
+    select chain_id::text as "chainId", nonce::text, to_address as "to", value::text, data, max_fee_wei::text as "maxFeeWei"
     from payout_signatures where payout_id = ${payoutId} for update`;
-  return row && { chainId: Number(row.chainId), nonce: Number(row.nonce), to: row.to, value: BigInt(row.value), data: row.data };
+  return row && { chainId: Number(row.chainId), nonce: Number(row.nonce), to: row.to, value: BigInt(row.value), data: row.data, maxFeeWei: BigInt(row.maxFeeWei) };
 }
 
 export async function recordPayoutSignature(
@@ -51,11 +82,13 @@ export async function recordPayoutSignature(
   signature: PayoutSignature & { payoutId: string; asset: SignerAsset; amount: bigint; transactionHash: string },
 ): Promise<void> {
   await tx`
-    insert into payout_signatures (payout_id, asset, amount, chain_id, nonce, to_address, value, data, transaction_hash)
+    insert into payout_signatures (payout_id, asset, amount, chain_id, nonce, to_address, value, data, transaction_hash, max_fee_wei)
     values (${signature.payoutId}, ${signature.asset}, ${signature.amount.toString()}::numeric, ${signature.chainId},
-            ${signature.nonce}, ${signature.to}, ${signature.value.toString()}::numeric, ${signature.data}, ${signature.transactionHash})
+            ${signature.nonce}, ${signature.to}, ${signature.value.toString()}::numeric, ${signature.data}, ${signature.transactionHash},
+            ${signature.maxFeeWei.toString()}::numeric)
     on conflict (payout_id) do update
-      set transaction_hash = excluded.transaction_hash, signatures = payout_signatures.signatures + 1, last_signed_at = now()`;
+      set transaction_hash = excluded.transaction_hash, signatures = payout_signatures.signatures + 1, last_signed_at = now(),
+          max_fee_wei = greatest(payout_signatures.max_fee_wei, excluded.max_fee_wei)`;
 }
 
 /** One row of signer.audit_log (null where the request did not say, or was refused before). */
