@@ -12,6 +12,8 @@ export interface ProcessorMetrics {
   failed: Counter<'network' | 'purpose'>;
   signerRefusals: Counter<'network' | 'purpose'>;
   roundErrors: Counter<'network'>;
+  treasuryBelowMinimum: Gauge<'network' | 'asset'>;
+  payoutsStuck: Gauge<'network'>;
 }
 
 export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
@@ -36,5 +38,17 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     failed: new Counter({ name: 'treasury_transactions_failed_total', help: 'Transactions mined and reverted, by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     signerRefusals: new Counter({ name: 'payout_processor_signer_refusals_total', help: 'Requests the signer refused (PermissionDenied), by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     roundErrors: new Counter({ name: 'payout_processor_round_errors_total', help: 'Processor rounds that failed (node, signer or database unavailable) and were retried', labelNames: ['network'] as const, registers: [registry] }),
+    treasuryBelowMinimum: new Gauge({
+      name: 'treasury_balance_below_minimum',
+      help: '1 while the treasury holds less of the asset than TREASURY_MIN_BALANCE_<ASSET>, else 0',
+      labelNames: ['network', 'asset'] as const,
+      registers: [registry],
+    }),
+    payoutsStuck: new Gauge({
+      name: 'payouts_stuck',
+      help: 'Payouts in flight longer than PAYOUT_STUCK_AFTER since the processor claimed them',
+      labelNames: ['network'] as const,
+      registers: [registry],
+    }),
   };
 }

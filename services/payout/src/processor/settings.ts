@@ -67,5 +67,14 @@ export const processorSettings = {
   SWEEP_DUST_ETH: assetAmount('ETH', '0.001'),
   SWEEP_DUST_USDT: assetAmount('USDT', '5'),
   SWEEP_DUST_USDC: assetAmount('USDC', '5'),
+  /**
+   * The treasury below this balance is an alert (CoinvoiceTreasuryBelowMinimum): payouts would
+   * soon wait for sweeps. Default 0: no alert until an operator sets what the treasury must hold.
+   */
+  TREASURY_MIN_BALANCE_ETH: assetAmount('ETH', '0'),
+  TREASURY_MIN_BALANCE_USDT: assetAmount('USDT', '0'),
+  TREASURY_MIN_BALANCE_USDC: assetAmount('USDC', '0'),
+  /** A payout in flight longer than this (since the processor claimed it) is an alert (CoinvoicePayoutStuck). */
+  PAYOUT_STUCK_AFTER: setting.duration({ default: '30m', minMs: 1_000, maxMs: 7 * 24 * 3_600_000 }),
 } as const;
 
