@@ -37,6 +37,8 @@ function sampleEvent(schema: DescMessage, projectId: string): JsonValue {
           ? projectId
           : name === 'environment'
             ? 'sandbox'
+            : name === 'origin'
+              ? 'auto_sweep'
             : /amount/i.test(name)
               ? '1.50000000'
               : /Id$/.test(name)
