@@ -46,6 +46,8 @@ test('a payout whose completion cannot be recorded does not stop the processor f
     return row.status !== 'Pending' || row.claimed_by !== null ? row : undefined;
   }, 15_000).catch(() => undefined);
   expect(settled).toMatchObject({ claimed_by: 'processor:ethereum' });
+  await waitFor('C mined', async () => ((await world.payoutRow(c.id)).confirmations ?? 0) >= 1, 20_000);
+  await mineBlocks(world, 3);
   await waitFor('C completed', async () => (await world.payoutRow(c.id)).status === 'Completed', 20_000);
   // A's group is contained: logged (once per interval), counted, never a failed round.
   expect(processor.logs.filter((l) => l.includes('processor round failed'))).toEqual([]);
