@@ -9,9 +9,12 @@
  *   sweep tasks, commit, THEN broadcast. A process killed anywhere leaves at most the stored bytes,
  *   which the next round broadcasts again — never a second signature for the same transfer, except
  *   a fee replacement, which reuses the nonce so only one version can ever be mined.
- * - Each round: record what the chain says about every open row (receipt, canonical block,
- *   confirmations; at the network's count complete or reject the payout, confirm the sweep),
- *   re-broadcast stored `signed` rows, replace stuck ones, pay, sweep.
+ * - Each round: move next nonces up to the chain's (a transaction the processor did not make),
+ *   record what the chain says about every open row (receipt, canonical block, confirmations; at
+ *   the network's count complete or reject the payout, confirm the sweep), re-broadcast stored
+ *   `signed` rows, replace stuck ones, pay, sweep. A failure of one nonce group or sweep group is
+ *   contained to it (logged, counted, left for later); only a silent node fails the round.
+ * - Gas and fees stay within the signer's caps (fees.ts): nothing is asked that it would refuse.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -523,64 +526,62 @@ export class EvmProcessor implements Worker {
 
   private async replace(old: ChainTransactionRow, fees: EvmFees): Promise<void> {
     const { sql, network, node, caps } = this.options;
-    {
-      const refusalKey = `replace:${old.id}`;
-      if ((this.refused.get(refusalKey) ?? 0) > Date.now()) return;
-      // The chain is past its nonce: no replacement could be mined (record() settles it at final depth).
-      if (BigInt(old.nonce) < (await this.chainNonce(old.from_address))) return;
-      const replacement = replacementFees(BigInt(old.max_fee_per_gas), BigInt(old.max_priority_fee_per_gas), fees, caps);
-      if (!replacement) {
-        if (!this.unreplaceable.has(old.id)) {
-          this.unreplaceable.add(old.id);
-          this.logger.warn(
-            { transactionHash: old.transaction_hash, maxFeePerGas: old.max_fee_per_gas, maxPriorityFeePerGas: old.max_priority_fee_per_gas },
-            'a stuck transaction cannot be replaced within SIGNER_MAX_FEE_PER_GAS_WEI / SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI; it waits to be mined as it is',
-          );
-        }
-        return;
+    const refusalKey = `replace:${old.id}`;
+    if ((this.refused.get(refusalKey) ?? 0) > Date.now()) return;
+    // The chain is past its nonce: no replacement could be mined (record() settles it at final depth).
+    if (BigInt(old.nonce) < (await this.chainNonce(old.from_address))) return;
+    const replacement = replacementFees(BigInt(old.max_fee_per_gas), BigInt(old.max_priority_fee_per_gas), fees, caps);
+    if (!replacement) {
+      if (!this.unreplaceable.has(old.id)) {
+        this.unreplaceable.add(old.id);
+        this.logger.warn(
+          { transactionHash: old.transaction_hash, maxFeePerGas: old.max_fee_per_gas, maxPriorityFeePerGas: old.max_priority_fee_per_gas },
+          'a stuck transaction cannot be replaced within SIGNER_MAX_FEE_PER_GAS_WEI / SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI; it waits to be mined as it is',
+        );
       }
-      const priority = replacement.maxPriorityFeePerGas;
-      const maxFee = replacement.maxFeePerGas;
-      const gas = BigInt(old.gas_limit);
-      let amount = BigInt(old.amount);
-      if (old.purpose === 'sweep' && old.asset === 'ETH') {
-        // An ETH sweep sends its balance less gas: a higher fee leaves less to send.
-        amount -= gas * (maxFee - BigInt(old.max_fee_per_gas));
-        if (amount <= 0n) return;
-      } else if (old.purpose === 'sweep' && gas * maxFee > (await node.balance(old.from_address))) {
-        this.logger.warn({ transactionHash: old.transaction_hash }, 'a stuck token sweep cannot pay a higher fee from its gas; left waiting');
-        return;
-      }
-      const row = await refusable(sql.begin(async (tx) => {
-        if (old.purpose === 'payout') {
-          const locked = await lockPayout(tx, old.payout_id!);
-          if (!locked || stageOf(locked.payout) !== 'Sending' || locked.payout.claimed_by !== this.processorId) return undefined;
-        }
-        const signed = await this.sign(tx, await this.purposeOf(old), {
-          purpose: old.purpose,
-          payoutId: old.payout_id,
-          from: old.from_address,
-          to: old.to_address,
-          asset: old.asset as EvmAsset,
-          amount,
-          nonce: BigInt(old.nonce),
-          gasLimit: gas,
-          fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
-          replaces: old.id,
-        }, refusalKey);
-        if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
-        if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
-        if (old.purpose === 'gas_top_up') await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where gas_top_up_transaction_id = ${old.id}`;
-        return signed;
-      }));
-      if (!row) return;
-      this.options.metrics.replaced.inc({ network, purpose: old.purpose });
-      this.logger.warn(
-        { replaced: old.transaction_hash, transactionHash: row.transaction_hash, nonce: old.nonce, maxFeePerGas: maxFee.toString(), purpose: old.purpose },
-        'transaction not mined in time: replaced with a higher fee (same nonce)',
-      );
-      await this.broadcast(row, 'broadcast');
+      return;
     }
+    const priority = replacement.maxPriorityFeePerGas;
+    const maxFee = replacement.maxFeePerGas;
+    const gas = BigInt(old.gas_limit);
+    let amount = BigInt(old.amount);
+    if (old.purpose === 'sweep' && old.asset === 'ETH') {
+      // An ETH sweep sends its balance less gas: a higher fee leaves less to send.
+      amount -= gas * (maxFee - BigInt(old.max_fee_per_gas));
+      if (amount <= 0n) return;
+    } else if (old.purpose === 'sweep' && gas * maxFee > (await node.balance(old.from_address))) {
+      this.logger.warn({ transactionHash: old.transaction_hash }, 'a stuck token sweep cannot pay a higher fee from its gas; left waiting');
+      return;
+    }
+    const row = await refusable(sql.begin(async (tx) => {
+      if (old.purpose === 'payout') {
+        const locked = await lockPayout(tx, old.payout_id!);
+        if (!locked || stageOf(locked.payout) !== 'Sending' || locked.payout.claimed_by !== this.processorId) return undefined;
+      }
+      const signed = await this.sign(tx, await this.purposeOf(old), {
+        purpose: old.purpose,
+        payoutId: old.payout_id,
+        from: old.from_address,
+        to: old.to_address,
+        asset: old.asset as EvmAsset,
+        amount,
+        nonce: BigInt(old.nonce),
+        gasLimit: gas,
+        fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
+        replaces: old.id,
+      }, refusalKey);
+      if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
+      if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
+      if (old.purpose === 'gas_top_up') await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where gas_top_up_transaction_id = ${old.id}`;
+      return signed;
+    }));
+    if (!row) return;
+    this.options.metrics.replaced.inc({ network, purpose: old.purpose });
+    this.logger.warn(
+      { replaced: old.transaction_hash, transactionHash: row.transaction_hash, nonce: old.nonce, maxFeePerGas: maxFee.toString(), purpose: old.purpose },
+      'transaction not mined in time: replaced with a higher fee (same nonce)',
+    );
+    await this.broadcast(row, 'broadcast');
   }
 
   /** The signer's purpose of a stored row (a replacement asks for the same one). */
