@@ -124,6 +124,12 @@ test('an operator approves from the queue, works the Treasury page (approval que
   };
   const inQueue = await pending(25);
   const onTreasury = await pending(40);
+  // A payout the treasury's processor is sending (claimed, its transaction stored and broadcast).
+  const inFlight = await pending(10);
+  const inFlightHash = `0x${randomBytes(32).toString('hex')}`;
+  await db`
+    update payout.payouts set claimed_at = now(), claimed_by = 'processor:ethereum', transaction_hash = ${inFlightHash}, confirmations = 1
+    where id = ${inFlight}`;
   const treasuryAddress = addressFor('ETH', 'mainnet');
   await db`insert into payout.treasury_networks (network, address) values ('ethereum', ${treasuryAddress})`;
   await db`
@@ -140,6 +146,11 @@ test('an operator approves from the queue, works the Treasury page (approval que
     await row.getByTestId('approved').waitFor();
     expect(await row.getByRole('button', { name: 'Approve 25 USDT' }).count()).toBe(0);
     expect((await api.get(`/api/payout/${inQueue}`, { headers: apiKeyHeader(live.key) })).body.approvedAt).toEqual(expect.any(String));
+    // The one the processor sends shows its transaction and offers neither Complete nor Reject.
+    const sending = page.locator(`[data-testid=queue-row][data-payout-id="${inFlight}"]`);
+    await sending.getByTestId('sent-by-processor').getByText(inFlightHash).waitFor();
+    expect(await sending.getByTestId('sent-by-processor').textContent()).toMatch(/, 1 confirmation$/);
+    expect(await sending.getByRole('button', { name: /Complete|Reject|Start sending/ }).count()).toBe(0);
     expect(await unlabelled(page)).toEqual([]);
 
     await page.getByRole('link', { name: 'Treasury' }).click();

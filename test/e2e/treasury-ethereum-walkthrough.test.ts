@@ -124,9 +124,13 @@ async function payout(id: string): Promise<Record<string, any>> {
   return res.body;
 }
 
-/** The signed payout.completed webhook of a payout (standardwebhooks verifies it). */
-async function completedWebhook(payoutId: string): Promise<Record<string, any>> {
-  const wh = new Webhook(live.webhookSecret);
+/** The signed payout.completed webhook of a payout of the live project (standardwebhooks verifies it). */
+function completedWebhook(payoutId: string): Promise<Record<string, any>> {
+  return completedWebhookOf(live, payoutId);
+}
+
+async function completedWebhookOf(project: ProjectFixture, payoutId: string): Promise<Record<string, any>> {
+  const wh = new Webhook(project.webhookSecret);
   let minedAt = 0;
   return eventually(async () => {
     const request = receiver.requests.find((r) => r.body.includes(payoutId) && r.body.includes('"Completed"'));
@@ -241,6 +245,43 @@ test('a USDT deposit is swept after a gas top-up from the treasury, and the top-
   await new Promise((r) => setTimeout(r, 1_000));
   expect((await shop.getInvoice(invoice.id)).payments?.map((p) => p.asset)).toEqual(['USDT']);
   expect(receiver.requests.filter((r) => r.body.includes(invoice.id) && String(r.headers['webhook-event-type']) === 'invoice.late_payment')).toEqual([]);
+}, 120_000);
+
+test("auto-sweep: a live project's balance reaching its threshold arrives at its own address on chain, exactly once", async () => {
+  const project = await createProjectWithKey(api, merchant, 'live', { webhookUrl: receiver.url });
+  const projectShop = new LiveShop(api, project);
+  const destination = privateKeyToAccount(generatePrivateKey()).address;
+  const path = `/api/merchant/projects/${project.id}/auto-sweep`;
+  const put = await api.put(path, { entries: [{ currency: 'ETH', address: destination, threshold: '0.008' }] }, { headers: bearer(merchant.token) });
+  expect(put.status).toBe(202);
+  const code = await eventually(async () => {
+    const mail = system.mail.messages().find((raw) => mailText(raw).includes(destination));
+    return mail ? codeInMail(mailText(mail)) : undefined;
+  }, 20_000, 'the auto-sweep code email');
+  expect((await api.post(`${path}/verify`, { code }, { headers: bearer(merchant.token) })).status).toBe(200);
+
+  // 20.00 USD at the static rate is 0.008 ETH: the credit reaches the threshold, and 0.008 is
+  // under PAYOUT_AUTO_MAX_ETH, so the processor sends it without an Approve.
+  const invoice = await projectShop.createInvoice('ETH', '20.00');
+  expect(invoice.amountExpectedDecimal).toBe('0.008');
+  await sendEth(anvil, invoice.address, invoice.amountExpectedDecimal);
+  await mine(anvil, CONFIRMATIONS);
+  await projectShop.invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'is Paid', 30_000);
+  const sweep = await eventually(async () => {
+    const res = await api.get('/api/payout/history', { headers: apiKeyHeader(project.key) });
+    return (res.body.items as Array<Record<string, any>>).find((p) => p.origin === 'auto_sweep');
+  }, 20_000, 'the auto-sweep payout');
+  const done = await completedWebhookOf(project, sweep.id);
+  await expectOnChainTransfer(done.transactionHash, destination, '0.008');
+  expect(await anvil.publicClient.getBalance({ address: destination })).toBe(parseEther('0.008'));
+
+  // Exactly once: one auto-sweep payout, nothing left to sweep, nothing more sent.
+  await mine(anvil, 3);
+  await new Promise((r) => setTimeout(r, 1_000));
+  const history = await api.get('/api/payout/history', { headers: apiKeyHeader(project.key) });
+  expect((history.body.items as Array<Record<string, any>>).map((p) => [p.origin, p.status])).toEqual([['auto_sweep', 'Completed']]);
+  expect((await projectShop.balance('ETH')).toFixed()).toBe('0');
+  expect(await anvil.publicClient.getBalance({ address: destination })).toBe(parseEther('0.008'));
 }, 120_000);
 
 test('the mnemonic and the derived private keys are in no table, no log line and no NATS message', () => {

@@ -28,6 +28,18 @@ function Decide({ payout, onDone }: { payout: Payout; onDone: () => void }) {
     onDone();
   });
   const label = `${payout.amount} ${payout.currency}`;
+  // Claimed and already carrying a transaction: the treasury's processor is sending it, and the
+  // chain finishes it (an operator's Complete or Reject answers 409 payout_sent_by_processor).
+  if (payout.processing && payout.transactionHash) {
+    return (
+      <div class="decide" data-testid="sent-by-processor">
+        <span class="muted">
+          Sent on chain by the treasury: <code>{payout.transactionHash}</code>, {payout.confirmations ?? 0} confirmation
+          {payout.confirmations === 1 ? '' : 's'}
+        </span>
+      </div>
+    );
+  }
   // One stable tree whether claimed or not: the hash field stays mounted (disabled until the claim),
   // so its label keeps pointing at it.
   return (

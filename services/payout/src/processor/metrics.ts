@@ -15,6 +15,8 @@ export interface ProcessorMetrics {
   itemErrors: Counter<'network' | 'step'>;
   nonceResyncs: Counter<'network' | 'outcome'>;
   feeCapWaiting: Gauge<'network'>;
+  treasuryBelowMinimum: Gauge<'network' | 'asset'>;
+  payoutsStuck: Gauge<'network'>;
 }
 
 export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
@@ -54,6 +56,18 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     feeCapWaiting: new Gauge({
       name: 'payout_processor_fee_cap_waiting',
       help: '1 while the base fee reaches SIGNER_MAX_FEE_PER_GAS_WEI: new transfers wait for it to fall',
+      labelNames: ['network'] as const,
+      registers: [registry],
+    }),
+    treasuryBelowMinimum: new Gauge({
+      name: 'treasury_balance_below_minimum',
+      help: '1 while the treasury holds less of the asset than TREASURY_MIN_BALANCE_<ASSET>, else 0',
+      labelNames: ['network', 'asset'] as const,
+      registers: [registry],
+    }),
+    payoutsStuck: new Gauge({
+      name: 'payouts_stuck',
+      help: 'Payouts in flight longer than PAYOUT_STUCK_AFTER since the processor claimed them',
       labelNames: ['network'] as const,
       registers: [registry],
     }),

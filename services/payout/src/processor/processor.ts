@@ -89,6 +89,10 @@ export interface EvmProcessorOptions {
   caps: SignerCaps;
   /** One round of the sweep intake: new accounted deposits become sweep tasks; answers how many. */
   takeInDeposits: () => Promise<number>;
+  /** TREASURY_MIN_BALANCE_<ASSET>, base units: below it, `treasury_balance_below_minimum` is 1 (an alert). */
+  treasuryMinimum?: Readonly<Record<EvmAsset, bigint>>;
+  /** PAYOUT_STUCK_AFTER: payouts in flight longer than this are counted in `payouts_stuck` (an alert). */
+  stuckAfterMs?: number;
 }
 
 /** Advisory lock key per network: a fixed namespace and the network's name hashed to 31 bits. */
@@ -932,7 +936,13 @@ export class EvmProcessor implements Worker {
     for (const asset of EVM_ASSETS) {
       const balance = asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury);
       metrics.treasuryBalance.set({ network, asset }, Number(balance));
+      metrics.treasuryBelowMinimum.set({ network, asset }, balance < (this.options.treasuryMinimum?.[asset] ?? 0n) ? 1 : 0);
     }
+    const stuckAfterSeconds = (this.options.stuckAfterMs ?? 30 * 60_000) / 1_000;
+    const [stuck] = await sql<{ count: number }[]>`
+      select count(*)::int as count from payouts
+      where status = 'Pending' and claimed_by = ${this.processorId} and claimed_at < now() - make_interval(secs => ${stuckAfterSeconds})`;
+    metrics.payoutsStuck.set({ network }, stuck?.count ?? 0);
     const [inFlight] = await sql<{ count: number; oldest: number | null }[]>`
       select count(*)::int as count, extract(epoch from now() - min(claimed_at))::float8 as oldest
       from payouts where status = 'Pending' and claimed_by = ${this.processorId}`;

@@ -76,5 +76,14 @@ export const processorSettings = {
   SIGNER_MAX_GAS_LIMIT: signerSettings.SIGNER_MAX_GAS_LIMIT,
   SIGNER_MAX_FEE_PER_GAS_WEI: signerSettings.SIGNER_MAX_FEE_PER_GAS_WEI,
   SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI: signerSettings.SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI,
+  /**
+   * The treasury below this balance is an alert (CoinvoiceTreasuryBelowMinimum): payouts would
+   * soon wait for sweeps. Default 0: no alert until an operator sets what the treasury must hold.
+   */
+  TREASURY_MIN_BALANCE_ETH: assetAmount('ETH', '0'),
+  TREASURY_MIN_BALANCE_USDT: assetAmount('USDT', '0'),
+  TREASURY_MIN_BALANCE_USDC: assetAmount('USDC', '0'),
+  /** A payout in flight longer than this (since the processor claimed it) is an alert (CoinvoicePayoutStuck). */
+  PAYOUT_STUCK_AFTER: setting.duration({ default: '30m', minMs: 1_000, maxMs: 7 * 24 * 3_600_000 }),
 } as const;
 
