@@ -933,15 +933,19 @@ export class EvmProcessor implements Worker {
 
   private async updateGauges(treasury: string): Promise<void> {
     const { sql, network, node, metrics } = this.options;
+    // Everything is read before any gauge is set: a scrape never sees one round's gauges half set.
+    const balances: [EvmAsset, bigint][] = [];
     for (const asset of EVM_ASSETS) {
-      const balance = asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury);
-      metrics.treasuryBalance.set({ network, asset }, Number(balance));
-      metrics.treasuryBelowMinimum.set({ network, asset }, balance < (this.options.treasuryMinimum?.[asset] ?? 0n) ? 1 : 0);
+      balances.push([asset, asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury)]);
     }
     const stuckAfterSeconds = (this.options.stuckAfterMs ?? 30 * 60_000) / 1_000;
     const [stuck] = await sql<{ count: number }[]>`
       select count(*)::int as count from payouts
       where status = 'Pending' and claimed_by = ${this.processorId} and claimed_at < now() - make_interval(secs => ${stuckAfterSeconds})`;
+    for (const [asset, balance] of balances) {
+      metrics.treasuryBalance.set({ network, asset }, Number(balance));
+      metrics.treasuryBelowMinimum.set({ network, asset }, balance < (this.options.treasuryMinimum?.[asset] ?? 0n) ? 1 : 0);
+    }
     metrics.payoutsStuck.set({ network }, stuck?.count ?? 0);
     const [inFlight] = await sql<{ count: number; oldest: number | null }[]>`
       select count(*)::int as count, extract(epoch from now() - min(claimed_at))::float8 as oldest
