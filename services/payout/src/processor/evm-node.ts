@@ -118,9 +118,9 @@ export class EvmNode {
     return bigintOf(result === '0x' ? '0x0' : result, 'token balance');
   }
 
-  /** Transactions mined from `address` (its next nonce at the latest block). */
-  async minedNonce(address: string): Promise<bigint> {
-    return bigintOf(await this.call('eth_getTransactionCount', [address, 'latest']), 'nonce');
+  /** Transactions mined from `address` (its next nonce) at the latest block, or at block `height`. */
+  async minedNonce(address: string, height?: bigint): Promise<bigint> {
+    return bigintOf(await this.call('eth_getTransactionCount', [address, height === undefined ? 'latest' : quantity(height)]), 'nonce');
   }
 
   /** EIP-1559 fees: the latest block's base fee and the node's priority fee suggestion. */

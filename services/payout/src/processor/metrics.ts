@@ -12,6 +12,9 @@ export interface ProcessorMetrics {
   failed: Counter<'network' | 'purpose'>;
   signerRefusals: Counter<'network' | 'purpose'>;
   roundErrors: Counter<'network'>;
+  itemErrors: Counter<'network' | 'step'>;
+  nonceResyncs: Counter<'network' | 'outcome'>;
+  feeCapWaiting: Gauge<'network'>;
   treasuryBelowMinimum: Gauge<'network' | 'asset'>;
   payoutsStuck: Gauge<'network'>;
 }
@@ -38,6 +41,24 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     failed: new Counter({ name: 'treasury_transactions_failed_total', help: 'Transactions mined and reverted, by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     signerRefusals: new Counter({ name: 'payout_processor_signer_refusals_total', help: 'Requests the signer refused (PermissionDenied), by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     roundErrors: new Counter({ name: 'payout_processor_round_errors_total', help: 'Processor rounds that failed (node, signer or database unavailable) and were retried', labelNames: ['network'] as const, registers: [registry] }),
+    itemErrors: new Counter({
+      name: 'payout_processor_item_errors_total',
+      help: 'One nonce group (record, replace) or sweep group (sweep) that failed and was left for later while the round went on with the others; alert on any increase',
+      labelNames: ['network', 'step'] as const,
+      registers: [registry],
+    }),
+    nonceResyncs: new Counter({
+      name: 'payout_processor_nonce_resyncs_total',
+      help: 'A nonce used by a transaction the processor did not make: next_moved (next nonce moved up to the chain\'s), superseded (a signed transaction of ours can never be mined; its payout rejected); alert on any',
+      labelNames: ['network', 'outcome'] as const,
+      registers: [registry],
+    }),
+    feeCapWaiting: new Gauge({
+      name: 'payout_processor_fee_cap_waiting',
+      help: '1 while the base fee reaches SIGNER_MAX_FEE_PER_GAS_WEI: new transfers wait for it to fall',
+      labelNames: ['network'] as const,
+      registers: [registry],
+    }),
     treasuryBelowMinimum: new Gauge({
       name: 'treasury_balance_below_minimum',
       help: '1 while the treasury holds less of the asset than TREASURY_MIN_BALANCE_<ASSET>, else 0',

@@ -9,9 +9,12 @@
  *   sweep tasks, commit, THEN broadcast. A process killed anywhere leaves at most the stored bytes,
  *   which the next round broadcasts again — never a second signature for the same transfer, except
  *   a fee replacement, which reuses the nonce so only one version can ever be mined.
- * - Each round: record what the chain says about every open row (receipt, canonical block,
- *   confirmations; at the network's count complete or reject the payout, confirm the sweep),
- *   re-broadcast stored `signed` rows, replace stuck ones, pay, sweep.
+ * - Each round: move next nonces up to the chain's (a transaction the processor did not make),
+ *   record what the chain says about every open row (receipt, canonical block, confirmations; at
+ *   the network's count complete or reject the payout, confirm the sweep), re-broadcast stored
+ *   `signed` rows, replace stuck ones, pay, sweep. A failure of one nonce group or sweep group is
+ *   contained to it (logged, counted, left for later); only a silent node fails the round.
+ * - Gas and fees stay within the signer's caps (fees.ts): nothing is asked that it would refuse.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -25,6 +28,7 @@ import { stageOf } from '../domain/status';
 import { applyTrigger } from '../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../store/payouts';
 import { erc20TransferData, EvmNodeError, type EvmFees, type EvmNode, type EvmReceipt } from './evm-node';
+import { clampFees, ETH_TRANSFER_GAS, payoutGasLimit, replacementFees, type SignerCaps } from './fees';
 import type { ProcessorMetrics } from './metrics';
 import { EVM_ASSETS, type EvmAsset } from './settings';
 import {
@@ -50,17 +54,18 @@ import {
 type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
 type SignRequest = MessageInitShape<typeof SignEvmTransactionRequestSchema>;
 
-/** A plain ETH transfer's gas: fixed by the protocol. */
-const ETH_TRANSFER_GAS = 21_000n;
 /**
- * Gas of a token payout whose estimate reverts (e.g. a blacklisted destination): it is still sent,
- * so that the chain's verdict, with its reason, rejects the payout (docs/treasury.md#processor).
+ * Gas of a payout whose estimate reverts (e.g. a blacklisted destination, a contract refusing ETH):
+ * it is still sent (at most SIGNER_MAX_GAS_LIMIT), so that the chain's verdict, with its reason,
+ * rejects the payout (docs/treasury.md#processor).
  */
-const TOKEN_TRANSFER_FALLBACK_GAS = 100_000n;
-/** A replacement raises both fees by at least 12.5 % (geth's and anvil's minimum bump is 10 %). */
-const REPLACEMENT_BUMP_PER_MILLE = 1_125n;
+const FALLBACK_PAYOUT_GAS = 100_000n;
 /** How long a payout or sweep the signer refused is left alone before it is asked again. */
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
+/** How long a sweep group whose step failed (e.g. its estimate reverts) is left alone. */
+const SWEEP_FAILURE_BACKOFF_MS = 60_000;
+/** A failing nonce or sweep group is logged at its first failure, then once per this interval. */
+const ITEM_FAILURE_LOG_MS = 5 * 60_000;
 /** Payouts considered per round. */
 const PAYOUTS_PER_ROUND = 50;
 
@@ -80,6 +85,8 @@ export interface EvmProcessorOptions {
   autoMax: Readonly<Record<EvmAsset, string>>;
   /** SWEEP_DUST_<ASSET>, base units. */
   dust: Readonly<Record<EvmAsset, bigint>>;
+  /** The signer's gas and fee caps (SIGNER_MAX_*): nothing is asked beyond them. */
+  caps: SignerCaps;
   /** One round of the sweep intake: new accounted deposits become sweep tasks; answers how many. */
   takeInDeposits: () => Promise<number>;
   /** TREASURY_MIN_BALANCE_<ASSET>, base units: below it, `treasury_balance_below_minimum` is 1 (an alert). */
@@ -95,8 +102,6 @@ function lockKey(network: string): number {
   return hash;
 }
 
-const bumped = (value: bigint): bigint => (value * REPLACEMENT_BUMP_PER_MILLE + 999n) / 1_000n;
-const maxOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a > b ? a : b));
 const minOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
 
 export class EvmProcessor implements Worker {
@@ -111,6 +116,14 @@ export class EvmProcessor implements Worker {
   private readonly refused = new Map<string, number>();
   private failures = { count: 0, loggedAt: 0 };
   private intakeFailures = { count: 0, loggedAt: 0 };
+  /** When each failing nonce / sweep group was last logged (ITEM_FAILURE_LOG_MS). */
+  private readonly itemFailureLoggedAt = new Map<string, number>();
+  /** Stuck transactions whose replacement the caps leave no room for (logged once each). */
+  private readonly unreplaceable = new Set<string>();
+  /** The chain's nonce (latest block) per address, read at most once a round. */
+  private readonly chainNonces = new Map<string, bigint>();
+  /** Whether new transfers wait for the base fee to fall under SIGNER_MAX_FEE_PER_GAS_WEI. */
+  private waitingForFees = false;
   /** Whether this replica holds the network's lock. */
   active = false;
 
@@ -222,8 +235,10 @@ export class EvmProcessor implements Worker {
 
   /** One round (docs/treasury.md#processor). */
   async round(): Promise<void> {
+    this.chainNonces.clear();
     const treasury = await this.setUp();
     const head = await this.options.node.blockNumber();
+    await this.resyncNonce(treasury);
     await this.record(head);
     await this.rebroadcastSigned();
     await this.replaceStuck();
@@ -249,7 +264,61 @@ export class EvmProcessor implements Worker {
       const key = `${row.from_address}:${row.nonce}`;
       groups.set(key, [...(groups.get(key) ?? []), row]);
     }
-    for (const rows of groups.values()) await this.recordNonce(rows, head);
+    for (const [key, rows] of groups) {
+      try {
+        await this.recordNonce(rows, head);
+      } catch (err) {
+        // One group whose outcome cannot be recorded must not stop the others, nor pay and sweep.
+        this.itemFailed('record', `record:${key}`, err, { transactionHashes: rows.map((r) => r.transaction_hash), payoutId: rows[0]!.payout_id, nonce: rows[0]!.nonce });
+      }
+    }
+  }
+
+  /**
+   * A failure contained to one item (a nonce group, a sweep group): counted, logged at its first
+   * failure and then every ITEM_FAILURE_LOG_MS, and the round goes on. A node that does not answer
+   * at all still fails the round (every item would fail alike).
+   */
+  private itemFailed(step: 'record' | 'replace' | 'sweep', key: string, err: unknown, context: Record<string, unknown>): void {
+    if (isTransportFailure(err)) throw err;
+    this.options.metrics.itemErrors.inc({ network: this.options.network, step });
+    const now = Date.now();
+    const loggedAt = this.itemFailureLoggedAt.get(key);
+    if (loggedAt === undefined || now - loggedAt >= ITEM_FAILURE_LOG_MS) {
+      this.itemFailureLoggedAt.set(key, now);
+      this.logger.error({ ...context, step, err: describe(err) }, `processor ${step} step failed for one item; it is left for later and the round goes on (operator attention needed)`);
+    }
+  }
+
+  /** The chain's nonce of `address` at the latest block, read once a round. */
+  private async chainNonce(address: string): Promise<bigint> {
+    const key = address.toLowerCase();
+    let nonce = this.chainNonces.get(key);
+    if (nonce === undefined) {
+      nonce = await this.options.node.minedNonce(key);
+      this.chainNonces.set(key, nonce);
+    }
+    return nonce;
+  }
+
+  /**
+   * Moves an address's next nonce up to the chain's when a transaction the processor did not make
+   * (an operator's transfer with the seed) used it (docs/treasury.md#nonce-drift). Only up: every
+   * nonce at or above next_nonce is one the processor never assigned, so nothing of ours is lost.
+   */
+  private async resyncNonce(address: string): Promise<void> {
+    const { sql, network, metrics } = this.options;
+    const chain = await this.chainNonce(address);
+    const moved = await sql`
+      update evm_accounts set next_nonce = ${chain.toString()}
+      where network = ${network} and address = ${address.toLowerCase()} and next_nonce < ${chain.toString()}
+      returning 1`;
+    if (moved.length === 0) return;
+    metrics.nonceResyncs.inc({ network, outcome: 'next_moved' });
+    this.logger.error(
+      { address, chainNonce: chain.toString() },
+      'the chain\'s nonce of a processor address is ahead of the processor\'s: a transaction it did not make (an operator\'s transfer with the seed?); next nonce moved up to the chain\'s',
+    );
   }
 
   private async recordNonce(openRows: ChainTransactionRow[], head: bigint): Promise<void> {
@@ -264,6 +333,7 @@ export class EvmProcessor implements Worker {
       }
     }
     if (!mined) {
+      if (await this.supersededByOthers(openRows, head)) return;
       await this.notMined(openRows);
       return;
     }
@@ -295,6 +365,48 @@ export class EvmProcessor implements Worker {
         receipt.succeeded ? 'transaction confirmed' : 'transaction reverted on chain',
       );
     }
+  }
+
+  /**
+   * No version of ours is mined, yet the chain's nonce at final depth (the network's confirmations)
+   * is past this nonce: a transaction the processor did not make used it, and none of our versions
+   * can ever be mined (docs/treasury.md#nonce-drift). The versions fail with the reason; a payout is
+   * rejected (hold released, payout.rejected: the signer signs a payout for one nonce only, so it
+   * cannot be sent again — the merchant requests again); sweep tasks are swept again; the next
+   * nonce moves up to the chain's. Returns whether it was so.
+   */
+  private async supersededByOthers(rows: ChainTransactionRow[], head: bigint): Promise<boolean> {
+    const { sql, node, network, confirmations, metrics } = this.options;
+    const newest = rows[rows.length - 1]!;
+    const from = newest.from_address;
+    const nonce = BigInt(newest.nonce);
+    if ((await this.chainNonce(from)) <= nonce) return false;
+    const finalHeight = head - BigInt(confirmations) + 1n;
+    if (finalHeight < 0n) return false;
+    const finalNonce = await node.minedNonce(from, finalHeight);
+    if (finalNonce <= nonce) return false;
+    const reason = `nonce ${nonce} of ${from} was used by a transaction the processor did not make (the chain's nonce at block ${finalHeight} is ${finalNonce}); this transaction can never be mined`;
+    await eventTransaction(sql, async (tx) => {
+      await tx`
+        update chain_transactions set status = 'failed', failure_reason = ${reason}, updated_at = now()
+        where network = ${network} and from_address = ${from} and nonce = ${newest.nonce} and status in ('signed', 'broadcast', 'mined')`;
+      const versions = tx`select id from chain_transactions where network = ${network} and from_address = ${from} and nonce = ${newest.nonce}`;
+      if (newest.purpose === 'payout') {
+        const locked = await lockPayout(tx, newest.payout_id!);
+        if (locked && stageOf(locked.payout) === 'Sending' && locked.payout.claimed_by === this.processorId) {
+          const adminNote = `the ${locked.payout.currency} transfer was never sent: the treasury's nonce ${nonce} was used by a transaction the processor did not make (an operator's transfer with the treasury key?); nothing was paid, request the payout again`;
+          await applyTrigger(tx, locked.payout, 'reject', { adminNote });
+        }
+      } else if (newest.purpose === 'sweep') {
+        await tx`update sweep_tasks set status = 'pending', updated_at = now() where status = 'sent' and transaction_id in (${versions})`;
+      } else {
+        await tx`update sweep_tasks set gas_top_up_transaction_id = null, updated_at = now() where gas_top_up_transaction_id in (${versions})`;
+      }
+    });
+    metrics.nonceResyncs.inc({ network, outcome: 'superseded' });
+    this.logger.error({ transactionHashes: rows.map((r) => r.transaction_hash), purpose: newest.purpose, payoutId: newest.payout_id, reason }, 'a signed transaction can never be mined (its nonce was used by another transaction); failed, its payout rejected (operator attention needed)');
+    await this.resyncNonce(from);
+    return true;
   }
 
   /** No version of the nonce is in a canonical block: a mined one was reorged out, or none was mined yet. */
@@ -361,7 +473,12 @@ export class EvmProcessor implements Worker {
 
   /** Stored `signed` rows: a process stopped between commit and broadcast. The stored bytes, never a new signature. */
   private async rebroadcastSigned(): Promise<void> {
-    for (const row of await signedTransactions(this.options.sql, this.options.network)) await this.broadcast(row, 're-broadcast');
+    for (const row of await signedTransactions(this.options.sql, this.options.network)) {
+      // A nonce the chain is past (and no version of ours mined, or record() would have seen it)
+      // can never be accepted: it waits for the final-depth check in record() (supersededByOthers).
+      if (BigInt(row.nonce) < (await this.chainNonce(row.from_address))) continue;
+      await this.broadcast(row, 're-broadcast');
+    }
   }
 
   /**
@@ -378,6 +495,11 @@ export class EvmProcessor implements Worker {
       if (!(err instanceof EvmNodeError) || err.rpcCode === undefined) throw err;
       if (!(await node.knowsTransaction(row.transaction_hash))) {
         this.logger.warn({ transactionHash: row.transaction_hash, purpose: row.purpose, refusal: err.message }, 'the node refused a stored transaction; it is sent again next round');
+        // Its nonce is used: by ours (recorded next round) or by a transaction we did not make.
+        if (/nonce too low/i.test(err.message)) {
+          this.chainNonces.delete(row.from_address.toLowerCase());
+          await this.resyncNonce(row.from_address);
+        }
         return false;
       }
     }
@@ -398,50 +520,72 @@ export class EvmProcessor implements Worker {
     if (stuck.length === 0) return;
     const fees = await node.fees();
     for (const old of stuck) {
-      const refusalKey = `replace:${old.id}`;
-      if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
-      const priority = maxOf(bumped(BigInt(old.max_priority_fee_per_gas)), fees.maxPriorityFeePerGas);
-      const maxFee = maxOf(bumped(BigInt(old.max_fee_per_gas)), fees.maxFeePerGas, priority);
-      const gas = BigInt(old.gas_limit);
-      let amount = BigInt(old.amount);
-      if (old.purpose === 'sweep' && old.asset === 'ETH') {
-        // An ETH sweep sends its balance less gas: a higher fee leaves less to send.
-        amount -= gas * (maxFee - BigInt(old.max_fee_per_gas));
-        if (amount <= 0n) continue;
-      } else if (old.purpose === 'sweep' && gas * maxFee > (await node.balance(old.from_address))) {
-        this.logger.warn({ transactionHash: old.transaction_hash }, 'a stuck token sweep cannot pay a higher fee from its gas; left waiting');
-        continue;
+      try {
+        await this.replace(old, fees);
+      } catch (err) {
+        this.itemFailed('replace', `replace:${old.from_address}:${old.nonce}`, err, { transactionHash: old.transaction_hash, payoutId: old.payout_id, nonce: old.nonce });
       }
-      const row = await refusable(sql.begin(async (tx) => {
-        if (old.purpose === 'payout') {
-          const locked = await lockPayout(tx, old.payout_id!);
-          if (!locked || stageOf(locked.payout) !== 'Sending' || locked.payout.claimed_by !== this.processorId) return undefined;
-        }
-        const signed = await this.sign(tx, await this.purposeOf(old), {
-          purpose: old.purpose,
-          payoutId: old.payout_id,
-          from: old.from_address,
-          to: old.to_address,
-          asset: old.asset as EvmAsset,
-          amount,
-          nonce: BigInt(old.nonce),
-          gasLimit: gas,
-          fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
-          replaces: old.id,
-        }, refusalKey);
-        if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
-        if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
-        if (old.purpose === 'gas_top_up') await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where gas_top_up_transaction_id = ${old.id}`;
-        return signed;
-      }));
-      if (!row) continue;
-      this.options.metrics.replaced.inc({ network, purpose: old.purpose });
-      this.logger.warn(
-        { replaced: old.transaction_hash, transactionHash: row.transaction_hash, nonce: old.nonce, maxFeePerGas: maxFee.toString(), purpose: old.purpose },
-        'transaction not mined in time: replaced with a higher fee (same nonce)',
-      );
-      await this.broadcast(row, 'broadcast');
     }
+  }
+
+  private async replace(old: ChainTransactionRow, fees: EvmFees): Promise<void> {
+    const { sql, network, node, caps } = this.options;
+    const refusalKey = `replace:${old.id}`;
+    if ((this.refused.get(refusalKey) ?? 0) > Date.now()) return;
+    // The chain is past its nonce: no replacement could be mined (record() settles it at final depth).
+    if (BigInt(old.nonce) < (await this.chainNonce(old.from_address))) return;
+    const replacement = replacementFees(BigInt(old.max_fee_per_gas), BigInt(old.max_priority_fee_per_gas), fees, caps);
+    if (!replacement) {
+      if (!this.unreplaceable.has(old.id)) {
+        this.unreplaceable.add(old.id);
+        this.logger.warn(
+          { transactionHash: old.transaction_hash, maxFeePerGas: old.max_fee_per_gas, maxPriorityFeePerGas: old.max_priority_fee_per_gas },
+          'a stuck transaction cannot be replaced within SIGNER_MAX_FEE_PER_GAS_WEI / SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI; it waits to be mined as it is',
+        );
+      }
+      return;
+    }
+    const priority = replacement.maxPriorityFeePerGas;
+    const maxFee = replacement.maxFeePerGas;
+    const gas = BigInt(old.gas_limit);
+    let amount = BigInt(old.amount);
+    if (old.purpose === 'sweep' && old.asset === 'ETH') {
+      // An ETH sweep sends its balance less gas: a higher fee leaves less to send.
+      amount -= gas * (maxFee - BigInt(old.max_fee_per_gas));
+      if (amount <= 0n) return;
+    } else if (old.purpose === 'sweep' && gas * maxFee > (await node.balance(old.from_address))) {
+      this.logger.warn({ transactionHash: old.transaction_hash }, 'a stuck token sweep cannot pay a higher fee from its gas; left waiting');
+      return;
+    }
+    const row = await refusable(sql.begin(async (tx) => {
+      if (old.purpose === 'payout') {
+        const locked = await lockPayout(tx, old.payout_id!);
+        if (!locked || stageOf(locked.payout) !== 'Sending' || locked.payout.claimed_by !== this.processorId) return undefined;
+      }
+      const signed = await this.sign(tx, await this.purposeOf(old), {
+        purpose: old.purpose,
+        payoutId: old.payout_id,
+        from: old.from_address,
+        to: old.to_address,
+        asset: old.asset as EvmAsset,
+        amount,
+        nonce: BigInt(old.nonce),
+        gasLimit: gas,
+        fees: { baseFeePerGas: fees.baseFeePerGas, maxFeePerGas: maxFee, maxPriorityFeePerGas: priority },
+        replaces: old.id,
+      }, refusalKey);
+      if (old.purpose === 'payout') await tx`update payouts set transaction_hash = ${signed.transaction_hash}, updated_at = date_trunc('milliseconds', now()) where id = ${old.payout_id}`;
+      if (old.purpose === 'sweep') await tx`update sweep_tasks set transaction_id = ${signed.id}, updated_at = now() where transaction_id = ${old.id} and status = 'sent'`;
+      if (old.purpose === 'gas_top_up') await tx`update sweep_tasks set gas_top_up_transaction_id = ${signed.id}, updated_at = now() where gas_top_up_transaction_id = ${old.id}`;
+      return signed;
+    }));
+    if (!row) return;
+    this.options.metrics.replaced.inc({ network, purpose: old.purpose });
+    this.logger.warn(
+      { replaced: old.transaction_hash, transactionHash: row.transaction_hash, nonce: old.nonce, maxFeePerGas: maxFee.toString(), purpose: old.purpose },
+      'transaction not mined in time: replaced with a higher fee (same nonce)',
+    );
+    await this.broadcast(row, 'broadcast');
   }
 
   /** The signer's purpose of a stored row (a replacement asks for the same one). */
@@ -452,6 +596,30 @@ export class EvmProcessor implements Worker {
       select address_index from sweep_tasks where network = ${row.network} and lower(deposit_address) = ${deposit} limit 1`;
     if (!task) throw new Error(`no sweep task names address ${deposit}`);
     return row.purpose === 'sweep' ? { case: 'sweep', value: { addressIndex: task.address_index, asset: row.asset } } : { case: 'gasTopUp', value: { addressIndex: task.address_index } };
+  }
+
+  /**
+   * The node's fees within the signer's caps, or undefined while the base fee alone reaches
+   * SIGNER_MAX_FEE_PER_GAS_WEI: then new transfers wait (logged once, payout_processor_fee_cap_waiting)
+   * rather than be refused by the signer round after round.
+   */
+  private async currentFees(): Promise<EvmFees | undefined> {
+    const { node, caps, network, metrics } = this.options;
+    const fees = clampFees(await node.fees(), caps);
+    if (!fees) {
+      if (!this.waitingForFees) {
+        this.waitingForFees = true;
+        metrics.feeCapWaiting.set({ network }, 1);
+        this.logger.warn({ maxFeePerGas: caps.maxFeePerGas.toString() }, 'the base fee reaches SIGNER_MAX_FEE_PER_GAS_WEI: new payouts and sweeps wait for it to fall');
+      }
+      return undefined;
+    }
+    if (this.waitingForFees) {
+      this.waitingForFees = false;
+      metrics.feeCapWaiting.set({ network }, 0);
+      this.logger.info({ baseFeePerGas: fees.baseFeePerGas.toString() }, 'the base fee is under SIGNER_MAX_FEE_PER_GAS_WEI again: payouts and sweeps go on');
+    }
+    return fees;
   }
 
   // ---- 4. sweep ----------------------------------------------------------------------------
@@ -476,15 +644,23 @@ export class EvmProcessor implements Worker {
     const { sql, network, node } = this.options;
     const groups = await openSweepGroups(sql, network);
     if (groups.length === 0) return;
-    const fees = await node.fees();
+    const fees = await this.currentFees();
+    if (!fees) return;
     for (const group of groups) {
       // A sweep of this address is in flight: new deposits wait until it is confirmed.
       if (group.sent > 0 || group.pending === 0) continue;
       const refusalKey = `sweep:${group.deposit_address.toLowerCase()}:${group.asset}`;
       if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
-      if (group.asset === 'ETH') await this.sweepEth(group, treasury, fees);
-      else if (group.asset === 'USDT' || group.asset === 'USDC') await this.sweepToken(group, group.asset, treasury, fees, treasuryNonceHeld);
-      else this.logger.warn({ asset: group.asset, depositAddress: group.deposit_address }, 'sweep task of an asset this processor does not know; left pending');
+      try {
+        if (group.asset === 'ETH') await this.sweepEth(group, treasury, fees);
+        else if (group.asset === 'USDT' || group.asset === 'USDC') await this.sweepToken(group, group.asset, treasury, fees, treasuryNonceHeld);
+        else this.logger.warn({ asset: group.asset, depositAddress: group.deposit_address }, 'sweep task of an asset this processor does not know; left pending');
+      } catch (err) {
+        // E.g. the token's transfer from this address reverts (a blacklisted deposit address): that
+        // group backs off, the later deposits of every asset are still swept.
+        this.itemFailed('sweep', refusalKey, err, { depositAddress: group.deposit_address, asset: group.asset });
+        this.refused.set(refusalKey, Date.now() + SWEEP_FAILURE_BACKOFF_MS);
+      }
     }
   }
 
@@ -521,11 +697,15 @@ export class EvmProcessor implements Worker {
     const topUp = group.top_up_id ? await findTransaction(sql, group.top_up_id) : undefined;
     if (topUp && (topUp.status === 'signed' || topUp.status === 'broadcast')) return; // wait for it
     const toppedUp = topUp !== undefined && (topUp.status === 'mined' || topUp.status === 'confirmed');
+    // The top-up is sized at the next block's base fee + 25 % (two full blocks' rise) + the priority
+    // fee, not at the 2 × base fee of other transfers: what the sweep does not spend stays at the
+    // deposit address for good (services/payout/README.md, "Processor").
+    const topUpPrice = minOf(fees.baseFeePerGas + fees.baseFeePerGas / 4n + fees.maxPriorityFeePerGas, fees.maxFeePerGas);
     // After a mined top-up the sweep pays what the address holds (the fee may have moved since):
     // another top-up only when that no longer covers the current base fee.
-    const affordableMaxFee = ethBalance / gas;
+    const affordableMaxFee = minOf(ethBalance / gas, this.options.caps.maxFeePerGas);
     const priority = minOf(fees.maxPriorityFeePerGas, affordableMaxFee);
-    if (ethBalance >= gas * fees.maxFeePerGas || (toppedUp && affordableMaxFee > fees.baseFeePerGas + priority)) {
+    if (ethBalance >= gas * topUpPrice || (toppedUp && affordableMaxFee >= fees.baseFeePerGas + priority)) {
       // After a top-up the whole of it is the sweep's fee ceiling: the cost is the effective price
       // either way, and the widest ceiling keeps the sweep includable if the base fee rises.
       const maxFee = toppedUp ? affordableMaxFee : minOf(fees.maxFeePerGas, affordableMaxFee);
@@ -534,7 +714,7 @@ export class EvmProcessor implements Worker {
     }
     // A top-up is a treasury transfer: it waits while a payout may hold the next treasury nonce.
     if (treasuryNonceHeld) return;
-    const need = gas * fees.maxFeePerGas - ethBalance;
+    const need = gas * topUpPrice - ethBalance;
     const row = await refusable(sql.begin(async (tx) => {
       const tasks = await lockPendingTasks(tx, this.options.network, deposit, asset);
       if (tasks.length === 0) return undefined;
@@ -561,6 +741,7 @@ export class EvmProcessor implements Worker {
   private async sendSweep(group: SweepGroup, transfer: { from: string; to: string; asset: EvmAsset; amount: bigint; gasLimit: bigint; fees: EvmFees }): Promise<void> {
     const { sql, network, node } = this.options;
     if (!(await hasAccount(sql, network, transfer.from))) await ensureAccount(sql, network, transfer.from, await node.minedNonce(transfer.from));
+    else await this.resyncNonce(transfer.from);
     const row = await refusable(sql.begin(async (tx) => {
       const tasks = await lockPendingTasks(tx, network, transfer.from, transfer.asset);
       if (tasks.length === 0) return undefined;
@@ -609,7 +790,9 @@ export class EvmProcessor implements Worker {
       order by (a.payout_id is not null) desc, p.created_at, p.id
       limit ${PAYOUTS_PER_ROUND}`;
     if (candidates.length === 0) return false;
-    const fees = await node.fees();
+    const fees = await this.currentFees();
+    // Waiting for the base fee: a payout maybe signed for the next nonce still holds the queue.
+    if (!fees) return candidates.some((c) => c.attempted);
     const outflow = await treasuryOutflowInFlight(sql, network, treasury);
     const balances: Partial<Record<EvmAsset, bigint>> = {};
     const balanceOf = async (asset: EvmAsset) => (balances[asset] ??= asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury));
@@ -620,16 +803,14 @@ export class EvmProcessor implements Worker {
       const amount = toBaseUnits(new Decimal(payout.amount), cryptoCurrency(asset).baseUnitDecimals);
       const to = payout.address.toLowerCase();
       const call = asset === 'ETH' ? { to, data: '0x', value: amount } : { to: this.options.contracts[asset], data: erc20TransferData(to, amount), value: 0n };
-      let gasLimit = ETH_TRANSFER_GAS;
-      if (asset !== 'ETH') {
-        try {
-          // A 10 % margin over the estimate: the transfer's cost depends on state that may change before it is mined.
-          gasLimit = ((await node.estimateGas({ from: treasury, ...call })) * 11n) / 10n;
-        } catch (err) {
-          if (!(err instanceof EvmNodeError) || err.rpcCode === undefined) throw err;
-          this.logger.warn({ payoutId: payout.id, refusal: err.message }, 'the token transfer of a payout would revert; sent anyway so that the chain decides (and the payout is rejected with its reason)');
-          gasLimit = TOKEN_TRANSFER_FALLBACK_GAS;
-        }
+      let gasLimit: bigint;
+      try {
+        // ETH too: a contract wallet (a Safe) spends gas in its receive(); 21,000 exactly for an account without code.
+        gasLimit = payoutGasLimit(await node.estimateGas({ from: treasury, ...call }), this.options.caps);
+      } catch (err) {
+        if (isTransportFailure(err)) throw err;
+        this.logger.warn({ payoutId: payout.id, refusal: describe(err).message }, 'the node estimates that the transfer of a payout would revert; sent anyway so that the chain decides (and the payout is rejected with its reason) once the treasury covers it');
+        gasLimit = minOf(FALLBACK_PAYOUT_GAS, this.options.caps.maxGasLimit);
       }
       // The treasury must cover it beside everything already leaving it (not yet mined).
       const gasCost = gasLimit * fees.maxFeePerGas;
@@ -752,15 +933,19 @@ export class EvmProcessor implements Worker {
 
   private async updateGauges(treasury: string): Promise<void> {
     const { sql, network, node, metrics } = this.options;
+    // Everything is read before any gauge is set: a scrape never sees one round's gauges half set.
+    const balances: [EvmAsset, bigint][] = [];
     for (const asset of EVM_ASSETS) {
-      const balance = asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury);
-      metrics.treasuryBalance.set({ network, asset }, Number(balance));
-      metrics.treasuryBelowMinimum.set({ network, asset }, balance < (this.options.treasuryMinimum?.[asset] ?? 0n) ? 1 : 0);
+      balances.push([asset, asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury)]);
     }
     const stuckAfterSeconds = (this.options.stuckAfterMs ?? 30 * 60_000) / 1_000;
     const [stuck] = await sql<{ count: number }[]>`
       select count(*)::int as count from payouts
       where status = 'Pending' and claimed_by = ${this.processorId} and claimed_at < now() - make_interval(secs => ${stuckAfterSeconds})`;
+    for (const [asset, balance] of balances) {
+      metrics.treasuryBalance.set({ network, asset }, Number(balance));
+      metrics.treasuryBelowMinimum.set({ network, asset }, balance < (this.options.treasuryMinimum?.[asset] ?? 0n) ? 1 : 0);
+    }
     metrics.payoutsStuck.set({ network }, stuck?.count ?? 0);
     const [inFlight] = await sql<{ count: number; oldest: number | null }[]>`
       select count(*)::int as count, extract(epoch from now() - min(claimed_at))::float8 as oldest
@@ -788,6 +973,11 @@ async function refusable<T>(transaction: Promise<T>): Promise<T | undefined> {
     if (err instanceof SignerRefused) return undefined;
     throw err;
   }
+}
+
+/** The node did not answer at all (no JSON-RPC error): every item would fail alike, so the round fails. */
+function isTransportFailure(err: unknown): boolean {
+  return err instanceof EvmNodeError && err.rpcCode === undefined;
 }
 
 /** An error for a log line: its message and name, never a request or response body. */

@@ -61,6 +61,7 @@ export function processorService(network: string): ServiceDefinition<typeof proc
         replaceAfterMs: config.PAYOUT_REPLACE_AFTER,
         autoMax: { ETH: config.PAYOUT_AUTO_MAX_ETH, USDT: config.PAYOUT_AUTO_MAX_USDT, USDC: config.PAYOUT_AUTO_MAX_USDC },
         dust: { ETH: config.SWEEP_DUST_ETH, USDT: config.SWEEP_DUST_USDT, USDC: config.SWEEP_DUST_USDC },
+        caps: { maxGasLimit: config.SIGNER_MAX_GAS_LIMIT, maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI, maxPriorityFeePerGas: config.SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI },
         treasuryMinimum: { ETH: config.TREASURY_MIN_BALANCE_ETH, USDT: config.TREASURY_MIN_BALANCE_USDT, USDC: config.TREASURY_MIN_BALANCE_USDC },
         stuckAfterMs: config.PAYOUT_STUCK_AFTER,
         // The sweep intake (docs/treasury.md#sweep-tasks): accounted deposits become sweep tasks.

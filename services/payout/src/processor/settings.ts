@@ -9,6 +9,7 @@ import { evmFamily } from '@coinvoice/chains/evm/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
 import { payoutSettings } from '../settings';
+import { signerSettings } from '../signer/settings';
 
 /** The assets the Ethereum processor pays and sweeps. */
 export const EVM_ASSETS = ['ETH', 'USDT', 'USDC'] as const;
@@ -67,6 +68,14 @@ export const processorSettings = {
   SWEEP_DUST_ETH: assetAmount('ETH', '0.001'),
   SWEEP_DUST_USDT: assetAmount('USDT', '5'),
   SWEEP_DUST_USDC: assetAmount('USDC', '5'),
+  /**
+   * The signer's caps (docs/treasury.md#signer-policy), the signer role's declarations: the
+   * processor asks for no more (a gas limit, a fee, a replacement bump above them is refused), so
+   * one ConfigMap gives both roles the same values.
+   */
+  SIGNER_MAX_GAS_LIMIT: signerSettings.SIGNER_MAX_GAS_LIMIT,
+  SIGNER_MAX_FEE_PER_GAS_WEI: signerSettings.SIGNER_MAX_FEE_PER_GAS_WEI,
+  SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI: signerSettings.SIGNER_MAX_PRIORITY_FEE_PER_GAS_WEI,
   /**
    * The treasury below this balance is an alert (CoinvoiceTreasuryBelowMinimum): payouts would
    * soon wait for sweeps. Default 0: no alert until an operator sets what the treasury must hold.

@@ -78,7 +78,8 @@ export async function isPaused(sql: Queryable, network: string): Promise<boolean
 
 /**
  * Creates the nonce row of an address the first time it signs, starting at the node's count of
- * its mined transactions (any earlier history). Later rounds never read the node's count again.
+ * its mined transactions (any earlier history). From then on nonces are counted here; the
+ * processor only moves next_nonce up when the chain is ahead (docs/treasury.md#nonce-drift).
  */
 export async function ensureAccount(sql: Queryable, network: string, address: string, minedNonce: bigint): Promise<void> {
   await sql`

@@ -106,6 +106,9 @@ export interface ChainTransactionView {
   gas_used: string | null;
   from_address: string;
   to_address: string;
+  max_fee_per_gas: string;
+  max_priority_fee_per_gas: string;
+  failure_reason: string | null;
 }
 
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
