@@ -67,7 +67,14 @@ function load(options: autocannon.Options): Promise<autocannon.Result> {
 
 function rowOf(name: string, result: autocannon.Result, note?: string): Row {
   const errors = result.errors + result.timeouts + result.non2xx;
-  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors, note };
+  // What the errors were: each non-2xx status with its count, then socket errors and timeouts.
+  const statuses = Object.entries(result.statusCodeStats ?? {})
+    .filter(([code]) => !code.startsWith('2'))
+    .map(([code, stat]) => `${code} × ${stat.count}`);
+  if (result.errors > 0) statuses.push(`socket errors × ${result.errors}`);
+  if (result.timeouts > 0) statuses.push(`timeouts × ${result.timeouts}`);
+  const why = statuses.length > 0 ? `errors: ${statuses.join(', ')}` : undefined;
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors, note: [note, why].filter(Boolean).join('; ') || undefined };
 }
 
 /** A scenario's load with the CPU each process spent per request (the system's pids and this process). */
@@ -239,7 +246,7 @@ async function main(): Promise<void> {
       requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[payIndex++ % ids.length]}/sandbox/pay`, headers: { 'x-api-key': apiKey } }) }],
       amount: ids.length,
     });
-    rows.push({ ...payRow, note: payIndex > ids.length ? 'some ids paid twice (409s)' : undefined });
+    rows.push({ ...payRow, note: [payIndex > ids.length ? 'some ids paid twice (409s)' : undefined, payRow.note].filter(Boolean).join('; ') || undefined });
 
     // The pay phase queued one webhook per paid invoice; sample low-load latency only once they
     // have all arrived (else the samples queue behind the backlog), and report how long that took.
@@ -321,6 +328,7 @@ async function main(): Promise<void> {
       `| pay → webhook at receiver (${latencies.length} sequential, low load) | — | ${webhookP50.toFixed(1)} | ${webhookP99.toFixed(1)} | ${WEBHOOK_SAMPLES - latencies.length} lost | — |`,
     ].join('\n');
     const cpuLines = rows.filter((r) => r.cpu).map((r) => `- ${r.name}: ${r.cpu}`);
+    const noteLines = rows.filter((r) => r.note).map((r) => `- ${r.name}: ${r.note}`);
     const targets = [
       `create ≥ 35% of baseline: ${pct(rows[1]!.rps, baseCreate.rps)} ${rows[1]!.rps >= 0.35 * baseCreate.rps ? '✔' : '✘'}`,
       `get ≥ 50% of baseline: ${pct(rows[2]!.rps, baseCreate.rps)} ${rows[2]!.rps >= 0.5 * baseCreate.rps ? '✔' : '✘'}`,
@@ -340,7 +348,7 @@ async function main(): Promise<void> {
           ]
         : []),
     ];
-    console.log(`\n${table}\n\n${targets.join('\n')}\n\nCPU per request (ms, by process):\n${cpuLines.join('\n')}`);
+    console.log(`\n${table}\n${noteLines.length > 0 ? `\n${noteLines.join('\n')}\n` : ''}\n${targets.join('\n')}\n\nCPU per request (ms, by process):\n${cpuLines.join('\n')}`);
 
     const resultsFile = RESULTS_FILE;
     const previous = (() => {
