@@ -21,5 +21,6 @@ export * from './validation';
 export * from './paging';
 export * from './idempotency';
 export * from './periodic-worker';
+export * from './advisory-lock';
 export * from './rate-limit';
 export * from './internal-calls';

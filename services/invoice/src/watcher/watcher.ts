@@ -15,9 +15,8 @@
  *   is retried after `pollMs`; nothing is written for a tick that failed.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { eventTransaction, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
+import { AdvisoryLockHolder, eventTransaction, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
 
-type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
 import { settleInvoice } from '../settlement';
 import {
   deleteBlocksAbove,
@@ -73,28 +72,21 @@ const WATCHED_OVERLAP_MS = 120_000;
 /** Output index of a payment found by balance reconciliation (no transaction or log of its own). */
 const RECONCILED_INDEX = -2;
 
-/** Advisory lock key per chain: a fixed namespace and the chain's name hashed to 31 bits. */
-function lockKey(chain: string): number {
-  let hash = 0;
-  for (const char of `coinvoice-watcher:${chain}`) hash = (hash * 31 + char.charCodeAt(0)) | 0;
-  return hash;
-}
-
 export class ChainWatcher implements Worker {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly logger: Logger;
-  private lockConnection: ReservedSql | undefined;
+  /** One active watcher per chain (the runtime's advisory lock). */
+  private readonly lock: AdvisoryLockHolder;
   private wake: AbortController | undefined;
   private failures = { count: 0, since: 0, loggedAt: 0 };
   /** The last height reconciled by this replica (a new active watcher starts from the head). */
   private reconciledHeight = -1;
-  /** For tests and metrics: whether this replica holds the chain's lock. */
-  active = false;
   private readonly watched: WatchedSet;
 
   constructor(private readonly options: ChainWatcherOptions) {
     this.logger = options.logger.child({ component: 'watcher', chain: options.adapter.chain });
+    this.lock = new AdvisoryLockHolder(options.sql, `coinvoice-watcher:${options.adapter.chain}`);
     this.watched = new WatchedSet({
       sql: options.sql,
       assets: options.adapter.assets,
@@ -156,22 +148,12 @@ export class ChainWatcher implements Worker {
   private async holdLock(): Promise<boolean> {
     const chain = this.options.adapter.chain;
     try {
-      if (this.lockConnection) {
-        await this.lockConnection`select 1`;
-        return true;
+      const state = await this.lock.hold();
+      if (state === 'busy') return false;
+      if (state === 'taken') {
+        this.options.metrics.active.set({ chain }, 1);
+        this.logger.info('active watcher for the chain (advisory lock taken)');
       }
-      const connection = await this.options.sql.reserve();
-      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${lockKey(chain)}) as locked`;
-      if (!row?.locked) {
-        connection.release();
-        if (this.active) this.logger.warn('lost the watcher lock; standing by');
-        this.active = false;
-        return false;
-      }
-      this.lockConnection = connection;
-      this.active = true;
-      this.options.metrics.active.set({ chain }, 1);
-      this.logger.info('active watcher for the chain (advisory lock taken)');
       return true;
     } catch (err) {
       this.logger.warn({ err }, 'watcher lock connection failed; standing by');
@@ -181,17 +163,8 @@ export class ChainWatcher implements Worker {
   }
 
   private async releaseLock(): Promise<void> {
-    const connection = this.lockConnection;
-    this.lockConnection = undefined;
-    this.active = false;
     this.options.metrics.active.set({ chain: this.options.adapter.chain }, 0);
-    if (!connection) return;
-    try {
-      await connection`select pg_advisory_unlock_all()`;
-    } catch {
-      // The connection is gone: so is the lock.
-    }
-    connection.release();
+    await this.lock.release();
   }
 
   /** One round: reorg check, then every block up to the head, then confirmations. */

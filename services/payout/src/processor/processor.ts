@@ -18,13 +18,13 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { eventTransaction, type EventTransaction, type Logger, type Sql, type TransactionSql, type Worker } from '@coinvoice/runtime';
+import { AdvisoryLockHolder, eventTransaction, type EventTransaction, type Logger, type Sql, type TransactionSql, type Worker } from '@coinvoice/runtime';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SignEvmTransactionRequestSchema } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
-import { stageOf } from '../domain/status';
+import { processorClaimId, stageOf } from '../domain/status';
 import { applyTrigger } from '../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../store/payouts';
 import { erc20TransferData, EvmNodeError, type EvmFees, type EvmNode, type EvmReceipt } from './evm-node';
@@ -51,7 +51,6 @@ import {
   type SweepGroup,
 } from './store';
 
-type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
 type SignRequest = MessageInitShape<typeof SignEvmTransactionRequestSchema>;
 
 /**
@@ -95,12 +94,6 @@ export interface EvmProcessorOptions {
   stuckAfterMs?: number;
 }
 
-/** Advisory lock key per network: a fixed namespace and the network's name hashed to 31 bits. */
-function lockKey(network: string): number {
-  let hash = 0;
-  for (const char of `coinvoice-payout-processor:${network}`) hash = (hash * 31 + char.charCodeAt(0)) | 0;
-  return hash;
-}
 
 const minOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
 
@@ -108,7 +101,8 @@ export class EvmProcessor implements Worker {
   private running = false;
   private loop: Promise<void> | undefined;
   private wake: AbortController | undefined;
-  private lockConnection: ReservedSql | undefined;
+  /** One active processor per network (the runtime's advisory lock). */
+  private readonly lock: AdvisoryLockHolder;
   private readonly logger: Logger;
   private treasury: string | undefined;
   private chainId: bigint | undefined;
@@ -124,16 +118,16 @@ export class EvmProcessor implements Worker {
   private readonly chainNonces = new Map<string, bigint>();
   /** Whether new transfers wait for the base fee to fall under SIGNER_MAX_FEE_PER_GAS_WEI. */
   private waitingForFees = false;
-  /** Whether this replica holds the network's lock. */
-  active = false;
 
   constructor(private readonly options: EvmProcessorOptions) {
     this.logger = options.logger.child({ component: 'processor', network: options.network });
+    this.lock = new AdvisoryLockHolder(options.sql, `coinvoice-payout-processor:${options.network}`);
     options.metrics.active.set({ network: options.network }, 0);
   }
 
+  /** How it names itself in payouts.claimed_by: operators may not finish such a payout (domain/status.ts). */
   get processorId(): string {
-    return `processor:${this.options.network}`;
+    return processorClaimId(this.options.network);
   }
 
   start(): void {
@@ -182,20 +176,12 @@ export class EvmProcessor implements Worker {
   private async holdLock(): Promise<boolean> {
     const { network, metrics } = this.options;
     try {
-      if (this.lockConnection) {
-        await this.lockConnection`select 1`;
-        return true;
+      const state = await this.lock.hold();
+      if (state === 'busy') return false;
+      if (state === 'taken') {
+        metrics.active.set({ network }, 1);
+        this.logger.info('active processor for the network (advisory lock taken)');
       }
-      const connection = await this.options.sql.reserve();
-      const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(${lockKey(network)}) as locked`;
-      if (!row?.locked) {
-        connection.release();
-        return false;
-      }
-      this.lockConnection = connection;
-      this.active = true;
-      metrics.active.set({ network }, 1);
-      this.logger.info('active processor for the network (advisory lock taken)');
       return true;
     } catch (err) {
       this.logger.warn({ err: describe(err) }, 'processor lock connection failed; standing by');
@@ -205,17 +191,8 @@ export class EvmProcessor implements Worker {
   }
 
   private async releaseLock(): Promise<void> {
-    const connection = this.lockConnection;
-    this.lockConnection = undefined;
-    this.active = false;
     this.options.metrics.active.set({ network: this.options.network }, 0);
-    if (!connection) return;
-    try {
-      await connection`select pg_advisory_unlock_all()`;
-    } catch {
-      // The connection is gone: so is the lock.
-    }
-    connection.release();
+    await this.lock.release();
   }
 
   /** The treasury address (from the signer, docs/treasury.md#keys) and the chain id, once per process. */
