@@ -6,10 +6,16 @@ import type { FiatCurrency } from '@coinvoice/domain/fiat';
 import type { Network } from '@coinvoice/domain/project-network';
 
 /** Every coin the service takes and pays out (registry order: the order APIs list them in). */
-export const CRYPTO_CODES = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX'] as const;
+export const CRYPTO_CODES = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX', 'POL', 'BNB'] as const;
 export type CryptoCode = (typeof CRYPTO_CODES)[number];
 
-export type Chain = 'bitcoin' | 'litecoin' | 'ethereum' | 'tron';
+/**
+ * The networks an asset is paid on: the public `payNetwork` (docs/networks.md). Registry order: the
+ * order APIs list them in. In code a network is a `Chain`: "network" already names a project's
+ * mainnet/testnet (domain/project-network.ts).
+ */
+export const PAY_NETWORKS = ['bitcoin', 'litecoin', 'ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'tron'] as const;
+export type Chain = (typeof PAY_NETWORKS)[number];
 
 /**
  * How a coin's addresses look. `p2wpkh`: native segwit v0 key hash, bech32 (BIP173/BIP84);
@@ -18,18 +24,34 @@ export type Chain = 'bitcoin' | 'litecoin' | 'ethereum' | 'tron';
  */
 export type AddressFormat = 'p2wpkh' | 'eip55' | 'tron-base58check';
 
-export interface Erc20Token {
-  readonly standard: 'erc20';
-  /** The token contract (EIP-55) per network; testnet is Sepolia. */
-  readonly contract: Readonly<Record<Network, string>>;
+export interface TokenContract {
+  /** ERC-20 on EVM networks, TRC-20 on Tron: a Transfer(from, to, value) event per movement. */
+  readonly standard: 'erc20' | 'trc20';
+  /**
+   * The issuer's contract: EIP-55 on EVM networks, base58check on Tron. `testnet` is the network's
+   * test chain (Sepolia, Base Sepolia, Amoy, Nile…), null where the issuer has none there.
+   */
+  readonly contract: { readonly mainnet: string; readonly testnet: string | null };
 }
 
+/**
+ * One registry entry: an asset AS PAID ON ONE NETWORK (USDT on bsc is not USDT on ethereum: another
+ * contract, 18 decimals, other confirmations). `cryptoCurrency(code)` is the asset on its default
+ * network; `payMethod(code, chain)` any pair (currencies.ts).
+ */
 export interface CryptoCurrency {
   readonly kind: 'crypto';
   readonly code: CryptoCode;
   readonly name: string;
+  /** The network this entry is paid on (the public `payNetwork`). */
   readonly chain: Chain;
-  /** Decimals of the smallest on-chain unit: satoshi 8, wei 18, USDT/USDC token units 6, sun 6. */
+  /**
+   * The coin whose account key (INVOICE_XPUB_<COIN>) derives this entry's addresses: the asset
+   * itself on EVM networks (USDT on bsc shares USDT's key and counter with USDT on ethereum: one
+   * EVM key, one address space), TRX for Tron's TRC-20 tokens (a Tron account holds them).
+   */
+  readonly keyCurrency: CryptoCode;
+  /** Decimals of the smallest on-chain unit: satoshi 8, wei 18, USDT/USDC token units 6 (18 on bsc), sun 6. */
   readonly baseUnitDecimals: number;
   /**
    * Decimals of invoice and payout amounts: 8 (docs/architecture.md#invoices), or fewer when the coin's base unit is
@@ -44,7 +66,7 @@ export interface CryptoCurrency {
   /** Scheme of the wallet payment URI shown as a QR code on the checkout page. */
   readonly uriScheme: 'bitcoin' | 'litecoin' | 'ethereum' | 'tron';
   /** Set for tokens: the payment is a contract call, not a native transfer. */
-  readonly token?: Erc20Token;
+  readonly token?: TokenContract;
   /**
    * UTXO chains: the smallest P2WPKH output, in base units, that nodes relay. Below it an output is
    * "dust" and a standard wallet cannot send it: Bitcoin Core's dust threshold at its default

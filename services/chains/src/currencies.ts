@@ -5,8 +5,9 @@
 import { upperCased, unsupportedCurrency } from '@coinvoice/domain/fiat';
 import { Decimal, refused, type Parsed } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
-import { CRYPTO_CODES, type Chain, type CryptoCode, type CryptoCurrency } from './coin';
+import { CRYPTO_CODES, PAY_NETWORKS, type Chain, type CryptoCode, type CryptoCurrency } from './coin';
 import { evmFamily } from './evm/family';
+import { EVM_NETWORKS, isEvmChain } from './evm/networks';
 import { tronFamily } from './tron/family';
 import { utxoFamily } from './utxo/family';
 
@@ -18,14 +19,64 @@ export const CHAIN_FAMILIES = [utxoFamily, evmFamily, tronFamily] as const;
 
 export type AnyChainFamily = (typeof CHAIN_FAMILIES)[number];
 
-const CRYPTO = Object.fromEntries(CHAIN_FAMILIES.flatMap((family) => family.currencies.map((coin) => [coin.code, coin]))) as Readonly<Record<CryptoCode, CryptoCurrency>>;
-for (const code of CRYPTO_CODES) {
-  const entries = CHAIN_FAMILIES.flatMap((family) => family.currencies).filter((coin) => coin.code === code);
-  if (entries.length !== 1) throw new Error(`${code} must have one registry entry in one chain family, has ${entries.length}`);
+/**
+ * Every (asset, network) the service knows, family by family (docs/networks.md). Whether one is
+ * enabled is configuration (the invoice service's PAY_NETWORKS and the families' settings).
+ */
+export const PAY_METHODS: readonly CryptoCurrency[] = CHAIN_FAMILIES.flatMap((family) => family.currencies);
+
+/**
+ * Each asset's default network: where `payNetwork` left out sends it, which keeps the behaviour
+ * from before networks (BTC→bitcoin, ETH/USDT/USDC→ethereum, TRX→tron, POL→polygon, BNB→bsc).
+ */
+export const DEFAULT_NETWORK: Readonly<Record<CryptoCode, Chain>> = {
+  BTC: 'bitcoin',
+  LTC: 'litecoin',
+  ETH: 'ethereum',
+  USDT: 'ethereum',
+  USDC: 'ethereum',
+  TRX: 'tron',
+  POL: 'polygon',
+  BNB: 'bsc',
+};
+
+const PAY_METHOD_BY_KEY = new Map<string, CryptoCurrency>();
+for (const method of PAY_METHODS) {
+  const key = `${method.code}@${method.chain}`;
+  if (PAY_METHOD_BY_KEY.has(key)) throw new Error(`${key} has two registry entries`);
+  PAY_METHOD_BY_KEY.set(key, method);
 }
+const CRYPTO = Object.fromEntries(
+  CRYPTO_CODES.map((code) => {
+    const entry = PAY_METHOD_BY_KEY.get(`${code}@${DEFAULT_NETWORK[code]}`);
+    if (!entry) throw new Error(`${code} has no registry entry on its default network ${DEFAULT_NETWORK[code]}`);
+    return [code, entry];
+  }),
+) as Readonly<Record<CryptoCode, CryptoCurrency>>;
 const FAMILY_OF_CHAIN = new Map<Chain, AnyChainFamily>(
   CHAIN_FAMILIES.flatMap((family) => family.currencies.map((coin) => [coin.chain, family] as const)),
 );
+for (const chain of PAY_NETWORKS) if (!FAMILY_OF_CHAIN.has(chain)) throw new Error(`network ${chain} has no chain family`);
+
+export function isPayNetwork(value: unknown): value is Chain {
+  return typeof value === 'string' && (PAY_NETWORKS as readonly string[]).includes(value);
+}
+
+/** The registry entry of `code` paid on `chain`, or undefined when that network does not carry it. */
+export function payMethod(code: CryptoCode, chain: Chain): CryptoCurrency | undefined {
+  return PAY_METHOD_BY_KEY.get(`${code}@${chain}`);
+}
+
+/** A network as customers know it: "Bitcoin", "Base", "BNB Smart Chain", "Tron"… */
+export function networkLabel(chain: Chain): string {
+  if (isEvmChain(chain)) return EVM_NETWORKS[chain].label;
+  return { bitcoin: 'Bitcoin', litecoin: 'Litecoin', tron: 'Tron' }[chain];
+}
+
+/** The networks that carry `code`, in registry order. */
+export function networksCarrying(code: CryptoCode): Chain[] {
+  return PAY_NETWORKS.filter((chain) => PAY_METHOD_BY_KEY.has(`${code}@${chain}`));
+}
 
 /** The family module of a chain. */
 export function familyOf(chain: Chain): AnyChainFamily {
@@ -34,13 +85,14 @@ export function familyOf(chain: Chain): AnyChainFamily {
   return family;
 }
 
+/** One entry per asset: each on its default network. */
 export const SUPPORTED_CRYPTO: readonly CryptoCurrency[] = CRYPTO_CODES.map((code) => CRYPTO[code]);
 
 export function isCryptoCode(code: unknown): code is CryptoCode {
   return typeof code === 'string' && (CRYPTO_CODES as readonly string[]).includes(code);
 }
 
-/** The registry entry of a known crypto code. */
+/** The registry entry of a known crypto code on its default network (DEFAULT_NETWORK). */
 export function cryptoCurrency(code: CryptoCode): CryptoCurrency {
   return CRYPTO[code];
 }

@@ -25,6 +25,7 @@ import {
   type GetInvoiceRequest,
   type GetInvoiceResponseSchema,
   type GetRatesResponseSchema,
+  type ListCurrenciesResponseSchema,
   type ListLedgerCreditsRequest,
   type ListAccountedDepositsRequest,
   type ListAccountedDepositsResponseSchema,
@@ -40,6 +41,7 @@ import { parseTolerancePercent } from './domain/payments';
 import { quoteAtRates } from './domain/rates';
 import { checkAmountForCoin, validateCreateInvoice, validateInvoiceId, validateInvoiceRef, validateListInvoices, validatePayInvoice, type NewInvoiceRequest } from './domain/requests';
 import { payDecision } from './domain/status';
+import type { PayMethodCatalog } from './domain/pay-methods';
 import type { CryptoCode, Chain } from '@coinvoice/chains/coin';
 import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
 import { isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
@@ -69,6 +71,8 @@ export interface InvoiceHandlerDeps {
   metrics?: InvoiceMetrics;
   /** Confirmations a new live invoice on a chain needs (fixed on the invoice at creation). */
   confirmationsFor: (chain: Chain) => number;
+  /** The (asset, network) pairs taken here (docs/networks.md). */
+  payMethods: PayMethodCatalog;
 }
 
 const invoiceNotFound = () => errors.notFound('invoice');
@@ -266,6 +270,24 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         amount: row.amount,
         reportedAt: timestampFromDate(row.reported_at),
         rowId: BigInt(row.id),
+      })),
+    };
+  }
+
+  async listCurrencies(): Reply<typeof ListCurrenciesResponseSchema> {
+    return {
+      currencies: this.deps.payMethods.list().map((listing) => ({
+        currency: listing.method.code,
+        network: listing.method.chain,
+        name: listing.method.name,
+        networkLabel: listing.networkLabel,
+        decimals: listing.method.amountDecimals,
+        baseUnitDecimals: listing.method.baseUnitDecimals,
+        confirmations: listing.confirmations,
+        minimumAmount: formatPlain(listing.minimumAmount),
+        contract: listing.contract,
+        chainId: listing.chainId === undefined ? undefined : BigInt(listing.chainId),
+        watched: listing.watched,
       })),
     };
   }

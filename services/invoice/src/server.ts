@@ -6,12 +6,37 @@ import { createInvoiceMetrics } from './metrics';
 import { CoinbaseFeed, KrakenFeed } from './rates/feeds';
 import { LiveRateBook } from './rates/live-rate-book';
 import { InvoicePricing } from './rates/pricing';
-import { checkInvoiceConfig, invoiceSettings, ratesSourceOf, requiredInProduction, type XpubVariable } from './settings';
+import { checkInvoiceConfig, invoiceSettings, ratesSourceOf, requiredInProduction, type InvoiceConfig, type XpubVariable } from './settings';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { ExpirySweeper } from './sweeper';
-import { confirmationsRequired } from '@coinvoice/chains/watchers';
+import { chainSources, confirmationsRequired } from '@coinvoice/chains/watchers';
+import { networkLabel } from '@coinvoice/chains/currencies';
+import { evmNodeConfig } from '@coinvoice/chains/evm/family';
+import { isEvmChain, type EvmTokenCode } from '@coinvoice/chains/evm/networks';
+import { PayMethodCatalog, type PayMethodPolicy } from './domain/pay-methods';
 
 export { invoiceSettings } from './settings';
+
+/** The (asset, network) pairs this configuration takes (domain/pay-methods.ts). */
+export function payMethodPolicy(config: InvoiceConfig): PayMethodPolicy {
+  const sources = chainSources(config);
+  return {
+    enabledCoins: config.INVOICE_COINS,
+    enabledNetworks: config.INVOICE_NETWORKS,
+    configuredContract: (method) => {
+      if (isEvmChain(method.chain)) return evmNodeConfig(config, method.chain).tokens[method.code as EvmTokenCode] ?? '';
+      if (method.chain === 'tron') return method.code === 'USDT' ? config.CHAIN_TRON_USDT_CONTRACT : method.code === 'USDC' ? config.CHAIN_TRON_USDC_CONTRACT : '';
+      return '';
+    },
+    confirmationsFor: (chain) => confirmationsRequired(chain, config),
+    watched: (chain) => {
+      const source = sources[chain];
+      return source !== undefined && (config as unknown as Readonly<Record<string, unknown>>)[source.sourceVariable] !== '';
+    },
+    label: networkLabel,
+    chainId: (chain) => (isEvmChain(chain) ? evmNodeConfig(config, chain).chainId : undefined),
+  };
+}
 
 /** The invoice service process: what it serves and the background work it runs. */
 export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
@@ -27,6 +52,7 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       getCheckout: ['gateway'],
       getInvoiceProject: ['gateway'],
       getRates: ['gateway'],
+      listCurrencies: ['gateway'],
       listLedgerCredits: ['payout'],
       // The payout processor's sweep intake (docs/treasury.md#sweep-tasks).
       listAccountedDeposits: ['payout', 'payout-processor'],
@@ -79,6 +105,7 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       keys,
       metrics,
       confirmationsFor: (chain) => confirmationsRequired(chain, config),
+      payMethods: new PayMethodCatalog(payMethodPolicy(config)),
     });
     const sweeper = new ExpirySweeper({
       sql,

@@ -5,8 +5,8 @@
 import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/runtime';
 import { RATE_TABLE_ENV, rateProviderFromConfig, type StaticRateProvider } from './domain/rates';
 import { accountXpubSetting } from '@coinvoice/chains/account-key';
-import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
-import { isCryptoCode } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES, PAY_NETWORKS, type Chain, type CryptoCode } from '@coinvoice/chains/coin';
+import { isCryptoCode, isPayNetwork } from '@coinvoice/chains/currencies';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
 import { chainWatcherSettings } from '@coinvoice/chains/watchers';
@@ -48,6 +48,17 @@ const enabledCoinsSetting: Setting<readonly CryptoCode[]> = {
   },
 };
 
+/** INVOICE_NETWORKS: the networks invoices may be paid on (all by default; docs/networks.md). */
+const enabledNetworksSetting: Setting<readonly Chain[]> = {
+  expected: `a comma-separated list of networks from ${PAY_NETWORKS.join(', ')} (at least one)`,
+  default: PAY_NETWORKS.join(','),
+  parse: (raw) => {
+    const names = raw.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
+    if (names.length === 0 || !names.every(isPayNetwork)) return undefined;
+    return PAY_NETWORKS.filter((chain) => names.includes(chain));
+  },
+};
+
 /** RATES_SOURCE; empty means by APP_ENV: live in production, static in development (see ratesSourceOf). */
 const ratesSourceSetting: Setting<RatesSource | ''> = {
   expected: `one of ${RATES_SOURCES.join(', ')} (empty: live in production, static in development)`,
@@ -67,6 +78,7 @@ function durationSetting(defaultValue: string): Setting<number> {
 export const invoiceSettings = {
   /** The coins invoices may be created in; in production each needs its INVOICE_XPUB_<COIN>. */
   INVOICE_COINS: enabledCoinsSetting,
+  INVOICE_NETWORKS: enabledNetworksSetting,
   RATES_SOURCE: ratesSourceSetting,
   RATES_COINBASE_URL: setting.url(['https:', 'http:'], { default: 'https://api.coinbase.com' }),
   RATES_KRAKEN_URL: setting.url(['https:', 'http:'], { default: 'https://api.kraken.com' }),
@@ -94,7 +106,7 @@ export const invoiceSettings = {
   ...xpubSettings(),
 } as const;
 
-type InvoiceConfig = { APP_ENV: 'development' | 'production' } & {
+export type InvoiceConfig = { APP_ENV: 'development' | 'production' } & {
   [K in keyof typeof invoiceSettings]: (typeof invoiceSettings)[K] extends Setting<infer T> ? T : never;
 };
 

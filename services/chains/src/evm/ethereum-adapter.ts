@@ -1,34 +1,42 @@
 /**
- * The `ethereum` chain adapter over JSON-RPC (viem): ETH as transaction values to watched
- * addresses, USDT and USDC as ERC-20 Transfer logs of the configured contracts, fetched by block
+ * The adapter of one EVM network over JSON-RPC (viem): its native coin (ETH, POL, BNB) as
+ * transaction values to watched addresses, its stablecoins as ERC-20 Transfer logs of the
+ * configured contracts (decimals from the registry, networks.ts), fetched by block
  * HASH (EIP-234) so a reorg between "block at height h" and "its logs" cannot mix two blocks.
  * Every answer is checked before use: a null block, a block whose hash is not the one asked for,
  * or a log of another block is a ChainSourceError, never an empty result.
  */
 import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
 import type { CryptoCode } from '../coin';
-import { EVM_COINS } from './coins';
+import { EVM_NETWORKS, type EvmChain, type EvmNetworkEntry, type EvmTokenCode } from './networks';
 import { fromBaseUnits, type Decimal } from '@coinvoice/domain/money';
 import { NATIVE_VALUE_INDEX } from '../chain-adapter';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from '../chain-adapter';
 
 export interface EthereumAdapterOptions {
+  /** The network (registry entry): native asset and token decimals. */
+  chain: EvmChain;
   rpcUrl: string;
   timeoutMs: number;
-  /** Token contracts by asset (0x…). */
-  tokens: { USDT: string; USDC: string };
+  /** Token contracts by asset (0x…), for the tokens the network carries. */
+  tokens: Readonly<Partial<Record<EvmTokenCode, string>>>;
 }
+
+/** Native coins (ETH, POL, BNB) have 18 decimals on every EVM network. */
+const NATIVE_DECIMALS = 18;
 
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 
 type FullBlock = Block<bigint, true, 'latest'>;
 
 export class EthereumAdapter implements ChainAdapter {
-  readonly chain = 'ethereum' as const;
-  readonly assets: readonly CryptoCode[] = ['ETH', 'USDT', 'USDC'];
+  readonly chain: EvmChain;
+  readonly assets: readonly CryptoCode[];
+  private readonly native: CryptoCode;
   private readonly client: PublicClient;
   private readonly balanceClient: PublicClient;
-  private readonly tokenOf: Map<string, 'USDT' | 'USDC'>;
+  /** By lower-case contract: the token and its decimals. */
+  private readonly tokenOf: Map<string, { asset: EvmTokenCode; decimals: number }>;
   /** The last full blocks fetched by number, reused by scanBlock (by hash) to save a round trip. */
   private readonly recent = new Map<string, FullBlock>();
 
@@ -39,10 +47,16 @@ export class EthereumAdapter implements ChainAdapter {
     this.balanceClient = createPublicClient({
       transport: http(options.rpcUrl, { timeout: options.timeoutMs, retryCount: 0, batch: { batchSize: 200, wait: 0 } }),
     });
-    this.tokenOf = new Map([
-      [options.tokens.USDT.toLowerCase(), 'USDT'],
-      [options.tokens.USDC.toLowerCase(), 'USDC'],
-    ]);
+    const network: EvmNetworkEntry = EVM_NETWORKS[options.chain];
+    this.chain = options.chain;
+    this.native = network.native.code;
+    this.tokenOf = new Map();
+    for (const [asset, contract] of Object.entries(options.tokens) as Array<[EvmTokenCode, string]>) {
+      const entry = network.tokens[asset];
+      if (!entry) throw new Error(`${options.chain} carries no ${asset}`);
+      this.tokenOf.set(contract.toLowerCase(), { asset, decimals: entry.decimals });
+    }
+    this.assets = [this.native, ...Array.from(this.tokenOf.values(), (t) => t.asset)];
   }
 
   async head(): Promise<BlockRef> {
@@ -84,8 +98,8 @@ export class EthereumAdapter implements ChainAdapter {
         transactionHash: tx.hash,
         outputIndex: NATIVE_VALUE_INDEX,
         address,
-        asset: 'ETH',
-        amount: fromBaseUnits(tx.value, EVM_COINS.ETH.baseUnitDecimals),
+        asset: this.native,
+        amount: fromBaseUnits(tx.value, NATIVE_DECIMALS),
         block,
         sender: tx.from.toLowerCase(),
       });
@@ -97,16 +111,16 @@ export class EthereumAdapter implements ChainAdapter {
       if (log.blockHash !== block.hash || log.removed) {
         throw new ChainSourceError('malformed', `a log of block ${log.blockHash} answered a query for ${block.hash}`);
       }
-      const asset = this.tokenOf.get(log.address.toLowerCase());
+      const token = this.tokenOf.get(log.address.toLowerCase());
       const address = addresses.lookup(log.args.to);
-      if (!asset || !address || log.args.value === 0n) continue;
+      if (!token || !address || log.args.value === 0n) continue;
       if (log.logIndex === null || log.transactionHash === null) throw new ChainSourceError('malformed', 'a mined log without index or hash');
       transfers.push({
         transactionHash: log.transactionHash,
         outputIndex: log.logIndex,
         address,
-        asset,
-        amount: fromBaseUnits(log.args.value, EVM_COINS[asset].baseUnitDecimals),
+        asset: token.asset,
+        amount: fromBaseUnits(log.args.value, token.decimals),
         block,
         sender: log.args.from.toLowerCase(),
       });
@@ -116,14 +130,14 @@ export class EthereumAdapter implements ChainAdapter {
 
   async balancesAt(asset: CryptoCode, addresses: readonly string[], block: BlockRef): Promise<Map<string, Decimal>> {
     const balances = new Map<string, Decimal>();
-    if (!isEvmAsset(asset)) throw new Error(`ethereum: ${asset} is not an asset of this chain`);
-    const decimals = EVM_COINS[asset].baseUnitDecimals;
-    const contract = [...this.tokenOf].find(([, token]) => token === asset)?.[0];
+    const contract = [...this.tokenOf].find(([, token]) => token.asset === asset)?.[0];
+    if (asset !== this.native && contract === undefined) throw new Error(`${this.chain}: ${asset} is not an asset of this chain`);
+    const decimals = contract === undefined ? NATIVE_DECIMALS : this.tokenOf.get(contract)!.decimals;
     // Concurrent calls, sent as JSON-RPC batches by balanceClient (a thousand addresses cost a
     // handful of HTTP requests, not a thousand round trips).
     const read = async (address: string) => {
       const raw = await this.call(`balance of ${address}`, () =>
-        asset === 'ETH'
+        contract === undefined
           ? this.balanceClient.getBalance({ address: address as `0x${string}`, blockNumber: BigInt(block.height) })
           : this.balanceClient.readContract({
               address: contract as `0x${string}`,
@@ -176,8 +190,4 @@ export class EthereumAdapter implements ChainAdapter {
 function blockRef(block: { number: bigint | null; hash: Hash | null; parentHash: Hash; timestamp: bigint } | null, what: string): BlockRef {
   if (!block || block.number === null || block.hash === null) throw new ChainSourceError('malformed', `block ${what}: null or pending block`);
   return { height: Number(block.number), hash: block.hash, parentHash: block.parentHash, time: new Date(Number(block.timestamp) * 1000) };
-}
-
-function isEvmAsset(asset: CryptoCode): asset is keyof typeof EVM_COINS {
-  return asset in EVM_COINS;
 }

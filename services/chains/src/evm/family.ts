@@ -1,20 +1,34 @@
 /**
- * The EVM family: Ether and the ERC-20 tokens USDT and USDC on Ethereum. EIP-55 addresses from
- * BIP44 account keys, EIP-681 payment URIs, one JSON-RPC node for the watcher (blocks by hash,
- * Transfer logs) and for the payout service's check of a Complete, and the confirmation policy
- * (docs/architecture.md#live-payments).
+ * The EVM family: every network of the registry (networks.ts) — Ethereum, Base, Arbitrum One, OP
+ * Mainnet, Polygon PoS, BNB Smart Chain — with its native coin and stablecoins. EIP-55 addresses
+ * from BIP44 account keys (one address is the same on every EVM network), EIP-681 payment URIs,
+ * one JSON-RPC node per network for its watcher and payout check, and each network's confirmation
+ * policy (docs/networks.md). The settings are generated from the registry:
+ * `CHAIN_<NETWORK>_RPC_URL`, `_RPC_TIMEOUT_MS`, `_CHAIN_ID`, `_CONFIRMATIONS`, `_POLL_MS`,
+ * `_BATCH_BLOCKS`, and `_USDT_CONTRACT` / `_USDC_CONTRACT` for the tokens the network carries.
  */
-import { setting, type Setting } from '@coinvoice/runtime';
+import { setting, type ConfigOf, type Setting } from '@coinvoice/runtime';
 import { toBaseUnits } from '@coinvoice/domain/money';
-import type { ChainFamily } from '../family';
+import type { ChainFamily, ChainSource } from '../family';
 import { optionalNodeUrl } from '../node-settings';
 import { eip55Address, validateEip55Address } from './address';
-import { ETH, EVM_CHAIN_ID, USDC, USDT } from './coins';
+import { EVM_PAY_METHODS, evmChainId } from './coins';
+import { EVM_CHAINS, EVM_NETWORKS, isEvmChain, settingPrefix, type EvmChain, type EvmNetworkEntry, type EvmTokenCode, type TokensOf } from './networks';
 import type * as EthereumModule from './ethereum-adapter';
 import { EthereumPayoutCheck } from './payout-check';
 
 /* The adapter and viem load only when a watcher builds one: viem alone adds ~30 MB to a process. */
 const ethereumModule = (): typeof EthereumModule => require('./ethereum-adapter');
+
+type Upper<C extends string> = Uppercase<C>;
+type NodeStringKey = `CHAIN_${Upper<EvmChain>}_RPC_URL`;
+type NodeNumberKey = `CHAIN_${Upper<EvmChain>}_${'RPC_TIMEOUT_MS' | 'CHAIN_ID'}`;
+type TokenKey = { [C in EvmChain]: `CHAIN_${Upper<C>}_${TokensOf<C>}_CONTRACT` }[EvmChain];
+type WatcherNumberKey = `CHAIN_${Upper<EvmChain>}_${'CONFIRMATIONS' | 'POLL_MS' | 'BATCH_BLOCKS'}`;
+
+/** The nodes' settings (both the invoice watchers and the payout service read them). */
+export type EvmNodeSettings = Record<NodeStringKey | TokenKey, Setting<string>> & Record<NodeNumberKey, Setting<number>>;
+export type EvmWatcherSettings = EvmNodeSettings & Record<WatcherNumberKey, Setting<number>>;
 
 /** An EVM contract address (0x + 40 hex); compared case-insensitively. */
 function contractSetting(defaultContract: string): Setting<string> {
@@ -25,78 +39,125 @@ function contractSetting(defaultContract: string): Setting<string> {
   };
 }
 
-/**
- * The Ethereum node, as both the invoice watcher and the payout service read it. An empty RPC URL
- * means "not configured": no watcher (`watch ethereum` refuses to start), no payout check.
- */
-export const evmNodeSettings = {
-  CHAIN_ETHEREUM_RPC_URL: optionalNodeUrl(),
-  /** Timeout of one JSON-RPC call. */
-  CHAIN_ETHEREUM_RPC_TIMEOUT_MS: setting.int({ default: 10_000, min: 100, max: 120_000 }),
-  CHAIN_ETHEREUM_USDT_CONTRACT: contractSetting(USDT.token!.contract.mainnet),
-  CHAIN_ETHEREUM_USDC_CONTRACT: contractSetting(USDC.token!.contract.mainnet),
-} as const;
+function nodeSettingsOf(chain: EvmChain): Record<string, Setting<unknown>> {
+  const entry: EvmNetworkEntry = EVM_NETWORKS[chain];
+  const prefix = settingPrefix(chain);
+  const settings: Record<string, Setting<unknown>> = {
+    // Empty means "not configured": no watcher (`watch <network>` refuses to start), no payout check.
+    [`${prefix}RPC_URL`]: optionalNodeUrl(),
+    /** Timeout of one JSON-RPC call. */
+    [`${prefix}RPC_TIMEOUT_MS`]: setting.int({ default: 10_000, min: 100, max: 120_000 }),
+    /** The node's `eth_chainId` must equal it (a watcher refuses to start otherwise). */
+    [`${prefix}CHAIN_ID`]: setting.int({ default: entry.chainId.mainnet, min: 1, max: 2 ** 53 - 1 }),
+  };
+  for (const [code, token] of Object.entries(entry.tokens)) settings[`${prefix}${code}_CONTRACT`] = contractSetting(token.mainnet);
+  return settings;
+}
 
-/**
- * The watcher's Ethereum settings. The serve role reads CHAIN_ETHEREUM_CONFIRMATIONS too: each
- * invoice fixes its confirmation count at creation.
- */
-const evmWatcherSettings = {
-  CHAIN_ETHEREUM_RPC_URL: evmNodeSettings.CHAIN_ETHEREUM_RPC_URL,
-  CHAIN_ETHEREUM_CONFIRMATIONS: setting.int({ default: 12, min: 1, max: 1_000 }),
-  CHAIN_ETHEREUM_USDT_CONTRACT: evmNodeSettings.CHAIN_ETHEREUM_USDT_CONTRACT,
-  CHAIN_ETHEREUM_USDC_CONTRACT: evmNodeSettings.CHAIN_ETHEREUM_USDC_CONTRACT,
-  CHAIN_ETHEREUM_POLL_MS: setting.int({ default: 2_000, min: 10, max: 600_000 }),
-  CHAIN_ETHEREUM_RPC_TIMEOUT_MS: evmNodeSettings.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
-  /** Blocks written per database transaction while backfilling. */
-  CHAIN_ETHEREUM_BATCH_BLOCKS: setting.int({ default: 50, min: 1, max: 1_000 }),
-} as const;
+function watcherSettingsOf(chain: EvmChain): Record<string, Setting<unknown>> {
+  const entry = EVM_NETWORKS[chain];
+  const prefix = settingPrefix(chain);
+  return {
+    ...nodeSettingsOf(chain),
+    // The serve role reads _CONFIRMATIONS too: each invoice fixes its confirmation count at creation.
+    [`${prefix}CONFIRMATIONS`]: setting.int({ default: entry.confirmations, min: 1, max: 1_000 }),
+    [`${prefix}POLL_MS`]: setting.int({ default: Math.min(entry.blockTimeMs, 2_000), min: 10, max: 600_000 }),
+    /** Blocks written per database transaction while backfilling. */
+    [`${prefix}BATCH_BLOCKS`]: setting.int({ default: 50, min: 1, max: 1_000 }),
+  };
+}
 
-export const evmFamily: ChainFamily<typeof evmWatcherSettings, typeof evmNodeSettings> = {
+export const evmNodeSettings = Object.assign({}, ...EVM_CHAINS.map(nodeSettingsOf)) as EvmNodeSettings;
+const evmWatcherSettings = Object.assign({}, ...EVM_CHAINS.map(watcherSettingsOf)) as EvmWatcherSettings;
+
+/** One EVM network's node as its configuration names it (the typed view of the generated settings). */
+export interface EvmNodeConfig {
+  readonly chain: EvmChain;
+  /** Empty: not configured. */
+  readonly rpcUrl: string;
+  readonly timeoutMs: number;
+  readonly chainId: number;
+  /** The configured contract per stablecoin the network carries (lower case not implied). */
+  readonly tokens: Readonly<Partial<Record<EvmTokenCode, string>>>;
+}
+
+export interface EvmWatcherConfig extends EvmNodeConfig {
+  readonly confirmations: number;
+  readonly pollMs: number;
+  readonly batchBlocks: number;
+}
+
+/** Reads one network's node settings out of a loaded configuration. */
+export function evmNodeConfig(config: ConfigOf<EvmNodeSettings>, chain: EvmChain): EvmNodeConfig {
+  const values = config as unknown as Readonly<Record<string, string | number | undefined>>;
+  const prefix = settingPrefix(chain);
+  const tokens: Partial<Record<EvmTokenCode, string>> = {};
+  for (const code of Object.keys((EVM_NETWORKS[chain] as EvmNetworkEntry).tokens) as EvmTokenCode[]) tokens[code] = String(values[`${prefix}${code}_CONTRACT`]);
+  return {
+    chain,
+    rpcUrl: String(values[`${prefix}RPC_URL`]),
+    timeoutMs: Number(values[`${prefix}RPC_TIMEOUT_MS`]),
+    chainId: Number(values[`${prefix}CHAIN_ID`]),
+    tokens,
+  };
+}
+
+/** Reads one network's watcher settings out of a loaded configuration. */
+export function evmWatcherConfig(config: ConfigOf<EvmWatcherSettings>, chain: EvmChain): EvmWatcherConfig {
+  const values = config as unknown as Readonly<Record<string, number>>;
+  const prefix = settingPrefix(chain);
+  return {
+    ...evmNodeConfig(config, chain),
+    confirmations: values[`${prefix}CONFIRMATIONS`]!,
+    pollMs: values[`${prefix}POLL_MS`]!,
+    batchBlocks: values[`${prefix}BATCH_BLOCKS`]!,
+  };
+}
+
+function evmSource(node: EvmWatcherConfig): ChainSource {
+  return {
+    sourceVariable: `${settingPrefix(node.chain)}RPC_URL`,
+    adapter: () => (node.rpcUrl === '' ? null : new (ethereumModule().EthereumAdapter)(node)),
+    pollMs: node.pollMs,
+    batchBlocks: node.batchBlocks,
+    confirmations: node.confirmations,
+  };
+}
+
+export const evmFamily: ChainFamily<EvmWatcherSettings, EvmNodeSettings> = {
   name: 'evm',
-  defaultConfirmations: { ethereum: 12 },
-  currencies: [ETH, USDT, USDC],
+  defaultConfirmations: Object.fromEntries(EVM_CHAINS.map((chain) => [chain, EVM_NETWORKS[chain].confirmations])),
+  currencies: EVM_PAY_METHODS,
   compressedKeys: false,
   encodeAddress: (publicKey) => eip55Address(publicKey),
   validateAddress: (address) => validateEip55Address(address),
   /**
    * EIP-681: `ethereum:<address>[@chainId]?value=<wei>`, for a token
    * `ethereum:<tokenContract>[@chainId]/transfer?address=<address>&uint256=<token base units>`. The
-   * chain id is written for testnet only: without one a wallet uses its current chain, which for
-   * mainnet is the common case, while a Sepolia payment must never be sent on mainnet.
+   * chain id is written for every chain but Ethereum mainnet: without one a wallet uses its current
+   * chain, which for Ethereum mainnet is the common case, while a Base or Sepolia payment must never
+   * be sent on Ethereum mainnet. A token without a contract on the test chain gets the plain
+   * address form (sandbox invoices are paid by simulation).
    */
   paymentUri(currency, network, address, amount) {
-    const chain = network === 'testnet' ? `@${EVM_CHAIN_ID.testnet}` : '';
+    if (!isEvmChain(currency.chain)) throw new Error(`not an EVM network: ${currency.chain}`);
+    const chainId = evmChainId(currency.chain, network);
+    const chain = chainId === 1 ? '' : `@${chainId}`;
     const baseUnits = toBaseUnits(amount, currency.baseUnitDecimals).toString();
-    if (currency.token) return `ethereum:${currency.token.contract[network]}${chain}/transfer?address=${address}&uint256=${baseUnits}`;
+    if (currency.token) {
+      const contract = network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet;
+      if (contract !== null) return `ethereum:${contract}${chain}/transfer?address=${address}&uint256=${baseUnits}`;
+      return `ethereum:${address}${chain}`;
+    }
     return `ethereum:${address}${chain}?value=${baseUnits}`;
   },
   watcherSettings: evmWatcherSettings,
-  sources: (config) => ({
-    ethereum: {
-      sourceVariable: 'CHAIN_ETHEREUM_RPC_URL',
-      adapter: () =>
-        config.CHAIN_ETHEREUM_RPC_URL === ''
-          ? null
-          : new (ethereumModule().EthereumAdapter)({
-              rpcUrl: config.CHAIN_ETHEREUM_RPC_URL,
-              timeoutMs: config.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
-              tokens: { USDT: config.CHAIN_ETHEREUM_USDT_CONTRACT, USDC: config.CHAIN_ETHEREUM_USDC_CONTRACT },
-            }),
-      pollMs: config.CHAIN_ETHEREUM_POLL_MS,
-      batchBlocks: config.CHAIN_ETHEREUM_BATCH_BLOCKS,
-      confirmations: config.CHAIN_ETHEREUM_CONFIRMATIONS,
-    },
-  }),
+  sources: (config) => Object.fromEntries(EVM_CHAINS.map((chain) => [chain, evmSource(evmWatcherConfig(config, chain))])),
   payoutSettings: evmNodeSettings,
-  payoutChecks: (config) =>
-    config.CHAIN_ETHEREUM_RPC_URL === ''
+  payoutChecks: (config) => {
+    const ethereum = evmNodeConfig(config, 'ethereum');
+    return ethereum.rpcUrl === ''
       ? {}
-      : {
-          ethereum: new EthereumPayoutCheck({
-            rpcUrl: config.CHAIN_ETHEREUM_RPC_URL,
-            timeoutMs: config.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
-            contracts: { USDT: config.CHAIN_ETHEREUM_USDT_CONTRACT, USDC: config.CHAIN_ETHEREUM_USDC_CONTRACT },
-          }),
-        },
+      : { ethereum: new EthereumPayoutCheck({ rpcUrl: ethereum.rpcUrl, timeoutMs: ethereum.timeoutMs, contracts: ethereum.tokens as Record<string, string> }) };
+  },
 };

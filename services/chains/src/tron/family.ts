@@ -1,14 +1,14 @@
 /**
- * The Tron family: TRX. Base58check addresses over the Ethereum key hash, `tron:` payment URIs,
+ * The Tron family: TRX and the TRC-20 stablecoins (USDT; USDC where configured). Base58check addresses over the Ethereum key hash, `tron:` payment URIs,
  * the full node's HTTP API for the watcher and the payout check, and the confirmation policy
  * (docs/architecture.md#live-payments).
  */
-import { setting } from '@coinvoice/runtime';
+import { setting, type Setting } from '@coinvoice/runtime';
 import { formatPlain, toBaseUnits } from '@coinvoice/domain/money';
 import type { ChainFamily } from '../family';
 import { HTTP_SOURCE_BATCH_BLOCKS, optionalNodeUrl, sourceTimeoutSettings } from '../node-settings';
 import { tronAddress, validateTronAddress } from './address';
-import { TRX } from './coins';
+import { TRX, USDC_TRON, USDT_TRON } from './coins';
 import { TronPayoutCheck } from './payout-check';
 import type * as TronModule from './tron-adapter';
 
@@ -21,8 +21,21 @@ const tronNodeSettings = {
   ...sourceTimeoutSettings,
 } as const;
 
+/** A TRC-20 contract (base58check "T…"), or empty where the token is not taken. */
+function trc20ContractSetting(defaultContract: string): Setting<string> {
+  return {
+    expected: 'a TRC-20 contract address (base58check, T followed by 33 characters), or empty',
+    default: defaultContract,
+    parse: (raw) => (raw === '' || validateTronAddress(raw).ok ? raw : undefined),
+  };
+}
+
 const tronSettings = {
   CHAIN_TRON_API_URL: tronNodeSettings.CHAIN_TRON_API_URL,
+  /** Tether's USD₮ contract (TRC-20). */
+  CHAIN_TRON_USDT_CONTRACT: trc20ContractSetting(USDT_TRON.token!.contract.mainnet),
+  /** Empty by default: Circle ended USDC on Tron in 2024 (docs/networks.md); set it to take USDC there. */
+  CHAIN_TRON_USDC_CONTRACT: trc20ContractSetting(''),
   CHAIN_TRON_CONFIRMATIONS: setting.int({ default: 20, min: 1, max: 1_000 }),
   CHAIN_TRON_POLL_MS: setting.int({ default: 3_000, min: 10, max: 600_000 }),
   ...sourceTimeoutSettings,
@@ -31,14 +44,18 @@ const tronSettings = {
 export const tronFamily: ChainFamily<typeof tronSettings, typeof tronNodeSettings> = {
   name: 'tron',
   defaultConfirmations: { tron: 20 },
-  currencies: [TRX],
+  currencies: [TRX, USDT_TRON, USDC_TRON],
   compressedKeys: false,
   encodeAddress: (publicKey) => tronAddress(publicKey),
   validateAddress: (address) => validateTronAddress(address),
-  /** `tron:<address>?amount=<TRX>`. */
-  paymentUri(currency, _network, address, amount) {
+  /**
+   * `tron:<address>?amount=<TRX>`; a TRC-20 token adds `&token=<contract>` (TronLink's form), and
+   * the token's test chain has none, so a sandbox token URI names the address and amount only.
+   */
+  paymentUri(currency, network, address, amount) {
     toBaseUnits(amount, currency.baseUnitDecimals); // asserts the amount is payable on chain
-    return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}`;
+    const contract = currency.token ? (network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet) : null;
+    return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}${contract ? `&token=${contract}` : ''}`;
   },
   watcherSettings: tronSettings,
   sources: (config) => ({

@@ -67,6 +67,8 @@ export const KRAKEN_PAIRS: Readonly<Record<QuotedCode, { pair: string; keys: rea
   USDT: { pair: 'USDTUSD', keys: ['USDTZUSD', 'USDTUSD'], inverted: false },
   USDC: { pair: 'USDCUSD', keys: ['USDCUSD'], inverted: false },
   TRX: { pair: 'TRXUSD', keys: ['TRXUSD'], inverted: false },
+  POL: { pair: 'POLUSD', keys: ['POLUSD'], inverted: false },
+  BNB: { pair: 'BNBUSD', keys: ['BNBUSD'], inverted: false },
   EUR: { pair: 'EURUSD', keys: ['ZEURZUSD', 'EURUSD'], inverted: false },
   GBP: { pair: 'GBPUSD', keys: ['ZGBPZUSD', 'GBPUSD'], inverted: false },
   AUD: { pair: 'AUDUSD', keys: ['ZAUDZUSD', 'AUDUSD'], inverted: false },

@@ -35,7 +35,7 @@ export interface RateTable {
 export const DEFAULT_RATE_TABLE: RateTable = {
   asOf: '2025-06-01T00:00:00Z',
   fiatUsd: { USD: '1', EUR: '1.14', GBP: '1.35', JPY: '0.0069', CHF: '1.21', CAD: '0.73', AUD: '0.65' },
-  cryptoUsd: { BTC: '105000', LTC: '88', ETH: '2500', USDT: '1', USDC: '1', TRX: '0.27' },
+  cryptoUsd: { BTC: '105000', LTC: '88', ETH: '2500', USDT: '1', USDC: '1', TRX: '0.27', POL: '0.2', BNB: '650' },
 };
 
 /** Name proposed for the env var carrying a replacement rate table as JSON (wired by the service). */

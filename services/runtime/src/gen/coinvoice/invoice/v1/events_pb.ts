@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/invoice/v1/events.proto.
  */
 export const file_coinvoice_invoice_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiFjb2ludm9pY2UvaW52b2ljZS92MS9ldmVudHMucHJvdG8SFGNvaW52b2ljZS5pbnZvaWNlLnYxIssCCg5JbnZvaWNlQ3JlYXRlZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSFAoMcHJpY2VfYW1vdW50GAUgASgJEhYKDnByaWNlX2N1cnJlbmN5GAYgASgJEhcKD2Ftb3VudF9leHBlY3RlZBgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIPCgdhZGRyZXNzGAkgASgJEhMKC2Vudmlyb25tZW50GAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLnAQoLSW52b2ljZVBhaWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEisKB3BhaWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLDAQoOSW52b2ljZUV4cGlyZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhMKC2Vudmlyb25tZW50GAYgASgJEi4KCmV4cGlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZCLdAQoRSW52b2ljZUNvbmZpcm1pbmcSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIVCg1jb25maXJtYXRpb25zGAggASgNEh4KFmNvbmZpcm1hdGlvbnNfcmVxdWlyZWQYCSABKA1CCwoJX29yZGVyX2lkIsMBChRJbnZvaWNlUGFydGlhbGx5UGFpZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhgKEGFtb3VudF9yZW1haW5pbmcYCCABKAlCCwoJX29yZGVyX2lkIucBChJJbnZvaWNlTGF0ZVBheW1lbnQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEhAKCGNyZWRpdGVkGAkgASgIEhIKCnBheW1lbnRfaWQYCiABKAlCCwoJX29yZGVyX2lkIr0BCg9JbnZvaWNlUmVvcGVuZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIXCg9wcmV2aW91c19zdGF0dXMYCCABKAlCCwoJX29yZGVyX2lkYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiFjb2ludm9pY2UvaW52b2ljZS92MS9ldmVudHMucHJvdG8SFGNvaW52b2ljZS5pbnZvaWNlLnYxIuACCg5JbnZvaWNlQ3JlYXRlZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSFAoMcHJpY2VfYW1vdW50GAUgASgJEhYKDnByaWNlX2N1cnJlbmN5GAYgASgJEhcKD2Ftb3VudF9leHBlY3RlZBgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIPCgdhZGRyZXNzGAkgASgJEhMKC2Vudmlyb25tZW50GAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3BheV9uZXR3b3JrGA0gASgJQgsKCV9vcmRlcl9pZCL8AQoLSW52b2ljZVBhaWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEisKB3BhaWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3BheV9uZXR3b3JrGAogASgJQgsKCV9vcmRlcl9pZCLYAQoOSW52b2ljZUV4cGlyZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhMKC2Vudmlyb25tZW50GAYgASgJEi4KCmV4cGlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3BheV9uZXR3b3JrGAggASgJQgsKCV9vcmRlcl9pZCLyAQoRSW52b2ljZUNvbmZpcm1pbmcSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIVCg1jb25maXJtYXRpb25zGAggASgNEh4KFmNvbmZpcm1hdGlvbnNfcmVxdWlyZWQYCSABKA0SEwoLcGF5X25ldHdvcmsYCiABKAlCCwoJX29yZGVyX2lkItgBChRJbnZvaWNlUGFydGlhbGx5UGFpZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhgKEGFtb3VudF9yZW1haW5pbmcYCCABKAkSEwoLcGF5X25ldHdvcmsYCSABKAlCCwoJX29yZGVyX2lkIo0CChJJbnZvaWNlTGF0ZVBheW1lbnQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEhAKCGNyZWRpdGVkGAkgASgIEhIKCnBheW1lbnRfaWQYCiABKAkSEwoLcGF5X25ldHdvcmsYCyABKAkSDwoHbmV0d29yaxgMIAEoCUILCglfb3JkZXJfaWQi0gEKD0ludm9pY2VSZW9wZW5lZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhcKD3ByZXZpb3VzX3N0YXR1cxgIIAEoCRITCgtwYXlfbmV0d29yaxgJIAEoCUILCglfb3JkZXJfaWRiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Event "invoice.created".
@@ -91,6 +91,13 @@ export type InvoiceCreated = Message<"coinvoice.invoice.v1.InvoiceCreated"> & {
    * @generated from field: google.protobuf.Timestamp expired_at = 12;
    */
   expiredAt?: Timestamp | undefined;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 13;
+   */
+  payNetwork: string;
 };
 
 /**
@@ -161,6 +168,13 @@ export type InvoicePaid = Message<"coinvoice.invoice.v1.InvoicePaid"> & {
    * @generated from field: google.protobuf.Timestamp paid_at = 9;
    */
   paidAt?: Timestamp | undefined;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 10;
+   */
+  payNetwork: string;
 };
 
 /**
@@ -218,6 +232,13 @@ export type InvoiceExpired = Message<"coinvoice.invoice.v1.InvoiceExpired"> & {
    * @generated from field: google.protobuf.Timestamp expired_at = 7;
    */
   expiredAt?: Timestamp | undefined;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 8;
+   */
+  payNetwork: string;
 };
 
 /**
@@ -281,6 +302,13 @@ export type InvoiceConfirming = Message<"coinvoice.invoice.v1.InvoiceConfirming"
    * @generated from field: uint32 confirmations_required = 9;
    */
   confirmationsRequired: number;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 10;
+   */
+  payNetwork: string;
 };
 
 /**
@@ -341,6 +369,13 @@ export type InvoicePartiallyPaid = Message<"coinvoice.invoice.v1.InvoicePartiall
    * @generated from field: string amount_remaining = 8;
    */
   amountRemaining: string;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 9;
+   */
+  payNetwork: string;
 };
 
 /**
@@ -352,8 +387,8 @@ export const InvoicePartiallyPaidSchema: GenMessage<InvoicePartiallyPaid> = /*@_
 
 /**
  * Event "invoice.late_payment": a confirmed payment that invoice.paid did not include: after
- * expiry, after Paid, or of another asset than the invoice's. `credited` says whether the ledger
- * credits it (false for another asset).
+ * expiry, after Paid, of another asset than the invoice's, or on another network than its
+ * pay_network. `credited` says whether the ledger credits it (false for another asset or network).
  *
  * @generated from message coinvoice.invoice.v1.InvoiceLatePayment
  */
@@ -374,7 +409,8 @@ export type InvoiceLatePayment = Message<"coinvoice.invoice.v1.InvoiceLatePaymen
   orderId?: string | undefined;
 
   /**
-   * The invoice's status: "Expired" or "Paid".
+   * The invoice's status when the payment was reported ("Expired" or "Paid" for a late one; any
+   * status for another asset or network).
    *
    * @generated from field: string status = 4;
    */
@@ -415,6 +451,20 @@ export type InvoiceLatePayment = Message<"coinvoice.invoice.v1.InvoiceLatePaymen
    * @generated from field: string payment_id = 10;
    */
   paymentId: string;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 11;
+   */
+  payNetwork: string;
+
+  /**
+   * The network this payment arrived on; differs from pay_network for a wrong-network payment (credited false).
+   *
+   * @generated from field: string network = 12;
+   */
+  network: string;
 };
 
 /**
@@ -475,6 +525,13 @@ export type InvoiceReopened = Message<"coinvoice.invoice.v1.InvoiceReopened"> & 
    * @generated from field: string previous_status = 8;
    */
   previousStatus: string;
+
+  /**
+   * The invoice's pay_network (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 9;
+   */
+  payNetwork: string;
 };
 
 /**

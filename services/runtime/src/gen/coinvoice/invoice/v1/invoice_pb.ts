@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/invoice/v1/invoice.proto.
  */
 export const file_coinvoice_invoice_v1_invoice: GenFile = /*@__PURE__*/
-  fileDesc("CiJjb2ludm9pY2UvaW52b2ljZS92MS9pbnZvaWNlLnByb3RvEhRjb2ludm9pY2UuaW52b2ljZS52MSK0AgoHUGF5bWVudBIYChB0cmFuc2FjdGlvbl9oYXNoGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIOCgZhbW91bnQYAyABKAkSDQoFYXNzZXQYBCABKAkSFQoNY29uZmlybWF0aW9ucxgFIAEoDRIOCgZzdGF0dXMYBiABKAkSLwoLZGV0ZWN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDGJsb2NrX251bWJlchgIIAEoBEgAiAEBEhcKCmJsb2NrX2hhc2gYCSABKAlIAYgBARIuCgpibG9ja190aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fYmxvY2tfbnVtYmVyQg0KC19ibG9ja19oYXNoIvQGCgdJbnZvaWNlEgoKAmlkGAEgASgJEhUKCG9yZGVyX2lkGAIgASgJSACIAQESHgoRb3JkZXJfZGVzY3JpcHRpb24YAyABKAlIAYgBARIUCgxwcmljZV9hbW91bnQYBCABKAkSGwoTcHJpY2VfYW1vdW50X2luX3VzZBgFIAEoCRIXCg9hbW91bnRfcmVjZWl2ZWQYBiABKAkSFgoOcHJpY2VfY3VycmVuY3kYByABKAkSFAoMcGF5X2N1cnJlbmN5GAggASgJEjMKBnN0YXR1cxgJIAEoDjIjLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2VTdGF0dXMSLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYWRkcmVzcxgMIAEoCRIXCg9hbW91bnRfZXhwZWN0ZWQYDSABKAkSEwoLc3VjY2Vzc191cmwYDiABKAkSEgoKY2FuY2VsX3VybBgPIAEoCRIUCgxwcm9qZWN0X25hbWUYECABKAkSEwoLaXNfZG9uYXRpb24YESABKAgSEgoKcHJvamVjdF9pZBgSIAEoCRI1CgtlbnZpcm9ubWVudBgTIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSHQoQdHJhbnNhY3Rpb25faGFzaBgUIAEoCUgCiAEBEisKB3BhaWRfYXQYFSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHJhdGUYFiABKAkSLwoIcGF5bWVudHMYFyADKAsyHS5jb2ludm9pY2UuaW52b2ljZS52MS5QYXltZW50Eh4KFmNvbmZpcm1hdGlvbnNfcmVxdWlyZWQYGCABKA0SIQoZcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudBgZIAEoCRIUCgxyYXRlX3NvdXJjZXMYGiADKAkSMgoOcmF0ZV9xdW90ZWRfYXQYGyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9vcmRlcl9pZEIUChJfb3JkZXJfZGVzY3JpcHRpb25CEwoRX3RyYW5zYWN0aW9uX2hhc2gilgQKFENyZWF0ZUludm9pY2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSNQoLZW52aXJvbm1lbnQYAiABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhQKDHByb2plY3RfbmFtZRgDIAEoCRIUCgxwcmljZV9hbW91bnQYBCABKAkSFgoOcHJpY2VfY3VycmVuY3kYBSABKAkSFAoMcGF5X2N1cnJlbmN5GAYgASgJEhMKC3N1Y2Nlc3NfdXJsGAcgASgJEhIKCmNhbmNlbF91cmwYCCABKAkSFQoIb3JkZXJfaWQYCSABKAlIAIgBARIeChFvcmRlcl9kZXNjcmlwdGlvbhgKIAEoCUgBiAEBEhMKC2lzX2RvbmF0aW9uGAsgASgIEhwKD2lkZW1wb3RlbmN5X2tleRgMIAEoCUgCiAEBEh0KEGxpZmV0aW1lX21pbnV0ZXMYDSABKAVIA4gBARImChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GA4gASgJSASIAQESFQoNdmFsaWRhdGVfb25seRgPIAEoCEILCglfb3JkZXJfaWRCFAoSX29yZGVyX2Rlc2NyaXB0aW9uQhIKEF9pZGVtcG90ZW5jeV9rZXlCEwoRX2xpZmV0aW1lX21pbnV0ZXNCHAoaX3BheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQiYgoVQ3JlYXRlSW52b2ljZVJlc3BvbnNlEi4KB2ludm9pY2UYASABKAsyHS5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlEhkKEWlkZW1wb3RlbnRfcmVwbGF5GAIgASgIIjsKEUdldEludm9pY2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKaW52b2ljZV9pZBgCIAEoCSJEChJHZXRJbnZvaWNlUmVzcG9uc2USLgoHaW52b2ljZRgBIAEoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2UioQEKEVBheUludm9pY2VSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKaW52b2ljZV9pZBgCIAEoCRIcCg9hbW91bnRfcmVjZWl2ZWQYAyABKAlIAIgBARIdChB0cmFuc2FjdGlvbl9oYXNoGAQgASgJSAGIAQFCEgoQX2Ftb3VudF9yZWNlaXZlZEITChFfdHJhbnNhY3Rpb25faGFzaCJEChJQYXlJbnZvaWNlUmVzcG9uc2USLgoHaW52b2ljZRgBIAEoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2UitQEKE0xpc3RJbnZvaWNlc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI4CgZzdGF0dXMYAiABKA4yIy5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlU3RhdHVzSACIAQESEQoJcGFnZV9zaXplGAMgASgFEg4KBmN1cnNvchgEIAEoCRIVCghvcmRlcl9pZBgFIAEoCUgBiAEBQgkKB19zdGF0dXNCCwoJX29yZGVyX2lkIlwKFExpc3RJbnZvaWNlc1Jlc3BvbnNlEi8KCGludm9pY2VzGAEgAygLMh0uY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZRITCgtuZXh0X2N1cnNvchgCIAEoCSIoChJHZXRDaGVja291dFJlcXVlc3QSEgoKaW52b2ljZV9pZBgBIAEoCSLVAwoIQ2hlY2tvdXQSCgoCaWQYASABKAkSMwoGc3RhdHVzGAIgASgOMiMuY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZVN0YXR1cxIUCgxwYXlfY3VycmVuY3kYAyABKAkSFwoPYW1vdW50X2V4cGVjdGVkGAQgASgJEg8KB2FkZHJlc3MYBSABKAkSFAoMcHJpY2VfYW1vdW50GAYgASgJEhYKDnByaWNlX2N1cnJlbmN5GAcgASgJEi4KCmV4cGlyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2Ftb3VudF9yZWNlaXZlZBgKIAEoCRISCgppc19zYW5kYm94GAsgASgIEhMKC3N1Y2Nlc3NfdXJsGAwgASgJEhIKCmNhbmNlbF91cmwYDSABKAkSEwoLcGF5bWVudF91cmkYDiABKAkSHgoWY29uZmlybWF0aW9uc19yZXF1aXJlZBgPIAEoDRIVCg1jb25maXJtYXRpb25zGBAgASgNEhgKEGFtb3VudF9yZW1haW5pbmcYESABKAkiRwoTR2V0Q2hlY2tvdXRSZXNwb25zZRIwCghjaGVja291dBgBIAEoCzIeLmNvaW52b2ljZS5pbnZvaWNlLnYxLkNoZWNrb3V0Ii4KGEdldEludm9pY2VQcm9qZWN0UmVxdWVzdBISCgppbnZvaWNlX2lkGAEgASgJImYKGUdldEludm9pY2VQcm9qZWN0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQiEQoPR2V0UmF0ZXNSZXF1ZXN0IqMBChBHZXRSYXRlc1Jlc3BvbnNlEg4KBnNvdXJjZRgBIAEoCRISCgptYXhfYWdlX21zGAIgASgDEi4KBXJhdGVzGAMgAygLMh8uY29pbnZvaWNlLmludm9pY2UudjEuUmF0ZVF1b3RlEjsKCXByb3ZpZGVycxgEIAMoCzIoLmNvaW52b2ljZS5pbnZvaWNlLnYxLlJhdGVQcm92aWRlclN0YXR1cyJqCglSYXRlUXVvdGUSEAoIY3VycmVuY3kYASABKAkSCwoDdXNkGAIgASgJEg8KB3NvdXJjZXMYAyADKAkSLQoJcXVvdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJjChJSYXRlUHJvdmlkZXJTdGF0dXMSDAoEbmFtZRgBIAEoCRIuCgpmZXRjaGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdoZWFsdGh5GAMgASgIIkcKGExpc3RMZWRnZXJDcmVkaXRzUmVxdWVzdBIYChBhZnRlcl9pbnZvaWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBSJvChlMaXN0TGVkZ2VyQ3JlZGl0c1Jlc3BvbnNlEjMKB2NyZWRpdHMYASADKAsyIi5jb2ludm9pY2UuaW52b2ljZS52MS5MZWRnZXJDcmVkaXQSHQoVbmV4dF9hZnRlcl9pbnZvaWNlX2lkGAIgASgJIp0BCgxMZWRnZXJDcmVkaXQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhIKCnBheW1lbnRfaWQYAyABKAkSEAoIY3VycmVuY3kYBCABKAkSDgoGYW1vdW50GAUgASgJEi8KC3JlcG9ydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKNAQocTGlzdEFjY291bnRlZERlcG9zaXRzUmVxdWVzdBINCgVjaGFpbhgBIAEoCRI1ChFhZnRlcl9yZXBvcnRlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMYWZ0ZXJfcm93X2lkGAMgASgDEhEKCXBhZ2Vfc2l6ZRgEIAEoBSJZCh1MaXN0QWNjb3VudGVkRGVwb3NpdHNSZXNwb25zZRI4CghkZXBvc2l0cxgBIAMoCzImLmNvaW52b2ljZS5pbnZvaWNlLnYxLkFjY291bnRlZERlcG9zaXQi5QEKEEFjY291bnRlZERlcG9zaXQSEgoKcGF5bWVudF9pZBgBIAEoCRISCgppbnZvaWNlX2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSDQoFY2hhaW4YBCABKAkSDwoHYWRkcmVzcxgFIAEoCRIVCg1hZGRyZXNzX2luZGV4GAYgASgNEg0KBWFzc2V0GAcgASgJEg4KBmFtb3VudBgIIAEoCRIvCgtyZXBvcnRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcm93X2lkGAogASgDKsIBCg1JbnZvaWNlU3RhdHVzEh4KGklOVk9JQ0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWSU5WT0lDRV9TVEFUVVNfV0FJVElORxABEhcKE0lOVk9JQ0VfU1RBVFVTX1BBSUQQAhIaChZJTlZPSUNFX1NUQVRVU19FWFBJUkVEEAMSHQoZSU5WT0lDRV9TVEFUVVNfQ09ORklSTUlORxAEEiEKHUlOVk9JQ0VfU1RBVFVTX1BBUlRJQUxMWV9QQUlEEAUy0QcKDkludm9pY2VTZXJ2aWNlEmgKDUNyZWF0ZUludm9pY2USKi5jb2ludm9pY2UuaW52b2ljZS52MS5DcmVhdGVJbnZvaWNlUmVxdWVzdBorLmNvaW52b2ljZS5pbnZvaWNlLnYxLkNyZWF0ZUludm9pY2VSZXNwb25zZRJfCgpHZXRJbnZvaWNlEicuY29pbnZvaWNlLmludm9pY2UudjEuR2V0SW52b2ljZVJlcXVlc3QaKC5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRJbnZvaWNlUmVzcG9uc2USXwoKUGF5SW52b2ljZRInLmNvaW52b2ljZS5pbnZvaWNlLnYxLlBheUludm9pY2VSZXF1ZXN0GiguY29pbnZvaWNlLmludm9pY2UudjEuUGF5SW52b2ljZVJlc3BvbnNlEmUKDExpc3RJbnZvaWNlcxIpLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RJbnZvaWNlc1JlcXVlc3QaKi5jb2ludm9pY2UuaW52b2ljZS52MS5MaXN0SW52b2ljZXNSZXNwb25zZRJiCgtHZXRDaGVja291dBIoLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldENoZWNrb3V0UmVxdWVzdBopLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldENoZWNrb3V0UmVzcG9uc2USdAoRR2V0SW52b2ljZVByb2plY3QSLi5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRJbnZvaWNlUHJvamVjdFJlcXVlc3QaLy5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRJbnZvaWNlUHJvamVjdFJlc3BvbnNlElkKCEdldFJhdGVzEiUuY29pbnZvaWNlLmludm9pY2UudjEuR2V0UmF0ZXNSZXF1ZXN0GiYuY29pbnZvaWNlLmludm9pY2UudjEuR2V0UmF0ZXNSZXNwb25zZRJ0ChFMaXN0TGVkZ2VyQ3JlZGl0cxIuLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RMZWRnZXJDcmVkaXRzUmVxdWVzdBovLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RMZWRnZXJDcmVkaXRzUmVzcG9uc2USgAEKFUxpc3RBY2NvdW50ZWREZXBvc2l0cxIyLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RBY2NvdW50ZWREZXBvc2l0c1JlcXVlc3QaMy5jb2ludm9pY2UuaW52b2ljZS52MS5MaXN0QWNjb3VudGVkRGVwb3NpdHNSZXNwb25zZWIGcHJvdG8z", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("CiJjb2ludm9pY2UvaW52b2ljZS92MS9pbnZvaWNlLnByb3RvEhRjb2ludm9pY2UuaW52b2ljZS52MSLFAgoHUGF5bWVudBIYChB0cmFuc2FjdGlvbl9oYXNoGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIOCgZhbW91bnQYAyABKAkSDQoFYXNzZXQYBCABKAkSFQoNY29uZmlybWF0aW9ucxgFIAEoDRIOCgZzdGF0dXMYBiABKAkSLwoLZGV0ZWN0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDGJsb2NrX251bWJlchgIIAEoBEgAiAEBEhcKCmJsb2NrX2hhc2gYCSABKAlIAYgBARIuCgpibG9ja190aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgduZXR3b3JrGAsgASgJQg8KDV9ibG9ja19udW1iZXJCDQoLX2Jsb2NrX2hhc2giiQcKB0ludm9pY2USCgoCaWQYASABKAkSFQoIb3JkZXJfaWQYAiABKAlIAIgBARIeChFvcmRlcl9kZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhQKDHByaWNlX2Ftb3VudBgEIAEoCRIbChNwcmljZV9hbW91bnRfaW5fdXNkGAUgASgJEhcKD2Ftb3VudF9yZWNlaXZlZBgGIAEoCRIWCg5wcmljZV9jdXJyZW5jeRgHIAEoCRIUCgxwYXlfY3VycmVuY3kYCCABKAkSMwoGc3RhdHVzGAkgASgOMiMuY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZVN0YXR1cxIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhZGRyZXNzGAwgASgJEhcKD2Ftb3VudF9leHBlY3RlZBgNIAEoCRITCgtzdWNjZXNzX3VybBgOIAEoCRISCgpjYW5jZWxfdXJsGA8gASgJEhQKDHByb2plY3RfbmFtZRgQIAEoCRITCgtpc19kb25hdGlvbhgRIAEoCBISCgpwcm9qZWN0X2lkGBIgASgJEjUKC2Vudmlyb25tZW50GBMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIdChB0cmFuc2FjdGlvbl9oYXNoGBQgASgJSAKIAQESKwoHcGFpZF9hdBgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEcmF0ZRgWIAEoCRIvCghwYXltZW50cxgXIAMoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLlBheW1lbnQSHgoWY29uZmlybWF0aW9uc19yZXF1aXJlZBgYIAEoDRIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GBkgASgJEhQKDHJhdGVfc291cmNlcxgaIAMoCRIyCg5yYXRlX3F1b3RlZF9hdBgbIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLcGF5X25ldHdvcmsYHCABKAlCCwoJX29yZGVyX2lkQhQKEl9vcmRlcl9kZXNjcmlwdGlvbkITChFfdHJhbnNhY3Rpb25faGFzaCLABAoUQ3JlYXRlSW52b2ljZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRI1CgtlbnZpcm9ubWVudBgCIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSFAoMcHJvamVjdF9uYW1lGAMgASgJEhQKDHByaWNlX2Ftb3VudBgEIAEoCRIWCg5wcmljZV9jdXJyZW5jeRgFIAEoCRIUCgxwYXlfY3VycmVuY3kYBiABKAkSEwoLc3VjY2Vzc191cmwYByABKAkSEgoKY2FuY2VsX3VybBgIIAEoCRIVCghvcmRlcl9pZBgJIAEoCUgAiAEBEh4KEW9yZGVyX2Rlc2NyaXB0aW9uGAogASgJSAGIAQESEwoLaXNfZG9uYXRpb24YCyABKAgSHAoPaWRlbXBvdGVuY3lfa2V5GAwgASgJSAKIAQESHQoQbGlmZXRpbWVfbWludXRlcxgNIAEoBUgDiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYDiABKAlIBIgBARIVCg12YWxpZGF0ZV9vbmx5GA8gASgIEhgKC3BheV9uZXR3b3JrGBAgASgJSAWIAQFCCwoJX29yZGVyX2lkQhQKEl9vcmRlcl9kZXNjcmlwdGlvbkISChBfaWRlbXBvdGVuY3lfa2V5QhMKEV9saWZldGltZV9taW51dGVzQhwKGl9wYXltZW50X3RvbGVyYW5jZV9wZXJjZW50Qg4KDF9wYXlfbmV0d29yayJiChVDcmVhdGVJbnZvaWNlUmVzcG9uc2USLgoHaW52b2ljZRgBIAEoCzIdLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2USGQoRaWRlbXBvdGVudF9yZXBsYXkYAiABKAgiOwoRR2V0SW52b2ljZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgppbnZvaWNlX2lkGAIgASgJIkQKEkdldEludm9pY2VSZXNwb25zZRIuCgdpbnZvaWNlGAEgASgLMh0uY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZSKhAQoRUGF5SW52b2ljZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgppbnZvaWNlX2lkGAIgASgJEhwKD2Ftb3VudF9yZWNlaXZlZBgDIAEoCUgAiAEBEh0KEHRyYW5zYWN0aW9uX2hhc2gYBCABKAlIAYgBAUISChBfYW1vdW50X3JlY2VpdmVkQhMKEV90cmFuc2FjdGlvbl9oYXNoIkQKElBheUludm9pY2VSZXNwb25zZRIuCgdpbnZvaWNlGAEgASgLMh0uY29pbnZvaWNlLmludm9pY2UudjEuSW52b2ljZSK1AQoTTGlzdEludm9pY2VzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEjgKBnN0YXR1cxgCIAEoDjIjLmNvaW52b2ljZS5pbnZvaWNlLnYxLkludm9pY2VTdGF0dXNIAIgBARIRCglwYWdlX3NpemUYAyABKAUSDgoGY3Vyc29yGAQgASgJEhUKCG9yZGVyX2lkGAUgASgJSAGIAQFCCQoHX3N0YXR1c0ILCglfb3JkZXJfaWQiXAoUTGlzdEludm9pY2VzUmVzcG9uc2USLwoIaW52b2ljZXMYASADKAsyHS5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlEhMKC25leHRfY3Vyc29yGAIgASgJIigKEkdldENoZWNrb3V0UmVxdWVzdBISCgppbnZvaWNlX2lkGAEgASgJIrUECghDaGVja291dBIKCgJpZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5jb2ludm9pY2UuaW52b2ljZS52MS5JbnZvaWNlU3RhdHVzEhQKDHBheV9jdXJyZW5jeRgDIAEoCRIXCg9hbW91bnRfZXhwZWN0ZWQYBCABKAkSDwoHYWRkcmVzcxgFIAEoCRIUCgxwcmljZV9hbW91bnQYBiABKAkSFgoOcHJpY2VfY3VycmVuY3kYByABKAkSLgoKZXhwaXJlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPYW1vdW50X3JlY2VpdmVkGAogASgJEhIKCmlzX3NhbmRib3gYCyABKAgSEwoLc3VjY2Vzc191cmwYDCABKAkSEgoKY2FuY2VsX3VybBgNIAEoCRITCgtwYXltZW50X3VyaRgOIAEoCRIeChZjb25maXJtYXRpb25zX3JlcXVpcmVkGA8gASgNEhUKDWNvbmZpcm1hdGlvbnMYECABKA0SGAoQYW1vdW50X3JlbWFpbmluZxgRIAEoCRITCgtwYXlfbmV0d29yaxgSIAEoCRIZChFwYXlfbmV0d29ya19sYWJlbBgTIAEoCRIbCg50b2tlbl9jb250cmFjdBgUIAEoCUgAiAEBQhEKD190b2tlbl9jb250cmFjdCJHChNHZXRDaGVja291dFJlc3BvbnNlEjAKCGNoZWNrb3V0GAEgASgLMh4uY29pbnZvaWNlLmludm9pY2UudjEuQ2hlY2tvdXQiLgoYR2V0SW52b2ljZVByb2plY3RSZXF1ZXN0EhIKCmludm9pY2VfaWQYASABKAkiZgoZR2V0SW52b2ljZVByb2plY3RSZXNwb25zZRISCgpwcm9qZWN0X2lkGAEgASgJEjUKC2Vudmlyb25tZW50GAIgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudCIRCg9HZXRSYXRlc1JlcXVlc3QiowEKEEdldFJhdGVzUmVzcG9uc2USDgoGc291cmNlGAEgASgJEhIKCm1heF9hZ2VfbXMYAiABKAMSLgoFcmF0ZXMYAyADKAsyHy5jb2ludm9pY2UuaW52b2ljZS52MS5SYXRlUXVvdGUSOwoJcHJvdmlkZXJzGAQgAygLMiguY29pbnZvaWNlLmludm9pY2UudjEuUmF0ZVByb3ZpZGVyU3RhdHVzImoKCVJhdGVRdW90ZRIQCghjdXJyZW5jeRgBIAEoCRILCgN1c2QYAiABKAkSDwoHc291cmNlcxgDIAMoCRItCglxdW90ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImMKElJhdGVQcm92aWRlclN0YXR1cxIMCgRuYW1lGAEgASgJEi4KCmZldGNoZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2hlYWx0aHkYAyABKAgiRwoYTGlzdExlZGdlckNyZWRpdHNSZXF1ZXN0EhgKEGFmdGVyX2ludm9pY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFIm8KGUxpc3RMZWRnZXJDcmVkaXRzUmVzcG9uc2USMwoHY3JlZGl0cxgBIAMoCzIiLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxlZGdlckNyZWRpdBIdChVuZXh0X2FmdGVyX2ludm9pY2VfaWQYAiABKAkirgEKDExlZGdlckNyZWRpdBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEgoKcGF5bWVudF9pZBgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIOCgZhbW91bnQYBSABKAkSLwoLcmVwb3J0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB25ldHdvcmsYByABKAkijQEKHExpc3RBY2NvdW50ZWREZXBvc2l0c1JlcXVlc3QSDQoFY2hhaW4YASABKAkSNQoRYWZ0ZXJfcmVwb3J0ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGFmdGVyX3Jvd19pZBgDIAEoAxIRCglwYWdlX3NpemUYBCABKAUiWQodTGlzdEFjY291bnRlZERlcG9zaXRzUmVzcG9uc2USOAoIZGVwb3NpdHMYASADKAsyJi5jb2ludm9pY2UuaW52b2ljZS52MS5BY2NvdW50ZWREZXBvc2l0IuUBChBBY2NvdW50ZWREZXBvc2l0EhIKCnBheW1lbnRfaWQYASABKAkSEgoKaW52b2ljZV9pZBgCIAEoCRISCgpwcm9qZWN0X2lkGAMgASgJEg0KBWNoYWluGAQgASgJEg8KB2FkZHJlc3MYBSABKAkSFQoNYWRkcmVzc19pbmRleBgGIAEoDRINCgVhc3NldBgHIAEoCRIOCgZhbW91bnQYCCABKAkSLwoLcmVwb3J0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJvd19pZBgKIAEoAyIXChVMaXN0Q3VycmVuY2llc1JlcXVlc3QiTwoWTGlzdEN1cnJlbmNpZXNSZXNwb25zZRI1CgpjdXJyZW5jaWVzGAEgAygLMiEuY29pbnZvaWNlLmludm9pY2UudjEuUGF5Q3VycmVuY3kiiwIKC1BheUN1cnJlbmN5EhAKCGN1cnJlbmN5GAEgASgJEg8KB25ldHdvcmsYAiABKAkSDAoEbmFtZRgDIAEoCRIVCg1uZXR3b3JrX2xhYmVsGAQgASgJEhAKCGRlY2ltYWxzGAUgASgNEhoKEmJhc2VfdW5pdF9kZWNpbWFscxgGIAEoDRIVCg1jb25maXJtYXRpb25zGAcgASgNEhYKDm1pbmltdW1fYW1vdW50GAggASgJEhUKCGNvbnRyYWN0GAkgASgJSACIAQESFQoIY2hhaW5faWQYCiABKARIAYgBARIPCgd3YXRjaGVkGAsgASgIQgsKCV9jb250cmFjdEILCglfY2hhaW5faWQqwgEKDUludm9pY2VTdGF0dXMSHgoaSU5WT0lDRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZJTlZPSUNFX1NUQVRVU19XQUlUSU5HEAESFwoTSU5WT0lDRV9TVEFUVVNfUEFJRBACEhoKFklOVk9JQ0VfU1RBVFVTX0VYUElSRUQQAxIdChlJTlZPSUNFX1NUQVRVU19DT05GSVJNSU5HEAQSIQodSU5WT0lDRV9TVEFUVVNfUEFSVElBTExZX1BBSUQQBTK+CAoOSW52b2ljZVNlcnZpY2USaAoNQ3JlYXRlSW52b2ljZRIqLmNvaW52b2ljZS5pbnZvaWNlLnYxLkNyZWF0ZUludm9pY2VSZXF1ZXN0GisuY29pbnZvaWNlLmludm9pY2UudjEuQ3JlYXRlSW52b2ljZVJlc3BvbnNlEl8KCkdldEludm9pY2USJy5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRJbnZvaWNlUmVxdWVzdBooLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VSZXNwb25zZRJfCgpQYXlJbnZvaWNlEicuY29pbnZvaWNlLmludm9pY2UudjEuUGF5SW52b2ljZVJlcXVlc3QaKC5jb2ludm9pY2UuaW52b2ljZS52MS5QYXlJbnZvaWNlUmVzcG9uc2USZQoMTGlzdEludm9pY2VzEikuY29pbnZvaWNlLmludm9pY2UudjEuTGlzdEludm9pY2VzUmVxdWVzdBoqLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RJbnZvaWNlc1Jlc3BvbnNlEmIKC0dldENoZWNrb3V0EiguY29pbnZvaWNlLmludm9pY2UudjEuR2V0Q2hlY2tvdXRSZXF1ZXN0GikuY29pbnZvaWNlLmludm9pY2UudjEuR2V0Q2hlY2tvdXRSZXNwb25zZRJ0ChFHZXRJbnZvaWNlUHJvamVjdBIuLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VQcm9qZWN0UmVxdWVzdBovLmNvaW52b2ljZS5pbnZvaWNlLnYxLkdldEludm9pY2VQcm9qZWN0UmVzcG9uc2USWQoIR2V0UmF0ZXMSJS5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRSYXRlc1JlcXVlc3QaJi5jb2ludm9pY2UuaW52b2ljZS52MS5HZXRSYXRlc1Jlc3BvbnNlEnQKEUxpc3RMZWRnZXJDcmVkaXRzEi4uY29pbnZvaWNlLmludm9pY2UudjEuTGlzdExlZGdlckNyZWRpdHNSZXF1ZXN0Gi8uY29pbnZvaWNlLmludm9pY2UudjEuTGlzdExlZGdlckNyZWRpdHNSZXNwb25zZRKAAQoVTGlzdEFjY291bnRlZERlcG9zaXRzEjIuY29pbnZvaWNlLmludm9pY2UudjEuTGlzdEFjY291bnRlZERlcG9zaXRzUmVxdWVzdBozLmNvaW52b2ljZS5pbnZvaWNlLnYxLkxpc3RBY2NvdW50ZWREZXBvc2l0c1Jlc3BvbnNlEmsKDkxpc3RDdXJyZW5jaWVzEisuY29pbnZvaWNlLmludm9pY2UudjEuTGlzdEN1cnJlbmNpZXNSZXF1ZXN0GiwuY29pbnZvaWNlLmludm9pY2UudjEuTGlzdEN1cnJlbmNpZXNSZXNwb25zZWIGcHJvdG8z", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * One transfer to the invoice's address seen on its chain (live invoices only).
@@ -81,6 +81,14 @@ export type Payment = Message<"coinvoice.invoice.v1.Payment"> & {
    * @generated from field: google.protobuf.Timestamp block_time = 10;
    */
   blockTime?: Timestamp | undefined;
+
+  /**
+   * The network it arrived on ("ethereum", "bsc", …); differs from the invoice's pay_network for
+   * a wrong-network payment, which is recorded and reported but never credited.
+   *
+   * @generated from field: string network = 11;
+   */
+  network: string;
 };
 
 /**
@@ -265,6 +273,14 @@ export type Invoice = Message<"coinvoice.invoice.v1.Invoice"> & {
    * @generated from field: google.protobuf.Timestamp rate_quoted_at = 27;
    */
   rateQuotedAt?: Timestamp | undefined;
+
+  /**
+   * The network pay_currency is paid on: "bitcoin", "litecoin", "ethereum", "base", "arbitrum",
+   * "optimism", "polygon", "bsc" or "tron" (docs/networks.md).
+   *
+   * @generated from field: string pay_network = 28;
+   */
+  payNetwork: string;
 };
 
 /**
@@ -374,6 +390,15 @@ export type CreateInvoiceRequest = Message<"coinvoice.invoice.v1.CreateInvoiceRe
    * @generated from field: bool validate_only = 15;
    */
   validateOnly: boolean;
+
+  /**
+   * The network to pay on; absent: pay_currency's default network (BTC bitcoin, ETH/USDT/USDC
+   * ethereum, TRX tron, POL polygon, BNB bsc). One that does not carry pay_currency, or is not
+   * enabled, is validation_failed naming the networks that carry it.
+   *
+   * @generated from field: optional string pay_network = 16;
+   */
+  payNetwork?: string | undefined;
 };
 
 /**
@@ -693,6 +718,27 @@ export type Checkout = Message<"coinvoice.invoice.v1.Checkout"> & {
    * @generated from field: string amount_remaining = 17;
    */
   amountRemaining: string;
+
+  /**
+   * The network to pay on (the page names it prominently and warns to send only on it).
+   *
+   * @generated from field: string pay_network = 18;
+   */
+  payNetwork: string;
+
+  /**
+   * The network as customers know it: "Ethereum", "Base", "BNB Smart Chain", "Tron"…
+   *
+   * @generated from field: string pay_network_label = 19;
+   */
+  payNetworkLabel: string;
+
+  /**
+   * The token contract for a stablecoin (absent for a network's own coin, or where the test chain has none).
+   *
+   * @generated from field: optional string token_contract = 20;
+   */
+  tokenContract?: string | undefined;
 };
 
 /**
@@ -976,6 +1022,13 @@ export type LedgerCredit = Message<"coinvoice.invoice.v1.LedgerCredit"> & {
    * @generated from field: google.protobuf.Timestamp reported_at = 6;
    */
   reportedAt?: Timestamp | undefined;
+
+  /**
+   * The network the credited money is on (the invoice's pay_network).
+   *
+   * @generated from field: string network = 7;
+   */
+  network: string;
 };
 
 /**
@@ -990,7 +1043,7 @@ export const LedgerCreditSchema: GenMessage<LedgerCredit> = /*@__PURE__*/
  */
 export type ListAccountedDepositsRequest = Message<"coinvoice.invoice.v1.ListAccountedDepositsRequest"> & {
   /**
-   * "ethereum", "bitcoin", "litecoin" or "tron".
+   * A network: "ethereum", "base", …, "bitcoin", "litecoin" or "tron".
    *
    * @generated from field: string chain = 1;
    */
@@ -1115,6 +1168,130 @@ export type AccountedDeposit = Message<"coinvoice.invoice.v1.AccountedDeposit"> 
  */
 export const AccountedDepositSchema: GenMessage<AccountedDeposit> = /*@__PURE__*/
   messageDesc(file_coinvoice_invoice_v1_invoice, 24);
+
+/**
+ * @generated from message coinvoice.invoice.v1.ListCurrenciesRequest
+ */
+export type ListCurrenciesRequest = Message<"coinvoice.invoice.v1.ListCurrenciesRequest"> & {
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.ListCurrenciesRequest.
+ * Use `create(ListCurrenciesRequestSchema)` to create a new message.
+ */
+export const ListCurrenciesRequestSchema: GenMessage<ListCurrenciesRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 25);
+
+/**
+ * @generated from message coinvoice.invoice.v1.ListCurrenciesResponse
+ */
+export type ListCurrenciesResponse = Message<"coinvoice.invoice.v1.ListCurrenciesResponse"> & {
+  /**
+   * Every enabled (asset, network), assets in registry order, each asset's networks in registry order.
+   *
+   * @generated from field: repeated coinvoice.invoice.v1.PayCurrency currencies = 1;
+   */
+  currencies: PayCurrency[];
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.ListCurrenciesResponse.
+ * Use `create(ListCurrenciesResponseSchema)` to create a new message.
+ */
+export const ListCurrenciesResponseSchema: GenMessage<ListCurrenciesResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 26);
+
+/**
+ * One asset as paid on one network.
+ *
+ * @generated from message coinvoice.invoice.v1.PayCurrency
+ */
+export type PayCurrency = Message<"coinvoice.invoice.v1.PayCurrency"> & {
+  /**
+   * "USDT".
+   *
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * "bsc".
+   *
+   * @generated from field: string network = 2;
+   */
+  network: string;
+
+  /**
+   * "Tether USD (BEP-20)".
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * "BNB Smart Chain".
+   *
+   * @generated from field: string network_label = 4;
+   */
+  networkLabel: string;
+
+  /**
+   * Decimals of invoice and payout amounts.
+   *
+   * @generated from field: uint32 decimals = 5;
+   */
+  decimals: number;
+
+  /**
+   * Decimals of the on-chain unit (18 for USDT on bsc).
+   *
+   * @generated from field: uint32 base_unit_decimals = 6;
+   */
+  baseUnitDecimals: number;
+
+  /**
+   * Confirmations a live invoice needs on this network.
+   *
+   * @generated from field: uint32 confirmations = 7;
+   */
+  confirmations: number;
+
+  /**
+   * Decimal string: the smallest invoice or payout amount.
+   *
+   * @generated from field: string minimum_amount = 8;
+   */
+  minimumAmount: string;
+
+  /**
+   * The token contract on the main chain; absent for a network's own coin.
+   *
+   * @generated from field: optional string contract = 9;
+   */
+  contract?: string | undefined;
+
+  /**
+   * The EIP-155 chain id of EVM networks; absent elsewhere.
+   *
+   * @generated from field: optional uint64 chain_id = 10;
+   */
+  chainId?: bigint | undefined;
+
+  /**
+   * Whether a live node watches this network here (live invoices on it are detected); sandbox
+   * invoices work on every listed network.
+   *
+   * @generated from field: bool watched = 11;
+   */
+  watched: boolean;
+};
+
+/**
+ * Describes the message coinvoice.invoice.v1.PayCurrency.
+ * Use `create(PayCurrencySchema)` to create a new message.
+ */
+export const PayCurrencySchema: GenMessage<PayCurrency> = /*@__PURE__*/
+  messageDesc(file_coinvoice_invoice_v1_invoice, 27);
 
 /**
  * Invoice status. Public spelling: "Waiting", "Paid", "Expired".
@@ -1274,6 +1451,17 @@ export const InvoiceService: GenService<{
     methodKind: "unary";
     input: typeof ListAccountedDepositsRequestSchema;
     output: typeof ListAccountedDepositsResponseSchema;
+  },
+  /**
+   * Public, unauthenticated, cacheable (GET /api/currencies): every enabled (asset, network) with
+   * its decimals, confirmations, minimum amount and contract (docs/networks.md).
+   *
+   * @generated from rpc coinvoice.invoice.v1.InvoiceService.ListCurrencies
+   */
+  listCurrencies: {
+    methodKind: "unary";
+    input: typeof ListCurrenciesRequestSchema;
+    output: typeof ListCurrenciesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_invoice_v1_invoice, 0);

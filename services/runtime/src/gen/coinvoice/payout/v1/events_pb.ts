@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/payout/v1/events.proto.
  */
 export const file_coinvoice_payout_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL2V2ZW50cy5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSLcAQoPUGF5b3V0UmVxdWVzdGVkEhEKCXBheW91dF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEg4KBmFtb3VudBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDwoHYWRkcmVzcxgHIAEoCRIRCgRub3RlGAggASgJSACIAQESLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX25vdGUi2QEKHFBheW91dFZlcmlmaWNhdGlvbkNvZGVJc3N1ZWQSEQoJcGF5b3V0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEwoLZW52aXJvbm1lbnQYAyABKAkSDgoGYW1vdW50GAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEg4KBnN0YXR1cxgGIAEoCRINCgVlbWFpbBgHIAEoCRIMCgRjb2RlGAggASgJEi4KCmV4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIr8BCg5QYXlvdXRWZXJpZmllZBIRCglwYXlvdXRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZhbW91bnQYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSDgoGc3RhdHVzGAYgASgJEi8KC3ZlcmlmaWVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZvcmlnaW4YCCABKAkiywEKD1BheW91dENvbXBsZXRlZBIRCglwYXlvdXRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZhbW91bnQYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSDgoGc3RhdHVzGAYgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYByABKAkSMAoMY29tcGxldGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLDAQoOUGF5b3V0UmVqZWN0ZWQSEQoJcGF5b3V0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEwoLZW52aXJvbm1lbnQYAyABKAkSDgoGYW1vdW50GAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEg4KBnN0YXR1cxgGIAEoCRISCgphZG1pbl9ub3RlGAcgASgJEi8KC3JlamVjdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLBAQoPUGF5b3V0Q2FuY2VsbGVkEhEKCXBheW91dF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEg4KBmFtb3VudBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDgoGcmVhc29uGAcgASgJEjAKDGNhbmNlbGxlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiBjb2ludm9pY2UvcGF5b3V0L3YxL2V2ZW50cy5wcm90bxITY29pbnZvaWNlLnBheW91dC52MSLtAQoPUGF5b3V0UmVxdWVzdGVkEhEKCXBheW91dF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEg4KBmFtb3VudBgEIAEoCRIQCghjdXJyZW5jeRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDwoHYWRkcmVzcxgHIAEoCRIRCgRub3RlGAggASgJSACIAQESLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHbmV0d29yaxgKIAEoCUIHCgVfbm90ZSLqAQocUGF5b3V0VmVyaWZpY2F0aW9uQ29kZUlzc3VlZBIRCglwYXlvdXRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZhbW91bnQYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSDgoGc3RhdHVzGAYgASgJEg0KBWVtYWlsGAcgASgJEgwKBGNvZGUYCCABKAkSLgoKZXhwaXJlc19hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHbmV0d29yaxgKIAEoCSLQAQoOUGF5b3V0VmVyaWZpZWQSEQoJcGF5b3V0X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSEwoLZW52aXJvbm1lbnQYAyABKAkSDgoGYW1vdW50GAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEg4KBnN0YXR1cxgGIAEoCRIvCgt2ZXJpZmllZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGb3JpZ2luGAggASgJEg8KB25ldHdvcmsYCSABKAki3AEKD1BheW91dENvbXBsZXRlZBIRCglwYXlvdXRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZhbW91bnQYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSDgoGc3RhdHVzGAYgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYByABKAkSMAoMY29tcGxldGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgduZXR3b3JrGAkgASgJItQBCg5QYXlvdXRSZWplY3RlZBIRCglwYXlvdXRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZhbW91bnQYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSDgoGc3RhdHVzGAYgASgJEhIKCmFkbWluX25vdGUYByABKAkSLwoLcmVqZWN0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB25ldHdvcmsYCSABKAki0gEKD1BheW91dENhbmNlbGxlZBIRCglwYXlvdXRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZhbW91bnQYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSDgoGc3RhdHVzGAYgASgJEg4KBnJlYXNvbhgHIAEoCRIwCgxjYW5jZWxsZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB25ldHdvcmsYCSABKAliBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Event "payout.requested": a payout was created and its amount held.
@@ -70,6 +70,13 @@ export type PayoutRequested = Message<"coinvoice.payout.v1.PayoutRequested"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 9;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * The network the payout is sent on (docs/networks.md).
+   *
+   * @generated from field: string network = 10;
+   */
+  network: string;
 };
 
 /**
@@ -142,6 +149,13 @@ export type PayoutVerificationCodeIssued = Message<"coinvoice.payout.v1.PayoutVe
    * @generated from field: google.protobuf.Timestamp expires_at = 9;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The network the payout is sent on (docs/networks.md).
+   *
+   * @generated from field: string network = 10;
+   */
+  network: string;
 };
 
 /**
@@ -206,6 +220,13 @@ export type PayoutVerified = Message<"coinvoice.payout.v1.PayoutVerified"> & {
    * @generated from field: string origin = 8;
    */
   origin: string;
+
+  /**
+   * The network the payout is sent on (docs/networks.md).
+   *
+   * @generated from field: string network = 9;
+   */
+  network: string;
 };
 
 /**
@@ -266,6 +287,13 @@ export type PayoutCompleted = Message<"coinvoice.payout.v1.PayoutCompleted"> & {
    * @generated from field: google.protobuf.Timestamp completed_at = 8;
    */
   completedAt?: Timestamp | undefined;
+
+  /**
+   * The network the payout is sent on (docs/networks.md).
+   *
+   * @generated from field: string network = 9;
+   */
+  network: string;
 };
 
 /**
@@ -326,6 +354,13 @@ export type PayoutRejected = Message<"coinvoice.payout.v1.PayoutRejected"> & {
    * @generated from field: google.protobuf.Timestamp rejected_at = 8;
    */
   rejectedAt?: Timestamp | undefined;
+
+  /**
+   * The network the payout is sent on (docs/networks.md).
+   *
+   * @generated from field: string network = 9;
+   */
+  network: string;
 };
 
 /**
@@ -388,6 +423,13 @@ export type PayoutCancelled = Message<"coinvoice.payout.v1.PayoutCancelled"> & {
    * @generated from field: google.protobuf.Timestamp cancelled_at = 8;
    */
   cancelledAt?: Timestamp | undefined;
+
+  /**
+   * The network the payout is sent on (docs/networks.md).
+   *
+   * @generated from field: string network = 9;
+   */
+  network: string;
 };
 
 /**
