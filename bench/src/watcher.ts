@@ -9,6 +9,8 @@
  *      (creating 100,000 through the API would measure the API, not the watcher). And
  *   2. latency from the block that gives a payment its last required confirmation to the
  *      invoice.paid webhook at a receiver (sequential payments, CHAIN_ETHEREUM_POLL_MS as set).
+ * First, on a second anvil started as base, the 2-second-block scenario (fast-chain.ts): blocks/s
+ * with 1,000 open invoices, and whether the watcher keeps up at 10× the chain's block rate.
  * Writes its section of bench/results.md (between the watcher markers).
  */
 import { spawn } from 'node:child_process';
@@ -21,7 +23,11 @@ import postgres from 'postgres';
 import { createPublicClient, createTestClient, createWalletClient, http as viemHttp, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
+import { evmWatcherConfig } from '@coinvoice/chains/evm/family';
+import { chainWatcherSettings } from '@coinvoice/chains/watchers';
 import { freePort, resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
+import { loadConfig } from '@coinvoice/runtime';
+import { FAST_BLOCKS, FAST_CHAIN, FAST_INVOICES, FAST_LIVE_BLOCKS, fastChainSection, runFastChain, startFastChainNode, type FastChainNode } from './fast-chain';
 import { RESULTS_FILE } from './results-file';
 import { signUp } from './sign-up';
 
@@ -75,6 +81,8 @@ async function main(): Promise<void> {
     }
   }
 
+  const fastNode: FastChainNode = await startFastChainNode(anvilBin);
+
   const arrivals = new Map<string, number>();
   const receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -102,7 +110,10 @@ async function main(): Promise<void> {
         EVENT_NAMESPACE: `benchw${randomBytes(3).toString('hex')}`,
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
         CHAIN_ETHEREUM_RPC_URL: rpcUrl,
+        // anvil's own chain id: the watcher checks the node's eth_chainId against it at start.
+        CHAIN_ETHEREUM_CHAIN_ID: '31337',
         CHAIN_ETHEREUM_CONFIRMATIONS: String(CONFIRMATIONS),
+        ...fastNode.env,
         CHAIN_ETHEREUM_POLL_MS: String(POLL_MS),
         // Email (the sign-up code) goes to a mailbox folder of this run's own.
         SMTP_URL: '',
@@ -156,6 +167,18 @@ async function main(): Promise<void> {
       }
     };
     const peakRssMb = (pid: number) => Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+
+    // 0. The 2-second-block network (fast-chain.ts), first: its open invoices are then the only
+    // ones, and closed before the Ethereum rounds count theirs.
+    const fastWatcher = () => {
+      const info = system?.describe()[`watch-${FAST_CHAIN}`];
+      if (!info) throw new Error(`no watch-${FAST_CHAIN} process`);
+      return info.pid;
+    };
+    const fastPayable = await createMany(Math.min(FAST_INVOICES, Math.ceil((FAST_BLOCKS + FAST_LIVE_BLOCKS + 1) / 10)));
+    const fastPollMs = evmWatcherConfig(loadConfig(chainWatcherSettings, { ...process.env, ...fastNode.env }), FAST_CHAIN).pollMs;
+    console.log(`${FAST_CHAIN}: ${FAST_INVOICES} open live invoices, blocks 2 s apart…`);
+    const fast = await runFastChain({ node: fastNode, sql: sqlDb, watcherPid: fastWatcher, pollMs: fastPollMs, payable: fastPayable });
 
     // 1. Backfill, once per count of open invoices: the watcher is paused (SIGSTOP) while BLOCKS
     // blocks are produced, then resumed.
@@ -215,7 +238,7 @@ async function main(): Promise<void> {
 
     const section = [
       '<!-- watcher -->',
-      '## Ethereum watcher (`npm run bench:watcher`)',
+      '## Watchers (`npm run bench:watcher`): Ethereum, and a 2-second-block network',
       '',
       `Written on ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM (${Math.round(freemem() / 2 ** 30)} GiB free), Node ${process.version}; anvil, Postgres, NATS and the system's processes on this one machine.`,
       ...(process.env.BENCH_MACHINE_NOTE ? [`**${process.env.BENCH_MACHINE_NOTE}**`] : []),
@@ -236,6 +259,8 @@ async function main(): Promise<void> {
             `Flat cost (docs/watcher.md): with ${rounds[rounds.length - 1]!.open.toLocaleString('en')} open invoices the watcher keeps ${((100 * rounds[rounds.length - 1]!.blocksPerSecond) / rounds[0]!.blocksPerSecond).toFixed(0)} % of its blocks/s with ${rounds[0]!.open.toLocaleString('en')} (target ≥ 80 %), peak RSS ${rounds[rounds.length - 1]!.peakRssMb.toFixed(0)} MB (target < 300 MB).`,
           ]
         : []),
+      '',
+      ...fastChainSection(fast),
       '<!-- /watcher -->',
     ].join('\n');
     const file = RESULTS_FILE;
@@ -248,6 +273,7 @@ async function main(): Promise<void> {
     await system?.stop();
     receiver.close();
     anvil.kill('SIGTERM');
+    fastNode.stop();
     await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);
     await admin.end({ timeout: 5 });
   }

@@ -47,6 +47,7 @@ import {
   readDockerfile,
   REPO_ROOT,
   roleOf,
+  WATCHED_CHAINS,
   workloadsOf,
   type DeployContext,
   type OverlayName,
@@ -75,10 +76,12 @@ function broken(overlay: OverlayName, mutate: (ctx: DeployContext) => void): Dep
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   const ctx = () => contexts[overlay];
 
-  test('renders the sixteen Deployments (the invoice service serving, and watching each of the nine chains; the payout service serving, signing and processing ethereum), their Services, autoscalers, budgets and the migration Jobs', () => {
+  test('renders the Deployments (the invoice service serving, and watching each chain of the registry; the payout service serving, signing and processing ethereum), their Services, autoscalers, budgets and the migration Jobs', () => {
     const names = (kind: string) => ctx().objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
-    const watchers = ['arbitrum', 'base', 'bitcoin', 'bsc', 'ethereum', 'litecoin', 'optimism', 'polygon', 'tron'].map((chain) => `invoice-watcher-${chain}`);
-    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer'];
+    // One watcher per chain of the registry (services/chains/src/watchers.ts): nine today.
+    expect(WATCHED_CHAINS).toEqual(expect.arrayContaining(['ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'bitcoin', 'litecoin', 'tron']));
+    const watchers = WATCHED_CHAINS.map((chain) => `invoice-watcher-${chain}`);
+    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer'].sort();
     // No placeholder of the chain-watcher component, and not its local values ConfigMap, reaches the cluster.
     expect(names('ConfigMap')).not.toContain('chain-watcher');
     expect(JSON.stringify(ctx().objects)).not.toMatch(/CHAIN_SOURCE_VARIABLE|watcher-CHAIN|"API"/);
@@ -223,9 +226,10 @@ describe('the image', () => {
           for (const c of w.pod.containers) roles.add(JSON.stringify(c.args ?? []));
         }
       }
-      // 5 serve, 4 migrate, invoice watch <chain> for the nine chains, payout sign, payout sign
-      // migrate, payout process ethereum
-      expect(roles.size).toBe(21);
+      // 5 serve, 4 migrate, invoice watch <chain> for each chain of the registry, payout sign,
+      // payout sign migrate, payout process ethereum
+      expect(roles.size).toBe(5 + 4 + WATCHED_CHAINS.length + 3);
+      for (const chain of WATCHED_CHAINS) expect(roles.has(JSON.stringify(['invoice', 'watch', chain]))).toBe(true);
       for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
       for (const role of roles) {
         const args = JSON.parse(role) as string[];
