@@ -6,12 +6,12 @@
  * the payout's address exactly its amount in sun; any other contract — a TRC-20
  * `TriggerSmartContract`, a TRC-10 `TransferAssetContract` — moves another asset. A TRC-20 payout
  * needs a Transfer event of the configured contract (CHAIN_TRON_<TOKEN>_CONTRACT) in the
- * transaction's info (`receipt.result` SUCCESS) to the address of exactly the amount in the token's
+ * transaction's info (a call whose `receipt.result` is not SUCCESS undid its events) to the address of exactly the amount in the token's
  * base units, read as the watcher reads it (trc20.ts): whichever contract was called (a batch
  * payout emits one per recipient), what counts is the token's event.
  */
 import { tronAddressFromHex } from './address';
-import { contractLogAddress, infoSucceeded, trc20TransfersOf, type TronTokenCode } from './trc20';
+import { contractLogAddress, failedCall, trc20TransfersOf, type TronTokenCode } from './trc20';
 import { baseUnitsOf, ChainUnavailable, failedOnChain, fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '../payout-check';
 
 export interface TronCheckSettings {
@@ -54,10 +54,8 @@ export class TronPayoutCheck implements PayoutChainCheck {
 
   /** A TRC-20 payout: the token's Transfer event to the address of exactly the amount. */
   private checkToken(input: ChainCheckInput, info: Record<string, unknown>, contract: string, expected: bigint): ChainCheckResult {
-    if (!infoSucceeded(info)) {
-      const result = isRecord(info.receipt) && typeof info.receipt.result === 'string' ? info.receipt.result : 'missing';
-      return failedOnChain(`receipt.result ${result}`);
-    }
+    const failed = failedCall(info);
+    if (failed !== undefined) return failedOnChain(failed);
     const transfers = trc20TransfersOf(info, new Set([contract]));
     if (!transfers) throw new ChainUnavailable(`tron: transaction ${input.transactionHash} has a malformed log`);
     if (transfers.some((t) => t.to === input.address && t.value === expected)) return { ok: true };

@@ -8,6 +8,7 @@
  * payout check (docs/networks.md#tron-trc-20), so both read a Transfer the same way.
  */
 import { base58check } from '../base58check';
+import { isRecord } from '../payout-check';
 import { tronAddressFromHex } from './address';
 import type { CryptoCurrency } from '../coin';
 import { TRON_ADDRESS_PREFIX, USDC_TRON, USDT_TRON } from './coins';
@@ -21,10 +22,6 @@ export const TRANSFER_TOPIC = 'ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a1162
 
 const WORD = /^[0-9a-fA-F]{64}$/;
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** The 20-byte hex (lower case, no 41) a log's `address` carries for a base58 contract ("T…"). */
 export function contractLogAddress(contract: string): string {
   const payload = base58check.decode(contract);
@@ -32,9 +29,16 @@ export function contractLogAddress(contract: string): string {
   return Buffer.from(payload.subarray(1)).toString('hex');
 }
 
-/** Whether a TransactionInfo says its contract call succeeded (a failed one emitted nothing). */
-export function infoSucceeded(info: Record<string, unknown>): boolean {
-  return isRecord(info.receipt) && info.receipt.result === 'SUCCESS' && info.result !== 'FAILED';
+/**
+ * Why a TransactionInfo's transaction failed ("REVERT", "OUT_OF_ENERGY"…), or undefined when it did
+ * not: a failed contract call's effects, its events included, were undone. A transaction that ran
+ * no contract (a TRX transfer) has no `receipt.result`, and no logs either.
+ */
+export function failedCall(info: Record<string, unknown>): string | undefined {
+  const result = isRecord(info.receipt) ? info.receipt.result : undefined;
+  if (result !== undefined && result !== 'SUCCESS') return `receipt.result ${String(result)}`;
+  if (info.result === 'FAILED') return 'result FAILED';
+  return undefined;
 }
 
 /** One Transfer(address,address,uint256) log of a transaction. */

@@ -10,7 +10,7 @@
  */
 import type { CryptoCode } from '../coin';
 import { tronAddressFromHex } from './address';
-import { contractLogAddress, infoSucceeded, TRON_TOKENS, trc20TransfersOf, type TronTokenCode } from './trc20';
+import { contractLogAddress, failedCall, TRON_TOKENS, trc20TransfersOf, type TronTokenCode } from './trc20';
 import { Decimal, fromBaseUnits } from '@coinvoice/domain/money';
 import { NATIVE_VALUE_INDEX } from '../chain-adapter';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from '../chain-adapter';
@@ -167,7 +167,7 @@ export class TronAdapter implements ChainAdapter {
     const transfers: ObservedTransfer[] = [];
     for (const info of infos as Array<Record<string, unknown>>) {
       // A failed call's effects, its Transfer events included, were undone: it moved no token.
-      if (!infoSucceeded(info)) continue;
+      if (failedCall(info) !== undefined) continue;
       const logs = trc20TransfersOf(info, contracts);
       if (!logs) throw malformed(`${path} ${block.height}: transaction ${String(info.id)} has a malformed log`);
       for (const log of logs) {

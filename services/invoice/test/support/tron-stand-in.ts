@@ -86,6 +86,8 @@ export class TronStandIn {
   down = false;
   /** Reorgs so far: a block mined after one never has the id of the block it replaced. */
   private forks = 0;
+  /** Blocks a reorg dropped: still known by id. */
+  private readonly forked: TronBlock[] = [];
   private readonly sockets = new Set<Socket>();
   private readonly from = `41${randomBytes(20).toString('hex')}`;
 
@@ -156,9 +158,13 @@ export class TronStandIn {
     return { txID: randomBytes(32).toString('hex'), to: recipients[0]!, amountSun: 0, success, trc20Contract: batch, callData, logs };
   }
 
-  /** Drops the blocks from `height` up (a reorg: the chain continues from height - 1 with new blocks). */
+  /**
+   * Drops the blocks from `height` up (a reorg: the chain continues from height - 1 with new
+   * blocks). Like java-tron, which keeps recent fork blocks (KhaosDB), the dropped blocks are still
+   * served by id; by number, only the canonical chain.
+   */
   reorg(height: number): void {
-    this.blocks.length = height;
+    this.forked.push(...this.blocks.splice(height));
     this.forks++;
   }
 
@@ -262,7 +268,7 @@ export class TronStandIn {
         return this.send(res, 200, block ? this.blockJson(block) : {});
       }
       if (path === '/wallet/getblockbyid') {
-        const block = this.blocks.find((b) => b.blockID === input.value);
+        const block = this.blocks.find((b) => b.blockID === input.value) ?? this.forked.find((b) => b.blockID === input.value);
         return this.send(res, 200, block ? this.blockJson(block) : {});
       }
       if (path === '/wallet/gettransactioninfobyblocknum') {
