@@ -138,7 +138,8 @@ export class TronAdapter implements ChainAdapter {
         });
       }
     }
-    if (this.tokenOf.size > 0 && read.transactions.length > 0) transfers.push(...(await this.tokenTransfers(block, read.transactions as Array<{ txID: string }>, addresses)));
+    // The infos are a second request: skipped when no token is taken, nothing is watched or the block is empty.
+    if (this.tokenOf.size > 0 && addresses.size > 0 && read.transactions.length > 0) transfers.push(...(await this.tokenTransfers(block, read.transactions as Array<{ txID: string }>, addresses)));
     return transfers;
   }
 
