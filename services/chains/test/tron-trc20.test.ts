@@ -101,7 +101,7 @@ describe('the adapter', () => {
   });
 
   test('reconciliation: no balances (a full node answers head state only); an asset it does not report is refused', async () => {
-    const adapter = new TronAdapter({ apiUrl: chain.url, timeoutMs: 2_000, tokens: { USDT } });
+    const adapter: ChainAdapter = new TronAdapter({ apiUrl: chain.url, timeoutMs: 2_000, tokens: { USDT } });
     const head = await adapter.head();
     expect(await adapter.balancesAt('USDT', [someTronAddress()], head)).toEqual(new Map());
     await expect(adapter.balancesAt('USDC', [someTronAddress()], head)).rejects.toThrow('USDC is not an asset');
