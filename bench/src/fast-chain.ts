@@ -14,7 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
 import type postgres from 'postgres';
 import { createPublicClient, createTestClient, createWalletClient, defineChain, http as viemHttp, parseEther, type Abi, type Address, type Hex } from 'viem';
@@ -295,7 +295,10 @@ export async function runFastChain(options: {
 /** The section of bench/results.md for this scenario. */
 export function fastChainSection(r: FastChainResult): string[] {
   return [
-    `### ${NETWORK.label}: a 2-second-block network at ${SPEEDUP}× its block rate`,
+    `## A 2-second-block network: ${NETWORK.label} at ${SPEEDUP}× its block rate (\`npm run bench:watcher\`)`,
+    '',
+    `Written on ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}; both anvils, Postgres, NATS, the system's processes and the bench on this one machine.`,
+    ...(process.env.BENCH_MACHINE_NOTE ? [`**${process.env.BENCH_MACHINE_NOTE}**`] : []),
     '',
     `anvil started as ${FAST_CHAIN} (\`--chain-id ${NETWORK.chainId.mainnet}\`, CHAIN_${FAST_CHAIN.toUpperCase()}_CHAIN_ID=${NETWORK.chainId.mainnet}) with a 6-decimal USDC; blocks mined by the bench, each timestamped ${BLOCK_SECONDS} s after the previous (the chain's block time), each with ${r.txsPerBlock} transfers (ETH and USDC to fresh addresses) and every tenth paying one of the ${r.openInvoices.toLocaleString('en')} open live invoices on ${FAST_CHAIN}. The watcher as configured by default (CHAIN_${FAST_CHAIN.toUpperCase()}_POLL_MS=${r.pollMs}, ${NETWORK.confirmations} confirmations).`,
     '',
@@ -306,6 +309,8 @@ export function fastChainSection(r: FastChainResult): string[] {
     `| live: cursor behind the head, max (first third / last third of the run) | ${r.live.maxLag} blocks (${r.live.maxLagFirstThird} / ${r.live.maxLagLastThird}) |`,
     `| live: at the head after the last block | ${r.live.catchUpMs.toFixed(0)} ms |`,
     `| payments sent / recorded on ${FAST_CHAIN} | ${r.payments.sent} / ${r.payments.recorded} |`,
+    '',
+    `\`followed\` is the height the cursor gained from the first live block until it reached the last one, over that whole time (the catch-up after the last block included). The cursor trails by up to a poll interval's worth of blocks (${r.pollMs / 1000} s × ${TARGET_RATE} blocks/s = ${(r.pollMs / 1000) * TARGET_RATE}) plus the blocks made while a round runs.`,
     '',
     `Keeps up at ${SPEEDUP}× (≥ ${TARGET_RATE} blocks/s produced, lag not growing, at the head within one poll of the last block, every payment recorded): ${r.keepsUp ? '✔' : '✘'}. Machine load (1-minute average) ${r.load.before.toFixed(1)} before, ${r.load.after.toFixed(1)} after, on ${cpus().length} cores.`,
   ];
