@@ -135,6 +135,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         priceCurrency: request.priceCurrency.code,
         priceAmountInUsd: formatPlain(priceAmountInUsd),
         payCurrency: request.payCurrency.code,
+        payNetwork: request.payCurrency.chain,
         rate: formatPlain(rate),
         rateSources: [...rates.sources],
         rateQuotedAt: rates.quotedAt,

@@ -60,7 +60,8 @@ export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Deci
 
 export function invoiceLatePaymentEvent(
   row: InvoiceRow,
-  payment: { id: string; transactionHash: string; asset: string; amount: Decimal; credited: boolean },
+  /** `network`: where it arrived; another than the invoice's pay_network is a wrong-network payment (credited false). */
+  payment: { id: string; transactionHash: string; asset: string; network: string; amount: Decimal; credited: boolean },
 ): NewEvent {
   const message = create(InvoiceLatePaymentSchema, {
     ...invoiceFields(row),
@@ -69,6 +70,7 @@ export function invoiceLatePaymentEvent(
     transactionHash: payment.transactionHash,
     credited: payment.credited,
     paymentId: payment.id,
+    network: payment.network,
   });
   return { type: INVOICE_EVENT_TYPES.latePayment, payload: toJson(InvoiceLatePaymentSchema, message), key: row.id };
 }
@@ -88,7 +90,7 @@ function orderId(row: InvoiceRow): { orderId?: string } {
 
 /** What every invoice event says of its invoice, in the flat public style of invoice.paid. */
 function invoiceFields(row: InvoiceRow) {
-  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
+  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment, payNetwork: row.pay_network };
 }
 
 /** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */
