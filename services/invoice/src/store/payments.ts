@@ -246,6 +246,8 @@ export interface LedgerCreditRow extends Partial<Pick<PaymentRow, 'chain' | 'tra
   /** 'paid': the invoice.paid credit (the sum of the payments it covered); 'late': one payment. */
   kind: 'paid' | 'late';
   currency: string;
+  /** The invoice's pay_network: credited money is always on it (a wrong-network payment is never credited). */
+  network: Chain;
   amount: string;
   reported_at: Date;
 }
@@ -253,7 +255,8 @@ export interface LedgerCreditRow extends Partial<Pick<PaymentRow, 'chain' | 'tra
 /**
  * What this service told the ledger to credit, for the invoices after `afterInvoiceId` (a page of
  * `limit` invoices, by id): per invoice, the invoice.paid amount (its 'paid' payments) and each
- * credited late payment. Live only: a sandbox invoice has no payment rows.
+ * credited late payment. Live only: a sandbox invoice has no payment rows. A wrong-network or
+ * other-asset payment is 'uncredited' and never listed (docs/networks.md#wrong-network).
  */
 export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string | null, limit: number): Promise<LedgerCreditRow[]> {
   return sql<LedgerCreditRow[]>`
@@ -263,12 +266,12 @@ export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string |
       order by invoice_id limit ${limit}
     )
     select p.invoice_id, i.project_id, 'paid' as kind, null as chain, null as transaction_hash, null::int as output_index,
-           p.asset as currency, sum(p.amount)::text as amount, max(p.reported_at) as reported_at
+           p.asset as currency, i.pay_network as network, sum(p.amount)::text as amount, max(p.reported_at) as reported_at
     from payments p join page using (invoice_id) join invoices i on i.id = p.invoice_id
     where p.reported_as = 'paid'
-    group by p.invoice_id, i.project_id, p.asset
+    group by p.invoice_id, i.project_id, p.asset, i.pay_network
     union all
-    select p.invoice_id, i.project_id, 'late', p.chain, p.transaction_hash, p.output_index, p.asset, p.amount::text, p.reported_at
+    select p.invoice_id, i.project_id, 'late', p.chain, p.transaction_hash, p.output_index, p.asset, i.pay_network, p.amount::text, p.reported_at
     from payments p join page using (invoice_id) join invoices i on i.id = p.invoice_id
     where p.reported_as = 'late'
     order by invoice_id`;
@@ -292,7 +295,9 @@ export interface AccountedDepositRow {
  * Accounted deposits of a chain after a (reported_at, id) keyset cursor: payments reported to the
  * ledger (credited or not), which happens the moment they are accounted (settlement.ts), so
  * `reported_as is not null` is that rule's record, not a second rule. The treasury sweeps them
- * (docs/treasury.md#sweep-tasks).
+ * (docs/treasury.md#sweep-tasks) — a wrong-network payment too, on the chain it arrived on
+ * (`payments.chain`, whatever the invoice's pay_network): the same key recovers it
+ * (docs/networks.md#wrong-network).
  */
 export async function listAccountedDeposits(
   sql: Queryable,
