@@ -23,6 +23,9 @@ import { watcherService } from '../src/watcher/role';
 import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
 
 const CONFIRMATIONS = 2;
+/** bsc needs more here: a wrong-network payment on bsc must wait for bsc's count, not its invoice's. */
+const BSC_CONFIRMATIONS = 3;
+const CONFIRMATIONS_OF: Readonly<Record<string, number>> = { ethereum: CONFIRMATIONS, base: CONFIRMATIONS, bsc: BSC_CONFIRMATIONS };
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
 
 let ethereum: Anvil;
@@ -35,10 +38,10 @@ let h: Harness;
 const watchers: TestService[] = [];
 
 function nodeEnv(): Record<string, string> {
-  const node = (prefix: string, anvil: Anvil) => ({
+  const node = (prefix: string, anvil: Anvil, confirmations = CONFIRMATIONS) => ({
     [`${prefix}_RPC_URL`]: anvil.url,
     [`${prefix}_CHAIN_ID`]: String(anvil.chainId),
-    [`${prefix}_CONFIRMATIONS`]: String(CONFIRMATIONS),
+    [`${prefix}_CONFIRMATIONS`]: String(confirmations),
     [`${prefix}_POLL_MS`]: '100',
     [`${prefix}_RPC_TIMEOUT_MS`]: '5000',
   });
@@ -48,7 +51,7 @@ function nodeEnv(): Record<string, string> {
     CHAIN_ETHEREUM_USDC_CONTRACT: ethereumTokens.usdc,
     ...node('CHAIN_BASE', base),
     CHAIN_BASE_USDC_CONTRACT: baseTokens.usdc,
-    ...node('CHAIN_BSC', bsc),
+    ...node('CHAIN_BSC', bsc, BSC_CONFIRMATIONS),
     CHAIN_BSC_USDT_CONTRACT: bscTokens.usdt,
     CHAIN_BSC_USDC_CONTRACT: bscTokens.usdc,
   };
@@ -73,14 +76,14 @@ afterAll(async () => {
 /**
  * A live invoice in `payCurrency` on `payNetwork`. CreateInvoice's payNetwork is the invoice API's
  * (docs/networks.md); where this branch's API still stores the default network, the row is set to
- * the network asked for (the address is the same on every EVM network, and every network here
- * needs the same confirmations).
+ * the network asked for and its confirmations (the address is the same on every EVM network).
  */
 async function liveInvoice(payCurrency: 'USDT' | 'USDC', payNetwork: string, priceAmount: string) {
   const invoice = (await h.client.createInvoice(createRequest(liveProject(), { priceAmount, priceCurrency: 'USD', payCurrency, payNetwork }))).invoice!;
-  await h.sql`update invoices set pay_network = ${payNetwork} where id = ${invoice.id} and pay_network <> ${payNetwork}`;
+  const confirmations = CONFIRMATIONS_OF[payNetwork]!;
+  await h.sql`update invoices set pay_network = ${payNetwork}, confirmations_required = ${confirmations} where id = ${invoice.id} and pay_network <> ${payNetwork}`;
   const [row] = await h.sql<{ pay_network: string; confirmations_required: number }[]>`select pay_network, confirmations_required from invoices where id = ${invoice.id}`;
-  expect(row).toEqual({ pay_network: payNetwork, confirmations_required: CONFIRMATIONS });
+  expect(row).toEqual({ pay_network: payNetwork, confirmations_required: confirmations });
   return invoice;
 }
 
@@ -91,13 +94,16 @@ interface State {
   events: Array<{ type: string; payload: Record<string, unknown> }>;
 }
 
+/** The invoice, its payments and its events as of one snapshot (a watcher commits them together). */
 async function state(invoiceId: string): Promise<State> {
-  const [invoice] = await h.sql<{ status: string; amount_received: string }[]>`select status, amount_received::text from invoices where id = ${invoiceId}`;
-  const payments = await h.sql<State['payments']>`
-    select chain, asset, amount::text, status, confirmations, reported_as from payments where invoice_id = ${invoiceId} order by id`;
-  const events = await h.sql<{ event_type: string; payload: Record<string, unknown> }[]>`
-    select event_type, payload from outbox where payload->>'invoiceId' = ${invoiceId} order by seq`;
-  return { ...invoice!, payments: [...payments], events: events.map((e) => ({ type: e.event_type, payload: e.payload })) };
+  return h.sql.begin('isolation level repeatable read read only', async (sql) => {
+    const [invoice] = await sql<{ status: string; amount_received: string }[]>`select status, amount_received::text from invoices where id = ${invoiceId}`;
+    const payments = await sql<State['payments']>`
+      select chain, asset, amount::text, status, confirmations, reported_as from payments where invoice_id = ${invoiceId} order by id`;
+    const events = await sql<{ event_type: string; payload: Record<string, unknown> }[]>`
+      select event_type, payload from outbox where payload->>'invoiceId' = ${invoiceId} order by seq`;
+    return { ...invoice!, payments: [...payments], events: events.map((e) => ({ type: e.event_type, payload: e.payload })) };
+  });
 }
 
 const until = (invoiceId: string, what: string, ok: (s: State) => boolean) =>
@@ -180,13 +186,29 @@ test('a bsc USDT invoice of 100.00 USD takes exact 18-decimal amounts: one base 
 
   await sendTokenUnits(bsc, bscTokens.usdt, short.address, 100n * 10n ** 18n - 1n);
   await sendTokenUnits(bsc, bscTokens.usdt, exact.address, 100n * 10n ** 18n);
-  await mine(bsc, CONFIRMATIONS);
+  await mine(bsc, BSC_CONFIRMATIONS);
   const paid = await until(exact.id, 'the exact amount Paid', (s) => s.status === 'Paid');
   expect(paid.payments).toEqual([expect.objectContaining({ chain: 'bsc', asset: 'USDT', amount: '100', status: 'confirmed' })]);
   const partial = await until(short.id, 'one unit short: PartiallyPaid', (s) => s.status === 'PartiallyPaid' && s.payments[0]?.status === 'confirmed');
   expect(partial.amount_received).toBe('99.999999999999999999');
   expect(partial.payments).toEqual([expect.objectContaining({ chain: 'bsc', amount: '99.999999999999999999' })]);
   expect(types(partial)).not.toContain('invoice.paid');
+}, 60_000);
+
+test("a wrong-network payment confirms with the count of the network it arrived on, not its invoice's", async () => {
+  const invoice = await liveInvoice('USDC', 'base', '5.00');
+  // 5 USDC on bsc: 5·10^18 base units of its 18-decimal USDC.
+  await sendTokenUnits(bsc, bscTokens.usdc, invoice.address, 5n * 10n ** 18n);
+  await mine(bsc, CONFIRMATIONS - 1);
+  // base's count (2) reached, bsc's (3) not: still only seen, not reported.
+  const atTwo = await until(invoice.id, 'two confirmations on bsc', (s) => s.payments[0]?.confirmations === CONFIRMATIONS);
+  expect(atTwo.payments).toEqual([expect.objectContaining({ chain: 'bsc', asset: 'USDC', amount: '5', status: 'seen', reported_as: null })]);
+  expect(types(atTwo)).toEqual(['invoice.created']);
+  await mine(bsc, 1);
+  const reported = await until(invoice.id, 'reported at bsc\'s count', (s) => types(s).includes('invoice.late_payment'));
+  expect(reported.payments).toEqual([expect.objectContaining({ chain: 'bsc', status: 'confirmed', confirmations: BSC_CONFIRMATIONS, reported_as: 'uncredited' })]);
+  expect(reported.events.find((e) => e.type === 'invoice.late_payment')?.payload).toEqual(expect.objectContaining({ network: 'bsc', payNetwork: 'base', amount: '5' }));
+  expect(reported.status).toBe('Waiting');
 }, 60_000);
 
 /** `main.js watch <network>` as a process; the node check runs before any connection. */
