@@ -42,6 +42,7 @@ function amountReceived(row: InvoiceRow): string {
 export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): NewEvent {
   const message = create(InvoiceConfirmingSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     confirmations,
     confirmationsRequired: row.confirmations_required,
@@ -52,6 +53,7 @@ export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): 
 export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Decimal): NewEvent {
   const message = create(InvoicePartiallyPaidSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     amountRemaining: formatPlain(amountRemaining),
   });
@@ -65,6 +67,7 @@ export function invoiceLatePaymentEvent(
 ): NewEvent {
   const message = create(InvoiceLatePaymentSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     amount: formatPlain(payment.amount),
     currency: payment.asset,
     transactionHash: payment.transactionHash,
@@ -78,6 +81,7 @@ export function invoiceLatePaymentEvent(
 export function invoiceReopenedEvent(row: InvoiceRow, previousStatus: string): NewEvent {
   const message = create(InvoiceReopenedSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     previousStatus,
   });
@@ -90,7 +94,12 @@ function orderId(row: InvoiceRow): { orderId?: string } {
 
 /** What every invoice event says of its invoice, in the flat public style of invoice.paid. */
 function invoiceFields(row: InvoiceRow) {
-  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment, payNetwork: row.pay_network };
+  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
+}
+
+/** The invoice's pay_network (docs/networks.md), on the events the watcher's settlement writes. */
+function payNetworkField(row: InvoiceRow) {
+  return { payNetwork: row.pay_network };
 }
 
 /** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */
