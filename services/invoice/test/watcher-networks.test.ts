@@ -18,8 +18,10 @@ import path from 'node:path';
 import { startTestService, type TestService } from '../../../test/support/service';
 import { deployTokens, mine, sendToken, sendTokenUnits, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
 import { verifyEvmNode, evmNodeConfig, evmNodeSettings } from '@coinvoice/chains/evm/family';
-import { loadConfig } from '@coinvoice/runtime';
-import { watcherService } from '../src/watcher/role';
+import { loadConfig, loadServiceConfig } from '@coinvoice/runtime';
+import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
+import { throwawayXpubs } from '../../../test/support/xpubs';
+import { houseSendersOf, watcherService } from '../src/watcher/role';
 import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
 
 const CONFIRMATIONS = 2;
@@ -250,4 +252,15 @@ test('the start-up check passes a node of the configured chain with the registry
   await expect(verifyEvmNode(config({ CHAIN_BSC_RPC_URL: bsc.url, CHAIN_BSC_CHAIN_ID: '97' }))).rejects.toThrow(
     'the node at CHAIN_BSC_RPC_URL is chain 56, but bsc is chain 97 (CHAIN_BSC_CHAIN_ID)',
   );
+});
+
+test("an EVM watcher knows every EVM key's treasury as the house (a wrong-network deposit's sweep gas is no payment); other watchers know none", () => {
+  const xpubs = throwawayXpubs();
+  const config = loadServiceConfig(watcherService('bsc'), { APP_ENV: 'development', ...xpubs, ...nodeEnv() });
+  const treasuries = ['ETH', 'USDT', 'USDC', 'POL', 'BNB'].map((coin) => treasuryAddressOf(xpubs[`INVOICE_XPUB_${coin}` as keyof typeof xpubs])!.toLowerCase());
+  expect(treasuries.every((t) => /^0x[0-9a-f]{40}$/.test(t))).toBe(true);
+  // bsc carries neither ETH nor USDT-on-ethereum, yet their treasuries top up and sweep there too (same keys).
+  expect([...houseSendersOf('bsc', config)].sort()).toEqual([...new Set(treasuries)].sort());
+  expect([...houseSendersOf('base', config)].sort()).toEqual([...new Set(treasuries)].sort());
+  expect(houseSendersOf('bitcoin', config).size).toBe(0);
 });
