@@ -2,7 +2,7 @@
  * The watcher on a 2-second-block network (DESIGN §19: "the watcher keeps up at 10× a 2-second-block
  * chain with 1,000 open invoices"), part of `npm run bench:watcher`. A second anvil started as base
  * (`--chain-id 8453`, the registry's chain id, so CHAIN_BASE_CHAIN_ID is the real one) with a
- * 6-decimal USDC compiled from test/support/contracts; its blocks are mined by hand, each
+ * USDC (the registry's decimals) compiled from test/support/contracts; its blocks are mined by hand, each
  * timestamped 2 s after the previous one (base's block time) and each carrying BENCH_FAST_TXS
  * transactions (ETH and USDC transfers to fresh addresses; every tenth block also pays one of the
  * open invoices). Measures, with BENCH_FAST_INVOICES open live invoices on base:
@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import path from 'node:path';
 import type postgres from 'postgres';
-import { createPublicClient, createTestClient, createWalletClient, defineChain, http as viemHttp, parseEther, type Abi, type Address, type Hex } from 'viem';
+import { createPublicClient, createTestClient, createWalletClient, defineChain, encodeFunctionData, http as viemHttp, parseEther, type Abi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { freePort, REPO_ROOT } from '@coinvoice/local';
@@ -42,7 +42,7 @@ interface Compiled {
   bytecode: Hex;
 }
 
-/** The tests' 6-decimal ERC-20 (test/support/contracts/TestTokens.sol), compiled with the solc npm package. */
+/** The tests' ERC-20 (decimals given at deployment) (test/support/contracts/TestTokens.sol), compiled with the solc npm package. */
 function compileTestToken(): Compiled {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const solc = require('solc') as { compile(input: string): string };
@@ -103,7 +103,7 @@ export async function startFastChainNode(anvilBin: string): Promise<FastChainNod
     }
   }
   const { abi, bytecode } = compileTestToken();
-  const deployHash = await wallet.deployContract({ abi, bytecode, args: ['USD Coin', 'USDC'] });
+  const deployHash = await wallet.deployContract({ abi, bytecode, args: ['USD Coin', 'USDC', NETWORK.tokens.USDC.decimals] });
   const address = (await publicClient.waitForTransactionReceipt({ hash: deployHash, pollingInterval: 20 })).contractAddress;
   if (!address) throw new Error('the USDC deployment made no contract');
   const mint = await wallet.writeContract({ address, abi, functionName: 'mint', args: [account.address, 10n ** 15n] });
@@ -189,23 +189,33 @@ export async function runFastChain(options: {
   let toPay = 0;
   let sent = 0;
   const fees = { maxFeePerGas: parseEther('0.00000005'), maxPriorityFeePerGas: 1_000_000n };
-  /** One block of base: FAST_TXS transfers (ETH and USDC to fresh addresses), every tenth a payment. */
-  const mineBlock = async (index: number) => {
-    const txs: Array<Promise<unknown>> = [];
+  const chainId = NETWORK.chainId.mainnet;
+  /**
+   * One block of base, signed ahead (the bench's own RPC work while blocks are timed is only
+   * sending the raw transactions and mining): FAST_TXS transfers (ETH and USDC to fresh
+   * addresses), and every tenth block a payment of one of the open invoices.
+   */
+  const prepareBlock = async (index: number): Promise<Hex[]> => {
+    const sign = (tx: { to: Address; value?: bigint; data?: Hex; gas: bigint }) =>
+      account.signTransaction({ type: 'eip1559', chainId, nonce: nonce++, ...fees, value: 0n, ...tx });
+    const raw: Hex[] = [];
     for (let t = 0; t < FAST_TXS; t++) {
       const to = `0x${randomBytes(20).toString('hex')}` as Address;
-      txs.push(
+      raw.push(
         t % 2 === 0
-          ? wallet.sendTransaction({ to, value: 1_000_000_000n, nonce: nonce++, gas: 21_000n, ...fees })
-          : wallet.writeContract({ address: node.token.address, abi: node.token.abi, functionName: 'transfer', args: [to, 1_000_000n], nonce: nonce++, gas: 80_000n, ...fees }),
+          ? await sign({ to, value: 1_000_000_000n, gas: 21_000n })
+          : await sign({ to: node.token.address, data: encodeFunctionData({ abi: node.token.abi, functionName: 'transfer', args: [to, 1_000_000n] }), gas: 80_000n }),
       );
     }
     if (index % 10 === 0 && toPay < options.payable.length) {
       const invoice = options.payable[toPay++]!;
-      txs.push(wallet.sendTransaction({ to: invoice.address, value: parseEther(String(invoice.amountExpected)), nonce: nonce++, gas: 21_000n, ...fees }));
+      raw.push(await sign({ to: invoice.address, value: parseEther(String(invoice.amountExpected)), gas: 21_000n }));
       sent++;
     }
-    await Promise.all(txs);
+    return raw;
+  };
+  const mineBlock = async (raw: Hex[]) => {
+    await Promise.all(raw.map((serializedTransaction) => wallet.sendRawTransaction({ serializedTransaction })));
     timestamp += BLOCK_SECONDS;
     await testClient.setNextBlockTimestamp({ timestamp: BigInt(timestamp) });
     await testClient.mine({ blocks: 1 });
@@ -220,14 +230,14 @@ export async function runFastChain(options: {
 
   try {
     // The watcher at the head with the open invoices taken in (its next round after their creation).
-    await mineBlock(1);
+    await mineBlock(await prepareBlock(1));
     const startHead = await head();
     await waitFor(async () => (await cursor()) >= startHead, 50, 120_000, 'the watcher to reach the head');
 
     // 1. Backfill: the watcher paused while FAST_BLOCKS blocks are made, then resumed.
     process.kill(options.watcherPid(), 'SIGSTOP');
     const from = await head();
-    for (let i = 1; i <= FAST_BLOCKS; i++) await mineBlock(i);
+    for (let i = 1; i <= FAST_BLOCKS; i++) await mineBlock(await prepareBlock(i));
     const to = await head();
     const t0 = performance.now();
     process.kill(options.watcherPid(), 'SIGCONT');
@@ -238,11 +248,13 @@ export async function runFastChain(options: {
 
     // 2. Live at 10× the chain's rate: a block every 1000/TARGET_RATE ms of wall time.
     const lags: number[] = [];
+    const liveBlocks: Hex[][] = [];
+    for (let i = 1; i <= FAST_LIVE_BLOCKS; i++) liveBlocks.push(await prepareBlock(i));
     const liveFrom = await cursor();
     const intervalMs = 1000 / TARGET_RATE;
     const started = performance.now();
     for (let i = 1; i <= FAST_LIVE_BLOCKS; i++) {
-      await mineBlock(i);
+      await mineBlock(liveBlocks[i - 1]!);
       lags.push((await head()) - (await cursor()));
       const next = started + i * intervalMs;
       const wait = next - performance.now();
@@ -300,7 +312,7 @@ export function fastChainSection(r: FastChainResult): string[] {
     `Written on ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}; both anvils, Postgres, NATS, the system's processes and the bench on this one machine.`,
     ...(process.env.BENCH_MACHINE_NOTE ? [`**${process.env.BENCH_MACHINE_NOTE}**`] : []),
     '',
-    `anvil started as ${FAST_CHAIN} (\`--chain-id ${NETWORK.chainId.mainnet}\`, CHAIN_${FAST_CHAIN.toUpperCase()}_CHAIN_ID=${NETWORK.chainId.mainnet}) with a 6-decimal USDC; blocks mined by the bench, each timestamped ${BLOCK_SECONDS} s after the previous (the chain's block time), each with ${r.txsPerBlock} transfers (ETH and USDC to fresh addresses) and every tenth paying one of the ${r.openInvoices.toLocaleString('en')} open live invoices on ${FAST_CHAIN}. The watcher as configured by default (CHAIN_${FAST_CHAIN.toUpperCase()}_POLL_MS=${r.pollMs}, ${NETWORK.confirmations} confirmations).`,
+    `anvil started as ${FAST_CHAIN} (\`--chain-id ${NETWORK.chainId.mainnet}\`, CHAIN_${FAST_CHAIN.toUpperCase()}_CHAIN_ID=${NETWORK.chainId.mainnet}) with a USDC of ${NETWORK.tokens.USDC.decimals} decimals; blocks mined by the bench, each timestamped ${BLOCK_SECONDS} s after the previous (the chain's block time), each with ${r.txsPerBlock} transfers (ETH and USDC to fresh addresses) and every tenth paying one of the ${r.openInvoices.toLocaleString('en')} open live invoices on ${FAST_CHAIN}. The watcher as configured by default (CHAIN_${FAST_CHAIN.toUpperCase()}_POLL_MS=${r.pollMs}, ${NETWORK.confirmations} confirmations).`,
     '',
     '| measurement | result |',
     '| --- | ---: |',
