@@ -160,6 +160,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
           transactionHash: p.transaction_hash,
           asset: p.asset,
           amount: new Decimal(p.amount),
+          network: p.chain,
           credited,
         }),
       );
@@ -177,6 +178,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
           transactionHash: p.transaction_hash,
           asset: p.asset,
           amount: new Decimal(p.amount),
+          network: p.chain,
           credited: false,
         }),
       );

@@ -60,7 +60,8 @@ export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Deci
 
 export function invoiceLatePaymentEvent(
   row: InvoiceRow,
-  payment: { id: string; transactionHash: string; asset: string; amount: Decimal; credited: boolean },
+  /** `network`: where the payment arrived (payments.chain); another than the invoice's pay_network for a wrong-network payment. */
+  payment: { id: string; transactionHash: string; asset: string; amount: Decimal; credited: boolean; network: string },
 ): NewEvent {
   const message = create(InvoiceLatePaymentSchema, {
     ...invoiceFields(row),
@@ -69,6 +70,7 @@ export function invoiceLatePaymentEvent(
     transactionHash: payment.transactionHash,
     credited: payment.credited,
     paymentId: payment.id,
+    network: payment.network,
   });
   return { type: INVOICE_EVENT_TYPES.latePayment, payload: toJson(InvoiceLatePaymentSchema, message), key: row.id };
 }
@@ -86,9 +88,9 @@ function orderId(row: InvoiceRow): { orderId?: string } {
   return row.order_id === null ? {} : { orderId: row.order_id };
 }
 
-/** What every invoice event says of its invoice, in the flat public style of invoice.paid. */
+/** What every invoice event says of its invoice, in the flat public style of invoice.paid (payNetwork: docs/networks.md). */
 function invoiceFields(row: InvoiceRow) {
-  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
+  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment, payNetwork: row.pay_network };
 }
 
 /** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */
