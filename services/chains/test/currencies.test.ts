@@ -26,11 +26,11 @@ describe('currency registry', () => {
     for (const c of SUPPORTED_CRYPTO) expect(c.amountDecimals).toBeLessThanOrEqual(Math.min(8, c.baseUnitDecimals));
   });
 
-  it('lists token contracts with valid EIP-55 checksums', () => {
-    for (const code of CRYPTO_CODES) {
-      const token = cryptoCurrency(code).token;
-      if (!token) continue;
-      for (const contract of Object.values(token.contract)) expect(eip55(contract.slice(2).toLowerCase())).toBe(contract);
+  it('lists EVM token contracts with valid EIP-55 checksums (a test chain may have none)', () => {
+    const evmTokens = PAY_METHODS.filter((m) => m.token && m.addressFormat === 'eip55');
+    expect(evmTokens.length).toBe(11);
+    for (const method of evmTokens) {
+      for (const contract of Object.values(method.token!.contract)) if (contract !== null) expect(eip55(contract.slice(2).toLowerCase())).toBe(contract);
     }
   });
 
