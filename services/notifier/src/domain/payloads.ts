@@ -5,7 +5,7 @@
  * a webhook by accident: an event missing from the table is "not a webhook" (fail closed), and a
  * test checks the table against the event messages in the protos.
  *
- * Bodies are flat, in the style of the documented invoice.paid body (exactly six keys). Most event
+ * Bodies are flat, in the style of the documented invoice.paid body (the six keys of the seed, then additions). Most event
  * types have a distinct `status`; late_payment and reopened carry the invoice's status and are
  * told apart by their own keys (transactionHash/credited, previousStatus):
  *
