@@ -248,6 +248,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         projectId: row.project_id,
         paymentId: row.kind === 'late' ? ledgerPaymentId({ chain: row.chain!, transaction_hash: row.transaction_hash!, output_index: row.output_index! }) : '',
         currency: row.currency,
+        network: row.network,
         amount: row.amount,
         reportedAt: timestampFromDate(row.reported_at),
       })),

@@ -16,7 +16,7 @@ import {
   type Invoice,
   type Payment,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { deriveInvoiceState, isLivePayment } from './domain/payments';
+import { deriveInvoiceState, isLivePayment, paysInvoice } from './domain/payments';
 import type { InvoiceStatusName } from './domain/status';
 import type { CryptoCurrency } from '@coinvoice/chains/coin';
 import { isCryptoCode, isPayNetwork, networkLabel, payMethod, paymentUri, tokenContractOn } from '@coinvoice/chains/currencies';
@@ -54,13 +54,13 @@ export function paymentToProto(row: PaymentRow): Payment {
     outputIndex: row.output_index,
     amount: formatPlain(row.amount),
     asset: row.asset,
+    network: row.chain,
     confirmations: row.confirmations,
     status: row.status,
     detectedAt: timestampFromDate(row.detected_at),
     ...(row.block_number === null ? {} : { blockNumber: BigInt(row.block_number) }),
     ...(row.block_hash === null ? {} : { blockHash: row.block_hash }),
     ...(row.block_time === null ? {} : { blockTime: timestampFromDate(row.block_time) }),
-    network: row.chain,
   });
 }
 
@@ -102,7 +102,7 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
   const method = payMethodOf(row);
   const network = networkOf(row.environment);
   const contract = tokenContractOn(method, network);
-  const counting = payments.filter((p) => p.asset === row.pay_currency && p.chain === row.pay_network && isLivePayment(p.status));
+  const counting = payments.filter((p) => paysInvoice(invoiceFacts(row), paymentFacts(p)) && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
     status: INVOICE_STATUS.toProto(row.status),

@@ -34,10 +34,9 @@ export class ExpirySweeper extends PeriodicBatchWorker {
   /** Settles one batch of due invoices now; returns how many it expired. */
   async processBatch(): Promise<number> {
     const expired = await eventTransaction(this.options.sql, async (tx) => {
-      const seenUntil = await cursorTimes(tx);
-      // By network: a USDT invoice on bsc waits for the bsc watcher, not ethereum's (docs/networks.md).
+      // By network: an invoice waits for the cursor of ITS pay_network (docs/networks.md).
       const watchedUntil: Record<string, string> = {};
-      for (const [chain, until] of seenUntil) watchedUntil[chain] = until.toISOString();
+      for (const [chain, until] of await cursorTimes(tx)) watchedUntil[chain] = until.toISOString();
       let count = 0;
       for (const row of await lockDueOpenInvoices(tx, this.options.batchSize, watchedUntil)) {
         const outcome = await settleInvoice(tx, row.id);

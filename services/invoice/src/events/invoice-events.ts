@@ -42,6 +42,7 @@ function amountReceived(row: InvoiceRow): string {
 export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): NewEvent {
   const message = create(InvoiceConfirmingSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     confirmations,
     confirmationsRequired: row.confirmations_required,
@@ -52,6 +53,7 @@ export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): 
 export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Decimal): NewEvent {
   const message = create(InvoicePartiallyPaidSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     amountRemaining: formatPlain(amountRemaining),
   });
@@ -60,11 +62,12 @@ export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Deci
 
 export function invoiceLatePaymentEvent(
   row: InvoiceRow,
-  /** `network`: where the payment arrived (payments.chain); another than the invoice's pay_network for a wrong-network payment. */
-  payment: { id: string; transactionHash: string; asset: string; amount: Decimal; credited: boolean; network: string },
+  /** `network`: where it arrived; another than the invoice's pay_network is a wrong-network payment (credited false). */
+  payment: { id: string; transactionHash: string; asset: string; network: string; amount: Decimal; credited: boolean },
 ): NewEvent {
   const message = create(InvoiceLatePaymentSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     amount: formatPlain(payment.amount),
     currency: payment.asset,
     transactionHash: payment.transactionHash,
@@ -78,6 +81,7 @@ export function invoiceLatePaymentEvent(
 export function invoiceReopenedEvent(row: InvoiceRow, previousStatus: string): NewEvent {
   const message = create(InvoiceReopenedSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     previousStatus,
   });
@@ -88,9 +92,14 @@ function orderId(row: InvoiceRow): { orderId?: string } {
   return row.order_id === null ? {} : { orderId: row.order_id };
 }
 
-/** What every invoice event says of its invoice, in the flat public style of invoice.paid (payNetwork: docs/networks.md). */
+/** What every invoice event says of its invoice, in the flat public style of invoice.paid. */
 function invoiceFields(row: InvoiceRow) {
-  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment, payNetwork: row.pay_network };
+  return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
+}
+
+/** The invoice's pay_network (docs/networks.md), on every invoice event: the settlement's and the invoice API's. */
+function payNetworkField(row: InvoiceRow) {
+  return { payNetwork: row.pay_network };
 }
 
 /** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */
@@ -102,6 +111,7 @@ export function invoiceCreatedEvent(row: InvoiceRow): NewEvent {
   const minorUnits = isFiatCode(row.price_currency) ? fiatCurrency(row.price_currency).minorUnits : 2;
   const message = create(InvoiceCreatedSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     priceAmount: formatFixed(new Decimal(row.price_amount), minorUnits),
     priceCurrency: row.price_currency,
     amountExpected: formatPlain(row.amount_expected),
@@ -125,6 +135,7 @@ export function invoicePaidEvent(row: InvoiceRow, accounted: Decimal): NewEvent 
   if (!accounted.gt(0)) throw new Error(`invoice ${row.id} turned Paid with no accounted money`);
   const message = create(InvoicePaidSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     amount: formatPlain(accounted),
     currency: row.pay_currency,
     transactionHash: row.transaction_hash,
@@ -137,6 +148,7 @@ export function invoiceExpiredEvent(row: InvoiceRow): NewEvent {
   if (row.status !== 'Expired') throw new Error(`invoice ${row.id} is not expired`);
   const message = create(InvoiceExpiredSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     currency: row.pay_currency,
     expiredAt: timestampFromDate(row.expired_at),
   });

@@ -7,6 +7,7 @@ import { selectKeysetPage, type Queryable, type TransactionSql } from '@coinvoic
 import { INVOICE_CURSORS, type InvoiceCursor } from '../domain/requests';
 import type { InvoiceEvent, InvoiceStatusName } from '../domain/status';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import type { Chain } from '@coinvoice/chains/coin';
 import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain/status';
 
 export interface InvoiceRow {
@@ -20,8 +21,8 @@ export interface InvoiceRow {
   price_currency: string;
   price_amount_in_usd: string;
   pay_currency: string;
-  /** The network pay_currency is paid on (migration 0140; docs/networks.md). */
-  pay_network: string;
+  /** The network the invoice is paid on (migration 0140, docs/networks.md). */
+  pay_network: Chain;
   rate: string;
   /** Where the rate came from: "coinbase", "kraken" (live quotes) or "static" (the table). */
   rate_sources: string[];
@@ -58,7 +59,7 @@ export interface NewInvoiceRow {
   priceCurrency: string;
   priceAmountInUsd: string;
   payCurrency: string;
-  payNetwork: string;
+  payNetwork: Chain;
   rate: string;
   rateSources: string[];
   rateQuotedAt: Date | null;
@@ -153,7 +154,7 @@ export async function markPaid(
 export async function lockDueOpenInvoices(
   tx: TransactionSql,
   limit: number,
-  /** Live invoices only when their pay_network has been watched past their expiredAt (ISO times by network). */
+  /** Live invoices only when their pay_network has been watched past their expiredAt (ISO times by network: each chain cursor's block time). */
   watchedUntil: Readonly<Record<string, string>>,
 ): Promise<InvoiceRow[]> {
   return tx<InvoiceRow[]>`
