@@ -12,6 +12,7 @@ import { Webhook } from 'standardwebhooks';
 import { CurrenciesSchema } from '../../gateway/src/schemas/currencies';
 import { InvoicePaidWebhook } from '../../gateway/src/schemas/webhook-events';
 import { markEmailVerified } from '../support/accounts';
+import { launchBrowser } from '../support/browser';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { deleteStreams, Receiver, type ReceivedRequest } from './webhooks.support';
@@ -116,9 +117,9 @@ describe('GET /api/currencies', () => {
 
   test('/openapi.json (what /docs renders) lists every pair with its contract and confirmations, from the same answer', async () => {
     const { body } = await api.get<{ currencies: Listed[] }>('/api/currencies');
-    const doc = (await api.get('/openapi.json')).body as { tags: Array<{ name: string; description: string }>; paths: Record<string, unknown> };
+    const doc = (await api.get('/openapi.json')).body as { info: { description: string }; paths: Record<string, unknown> };
     expect(doc.paths['/api/currencies']).toBeDefined();
-    const table = doc.tags.find((t) => t.name === 'currencies')?.description ?? '';
+    const table = doc.info.description.split('## Currencies and networks')[1] ?? '';
     for (const c of body.currencies) {
       const row = table.split('\n').find((line) => line.startsWith(`| ${c.currency} | \`${c.network}\` (${c.networkLabel}) |`));
       expect(row).toBeDefined();
@@ -127,6 +128,21 @@ describe('GET /api/currencies', () => {
     }
   });
 });
+
+test('/docs renders that table: every pair\'s contract is on the page', async () => {
+  const { body } = await api.get<{ currencies: Listed[] }>('/api/currencies');
+  const browser = await launchBrowser();
+  try {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    await page.goto(`${system.gatewayUrl}/docs`);
+    await page.getByText('0x55d398326f99059fF775485246999027B3197955').first().waitFor({ timeout: 30_000 });
+    const text = (await page.textContent('body')) ?? '';
+    for (const c of body.currencies) if (c.contract) expect(text).toContain(c.contract);
+    expect(text).toContain('BNB Smart Chain');
+  } finally {
+    await browser.close();
+  }
+}, 60_000);
 
 describe('payNetwork on invoices', () => {
   test('created, read, listed and shown to the merchant with its payNetwork; absent it is the asset\'s default network', async () => {

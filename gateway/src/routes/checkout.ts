@@ -136,25 +136,22 @@ function scalarStandalone(): string | undefined {
   return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
 }
 
-interface DocumentTag {
-  name: string;
-  description?: string;
-}
-
 /**
- * The document as /openapi.json serves it: the `currencies` tag describes the pairs this deployment
- * takes, as a table generated from ListCurrencies (the answer of GET /api/currencies), so /docs
- * lists every (asset, network) with its contract and confirmations (docs/networks.md). The
- * snapshot has no table: what is enabled is configuration.
+ * The document as /openapi.json serves it: its introduction (what /docs shows first) ends with the
+ * pairs this deployment takes, a table generated from ListCurrencies (the answer of
+ * GET /api/currencies), so /docs lists every (asset, network) with its contract and confirmations
+ * (docs/networks.md). The snapshot has no table: what is enabled is configuration.
  */
 export function documentWithCurrencies(document: unknown, currencies: readonly PayCurrency[]): unknown {
-  const doc = document as { tags?: DocumentTag[] };
+  const doc = document as { info?: { description?: string } };
+  const intro = doc.info?.description ?? '';
   const table = currenciesMarkdown(currencies);
   return {
     ...doc,
-    tags: (doc.tags ?? []).map((tag) =>
-      tag.name === 'currencies' ? { ...tag, description: `${tag.description ?? ''}\n\nTaken here (\`payCurrency\` on \`payNetwork\`):\n\n${table}` } : tag,
-    ),
+    info: {
+      ...doc.info,
+      description: `${intro}\n\n## Currencies and networks\n\nAn invoice is paid in \`payCurrency\` on \`payNetwork\`; taken here (\`GET /api/currencies\`):\n\n${table}`,
+    },
   };
 }
 
