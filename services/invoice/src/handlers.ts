@@ -1,6 +1,7 @@
 /**
  * coinvoice.invoice.v1.InvoiceService. Error codes per RPC (ErrorDetail.code, Connect code):
- * - CreateInvoice: validation_failed (InvalidArgument, violations by public field name),
+ * - CreateInvoice: validation_failed (InvalidArgument, violations by public field name; payNetwork
+ *   when the network does not carry payCurrency or is not enabled, naming those that carry it),
  *   idempotency_key_reused (FailedPrecondition; HTTP 422 by code).
  * - GetInvoice: validation_failed, not_found (also for another project's invoice).
  * - PayInvoice: validation_failed, not_found, sandbox_key_required (PermissionDenied) for a live
