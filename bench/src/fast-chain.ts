@@ -144,8 +144,8 @@ export interface FastChainResult {
 }
 
 /**
- * Runs both measurements. `template` is a live ETH invoice made through the API (its copies are
- * the open invoices, with addresses of their own, on base); `payable` are API invoices to pay.
+ * Runs both measurements. `payable` are live ETH invoices on base made through the API (paid in
+ * the blocks; the first one's copies fill the open invoices up to BENCH_FAST_INVOICES).
  */
 export async function runFastChain(options: {
   node: FastChainNode;
@@ -157,11 +157,10 @@ export async function runFastChain(options: {
   const { node, sql } = options;
   const { account, publicClient, wallet, testClient } = clientsOf(node.rpcUrl);
   const loadBefore = loadavg()[0] ?? NaN;
-  // The gateway of this branch does not take payNetwork yet: the invoices made through the API are
-  // moved to base here, and the rest are copies of one of them (one statement, as the Ethereum
-  // rounds load theirs), created now so that the watcher's incremental read takes them in.
+  // The invoices made through the API (payNetwork base) are paid; the rest are copies of one of
+  // them with addresses of their own (one statement, as the Ethereum rounds load theirs), created
+  // now so that the watcher's incremental read takes them in.
   const ids = options.payable.map((p) => p.id);
-  await sql`update invoices set pay_network = ${FAST_CHAIN} where id = any(${ids})`;
   const missing = FAST_INVOICES - ids.length;
   if (missing > 0) {
     const columns = (

@@ -131,16 +131,16 @@ async function main(): Promise<void> {
     const project = await json(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench live', environment: 'live', webhookUrl: receiverUrl }) });
     const key = await json(`${gw}/api/merchant/projects/${String(project.id)}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench' }) });
     const headers = { 'x-api-key': String(key.key), 'content-type': 'application/json' };
-    const createInvoice = async () =>
+    const createInvoice = async (payNetwork = 'ethereum') =>
       (await json(`${gw}/api/invoice`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'ETH', successUrl: 'https://b.example/ok', cancelUrl: 'https://b.example/no' }),
+        body: JSON.stringify({ priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'ETH', payNetwork, successUrl: 'https://b.example/ok', cancelUrl: 'https://b.example/no' }),
       })) as { id: string; address: `0x${string}`; amountExpected: number };
 
-    const createMany = async (count: number) => {
+    const createMany = async (count: number, payNetwork = 'ethereum') => {
       const made: Array<{ id: string; address: `0x${string}`; amountExpected: number }> = [];
-      for (let i = 0; i < count; i += 20) made.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, createInvoice))));
+      for (let i = 0; i < count; i += 20) made.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => createInvoice(payNetwork)))));
       return made;
     };
     /**
@@ -175,7 +175,7 @@ async function main(): Promise<void> {
       if (!info) throw new Error(`no watch-${FAST_CHAIN} process`);
       return info.pid;
     };
-    const fastPayable = await createMany(Math.min(FAST_INVOICES, Math.ceil((FAST_BLOCKS + FAST_LIVE_BLOCKS + 1) / 10)));
+    const fastPayable = await createMany(Math.min(FAST_INVOICES, Math.ceil((FAST_BLOCKS + FAST_LIVE_BLOCKS + 1) / 10)), FAST_CHAIN);
     const fastPollMs = evmWatcherConfig(loadConfig(chainWatcherSettings, { ...process.env, ...fastNode.env }), FAST_CHAIN).pollMs;
     console.log(`${FAST_CHAIN}: ${FAST_INVOICES} open live invoices, blocks 2 s apart…`);
     const fast = await runFastChain({ node: fastNode, sql: sqlDb, watcherPid: fastWatcher, pollMs: fastPollMs, payable: fastPayable });
