@@ -91,7 +91,9 @@ export function checkAddress(raw: unknown, method: CryptoCurrency | undefined, n
   if (!method || !network) return raw.length <= 128 ? pass(raw) : fail('must be at most 128 characters');
   const checked = familyOf(method.chain).validateAddress(raw, method, network);
   if (checked.ok) return checked;
-  return fail(`is not a valid ${method.code} address on ${networkLabel(method.chain)} (${network}): it ${checked.reason}`);
+  // The default network keeps the message from before networks; another one is named.
+  const on = method.chain === DEFAULT_NETWORK[method.code] ? '' : ` on ${networkLabel(method.chain)}`;
+  return fail(`is not a valid ${method.code} ${network} address${on}: it ${checked.reason}`);
 }
 
 // ---------------------------------------------------------------------------------------------
