@@ -10,9 +10,10 @@ import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, createLogger } from '@coinvoice/runtime';
 import { InvoiceLatePaymentSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
-import { LedgerCreditSchema, type LedgerCredit } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
+import { AccountedDepositSchema, LedgerCreditSchema, type LedgerCredit } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { checkLedgerInvariants } from '../src/invariants/ledger-check';
+import { sweepTaskOf } from '../src/processor/sweep-intake';
 import { waitFor } from '../../../test/support/async';
 import { addressFor, balanceOf, codeOf, environmentOf, payoutRequest, rejection, startPayoutHarness, type FakeProject, type Harness } from './support/harness';
 
@@ -215,4 +216,22 @@ test('the ledger invariant check compares credits per (currency, network)', asyn
   const broken = (await check([reported(onBsc, 'bsc', '9'), reported(onDefault, 'ethereum', '4')])).violations.filter((v) => v.detail.includes(project.id));
   expect(broken).toEqual([{ kind: 'balance_mismatch', detail: `project ${project.id} live USDC on bsc: balance available 10 pending 0, entries say available 9 pending 0` }]);
   await h.sql`update balances set available = available - 1 where project_id = ${project.id} and currency = 'USDC' and network = 'bsc'`;
+});
+
+test('the Ethereum sweep intake takes ethereum deposits only: a USDT deposit on bsc (18 decimals) is not its task', () => {
+  const deposit = (chain: string, amount: string) =>
+    create(AccountedDepositSchema, {
+      paymentId: `${chain}:0x${'cd'.repeat(32)}:0`,
+      invoiceId: randomUUID(),
+      projectId: randomUUID(),
+      chain,
+      address: addressFor('USDT', 'live'),
+      addressIndex: 3,
+      asset: 'USDT',
+      amount,
+    });
+  const assets = new Set(['ETH', 'USDT', 'USDC']);
+  expect(sweepTaskOf(deposit('bsc', '1.000000000000000001'), 'ethereum', assets)).toEqual({ ok: false, reason: 'deposit on bsc, not ethereum' });
+  const taken = sweepTaskOf(deposit('ethereum', '1.5'), 'ethereum', assets);
+  expect(taken).toMatchObject({ ok: true, task: { asset: 'USDT', amount: 1_500_000n } });
 });

@@ -54,7 +54,7 @@ export function validateAutoSweepConfig(input: {
     // Empty: the currency's default network (proto AutoSweepEntry.network).
     const method = fields.take(`${at}.network`, checkPayoutNetwork(entry.network, coin));
     if (method && seen.has(ruleKey(method.code, method.chain))) {
-      fields.take(`${at}.network`, fail(`names ${method.code} on ${method.chain} twice: one entry per currency and network`));
+      fields.take(`${at}.currency`, fail(`names ${method.code} on ${method.chain} twice: one entry per currency and network`));
       return;
     }
     if (method) seen.add(ruleKey(method.code, method.chain));
