@@ -203,7 +203,7 @@ test('an operator approves from the queue, works the Treasury page (approval que
     const stored = await api.get(`/api/merchant/projects/${live.id}/auto-sweep`, { headers: { authorization: `Bearer ${merchant.token}` } });
     expect(stored.body).toMatchObject({ entries: [{ currency: 'USDT', address: destination, threshold: '1000' }], pendingChange: null });
 
-    await page.getByRole('button', { name: 'Remove the USDT auto-sweep' }).click();
+    await page.getByRole('button', { name: 'Remove the USDT auto-sweep on ethereum' }).click();
     await page.getByText('No auto-sweep is set.').waitFor();
     expect(merchantTab.problems).toEqual([]);
   } finally {

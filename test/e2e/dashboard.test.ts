@@ -373,7 +373,7 @@ describe('the merchant journey', () => {
       return res.body.balances.length > 0 ? true : undefined;
     }, UI_TIMEOUT, 'the BTC balance');
     await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Payouts' }).click();
-    const balance = page.getByTestId('balance-BTC');
+    const balance = page.getByTestId('balance-BTC-bitcoin');
     await balance.waitFor();
     expect(await balance.locator('td').allTextContents()).toEqual([String(invoice.amountExpected), '0', String(invoice.amountExpected)]);
 

@@ -468,7 +468,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Balances per coin: available, pending (held by open payouts) and total */
+        /** Balances per (currency, network): available, pending (held by open payouts) and total */
         get: operations["getApiPayoutBalance"];
         put?: never;
         post?: never;
@@ -693,11 +693,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A project’s auto-sweep configuration: per currency a destination and a threshold, and a change awaiting its emailed code */
+        /** A project’s auto-sweep configuration: per (currency, network) a destination and a threshold, and a change awaiting its emailed code */
         get: operations["getApiMerchantProjectsIdAutoSweep"];
         /**
          * Replace a project’s auto-sweep configuration; a new or changed destination waits for a 6-digit code emailed to the merchant (202)
-         * @description The body is the whole configuration. Currencies left out are removed at once, and a new threshold for an unchanged destination applies at once (200). A new or changed destination answers 202 with pendingChange and emails a code; POST …/auto-sweep/verify activates it (5 attempts, 15 minutes). A later PUT replaces a change still awaiting its code. When a live project’s available balance in a currency reaches its threshold, the whole balance is paid out to the destination (a payout with origin auto_sweep, created verified). Sandbox projects keep the configuration and are never swept.
+         * @description The body is the whole configuration. (currency, network) pairs left out are removed at once, and a new threshold for an unchanged destination applies at once (200). A new or changed destination answers 202 with pendingChange and emails a code; POST …/auto-sweep/verify activates it (5 attempts, 15 minutes). A later PUT replaces a change still awaiting its code. When a live project’s available balance in a (currency, network) reaches its threshold, the whole balance is paid out to the destination (a payout with origin auto_sweep, created verified). Sandbox projects keep the configuration and are never swept.
          */
         put: operations["putApiMerchantProjectsIdAutoSweep"];
         post?: never;
@@ -4627,9 +4627,11 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects have sandbox balances only */
                         environment: "live" | "sandbox";
-                        /** @description One entry per coin the project has been paid in, by currency */
+                        /** @description One entry per (currency, network) the project has been paid in, by currency then network */
                         balances: {
                             currency: string;
+                            /** @description The network the money is on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): balances are per (currency, network) */
+                            network: string;
                             /** @description Free to pay out */
                             available: number;
                             /** @description Held by open (AwaitingVerification or Pending) payouts */
@@ -4732,9 +4734,11 @@ export interface operations {
                 "application/json": {
                     /** @description Amount in currency: > 0, at most 8 decimal places (6 for USDT, USDC and TRX); a decimal string or a number */
                     amount: string | number;
-                    /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                    /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                     currency: string;
-                    /** @description Destination address of that coin with a valid checksum: mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects */
+                    /** @description The network to send on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); default the currency’s default network (BTC bitcoin, LTC litecoin, ETH/USDT/USDC ethereum, TRX tron, POL polygon, BNB bsc). It must carry the currency (400 naming the networks that do), and the (currency, network) balance is debited */
+                    network?: string;
+                    /** @description Destination address on that network with a valid checksum (an EVM address on EVM networks, a Tron address on tron): mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects */
                     address: string;
                     /**
                      * Format: uuid
@@ -4761,8 +4765,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -4937,8 +4943,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5097,8 +5105,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5229,8 +5239,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5365,8 +5377,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5524,8 +5538,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5643,8 +5659,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5763,8 +5781,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5870,7 +5890,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The transaction that sent the funds: 64 hex digits (BTC, LTC, TRX) or "0x" + 64 hex digits (ETH, USDT, USDC) */
+                    /** @description The transaction that sent the funds: 64 hex digits (bitcoin, litecoin, tron) or "0x" + 64 hex digits (EVM networks) */
                     transactionHash: string;
                 };
             };
@@ -5890,8 +5910,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -6035,8 +6057,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -6266,11 +6290,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6279,9 +6305,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6365,11 +6393,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The whole configuration: currencies left out are removed */
+                    /** @description The whole configuration: (currency, network) pairs left out are removed */
                     entries: {
-                        /** @description BTC, LTC, ETH, USDT, USDC or TRX; one entry per currency */
+                        /** @description BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB; one entry per (currency, network) */
                         currency: string;
-                        /** @description Destination of that coin for the project’s network (mainnet for live, testnet for sandbox) */
+                        /** @description The network whose balance is swept (ethereum, bsc, tron, …); default the currency’s default network. It must carry the currency */
+                        network?: string;
+                        /** @description Destination of that coin on that network (mainnet for live, testnet for sandbox) */
                         address: string;
                         /** @description Decimal > 0 with at most the coin’s payout decimals (8; 6 for USDT, USDC, TRX); a string or a number taken exactly as written */
                         threshold: string | number;
@@ -6392,11 +6422,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6405,9 +6437,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6436,11 +6470,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6449,9 +6485,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6573,11 +6611,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6586,9 +6626,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6856,8 +6898,10 @@ export interface operations {
                                 id: string;
                                 /** @description Requested amount, in currency */
                                 amount: number;
-                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                                 currency: string;
+                                /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                                network: string;
                                 /** @description Destination wallet address (checksum-validated; canonical form) */
                                 address: string;
                                 /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -6897,8 +6941,10 @@ export interface operations {
                                 id: string;
                                 /** @description Requested amount, in currency */
                                 amount: number;
-                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                                 currency: string;
+                                /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                                network: string;
                                 /** @description Destination wallet address (checksum-validated; canonical form) */
                                 address: string;
                                 /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7037,8 +7083,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7078,8 +7126,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7226,8 +7276,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7267,8 +7319,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
