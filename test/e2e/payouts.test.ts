@@ -389,6 +389,21 @@ describe('2. request → emailed code → verify → admin complete', () => {
     expectProblem(await api.post(`/api/payout/${created.body.id}/cancel`, undefined, { headers: apiKeyHeader(stranger.project.key) }), 404, 'not_found');
   });
 
+  test('network (issue 24): balance items and the payout name it; left out, the currency default network; a network without a balance is 409', async () => {
+    const { project } = await fundedShop('BTC', 0.5);
+    const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(project.key) });
+    expect(res.body.balances).toEqual([expect.objectContaining({ currency: 'BTC', network: 'bitcoin', available: 0.5 })]);
+    const payout = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', address: addressFor('BTC') });
+    expect(payout.status).toBe(201);
+    expect(payout.body).toMatchObject({ currency: 'BTC', network: 'bitcoin', amount: 0.1 });
+    const named = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', network: 'bitcoin', address: addressFor('BTC') });
+    expect(named.body).toMatchObject({ network: 'bitcoin' });
+    expect((await payoutById(project.key, named.body.id))?.network).toBe('bitcoin');
+    // USDT has no balance on any network here: bsc is checked against its own (empty) balance.
+    const usdt = await requestPayout(project.key, { amount: '1', currency: 'USDT', network: 'bsc', address: addressFor('USDT') });
+    expect(expectProblem(usdt, 409).code).toBe('insufficient_balance');
+  });
+
   test('Idempotency-Key: the same body replays the first payout, another body answers 422', async () => {
     const { project } = await fundedShop('BTC', 0.01);
     const body = { amount: 0.003, currency: 'BTC', address: addressFor('BTC') };
@@ -511,6 +526,11 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     ['an ETH address with a bad checksum', () => ({ ...valid(), currency: 'ETH', address: breakChecksum(addressFor('ETH')) }), 400, 'address'],
     ['a mainnet address for a sandbox project', () => ({ ...valid(), address: addressFor('BTC', 'mainnet') }), 400, 'address'],
     ['an unsupported currency', () => ({ ...valid(), currency: 'DOGE' }), 400, 'currency'],
+    // Networks (docs/networks.md): one that does not carry the coin, one of another address family, one not a string.
+    ['USDT on base (a network that does not carry it)', () => ({ ...valid(), currency: 'USDT', network: 'base', address: addressFor('USDT') }), 400, 'network'],
+    ['BTC on ethereum', () => ({ ...valid(), network: 'ethereum' }), 400, 'network'],
+    ['an EVM address for USDT on tron', () => ({ ...valid(), currency: 'USDT', network: 'tron', address: addressFor('USDT') }), 400, 'address'],
+    ['a network that is not a string', () => ({ ...valid(), network: 56 }), 400, 'network'],
     ['a projectId of another merchant', () => ({ ...valid(), projectId: other.project.id }), 403, 'projectId'],
     ['a malformed projectId', () => ({ ...valid(), projectId: 'nope' }), 400, 'projectId'],
     ['an unknown field', () => ({ ...valid(), memo: 'x' }), 400, 'memo'],
