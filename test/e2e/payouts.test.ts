@@ -390,18 +390,21 @@ describe('2. request → emailed code → verify → admin complete', () => {
   });
 
   test('network (issue 24): balance items and the payout name it; left out, the currency default network; a network without a balance is 409', async () => {
-    const { project } = await fundedShop('BTC', 0.5);
+    const { project } = await liveFundedShop('BTC', 0.5);
     const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(project.key) });
     expect(res.body.balances).toEqual([expect.objectContaining({ currency: 'BTC', network: 'bitcoin', available: 0.5 })]);
-    const payout = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', address: addressFor('BTC') });
+    const payout = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', address: addressFor('BTC', 'mainnet') });
     expect(payout.status).toBe(201);
     expect(payout.body).toMatchObject({ currency: 'BTC', network: 'bitcoin', amount: 0.1 });
-    const named = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', network: 'bitcoin', address: addressFor('BTC') });
+    const named = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', network: 'bitcoin', address: addressFor('BTC', 'mainnet') });
     expect(named.body).toMatchObject({ network: 'bitcoin' });
     expect((await payoutById(project.key, named.body.id))?.network).toBe('bitcoin');
     // USDT has no balance on any network here: bsc is checked against its own (empty) balance.
-    const usdt = await requestPayout(project.key, { amount: '1', currency: 'USDT', network: 'bsc', address: addressFor('USDT') });
+    const usdt = await requestPayout(project.key, { amount: '1', currency: 'USDT', network: 'bsc', address: addressFor('USDT', 'mainnet') });
     expect(expectProblem(usdt, 409).code).toBe('insufficient_balance');
+    // A network that does not carry the coin is named, with those that do.
+    const base = await requestPayout(project.key, { amount: '1', currency: 'USDT', network: 'base', address: addressFor('USDT', 'mainnet') });
+    expect(expectProblem(base, 400).errors).toContainEqual({ field: 'network', message: 'does not carry USDT: USDT is paid out on ethereum, arbitrum, optimism, polygon, bsc, tron' });
   });
 
   test('Idempotency-Key: the same body replays the first payout, another body answers 422', async () => {
