@@ -7,7 +7,7 @@
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { checkEnvironment, networkOf } from '@coinvoice/domain/project-network';
 import { bidiControlViolation, checkOptionalOneOf, checkPageSize, checkIdempotencyKey, checkUuid, codePoints, fail, KeysetCursorFormat, pass, RequestFields, requestFingerprintOf, validateKeysetListRequest, validateUuidFields, type Check, type KeysetCursor, type KeysetListInput, type KeysetListRequest, type Validated } from '@coinvoice/runtime';
-import type { CryptoCurrency } from '@coinvoice/chains/coin';
+import { PAY_NETWORKS, type CryptoCurrency } from '@coinvoice/chains/coin';
 import { DEFAULT_NETWORK, familyOf, findCryptoCurrency, isPayNetwork, minimumAmount, networkLabel, networksCarrying, payMethod } from '@coinvoice/chains/currencies';
 import { isEvmChain } from '@coinvoice/chains/evm/networks';
 import { MAX_CRYPTO_DECIMALS, MAX_INTEGER_DIGITS, formatPlain, parseCryptoAmount, type Decimal } from '@coinvoice/domain/money';
@@ -78,7 +78,7 @@ export function checkPayoutNetwork(raw: unknown, coin: CryptoCurrency | undefine
 }
 
 function networksOf(coin: CryptoCurrency | undefined): string {
-  return (coin ? networksCarrying(coin.code) : [...new Set(Object.values(DEFAULT_NETWORK))]).join(', ');
+  return (coin ? networksCarrying(coin.code) : PAY_NETWORKS).join(', ');
 }
 
 /**
