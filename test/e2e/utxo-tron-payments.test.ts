@@ -2,7 +2,8 @@
  * Live payments end to end on the whole system (`npm start`'s launcher runs `invoice watch bitcoin`,
  * `watch litecoin` and `watch tron` because their sources are set), against STAND-INS of Esplora
  * (real transactions signed with bitcoinjs-lib) and of the Tron HTTP API, not nodes: a BTC invoice
- * is Paid at 2 confirmations, an LTC one at 6, a TRX one at 20, each with exactly one invoice.paid
+ * is Paid at 2 confirmations, an LTC one at 6, a TRX one at 20 and a USDT-on-Tron one (a TRC-20
+ * Transfer event in the stand-in's TransactionInfos) at 20, each with exactly one invoice.paid
  * reaching the ledger: the project's balance is credited once with the amount, and stays so as
  * more blocks come.
  */
@@ -19,6 +20,8 @@ let bitcoin: EsploraStandIn;
 let litecoin: EsploraStandIn;
 let tron: TronStandIn;
 let project: ProjectFixture;
+/** Tether's USD₮ contract on Tron (CHAIN_TRON_USDT_CONTRACT's default). */
+const USDT_ON_TRON = 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
 
 beforeAll(async () => {
   [bitcoin, litecoin, tron] = await Promise.all([EsploraStandIn.start(), EsploraStandIn.start(LITECOIN), TronStandIn.start()]);
@@ -44,10 +47,10 @@ afterAll(async () => {
   await Promise.all([bitcoin?.close(), litecoin?.close(), tron?.close()]);
 });
 
-async function createInvoice(payCurrency: string, priceAmount: string) {
+async function createInvoice(payCurrency: string, priceAmount: string, payNetwork?: string) {
   const res = await api.post(
     '/api/invoice',
-    { priceAmount, priceCurrency: 'USD', payCurrency, successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+    { priceAmount, priceCurrency: 'USD', payCurrency, ...(payNetwork ? { payNetwork } : {}), successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
     { headers: apiKeyHeader(project.key) },
   );
   expect(res.status).toBe(201);
@@ -66,11 +69,13 @@ async function credited(currency: string): Promise<number | undefined> {
   return (res.body.balances as Array<{ currency: string; total: number }>).find((b) => b.currency === currency)?.total;
 }
 
-test('BTC Paid at 2, LTC at 6, TRX at 20 confirmations; each credited to the ledger exactly once', async () => {
+test('BTC Paid at 2, LTC at 6, TRX and USDT on Tron at 20 confirmations; each credited to the ledger exactly once', async () => {
   const btc = await createInvoice('BTC', '100.00');
   const ltc = await createInvoice('LTC', '88.00');
   const trx = await createInvoice('TRX', '27.00');
-  expect([btc.confirmationsRequired, ltc.confirmationsRequired, trx.confirmationsRequired]).toEqual([2, 6, 20]);
+  const usdt = await createInvoice('USDT', '42.50', 'tron');
+  expect([btc.confirmationsRequired, ltc.confirmationsRequired, trx.confirmationsRequired, usdt.confirmationsRequired]).toEqual([2, 6, 20, 20]);
+  expect(usdt.address).toMatch(/^T[1-9A-HJ-NP-Za-km-z]{33}$/);
 
   const btcPayer = bitcoin.fundedPayer(10_000_000, 1);
   const ltcPayer = litecoin.fundedPayer(300_000_000, 1);
@@ -81,12 +86,12 @@ test('BTC Paid at 2, LTC at 6, TRX at 20 confirmations; each credited to the led
 
   bitcoin.mine();
   litecoin.mine();
-  tron.mine([tron.transfer(trx.address, Math.round(trx.amountExpected * 1e6))]);
+  tron.mine([tron.transfer(trx.address, Math.round(trx.amountExpected * 1e6)), tron.trc20Transfer(USDT_ON_TRON, usdt.address, 42_500_000)]);
   bitcoin.mine([]);
   for (let i = 0; i < 5; i++) litecoin.mine([]);
   for (let i = 0; i < 19; i++) tron.mine([]);
 
-  for (const [invoice, currency] of [[btc, 'BTC'], [ltc, 'LTC'], [trx, 'TRX']] as const) {
+  for (const [invoice, currency] of [[btc, 'BTC'], [ltc, 'LTC'], [trx, 'TRX'], [usdt, 'USDT']] as const) {
     await waitFor(`${currency} Paid`, async () => (await invoiceNow(invoice.id)).status === 'Paid');
     await waitFor(`${currency} credited`, async () => (await credited(currency)) === invoice.amountExpected);
   }
@@ -98,5 +103,6 @@ test('BTC Paid at 2, LTC at 6, TRX at 20 confirmations; each credited to the led
   expect(await credited('BTC')).toBe(btc.amountExpected);
   expect(await credited('LTC')).toBe(ltc.amountExpected);
   expect(await credited('TRX')).toBe(trx.amountExpected);
+  expect(await credited('USDT')).toBe(42.5);
   expect((await invoiceNow(btc.id)).payments).toEqual([expect.objectContaining({ status: 'confirmed', confirmations: 3 })]);
 });

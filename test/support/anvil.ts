@@ -1,8 +1,9 @@
 /**
  * A real Ethereum node for tests: anvil from the npm package `@foundry-rs/anvil-linux-amd64`, on a
  * free port, with viem clients, and test contracts compiled from source (test/support/contracts)
- * with the `solc` npm package: a 6-decimals ERC-20 (deployed twice, as "USDT" and "USDC") and a
- * contract that makes two transfers in one transaction.
+ * with the `solc` npm package: an ERC-20 of 6 decimals, or 18 as on bsc (deployed twice, as "USDT" and
+ * "USDC") and a contract that makes two transfers in one transaction. Each anvil runs the chain id
+ * it is given (31337 by default, anvil's own), so several EVM networks can run side by side.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
+import { defineChain } from 'viem';
 import { freePortForTest } from './ports';
 
 const ANVIL_BIN = path.join(path.dirname(require.resolve('@foundry-rs/anvil-linux-amd64/package.json')), 'bin', 'anvil');
@@ -62,6 +64,8 @@ export function compileTestContracts(): Record<'TestToken' | 'Batcher', Compiled
 export interface Anvil {
   url: string;
   port: number;
+  /** The EIP-155 chain id it runs (`--chain-id`). */
+  chainId: number;
   process: ChildProcess;
   publicClient: ReturnType<typeof makeClients>['publicClient'];
   wallet: ReturnType<typeof makeClients>['wallet'];
@@ -70,23 +74,31 @@ export interface Anvil {
   stop(): Promise<void>;
 }
 
-function makeClients(url: string) {
+function makeClients(url: string, chainId: number) {
   const account = privateKeyToAccount(FUNDED_KEY);
   const transport = http(url, { retryCount: 0 });
+  const chain = defineChain({ ...foundry, id: chainId, name: `anvil ${chainId}` });
   return {
     account,
-    publicClient: createPublicClient({ chain: foundry, transport }),
-    wallet: createWalletClient({ chain: foundry, transport, account }),
-    testClient: createTestClient({ chain: foundry, mode: 'anvil', transport }),
+    publicClient: createPublicClient({ chain, transport }),
+    wallet: createWalletClient({ chain, transport, account }),
+    testClient: createTestClient({ chain, mode: 'anvil', transport }),
   };
 }
 
-/** Starts anvil on a free port (auto-mining: every transaction gets a block of its own). */
-export async function startAnvil(port?: number): Promise<Anvil> {
+/** anvil's default chain id (what `CHAIN_ETHEREUM_CHAIN_ID` must say for a watcher of a default anvil). */
+export const ANVIL_CHAIN_ID = 31337;
+
+/**
+ * Starts anvil on a free port (auto-mining: every transaction gets a block of its own), running
+ * `chainId` (default anvil's 31337; 8453 for a "Base" node, 56 for "bsc"…).
+ */
+export async function startAnvil(options: number | { port?: number; chainId?: number } = {}): Promise<Anvil> {
+  const { port, chainId = ANVIL_CHAIN_ID } = typeof options === 'number' ? { port: options } : options;
   const chosen = port ?? (await freePortForTest());
-  const child = spawn(ANVIL_BIN, ['--port', String(chosen), '--host', '127.0.0.1', '--silent', '--chain-id', '31337'], { stdio: 'ignore' });
+  const child = spawn(ANVIL_BIN, ['--port', String(chosen), '--host', '127.0.0.1', '--silent', '--chain-id', String(chainId)], { stdio: 'ignore' });
   const url = `http://127.0.0.1:${chosen}`;
-  const clients = makeClients(url);
+  const clients = makeClients(url, chainId);
   const deadline = Date.now() + 15_000;
   for (;;) {
     try {
@@ -100,6 +112,7 @@ export async function startAnvil(port?: number): Promise<Anvil> {
   return {
     url,
     port: chosen,
+    chainId,
     process: child,
     publicClient: clients.publicClient,
     wallet: clients.wallet,
@@ -127,14 +140,18 @@ async function deploy(anvil: Anvil, contract: Compiled, args: unknown[]): Promis
   return receipt.contractAddress;
 }
 
-/** Deploys "USDT", "USDC" and the Batcher, and mints the funded account 1,000,000 of each token. */
-export async function deployTokens(anvil: Anvil): Promise<Tokens> {
+/**
+ * Deploys "USDT", "USDC" (of `decimals`: 6 by default, 18 for bsc's) and the Batcher, and mints the
+ * funded account 1,000,000 of each token.
+ */
+export async function deployTokens(anvil: Anvil, options: { decimals?: number } = {}): Promise<Tokens> {
+  const decimals = options.decimals ?? 6;
   const { TestToken, Batcher } = compileTestContracts();
-  const usdt = await deploy(anvil, TestToken, ['Tether USD', 'USDT']);
-  const usdc = await deploy(anvil, TestToken, ['USD Coin', 'USDC']);
+  const usdt = await deploy(anvil, TestToken, ['Tether USD', 'USDT', decimals]);
+  const usdc = await deploy(anvil, TestToken, ['USD Coin', 'USDC', decimals]);
   const batcher = await deploy(anvil, Batcher, []);
   for (const token of [usdt, usdc]) {
-    await mined(anvil, await anvil.wallet.writeContract({ address: token, abi: TestToken.abi, functionName: 'mint', args: [anvil.account, 1_000_000n * 10n ** 6n] }));
+    await mined(anvil, await anvil.wallet.writeContract({ address: token, abi: TestToken.abi, functionName: 'mint', args: [anvil.account, 1_000_000n * 10n ** BigInt(decimals)] }));
     await mined(anvil, await anvil.wallet.writeContract({ address: token, abi: TestToken.abi, functionName: 'approve', args: [batcher, 2n ** 255n] }));
   }
   return { usdt, usdc, batcher };
@@ -155,6 +172,13 @@ export const tokenUnits = (amount: string): bigint => {
 
 export async function sendEth(anvil: Anvil, to: string, ether: string): Promise<Hash> {
   const hash = await anvil.wallet.sendTransaction({ to: to as Address, value: parseEther(ether) });
+  await mined(anvil, hash);
+  return hash;
+}
+
+/** A token transfer of exactly `units` base units (18-decimal tokens, amounts off by one unit). */
+export async function sendTokenUnits(anvil: Anvil, token: Address, to: string, units: bigint): Promise<Hash> {
+  const hash = await anvil.wallet.writeContract({ address: token, abi: compileTestContracts().TestToken.abi, functionName: 'transfer', args: [to as Address, units] });
   await mined(anvil, hash);
   return hash;
 }

@@ -23,6 +23,25 @@ export interface ChainSource {
   readonly batchBlocks: number;
   /** Confirmations a new live invoice on this chain needs (fixed on the invoice at creation). */
   readonly confirmations: number;
+  /**
+   * The networks whose invoices' addresses this chain's watcher watches: every network sharing the
+   * chain's addresses (all EVM networks for an EVM chain: docs/networks.md#wrong-network), else the
+   * chain alone (when absent).
+   */
+  readonly watchedNetworks?: readonly Chain[];
+  /**
+   * Checks, before the watcher runs, that the configured node is the network it claims to be (EVM:
+   * `eth_chainId`, each token's `decimals()`); rejects with a ChainSourceRefusal otherwise.
+   */
+  verify?(): Promise<void>;
+}
+
+/** Why a watcher refuses to start: one line naming what differs and the setting that says so. */
+export class ChainSourceRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ChainSourceRefusal';
+  }
 }
 
 export interface ChainFamily<S extends Settings = Settings, P extends Settings = Settings> {

@@ -24,7 +24,7 @@ export function chainSources(config: ChainWatcherConfig): Partial<Record<Chain, 
   return { ...evmFamily.sources(config), ...utxoFamily.sources(config), ...tronFamily.sources(config) };
 }
 
-/** The chains with a watcher, in the order the settings list them (ethereum, bitcoin, litecoin, tron). */
+/** The chains with a watcher (`invoice watch <chain>`), in the order the settings list them: the EVM networks of the registry, bitcoin, litecoin, tron. */
 export const WATCHED_CHAINS: readonly Chain[] = Object.keys({
   ...evmFamily.defaultConfirmations,
   ...utxoFamily.defaultConfirmations,

@@ -19,7 +19,7 @@ beforeAll(async () => {
   anvil = await startAnvil();
   tokens = await deployTokens(anvil);
   proxy = await new RpcFaultProxy(anvil.url).start();
-  adapter = new EthereumAdapter({ rpcUrl: proxy.url, timeoutMs: 5_000, tokens: { USDT: tokens.usdt, USDC: tokens.usdc } });
+  adapter = new EthereumAdapter({ chain: 'ethereum', rpcUrl: proxy.url, timeoutMs: 5_000, tokens: { USDT: tokens.usdt, USDC: tokens.usdc } });
 }, 60_000);
 
 afterAll(async () => {

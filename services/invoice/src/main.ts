@@ -1,6 +1,6 @@
 import { loadServiceConfig, runMain, runService, startService } from '@coinvoice/runtime';
 import { invoiceService } from './server';
-import { requireChainSource, watcherService } from './watcher/role';
+import { requireChainSource, verifyChainSource, watcherService } from './watcher/role';
 
 // `main.js watch <chain>`: the chain watcher role; `main.js [migrate]`: the invoice API (serve).
 if (process.argv[2] === 'watch') {
@@ -9,8 +9,11 @@ if (process.argv[2] === 'watch') {
     name: `invoice watch ${chain}`,
     start: async () => {
       const definition = watcherService(chain);
-      // Before any connection: a watcher without its node stops at once, with one line.
-      requireChainSource(chain, loadServiceConfig(definition));
+      // Before any connection: a watcher without its node stops at once, with one line; so does
+      // one whose node is another chain, or whose token has other decimals than the registry's.
+      const config = loadServiceConfig(definition);
+      requireChainSource(chain, config);
+      await verifyChainSource(chain, config);
       return startService(definition);
     },
   });

@@ -16,7 +16,7 @@ import {
   type Invoice,
   type Payment,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { deriveInvoiceState, isLivePayment } from './domain/payments';
+import { deriveInvoiceState, isLivePayment, paysInvoice } from './domain/payments';
 import type { InvoiceStatusName } from './domain/status';
 import { cryptoCurrency, isCryptoCode, paymentUri } from '@coinvoice/chains/currencies';
 import { fiatCurrency, isFiatCode } from '@coinvoice/domain/fiat';
@@ -46,6 +46,7 @@ export function paymentToProto(row: PaymentRow): Payment {
     outputIndex: row.output_index,
     amount: formatPlain(row.amount),
     asset: row.asset,
+    network: row.chain,
     confirmations: row.confirmations,
     status: row.status,
     detectedAt: timestampFromDate(row.detected_at),
@@ -91,7 +92,7 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
 export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[] = []): Checkout {
   if (!isCryptoCode(row.pay_currency)) throw new Error(`stored invoice has unknown pay currency ${row.pay_currency}`);
   const coin = cryptoCurrency(row.pay_currency);
-  const counting = payments.filter((p) => p.asset === row.pay_currency && isLivePayment(p.status));
+  const counting = payments.filter((p) => paysInvoice(invoiceFacts(row), paymentFacts(p)) && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
     status: INVOICE_STATUS.toProto(row.status),

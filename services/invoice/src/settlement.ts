@@ -15,15 +15,17 @@
  *   → Expired                         invoice.expired
  *   fewer funds than before Paid      invoice.reopened (a reorg or replacement removed payments)
  *   an accounted payment invoice.paid did not cover (after expiry, after Paid — also one that was
- *   still unconfirmed when the invoice turned Paid —, another asset)
+ *   still unconfirmed when the invoice turned Paid —, another asset, another network)
  *                                     invoice.late_payment, once per payment ('late' credited,
- *                                     'uncredited' for another asset), the moment it is accounted;
+ *                                     'uncredited' for another asset or network: `network` says
+ *                                     where it arrived, docs/networks.md#wrong-network), the
+ *                                     moment it is accounted (with ITS network's confirmations);
  *                                     one that leaves the chain before is never credited
  */
 import { enqueueEvent, type EventTransaction } from '@coinvoice/runtime';
-import { deriveInvoiceState, isAccounted, isLivePayment, type PaymentFacts } from './domain/payments';
+import { deriveInvoiceState, isAccounted, isLivePayment, paysInvoice, type PaymentFacts } from './domain/payments';
 import type { InvoiceStatusName } from './domain/status';
-import { isCryptoCode } from '@coinvoice/chains/currencies';
+import { isCryptoCode, isPayNetwork } from '@coinvoice/chains/currencies';
 import { Decimal } from '@coinvoice/domain/money';
 import {
   invoiceConfirmingEvent,
@@ -44,8 +46,10 @@ export interface SettlementOutcome {
 
 export function paymentFacts(row: PaymentRow): PaymentFacts {
   if (!isCryptoCode(row.asset)) throw new Error(`payment ${row.id} has unknown asset ${row.asset}`);
+  if (!isPayNetwork(row.chain)) throw new Error(`payment ${row.id} has unknown network ${row.chain}`);
   return {
     asset: row.asset,
+    network: row.chain,
     amount: new Decimal(row.amount),
     status: row.status,
     blockTime: row.block_time,
@@ -58,6 +62,7 @@ export function invoiceFacts(row: InvoiceRow) {
   return {
     environment: row.environment,
     payCurrency: row.pay_currency,
+    payNetwork: row.pay_network,
     amountExpected: new Decimal(row.amount_expected),
     expiredAt: row.expired_at,
     tolerancePercent: new Decimal(row.payment_tolerance_percent),
@@ -75,7 +80,10 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
   if (!locked) return undefined;
   const { invoice: before, now } = locked;
   const payments = await paymentsOf(tx, invoiceId);
-  const derived = deriveInvoiceState(invoiceFacts(before), payments.map(paymentFacts), now);
+  const facts = invoiceFacts(before);
+  const derived = deriveInvoiceState(facts, payments.map(paymentFacts), now);
+  // Money for this invoice: its asset on its network (a wrong-network payment is reported, never counted).
+  const pays = (p: PaymentRow) => paysInvoice(facts, { asset: p.asset, network: p.chain });
   const events: string[] = [];
   // After Paid, credited money stays counted even if its block leaves the chain (deriveInvoiceState).
   const amount = before.environment === 'sandbox' ? before.amount_received : derived.amountReceived.toFixed();
@@ -86,7 +94,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
   if (statusChanged || amountChanged) {
     const becamePaid = derived.status === 'Paid' && before.paid_at === null;
     // The transaction that completed the payment: the newest accounted one.
-    const completing = [...payments].reverse().find((p) => p.asset === before.pay_currency && isAccounted(p.status));
+    const completing = [...payments].reverse().find((p) => pays(p) && isAccounted(p.status));
     const [updated] = await tx<InvoiceRow[]>`
       update invoices
       set status = ${derived.status}, amount_received = ${amount}::numeric,
@@ -102,7 +110,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
       case 'Paid': {
         // invoice.paid's amount is the accounted money: the ledger credits exactly that. A payment
         // still unconfirmed is credited when it is accounted (below, as a late payment) or never.
-        const covered = payments.filter((p) => p.asset === before.pay_currency && isAccounted(p.status) && p.reported_as === null);
+        const covered = payments.filter((p) => pays(p) && isAccounted(p.status) && p.reported_as === null);
         await markReported(tx, covered.map((p) => p.id), 'paid');
         for (const p of covered) p.reported_as = 'paid';
         const accounted = covered.reduce((total, p) => total.plus(p.amount), new Decimal(0));
@@ -111,7 +119,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
         break;
       }
       case 'Confirming': {
-        const counting = payments.filter((p) => p.asset === before.pay_currency && isLivePayment(p.status));
+        const counting = payments.filter((p) => pays(p) && isLivePayment(p.status));
         const confirmations = counting.length === 0 ? 0 : Math.min(...counting.map((p) => p.confirmations));
         if (RANK[before.status] > RANK.Confirming) break;
         await enqueueEvent(tx, invoiceConfirmingEvent(invoice, confirmations));
@@ -151,7 +159,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
   if (invoice.status === 'Paid' || invoice.status === 'Expired') {
     for (const p of payments) {
       if (p.reported_as !== null || !isAccounted(p.status)) continue;
-      const credited = p.asset === invoice.pay_currency;
+      const credited = pays(p);
       await markReported(tx, [p.id], credited ? 'late' : 'uncredited');
       await enqueueEvent(
         tx,
@@ -159,6 +167,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
           id: ledgerPaymentId(p),
           transactionHash: p.transaction_hash,
           asset: p.asset,
+          network: p.chain,
           amount: new Decimal(p.amount),
           credited,
         }),
@@ -166,9 +175,9 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
       events.push('invoice.late_payment');
     }
   } else {
-    // Another asset on an open invoice: reported once confirmed, never credited.
+    // Another asset, or another network, on an open invoice: reported once confirmed, never credited.
     for (const p of payments) {
-      if (p.reported_as !== null || p.asset === invoice.pay_currency || !isAccounted(p.status)) continue;
+      if (p.reported_as !== null || pays(p) || !isAccounted(p.status)) continue;
       await markReported(tx, [p.id], 'uncredited');
       await enqueueEvent(
         tx,
@@ -176,6 +185,7 @@ export async function settleInvoice(tx: EventTransaction, invoiceId: string): Pr
           id: ledgerPaymentId(p),
           transactionHash: p.transaction_hash,
           asset: p.asset,
+          network: p.chain,
           amount: new Decimal(p.amount),
           credited: false,
         }),

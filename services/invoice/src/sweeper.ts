@@ -5,13 +5,12 @@
  * the same transaction. Batches are taken with FOR UPDATE SKIP LOCKED, so sweepers of several
  * replicas share the work and each invoice is expired exactly once.
  *
- * A live invoice is only settled once its chain's watcher has processed blocks past its expiredAt
+ * A live invoice is only settled once its pay_network's watcher has processed blocks past its expiredAt
  * (the cursor's block time): a payment mined before expiry but not yet seen — the watcher is
  * down or behind — must still pay it, not expire it.
  * It also deletes Idempotency-Keys past their 24 h retention, at most once a minute.
  */
 import { eventTransaction, PeriodicBatchWorker, type SweeperSettings } from '@coinvoice/runtime';
-import { SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
 import type { InvoiceMetrics } from './metrics';
 import { settleInvoice } from './settlement';
 import { invoiceIdempotencyKeys } from './store/idempotency';
@@ -35,12 +34,9 @@ export class ExpirySweeper extends PeriodicBatchWorker {
   /** Settles one batch of due invoices now; returns how many it expired. */
   async processBatch(): Promise<number> {
     const expired = await eventTransaction(this.options.sql, async (tx) => {
-      const seenUntil = await cursorTimes(tx);
+      // By network: an invoice waits for the cursor of ITS pay_network (docs/networks.md).
       const watchedUntil: Record<string, string> = {};
-      for (const coin of SUPPORTED_CRYPTO) {
-        const until = seenUntil.get(coin.chain);
-        if (until) watchedUntil[coin.code] = until.toISOString();
-      }
+      for (const [chain, until] of await cursorTimes(tx)) watchedUntil[chain] = until.toISOString();
       let count = 0;
       for (const row of await lockDueOpenInvoices(tx, this.options.batchSize, watchedUntil)) {
         const outcome = await settleInvoice(tx, row.id);

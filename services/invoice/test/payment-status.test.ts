@@ -12,14 +12,23 @@ const nowExpired = new Date('2026-01-01T14:00:00.000Z');
 const invoice = (overrides: Partial<InvoiceFacts> = {}): InvoiceFacts => ({
   environment: 'live',
   payCurrency: 'USDT',
+  payNetwork: 'ethereum',
   amountExpected: new Decimal('100'),
   expiredAt,
   tolerancePercent: new Decimal(0),
   paidAt: null,
   ...overrides,
 });
-const pay = (amount: string, status: PaymentStatus, blockTime: Date | null = before, asset: PaymentFacts['asset'] = 'USDT', credited = false): PaymentFacts => ({
+const pay = (
+  amount: string,
+  status: PaymentStatus,
+  blockTime: Date | null = before,
+  asset: PaymentFacts['asset'] = 'USDT',
+  credited = false,
+  network: PaymentFacts['network'] = 'ethereum',
+): PaymentFacts => ({
   asset,
+  network,
   amount: new Decimal(amount),
   status,
   blockTime,
@@ -52,6 +61,12 @@ const TABLE: Row[] = [
   ['replaced', invoice(), [pay('100', 'replaced', null)], nowOpen, 'Waiting', '0'],
   ['wrong asset', invoice(), [pay('100', 'confirmed', before, 'USDC')], nowOpen, 'Waiting', '0'],
   ['wrong asset next to a right one', invoice(), [pay('100', 'confirmed', before, 'USDC'), pay('40', 'seen')], nowOpen, 'PartiallyPaid', '40'],
+  // docs/networks.md#wrong-network: the right asset on another network counts for nothing.
+  ['wrong network', invoice(), [pay('100', 'confirmed', before, 'USDT', false, 'bsc')], nowOpen, 'Waiting', '0'],
+  ['wrong network, expired', invoice(), [pay('100', 'confirmed', before, 'USDT', false, 'bsc')], nowExpired, 'Expired', '0'],
+  ['wrong network next to a right one', invoice(), [pay('100', 'confirmed', before, 'USDT', false, 'bsc'), pay('40', 'confirmed')], nowOpen, 'PartiallyPaid', '40'],
+  ['wrong network completes nothing', invoice({ payNetwork: 'base', payCurrency: 'USDC' }), [pay('60', 'confirmed', before, 'USDC', false, 'base'), pay('40', 'confirmed', before, 'USDC', false, 'ethereum')], nowOpen, 'PartiallyPaid', '60'],
+  ['already paid, a wrong-network payment is not received', invoice({ paidAt: before }), [pay('100', 'confirmed', before, 'USDT', true), pay('5', 'confirmed', before, 'USDT', false, 'polygon')], nowOpen, 'Paid', '100'],
   ['already paid, payment never credited orphaned afterwards', invoice({ paidAt: before }), [pay('100', 'orphaned')], nowOpen, 'Paid', '0'],
   ['already paid, credited payment orphaned afterwards (an incident: still counted)', invoice({ paidAt: before }), [pay('100', 'orphaned', before, 'USDT', true)], nowOpen, 'Paid', '100'],
   ['already paid, a later unconfirmed payment orphaned: only the credited money counts', invoice({ paidAt: before }), [pay('100', 'confirmed', before, 'USDT', true), pay('0.5', 'orphaned')], nowOpen, 'Paid', '100'],

@@ -27,3 +27,10 @@ test('watch ethereum without CHAIN_ETHEREUM_RPC_URL is refused with one line nam
   expect(stderr.split('\n')).toHaveLength(1);
   expect(stderr).toMatch(/^config: CHAIN_ETHEREUM_RPC_URL is required/);
 });
+
+test.each(['base', 'arbitrum', 'optimism', 'polygon', 'bsc'])('watch %s is a role of its own: without its node URL it is refused naming CHAIN_<NETWORK>_RPC_URL', (network) => {
+  const { status, stderr } = run(['watch', network], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NATS_URL: 'nats://127.0.0.1:1' });
+  expect(status).toBe(1);
+  expect(stderr.split('\n')).toHaveLength(1);
+  expect(stderr).toMatch(new RegExp(`^config: CHAIN_${network.toUpperCase()}_RPC_URL is required`));
+});

@@ -76,7 +76,7 @@ test(`with ${WATCHED.toLocaleString('en')} open invoices watched, a payment cost
 
 test('the watched set adds new invoices incrementally, sees one whose transaction committed late, and drops ended windows at the full reload', async () => {
   let clock = 0;
-  const set = new WatchedSet({ sql: u.h.sql, assets: ['BTC'], monitorAfterMs: 60_000, fullReloadMs: 60_000, overlapMs: 120_000, now: () => clock });
+  const set = new WatchedSet({ sql: u.h.sql, networks: ['bitcoin'], monitorAfterMs: 60_000, fullReloadMs: 60_000, overlapMs: 120_000, now: () => clock });
   const first = await u.liveInvoice();
   await set.refresh();
   expect(set.invoiceOf(first.address)).toBe(first.id);

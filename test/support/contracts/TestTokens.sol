@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
-/// A minimal ERC-20 for tests (6 decimals like USDT/USDC): real Transfer logs from a real contract.
+/// A minimal ERC-20 for tests (6 decimals like USDT/USDC, 18 like the Binance-Peg tokens on bsc):
+/// real Transfer logs from a real contract.
 /// Like USDT it can blacklist addresses: a transfer to one reverts ("blacklisted").
 contract TestToken {
     string public name;
     string public symbol;
-    uint8 public constant decimals = 6;
+    uint8 public immutable decimals;
     uint256 public totalSupply;
     mapping(address => uint256) public balanceOf;
     mapping(address => mapping(address => uint256)) public allowance;
@@ -15,9 +16,10 @@ contract TestToken {
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
 
-    constructor(string memory name_, string memory symbol_) {
+    constructor(string memory name_, string memory symbol_, uint8 decimals_) {
         name = name_;
         symbol = symbol_;
+        decimals = decimals_;
     }
 
     function mint(address to, uint256 value) external {

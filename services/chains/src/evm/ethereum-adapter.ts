@@ -59,6 +59,25 @@ export class EthereumAdapter implements ChainAdapter {
     this.assets = [this.native, ...Array.from(this.tokenOf.values(), (t) => t.asset)];
   }
 
+  /** The node's EIP-155 chain id (`eth_chainId`): the watcher's start-up check. */
+  async chainId(): Promise<number> {
+    return this.call('eth_chainId', () => this.client.getChainId());
+  }
+
+  /**
+   * A token contract's `decimals()` as the node answers it, or null when no contract is deployed
+   * at that address on this node (no Transfer log of it can ever arrive, so nothing can be scaled
+   * wrong). The watcher's start-up check compares it with the registry.
+   */
+  async tokenDecimals(contract: string): Promise<number | null> {
+    const code = await this.call(`eth_getCode(${contract})`, () => this.client.getCode({ address: contract as `0x${string}` }));
+    if (code === undefined || code === '0x') return null;
+    const decimals = await this.call(`decimals() of ${contract}`, () =>
+      this.client.readContract({ address: contract as `0x${string}`, abi: [parseAbiItem('function decimals() view returns (uint8)')], functionName: 'decimals' }),
+    );
+    return Number(decimals);
+  }
+
   async head(): Promise<BlockRef> {
     const block = await this.call('eth_getBlockByNumber(latest)', () => this.client.getBlock({ blockTag: 'latest' }));
     return blockRef(block, 'latest');

@@ -9,7 +9,7 @@
  */
 import { setting, type ConfigOf, type Setting } from '@coinvoice/runtime';
 import { toBaseUnits } from '@coinvoice/domain/money';
-import type { ChainFamily, ChainSource } from '../family';
+import { ChainSourceRefusal, type ChainFamily, type ChainSource } from '../family';
 import { optionalNodeUrl } from '../node-settings';
 import { eip55Address, validateEip55Address } from './address';
 import { EVM_PAY_METHODS, evmChainId } from './coins';
@@ -114,6 +114,44 @@ export function evmWatcherConfig(config: ConfigOf<EvmWatcherSettings>, chain: Ev
   };
 }
 
+/**
+ * The watcher's start-up check of one EVM network's node (docs/networks.md#configuration): the
+ * node's `eth_chainId` must be `CHAIN_<N>_CHAIN_ID`, and each configured token's `decimals()` the
+ * registry's — a node of another chain would credit another chain's money, and a token of other
+ * decimals would scale every amount wrong. A token address without a contract on the node passes
+ * (no Transfer log of it can arrive). Rejects with one line naming both values.
+ */
+export async function verifyEvmNode(node: EvmNodeConfig): Promise<void> {
+  const prefix = settingPrefix(node.chain);
+  const adapter = new (ethereumModule().EthereumAdapter)(node);
+  const where = `the node at ${prefix}RPC_URL`;
+  let chainId: number;
+  try {
+    chainId = await adapter.chainId();
+  } catch (err) {
+    throw new ChainSourceRefusal(`${where} did not answer eth_chainId (${err instanceof Error ? err.message : String(err)}); ${node.chain} is chain ${node.chainId} (${prefix}CHAIN_ID)`);
+  }
+  if (chainId !== node.chainId) {
+    throw new ChainSourceRefusal(`${where} is chain ${chainId}, but ${node.chain} is chain ${node.chainId} (${prefix}CHAIN_ID)`);
+  }
+  const entry: EvmNetworkEntry = EVM_NETWORKS[node.chain];
+  for (const [code, contract] of Object.entries(node.tokens) as Array<[EvmTokenCode, string]>) {
+    const expected = entry.tokens[code]?.decimals;
+    if (expected === undefined) continue;
+    let decimals: number | null;
+    try {
+      decimals = await adapter.tokenDecimals(contract);
+    } catch (err) {
+      throw new ChainSourceRefusal(`${where} did not answer decimals() of ${code} ${contract} (${prefix}${code}_CONTRACT): ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (decimals !== null && decimals !== expected) {
+      throw new ChainSourceRefusal(
+        `the ${code} contract ${contract} (${prefix}${code}_CONTRACT) has ${decimals} decimals on ${where}, but ${code} on ${node.chain} has ${expected} (services/chains/src/evm/networks.ts)`,
+      );
+    }
+  }
+}
+
 function evmSource(node: EvmWatcherConfig): ChainSource {
   return {
     sourceVariable: `${settingPrefix(node.chain)}RPC_URL`,
@@ -121,6 +159,9 @@ function evmSource(node: EvmWatcherConfig): ChainSource {
     pollMs: node.pollMs,
     batchBlocks: node.batchBlocks,
     confirmations: node.confirmations,
+    // One address is the same on every EVM network: each EVM watcher watches them all.
+    watchedNetworks: EVM_CHAINS,
+    verify: () => verifyEvmNode(node),
   };
 }
 

@@ -10,16 +10,11 @@ import { HTTP_SOURCE_BATCH_BLOCKS, optionalNodeUrl, sourceTimeoutSettings } from
 import { tronAddress, validateTronAddress } from './address';
 import { TRX, USDC_TRON, USDT_TRON } from './coins';
 import { TronPayoutCheck } from './payout-check';
+import type { TronTokenCode } from './trc20';
 import type * as TronModule from './tron-adapter';
 
 /* The adapter loads only when a watcher builds one. */
 const tronModule = (): typeof TronModule => require('./tron-adapter');
-
-/** The Tron full node, as both the invoice watcher and the payout service read it. */
-const tronNodeSettings = {
-  CHAIN_TRON_API_URL: optionalNodeUrl(),
-  ...sourceTimeoutSettings,
-} as const;
 
 /** A TRC-20 contract (base58check "T…"), or empty where the token is not taken. */
 function trc20ContractSetting(defaultContract: string): Setting<string> {
@@ -30,12 +25,28 @@ function trc20ContractSetting(defaultContract: string): Setting<string> {
   };
 }
 
-const tronSettings = {
-  CHAIN_TRON_API_URL: tronNodeSettings.CHAIN_TRON_API_URL,
+/** The Tron full node and the token contracts, as both the invoice watcher and the payout service read them. */
+const tronNodeSettings = {
+  CHAIN_TRON_API_URL: optionalNodeUrl(),
   /** Tether's USD₮ contract (TRC-20). */
   CHAIN_TRON_USDT_CONTRACT: trc20ContractSetting(USDT_TRON.token!.contract.mainnet),
   /** Empty by default: Circle ended USDC on Tron in 2024 (docs/networks.md); set it to take USDC there. */
   CHAIN_TRON_USDC_CONTRACT: trc20ContractSetting(''),
+  ...sourceTimeoutSettings,
+} as const;
+
+/** The configured TRC-20 contracts by token (empty: not taken). */
+function tronTokens(config: { CHAIN_TRON_USDT_CONTRACT: string; CHAIN_TRON_USDC_CONTRACT: string }): Partial<Record<TronTokenCode, string>> {
+  const tokens: Partial<Record<TronTokenCode, string>> = {};
+  if (config.CHAIN_TRON_USDT_CONTRACT !== '') tokens.USDT = config.CHAIN_TRON_USDT_CONTRACT;
+  if (config.CHAIN_TRON_USDC_CONTRACT !== '') tokens.USDC = config.CHAIN_TRON_USDC_CONTRACT;
+  return tokens;
+}
+
+const tronSettings = {
+  CHAIN_TRON_API_URL: tronNodeSettings.CHAIN_TRON_API_URL,
+  CHAIN_TRON_USDT_CONTRACT: tronNodeSettings.CHAIN_TRON_USDT_CONTRACT,
+  CHAIN_TRON_USDC_CONTRACT: tronNodeSettings.CHAIN_TRON_USDC_CONTRACT,
   CHAIN_TRON_CONFIRMATIONS: setting.int({ default: 20, min: 1, max: 1_000 }),
   CHAIN_TRON_POLL_MS: setting.int({ default: 3_000, min: 10, max: 600_000 }),
   ...sourceTimeoutSettings,
@@ -62,7 +73,9 @@ export const tronFamily: ChainFamily<typeof tronSettings, typeof tronNodeSetting
     tron: {
       sourceVariable: 'CHAIN_TRON_API_URL',
       adapter: () =>
-        config.CHAIN_TRON_API_URL === '' ? null : new (tronModule().TronAdapter)({ apiUrl: config.CHAIN_TRON_API_URL, timeoutMs: config.CHAIN_SOURCE_TIMEOUT_MS }),
+        config.CHAIN_TRON_API_URL === ''
+          ? null
+          : new (tronModule().TronAdapter)({ apiUrl: config.CHAIN_TRON_API_URL, timeoutMs: config.CHAIN_SOURCE_TIMEOUT_MS, tokens: tronTokens(config) }),
       pollMs: config.CHAIN_TRON_POLL_MS,
       batchBlocks: HTTP_SOURCE_BATCH_BLOCKS,
       confirmations: config.CHAIN_TRON_CONFIRMATIONS,
@@ -70,5 +83,7 @@ export const tronFamily: ChainFamily<typeof tronSettings, typeof tronNodeSetting
   }),
   payoutSettings: tronNodeSettings,
   payoutChecks: (config) =>
-    config.CHAIN_TRON_API_URL === '' ? {} : { tron: new TronPayoutCheck({ apiUrl: config.CHAIN_TRON_API_URL, timeoutMs: config.CHAIN_SOURCE_TIMEOUT_MS }) },
+    config.CHAIN_TRON_API_URL === ''
+      ? {}
+      : { tron: new TronPayoutCheck({ apiUrl: config.CHAIN_TRON_API_URL, timeoutMs: config.CHAIN_SOURCE_TIMEOUT_MS, contracts: tronTokens(config) }) },
 };

@@ -15,7 +15,7 @@
  *   replaced   the transaction was dropped or double-spent before it was mined (UTXO chains)
  */
 import { Decimal } from '@coinvoice/domain/money';
-import type { CryptoCode } from '@coinvoice/chains/coin';
+import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
 import type { InvoiceStatusName } from './status';
 
 export const PAYMENT_STATUSES = ['seen', 'confirmed', 'final', 'orphaned', 'replaced'] as const;
@@ -45,6 +45,8 @@ export function isAccounted(status: PaymentStatus): boolean {
 /** What the status function needs of a payment. */
 export interface PaymentFacts {
   asset: CryptoCode;
+  /** The network it arrived on (the watcher's): another than the invoice's is a wrong-network payment. */
+  network: Chain;
   amount: Decimal;
   status: PaymentStatus;
   /** The block's timestamp; null while unmined. */
@@ -57,10 +59,22 @@ export interface PaymentFacts {
   credited?: boolean;
 }
 
+/**
+ * Whether a payment is money FOR the invoice: its asset on its network. Another asset, or the same
+ * asset on another network (a wrong-network payment, docs/networks.md#wrong-network), is recorded
+ * and reported but never counts toward the status and is never credited. The one rule, used by the
+ * status function and by settlement.
+ */
+export function paysInvoice(invoice: { payCurrency: string; payNetwork: string }, payment: { asset: string; network: string }): boolean {
+  return payment.asset === invoice.payCurrency && payment.network === invoice.payNetwork;
+}
+
 /** What the status function needs of an invoice. */
 export interface InvoiceFacts {
   environment: 'live' | 'sandbox';
   payCurrency: CryptoCode;
+  /** The network it is paid on (docs/networks.md). */
+  payNetwork: Chain;
   amountExpected: Decimal;
   expiredAt: Date;
   /** The project's paymentTolerancePercent (0–5) at creation. */
@@ -117,13 +131,14 @@ export function paymentThreshold(amountExpected: Decimal, tolerancePercent: Deci
  *   Expired       — expiredAt passed before the on-time total covered the price
  *   PartiallyPaid — something on time, below the threshold, not expired
  *   Waiting       — nothing on time (yet)
- * Payments of another asset never count; orphaned and replaced ones never count.
+ * Payments of another asset or on another network never count (paysInvoice); orphaned and
+ * replaced ones never count.
  */
 export function deriveInvoiceState(invoice: InvoiceFacts, payments: readonly PaymentFacts[], now: Date): DerivedInvoiceState {
   const threshold = paymentThreshold(invoice.amountExpected, invoice.tolerancePercent);
-  const own = payments.filter((p) => p.asset === invoice.payCurrency && isLivePayment(p.status));
+  const own = payments.filter((p) => paysInvoice(invoice, p) && isLivePayment(p.status));
   const sum = (list: readonly PaymentFacts[]) => list.reduce((total, p) => total.plus(p.amount), new Decimal(0));
-  const received = invoice.paidAt === null ? own : payments.filter((p) => p.asset === invoice.payCurrency && (isLivePayment(p.status) || p.credited === true));
+  const received = invoice.paidAt === null ? own : payments.filter((p) => paysInvoice(invoice, p) && (isLivePayment(p.status) || p.credited === true));
   const amountReceived = invoice.simulatedAmount ?? sum(received);
   const remaining = Decimal.max(invoice.amountExpected.minus(amountReceived), 0);
   const state = (status: InvoiceStatusName): DerivedInvoiceState => ({

@@ -42,6 +42,7 @@ function amountReceived(row: InvoiceRow): string {
 export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): NewEvent {
   const message = create(InvoiceConfirmingSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     confirmations,
     confirmationsRequired: row.confirmations_required,
@@ -52,6 +53,7 @@ export function invoiceConfirmingEvent(row: InvoiceRow, confirmations: number): 
 export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Decimal): NewEvent {
   const message = create(InvoicePartiallyPaidSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     amountRemaining: formatPlain(amountRemaining),
   });
@@ -60,15 +62,18 @@ export function invoicePartiallyPaidEvent(row: InvoiceRow, amountRemaining: Deci
 
 export function invoiceLatePaymentEvent(
   row: InvoiceRow,
-  payment: { id: string; transactionHash: string; asset: string; amount: Decimal; credited: boolean },
+  /** `network`: where it arrived; another than the invoice's pay_network is a wrong-network payment (credited false). */
+  payment: { id: string; transactionHash: string; asset: string; network: string; amount: Decimal; credited: boolean },
 ): NewEvent {
   const message = create(InvoiceLatePaymentSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     amount: formatPlain(payment.amount),
     currency: payment.asset,
     transactionHash: payment.transactionHash,
     credited: payment.credited,
     paymentId: payment.id,
+    network: payment.network,
   });
   return { type: INVOICE_EVENT_TYPES.latePayment, payload: toJson(InvoiceLatePaymentSchema, message), key: row.id };
 }
@@ -76,6 +81,7 @@ export function invoiceLatePaymentEvent(
 export function invoiceReopenedEvent(row: InvoiceRow, previousStatus: string): NewEvent {
   const message = create(InvoiceReopenedSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     ...receivedFields(row),
     previousStatus,
   });
@@ -89,6 +95,11 @@ function orderId(row: InvoiceRow): { orderId?: string } {
 /** What every invoice event says of its invoice, in the flat public style of invoice.paid. */
 function invoiceFields(row: InvoiceRow) {
   return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
+}
+
+/** The invoice's pay_network (docs/networks.md), on the events the watcher's settlement writes. */
+function payNetworkField(row: InvoiceRow) {
+  return { payNetwork: row.pay_network };
 }
 
 /** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */

@@ -7,6 +7,7 @@ import { selectKeysetPage, type Queryable, type TransactionSql } from '@coinvoic
 import { INVOICE_CURSORS, type InvoiceCursor } from '../domain/requests';
 import type { InvoiceEvent, InvoiceStatusName } from '../domain/status';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
+import type { Chain } from '@coinvoice/chains/coin';
 import { nextStatus, OPEN_INVOICE_STATUSES, sourceStatuses } from '../domain/status';
 
 export interface InvoiceRow {
@@ -20,6 +21,8 @@ export interface InvoiceRow {
   price_currency: string;
   price_amount_in_usd: string;
   pay_currency: string;
+  /** The network the invoice is paid on (migration 0140, docs/networks.md). */
+  pay_network: Chain;
   rate: string;
   /** Where the rate came from: "coinbase", "kraken" (live quotes) or "static" (the table). */
   rate_sources: string[];
@@ -56,6 +59,7 @@ export interface NewInvoiceRow {
   priceCurrency: string;
   priceAmountInUsd: string;
   payCurrency: string;
+  payNetwork: Chain;
   rate: string;
   rateSources: string[];
   rateQuotedAt: Date | null;
@@ -79,13 +83,13 @@ export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Pro
     with clock as (select date_trunc('milliseconds', now()) as created_at)
     insert into invoices (
       id, project_id, environment, project_name, order_id, order_description,
-      price_amount, price_currency, price_amount_in_usd, pay_currency, rate, rate_sources, rate_quoted_at, amount_expected,
+      price_amount, price_currency, price_amount_in_usd, pay_currency, pay_network, rate, rate_sources, rate_quoted_at, amount_expected,
       address, key_id, address_index, success_url, cancel_url, is_donation, created_at, expired_at,
       confirmations_required, payment_tolerance_percent
     )
     select
       ${row.id}, ${row.projectId}, ${row.environment}, ${row.projectName}, ${row.orderId}, ${row.orderDescription},
-      ${row.priceAmount}::numeric, ${row.priceCurrency}, ${row.priceAmountInUsd}::numeric, ${row.payCurrency},
+      ${row.priceAmount}::numeric, ${row.priceCurrency}, ${row.priceAmountInUsd}::numeric, ${row.payCurrency}, ${row.payNetwork},
       ${row.rate}::numeric, ${row.rateSources}::text[], ${row.rateQuotedAt}::timestamptz, ${row.amountExpected}::numeric,
       ${row.address}, ${row.keyId}, ${row.addressIndex}, ${row.successUrl}, ${row.cancelUrl}, ${row.isDonation},
       clock.created_at, clock.created_at + make_interval(mins => ${row.lifetimeMinutes}::int),
@@ -150,13 +154,13 @@ export async function markPaid(
 export async function lockDueOpenInvoices(
   tx: TransactionSql,
   limit: number,
-  /** Live invoices only when their pay currency's chain has been watched past their expiredAt (ISO times by currency). */
+  /** Live invoices only when their pay_network has been watched past their expiredAt (ISO times by network: each chain cursor's block time). */
   watchedUntil: Readonly<Record<string, string>>,
 ): Promise<InvoiceRow[]> {
   return tx<InvoiceRow[]>`
     select * from invoices
     where status = any(${[...OPEN_INVOICE_STATUSES]}) and expired_at <= now()
-      and (environment = 'sandbox' or expired_at < (${JSON.stringify(watchedUntil)}::text::jsonb ->> pay_currency)::timestamptz)
+      and (environment = 'sandbox' or expired_at < (${JSON.stringify(watchedUntil)}::text::jsonb ->> pay_network)::timestamptz)
     order by expired_at
     limit ${limit}
     for update skip locked`;

@@ -3,7 +3,7 @@
  * numeric and come back as decimal strings.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { CryptoCode } from '@coinvoice/chains/coin';
+import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
 import type { PaymentStatus } from '../domain/payments';
 import { OPEN_INVOICE_STATUSES } from '../domain/status';
 import type { BlockRef, ChainName, ObservedTransfer } from '@coinvoice/chains/chain-adapter';
@@ -94,17 +94,21 @@ export async function orphanPaymentsAbove(tx: TransactionSql, chain: ChainName, 
 
 /**
  * Sets the confirmations of the chain's mined, still-changing payments from the head height and
- * each invoice's required count; returns the rows whose status or confirmations changed.
+ * the count each needs: its invoice's (fixed at creation) on the invoice's own network, the
+ * chain's `confirmations` for a wrong-network payment (docs/networks.md#wrong-network). Returns the
+ * rows whose status or confirmations changed.
  */
 export async function refreshConfirmations(
   tx: TransactionSql,
   chain: ChainName,
   headHeight: number,
   finalityDepth: number,
+  confirmations: number,
 ): Promise<PaymentRow[]> {
   return tx<PaymentRow[]>`
     with fresh as (
-      select p.id, greatest(${headHeight}::bigint - p.block_number + 1, 0)::int as confirmations, i.confirmations_required as required
+      select p.id, greatest(${headHeight}::bigint - p.block_number + 1, 0)::int as confirmations,
+             case when i.pay_network = ${chain} then i.confirmations_required else ${confirmations}::int end as required
       from payments p join invoices i on i.id = p.invoice_id
       where p.chain = ${chain} and p.status in ('seen', 'confirmed') and p.block_number is not null
     )
@@ -145,19 +149,22 @@ export interface WatchedInvoice {
   id: string;
   address: string;
   pay_currency: CryptoCode;
+  pay_network: Chain;
   created_at: Date;
 }
 
 /**
- * The live invoices whose addresses the watcher watches: open ones, and Expired ones within the
+ * The live invoices whose addresses the watcher watches: those paid on one of `networks` (an EVM
+ * watcher passes every EVM network: the same address exists on each, docs/networks.md#wrong-network;
+ * index invoices_live_watch_idx, migration 0140), open ones, and Expired ones within the
  * monitoring window after expiry (late payments). Paid invoices' addresses stay watched for the
  * same window after payment (overpayments in a later transaction). Oldest first, so the
  * watcher's in-memory set keeps one order across reloads.
  */
-export async function watchedInvoices(sql: Queryable, assets: readonly CryptoCode[], monitorAfterMs: number): Promise<WatchedInvoice[]> {
+export async function watchedInvoices(sql: Queryable, networks: readonly Chain[], monitorAfterMs: number): Promise<WatchedInvoice[]> {
   return sql<WatchedInvoice[]>`
-    select id, address, pay_currency, created_at from invoices
-    where environment = 'live' and pay_currency = any(${assets as string[]})
+    select id, address, pay_currency, pay_network, created_at from invoices
+    where environment = 'live' and pay_network = any(${networks as string[]})
       and (status = any(${[...OPEN_INVOICE_STATUSES]})
            or (status = 'Expired' and expired_at > now() - make_interval(secs => ${monitorAfterMs / 1000}))
            or (status = 'Paid' and paid_at > now() - make_interval(secs => ${monitorAfterMs / 1000})))
@@ -168,10 +175,10 @@ export async function watchedInvoices(sql: Queryable, assets: readonly CryptoCod
  * Live invoices created at or after `since` (the watcher's incremental refresh): every address
  * starts being watched at its invoice's creation, so these are all the set can have gained.
  */
-export async function watchedInvoicesCreatedSince(sql: Queryable, assets: readonly CryptoCode[], since: Date): Promise<WatchedInvoice[]> {
+export async function watchedInvoicesCreatedSince(sql: Queryable, networks: readonly Chain[], since: Date): Promise<WatchedInvoice[]> {
   return sql<WatchedInvoice[]>`
-    select id, address, pay_currency, created_at from invoices
-    where environment = 'live' and created_at >= ${since} and pay_currency = any(${assets as string[]})
+    select id, address, pay_currency, pay_network, created_at from invoices
+    where environment = 'live' and created_at >= ${since} and pay_network = any(${networks as string[]})
     order by created_at, id`;
 }
 
@@ -239,6 +246,8 @@ export interface LedgerCreditRow extends Partial<Pick<PaymentRow, 'chain' | 'tra
   /** 'paid': the invoice.paid credit (the sum of the payments it covered); 'late': one payment. */
   kind: 'paid' | 'late';
   currency: string;
+  /** The invoice's pay_network: credited money is always on it (a wrong-network payment is never credited). */
+  network: Chain;
   amount: string;
   reported_at: Date;
 }
@@ -246,7 +255,8 @@ export interface LedgerCreditRow extends Partial<Pick<PaymentRow, 'chain' | 'tra
 /**
  * What this service told the ledger to credit, for the invoices after `afterInvoiceId` (a page of
  * `limit` invoices, by id): per invoice, the invoice.paid amount (its 'paid' payments) and each
- * credited late payment. Live only: a sandbox invoice has no payment rows.
+ * credited late payment. Live only: a sandbox invoice has no payment rows. A wrong-network or
+ * other-asset payment is 'uncredited' and never listed (docs/networks.md#wrong-network).
  */
 export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string | null, limit: number): Promise<LedgerCreditRow[]> {
   return sql<LedgerCreditRow[]>`
@@ -256,12 +266,12 @@ export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string |
       order by invoice_id limit ${limit}
     )
     select p.invoice_id, i.project_id, 'paid' as kind, null as chain, null as transaction_hash, null::int as output_index,
-           p.asset as currency, sum(p.amount)::text as amount, max(p.reported_at) as reported_at
+           p.asset as currency, i.pay_network as network, sum(p.amount)::text as amount, max(p.reported_at) as reported_at
     from payments p join page using (invoice_id) join invoices i on i.id = p.invoice_id
     where p.reported_as = 'paid'
-    group by p.invoice_id, i.project_id, p.asset
+    group by p.invoice_id, i.project_id, p.asset, i.pay_network
     union all
-    select p.invoice_id, i.project_id, 'late', p.chain, p.transaction_hash, p.output_index, p.asset, p.amount::text, p.reported_at
+    select p.invoice_id, i.project_id, 'late', p.chain, p.transaction_hash, p.output_index, p.asset, i.pay_network, p.amount::text, p.reported_at
     from payments p join page using (invoice_id) join invoices i on i.id = p.invoice_id
     where p.reported_as = 'late'
     order by invoice_id`;
@@ -285,7 +295,9 @@ export interface AccountedDepositRow {
  * Accounted deposits of a chain after a (reported_at, id) keyset cursor: payments reported to the
  * ledger (credited or not), which happens the moment they are accounted (settlement.ts), so
  * `reported_as is not null` is that rule's record, not a second rule. The treasury sweeps them
- * (docs/treasury.md#sweep-tasks).
+ * (docs/treasury.md#sweep-tasks) — a wrong-network payment too, on the chain it arrived on
+ * (`payments.chain`, whatever the invoice's pay_network): the same key recovers it
+ * (docs/networks.md#wrong-network).
  */
 export async function listAccountedDeposits(
   sql: Queryable,

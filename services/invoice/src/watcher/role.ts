@@ -27,13 +27,26 @@ export function requireChainSource(chain: string, config: InvoiceConfig): void {
 }
 
 /**
- * The treasury addresses of the account keys configured for `chain`'s EVM coins (docs/treasury.md#keys):
- * what they send to a deposit address is a token sweep's gas, not a payment. Lower case.
+ * Asks the configured node whether it is the network it is configured as (EVM: `eth_chainId` and
+ * each token's `decimals()`, docs/networks.md#configuration) before anything is watched; rejects
+ * with a ChainSourceRefusal (one line naming both values) when it is not.
+ */
+export async function verifyChainSource(chain: string, config: InvoiceConfig): Promise<void> {
+  const source = isChainName(chain) ? chainSources(config)[chain] : undefined;
+  await source?.verify?.();
+}
+
+/**
+ * The treasury addresses of the account keys of every EVM coin when `chain` is an EVM network
+ * (docs/treasury.md#keys; one key's treasury is the same address on every EVM network, and it
+ * recovers wrong-network payments there too): what they send to a deposit address is a token
+ * sweep's gas, not a payment. Lower case.
  */
 export function houseSendersOf(chain: string, config: InvoiceConfig): Set<string> {
   const senders = new Set<string>();
+  if (!isChainName(chain) || familyOf(chain) !== evmFamily) return senders;
   for (const coin of SUPPORTED_CRYPTO) {
-    if (coin.chain !== chain || familyOf(coin.chain) !== evmFamily) continue;
+    if (familyOf(coin.chain) !== evmFamily) continue;
     const xpub = config[xpubVariable(coin.code, 'mainnet')];
     const treasury = xpub ? treasuryAddressOf(xpub) : undefined;
     if (treasury) senders.add(treasury.toLowerCase());
@@ -63,6 +76,8 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
       const watcher = new ChainWatcher({
         sql,
         adapter,
+        watchedNetworks: source.watchedNetworks ?? [chain],
+        confirmations,
         logger,
         metrics: createWatcherMetrics(registry, { chain, countPayments: () => paymentCountsByStatus(sql, chain) }),
         pollMs: source.pollMs,

@@ -11,13 +11,19 @@
  * watched a little longer: harmless, an address is never reused).
  */
 import type { Sql } from '@coinvoice/runtime';
-import type { CryptoCode } from '@coinvoice/chains/coin';
+import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
 import { watchedInvoices, watchedInvoicesCreatedSince, type WatchedInvoice } from '../store/payments';
 import type { WatchedAddresses } from '@coinvoice/chains/chain-adapter';
 
 export interface WatchedSetOptions {
   sql: Sql;
-  assets: readonly CryptoCode[];
+  /**
+   * The pay networks whose invoices' addresses are watched: the watcher's own network, or every
+   * EVM network for an EVM watcher (one address exists on all of them: a payment on another network
+   * than the invoice's is recorded as a wrong-network payment, docs/networks.md#wrong-network).
+   * Every asset of those invoices is watched: what the block brings decides what is recorded.
+   */
+  networks: readonly Chain[];
   /** How long after expiry (or payment) an address is still watched. */
   monitorAfterMs: number;
   /** How often the whole set is read again (drops addresses whose window ended). */
@@ -27,11 +33,12 @@ export interface WatchedSetOptions {
   now?: () => number;
 }
 
-/** One watched address: as issued, its invoice, the asset it is paid in. */
+/** One watched address: as issued, its invoice, the asset and network it is paid in. */
 export interface WatchedEntry {
   address: string;
   invoiceId: string;
   asset: CryptoCode;
+  payNetwork: Chain;
 }
 
 export class WatchedSet implements WatchedAddresses {
@@ -49,7 +56,7 @@ export class WatchedSet implements WatchedAddresses {
   async refresh(): Promise<void> {
     const now = (this.options.now ?? Date.now)();
     if (this.newestCreatedAt === undefined || now - this.loadedAt >= this.options.fullReloadMs) {
-      const rows = await watchedInvoices(this.options.sql, this.options.assets, this.options.monitorAfterMs);
+      const rows = await watchedInvoices(this.options.sql, this.options.networks, this.options.monitorAfterMs);
       this.byLower.clear();
       this.list = undefined;
       for (const row of rows) this.add(row);
@@ -57,14 +64,14 @@ export class WatchedSet implements WatchedAddresses {
       return;
     }
     const since = new Date(this.newestCreatedAt.getTime() - this.options.overlapMs);
-    for (const row of await watchedInvoicesCreatedSince(this.options.sql, this.options.assets, since)) this.add(row);
+    for (const row of await watchedInvoicesCreatedSince(this.options.sql, this.options.networks, since)) this.add(row);
   }
 
   private add(row: WatchedInvoice): void {
     if (this.newestCreatedAt === undefined || row.created_at > this.newestCreatedAt) this.newestCreatedAt = row.created_at;
     const key = row.address.toLowerCase();
     if (this.byLower.has(key)) return;
-    this.byLower.set(key, { address: row.address, invoiceId: row.id, asset: row.pay_currency });
+    this.byLower.set(key, { address: row.address, invoiceId: row.id, asset: row.pay_currency, payNetwork: row.pay_network });
     this.list = undefined;
   }
 

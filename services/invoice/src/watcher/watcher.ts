@@ -30,6 +30,7 @@ import {
   upsertPayment,
 } from '../store/payments';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from '@coinvoice/chains/chain-adapter';
+import type { Chain } from '@coinvoice/chains/coin';
 import { followMempool } from './mempool';
 import type { WatcherMetrics } from './metrics';
 import { WatchedSet } from './watched-set';
@@ -37,6 +38,16 @@ import { WatchedSet } from './watched-set';
 export interface ChainWatcherOptions {
   sql: Sql;
   adapter: ChainAdapter;
+  /**
+   * Whose invoices' addresses are watched: the pay networks sharing this chain's addresses — every
+   * EVM network for an EVM chain (docs/networks.md#wrong-network), else the chain alone.
+   */
+  watchedNetworks: readonly Chain[];
+  /**
+   * This chain's confirmation count: what a wrong-network payment arriving here needs (an
+   * invoice's own payments need its confirmationsRequired, fixed at creation).
+   */
+  confirmations: number;
   logger: Logger;
   metrics: WatcherMetrics;
   pollMs: number;
@@ -89,7 +100,7 @@ export class ChainWatcher implements Worker {
     this.lock = new AdvisoryLockHolder(options.sql, `coinvoice-watcher:${options.adapter.chain}`);
     this.watched = new WatchedSet({
       sql: options.sql,
-      assets: options.adapter.assets,
+      networks: options.watchedNetworks,
       monitorAfterMs: options.monitorAfterExpiryMs,
       fullReloadMs: options.watchedFullReloadMs ?? WATCHED_FULL_RELOAD_MS,
       overlapMs: WATCHED_OVERLAP_MS,
@@ -224,7 +235,7 @@ export class ChainWatcher implements Worker {
         }
         await saveBlocks(tx, chain, blocks, this.options.finalityDepth + 16);
         await saveCursor(tx, chain, top);
-        for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth)) touched.add(row.invoice_id);
+        for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth, this.options.confirmations)) touched.add(row.invoice_id);
         const outcomes = [];
         for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId));
         return outcomes;
@@ -251,7 +262,7 @@ export class ChainWatcher implements Worker {
         await upsertPayment(tx, chain, invoiceId, transfer);
         touched.add(invoiceId);
       }
-      for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth)) touched.add(row.invoice_id);
+      for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth, this.options.confirmations)) touched.add(row.invoice_id);
       const outcomes = [];
       for (const invoiceId of touched) outcomes.push(await settleInvoice(tx, invoiceId));
       return outcomes;

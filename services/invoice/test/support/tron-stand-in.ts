@@ -3,14 +3,29 @@
  * no Tron node installs on these machines. Blocks and TransferContract transactions in the API's
  * JSON shapes (blockID = 8-byte number ‖ 24 bytes of hash, block_header.raw_data, txID, ret,
  * raw_data.contract[].parameter.value with hex 41… addresses and amounts in sun); signatures are
- * random bytes, not verified by anyone. Plays mining, failed transactions and outages. Also serves
- * one transaction by id (`gettransactionbyid`, `gettransactioninfobyid`: `{}` until mined), and
- * TRC-20 `transfer` calls (TriggerSmartContract) beside TRX transfers.
+ * random bytes, not verified by anyone. Plays mining, failed transactions, reorgs and outages. Also
+ * serves one transaction by id (`gettransactionbyid`, `gettransactioninfobyid`: `{}` until mined),
+ * and TRC-20 contract calls (TriggerSmartContract) beside TRX transfers: a token's
+ * `transfer(to, amount)` and a batch-payout contract's call that makes the token emit one Transfer
+ * per recipient. Their execution results are TransactionInfos as java-tron writes them
+ * (`gettransactioninfobyid`, and per block `gettransactioninfobyblocknum`): `receipt.result`,
+ * `log[]` with the emitting contract as 20 bytes of hex without 41, topics and data as bare hex —
+ * the Transfer topic is keccak-256 of the event's signature, computed here, and the addresses in
+ * topics are the base58 addresses decoded. A reverted call has no log and `result: "FAILED"`.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { keccak_256 } from '@noble/hashes/sha3.js';
 import { base58CheckDecode } from './independent-codecs';
+
+/** A log as java-tron's TransactionInfo carries it. */
+interface TronLog {
+  /** The emitting contract: 20 bytes of hex, no 41. */
+  address: string;
+  topics: string[];
+  data: string;
+}
 
 interface TronTx {
   txID: string;
@@ -18,8 +33,12 @@ interface TronTx {
   /** Sun for TRX; the token's base units for a TRC-20 transfer. */
   amountSun: number;
   success: boolean;
-  /** Set for a TRC-20 `transfer(to, amount)` call of this contract (hex 41…) instead of a TRX transfer. */
+  /** Set for a smart contract call (TriggerSmartContract) of this contract (hex 41…) instead of a TRX transfer. */
   trc20Contract?: string;
+  /** The call's data (hex): `transfer(to, amount)` unless set. */
+  callData?: string;
+  /** The events the call emits when it succeeds (a reverted call emits none). */
+  logs?: TronLog[];
   /** The amount's JSON text when it is past 2^53 (java-tron writes int64 digits a double cannot hold). */
   amountText?: string;
 }
@@ -39,12 +58,36 @@ export function tronHex(address: string): string {
   return Buffer.from(payload).toString('hex');
 }
 
+/** keccak-256 of a signature, bare hex: an event's topic, or (first 4 bytes) a function's selector. */
+function keccakHex(signature: string): string {
+  return Buffer.from(keccak_256(Buffer.from(signature))).toString('hex');
+}
+
+/** One 32-byte ABI word (bare hex) of an unsigned integer. */
+function word(value: bigint | number): string {
+  return BigInt(value).toString(16).padStart(64, '0');
+}
+
+/** One 32-byte ABI word of a Tron address (hex 41…): its 20 bytes, left-padded. */
+function addressWord(hex41: string): string {
+  return hex41.slice(2).padStart(64, '0');
+}
+
+/** The Transfer(address,address,uint256) event of `contract` (hex 41…), as its log. */
+function transferLog(contract: string, fromHex41: string, toHex41: string, amount: bigint): TronLog {
+  return { address: contract.slice(2), topics: [keccakHex('Transfer(address,address,uint256)'), addressWord(fromHex41), addressWord(toHex41)], data: word(amount) };
+}
+
 /** Marks a bigint in the JSON being written, to be replaced by its bare digits. */
 const EXACT_INTEGER = 'exact-integer:';
 
 export class TronStandIn {
   readonly blocks: TronBlock[] = [];
   down = false;
+  /** Reorgs so far: a block mined after one never has the id of the block it replaced. */
+  private forks = 0;
+  /** Blocks a reorg dropped: still known by id. */
+  private readonly forked: TronBlock[] = [];
   private readonly sockets = new Set<Socket>();
   private readonly from = `41${randomBytes(20).toString('hex')}`;
 
@@ -84,15 +127,51 @@ export class TronStandIn {
     tx.amountText = digits;
   }
 
-  /** A TRC-20 `transfer(to, amount)` of the token at `contract` (base58). */
+  /** A TRC-20 `transfer(to, amount)` of the token at `contract` (base58): its Transfer event when it succeeds. */
   trc20Transfer(contract: string, to: string, amount: number, success = true): TronTx {
-    return { ...this.transfer(to, amount, success), trc20Contract: tronHex(contract) };
+    const token = tronHex(contract);
+    const tx = { ...this.transfer(to, amount, success), trc20Contract: token };
+    return { ...tx, logs: [transferLog(token, this.from, tx.to, BigInt(amount))] };
+  }
+
+  /**
+   * A batch-payout contract's call (`batchTransfer(address token, address[] to, uint256[] amounts)`,
+   * as payment processors and exchanges send): the token emits one Transfer per payment, then the
+   * batch contract its own event. One transaction, several Transfer logs.
+   */
+  batchTransfer(batchContract: string, token: string, payments: Array<{ to: string; amount: bigint }>, success = true): TronTx {
+    const batch = tronHex(batchContract);
+    const tokenHex = tronHex(token);
+    const recipients = payments.map((p) => tronHex(p.to));
+    const n = payments.length;
+    // ABI: the token, the two arrays' offsets (3 head words, then the first array: length + n words), then each array.
+    const callData =
+      keccakHex('batchTransfer(address,address[],uint256[])').slice(0, 8) +
+      addressWord(tokenHex) + word(3 * 32) + word((3 + 1 + n) * 32) +
+      word(n) + recipients.map(addressWord).join('') +
+      word(n) + payments.map((p) => word(p.amount)).join('');
+    const total = payments.reduce((sum, p) => sum + p.amount, 0n);
+    const logs = [
+      ...payments.map((p, i) => transferLog(tokenHex, this.from, recipients[i]!, p.amount)),
+      { address: batch.slice(2), topics: [keccakHex('BatchPaid(address,uint256)'), addressWord(tokenHex)], data: word(total) },
+    ];
+    return { txID: randomBytes(32).toString('hex'), to: recipients[0]!, amountSun: 0, success, trc20Contract: batch, callData, logs };
+  }
+
+  /**
+   * Drops the blocks from `height` up (a reorg: the chain continues from height - 1 with new
+   * blocks). Like java-tron, which keeps recent fork blocks (KhaosDB), the dropped blocks are still
+   * served by id; by number, only the canonical chain.
+   */
+  reorg(height: number): void {
+    this.forked.push(...this.blocks.splice(height));
+    this.forks++;
   }
 
   mine(txs: TronTx[]): TronBlock {
     const number = this.blocks.length;
     const parentHash = this.tip?.blockID ?? '0'.repeat(64);
-    const digest = createHash('sha256').update(`${number}:${parentHash}:${txs.map((t) => t.txID).join(',')}`).digest('hex');
+    const digest = createHash('sha256').update(`${number}:${parentHash}:${this.forks}:${txs.map((t) => t.txID).join(',')}`).digest('hex');
     const blockID = number.toString(16).padStart(16, '0') + digest.slice(16);
     const block = { blockID, number, parentHash, timestamp: Math.max(Date.now(), (this.tip?.timestamp ?? 0) + 1), txs };
     this.blocks.push(block);
@@ -104,7 +183,7 @@ export class TronStandIn {
       ? {
           parameter: {
             // transfer(address,uint256): selector, the 20-byte address and the amount, each in a 32-byte word.
-            value: { data: `a9059cbb${tx.to.slice(2).padStart(64, '0')}${tx.amountSun.toString(16).padStart(64, '0')}`, owner_address: this.from, contract_address: tx.trc20Contract },
+            value: { data: tx.callData ?? `a9059cbb${addressWord(tx.to)}${word(tx.amountSun)}`, owner_address: this.from, contract_address: tx.trc20Contract },
             type_url: 'type.googleapis.com/protocol.TriggerSmartContract',
           },
           type: 'TriggerSmartContract',
@@ -130,16 +209,22 @@ export class TronStandIn {
     };
   }
 
-  /** `gettransactioninfobyid`'s answer for a mined transaction (a TRC-20 call adds its receipt's result and log). */
+  /**
+   * `gettransactioninfobyid`'s answer for a mined transaction (a contract call adds its receipt's
+   * result, its return value and, when it succeeded, its logs; java-tron leaves out empty fields).
+   */
   private txInfoJson(tx: TronTx, block: TronBlock) {
+    const call = tx.trc20Contract !== undefined;
     return {
       id: tx.txID,
-      fee: 1_100_000,
+      fee: call ? 6_432_000 : 1_100_000,
       blockNumber: block.number,
       blockTimeStamp: block.timestamp,
-      contractResult: [''],
-      receipt: tx.trc20Contract ? { energy_usage_total: 29_631, net_usage: 345, result: tx.success ? 'SUCCESS' : 'REVERT' } : { net_usage: 268 },
-      ...(tx.trc20Contract ? { contract_address: tx.trc20Contract } : {}),
+      // A `transfer` returns true (one word); a reverted call returns its revert data.
+      contractResult: [call && tx.success ? word(1) : ''],
+      ...(call ? { contract_address: tx.trc20Contract } : {}),
+      receipt: call ? { energy_usage_total: 29_631, net_usage: 345, result: tx.success ? 'SUCCESS' : 'REVERT' } : { net_usage: 268 },
+      ...(call && tx.success && tx.logs && tx.logs.length > 0 ? { log: tx.logs } : {}),
       ...(tx.success ? {} : { result: 'FAILED', resMessage: Buffer.from('REVERT opcode executed').toString('hex') }),
     };
   }
@@ -183,8 +268,15 @@ export class TronStandIn {
         return this.send(res, 200, block ? this.blockJson(block) : {});
       }
       if (path === '/wallet/getblockbyid') {
-        const block = this.blocks.find((b) => b.blockID === input.value);
+        const block = this.blocks.find((b) => b.blockID === input.value) ?? this.forked.find((b) => b.blockID === input.value);
         return this.send(res, 200, block ? this.blockJson(block) : {});
+      }
+      if (path === '/wallet/gettransactioninfobyblocknum') {
+        // java-tron: `{}` for num <= 0; `[]` for an empty block and for a height it does not have.
+        const num = Number(input.num);
+        if (!(num > 0)) return this.send(res, 200, {});
+        const block = this.blocks[num];
+        return this.send(res, 200, block ? block.txs.map((t) => this.txInfoJson(t, block)) : []);
       }
       if (path === '/wallet/gettransactionbyid') {
         const mined = this.minedTx(input.value);
