@@ -7,22 +7,21 @@ import { randomBytes } from 'node:crypto';
 import { Code } from '@coinvoice/runtime';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { compileTestContracts, deployTokens, mined, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
-import type { Address } from 'viem';
+import { deployTokens, sendEth, sendToken, sendTokenUnits, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
 import { PayoutChainChecks } from '@coinvoice/chains/payout-check';
 import { EthereumPayoutCheck } from '@coinvoice/chains/evm/payout-check';
 import { addressFor, balanceOf, codeOf, payoutRequest, rejection, startPayoutHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 
 let anvil: Anvil;
 let tokens: Tokens;
-/** A second node standing in for BNB Smart Chain (anvil's chain id 31337, not 1): its own contracts. */
+/** A second node standing in for BNB Smart Chain (chain id 56): its own contracts, of 18 decimals as bsc's. */
 let bsc: Anvil;
 let bscTokens: Tokens;
 let h: Harness;
 
 beforeAll(async () => {
-  [anvil, bsc] = await Promise.all([startAnvil(), startAnvil()]);
-  [tokens, bscTokens] = await Promise.all([deployTokens(anvil), deployTokens(bsc)]);
+  [anvil, bsc] = await Promise.all([startAnvil(), startAnvil({ chainId: 56 })]);
+  [tokens, bscTokens] = await Promise.all([deployTokens(anvil), deployTokens(bsc, { decimals: 18 })]);
   h = await startPayoutHarness({
     CHAIN_ETHEREUM_RPC_URL: anvil.url,
     CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
@@ -80,15 +79,6 @@ test('USDT: the Transfer log must pay the destination exactly the amount from th
   expect((await complete(payoutId, right)).payout!.status).toBe(PayoutStatus.COMPLETED);
 });
 
-/** A token transfer of exactly `baseUnits` (any decimals), from the node's funded account. */
-async function sendBaseUnits(node: Anvil, token: Address, to: string, baseUnits: bigint) {
-  const { abi } = compileTestContracts().TestToken;
-  await mined(node, await node.wallet.writeContract({ address: token, abi, functionName: 'mint', args: [node.account, baseUnits] }));
-  const hash = await node.wallet.writeContract({ address: token, abi, functionName: 'transfer', args: [to as Address, baseUnits] });
-  await mined(node, hash);
-  return hash;
-}
-
 test('USDT on bsc is checked on the bsc node, in 18-decimal base units; the Ethereum node and 6-decimal amounts do not complete it', async () => {
   const { project, payoutId, address } = await claimedPayout('USDT', '12.5', 'bsc');
   // The right amount on the Ethereum node: the bsc node knows no such transaction.
@@ -100,7 +90,9 @@ test('USDT on bsc is checked on the bsc node, in 18-decimal base units; the Ethe
   // 12.5 in 6-decimal units on bsc is 0.0000000000125 USDT there.
   expect(await rejection(complete(payoutId, await sendToken(bsc, bscTokens.usdt, address, '12.5')))).toMatchObject({ code: 'transaction_mismatch' });
   expect(await balanceOf(h, project, 'USDT', 'bsc')).toEqual({ available: '87.5', pending: '12.5', total: '100' });
-  const right = await sendBaseUnits(bsc, bscTokens.usdt, address, 12_500_000_000_000_000_000n);
+  // One base unit short of 12.5 on an 18-decimal token is not the payout either.
+  expect(await rejection(complete(payoutId, await sendTokenUnits(bsc, bscTokens.usdt, address, 12_499_999_999_999_999_999n)))).toMatchObject({ code: 'transaction_mismatch' });
+  const right = await sendTokenUnits(bsc, bscTokens.usdt, address, 12_500_000_000_000_000_000n);
   expect((await complete(payoutId, right)).payout).toMatchObject({ status: PayoutStatus.COMPLETED, network: 'bsc', transactionHash: right });
   expect(await balanceOf(h, project, 'USDT', 'bsc')).toEqual({ available: '87.5', pending: '0', total: '87.5' });
 });
