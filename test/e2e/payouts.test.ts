@@ -248,7 +248,7 @@ describe('1. the ledger fed by invoice.paid', () => {
     expect(res.body).toEqual({
       projectId: shop.project.id,
       environment: 'sandbox',
-      balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
+      balances: [{ currency: 'BTC', network: 'bitcoin', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
     });
 
     // The second invoice's invoice.paid, as the invoice service published it, delivered again under
@@ -312,6 +312,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
       id: expect.any(String),
       amount: 0.5,
       currency: 'ETH',
+      network: 'ethereum',
       address,
       note: 'Supplier invoice 42',
       status: 'AwaitingVerification',
@@ -826,7 +827,7 @@ describe('7. history', () => {
     for (const p of seen) {
       // …plus `environment` (issue 12), `processing` (issue 27), `approvedAt`, `confirmations` and `origin` (issue 23).
       expect(Object.keys(p).sort()).toEqual([
-        'address', 'adminNote', 'amount', 'approvedAt', 'confirmations', 'createdAt', 'currency', 'environment', 'id', 'note', 'origin', 'processing', 'status', 'transactionHash',
+        'address', 'adminNote', 'amount', 'approvedAt', 'confirmations', 'createdAt', 'currency', 'environment', 'id', 'network', 'note', 'origin', 'processing', 'status', 'transactionHash',
       ]);
     }
   }, 120_000);
