@@ -7875,6 +7875,8 @@ export interface operations {
                     /** @description Coin code */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7920,6 +7922,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description merchant: confirmed with the emailed code after payout.requested; auto_sweep: created verified by the project’s auto-sweep configuration (no payout.requested precedes it) */
                     origin: "merchant" | "auto_sweep";
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7965,6 +7969,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description The on-chain transaction that sent the funds */
                     transactionHash: string;
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -8010,6 +8016,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description The operator’s reason */
                     adminNote: string | null;
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -8055,6 +8063,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description user: cancelled through the API; attempts_exhausted: 5 wrong verification codes; code_expired: not verified within 15 minutes */
                     reason: "user" | "attempts_exhausted" | "code_expired";
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
