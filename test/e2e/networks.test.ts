@@ -6,6 +6,7 @@
  * and a sandbox invoice on EVERY pair GET /api/currencies lists, paid by simulation, arriving as a
  * signed invoice.paid webhook with its payNetwork (docs/networks.md).
  */
+import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { FormatRegistry } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { Webhook } from 'standardwebhooks';
@@ -88,7 +89,7 @@ describe('GET /api/currencies', () => {
       networkLabel: 'BNB Smart Chain',
       decimals: 6,
       baseUnitDecimals: 18,
-      confirmations: 12,
+      confirmations: EVM_NETWORKS.bsc.confirmations,
       minimumAmount: 0.000001,
       contract: '0x55d398326f99059fF775485246999027B3197955',
       chainId: 56,
@@ -170,7 +171,7 @@ describe('payNetwork on invoices', () => {
   test('a live bsc USDT invoice priced 100.00 USD expects 100 USDT and its payment URI asks for 100·10^18 units on chain 56', async () => {
     const res = await api.post('/api/invoice', invoiceBody({ priceAmount: '100.00', payCurrency: 'USDT', payNetwork: 'bsc' }), { headers: apiKeyHeader(live.key) });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ payCurrency: 'USDT', payNetwork: 'bsc', amountExpected: 100, amountExpectedDecimal: '100', confirmationsRequired: 12 });
+    expect(res.body).toMatchObject({ payCurrency: 'USDT', payNetwork: 'bsc', amountExpected: 100, amountExpectedDecimal: '100', confirmationsRequired: EVM_NETWORKS.bsc.confirmations });
     const checkout = await api.get(`/api/checkout/${res.body.id}`);
     expect(checkout.body).toMatchObject({
       payNetwork: 'bsc',

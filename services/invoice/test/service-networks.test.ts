@@ -5,6 +5,7 @@
  * checkout (label, token contract, payment URI with the entry's chain id and base units) and in
  * every event; the idempotency fingerprint includes it; ListCurrencies lists the enabled pairs.
  */
+import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { Code } from '@coinvoice/runtime';
 import { InvoiceStatus } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { createRequest, liveProject, publishedEvents, rejection, sandboxProject, startInvoiceHarness, type Harness } from './support/harness';
@@ -26,7 +27,7 @@ describe('CreateInvoice with payNetwork', () => {
     const project = liveProject();
     const { invoice } = await h.client.createInvoice(createRequest(project, { priceAmount: '100.00', payCurrency: 'USDT', payNetwork: 'bsc' }));
     // The static table prices USDT at 1 USD; amounts keep USDT's 6 decimals on every network.
-    expect(invoice).toMatchObject({ payCurrency: 'USDT', payNetwork: 'bsc', amountExpected: '100', rate: '1', confirmationsRequired: 12 });
+    expect(invoice).toMatchObject({ payCurrency: 'USDT', payNetwork: 'bsc', amountExpected: '100', rate: '1', confirmationsRequired: EVM_NETWORKS.bsc.confirmations });
     expect(invoice!.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
     const [row] = await h.sql<{ pay_network: string }[]>`select pay_network from invoices where id = ${invoice!.id}`;
     expect(row?.pay_network).toBe('bsc');
@@ -140,7 +141,7 @@ test('ListCurrencies lists every enabled pair with decimals, confirmations, mini
     networkLabel: 'BNB Smart Chain',
     decimals: 6,
     baseUnitDecimals: 18,
-    confirmations: 12,
+    confirmations: EVM_NETWORKS.bsc.confirmations,
     minimumAmount: '0.000001',
     contract: '0x55d398326f99059fF775485246999027B3197955',
     chainId: 56n,
