@@ -10,6 +10,7 @@
  * NetworkPolicy path…) and must name the breakage, so a check that quietly passes everything
  * would fail here.
  */
+import { SIGNER_XPUB_VARIABLES } from '../../services/payout/src/signer/settings';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -178,7 +179,7 @@ describe('the development treasury', () => {
     const keys = EthereumSigningKeys.fromSeedFile(seedFile);
     const xpubs = findObject<ISecret>(contexts.development.objects, 'Secret', 'invoice-xpubs');
     const data = decodeSecret(xpubs);
-    const config = { INVOICE_XPUB_ETH: data.INVOICE_XPUB_ETH, INVOICE_XPUB_USDT: data.INVOICE_XPUB_USDT, INVOICE_XPUB_USDC: data.INVOICE_XPUB_USDC };
+    const config = Object.fromEntries(SIGNER_XPUB_VARIABLES.map((name) => [name, data[name]]));
     expect(Object.values(config).every((xpub) => xpub?.startsWith('xpub'))).toBe(true);
     // What the signer checks at start (docs/treasury.md#keys): it would refuse another seed.
     expect(() => requireMatchingXpubs(config as never, keys)).not.toThrow();
@@ -660,7 +661,7 @@ describe('the checks catch what they claim to', () => {
       container(c, 'Deployment', 'payout-signer').env = env.filter((e) => !e.name.startsWith('INVOICE_XPUB_'));
     });
     expect(checkEnvironment(withoutKeys)).toEqual([
-      'Deployment payout-signer container signer: payout sign needs at least one of INVOICE_XPUB_ETH, INVOICE_XPUB_USDT, INVOICE_XPUB_USDC (its seed\'s account key is checked against them) but none is given',
+      'Deployment payout-signer container signer: payout sign needs at least one of INVOICE_XPUB_ETH, INVOICE_XPUB_USDT, INVOICE_XPUB_USDC, INVOICE_XPUB_POL, INVOICE_XPUB_BNB (its seed\'s account key is checked against them) but none is given',
     ]);
   });
 

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chainSources, chainWatcherSettings, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
+import { SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
 import { loadConfig, SERVICE_PORTS, type ServiceName } from '@coinvoice/runtime';
 import { ensureEventKeys } from './event-keys';
 import { bindHostOf, freePort, stopChild, urlHostOf } from './infrastructure';
@@ -221,7 +222,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     // configured, the invoice service gives out addresses of the seed's account (printed by the
     // signer role itself: one piece of code derives keys), so every deposit can be swept.
     await runToCompletion(serviceEntry('payout'), ['sign', 'migrate'], shared);
-    const evmXpubs = ['INVOICE_XPUB_ETH', 'INVOICE_XPUB_USDT', 'INVOICE_XPUB_USDC'];
+    // Every coin with EVM addresses (ETH, USDT, USDC, POL, BNB: one key on every EVM network).
+    const evmXpubs = SUPPORTED_CRYPTO.filter((coin) => coin.addressFormat === 'eip55').map((coin) => `INVOICE_XPUB_${coin.code}`);
     if (evmXpubs.every((name) => (options.env[name] ?? '') === '')) {
       const xpub = (await runToCompletion(serviceEntry('payout'), ['sign', 'xpub'], shared)).trim();
       for (const name of evmXpubs) shared[name] = xpub;

@@ -76,7 +76,7 @@ test('start is refused, with one line and exit code 1, when a configured xpub is
 test('start is refused without any INVOICE_XPUB, with a mnemonic whose checksum fails, and without mutual TLS unless plaintext on loopback is allowed', () => {
   const noXpub = startRefused({ ...baseEnv(), INVOICE_XPUB_ETH: '' });
   expect(noXpub.status).toBe(1);
-  expect(noXpub.stderrLines).toEqual([expect.stringMatching(/^payout sign: failed to start: set INVOICE_XPUB_ETH, INVOICE_XPUB_USDT, INVOICE_XPUB_USDC \(at least one\)/)]);
+  expect(noXpub.stderrLines).toEqual([expect.stringMatching(/^payout sign: failed to start: set INVOICE_XPUB_ETH, INVOICE_XPUB_USDT, INVOICE_XPUB_USDC, INVOICE_XPUB_POL, INVOICE_XPUB_BNB \(at least one\)/)]);
 
   const words = TEST_MNEMONIC.split(' ');
   const broken = writeSeedFile([...words.slice(0, -1), words.at(-1) === 'zoo' ? 'zone' : 'zoo'].join(' '));

@@ -112,6 +112,9 @@ export const signerSettings = {
   INVOICE_XPUB_ETH: accountXpubSetting('ETH', 'mainnet'),
   INVOICE_XPUB_USDT: accountXpubSetting('USDT', 'mainnet'),
   INVOICE_XPUB_USDC: accountXpubSetting('USDC', 'mainnet'),
+  /** POL and BNB addresses are EVM addresses too (docs/networks.md): the same account key. */
+  INVOICE_XPUB_POL: accountXpubSetting('POL', 'mainnet'),
+  INVOICE_XPUB_BNB: accountXpubSetting('BNB', 'mainnet'),
   /** The chain id every transaction must carry (1: Ethereum mainnet; anvil 31337). */
   CHAIN_ETHEREUM_CHAIN_ID: setting.int({ default: 1, min: 1, max: 2 ** 32 }),
   CHAIN_ETHEREUM_USDT_CONTRACT: evmNodeSettings.CHAIN_ETHEREUM_USDT_CONTRACT,
@@ -141,7 +144,7 @@ export const signerSettings = {
 export type SignerConfig = ConfigOf<typeof signerSettings>;
 
 /** The XPUB variables the signer compares its account key with. */
-export const SIGNER_XPUB_VARIABLES = ['INVOICE_XPUB_ETH', 'INVOICE_XPUB_USDT', 'INVOICE_XPUB_USDC'] as const;
+export const SIGNER_XPUB_VARIABLES = ['INVOICE_XPUB_ETH', 'INVOICE_XPUB_USDT', 'INVOICE_XPUB_USDC', 'INVOICE_XPUB_POL', 'INVOICE_XPUB_BNB'] as const;
 
 /** Per-asset limits, as the policy reads them. */
 export interface AssetLimits {
