@@ -19,6 +19,8 @@ export type Project = Answer<'/api/merchant/projects', 'get'>['items'][number];
 export type ApiKey = Answer<'/api/merchant/projects/{id}/api-keys', 'get'>['items'][number];
 export type Invoice = Answer<'/api/merchant/invoices/{id}', 'get'>;
 export type Payment = NonNullable<Invoice['payments']>[number];
+/** One (asset, network) the deployment takes (GET /api/currencies, docs/networks.md). */
+export type PayCurrency = Answer<'/api/currencies', 'get'>['currencies'][number];
 
 /** A page of a list route: its items and the cursor of the next page (null on the last). */
 export interface Page<T> {

@@ -34,6 +34,15 @@
     el('sandbox').classList.toggle('hidden', !c.isSandbox);
     setText('amount', c.amountExpectedDecimal + ' ' + c.payCurrency);
     setText('fiat', formatFiat(c.priceAmount, c.priceCurrency));
+    // The network, named where the amount is, and the warning: an EVM address is the same on every
+    // EVM network, and a transfer on another one does not pay this invoice (docs/networks.md).
+    setText('network-label', c.payNetworkLabel);
+    setText('network-warning-label', c.payNetworkLabel);
+    el('token-contract-line').classList.toggle('hidden', c.tokenContract === null);
+    if (c.tokenContract !== null) {
+      setText('token-contract-asset', c.payCurrency);
+      setText('token-contract', c.tokenContract);
+    }
     setText('address', c.address);
     el('qr').setAttribute('src', endpoint + '/qr.svg');
     el('qr').setAttribute('alt', 'QR code: ' + c.paymentUri);

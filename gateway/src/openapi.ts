@@ -101,7 +101,9 @@ export class OpenApiRegistry {
           responses[status] =
             status === '204'
               ? { description: 'No content' }
-              : // Fastify's per-content-type form (e.g. text/event-stream) is already a response object.
+              : status === '304'
+                ? { description: 'Not modified: the ETag named in If-None-Match is still current' }
+                : // Fastify's per-content-type form (e.g. text/event-stream) is already a response object.
                 json.content !== undefined
                 ? { description: json.description ?? 'Success', content: json.content }
                 : { description: 'Success', content: { 'application/json': { schema: json } } };
@@ -181,6 +183,7 @@ export class OpenApiRegistry {
         { name: 'payouts', description: 'Balances and withdrawals (x-api-key or merchant JWT)' },
         { name: 'checkout', description: 'What the hosted checkout page reads (public)' },
         { name: 'rates', description: 'The exchange rates invoices are priced at now (public)' },
+        { name: 'currencies', description: 'The assets and networks invoices can be paid in (public)' },
         { name: 'dashboard', description: 'Merchant dashboard (Bearer session token); not meant for public integrations' },
         { name: 'admin', description: 'Operators' },
         { name: 'events', description: 'The project’s webhook events as a stream, for development without a public URL (x-api-key)' },

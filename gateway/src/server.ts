@@ -22,6 +22,7 @@ import { OpenApiRegistry } from './openapi';
 import { checkoutRoutes, docsRoutes } from './routes/checkout';
 import { dashboardRoutes } from './routes/dashboard';
 import { rateRoutes } from './routes/rates';
+import { currencyRoutes } from './routes/currencies';
 import { invoiceRoutes } from './routes/invoices';
 import { merchantRoutes } from './routes/merchant';
 import { payoutRoutes } from './routes/payouts';
@@ -162,6 +163,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   invoiceRoutes(app, { auth: deps.clients.auth, invoices: deps.clients.invoices, hooks });
   checkoutRoutes(app, { invoices: deps.clients.invoices, rateLimits: deps.rateLimits });
   rateRoutes(app, { invoices: deps.clients.invoices });
+  currencyRoutes(app, { invoices: deps.clients.invoices });
   webhookRoutes(app, { auth: deps.clients.auth, notifier: deps.clients.notifier, hooks });
   eventStreamRoutes(app, {
     auth: deps.clients.auth,
@@ -175,7 +177,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   treasuryRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
   dashboardRoutes(app, { logger: deps.logger, dir: deps.dashboardDir });
   let document: unknown;
-  docsRoutes(app, () => (document ??= openapi.document()));
+  docsRoutes(app, () => (document ??= openapi.document()), () => deps.clients.invoices.listCurrencies({}), deps.logger);
 
   return { app, openapi };
 }

@@ -41,6 +41,19 @@ test('every route the gateway registers is in the document, and nothing else', (
   }
 });
 
+test('GET /api/currencies is documented as public and cacheable, each pair with its fields (docs/networks.md)', () => {
+  const op = doc.paths['/api/currencies'].get;
+  expect(op.security).toEqual([]);
+  expect(op.tags).toEqual(['currencies']);
+  expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '304']));
+  const item = op.responses['200'].content['application/json'].schema.properties.currencies.items;
+  expect(Object.keys(item.properties)).toEqual(['currency', 'network', 'name', 'networkLabel', 'decimals', 'baseUnitDecimals', 'confirmations', 'minimumAmount', 'contract', 'chainId', 'watched']);
+  expect(doc.tags.map((t: { name: string }) => t.name)).toContain('currencies');
+  const body = doc.paths['/api/invoice'].post.requestBody.content['application/json'].schema;
+  expect(body.properties.payNetwork).toMatchObject({ type: 'string' });
+  expect(body.required).not.toContain('payNetwork');
+});
+
 test('every public field of the Invoice is documented with its contract type', () => {
   const invoice = doc.paths['/api/invoice'].post.responses['201'].content['application/json'].schema;
   const types = Object.fromEntries(Object.entries(invoice.properties as Record<string, { type?: string }>).map(([k, v]) => [k, v.type ?? 'union']));
@@ -49,11 +62,14 @@ test('every public field of the Invoice is documented with its contract type', (
     amountReceived: 'number', priceCurrency: 'string', payCurrency: 'string', status: 'union', createdAt: 'string',
     expiredAt: 'string', address: 'string', amountExpected: 'number', successUrl: 'string', cancelUrl: 'string',
     projectName: 'string', isDonation: 'boolean',
+    // An addition of issue 24 on every invoice, required: the network payCurrency is paid on (docs/networks.md).
+    payNetwork: 'string',
     // Additions for live invoices (docs/architecture.md#live-payments), optional: the 17 documented fields stay as they are.
     payments: 'array', confirmationsRequired: 'integer',
     // Exact decimal strings of a live invoice's amounts (docs/accounting.md), optional likewise.
     amountExpectedDecimal: 'string', amountReceivedDecimal: 'string',
   });
+  expect(invoice.required).toContain('payNetwork');
   expect(invoice.required).not.toContain('amountReceivedDecimal');
   expect(invoice.required).not.toContain('payments');
   expect(invoice.required).not.toContain('confirmationsRequired');
@@ -61,8 +77,8 @@ test('every public field of the Invoice is documented with its contract type', (
   expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
   expect(Object.keys(doc.webhooks)).toContain('invoice.paid');
   expect([...doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required].sort()).toEqual(
-    // The seed's six, and the addition occurredAt.
-    ['amount', 'currency', 'environment', 'invoiceId', 'occurredAt', 'orderId', 'status'],
+    // The seed's six, and the additions occurredAt and payNetwork (issue 24).
+    ['amount', 'currency', 'environment', 'invoiceId', 'occurredAt', 'orderId', 'payNetwork', 'status'],
   );
 });
 

@@ -11,6 +11,7 @@ import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
 import type { Browser, Page } from 'playwright-core';
 import postgres from 'postgres';
+import { markEmailVerified } from '../support/accounts';
 import { launchBrowser } from '../support/browser';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
@@ -85,6 +86,11 @@ test('the checkout page shows amount, address and a QR code of the payment URI, 
   expect(await page.isVisible('#sandbox')).toBe(true);
   expect(await page.textContent('#fiat')).toBe('25.00 EUR'); // the currency's minor units
   expect(await page.textContent('#countdown')).toMatch(/^\d+:\d{2}(:\d{2})?$/);
+  // The network, named by the amount, and the warning to send only on it (docs/networks.md).
+  expect((await page.textContent('[data-testid=network]'))!.trim()).toBe('on Bitcoin');
+  expect(await page.isVisible('[data-testid=network-warning]')).toBe(true);
+  expect((await page.textContent('[data-testid=network-warning]'))!).toContain('Send only on the Bitcoin network');
+  expect(await page.isVisible('[data-testid=token-contract]')).toBe(false); // a network's own coin
 
   await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).complete && (document.getElementById('qr') as HTMLImageElement).naturalWidth > 0);
   const uri = decodeQr(await page.locator('#qr').screenshot());
@@ -107,6 +113,45 @@ test('the checkout page shows amount, address and a QR code of the payment URI, 
   await page.setViewportSize({ width: 390, height: 844 });
   await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-paid-390x844.png'), fullPage: true });
 
+  const origin = new URL(system.gatewayUrl).origin;
+  expect(requests.filter((u) => !u.startsWith(origin))).toEqual([]);
+  await page.context().close();
+});
+
+test('a USDT invoice on BNB Smart Chain names the network prominently, warns to send only on it, shows the contract, and its QR code asks for 18-decimal units on chain 56', async () => {
+  const merchant = await registerMerchant(api);
+  // Live: the token contract and chain id of the main chain (a sandbox invoice pays on the test chain).
+  await markEmailVerified(system, merchant.merchantId);
+  const live = await createProjectWithKey(api, merchant, 'live');
+  const res = await api.post(
+    '/api/invoice',
+    { priceAmount: '100.00', priceCurrency: 'USD', payCurrency: 'USDT', payNetwork: 'bsc', successUrl: 'https://shop.example/thanks', cancelUrl: 'https://shop.example/cart' },
+    { headers: apiKeyHeader(live.key) },
+  );
+  expect(res.status).toBe(201);
+  const invoice = res.body;
+  const { page, requests } = await openPage(390, 844);
+  await page.goto(`${system.gatewayUrl}/pay/${invoice.id}`);
+  await page.waitForFunction(() => document.querySelector('[data-testid=address]')?.textContent !== '…');
+
+  expect((await page.textContent('[data-testid=amount]'))!.trim()).toBe('100 USDT');
+  expect((await page.textContent('[data-testid=network]'))!.trim()).toBe('on BNB Smart Chain');
+  const network = page.locator('[data-testid=network] strong');
+  // Prominent: bold and at least the body's size, right under the amount.
+  expect(Number.parseFloat(await network.evaluate((e) => getComputedStyle(e).fontSize))).toBeGreaterThanOrEqual(16);
+  expect(Number(await network.evaluate((e) => getComputedStyle(e).fontWeight))).toBeGreaterThanOrEqual(600);
+  const warning = page.locator('[data-testid=network-warning]');
+  expect(await warning.isVisible()).toBe(true);
+  expect(await warning.getAttribute('role')).toBe('alert');
+  expect((await warning.textContent())!).toBe('Send only on the BNB Smart Chain network. Money sent on any other network does not pay this invoice.');
+  expect(await page.isVisible('[data-testid=token-contract]')).toBe(true);
+  expect((await page.textContent('[data-testid=token-contract]'))!.trim()).toBe('USDT contract 0x55d398326f99059fF775485246999027B3197955');
+
+  await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).complete && (document.getElementById('qr') as HTMLImageElement).naturalWidth > 0);
+  expect(decodeQr(await page.locator('#qr').screenshot())).toBe(
+    `ethereum:0x55d398326f99059fF775485246999027B3197955@56/transfer?address=${invoice.address}&uint256=100000000000000000000`,
+  );
+  await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-bsc-usdt-390x844.png'), fullPage: true });
   const origin = new URL(system.gatewayUrl).origin;
   expect(requests.filter((u) => !u.startsWith(origin))).toEqual([]);
   await page.context().close();
@@ -145,7 +190,7 @@ test('the public checkout endpoint exposes only what the customer needs', async 
   const res = await api.get(`/api/checkout/${invoice.id}`);
   expect(res.status).toBe(200);
   expect(Object.keys(res.body).sort()).toEqual(
-    ['address', 'amountExpected', 'amountExpectedDecimal', 'amountReceived', 'amountReceivedDecimal', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isSandbox', 'payCurrency', 'paymentUri', 'priceAmount', 'priceCurrency', 'status', 'successUrl'].sort(),
+    ['address', 'amountExpected', 'amountExpectedDecimal', 'amountReceived', 'amountReceivedDecimal', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isSandbox', 'payCurrency', 'payNetwork', 'payNetworkLabel', 'paymentUri', 'priceAmount', 'priceCurrency', 'status', 'successUrl', 'tokenContract'].sort(),
   );
   expect(res.text).not.toContain('order-77');
   expect(res.text).not.toContain('secret merchant note');

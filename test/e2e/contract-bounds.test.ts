@@ -136,7 +136,8 @@ test('every documented string bound of a request body the probes can reach is pr
   for (const path of ['/api/merchant/register', '/api/merchant/projects', '/api/invoice', '/api/payout/request']) {
     const schema = doc.paths[path].post.requestBody.content['application/json'].schema;
     for (const [field, s] of Object.entries(schema.properties as Record<string, any>)) {
-      const freeText = s.type === 'string' && s.maxLength !== undefined && s.format === undefined && !/currency|environment|priceAmount|amount|address/i.test(field);
+      // Names from a list (a currency, a network: GET /api/currencies) are checked against the list, not as free text.
+      const freeText = s.type === 'string' && s.maxLength !== undefined && s.format === undefined && !/currency|network|environment|priceAmount|amount|address/i.test(field);
       if (freeText) expect(probed).toContain(`post ${path} ${field}`);
     }
   }

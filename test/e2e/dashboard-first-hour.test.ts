@@ -134,6 +134,36 @@ test('an invoice created from the dashboard: the price with its minor units, the
   await page.context().close();
 });
 
+test('an invoice on a chosen network: the picker offers the asset\'s networks from GET /api/currencies; the list and the page name the network', async () => {
+  const sandbox = (await api.post('/api/merchant/projects', { name: 'Network shop', environment: 'sandbox' }, { headers: bearer(merchant.token) })).body;
+  const page = await signedIn();
+  await page.goto(`${system.gatewayUrl}/dashboard/projects/${sandbox.id}/invoices`);
+  const form = page.getByRole('region', { name: 'Create an invoice' });
+  await form.getByLabel('Paid in').selectOption('USDT');
+  const network = form.getByLabel('Network', { exact: true });
+  // USDT's networks in registry order, as customers know them; the first (its own) is preselected.
+  const listed = (await api.get('/api/currencies')).body.currencies.filter((c: { currency: string }) => c.currency === 'USDT');
+  await page.waitForFunction((n) => document.querySelectorAll('select option[value="tron"]').length > 0 && n > 0, listed.length);
+  expect(await network.locator('option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))).toEqual(listed.map((c: { network: string }) => c.network));
+  expect(await network.inputValue()).toBe('ethereum');
+  expect(await network.locator('option[value="bsc"]').textContent()).toBe('BNB Smart Chain (0x55d3…7955)');
+  await network.selectOption('bsc');
+  await form.getByLabel('Price', { exact: true }).fill('10');
+  await form.getByLabel('Price currency').selectOption('USD');
+  await form.getByLabel('Order reference').fill('dash-bsc');
+  await form.getByLabel('Success URL').fill('https://shop.example/thanks');
+  await form.getByLabel('Cancel URL').fill('https://shop.example/cart');
+  await form.getByRole('button', { name: 'Create invoice' }).click();
+  const fields = page.getByTestId('invoice-fields');
+  await fields.getByTestId('invoice-network').waitFor();
+  expect(await fields.getByTestId('invoice-network').textContent()).toBe('BNB Smart Chain bsc');
+  const invoices = (await api.get(`/api/merchant/projects/${sandbox.id}/invoices`, { headers: bearer(merchant.token) })).body;
+  expect(invoices.items).toEqual([expect.objectContaining({ orderId: 'dash-bsc', payCurrency: 'USDT', payNetwork: 'bsc' })]);
+  await page.goto(`${system.gatewayUrl}/dashboard/projects/${sandbox.id}/invoices`);
+  await page.getByTestId('invoice-row').getByTestId('invoice-network').getByText('on BNB Smart Chain').waitFor();
+  await page.context().close();
+});
+
 test('POST /api/invoice with a session names a project of the merchant; a live one needs a verified email', async () => {
   const live = (await api.post('/api/merchant/projects', { name: 'Live invoicing', environment: 'live' }, { headers: bearer(merchant.token) })).body;
   const other = await registerMerchant(api);

@@ -157,6 +157,20 @@ describe('the coinvoice CLI', () => {
     expect(table).not.toContain('ageMs');
   });
 
+  test('currencies lists the assets and networks invoices take; invoices create --network pays on one', async () => {
+    const listed = JSON.parse(await ok(['currencies', '--json'])) as { currencies: Array<{ currency: string; network: string; contract: string | null }> };
+    expect(listed.currencies).toContainEqual(expect.objectContaining({ currency: 'USDT', network: 'bsc', contract: '0x55d398326f99059fF775485246999027B3197955' }));
+    const table = await ok(['currencies']);
+    expect(table).toMatch(/^currency\s+network\s+network name\s+decimals\s+confirmations\s+minimum\s+contract$/m);
+    expect(table).toMatch(/^USDT\s+bsc\s+BNB Smart Chain\s+6 \(18 on chain\)\s+12\s+0\.000001\s+0x55d398326f99059fF775485246999027B3197955$/m);
+    expect(table).toMatch(/^BTC\s+bitcoin\s+Bitcoin\s+8\s+\d+\s+0\.00000294\s+-$/m);
+    const urls = ['--success-url', 'https://shop.example/thanks', '--cancel-url', 'https://shop.example/cart'];
+    const created = JSON.parse(await ok(['invoices', 'create', '--amount', '5', '--currency', 'USD', '--pay', 'USDC', '--network', 'polygon', ...urls])) as Invoice;
+    expect(created).toMatchObject({ payCurrency: 'USDC', payNetwork: 'polygon' });
+    const refused = await cli(['invoices', 'create', '--amount', '5', '--currency', 'USD', '--pay', 'USDT', '--network', 'base', ...urls]);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/400 validation_failed.*payNetwork.*ethereum, arbitrum, optimism, polygon, bsc, tron/) });
+  });
+
   test('listen forwards triggered test events, a live-only type included, to a local URL, signed like a real delivery', async () => {
     const receiver = await new Receiver(() => ({ status: 204 })).start();
     try {

@@ -54,9 +54,11 @@ test('create then get returns every field of the Invoice table with its document
   expect(created.status).toBe(201);
   const inv = created.body;
   expect(Object.keys(inv).sort()).toEqual(
-    ['address', 'amountExpected', 'amountReceived', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isDonation', 'orderDescription', 'orderId', 'payCurrency', 'priceAmount', 'priceAmountInUsd', 'priceCurrency', 'projectName', 'status', 'successUrl'].sort(),
+    // The seed's 17 fields and payNetwork, an addition of issue 24 (docs/networks.md).
+    ['address', 'amountExpected', 'amountReceived', 'cancelUrl', 'createdAt', 'expiredAt', 'id', 'isDonation', 'orderDescription', 'orderId', 'payCurrency', 'payNetwork', 'priceAmount', 'priceAmountInUsd', 'priceCurrency', 'projectName', 'status', 'successUrl'].sort(),
   );
   expect(inv).toMatchObject({
+    payNetwork: 'bitcoin',
     orderId: 'order-1',
     orderDescription: 'Two mugs',
     priceAmount: 19.9,
@@ -185,7 +187,7 @@ test('money is exact or refused: decimals per currency, JPY without minor units'
 });
 
 test('property: amountExpected at the shipped rate never falls short of the price', async () => {
-  const usdPerCoin: Record<string, string> = { BTC: '105000', LTC: '88', ETH: '2500', USDT: '1', USDC: '1', TRX: '0.27' };
+  const usdPerCoin: Record<string, string> = { BTC: '105000', LTC: '88', ETH: '2500', USDT: '1', USDC: '1', TRX: '0.27', POL: '0.2', BNB: '650' };
   const usdPerFiat: Record<string, string> = { USD: '1', EUR: '1.14', GBP: '1.35', JPY: '0.0069', CHF: '1.21', CAD: '0.73', AUD: '0.65' };
   await fc.assert(
     fc.asyncProperty(

@@ -101,7 +101,7 @@ test('ETH paid in full: Confirming at 1 confirmation, Paid at CHAIN_ETHEREUM_CON
 
   const confirming = await invoiceReaches(invoice.id, (i) => i.status === 'Confirming', 'Confirming');
   expect(confirming.payments).toEqual([
-    { transactionHash: hash, amount: invoice.amountExpected, amountDecimal: invoice.amountExpectedDecimal, asset: 'ETH', confirmations: 1, status: 'seen', detectedAt: expect.any(String) },
+    { transactionHash: hash, amount: invoice.amountExpected, amountDecimal: invoice.amountExpectedDecimal, asset: 'ETH', network: 'ethereum', confirmations: 1, status: 'seen', detectedAt: expect.any(String) },
   ]);
   expect(confirming.amountReceived).toBe(invoice.amountExpected);
   const checkout = await api.get(`/api/checkout/${invoice.id}`);
@@ -123,6 +123,7 @@ test('ETH paid in full: Confirming at 1 confirmation, Paid at CHAIN_ETHEREUM_CON
     amount: invoice.amountExpected,
     currency: 'ETH',
     environment: 'live',
+    payNetwork: 'ethereum',
     occurredAt: expect.any(String),
   });
   const confirmingHooks = webhooksOf(invoice.id).filter(({ body }) => body.status === 'Confirming');

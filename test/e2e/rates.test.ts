@@ -17,8 +17,8 @@ let kraken: RateStandIn;
 
 beforeAll(async () => {
   [coinbase, kraken] = await Promise.all([RateStandIn.start('coinbase'), RateStandIn.start('kraken')]);
-  coinbase.setPrices({ BTC: '100000' });
-  kraken.setPrices({ BTC: '100200' });
+  coinbase.setPrices({ BTC: '100000', POL: '0.2', BNB: '620' });
+  kraken.setPrices({ BTC: '100200', POL: '0.22', BNB: '640' });
   system = await bootSystem({
     env: {
       RATES_SOURCE: 'live',
@@ -56,6 +56,28 @@ test('GET /api/rates (no key) shows the median of both providers and how old it 
   ]);
 });
 
+test('POL and BNB are quoted live by both providers (Kraken POLUSD/BNBUSD), and live invoices in them are priced at the median', async () => {
+  const res = await waitFor('POL and BNB from both providers', async () => {
+    const r = await api.get('/api/rates');
+    const quoted = (code: string) => r.body?.rates?.find((q: { currency: string }) => q.currency === code)?.sources?.length === 2;
+    return quoted('POL') && quoted('BNB') ? r : undefined;
+  });
+  const rate = (code: string) => res.body.rates.find((q: { currency: string }) => q.currency === code);
+  expect(rate('POL')).toMatchObject({ usd: 0.21, sources: ['coinbase', 'kraken'] });
+  expect(rate('BNB')).toMatchObject({ usd: 630, sources: ['coinbase', 'kraken'] });
+
+  const merchant = await registerMerchant(api);
+  await markEmailVerified(system, merchant.merchantId);
+  const live = await createProjectWithKey(api, merchant, 'live');
+  const bnb = await api.post('/api/invoice', { ...invoiceBody, payCurrency: 'BNB' }, { headers: apiKeyHeader(live.key) });
+  expect(bnb.status).toBe(201);
+  // 100 / 630 rounded up to 8 decimals; BNB is paid on bsc by default.
+  expect(bnb.body).toMatchObject({ payCurrency: 'BNB', payNetwork: 'bsc', amountExpected: 0.15873016 });
+  const pol = await api.post('/api/invoice', { ...invoiceBody, payCurrency: 'POL', payNetwork: 'polygon' }, { headers: apiKeyHeader(live.key) });
+  expect(pol.status).toBe(201);
+  expect(pol.body).toMatchObject({ payCurrency: 'POL', payNetwork: 'polygon', amountExpected: 476.19047620 });
+});
+
 test('both providers down: a live invoice answers 503 rates_unavailable, a sandbox invoice uses the static table', async () => {
   const merchant = await registerMerchant(api);
   // Live keys need a verified email (issue 12); the emailed-code flow has its own tests.
@@ -89,6 +111,6 @@ test('both providers down: a live invoice answers 503 rates_unavailable, a sandb
   expect(sandboxInvoice.body.amountExpected).toBe(0.001);
   const sandboxSeen = await api.get(`/api/merchant/invoices/${sandboxInvoice.body.id}`, { headers: bearer(merchant.token) });
   expect(sandboxSeen.body.pricing).toMatchObject({ rate: 105000, rateSources: ['static'] });
-  coinbase.setPrices({ BTC: '100000' });
-  kraken.setPrices({ BTC: '100200' });
+  coinbase.setPrices({ BTC: '100000', POL: '0.2', BNB: '620' });
+  kraken.setPrices({ BTC: '100200', POL: '0.22', BNB: '640' });
 });

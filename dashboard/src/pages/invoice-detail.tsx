@@ -4,7 +4,8 @@ import { Link } from 'wouter-preact';
 import { api, query } from '../api';
 import { formatFiat, formatRate } from '../money';
 import { ProjectFrame } from '../project-frame';
-import type { DeliveryLog, Invoice, Project } from '../types';
+import type { DeliveryLog, Invoice, PayCurrency, Project } from '../types';
+import { networkLabelOf, usePayCurrencies } from './invoices';
 import { Empty, ErrorMessage, Loading, StatusBadge, TableWrap, Time, useAction, useLoad } from '../ui';
 import { DeliveryTable } from './webhooks';
 
@@ -19,7 +20,7 @@ function rateSource(sources: string[]): string {
   return parts.join(' and ');
 }
 
-function Fields({ invoice }: { invoice: Invoice }) {
+function Fields({ invoice, currencies }: { invoice: Invoice; currencies: readonly PayCurrency[] | undefined }) {
   const rows: Array<[string, ComponentChildren]> = [
     ['Status', <StatusBadge status={invoice.status} />],
     ['Invoice id', <code>{invoice.id}</code>],
@@ -30,6 +31,7 @@ function Fields({ invoice }: { invoice: Invoice }) {
     ['Amount expected', `${invoice.amountExpected} ${invoice.payCurrency}`],
     ['Amount received', `${invoice.amountReceived} ${invoice.payCurrency}`],
     ['Pay currency', invoice.payCurrency],
+    ['Network', <span data-testid="invoice-network">{networkLabelOf(currencies, invoice.payNetwork)} <code>{invoice.payNetwork}</code></span>],
     ['Exchange rate', `1 ${invoice.payCurrency} = ${formatRate(invoice.pricing.rate, invoice.priceCurrency)}`],
     ['Rate source', rateSource(invoice.pricing.rateSources)],
     ['Rate quoted', invoice.pricing.rateQuotedAt ? <Time iso={invoice.pricing.rateQuotedAt} /> : '—'],
@@ -54,7 +56,7 @@ function Fields({ invoice }: { invoice: Invoice }) {
   );
 }
 
-function Payments({ invoice }: { invoice: Invoice }) {
+function Payments({ invoice, currencies }: { invoice: Invoice; currencies: readonly PayCurrency[] | undefined }) {
   if (invoice.payments === undefined) return null;
   return (
     <section aria-labelledby="payments">
@@ -67,6 +69,7 @@ function Payments({ invoice }: { invoice: Invoice }) {
             <tr>
               <th scope="col">Transaction</th>
               <th scope="col">Amount</th>
+              <th scope="col">Network</th>
               <th scope="col">Confirmations</th>
               <th scope="col">Status</th>
               <th scope="col">Detected</th>
@@ -80,6 +83,11 @@ function Payments({ invoice }: { invoice: Invoice }) {
                 </td>
                 <td>
                   {p.amount} {invoice.payCurrency}
+                </td>
+                <td>
+                  {networkLabelOf(currencies, p.network)}
+                  {/* The same address exists on every EVM network: money sent on another one is recorded, never credited (docs/networks.md). */}
+                  {p.network !== invoice.payNetwork ? <strong class="warning"> — wrong network, not credited</strong> : null}
                 </td>
                 <td>
                   {p.confirmations}
@@ -132,6 +140,7 @@ function Deliveries({ project, invoice }: { project: Project; invoice: Invoice }
 function Detail({ project, invoiceId }: { project: Project; invoiceId: string }) {
   const [tick, setTick] = useState(0);
   const invoice = useLoad(() => api.get<Invoice>(`/api/merchant/invoices/${invoiceId}`), [invoiceId, tick]);
+  const currencies = usePayCurrencies();
   const status = invoice.data?.status;
   useEffect(() => {
     if (!status || !OPEN.has(status)) return;
@@ -171,8 +180,8 @@ function Detail({ project, invoiceId }: { project: Project; invoiceId: string })
           from current Coinbase and Kraken quotes: the amount expected may be far from what the price is worth today.
         </p>
       )}
-      <Fields invoice={i} />
-      <Payments invoice={i} />
+      <Fields invoice={i} currencies={currencies.data} />
+      <Payments invoice={i} currencies={currencies.data} />
       <Deliveries project={project} invoice={i} />
     </>
   );

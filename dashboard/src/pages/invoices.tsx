@@ -3,11 +3,20 @@ import { Link, useLocation } from 'wouter-preact';
 import { api, query } from '../api';
 import { formatFiat } from '../money';
 import { ProjectFrame } from '../project-frame';
-import type { Invoice, Page, Project } from '../types';
+import type { Invoice, Page, PayCurrency, Project } from '../types';
 import { Empty, ErrorMessage, Field, Loading, Pager, SelectField, StatusBadge, TableWrap, Time, useAction, useLoad, usePager } from '../ui';
 
 const FIAT = ['USD', 'EUR', 'GBP', 'JPY', 'CHF', 'CAD', 'AUD'];
-const COINS = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX'];
+
+/** What this deployment takes, (asset, network) by (asset, network): GET /api/currencies (docs/networks.md). */
+export function usePayCurrencies() {
+  return useLoad(() => api.get<{ currencies: PayCurrency[] }>('/api/currencies').then((r) => r.currencies), []);
+}
+
+/** A network as customers know it ("BNB Smart Chain"), from the list; the id where the list has none. */
+export function networkLabelOf(currencies: readonly PayCurrency[] | undefined, network: string): string {
+  return currencies?.find((c) => c.network === network)?.networkLabel ?? network;
+}
 
 /**
  * An invoice made by hand (a payment link to send a customer): the public API's POST /api/invoice
@@ -18,6 +27,12 @@ function CreateInvoice({ project }: { project: Project }) {
   const [priceAmount, setPriceAmount] = useState('');
   const [priceCurrency, setPriceCurrency] = useState('EUR');
   const [payCurrency, setPayCurrency] = useState('BTC');
+  const currencies = usePayCurrencies();
+  const coins = [...new Set((currencies.data ?? []).map((c) => c.currency))];
+  // The asset's networks in registry order; the first is its own (default) network.
+  const networks = (currencies.data ?? []).filter((c) => c.currency === payCurrency);
+  const [chosenNetwork, setPayNetwork] = useState('');
+  const payNetwork = networks.some((c) => c.network === chosenNetwork) ? chosenNetwork : (networks[0]?.network ?? '');
   const [orderId, setOrderId] = useState('');
   const [successUrl, setSuccessUrl] = useState('');
   const [cancelUrl, setCancelUrl] = useState('');
@@ -28,6 +43,7 @@ function CreateInvoice({ project }: { project: Project }) {
       priceAmount: priceAmount.trim(),
       priceCurrency,
       payCurrency,
+      ...(payNetwork ? { payNetwork } : {}),
       successUrl: successUrl.trim(),
       cancelUrl: cancelUrl.trim(),
     };
@@ -47,11 +63,18 @@ function CreateInvoice({ project }: { project: Project }) {
         <div class="grid">
           <Field label="Price" inputMode="decimal" required placeholder="19.90" value={priceAmount} onValue={setPriceAmount} />
           <SelectField label="Price currency" value={priceCurrency} onValue={setPriceCurrency} options={FIAT.map((c): [string, string] => [c, c])} />
-          <SelectField label="Paid in" value={payCurrency} onValue={setPayCurrency} options={COINS.map((c): [string, string] => [c, c])} />
+          <SelectField label="Paid in" value={payCurrency} onValue={setPayCurrency} options={(coins.length > 0 ? coins : [payCurrency]).map((c): [string, string] => [c, c])} />
+          <SelectField
+            label="Network"
+            value={payNetwork}
+            onValue={setPayNetwork}
+            options={networks.map((c): [string, string] => [c.network, `${c.networkLabel}${c.contract ? ` (${c.contract.slice(0, 6)}…${c.contract.slice(-4)})` : ''}`])}
+          />
           <Field label="Order reference" value={orderId} onValue={setOrderId} hint="Optional: your order id, echoed as orderId." />
           <Field label="Success URL" type="url" required placeholder="https://shop.example/thanks" value={successUrl} onValue={setSuccessUrl} hint="Where the customer goes after paying." />
           <Field label="Cancel URL" type="url" required placeholder="https://shop.example/cart" value={cancelUrl} onValue={setCancelUrl} hint="Where the customer goes on giving up." />
         </div>
+        <ErrorMessage error={currencies.error} />
         <ErrorMessage error={create.error} />
         <button type="submit" class="primary" disabled={create.busy}>
           Create invoice
@@ -68,6 +91,7 @@ function InvoiceList({ project }: { project: Project }) {
   const [orderId, setOrderId] = useState('');
   const [search, setSearch] = useState('');
   const pager = usePager();
+  const currencies = usePayCurrencies();
   const invoices = useLoad(
     () => api.get<Page<Invoice>>(`/api/merchant/projects/${project.id}/invoices${query({ status, orderId: search, limit: 20, cursor: pager.cursor })}`),
     [project.id, status, search, pager.cursor],
@@ -129,7 +153,10 @@ function InvoiceList({ project }: { project: Project }) {
                   <td>{i.orderId || <span class="muted">—</span>}</td>
                   <td>{formatFiat(i.priceAmount, i.priceCurrency)}</td>
                   <td>
-                    {i.amountExpected} {i.payCurrency}
+                    {i.amountExpected} {i.payCurrency}{' '}
+                    <span class="muted" data-testid="invoice-network">
+                      on {networkLabelOf(currencies.data, i.payNetwork)}
+                    </span>
                   </td>
                   <td>
                     <StatusBadge status={i.status} />

@@ -5,13 +5,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { decimalAsJsonNumber, decimalToJsonNumber } from '@coinvoice/domain/json-money';
-import { packageRoot } from '@coinvoice/runtime';
-import type { Checkout, InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
+import { packageRoot, type Logger } from '@coinvoice/runtime';
+import type { Checkout, InvoiceService, ListCurrenciesResponse, PayCurrency } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import QRCode from 'qrcode';
 import { isoTime } from '../json';
 import { CheckoutSchema } from '../schemas/checkout';
+import { currenciesMarkdown } from './currencies';
 import { IdParams } from '../schemas/common';
 import { DASHBOARD_DIST } from './dashboard';
 import { invoiceStatuses } from './invoices';
@@ -35,6 +36,9 @@ export function checkoutJson(c: Checkout | undefined) {
     id: c.id,
     status: invoiceStatuses.name(c.status),
     payCurrency: c.payCurrency,
+    payNetwork: c.payNetwork,
+    payNetworkLabel: c.payNetworkLabel,
+    tokenContract: c.tokenContract ?? null,
     amountExpected: decimalToJsonNumber(c.amountExpected),
     amountExpectedDecimal: decimalAsJsonNumber(c.amountExpected),
     amountReceived: decimalToJsonNumber(c.amountReceived),
@@ -132,14 +136,46 @@ function scalarStandalone(): string | undefined {
   return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
 }
 
+/**
+ * The document as /openapi.json serves it: its introduction (what /docs shows first) ends with the
+ * pairs this deployment takes, a table generated from ListCurrencies (the answer of
+ * GET /api/currencies), so /docs lists every (asset, network) with its contract and confirmations
+ * (docs/networks.md). The snapshot has no table: what is enabled is configuration.
+ */
+export function documentWithCurrencies(document: unknown, currencies: readonly PayCurrency[]): unknown {
+  const doc = document as { info?: { description?: string } };
+  const intro = doc.info?.description ?? '';
+  const table = currenciesMarkdown(currencies);
+  return {
+    ...doc,
+    info: {
+      ...doc.info,
+      description: `${intro}\n\n## Currencies and networks\n\nAn invoice is paid in \`payCurrency\` on \`payNetwork\`; taken here (\`GET /api/currencies\`):\n\n${table}`,
+    },
+  };
+}
+
 /** /docs: the OpenAPI document rendered by Scalar API Reference, under the checkout page's CSP. */
-export function docsRoutes(app: FastifyInstance, document: () => unknown): void {
+export function docsRoutes(
+  app: FastifyInstance,
+  document: () => unknown,
+  listCurrencies: () => Promise<ListCurrenciesResponse>,
+  logger: Logger,
+): void {
   const html = asset('docs.html');
   // Read on the first request: 4 MB an idle gateway need not hold.
   let scalar: string | undefined;
   const files: Record<string, () => string | undefined> = { 'scalar.js': () => (scalar ??= scalarStandalone()) };
   const headers = { ...PAGE_HEADERS, 'cache-control': 'public, max-age=60' };
-  app.get('/openapi.json', { schema: { hide: true } }, async () => document());
+  app.get('/openapi.json', { schema: { hide: true } }, async () => {
+    try {
+      return documentWithCurrencies(document(), (await listCurrencies()).currencies);
+    } catch (err) {
+      // The reference still renders without the table; GET /api/currencies answers the same list.
+      logger.warn({ err }, 'openapi.json without the currencies table: ListCurrencies failed');
+      return document();
+    }
+  });
   app.get('/docs', { schema: { hide: true } }, async (_req, reply) => reply.headers(headers).type('text/html; charset=utf-8').send(html));
   app.get<{ Params: { file: string } }>('/docs/assets/:file', { schema: { hide: true } }, async (req, reply) => {
     const file = Object.hasOwn(files, req.params.file) ? files[req.params.file] : undefined;

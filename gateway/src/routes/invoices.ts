@@ -39,7 +39,7 @@ export const invoiceStatuses = publicNames('invoice status', [
 ] as const);
 
 /**
- * Live invoices only: the sandbox's invoice JSON stays exactly the documented 17 fields. A live
+ * Live invoices only: the sandbox's invoice JSON stays the documented 17 fields plus payNetwork. A live
  * payment can carry more digits than a JSON number's double (ETH has 18 decimals): every amount
  * here also comes as its exact decimal string, `…Decimal` (docs/accounting.md).
  */
@@ -53,6 +53,7 @@ function liveFields(i: Invoice) {
       amount: decimalToJsonNumber(p.amount),
       amountDecimal: decimalAsJsonNumber(p.amount),
       asset: p.asset,
+      network: p.network,
       confirmations: p.confirmations,
       status: p.status,
       detectedAt: isoTime(p.detectedAt),
@@ -72,6 +73,8 @@ export function invoiceJson(i: Invoice | undefined) {
     amountReceived: decimalToJsonNumber(i.amountReceived),
     priceCurrency: i.priceCurrency,
     payCurrency: i.payCurrency,
+    // An addition to the seed's fields (issue 24, docs/networks.md).
+    payNetwork: i.payNetwork,
     status: invoiceStatuses.name(i.status),
     createdAt: isoTime(i.createdAt),
     expiredAt: isoTime(i.expiredAt),
@@ -202,6 +205,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
             priceAmount: text('priceAmount') ?? '',
             priceCurrency: text('priceCurrency') ?? '',
             payCurrency: text('payCurrency') ?? '',
+            payNetwork: text('payNetwork'),
             successUrl: text('successUrl') ?? '',
             cancelUrl: text('cancelUrl') ?? '',
             orderId: text('orderId'),
@@ -216,6 +220,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
         priceAmount: req.body.priceAmount,
         priceCurrency: req.body.priceCurrency,
         payCurrency: req.body.payCurrency,
+        payNetwork: req.body.payNetwork,
         successUrl: req.body.successUrl,
         cancelUrl: req.body.cancelUrl,
         orderId: req.body.orderId,

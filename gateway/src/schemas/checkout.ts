@@ -8,6 +8,11 @@ export const CheckoutSchema = Type.Object(
     id: Uuid,
     status: InvoiceStatusName,
     payCurrency: Type.String(),
+    payNetwork: Type.String({ description: 'The network to pay on: the page names it and warns to send only on it' }),
+    payNetworkLabel: Type.String({ description: 'The network as customers know it: "Ethereum", "Base", "BNB Smart Chain", "Tron"…' }),
+    tokenContract: Type.Union([Type.String(), Type.Null()], {
+      description: 'The token contract a stablecoin is sent with (null for a network’s own coin, or a test chain without the issuer’s contract)',
+    }),
     amountExpected: Type.Number(),
     amountExpectedDecimal: ExactDecimal('amountExpected'),
     amountReceived: Type.Number(),

@@ -16,6 +16,9 @@ export const PaymentSchema = Type.Object(
     amount: Type.Number({ description: 'In asset (the nearest JSON number; see amountDecimal)' }),
     amountDecimal: ExactDecimal('amount'),
     asset: Type.String({ description: 'What was sent: the invoice’s payCurrency, or another token (recorded, not credited)' }),
+    network: Type.String({
+      description: 'The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md)',
+    }),
     confirmations: Type.Integer({ minimum: 0 }),
     status: Type.Union(
       [Type.Literal('seen'), Type.Literal('confirmed'), Type.Literal('final'), Type.Literal('orphaned'), Type.Literal('replaced')],
@@ -32,7 +35,16 @@ export const CreateInvoiceBody = Type.Object(
   {
     priceAmount: Type.String({ maxLength: 64, description: 'Price as a decimal string in priceCurrency, e.g. "19.90" (JPY: no decimals)' }),
     priceCurrency: Type.String({ maxLength: 16, description: 'Fiat ISO code: USD, EUR, GBP, JPY, CHF, CAD, AUD' }),
-    payCurrency: Type.String({ maxLength: 16, description: 'Crypto code: BTC, LTC, ETH, USDT, USDC, TRX' }),
+    payCurrency: Type.String({ maxLength: 16, description: 'The asset: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB' }),
+    payNetwork: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        description:
+          'The network to pay on: bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron (GET /api/currencies lists the pairs taken). ' +
+          'Default: the asset’s own network (BTC bitcoin, LTC litecoin, ETH/USDT/USDC ethereum, TRX tron, POL polygon, BNB bsc). A network that does not carry ' +
+          'the asset, or is not enabled, is 400 naming the networks that carry it',
+      }),
+    ),
     successUrl: HttpUrl('Where the checkout page sends the customer after payment'),
     cancelUrl: HttpUrl('Where the checkout page sends the customer who gives up, or when the invoice expires'),
     orderId: Type.Optional(Type.String({ maxLength: 255, description: 'Your own order reference' })),
@@ -59,6 +71,7 @@ export const InvoiceSchema = Type.Object(
     amountReceived: Type.Number(),
     priceCurrency: Type.String(),
     payCurrency: Type.String(),
+    payNetwork: Type.String({ description: 'The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron)' }),
     status: InvoiceStatusName,
     createdAt: Timestamp,
     expiredAt: Timestamp,

@@ -18,6 +18,14 @@ const OccurredAt = Type.String({
     'When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it',
 });
 
+/**
+ * An addition to every invoice body (issue 24, docs/networks.md), after the type's documented
+ * fields and before occurredAt: the network the invoice is paid on.
+ */
+const PayNetwork = Type.String({
+  description: 'The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron)',
+});
+
 export const InvoicePaidWebhook = Type.Object(
   {
     invoiceId: Uuid,
@@ -26,6 +34,7 @@ export const InvoicePaidWebhook = Type.Object(
     amount: Type.Number({ description: 'The amount received, in currency' }),
     currency: Type.String({ description: 'The invoice’s payCurrency' }),
     environment: Environment,
+    payNetwork: PayNetwork,
     occurredAt: OccurredAt,
   },
   { additionalProperties: false },
@@ -38,13 +47,14 @@ export const InvoiceExpiredWebhook = Type.Object(
     status: Type.Literal('Expired'),
     currency: Type.String(),
     environment: Environment,
+    payNetwork: PayNetwork,
     occurredAt: OccurredAt,
   },
   { additionalProperties: false },
 );
 
-/** The invoice.paid keys followed by what is particular to the event. */
-function invoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, extra: Extra) {
+/** The invoice.paid keys followed by what is particular to the event, payNetwork, then `tail` (late_payment's network). */
+function invoiceWebhook<Extra extends Record<string, TSchema>, Tail extends Record<string, TSchema>>(status: TSchema, extra: Extra, tail?: Tail) {
   return Type.Object(
     {
       invoiceId: Uuid,
@@ -54,6 +64,8 @@ function invoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, 
       currency: Type.String(),
       environment: Environment,
       ...extra,
+      payNetwork: PayNetwork,
+      ...tail,
       occurredAt: OccurredAt,
     },
     { additionalProperties: false },
@@ -61,8 +73,8 @@ function invoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, 
 }
 
 /** A live-only invoice webhook: invoice.paid's keys, the amount's exact decimal string, then the event's own. */
-function liveInvoiceWebhook<Extra extends Record<string, TSchema>>(status: TSchema, extra: Extra) {
-  return invoiceWebhook(status, { amountDecimal: ExactDecimal('amount'), ...extra });
+function liveInvoiceWebhook<Extra extends Record<string, TSchema>, Tail extends Record<string, TSchema>>(status: TSchema, extra: Extra, tail?: Tail) {
+  return invoiceWebhook(status, { amountDecimal: ExactDecimal('amount'), ...extra }, tail);
 }
 
 const LiveStatus = Type.Union([Type.Literal('Waiting'), Type.Literal('PartiallyPaid'), Type.Literal('Confirming'), Type.Literal('Paid'), Type.Literal('Expired')]);
@@ -77,7 +89,11 @@ export const InvoicePartiallyPaidWebhook = liveInvoiceWebhook(Type.Literal('Part
 });
 export const InvoiceLatePaymentWebhook = liveInvoiceWebhook(LiveStatus, {
   transactionHash: Type.String(),
-  credited: Type.Boolean({ description: 'false for another asset sent to the address: recorded, not credited' }),
+  credited: Type.Boolean({ description: 'false for another asset, or the asset on another network, sent to the address: recorded, not credited' }),
+}, {
+  network: Type.String({
+    description: 'The network this payment arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment, credited false; the same address exists on every EVM network)',
+  }),
 });
 export const InvoiceReopenedWebhook = liveInvoiceWebhook(LiveStatus, {
   previousStatus: LiveStatus,
@@ -124,7 +140,7 @@ export const WEBHOOK_EVENTS: Record<string, { summary: string; body: TSchema }> 
   'invoice.confirming': { summary: 'Live: payments covering the price are on chain, awaiting confirmations', body: InvoiceConfirmingWebhook },
   'invoice.partially_paid': { summary: 'Live: less than the price was received (amount so far, amountRemaining)', body: InvoicePartiallyPaidWebhook },
   'invoice.late_payment': {
-    summary: 'Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, or another asset); amount and currency are the payment’s',
+    summary: 'Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, another asset, or another network); amount, currency and network are the payment’s',
     body: InvoiceLatePaymentWebhook,
   },
   'invoice.reopened': { summary: 'Live: a chain reorg removed payments before Paid; status is where the invoice moved back to', body: InvoiceReopenedWebhook },

@@ -1,5 +1,5 @@
 /**
- * The commands: login, invoices create|get|list, sandbox pay, trigger, rates. Each takes the parsed
+ * The commands: login, invoices create|get|list, sandbox pay, trigger, rates, currencies. Each takes the parsed
  * options and an output function, and answers through the typed client (@coinvoice/client).
  */
 import type { paths } from '@coinvoice/client';
@@ -45,7 +45,7 @@ export async function login(io: Io, o: { baseUrl: string; email: string; passwor
 
 export async function createInvoice(
   io: Io,
-  o: { amount: string; currency: string; pay: string; orderId?: string; description?: string; successUrl: string; cancelUrl: string },
+  o: { amount: string; currency: string; pay: string; network?: string; orderId?: string; description?: string; successUrl: string; cancelUrl: string },
 ) {
   const client = apiKeyClient(readConfig(io.configFile));
   const invoice = unwrap(
@@ -54,6 +54,7 @@ export async function createInvoice(
         priceAmount: o.amount,
         priceCurrency: o.currency,
         payCurrency: o.pay,
+        ...(o.network ? { payNetwork: o.network } : {}),
         successUrl: o.successUrl,
         cancelUrl: o.cancelUrl,
         ...(o.orderId ? { orderId: o.orderId } : {}),
@@ -176,6 +177,34 @@ export async function rates(io: Io, baseUrl: string, o: { json?: boolean } = {})
     table(
       ['currency', 'price in USD', 'sources', 'age'],
       answer.rates.map((r) => [r.currency, String(r.usd), r.sources.join(', '), r.ageMs === null ? 'unknown' : ageInWords(r.ageMs)]),
+    ),
+  );
+  return answer;
+}
+
+/**
+ * The assets and networks invoices can be paid in (public: no login needed): a table of each
+ * (asset, network) with its decimals, confirmations, minimum and contract, or the API's JSON with
+ * `json` (GET /api/currencies, docs/networks.md).
+ */
+export async function currencies(io: Io, baseUrl: string, o: { json?: boolean } = {}) {
+  const answer = unwrap(await merchantClient({ baseUrl, token: '' }).GET('/api/currencies'), 'reading the currencies');
+  if (o.json) {
+    io.out(json(answer));
+    return answer;
+  }
+  io.out(
+    table(
+      ['currency', 'network', 'network name', 'decimals', 'confirmations', 'minimum', 'contract'],
+      answer.currencies.map((c) => [
+        c.currency,
+        c.network,
+        c.networkLabel,
+        c.baseUnitDecimals === c.decimals ? String(c.decimals) : `${c.decimals} (${c.baseUnitDecimals} on chain)`,
+        String(c.confirmations),
+        String(c.minimumAmount),
+        c.contract ?? '-',
+      ]),
     ),
   );
   return answer;

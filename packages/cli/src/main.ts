@@ -2,11 +2,12 @@
  * The `coinvoice` command (the only place that reads the environment and the arguments):
  *
  *   coinvoice login --email you@shop.example [--password …] [--base-url http://127.0.0.1:8080] [--project <id>]
- *   coinvoice invoices create --amount 19.90 --currency EUR --pay BTC --success-url … --cancel-url … [--order-id …] [--description …]
+ *   coinvoice invoices create --amount 19.90 --currency EUR --pay BTC [--network bitcoin] --success-url … --cancel-url … [--order-id …] [--description …]
  *   coinvoice invoices get <id>
  *   coinvoice invoices list [--limit 20] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
  *   coinvoice sandbox pay <id>
  *   coinvoice rates [--base-url http://127.0.0.1:8080] [--json]
+ *   coinvoice currencies [--base-url http://127.0.0.1:8080] [--json]
  *   coinvoice trigger <event type>   (a test event of any type of the catalogue; --help lists them)
  *   coinvoice listen --forward-to http://localhost:3000/webhooks [--events invoice.paid,…]
  *
@@ -14,23 +15,35 @@
  * (default ~/.config/coinvoice/config.json).
  */
 import { parseArgs } from 'node:util';
-import { createInvoice, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, TRIGGER_EVENTS, triggerUsage, type InvoiceStatusFilter, type Io } from './commands';
+import { createInvoice, currencies, getInvoice, INVOICE_STATUSES, listInvoices, login, rates, sandboxPay, trigger, TRIGGER_EVENTS, triggerUsage, type InvoiceStatusFilter, type Io } from './commands';
 import { CliError, configPath, readConfig } from './config';
 import { listen } from './listen';
 
 const USAGE = `usage:
   coinvoice login --email <email> [--password <password>] [--base-url <url>] [--project <id>]
-  coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> --success-url <url> --cancel-url <url> [--order-id <id>] [--description <text>]
+  coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> [--network <network>] --success-url <url> --cancel-url <url> [--order-id <id>] [--description <text>]
   coinvoice invoices get <id>
   coinvoice invoices list [--limit <n>] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
   coinvoice sandbox pay <id>
   coinvoice rates [--base-url <url>] [--json]
+  coinvoice currencies [--base-url <url>] [--json]   (the assets and networks invoices take)
   coinvoice trigger <event type>   (a test event: ${Object.keys(TRIGGER_EVENTS).join(', ')})
   coinvoice listen --forward-to <url> [--events <type,type>]`;
 
 function required(value: string | undefined, flag: string): string {
   if (value === undefined || value === '') throw new CliError(`${flag} is required\n${USAGE}`);
   return value;
+}
+
+/** For the public commands: --base-url / COINVOICE_BASE_URL, else the logged-in base URL, else the local default. */
+function publicBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv, io: Io): string {
+  const given = flag ?? env.COINVOICE_BASE_URL;
+  if (given !== undefined) return given;
+  try {
+    return readConfig(io.configFile).baseUrl;
+  } catch {
+    return 'http://127.0.0.1:8080';
+  }
 }
 
 async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -45,6 +58,7 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       amount: { type: 'string' },
       currency: { type: 'string' },
       pay: { type: 'string' },
+      network: { type: 'string' },
       'order-id': { type: 'string' },
       description: { type: 'string' },
       'success-url': { type: 'string' },
@@ -81,6 +95,7 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
         amount: required(v.amount, '--amount'),
         currency: required(v.currency, '--currency'),
         pay: required(v.pay, '--pay'),
+        ...(v.network ? { network: v.network } : {}),
         // Where the customer goes after paying or giving up is the shop's own page: never a guess.
         successUrl: required(v['success-url'], '--success-url'),
         cancelUrl: required(v['cancel-url'], '--cancel-url'),
@@ -98,19 +113,12 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       await listInvoices(io, { ...(v.limit ? { limit: v.limit } : {}), ...(status ? { status } : {}) });
       return;
     }
-    case 'rates': {
-      // Public: the logged-in base URL when there is one, else --base-url / COINVOICE_BASE_URL.
-      let baseUrl = v['base-url'] ?? env.COINVOICE_BASE_URL;
-      if (baseUrl === undefined) {
-        try {
-          baseUrl = readConfig(io.configFile).baseUrl;
-        } catch {
-          baseUrl = 'http://127.0.0.1:8080';
-        }
-      }
-      await rates(io, baseUrl, { json: v.json === true });
+    case 'rates':
+      await rates(io, publicBaseUrl(v['base-url'], env, io), { json: v.json === true });
       return;
-    }
+    case 'currencies':
+      await currencies(io, publicBaseUrl(v['base-url'], env, io), { json: v.json === true });
+      return;
     case 'sandbox pay':
       await sandboxPay(io, required(arg, '<id>'));
       return;

@@ -373,6 +373,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/currencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The assets and networks invoices can be paid in (public, no API key, cacheable)
+         * @description Every enabled (asset, network): pass `currency` as an invoice’s `payCurrency` and `network` as its `payNetwork`. Decimals, confirmations, the minimum amount and the token contract of each. The answer changes only with the deployment’s configuration: it is `Cache-Control: public` and carries an `ETag` (If-None-Match answers 304).
+         */
+        get: operations["getApiCurrencies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/merchant/projects/{id}/webhook-deliveries": {
         parameters: {
             query?: never;
@@ -893,7 +913,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, or another asset); amount and currency are the payment’s
+         * Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, another asset, or another network); amount, currency and network are the payment’s
          * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceLatePayment"];
@@ -2772,8 +2792,10 @@ export interface operations {
                     priceAmount: string;
                     /** @description Fiat ISO code: USD, EUR, GBP, JPY, CHF, CAD, AUD */
                     priceCurrency: string;
-                    /** @description Crypto code: BTC, LTC, ETH, USDT, USDC, TRX */
+                    /** @description The asset: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                     payCurrency: string;
+                    /** @description The network to pay on: bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron (GET /api/currencies lists the pairs taken). Default: the asset’s own network (BTC bitcoin, LTC litecoin, ETH/USDT/USDC ethereum, TRX tron, POL polygon, BNB bsc). A network that does not carry the asset, or is not enabled, is 400 naming the networks that carry it */
+                    payNetwork?: string;
                     /** @description Where the checkout page sends the customer after payment */
                     successUrl: string;
                     /** @description Where the checkout page sends the customer who gives up, or when the invoice expires */
@@ -2813,6 +2835,8 @@ export interface operations {
                         amountReceived: number;
                         priceCurrency: string;
                         payCurrency: string;
+                        /** @description The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                        payNetwork: string;
                         /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         /**
@@ -2844,6 +2868,8 @@ export interface operations {
                             amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
+                            /** @description The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md) */
+                            network: string;
                             confirmations: number;
                             /** @description seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent) */
                             status: "seen" | "confirmed" | "final" | "orphaned" | "replaced";
@@ -2998,6 +3024,8 @@ export interface operations {
                         amountReceived: number;
                         priceCurrency: string;
                         payCurrency: string;
+                        /** @description The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                        payNetwork: string;
                         /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         /**
@@ -3029,6 +3057,8 @@ export interface operations {
                             amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
+                            /** @description The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md) */
+                            network: string;
                             confirmations: number;
                             /** @description seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent) */
                             status: "seen" | "confirmed" | "final" | "orphaned" | "replaced";
@@ -3156,6 +3186,8 @@ export interface operations {
                         amountReceived: number;
                         priceCurrency: string;
                         payCurrency: string;
+                        /** @description The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                        payNetwork: string;
                         /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         /**
@@ -3187,6 +3219,8 @@ export interface operations {
                             amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
+                            /** @description The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md) */
+                            network: string;
                             confirmations: number;
                             /** @description seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent) */
                             status: "seen" | "confirmed" | "final" | "orphaned" | "replaced";
@@ -3342,6 +3376,8 @@ export interface operations {
                             amountReceived: number;
                             priceCurrency: string;
                             payCurrency: string;
+                            /** @description The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                            payNetwork: string;
                             /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                             status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                             /**
@@ -3373,6 +3409,8 @@ export interface operations {
                                 amountDecimal: string;
                                 /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                                 asset: string;
+                                /** @description The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md) */
+                                network: string;
                                 confirmations: number;
                                 /** @description seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent) */
                                 status: "seen" | "confirmed" | "final" | "orphaned" | "replaced";
@@ -3479,6 +3517,8 @@ export interface operations {
                         amountReceived: number;
                         priceCurrency: string;
                         payCurrency: string;
+                        /** @description The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                        payNetwork: string;
                         /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         /**
@@ -3510,6 +3550,8 @@ export interface operations {
                             amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
+                            /** @description The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md) */
+                            network: string;
                             confirmations: number;
                             /** @description seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent) */
                             status: "seen" | "confirmed" | "final" | "orphaned" | "replaced";
@@ -3630,6 +3672,8 @@ export interface operations {
                         amountReceived: number;
                         priceCurrency: string;
                         payCurrency: string;
+                        /** @description The network payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                        payNetwork: string;
                         /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         /**
@@ -3661,6 +3705,8 @@ export interface operations {
                             amountDecimal: string;
                             /** @description What was sent: the invoice’s payCurrency, or another token (recorded, not credited) */
                             asset: string;
+                            /** @description The network it arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment: recorded, not credited; docs/networks.md) */
+                            network: string;
                             confirmations: number;
                             /** @description seen (fewer confirmations than required), confirmed, final, orphaned (its block left the chain), replaced (dropped or double-spent) */
                             status: "seen" | "confirmed" | "final" | "orphaned" | "replaced";
@@ -3785,6 +3831,12 @@ export interface operations {
                         /** @description Waiting, Paid and Expired in the sandbox; live invoices also pass through PartiallyPaid and Confirming */
                         status: "Waiting" | "Confirming" | "PartiallyPaid" | "Paid" | "Expired";
                         payCurrency: string;
+                        /** @description The network to pay on: the page names it and warns to send only on it */
+                        payNetwork: string;
+                        /** @description The network as customers know it: "Ethereum", "Base", "BNB Smart Chain", "Tron"… */
+                        payNetworkLabel: string;
+                        /** @description The token contract a stablecoin is sent with (null for a network’s own coin, or a test chain without the issuer’s contract) */
+                        tokenContract: string | null;
                         amountExpected: number;
                         /** @description amountExpected exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
                         amountExpectedDecimal: string;
@@ -3914,6 +3966,98 @@ export interface operations {
                         }[];
                     };
                 };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiCurrencies: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An ETag of an earlier answer: 304 while it is current */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Assets in registry order, each asset’s networks in registry order */
+                        currencies: {
+                            /** @description The asset: the invoice’s payCurrency (BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB) */
+                            currency: string;
+                            /** @description The network: the invoice’s payNetwork (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                            network: string;
+                            /** @description The asset as paid on this network, e.g. "Tether USD (BEP-20)" */
+                            name: string;
+                            /** @description The network as customers know it: "Ethereum", "BNB Smart Chain", "Tron"… */
+                            networkLabel: string;
+                            /** @description Decimals of invoice and payout amounts (USDT and USDC: 6 on every network) */
+                            decimals: number;
+                            /** @description Decimals of the on-chain unit (18 for USDT and USDC on bsc) */
+                            baseUnitDecimals: number;
+                            /** @description Confirmations a live invoice on this network needs before it is Paid */
+                            confirmations: number;
+                            /** @description The smallest invoice or payout amount, in currency (written from the exact decimal) */
+                            minimumAmount: number;
+                            /** @description The token contract on the main chain; null for a network’s own coin */
+                            contract: string | null;
+                            /** @description The EIP-155 chain id of an EVM network; null elsewhere */
+                            chainId: number | null;
+                            /** @description Whether a node watches this network here: live invoices on it are detected. Sandbox invoices work on every listed pair */
+                            watched: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not modified: the ETag named in If-None-Match is still current */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input: the `errors` array names each offending field */
             400: {
@@ -7394,6 +7538,8 @@ export interface operations {
                     /** @description The invoice’s payCurrency */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                    payNetwork: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7435,6 +7581,8 @@ export interface operations {
                     status: "Expired";
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                    payNetwork: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7482,6 +7630,8 @@ export interface operations {
                     /** @description The fewest confirmations among the payments counting */
                     confirmations: number;
                     confirmationsRequired: number;
+                    /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                    payNetwork: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7530,6 +7680,8 @@ export interface operations {
                     amountRemaining: number;
                     /** @description amountRemaining exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
                     amountRemainingDecimal: string;
+                    /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                    payNetwork: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7574,8 +7726,12 @@ export interface operations {
                     /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
                     amountDecimal: string;
                     transactionHash: string;
-                    /** @description false for another asset sent to the address: recorded, not credited */
+                    /** @description false for another asset, or the asset on another network, sent to the address: recorded, not credited */
                     credited: boolean;
+                    /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                    payNetwork: string;
+                    /** @description The network this payment arrived on: the invoice’s payNetwork, or another EVM network (a wrong-network payment, credited false; the same address exists on every EVM network) */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7620,6 +7776,8 @@ export interface operations {
                     /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
                     amountDecimal: string;
                     previousStatus: "Waiting" | "PartiallyPaid" | "Confirming" | "Paid" | "Expired";
+                    /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
+                    payNetwork: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it

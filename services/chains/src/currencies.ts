@@ -122,3 +122,13 @@ export function findCryptoCurrency(code: unknown): Parsed<CryptoCurrency> {
 export function paymentUri(currency: CryptoCurrency, network: Network, address: string, amount: Decimal): string {
   return familyOf(currency.chain).paymentUri(currency, network, address, amount);
 }
+
+/**
+ * The token contract a payment of `currency` on `network` (mainnet, or the network's test chain)
+ * goes to, as the payment URI names it; null for a network's own coin, or a test chain without
+ * the issuer's contract.
+ */
+export function tokenContractOn(currency: CryptoCurrency, network: Network): string | null {
+  if (!currency.token) return null;
+  return network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet;
+}

@@ -1,5 +1,5 @@
 import { CRYPTO_CODES } from '../src/coin';
-import { SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, paymentUri } from '../src/currencies';
+import { DEFAULT_NETWORK, PAY_METHODS, SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, networksCarrying, payMethod, paymentUri } from '../src/currencies';
 import { FIAT_CODES, fiatCurrency, findFiatCurrency } from '@coinvoice/domain/fiat';
 import { Decimal } from '@coinvoice/domain/money';
 import { eip55 } from '../../invoice/test/support/independent-codecs';
@@ -20,27 +20,62 @@ describe('currency registry', () => {
       ['USDT', 'ethereum', 6, 6, 'eip55', 60],
       ['USDC', 'ethereum', 6, 6, 'eip55', 60],
       ['TRX', 'tron', 6, 6, 'tron-base58check', 195],
+      ['POL', 'polygon', 8, 18, 'eip55', 60],
+      ['BNB', 'bsc', 8, 18, 'eip55', 60],
     ]);
     for (const c of SUPPORTED_CRYPTO) expect(c.amountDecimals).toBeLessThanOrEqual(Math.min(8, c.baseUnitDecimals));
   });
 
-  it('lists token contracts with valid EIP-55 checksums', () => {
-    for (const code of CRYPTO_CODES) {
-      const token = cryptoCurrency(code).token;
-      if (!token) continue;
-      for (const contract of Object.values(token.contract)) expect(eip55(contract.slice(2).toLowerCase())).toBe(contract);
+  it('lists EVM token contracts with valid EIP-55 checksums (a test chain may have none)', () => {
+    const evmTokens = PAY_METHODS.filter((m) => m.token && m.addressFormat === 'eip55');
+    expect(evmTokens.length).toBe(11);
+    for (const method of evmTokens) {
+      for (const contract of Object.values(method.token!.contract)) if (contract !== null) expect(eip55(contract.slice(2).toLowerCase())).toBe(contract);
     }
   });
 
   it('refuses unsupported codes naming the supported ones', () => {
     expect(findFiatCurrency('XYZ')).toEqual({ ok: false, reason: 'unsupported currency "XYZ"; supported: USD, EUR, GBP, JPY, CHF, CAD, AUD' });
-    expect(findCryptoCurrency('DOGE')).toEqual({ ok: false, reason: 'unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX' });
+    expect(findCryptoCurrency('DOGE')).toEqual({ ok: false, reason: 'unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB' });
     expect(findCryptoCurrency('usdt')).toEqual({ ok: true, value: cryptoCurrency('USDT') }); // any letter case, normalised
     expect(findFiatCurrency('Eur')).toEqual({ ok: true, value: fiatCurrency('EUR') });
     expect(findFiatCurrency('BTC').ok).toBe(false); // a crypto code is not a price currency
-    expect(findCryptoCurrency(undefined)).toEqual({ ok: false, reason: 'unsupported currency of type undefined; supported: BTC, LTC, ETH, USDT, USDC, TRX' });
+    expect(findCryptoCurrency(undefined)).toEqual({ ok: false, reason: 'unsupported currency of type undefined; supported: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB' });
     const long = findFiatCurrency('X'.repeat(10_000));
     expect(!long.ok && long.reason.length).toBeLessThan(100);
+  });
+
+  it('has every (asset, network) pair with its decimals and key currency (docs/networks.md)', () => {
+    const pairs = PAY_METHODS.map((c) => [c.code, c.chain, c.amountDecimals, c.baseUnitDecimals, c.addressFormat, c.keyCurrency]);
+    expect(pairs).toEqual([
+      ['BTC', 'bitcoin', 8, 8, 'p2wpkh', 'BTC'],
+      ['LTC', 'litecoin', 8, 8, 'p2wpkh', 'LTC'],
+      ['ETH', 'ethereum', 8, 18, 'eip55', 'ETH'],
+      ['USDT', 'ethereum', 6, 6, 'eip55', 'USDT'],
+      ['USDC', 'ethereum', 6, 6, 'eip55', 'USDC'],
+      ['ETH', 'base', 8, 18, 'eip55', 'ETH'],
+      ['USDC', 'base', 6, 6, 'eip55', 'USDC'],
+      ['ETH', 'arbitrum', 8, 18, 'eip55', 'ETH'],
+      ['USDT', 'arbitrum', 6, 6, 'eip55', 'USDT'],
+      ['USDC', 'arbitrum', 6, 6, 'eip55', 'USDC'],
+      ['ETH', 'optimism', 8, 18, 'eip55', 'ETH'],
+      ['USDT', 'optimism', 6, 6, 'eip55', 'USDT'],
+      ['USDC', 'optimism', 6, 6, 'eip55', 'USDC'],
+      ['POL', 'polygon', 8, 18, 'eip55', 'POL'],
+      ['USDT', 'polygon', 6, 6, 'eip55', 'USDT'],
+      ['USDC', 'polygon', 6, 6, 'eip55', 'USDC'],
+      ['BNB', 'bsc', 8, 18, 'eip55', 'BNB'],
+      // 18 decimals on chain, 6 in amounts: an amount means the same on every network.
+      ['USDT', 'bsc', 6, 18, 'eip55', 'USDT'],
+      ['USDC', 'bsc', 6, 18, 'eip55', 'USDC'],
+      ['TRX', 'tron', 6, 6, 'tron-base58check', 'TRX'],
+      // A Tron account holds TRC-20 tokens: their addresses come from the TRX key.
+      ['USDT', 'tron', 6, 6, 'tron-base58check', 'TRX'],
+      ['USDC', 'tron', 6, 6, 'tron-base58check', 'TRX'],
+    ]);
+    expect(networksCarrying('USDT')).toEqual(['ethereum', 'arbitrum', 'optimism', 'polygon', 'bsc', 'tron']);
+    expect(payMethod('USDT', 'base')).toBeUndefined();
+    for (const code of CRYPTO_CODES) expect(payMethod(code, DEFAULT_NETWORK[code])).toBe(cryptoCurrency(code));
   });
 
   it('does not treat inherited property names as codes', () => {
@@ -78,6 +113,24 @@ describe('payment URIs', () => {
   it('tron: for TRX', () => {
     expect(paymentUri(cryptoCurrency('TRX'), 'mainnet', 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.345678'))).toBe(
       'tron:TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH?amount=12.345678',
+    );
+  });
+
+  it('EIP-681 names the chain id of every network but Ethereum mainnet, in the entry\'s own base units', () => {
+    const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
+    // USDT on bsc: 100.000000 USDT is 100·10^18 token base units (docs/networks.md).
+    expect(paymentUri(payMethod('USDT', 'bsc')!, 'mainnet', address, new Decimal('100'))).toBe(
+      `ethereum:0x55d398326f99059fF775485246999027B3197955@56/transfer?address=${address}&uint256=100000000000000000000`,
+    );
+    expect(paymentUri(payMethod('USDC', 'base')!, 'mainnet', address, new Decimal('2.5'))).toBe(
+      `ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=${address}&uint256=2500000`,
+    );
+    expect(paymentUri(payMethod('POL', 'polygon')!, 'mainnet', address, new Decimal('1'))).toBe(`ethereum:${address}@137?value=1000000000000000000`);
+  });
+
+  it('tron: with &token= for TRC-20 tokens', () => {
+    expect(paymentUri(payMethod('USDT', 'tron')!, 'mainnet', 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.5'))).toBe(
+      'tron:TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH?amount=12.5&token=TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t',
     );
   });
 

@@ -1,6 +1,7 @@
 /**
  * coinvoice.invoice.v1.InvoiceService. Error codes per RPC (ErrorDetail.code, Connect code):
- * - CreateInvoice: validation_failed (InvalidArgument, violations by public field name),
+ * - CreateInvoice: validation_failed (InvalidArgument, violations by public field name; payNetwork
+ *   when the network does not carry payCurrency or is not enabled, naming those that carry it),
  *   idempotency_key_reused (FailedPrecondition; HTTP 422 by code).
  * - GetInvoice: validation_failed, not_found (also for another project's invoice).
  * - PayInvoice: validation_failed, not_found, sandbox_key_required (PermissionDenied) for a live
@@ -43,7 +44,6 @@ import { checkAmountForCoin, validateCreateInvoice, validateInvoiceId, validateI
 import { payDecision } from './domain/status';
 import type { PayMethodCatalog } from './domain/pay-methods';
 import type { CryptoCode, Chain } from '@coinvoice/chains/coin';
-import { cryptoCurrency, isCryptoCode } from '@coinvoice/chains/currencies';
 import { isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
 import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import { networkOf } from '@coinvoice/domain/project-network';
@@ -51,7 +51,7 @@ import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
-import { checkoutToProto, invoiceToProto, INVOICE_STATUS } from './proto';
+import { checkoutToProto, invoiceToProto, INVOICE_STATUS, payMethodOf } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
 import { allocateAddressIndex } from './store/keys';
@@ -91,6 +91,10 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     if (!this.deps.enabledCoins.includes(payCurrency)) {
       throw invalidRequest([{ field: 'payCurrency', message: `is not accepted here (accepted: ${this.deps.enabledCoins.join(', ')})` }]);
     }
+    // The (asset, network) paid in: refused unless this deployment takes it (docs/networks.md).
+    const resolved = this.deps.payMethods.resolve(payCurrency, request.payNetwork);
+    if (!resolved.ok) throw invalidRequest([{ field: 'payNetwork', message: resolved.reason }]);
+    const method = resolved.value;
     if (req.validateOnly) return {};
     // Cached rates only (refreshed in the background): a request never waits for a provider.
     const rates = this.deps.pricing.ratesFor(request.environment, payCurrency, request.priceCurrency.code);
@@ -101,7 +105,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         `no fresh exchange rate for ${payCurrency}/${request.priceCurrency.code}: live invoices are never priced from a stale quote; try again shortly`,
       );
     }
-    const quoted = quoteAtRates({ priceAmount: request.priceAmount, priceCurrency: request.priceCurrency.code, payCurrency }, rates);
+    const quoted = quoteAtRates({ priceAmount: request.priceAmount, priceCurrency: request.priceCurrency.code, payCurrency, payMethod: method }, rates);
     if (!quoted.ok) throw invalidRequest([{ field: 'priceAmount', message: quoted.reason }]);
     const tolerance = parseTolerancePercent(req.paymentTolerancePercent);
     if (!tolerance.ok) throw invalidRequest([{ field: 'paymentTolerancePercent', message: tolerance.reason }]);
@@ -111,7 +115,9 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     // The address before the transaction: its index is taken in a statement of its own and the
     // derivation is CPU work, so neither holds a lock or a pooled transaction open (a replay of an
     // idempotent request leaves its index unused: a gap, never a reuse).
-    const key = this.deps.keys.keyFor(request.payCurrency.code, networkOf(request.environment));
+    // The entry's key currency: USDT on tron gets a Tron address from the TRX key, USDT on any EVM
+    // network an EVM address from the USDT key (docs/networks.md#amounts-and-addresses).
+    const key = this.deps.keys.keyFor(method.keyCurrency, networkOf(request.environment));
     const index = await allocateAddressIndex(this.deps.sql, key.keyId);
     const address = key.deriver.addressAt(index);
     const outcome = await eventTransaction(this.deps.sql, async (tx) => {
@@ -134,8 +140,8 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         priceAmount: formatPlain(request.priceAmount),
         priceCurrency: request.priceCurrency.code,
         priceAmountInUsd: formatPlain(priceAmountInUsd),
-        payCurrency: request.payCurrency.code,
-        payNetwork: request.payCurrency.chain,
+        payCurrency: method.code,
+        payNetwork: method.chain,
         rate: formatPlain(rate),
         rateSources: [...rates.sources],
         rateQuotedAt: rates.quotedAt,
@@ -147,7 +153,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         cancelUrl: request.cancelUrl,
         isDonation: request.isDonation,
         lifetimeMinutes: request.lifetimeMinutes,
-        confirmationsRequired: request.environment === 'live' ? this.deps.confirmationsFor(request.payCurrency.chain) : 0,
+        confirmationsRequired: request.environment === 'live' ? this.deps.confirmationsFor(method.chain) : 0,
         paymentTolerancePercent: formatPlain(tolerance.value),
       });
       await enqueueEvent(tx, invoiceCreatedEvent(row));
@@ -199,8 +205,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
       }
       const decision = payDecision({ status: invoice.status, expiredAt: invoice.expired_at }, now);
       if (!decision.ok) throw errors.conflict('invoice_not_payable', decision.reason);
-      if (!isCryptoCode(invoice.pay_currency)) throw new Error(`invoice ${invoice.id} has unknown pay currency`);
-      const coin = cryptoCurrency(invoice.pay_currency);
+      const coin = payMethodOf(invoice);
       if (pay.amountReceived) {
         const violation = checkAmountForCoin(pay.amountReceived, coin);
         if (violation) throw invalidRequest([violation]);

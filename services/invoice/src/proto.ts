@@ -18,7 +18,8 @@ import {
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { deriveInvoiceState, isLivePayment, paysInvoice } from './domain/payments';
 import type { InvoiceStatusName } from './domain/status';
-import { cryptoCurrency, isCryptoCode, paymentUri } from '@coinvoice/chains/currencies';
+import type { CryptoCurrency } from '@coinvoice/chains/coin';
+import { isCryptoCode, isPayNetwork, networkLabel, payMethod, paymentUri, tokenContractOn } from '@coinvoice/chains/currencies';
 import { fiatCurrency, isFiatCode } from '@coinvoice/domain/fiat';
 import { Decimal, formatFixed, formatPlain } from '@coinvoice/domain/money';
 import { networkOf } from '@coinvoice/domain/project-network';
@@ -38,6 +39,13 @@ export const INVOICE_STATUS = protoEnumMapping<InvoiceStatusName, InvoiceStatus>
 function fiatAmount(amount: string, currency: string): string {
   if (!isFiatCode(currency)) throw new Error(`stored invoice has unknown price currency ${currency}`);
   return formatFixed(new Decimal(amount), fiatCurrency(currency).minorUnits);
+}
+
+/** The registry entry a stored invoice is paid in: its pay_currency on its pay_network. */
+export function payMethodOf(row: Pick<InvoiceRow, 'id' | 'pay_currency' | 'pay_network'>): CryptoCurrency {
+  const method = isCryptoCode(row.pay_currency) && isPayNetwork(row.pay_network) ? payMethod(row.pay_currency, row.pay_network) : undefined;
+  if (!method) throw new Error(`invoice ${row.id} is paid in an unknown ${row.pay_currency} on ${row.pay_network}`);
+  return method;
 }
 
 export function paymentToProto(row: PaymentRow): Payment {
@@ -66,6 +74,7 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
     amountReceived: formatPlain(row.amount_received),
     priceCurrency: row.price_currency,
     payCurrency: row.pay_currency,
+    payNetwork: row.pay_network,
     status: INVOICE_STATUS.toProto(row.status),
     createdAt: timestampFromDate(row.created_at),
     expiredAt: timestampFromDate(row.expired_at),
@@ -90,8 +99,9 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
 
 /** Only what the customer's checkout page needs: no order id/description, project or merchant data. */
 export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[] = []): Checkout {
-  if (!isCryptoCode(row.pay_currency)) throw new Error(`stored invoice has unknown pay currency ${row.pay_currency}`);
-  const coin = cryptoCurrency(row.pay_currency);
+  const method = payMethodOf(row);
+  const network = networkOf(row.environment);
+  const contract = tokenContractOn(method, network);
   const counting = payments.filter((p) => paysInvoice(invoiceFacts(row), paymentFacts(p)) && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
@@ -107,9 +117,13 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
     isSandbox: row.environment === 'sandbox',
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
-    paymentUri: paymentUri(coin, networkOf(row.environment), row.address, new Decimal(row.amount_expected)),
+    // The resolved entry's URI: EIP-681 with @chainId off Ethereum mainnet, tron: with &token= (chains/currencies.ts).
+    paymentUri: paymentUri(method, network, row.address, new Decimal(row.amount_expected)),
     confirmationsRequired: row.confirmations_required,
     confirmations: Math.min(confirmationsOf(counting), row.confirmations_required || Number.MAX_SAFE_INTEGER),
+    payNetwork: method.chain,
+    payNetworkLabel: networkLabel(method.chain),
+    ...(contract === null ? {} : { tokenContract: contract }),
     amountRemaining: formatPlain(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
   });
 }

@@ -11,6 +11,7 @@ import { invoiceIdempotencyKeys } from './store/idempotency';
 import { ExpirySweeper } from './sweeper';
 import { chainSources, confirmationsRequired } from '@coinvoice/chains/watchers';
 import { networkLabel } from '@coinvoice/chains/currencies';
+import { CRYPTO_CODES } from '@coinvoice/chains/coin';
 import { evmNodeConfig } from '@coinvoice/chains/evm/family';
 import { isEvmChain, type EvmTokenCode } from '@coinvoice/chains/evm/networks';
 import { PayMethodCatalog, type PayMethodPolicy } from './domain/pay-methods';
@@ -66,12 +67,14 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
   requiredInProduction,
   async build({ config, sql, logger, metrics: registry }) {
     const metrics = createInvoiceMetrics(registry);
+    const payMethods = new PayMethodCatalog(payMethodPolicy(config));
     const keys = await loadKeyRing({
       sql,
       configured: config as Readonly<Record<XpubVariable, string>>,
       logger,
       production: config.APP_ENV === 'production',
-      enabledCoins: config.INVOICE_COINS,
+      // Every enabled entry's key currency too: USDT on tron takes its addresses from the TRX key.
+      enabledCoins: CRYPTO_CODES.filter((code) => config.INVOICE_COINS.includes(code) || payMethods.keyCurrencies().includes(code)),
     });
     const source = ratesSourceOf(config);
     const feedOptions = { timeoutMs: config.RATES_TIMEOUT_MS };
@@ -105,7 +108,7 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       keys,
       metrics,
       confirmationsFor: (chain) => confirmationsRequired(chain, config),
-      payMethods: new PayMethodCatalog(payMethodPolicy(config)),
+      payMethods,
     });
     const sweeper = new ExpirySweeper({
       sql,

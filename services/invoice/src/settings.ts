@@ -6,7 +6,7 @@ import { ConfigError, parseDurationMs, setting, type Setting } from '@coinvoice/
 import { RATE_TABLE_ENV, rateProviderFromConfig, type StaticRateProvider } from './domain/rates';
 import { accountXpubSetting } from '@coinvoice/chains/account-key';
 import { CRYPTO_CODES, PAY_NETWORKS, type Chain, type CryptoCode } from '@coinvoice/chains/coin';
-import { isCryptoCode, isPayNetwork } from '@coinvoice/chains/currencies';
+import { isCryptoCode, isPayNetwork, PAY_METHODS } from '@coinvoice/chains/currencies';
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
 import { chainWatcherSettings } from '@coinvoice/chains/watchers';
@@ -124,22 +124,43 @@ export function checkInvoiceConfig(config: InvoiceConfig): void {
     throw new ConfigError('RATES_REFRESH_MS', `less than RATES_MAX_AGE_MS (${config.RATES_MAX_AGE_MS}), so quotes are renewed before they age out`, String(config.RATES_REFRESH_MS));
   }
   if (config.APP_ENV !== 'production') return;
-  for (const variable of xpubsRequired(config.INVOICE_COINS)) {
+  for (const variable of xpubsRequired(config.INVOICE_COINS, config.INVOICE_NETWORKS)) {
     if (config[variable] === '') {
-      const coin = variable.replace(/^INVOICE_XPUB_/, '').replace(/_TESTNET$/, '');
+      const coin = variable.replace(/^INVOICE_XPUB_/, '').replace(/_TESTNET$/, '') as CryptoCode;
+      const borrowers = keyBorrowers(coin, config.INVOICE_COINS, config.INVOICE_NETWORKS);
       throw new ConfigError(
         variable,
         `the ${coin} account's extended public key: APP_ENV=production never generates development keys ` +
-          `(or remove ${coin} from INVOICE_COINS)`,
+          (config.INVOICE_COINS.includes(coin)
+            ? `(or remove ${coin} from INVOICE_COINS)`
+            : `(${borrowers.join(', ')} take their addresses from it: docs/networks.md)`),
         undefined,
       );
     }
   }
 }
 
+/** The pairs other than the coin's own that take their addresses from `coin`'s key ("USDT on tron"). */
+function keyBorrowers(coin: CryptoCode, coins: readonly CryptoCode[], networks: readonly Chain[]): string[] {
+  return PAY_METHODS.filter((m) => m.keyCurrency === coin && m.code !== coin && coins.includes(m.code) && networks.includes(m.chain)).map(
+    (m) => `${m.code} on ${m.chain}`,
+  );
+}
+
+/**
+ * The coins whose keys the enabled coins' addresses come from: each coin's own, and the key
+ * currency of its entries on the enabled networks (USDT on tron takes its addresses from the TRX
+ * key; docs/networks.md). A token entry whose contract is left empty still counts: its key costs
+ * nothing and the pair becomes takeable by configuring the contract alone.
+ */
+function keyCoins(coins: readonly CryptoCode[], networks: readonly Chain[]): CryptoCode[] {
+  return CRYPTO_CODES.filter((code) => coins.includes(code) || keyBorrowers(code, coins, networks).length > 0);
+}
+
 /** The keys production needs for the enabled coins: mainnet ones first, then the sandbox's testnet ones. */
-function xpubsRequired(coins: readonly CryptoCode[]): XpubVariable[] {
-  return NETWORKS.flatMap((network) => coins.map((coin) => xpubVariable(coin, network)));
+function xpubsRequired(coins: readonly CryptoCode[], networks: readonly Chain[]): XpubVariable[] {
+  const keyed = keyCoins(coins, networks);
+  return NETWORKS.flatMap((network) => keyed.map((coin) => xpubVariable(coin, network)));
 }
 
 /**
@@ -148,5 +169,6 @@ function xpubsRequired(coins: readonly CryptoCode[]): XpubVariable[] {
  */
 export function requiredInProduction(env: Readonly<Record<string, string | undefined>>): string[] {
   const coins = enabledCoinsSetting.parse(env.INVOICE_COINS || (enabledCoinsSetting.default ?? ''));
-  return xpubsRequired(coins ?? CRYPTO_CODES);
+  const networks = enabledNetworksSetting.parse(env.INVOICE_NETWORKS || (enabledNetworksSetting.default ?? ''));
+  return xpubsRequired(coins ?? CRYPTO_CODES, networks ?? PAY_NETWORKS);
 }

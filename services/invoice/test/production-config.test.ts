@@ -105,6 +105,20 @@ test('a coin removed from INVOICE_COINS needs no key in production; development 
   expect(() => loadServiceConfig(invoiceService, { RATES_REFRESH_MS: '60000' })).toThrow(/^config: RATES_REFRESH_MS="60000" is invalid: expected less than RATES_MAX_AGE_MS/);
 });
 
+test('a coin whose key another enabled pair borrows is required too: USDT on tron needs the TRX key (docs/networks.md)', async () => {
+  const { INVOICE_XPUB_TRX: _a, INVOICE_XPUB_TRX_TESTNET: _b, ...keys } = ALL_KEYS;
+  const { status, stderrLines } = runInvoice({ ...keys, INVOICE_COINS: 'BTC,USDT' });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual([expect.stringMatching(/^config: INVOICE_XPUB_TRX is required: .*\(USDT on tron take their addresses from it: docs\/networks\.md\)/)]);
+  expect(await keyRows()).toEqual({ address: 0, development: 0 });
+  // Without tron among the networks, USDT borrows no key.
+  const production = { APP_ENV: 'production', DATABASE_URL: db.url, NATS_URL: testNatsUrl(), ...productionTls };
+  expect(() => loadServiceConfig(invoiceService, { ...production, ...keys, INVOICE_COINS: 'BTC,USDT', INVOICE_NETWORKS: 'bitcoin,ethereum,bsc' })).not.toThrow();
+  expect(invoiceService.requiredInProduction?.({ INVOICE_COINS: 'BTC,USDT' })).toEqual([
+    'INVOICE_XPUB_BTC', 'INVOICE_XPUB_USDT', 'INVOICE_XPUB_TRX', 'INVOICE_XPUB_BTC_TESTNET', 'INVOICE_XPUB_USDT_TESTNET', 'INVOICE_XPUB_TRX_TESTNET',
+  ]);
+});
+
 test('the key ring itself never generates nor reads development keys in production', async () => {
   const sql = createDb({ url: db.url, schema: 'invoice', max: 1 });
   try {

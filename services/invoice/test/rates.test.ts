@@ -99,7 +99,7 @@ describe('rate table configuration', () => {
       'fiatUsd.XYZ is not a supported currency (supported: USD, EUR, GBP, JPY, CHF, CAD, AUD)',
       expect.stringMatching(/^cryptoUsd.BTC must be a plain decimal number/),
       'cryptoUsd.ETH must be greater than 0',
-      'cryptoUsd is missing TRX',
+      'cryptoUsd is missing TRX, POL, BNB',
       'fiatUsd.USD must be "1"',
     ]);
   });

@@ -1,5 +1,5 @@
 /** Request rules of the invoice service (pure): field by field, with the public field names. */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   checkRedirectUrl,
   decodeCursor,
@@ -39,7 +39,7 @@ test('a minimal request is valid, with the documented defaults', () => {
 });
 
 test.each<[string, Partial<CreateInvoiceInput>, string, RegExp]>([
-  ['unsupported pay currency', { payCurrency: 'DOGE' }, 'payCurrency', /supported: BTC, LTC, ETH, USDT, USDC, TRX/],
+  ['unsupported pay currency', { payCurrency: 'DOGE' }, 'payCurrency', /supported: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB/],
   ['unsupported price currency', { priceCurrency: 'XYZ' }, 'priceCurrency', /supported: USD, EUR, GBP, JPY, CHF, CAD, AUD/],
   ['zero price', { priceAmount: '0' }, 'priceAmount', /greater than 0/],
   ['negative price', { priceAmount: '-5' }, 'priceAmount', /greater than 0/],
@@ -65,6 +65,9 @@ test.each<[string, Partial<CreateInvoiceInput>, string, RegExp]>([
   ['project id not a UUID', { projectId: 'p1' }, 'projectId', /UUID/],
   ['environment unspecified', { environment: 'unspecified (0)' }, 'environment', /live or sandbox/],
   ['empty project name', { projectName: '' }, 'projectName', /required/],
+  ['payNetwork not a string', { payNetwork: 56 }, 'payNetwork', /must be a string/],
+  ['empty payNetwork', { payNetwork: '' }, 'payNetwork', /required/],
+  ['payNetwork too long', { payNetwork: 'b'.repeat(33) }, 'payNetwork', /at most 32/],
 ])('%s → %s refused', (_, change, field, message) => {
   const violations = violationsOf({ ...base, ...change });
   expect(violations).toEqual([{ field, message: expect.stringMatching(message) }]);
@@ -98,7 +101,23 @@ test('redirect URLs are echoed exactly as given', () => {
   expect(checkRedirectUrl('http://localhost:3000/x')).toEqual({ ok: true, value: 'http://localhost:3000/x' });
 });
 
+test('payNetwork is taken as given (the catalog judges it) and left undefined when absent', () => {
+  const given = validateCreateInvoice({ ...base, payCurrency: 'USDT', payNetwork: 'bsc' });
+  expect(given.ok && given.value.payNetwork).toBe('bsc');
+  const absent = validateCreateInvoice(base);
+  expect(absent.ok && absent.value.payNetwork).toBeUndefined();
+});
+
 describe('request fingerprint (idempotency)', () => {
+  test('a body without payNetwork keeps the fingerprint it had before networks', () => {
+    expect(requestFingerprint(base)).toBe(requestFingerprint({ ...base, payNetwork: undefined }));
+    // The fields before networks, in their order: a key stored by an earlier release still replays.
+    const before = createHash('sha256')
+      .update(JSON.stringify([base.priceAmount, base.priceCurrency, base.payCurrency, base.successUrl, base.cancelUrl, null, null, false]))
+      .digest('hex');
+    expect(requestFingerprint(base)).toBe(before);
+  });
+
   test('ignores what the gateway adds and the key itself', () => {
     const a = requestFingerprint({ ...base, idempotencyKey: 'k1', lifetimeMinutes: 5 });
     const b = requestFingerprint({ ...base, projectName: 'Renamed', environment: 'live', idempotencyKey: 'k2' });
@@ -113,6 +132,8 @@ describe('request fingerprint (idempotency)', () => {
     { orderDescription: 'x' },
     { isDonation: true },
     { successUrl: 'https://shop.example/ok2' },
+    { payNetwork: 'ethereum' },
+    { payNetwork: 'bsc' },
   ])('changes with the merchant body: %o', (change) => {
     expect(requestFingerprint({ ...base, ...change })).not.toBe(requestFingerprint(base));
   });

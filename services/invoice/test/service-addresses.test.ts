@@ -11,7 +11,8 @@ import { connectNats, createDb, createLogger, createRpcClient, EventNamespace } 
 import { createTestDatabase, testNatsUrl, uniqueName } from '../../../test/support/infra';
 import { startTestService, type TestService } from '../../../test/support/service';
 import { createAddressDeriver, generateDevelopmentKeyPair, validateAddress } from '@coinvoice/chains/addresses';
-import type { CryptoCode } from '@coinvoice/chains/coin';
+import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
+import { cryptoCurrency, payMethod } from '@coinvoice/chains/currencies';
 import { invoiceService } from '../src/server';
 import {
   createRequest,
@@ -35,19 +36,17 @@ async function deleteStream(namespace: string): Promise<void> {
   await nats.drain();
 }
 
-/** Independent check: decode with the spec-written codecs and compare with the key's child. */
-function independentlyValid(coin: CryptoCode, address: string): boolean {
-  switch (coin) {
-    case 'BTC':
-    case 'LTC': {
+/** Independent check: decode with the spec-written codecs, by the entry's address format (POL and BNB are EVM). */
+function independentlyValid(coin: CryptoCode, address: string, network?: Chain): boolean {
+  const method = network === undefined ? cryptoCurrency(coin) : payMethod(coin, network)!;
+  switch (method.addressFormat) {
+    case 'p2wpkh': {
       const decoded = decodeSegwitV0(address);
-      return decoded !== null && decoded.hrp === (coin === 'BTC' ? 'tb' : 'tltc') && decoded.version === 0 && decoded.program.length === 20;
+      return decoded !== null && decoded.hrp === (method.chain === 'bitcoin' ? 'tb' : 'tltc') && decoded.version === 0 && decoded.program.length === 20;
     }
-    case 'ETH':
-    case 'USDT':
-    case 'USDC':
+    case 'eip55':
       return /^0x[0-9a-fA-F]{40}$/.test(address) && eip55(address.slice(2).toLowerCase()) === address;
-    case 'TRX': {
+    case 'tron-base58check': {
       const payload = base58CheckDecode(address);
       return payload !== null && payload.length === 21 && payload[0] === 0x41;
     }
@@ -122,6 +121,37 @@ describe('one service instance', () => {
     expect(elapsedMs).toBeLessThan(60_000);
   });
 
+  test('an address comes from the entry\'s key currency: USDT on tron from the TRX key, USDT on bsc from the USDT key (docs/networks.md)', async () => {
+    const project = sandboxProject();
+    const create = async (payCurrency: CryptoCode, payNetwork?: string) =>
+      (await h.client.createInvoice(createRequest(project, { payCurrency, payNetwork, priceAmount: '10.00' }))).invoice!;
+    const trx = await create('TRX');
+    const usdtTron = await create('USDT', 'tron');
+    const usdtEthereum = await create('USDT');
+    const usdtBsc = await create('USDT', 'bsc');
+    expect([trx, usdtTron, usdtEthereum, usdtBsc].map((i) => i.payNetwork)).toEqual(['tron', 'tron', 'ethereum', 'bsc']);
+    expect(independentlyValid('USDT', usdtTron.address, 'tron')).toBe(true);
+    expect(usdtTron.address.startsWith('T')).toBe(true);
+    expect(independentlyValid('USDT', usdtBsc.address, 'bsc')).toBe(true);
+
+    const rows = await h.sql<{ id: string; key_id: number; address_index: number; pay_network: string }[]>`
+      select id, key_id, address_index, pay_network from invoices where id in ${h.sql([trx.id, usdtTron.id, usdtEthereum.id, usdtBsc.id])}`;
+    const row = (id: string) => rows.find((r) => r.id === id)!;
+    expect(row(usdtBsc.id).pay_network).toBe('bsc');
+    // One key and one counter per key currency: an address is never issued twice across networks.
+    expect(row(usdtTron.id).key_id).toBe(row(trx.id).key_id);
+    expect(row(usdtTron.id).address_index).toBe(row(trx.id).address_index + 1);
+    expect(row(usdtBsc.id).key_id).toBe(row(usdtEthereum.id).key_id);
+    expect(row(usdtBsc.id).address_index).toBe(row(usdtEthereum.id).address_index + 1);
+
+    // Each address is its key's child at its index, checked independently of the service.
+    const [trxKey] = await h.sql<{ xpub: string }[]>`select xpub from development_keys where currency = 'TRX' and network = 'testnet'`;
+    const trxReceive = HDKey.fromExtendedKey(trxKey!.xpub, { public: 0x043587cf, private: 0x04358394 }).deriveChild(0);
+    expect(base58CheckDecode(usdtTron.address)?.toString('hex')).toBe(`41${ethereumKeyHash(trxReceive.deriveChild(row(usdtTron.id).address_index).publicKey!).toString('hex')}`);
+    const usdtReceive = HDKey.fromExtendedKey(SHARED_EVM.xpub, { public: 0x043587cf, private: 0x04358394 }).deriveChild(0);
+    expect(usdtBsc.address).toBe(eip55(ethereumKeyHash(usdtReceive.deriveChild(row(usdtBsc.id).address_index).publicKey!).toString('hex')));
+  });
+
   test('development keys are kept: after a restart the same key continues at the next index', async () => {
     const project = sandboxProject();
     const before = (await h.client.createInvoice(createRequest(project, { payCurrency: 'TRX' }))).invoice!;
@@ -140,7 +170,8 @@ describe('one service instance', () => {
       expect(deriver.ok && deriver.value.addressAt(indexOf(before.id))).toBe(before.address);
       // Configured keys are never stored as development keys.
       const [count] = await h.sql<{ n: number }[]>`select count(*)::int as n from development_keys`;
-      expect(count?.n).toBe(12 - 4);
+      // 8 coins × mainnet/testnet, less the 4 configured above.
+      expect(count?.n).toBe(16 - 4);
     } finally {
       await restarted.stop();
     }
@@ -173,7 +204,7 @@ test('two replicas starting at once on a fresh database share one set of develop
       const keys = await sql<{ xpub: string }[]>`select xpub from development_keys where currency = 'BTC' and network = 'testnet'`;
       expect(keys).toHaveLength(1);
       const [all] = await sql<{ n: number }[]>`select count(*)::int as n from development_keys`;
-      expect(all?.n).toBe(12);
+      expect(all?.n).toBe(16); // 8 coins × mainnet/testnet
       // Both replicas derive from the stored key: every address is its child at indexes 0..5.
       const deriver = createAddressDeriver(keys[0]!.xpub, 'BTC', 'testnet');
       if (!deriver.ok) throw new Error(deriver.reason);

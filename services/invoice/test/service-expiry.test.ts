@@ -71,6 +71,7 @@ describe('with the sweeper running (every 100 ms)', () => {
       status: 'Expired',
       currency: 'LTC',
       environment: 'sandbox',
+      payNetwork: 'litecoin',
       expiredAt: new Date(Number(expired.expiredAt!.seconds) * 1000 + expired.expiredAt!.nanos / 1e6).toISOString(),
     });
 

@@ -309,6 +309,7 @@ test('CreateInvoice writes invoice.created to JetStream', async () => {
     currency: 'LTC',
     address: invoice.address,
     environment: 'sandbox',
+    payNetwork: 'litecoin',
     createdAt: timestampDate(invoice.createdAt!).toISOString(),
     expiredAt: timestampDate(invoice.expiredAt!).toISOString(),
   });

@@ -64,6 +64,7 @@ test('50 concurrent pay calls: exactly one succeeds, the rest invoice_not_payabl
     amount: invoice.amountExpected,
     currency: 'ETH',
     environment: 'sandbox',
+    payNetwork: 'ethereum',
     transactionHash: paid.transactionHash,
     paidAt: timestampDate(paid.paidAt!).toISOString(),
   });

@@ -47,7 +47,7 @@ const huge = 'x'.repeat(200_000);
 
 describe('CreateInvoice refuses bad input naming the field', () => {
   test.each<[string, Partial<CreateRequest>, string, string | RegExp]>([
-    ['unsupported pay currency', { payCurrency: 'DOGE' }, 'payCurrency', 'unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX'],
+    ['unsupported pay currency', { payCurrency: 'DOGE' }, 'payCurrency', 'unsupported currency "DOGE"; supported: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB'],
     ['unsupported price currency', { priceCurrency: 'RUB' }, 'priceCurrency', 'unsupported currency "RUB"; supported: USD, EUR, GBP, JPY, CHF, CAD, AUD'],
     ['a crypto price currency', { priceCurrency: 'BTC' }, 'priceCurrency', /unsupported currency "BTC"/],
     ['missing pay currency', { payCurrency: '' }, 'payCurrency', 'is required'],

@@ -53,7 +53,7 @@ test('a private key or garbage stops the start naming the variable', () => {
 test('INVOICE_RATE_TABLE replaces the shipped table; an invalid one stops the start', () => {
   const table = {
     fiatUsd: { USD: '1', EUR: '1.1', GBP: '1.3', JPY: '0.007', CHF: '1.2', CAD: '0.7', AUD: '0.6' },
-    cryptoUsd: { BTC: '50000', LTC: '80', ETH: '2000', USDT: '1', USDC: '1', TRX: '0.1' },
+    cryptoUsd: { BTC: '50000', LTC: '80', ETH: '2000', USDT: '1', USDC: '1', TRX: '0.1', POL: '0.2', BNB: '600' },
   };
   expect(load({ INVOICE_RATE_TABLE: JSON.stringify(table) }).INVOICE_RATE_TABLE.rateNow('BTC', 'USD').toString()).toBe('50000');
   expect(configError({ INVOICE_RATE_TABLE: '{"fiatUsd":{}}' }).variable).toBe('INVOICE_RATE_TABLE');

@@ -39,6 +39,8 @@ function sampleEvent(schema: DescMessage, projectId: string): JsonValue {
             ? 'sandbox'
             : name === 'origin'
               ? 'auto_sweep'
+            : /network$/i.test(name)
+              ? 'ethereum'
             : /amount/i.test(name)
               ? '1.50000000'
               : /Id$/.test(name)

@@ -41,7 +41,11 @@ import {
   MalformedEventError,
   webhookForEventJson,
   webhookForEventMessage,
+  NETWORK_BEFORE_NETWORKS,
+  PAY_NETWORKS,
 } from '../src/domain/payloads';
+import { PAY_NETWORKS as REGISTRY_NETWORKS } from '@coinvoice/chains/coin';
+import { DEFAULT_NETWORK } from '@coinvoice/chains/currencies';
 
 const at = timestampFromDate(new Date('2026-02-03T04:05:06Z'));
 /** When the producer wrote the event (the relay's event-time header). */
@@ -63,6 +67,7 @@ const invoicePaid = {
   environment: 'sandbox',
   transactionHash: 'ab'.repeat(32),
   paidAt: at,
+  payNetwork: 'bitcoin',
 };
 const payout = { payoutId: 'po_1', projectId: 'prj_1', environment: 'live', amount: '123456.12345678', currency: 'USDT' };
 
@@ -79,32 +84,32 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'invoice.paid',
     busJson(InvoicePaidSchema, invoicePaid),
-    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox"' + OCCURRED,
+    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox","payNetwork":"bitcoin"' + OCCURRED,
   ],
   [
     'invoice.expired',
-    busJson(InvoiceExpiredSchema, { invoiceId: 'inv_2', projectId: 'prj_1', status: 'Expired', currency: 'ETH', environment: 'live', expiredAt: at }),
-    '{"invoiceId":"inv_2","orderId":"","status":"Expired","currency":"ETH","environment":"live"' + OCCURRED,
+    busJson(InvoiceExpiredSchema, { invoiceId: 'inv_2', projectId: 'prj_1', status: 'Expired', currency: 'ETH', environment: 'live', expiredAt: at, payNetwork: 'optimism' }),
+    '{"invoiceId":"inv_2","orderId":"","status":"Expired","currency":"ETH","environment":"live","payNetwork":"optimism"' + OCCURRED,
   ],
   [
     'invoice.confirming',
-    busJson(InvoiceConfirmingSchema, { invoiceId: 'inv_3', projectId: 'prj_1', orderId: 'o-3', status: 'Confirming', amount: '0.5', currency: 'ETH', environment: 'live', confirmations: 1, confirmationsRequired: 12 }),
-    '{"invoiceId":"inv_3","orderId":"o-3","status":"Confirming","amount":0.5,"currency":"ETH","environment":"live","amountDecimal":"0.5","confirmations":1,"confirmationsRequired":12' + OCCURRED,
+    busJson(InvoiceConfirmingSchema, { invoiceId: 'inv_3', projectId: 'prj_1', orderId: 'o-3', status: 'Confirming', amount: '0.5', currency: 'ETH', environment: 'live', confirmations: 1, confirmationsRequired: 12, payNetwork: 'base' }),
+    '{"invoiceId":"inv_3","orderId":"o-3","status":"Confirming","amount":0.5,"currency":"ETH","environment":"live","amountDecimal":"0.5","confirmations":1,"confirmationsRequired":12,"payNetwork":"base"' + OCCURRED,
   ],
   [
     'invoice.partially_paid',
-    busJson(InvoicePartiallyPaidSchema, { invoiceId: 'inv_4', projectId: 'prj_1', status: 'PartiallyPaid', amount: '10', currency: 'USDT', environment: 'live', amountRemaining: '9.5' }),
-    '{"invoiceId":"inv_4","orderId":"","status":"PartiallyPaid","amount":10,"currency":"USDT","environment":"live","amountDecimal":"10","amountRemaining":9.5,"amountRemainingDecimal":"9.5"' + OCCURRED,
+    busJson(InvoicePartiallyPaidSchema, { invoiceId: 'inv_4', projectId: 'prj_1', status: 'PartiallyPaid', amount: '10', currency: 'USDT', environment: 'live', amountRemaining: '9.5', payNetwork: 'tron' }),
+    '{"invoiceId":"inv_4","orderId":"","status":"PartiallyPaid","amount":10,"currency":"USDT","environment":"live","amountDecimal":"10","amountRemaining":9.5,"amountRemainingDecimal":"9.5","payNetwork":"tron"' + OCCURRED,
   ],
   [
     'invoice.late_payment',
-    busJson(InvoiceLatePaymentSchema, { invoiceId: 'inv_5', projectId: 'prj_1', status: 'Expired', amount: '3', currency: 'USDC', environment: 'live', transactionHash: '0xabc', credited: false, paymentId: 'ethereum:0xabc:4' }),
-    '{"invoiceId":"inv_5","orderId":"","status":"Expired","amount":3,"currency":"USDC","environment":"live","amountDecimal":"3","transactionHash":"0xabc","credited":false' + OCCURRED,
+    busJson(InvoiceLatePaymentSchema, { invoiceId: 'inv_5', projectId: 'prj_1', status: 'Expired', amount: '3', currency: 'USDC', environment: 'live', transactionHash: '0xabc', credited: false, paymentId: 'ethereum:0xabc:4', payNetwork: 'base', network: 'ethereum' }),
+    '{"invoiceId":"inv_5","orderId":"","status":"Expired","amount":3,"currency":"USDC","environment":"live","amountDecimal":"3","transactionHash":"0xabc","credited":false,"payNetwork":"base","network":"ethereum"' + OCCURRED,
   ],
   [
     'invoice.reopened',
-    busJson(InvoiceReopenedSchema, { invoiceId: 'inv_6', projectId: 'prj_1', status: 'Waiting', amount: '0', currency: 'ETH', environment: 'live', previousStatus: 'Confirming' }),
-    '{"invoiceId":"inv_6","orderId":"","status":"Waiting","amount":0,"currency":"ETH","environment":"live","amountDecimal":"0","previousStatus":"Confirming"' + OCCURRED,
+    busJson(InvoiceReopenedSchema, { invoiceId: 'inv_6', projectId: 'prj_1', status: 'Waiting', amount: '0', currency: 'ETH', environment: 'live', previousStatus: 'Confirming', payNetwork: 'arbitrum' }),
+    '{"invoiceId":"inv_6","orderId":"","status":"Waiting","amount":0,"currency":"ETH","environment":"live","amountDecimal":"0","previousStatus":"Confirming","payNetwork":"arbitrum"' + OCCURRED,
   ],
   [
     'payout.requested',
@@ -195,8 +200,8 @@ describe('invoice.paid', () => {
   test('has exactly the documented keys, in the documented order', () => {
     const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid), occurredAt);
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
-    // The seed's six, exactly as documented, then the addition every body ends with.
-    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'occurredAt']);
+    // The seed's six, exactly as documented, then the additions: payNetwork (issue 24) and occurredAt, which every body ends with.
+    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'payNetwork', 'occurredAt']);
   });
 
   test('orderId is "" when absent (as the public Invoice has it), amount a JSON number', () => {
@@ -276,4 +281,30 @@ test('a live amount with all of ETH’s 18 decimals: the number token digit for 
   if (mapped.kind !== 'webhook') throw new Error('not a webhook');
   expect(mapped.body).toContain('"amount":0.500000000000000001,');
   expect(JSON.parse(mapped.body)).toMatchObject({ amountDecimal: '0.500000000000000001', credited: true });
+});
+
+describe('payNetwork (issue 24, docs/networks.md)', () => {
+  test('an event written before networks gets its currency\'s only network of that time', () => {
+    const { payNetwork: _none, ...before } = invoicePaid;
+    const paid = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...before, currency: 'USDT' }), occurredAt);
+    expect(paid.kind === 'webhook' && (JSON.parse(paid.body) as { payNetwork: string }).payNetwork).toBe('ethereum');
+    const late = webhookForEventJson(
+      'invoice.late_payment',
+      busJson(InvoiceLatePaymentSchema, { invoiceId: 'i', projectId: 'prj_1', status: 'Paid', amount: '1', currency: 'TRX', environment: 'live', transactionHash: 't', credited: true }),
+      occurredAt,
+    );
+    expect(late.kind === 'webhook' && JSON.parse(late.body)).toMatchObject({ payNetwork: 'tron', network: 'tron' });
+  });
+
+  test('a network the registry does not know is a malformed event, never sent', () => {
+    expect(() => webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...invoicePaid, payNetwork: 'dogechain' }), occurredAt)).toThrow(MalformedEventError);
+    expect(() =>
+      webhookForEventJson('invoice.late_payment', busJson(InvoiceLatePaymentSchema, { invoiceId: 'i', projectId: 'prj_1', status: 'Paid', amount: '1', currency: 'ETH', environment: 'live', transactionHash: 't', payNetwork: 'base', network: 'solana' }), occurredAt),
+    ).toThrow(MalformedEventError);
+  });
+
+  test('the notifier\'s network names and pre-network defaults agree with the chain registry', () => {
+    expect([...PAY_NETWORKS]).toEqual([...REGISTRY_NETWORKS]);
+    for (const [code, network] of Object.entries(NETWORK_BEFORE_NETWORKS)) expect(DEFAULT_NETWORK[code as keyof typeof DEFAULT_NETWORK]).toBe(network);
+  });
 });

@@ -59,6 +59,11 @@ export class PayMethodCatalog {
     return ok(method);
   }
 
+  /** The coins whose account keys the enabled entries' addresses come from (keyCurrency: TRX for Tron's tokens). */
+  keyCurrencies(): CryptoCode[] {
+    return [...new Set(this.enabled.map((method) => method.keyCurrency))];
+  }
+
   /** The enabled networks of `code`, in registry order. */
   networksFor(code: CryptoCode): Chain[] {
     const registry = networksCarrying(code);

@@ -3,7 +3,7 @@
  * static table shipped with the service, replaceable by configuration (a JSON table in an env
  * var, parsed by `parseRateTableJson`). An invoice fixes its quote, rate included, at creation.
  */
-import { CRYPTO_CODES, type CryptoCode } from '@coinvoice/chains/coin';
+import { CRYPTO_CODES, type CryptoCode, type CryptoCurrency } from '@coinvoice/chains/coin';
 import { cryptoCurrency, isCryptoCode, minimumAmount } from '@coinvoice/chains/currencies';
 import { FIAT_CODES, isFiatCode, type FiatCode } from '@coinvoice/domain/fiat';
 import { Decimal, Rounding, formatPlain, isExactJsonNumber, ok, parsePositiveDecimal, refused, type Parsed } from '@coinvoice/domain/money';
@@ -149,6 +149,11 @@ export interface QuoteRequest {
   readonly priceAmount: Decimal;
   readonly priceCurrency: FiatCode;
   readonly payCurrency: CryptoCode;
+  /**
+   * The registry entry paid in (payCurrency on the invoice's payNetwork): its amountDecimals and
+   * minimum amount round the quote (docs/networks.md). Absent: payCurrency on its default network.
+   */
+  readonly payMethod?: CryptoCurrency;
 }
 
 export interface Quote {
@@ -189,7 +194,9 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
   const { priceAmount, payCurrency } = request;
   if (!rates.rate.isFinite() || rates.rate.lte(0)) throw new RangeError(`rate must be positive, got ${rates.rate.toString()}`);
   if (!rates.usdRate.isFinite() || rates.usdRate.lte(0)) throw new RangeError(`usdRate must be positive, got ${rates.usdRate.toString()}`);
-  const decimals = cryptoCurrency(payCurrency).amountDecimals;
+  const method = request.payMethod ?? cryptoCurrency(payCurrency);
+  if (method.code !== payCurrency) throw new Error(`payMethod ${method.code}@${method.chain} is not ${payCurrency}`);
+  const decimals = method.amountDecimals;
 
   let amountExpected = priceAmount.div(rates.rate).toDecimalPlaces(decimals, Rounding.up);
   // Division is rounded at 80 significant digits; make the guarantee unconditional anyway.
@@ -200,7 +207,7 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
   if (!isExactJsonNumber(amountExpected) || !isExactJsonNumber(priceAmountInUsd)) {
     return refused(`is too large to be quoted in ${payCurrency}`);
   }
-  const minimum = minimumAmount(cryptoCurrency(payCurrency));
+  const minimum = minimumAmount(method);
   if (amountExpected.lt(minimum)) {
     return refused(`is too small: it comes to ${formatPlain(amountExpected)} ${payCurrency}, below the smallest payable amount of ${formatPlain(minimum)} ${payCurrency} (the chain's dust limit)`);
   }

@@ -21,6 +21,7 @@ export const LIMITS = {
   orderDescriptionMaxLength: 1000,
   projectNameMaxLength: 255,
   transactionHashMaxLength: 128,
+  payNetworkMaxLength: 32,
   /** lifetimeMinutes bounds: up to one week, like the project setting (auth allows 5–10080). */
   lifetimeMinMinutes: 1,
   lifetimeMaxMinutes: 10_080,
@@ -79,6 +80,8 @@ export interface CreateInvoiceInput {
   priceAmount?: unknown;
   priceCurrency?: unknown;
   payCurrency?: unknown;
+  /** The network to pay on (docs/networks.md); absent: payCurrency's default network. */
+  payNetwork?: unknown;
   successUrl?: unknown;
   cancelUrl?: unknown;
   orderId?: unknown;
@@ -94,7 +97,10 @@ export interface NewInvoiceRequest {
   projectName: string;
   priceAmount: Decimal;
   priceCurrency: FiatCurrency;
+  /** The asset on its default network; the handler resolves `payNetwork` against what is enabled here. */
   payCurrency: CryptoCurrency;
+  /** As given (shape checked here); undefined: the default network. */
+  payNetwork: string | undefined;
   successUrl: string;
   cancelUrl: string;
   orderId: string | undefined;
@@ -120,6 +126,11 @@ export function validateCreateInvoice(input: CreateInvoiceInput): Validated<NewI
     ),
   );
   const payCurrency = fields.take('payCurrency', requiredValue(input.payCurrency, findCryptoCurrency));
+  // Whether the network carries the asset and is enabled is the catalog's question (domain/pay-methods.ts).
+  const payNetwork =
+    input.payNetwork === undefined || input.payNetwork === null
+      ? undefined
+      : fields.take('payNetwork', checkText(input.payNetwork, LIMITS.payNetworkMaxLength, { required: true }));
   const successUrl = fields.take('successUrl', checkRedirectUrl(input.successUrl));
   const cancelUrl = fields.take('cancelUrl', checkRedirectUrl(input.cancelUrl));
   const orderId =
@@ -148,6 +159,7 @@ export function validateCreateInvoice(input: CreateInvoiceInput): Validated<NewI
       priceAmount: priceAmount!,
       priceCurrency: priceCurrency!,
       payCurrency: payCurrency!,
+      payNetwork,
       successUrl: successUrl!,
       cancelUrl: cancelUrl!,
       orderId,
@@ -180,6 +192,8 @@ export function requestFingerprint(input: CreateInvoiceInput): string {
     input.orderId ?? null,
     input.orderDescription ?? null,
     input.isDonation === true,
+    // Last, and only when given: a body without payNetwork keeps the fingerprint it had before networks.
+    ...(input.payNetwork === undefined || input.payNetwork === null ? [] : [input.payNetwork]),
   ]);
 }
 

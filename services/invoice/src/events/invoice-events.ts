@@ -97,7 +97,7 @@ function invoiceFields(row: InvoiceRow) {
   return { invoiceId: row.id, projectId: row.project_id, ...orderId(row), status: row.status, environment: row.environment };
 }
 
-/** The invoice's pay_network (docs/networks.md), on the events the watcher's settlement writes. */
+/** The invoice's pay_network (docs/networks.md), on every invoice event: the settlement's and the invoice API's. */
 function payNetworkField(row: InvoiceRow) {
   return { payNetwork: row.pay_network };
 }
@@ -111,6 +111,7 @@ export function invoiceCreatedEvent(row: InvoiceRow): NewEvent {
   const minorUnits = isFiatCode(row.price_currency) ? fiatCurrency(row.price_currency).minorUnits : 2;
   const message = create(InvoiceCreatedSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     priceAmount: formatFixed(new Decimal(row.price_amount), minorUnits),
     priceCurrency: row.price_currency,
     amountExpected: formatPlain(row.amount_expected),
@@ -134,6 +135,7 @@ export function invoicePaidEvent(row: InvoiceRow, accounted: Decimal): NewEvent 
   if (!accounted.gt(0)) throw new Error(`invoice ${row.id} turned Paid with no accounted money`);
   const message = create(InvoicePaidSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     amount: formatPlain(accounted),
     currency: row.pay_currency,
     transactionHash: row.transaction_hash,
@@ -146,6 +148,7 @@ export function invoiceExpiredEvent(row: InvoiceRow): NewEvent {
   if (row.status !== 'Expired') throw new Error(`invoice ${row.id} is not expired`);
   const message = create(InvoiceExpiredSchema, {
     ...invoiceFields(row),
+    ...payNetworkField(row),
     currency: row.pay_currency,
     expiredAt: timestampFromDate(row.expired_at),
   });

@@ -19,7 +19,7 @@ export type Behaviour =
 
 /** Realistic prices for everything the service asks for (USD per unit). */
 export const BASE_PRICES: Readonly<Record<string, string>> = {
-  BTC: '100000', LTC: '90', ETH: '3000', USDT: '1', USDC: '1', TRX: '0.25',
+  BTC: '100000', LTC: '90', ETH: '3000', USDT: '1', USDC: '1', TRX: '0.25', POL: '0.21', BNB: '620',
   EUR: '1.1', GBP: '1.25', JPY: '0.0068', CHF: '1.12', CAD: '0.72', AUD: '0.66',
 };
 
@@ -91,6 +91,7 @@ function coinbaseBody(prices: StandInPrices): unknown {
 const KRAKEN_KEYS: Record<string, { key: string; inverted: boolean }> = {
   BTC: { key: 'XXBTZUSD', inverted: false }, LTC: { key: 'XLTCZUSD', inverted: false }, ETH: { key: 'XETHZUSD', inverted: false },
   USDT: { key: 'USDTZUSD', inverted: false }, USDC: { key: 'USDCUSD', inverted: false }, TRX: { key: 'TRXUSD', inverted: false },
+  POL: { key: 'POLUSD', inverted: false }, BNB: { key: 'BNBUSD', inverted: false },
   EUR: { key: 'ZEURZUSD', inverted: false }, GBP: { key: 'ZGBPZUSD', inverted: false }, AUD: { key: 'AUDUSD', inverted: false },
   JPY: { key: 'ZUSDZJPY', inverted: true }, CAD: { key: 'ZUSDZCAD', inverted: true }, CHF: { key: 'USDCHF', inverted: true },
 };

@@ -5,23 +5,25 @@
  * a webhook by accident: an event missing from the table is "not a webhook" (fail closed), and a
  * test checks the table against the event messages in the protos.
  *
- * Bodies are flat, in the style of the documented invoice.paid body (exactly six keys). Most event
+ * Bodies are flat, in the style of the documented invoice.paid body (the six keys of the seed, then additions). Most event
  * types have a distinct `status`; late_payment and reopened carry the invoice's status and are
  * told apart by their own keys (transactionHash/credited, previousStatus):
  *
- *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment}
+ *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment, payNetwork}
  *                     (orderId "" when the merchant gave none, as the public Invoice has it)
- *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment}
+ *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment, payNetwork}
  *                     (no amount: the event carries none; late or partial money comes as late_payment)
  *   invoice.confirming     {invoiceId, orderId, status:"Confirming", amount, currency, environment,
- *                           amountDecimal, confirmations, confirmationsRequired}
+ *                           amountDecimal, confirmations, confirmationsRequired, payNetwork}
  *   invoice.partially_paid {invoiceId, orderId, status:"PartiallyPaid", amount, currency, environment,
- *                           amountDecimal, amountRemaining, amountRemainingDecimal}
+ *                           amountDecimal, amountRemaining, amountRemainingDecimal, payNetwork}
  *   invoice.late_payment   {invoiceId, orderId, status, amount, currency, environment,
- *                           amountDecimal, transactionHash, credited}   (status: the invoice's, Paid or Expired;
- *                           amount/currency: this payment's; credited false for another asset)
+ *                           amountDecimal, transactionHash, credited, payNetwork, network}
+ *                           (status: the invoice's; amount/currency/network: this payment's;
+ *                           credited false for another asset or another network)
  *   invoice.reopened       {invoiceId, orderId, status, amount, currency, environment, amountDecimal,
- *                           previousStatus}
+ *                           previousStatus, payNetwork}
+ *   (payNetwork, and late_payment's network, are additions of issue 24: docs/networks.md)
  *   (the live-only events repeat their amounts as exact decimal strings: docs/accounting.md)
  *                           (a reorg removed payments before Paid; status is where it moved back to)
  *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
@@ -142,31 +144,40 @@ export const EVENT_WEBHOOK_TABLE = {
     InvoiceCreatedSchema,
     'not a documented webhook: the merchant created the invoice and has the API response',
   ),
-  'invoice.paid': webhook(InvoicePaidSchema, invoiceBase),
+  'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({ ...invoiceBase(e, read), payNetwork: payNetworkOf(e, read) })),
   'invoice.expired': webhook(InvoiceExpiredSchema, (e, read) => ({
     invoiceId: read.required('invoiceId', e.invoiceId),
     orderId: e.orderId ?? '',
     status: read.required('status', e.status),
     currency: read.required('currency', e.currency),
     environment: read.environment(e.environment),
+    payNetwork: payNetworkOf(e, read),
   })),
   'invoice.confirming': webhook(InvoiceConfirmingSchema, (e, read) => ({
     ...liveInvoiceBase(e, read),
     confirmations: JsonDecimal.of(String(e.confirmations)),
     confirmationsRequired: JsonDecimal.of(String(e.confirmationsRequired)),
+    payNetwork: payNetworkOf(e, read),
   })),
   'invoice.partially_paid': webhook(InvoicePartiallyPaidSchema, (e, read) => {
     const amountRemaining = read.amount('amountRemaining', e.amountRemaining);
-    return { ...liveInvoiceBase(e, read), amountRemaining, amountRemainingDecimal: amountRemaining.digits };
+    return { ...liveInvoiceBase(e, read), amountRemaining, amountRemainingDecimal: amountRemaining.digits, payNetwork: payNetworkOf(e, read) };
   }),
-  'invoice.late_payment': webhook(InvoiceLatePaymentSchema, (e, read) => ({
-    ...liveInvoiceBase(e, read),
-    transactionHash: read.required('transactionHash', e.transactionHash),
-    credited: e.credited,
-  })),
+  'invoice.late_payment': webhook(InvoiceLatePaymentSchema, (e, read) => {
+    const payNetwork = payNetworkOf(e, read);
+    return {
+      ...liveInvoiceBase(e, read),
+      transactionHash: read.required('transactionHash', e.transactionHash),
+      credited: e.credited,
+      payNetwork,
+      // Events from before networks name none: the payment arrived where the invoice was paid.
+      network: e.network === '' ? payNetwork : read.oneOf('network', e.network, PAY_NETWORKS),
+    };
+  }),
   'invoice.reopened': webhook(InvoiceReopenedSchema, (e, read) => ({
     ...liveInvoiceBase(e, read),
     previousStatus: read.required('previousStatus', e.previousStatus),
+    payNetwork: payNetworkOf(e, read),
   })),
   'payout.requested': webhook(PayoutRequestedSchema, payoutBase),
   'payout.verification_code_issued': internal(
@@ -302,6 +313,33 @@ function invoiceBase(e: InvoiceEventFields, read: FieldReader) {
 function liveInvoiceBase(e: InvoiceEventFields, read: FieldReader) {
   const base = invoiceBase(e, read);
   return { ...base, amountDecimal: base.amount.digits };
+}
+
+/**
+ * The networks of docs/networks.md, as the invoice service writes them (services/chains/src/coin.ts
+ * PAY_NETWORKS; the notifier does not depend on the chain registry, a test checks the two agree).
+ */
+export const PAY_NETWORKS = ['bitcoin', 'litecoin', 'ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'tron'] as const;
+
+/**
+ * Each asset's network before networks existed (every invoice was paid there): events written
+ * before the upgrade carry no pay_network. Mirrors chains/currencies.ts DEFAULT_NETWORK for the
+ * assets of that time (the same test checks it).
+ */
+export const NETWORK_BEFORE_NETWORKS: Readonly<Record<string, (typeof PAY_NETWORKS)[number]>> = {
+  BTC: 'bitcoin',
+  LTC: 'litecoin',
+  ETH: 'ethereum',
+  USDT: 'ethereum',
+  USDC: 'ethereum',
+  TRX: 'tron',
+};
+
+/** The invoice's payNetwork (an addition, issue 24): the event's, or for an older event its currency's only network then. */
+function payNetworkOf(e: { payNetwork: string; currency: string }, read: FieldReader): string {
+  if (e.payNetwork !== '') return read.oneOf('payNetwork', e.payNetwork, PAY_NETWORKS);
+  const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
+  return before ?? read.required('payNetwork', e.payNetwork);
 }
 
 interface PayoutEventFields {

@@ -50,16 +50,16 @@ const payout = (p: TestEventProject) => ({ payoutId: TEST_EVENT_SUBJECT_ID, proj
 
 /** One sample per webhook type: the compiler refuses a catalogue type without one. */
 const SAMPLES: { [T in WebhookEventType]: SampleOf } = {
-  'invoice.paid': (p) => create(InvoicePaidSchema, { ...invoice(p), status: 'Paid', amount: '0.00021606', currency: 'BTC' }),
-  'invoice.expired': (p) => create(InvoiceExpiredSchema, { ...invoice(p), status: 'Expired', currency: 'BTC' }),
+  'invoice.paid': (p) => create(InvoicePaidSchema, { ...invoice(p), status: 'Paid', amount: '0.00021606', currency: 'BTC', payNetwork: 'bitcoin' }),
+  'invoice.expired': (p) => create(InvoiceExpiredSchema, { ...invoice(p), status: 'Expired', currency: 'BTC', payNetwork: 'bitcoin' }),
   'invoice.confirming': (p) =>
-    create(InvoiceConfirmingSchema, { ...invoice(p), status: 'Confirming', amount: '0.0065', currency: 'ETH', confirmations: 1, confirmationsRequired: 2 }),
+    create(InvoiceConfirmingSchema, { ...invoice(p), status: 'Confirming', amount: '0.0065', currency: 'ETH', confirmations: 1, confirmationsRequired: 2, payNetwork: 'ethereum' }),
   'invoice.partially_paid': (p) =>
-    create(InvoicePartiallyPaidSchema, { ...invoice(p), status: 'PartiallyPaid', amount: '0.004', currency: 'ETH', amountRemaining: '0.0025' }),
+    create(InvoicePartiallyPaidSchema, { ...invoice(p), status: 'PartiallyPaid', amount: '0.004', currency: 'ETH', amountRemaining: '0.0025', payNetwork: 'ethereum' }),
   'invoice.late_payment': (p) =>
-    create(InvoiceLatePaymentSchema, { ...invoice(p), status: 'Paid', amount: '0.001', currency: 'ETH', transactionHash: ZERO_ETH_TX, credited: true }),
+    create(InvoiceLatePaymentSchema, { ...invoice(p), status: 'Paid', amount: '0.001', currency: 'ETH', transactionHash: ZERO_ETH_TX, credited: true, payNetwork: 'ethereum', network: 'ethereum' }),
   'invoice.reopened': (p) =>
-    create(InvoiceReopenedSchema, { ...invoice(p), status: 'PartiallyPaid', amount: '0.004', currency: 'ETH', previousStatus: 'Confirming' }),
+    create(InvoiceReopenedSchema, { ...invoice(p), status: 'PartiallyPaid', amount: '0.004', currency: 'ETH', previousStatus: 'Confirming', payNetwork: 'ethereum' }),
   'payout.requested': (p) => create(PayoutRequestedSchema, { ...payout(p), status: 'AwaitingVerification' }),
   'payout.verified': (p) => create(PayoutVerifiedSchema, { ...payout(p), status: 'Pending', origin: 'merchant' }),
   'payout.completed': (p) => create(PayoutCompletedSchema, { ...payout(p), status: 'Completed', transactionHash: ZERO_BTC_TX }),
