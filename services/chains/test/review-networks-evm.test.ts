@@ -12,7 +12,9 @@
 import { loadConfig } from '@coinvoice/runtime';
 import { evmNodeConfig, evmNodeSettings, verifyEvmNode } from '../src/evm/family';
 import { EVM_NETWORKS } from '../src/evm/networks';
-import { deployTokens, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
+import { deployTokens, sendTokenUnits, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
+import { EthereumAdapter } from '../src/evm/ethereum-adapter';
+import type { WatchedAddresses } from '../src/chain-adapter';
 
 let bsc: Anvil;
 let tokens: Tokens;
@@ -33,5 +35,24 @@ describe('review-networks: the start-up check on a main-chain node', () => {
     await expect(
       verifyEvmNode(config({ CHAIN_BSC_RPC_URL: bsc.url, CHAIN_BSC_USDT_CONTRACT: ethereumUsdt, CHAIN_BSC_USDC_CONTRACT: tokens.usdc })),
     ).rejects.toThrow(/CHAIN_BSC_USDT_CONTRACT/);
+  });
+
+  it('one contract configured as both CHAIN_BSC_USDT_CONTRACT and CHAIN_BSC_USDC_CONTRACT (a copy-paste) passes the start-up check, and the watcher then reports every USDT transfer as USDC (another asset: a USDT invoice paid in full is never credited)', async () => {
+    const both = { CHAIN_BSC_RPC_URL: bsc.url, CHAIN_BSC_USDT_CONTRACT: tokens.usdt, CHAIN_BSC_USDC_CONTRACT: tokens.usdt };
+    const node = config(both);
+    const payee = '0x00000000000000000000000000000000000000a1';
+    await sendTokenUnits(bsc, tokens.usdt, payee, 5n * 10n ** 18n);
+    // What the watcher reports of that USDT transfer (here: USDC, the second setting wins in the adapter's map).
+    let reported: unknown;
+    try {
+      const adapter = new EthereumAdapter(node);
+      const head = await adapter.head();
+      const watching: WatchedAddresses = { size: 1, all: [payee], lookup: (a) => (a.toLowerCase() === payee ? payee : undefined) };
+      reported = (await adapter.scanBlock(head, watching)).map((t) => t.asset);
+    } catch (err) {
+      reported = `the adapter refused: ${String(err)}`;
+    }
+    const refusedAtStart = await verifyEvmNode(node).then(() => false, () => true);
+    expect({ refusedAtStart, reported }).toEqual({ refusedAtStart: true, reported });
   });
 });
