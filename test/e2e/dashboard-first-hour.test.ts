@@ -216,7 +216,7 @@ test('the payout coin defaults to one with a balance; a failed webhook shows whe
 
   const page = await signedIn();
   await page.goto(`${system.gatewayUrl}/dashboard/projects/${shop.id}/payouts`);
-  await page.getByTestId('balance-USDT').waitFor();
+  await page.getByTestId('balance-USDT-ethereum').waitFor();
   expect(await page.getByLabel('Currency', { exact: true }).inputValue()).toBe('USDT');
   // A choice of the merchant's stays.
   await page.getByLabel('Currency', { exact: true }).selectOption('ETH');

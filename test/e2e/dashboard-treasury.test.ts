@@ -145,6 +145,8 @@ test('an operator approves from the queue, works the Treasury page (approval que
     await row.getByRole('button', { name: 'Approve 25 USDT' }).click();
     await row.getByTestId('approved').waitFor();
     expect(await row.getByRole('button', { name: 'Approve 25 USDT' }).count()).toBe(0);
+    // The network the payout is sent on (issue 24).
+    expect(await row.textContent()).toContain('on ethereum');
     expect((await api.get(`/api/payout/${inQueue}`, { headers: apiKeyHeader(live.key) })).body.approvedAt).toEqual(expect.any(String));
     // The one the processor sends shows its transaction and offers neither Complete nor Reject.
     const sending = page.locator(`[data-testid=queue-row][data-payout-id="${inFlight}"]`);
@@ -199,11 +201,12 @@ test('an operator approves from the queue, works the Treasury page (approval que
     const rule = page.getByTestId('auto-sweep-rule');
     await rule.getByText(destination).waitFor();
     expect(await rule.textContent()).toContain('1000');
+    expect(await rule.textContent()).toContain('ethereum');
     expect(await page.getByLabel('Auto-sweep verification code').count()).toBe(0);
     const stored = await api.get(`/api/merchant/projects/${live.id}/auto-sweep`, { headers: { authorization: `Bearer ${merchant.token}` } });
-    expect(stored.body).toMatchObject({ entries: [{ currency: 'USDT', address: destination, threshold: '1000' }], pendingChange: null });
+    expect(stored.body).toMatchObject({ entries: [{ currency: 'USDT', network: 'ethereum', address: destination, threshold: '1000' }], pendingChange: null });
 
-    await page.getByRole('button', { name: 'Remove the USDT auto-sweep' }).click();
+    await page.getByRole('button', { name: 'Remove the USDT auto-sweep on ethereum' }).click();
     await page.getByText('No auto-sweep is set.').waitFor();
     expect(merchantTab.problems).toEqual([]);
   } finally {

@@ -373,12 +373,14 @@ describe('the merchant journey', () => {
       return res.body.balances.length > 0 ? true : undefined;
     }, UI_TIMEOUT, 'the BTC balance');
     await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Payouts' }).click();
-    const balance = page.getByTestId('balance-BTC');
+    const balance = page.getByTestId('balance-BTC-bitcoin');
     await balance.waitFor();
-    expect(await balance.locator('td').allTextContents()).toEqual([String(invoice.amountExpected), '0', String(invoice.amountExpected)]);
+    expect(await balance.locator('td').allTextContents()).toEqual(['bitcoin', String(invoice.amountExpected), '0', String(invoice.amountExpected)]);
 
     const amount = Number((invoice.amountExpected / 2).toFixed(8));
     await page.getByLabel('Currency').selectOption('BTC');
+    // The networks offered are those the coin's balances are on (issue 24).
+    await page.getByLabel('Network', { exact: true }).selectOption('bitcoin');
     await page.getByLabel('Amount').fill(String(amount));
     await page.getByLabel('Destination address').fill(addressFor('BTC', 'testnet'));
     await page.getByLabel('Note', { exact: true }).fill('first payout');
@@ -387,10 +389,11 @@ describe('the merchant journey', () => {
       page.getByRole('button', { name: 'Request payout' }).click(),
     ]);
     // The amount goes as the decimal string typed, never through a binary float.
-    expect(sent.postDataJSON()).toMatchObject({ amount: String(amount), currency: 'BTC' });
+    expect(sent.postDataJSON()).toMatchObject({ amount: String(amount), currency: 'BTC', network: 'bitcoin' });
     await page.getByTestId('payout-message').getByText('enter the code we emailed you').waitFor();
     const requested = page.getByTestId('payout-row').filter({ hasText: 'AwaitingVerification' });
     const payoutId = (await requested.getAttribute('data-payout-id'))!;
+    expect(await requested.locator('td').nth(2).textContent()).toBe('bitcoin');
     await checkPage(tab, 'payouts-awaiting-code', `Payouts — ${project.name}`);
 
     await page.getByLabel(`Verification code for ${amount} BTC`).fill(await emailedCode(system, payoutId));

@@ -241,8 +241,8 @@ test('the ledger invariant check holds on the real ledger, then finds each delib
     // 1 wei more in a balance than its entries say; a credit no invoice reported (a forged
     // late payment); a reported invoice.paid whose ledger entry is gone.
     await db`update payout.balances set available = available + 0.000000000000000001 where project_id = ${live.id} and currency = 'ETH'`;
-    await db`insert into payout.ledger_entries (project_id, environment, currency, kind, amount, invoice_id, event_id, payment_id)
-             values (${live.id}, 'live', 'ETH', 'credit_late_payment', 1000, gen_random_uuid(), 'forged-event', 'ethereum:0xforged:0')`;
+    await db`insert into payout.ledger_entries (project_id, environment, currency, network, kind, amount, invoice_id, event_id, payment_id)
+             values (${live.id}, 'live', 'ETH', 'ethereum', 'credit_late_payment', 1000, gen_random_uuid(), 'forged-event', 'ethereum:0xforged:0')`;
     const [gone] = await db<{ invoice_id: string }[]>`
       delete from payout.ledger_entries where id = (select min(id) from payout.ledger_entries where kind = 'credit_invoice' and environment = 'live')
       returning invoice_id`;

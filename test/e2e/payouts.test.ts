@@ -248,7 +248,7 @@ describe('1. the ledger fed by invoice.paid', () => {
     expect(res.body).toEqual({
       projectId: shop.project.id,
       environment: 'sandbox',
-      balances: [{ currency: 'BTC', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
+      balances: [{ currency: 'BTC', network: 'bitcoin', available: 0.00175, pending: 0, total: 0.00175, availableDecimal: '0.00175', pendingDecimal: '0', totalDecimal: '0.00175' }],
     });
 
     // The second invoice's invoice.paid, as the invoice service published it, delivered again under
@@ -312,6 +312,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
       id: expect.any(String),
       amount: 0.5,
       currency: 'ETH',
+      network: 'ethereum',
       address,
       note: 'Supplier invoice 42',
       status: 'AwaitingVerification',
@@ -387,6 +388,24 @@ describe('2. request → emailed code → verify → admin complete', () => {
     expect(await balances(project.key)).toEqual({ BTC: { available: 0.01, pending: 0, total: 0.01 } });
     // Another project's payout through an API key: 404, as if it did not exist.
     expectProblem(await api.post(`/api/payout/${created.body.id}/cancel`, undefined, { headers: apiKeyHeader(stranger.project.key) }), 404, 'not_found');
+  });
+
+  test('network (issue 24): balance items and the payout name it; left out, the currency default network; a network without a balance is 409', async () => {
+    const { project } = await liveFundedShop('BTC', 0.5);
+    const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(project.key) });
+    expect(res.body.balances).toEqual([expect.objectContaining({ currency: 'BTC', network: 'bitcoin', available: 0.5 })]);
+    const payout = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', address: addressFor('BTC', 'mainnet') });
+    expect(payout.status).toBe(201);
+    expect(payout.body).toMatchObject({ currency: 'BTC', network: 'bitcoin', amount: 0.1 });
+    const named = await requestPayout(project.key, { amount: '0.1', currency: 'BTC', network: 'bitcoin', address: addressFor('BTC', 'mainnet') });
+    expect(named.body).toMatchObject({ network: 'bitcoin' });
+    expect((await payoutById(project.key, named.body.id))?.network).toBe('bitcoin');
+    // USDT has no balance on any network here: bsc is checked against its own (empty) balance.
+    const usdt = await requestPayout(project.key, { amount: '1', currency: 'USDT', network: 'bsc', address: addressFor('USDT', 'mainnet') });
+    expect(expectProblem(usdt, 409).code).toBe('insufficient_balance');
+    // A network that does not carry the coin is named, with those that do.
+    const base = await requestPayout(project.key, { amount: '1', currency: 'USDT', network: 'base', address: addressFor('USDT', 'mainnet') });
+    expect(expectProblem(base, 400).errors).toContainEqual({ field: 'network', message: 'does not carry USDT: USDT is paid out on ethereum, arbitrum, optimism, polygon, bsc, tron' });
   });
 
   test('Idempotency-Key: the same body replays the first payout, another body answers 422', async () => {
@@ -511,6 +530,11 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     ['an ETH address with a bad checksum', () => ({ ...valid(), currency: 'ETH', address: breakChecksum(addressFor('ETH')) }), 400, 'address'],
     ['a mainnet address for a sandbox project', () => ({ ...valid(), address: addressFor('BTC', 'mainnet') }), 400, 'address'],
     ['an unsupported currency', () => ({ ...valid(), currency: 'DOGE' }), 400, 'currency'],
+    // Networks (docs/networks.md): one that does not carry the coin, one of another address family, one not a string.
+    ['USDT on base (a network that does not carry it)', () => ({ ...valid(), currency: 'USDT', network: 'base', address: addressFor('USDT') }), 400, 'network'],
+    ['BTC on ethereum', () => ({ ...valid(), network: 'ethereum' }), 400, 'network'],
+    ['an EVM address for USDT on tron', () => ({ ...valid(), currency: 'USDT', network: 'tron', address: addressFor('USDT') }), 400, 'address'],
+    ['a network that is not a string', () => ({ ...valid(), network: 56 }), 400, 'network'],
     ['a projectId of another merchant', () => ({ ...valid(), projectId: other.project.id }), 403, 'projectId'],
     ['a malformed projectId', () => ({ ...valid(), projectId: 'nope' }), 400, 'projectId'],
     ['an unknown field', () => ({ ...valid(), memo: 'x' }), 400, 'memo'],
@@ -803,7 +827,7 @@ describe('7. history', () => {
     for (const p of seen) {
       // …plus `environment` (issue 12), `processing` (issue 27), `approvedAt`, `confirmations` and `origin` (issue 23).
       expect(Object.keys(p).sort()).toEqual([
-        'address', 'adminNote', 'amount', 'approvedAt', 'confirmations', 'createdAt', 'currency', 'environment', 'id', 'note', 'origin', 'processing', 'status', 'transactionHash',
+        'address', 'adminNote', 'amount', 'approvedAt', 'confirmations', 'createdAt', 'currency', 'environment', 'id', 'network', 'note', 'origin', 'processing', 'status', 'transactionHash',
       ]);
     }
   }, 120_000);

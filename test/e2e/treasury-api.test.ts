@@ -180,7 +180,7 @@ test('auto-sweep: a destination confirmed by the emailed code; the live balance 
   expect(expectProblem(wrong, 400, 'invalid_verification_code').errors).toEqual([{ field: 'code', message: 'is wrong; 4 attempts left' }]);
   const verified = await api.post(`${path}/verify`, { code }, { headers: bearer(shop.merchant.token) });
   expect(verified.status).toBe(200);
-  expect(verified.body).toEqual({ projectId: shop.project.id, environment: 'live', entries: [{ currency: 'USDT', address: destination, threshold: '12.5' }], pendingChange: null });
+  expect(verified.body).toEqual({ projectId: shop.project.id, environment: 'live', entries: [{ currency: 'USDT', network: 'ethereum', address: destination, threshold: '12.5' }], pendingChange: null });
   expectProblem(await api.post(`${path}/verify`, { code }, { headers: bearer(shop.merchant.token) }), 409, 'auto_sweep_change_not_pending');
 
   // 5 + 10 = 15 ≥ 12.5: one payout of the whole balance, created verified.
@@ -193,7 +193,7 @@ test('auto-sweep: a destination confirmed by the emailed code; the live balance 
     15_000,
     'the auto-sweep payout',
   );
-  expect(sweep).toMatchObject({ amount: 15, currency: 'USDT', address: destination, status: 'Pending', note: 'auto-sweep', approvedAt: null });
+  expect(sweep).toMatchObject({ amount: 15, currency: 'USDT', network: 'ethereum', address: destination, status: 'Pending', note: 'auto-sweep', approvedAt: null });
   expect((await api.get(`/api/payout/${sweep.id}`, { headers: apiKeyHeader(shop.project.key) })).body).toEqual(sweep);
   const balance = await api.get('/api/payout/balance', { headers: apiKeyHeader(shop.project.key) });
   expect(balance.body.balances).toMatchObject([{ currency: 'USDT', availableDecimal: '0', pendingDecimal: '15' }]);

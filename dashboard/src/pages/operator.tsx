@@ -140,6 +140,7 @@ export function OperatorPage() {
                   </td>
                   <td>
                     {p.amount} {p.currency}
+                    <div class="muted">on {p.network}</div>
                     {p.note && <div class="muted">{p.note}</div>}
                     {p.origin === 'auto_sweep' && <div class="muted">auto-sweep</div>}
                     {p.transactionHash && (

@@ -4,7 +4,7 @@ import { ProjectFrame } from '../project-frame';
 import type { Balances, Page, Payout, Project } from '../types';
 import { Empty, ErrorMessage, Field, Loading, Pager, SelectField, StatusBadge, TableWrap, Time, useAction, useLoad, usePager } from '../ui';
 
-const COINS = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX'];
+const COINS = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX', 'POL', 'BNB'];
 const PAYOUT_STATUSES = ['AwaitingVerification', 'Pending', 'Completed', 'Rejected', 'Cancelled'];
 
 function BalanceTable({ balances }: { balances: Balances | undefined }) {
@@ -15,6 +15,7 @@ function BalanceTable({ balances }: { balances: Balances | undefined }) {
       <thead>
         <tr>
           <th scope="col">Currency</th>
+          <th scope="col">Network</th>
           <th scope="col">Available</th>
           <th scope="col">Pending</th>
           <th scope="col">Total</th>
@@ -22,8 +23,9 @@ function BalanceTable({ balances }: { balances: Balances | undefined }) {
       </thead>
       <tbody>
         {balances.balances.map((b) => (
-          <tr key={b.currency} data-testid={`balance-${b.currency}`}>
+          <tr key={`${b.currency}-${b.network}`} data-testid={`balance-${b.currency}-${b.network}`}>
             <th scope="row">{b.currency}</th>
+            <td>{b.network}</td>
             <td>{b.available}</td>
             <td>{b.pending}</td>
             <td>{b.total}</td>
@@ -73,17 +75,29 @@ function defaultCoin(balances: Balances | undefined): string {
   return balances?.balances.find((b) => b.available > 0)?.currency ?? 'BTC';
 }
 
+/**
+ * The networks offered for `currency`: those its balances are on (a payout debits its (currency,
+ * network) balance, docs/accounting.md). "" sends none: the currency's default network, chosen by
+ * the service, which also refuses a network that does not carry the coin.
+ */
+function networkOptions(balances: Balances | undefined, currency: string): [string, string][] {
+  const networks = (balances?.balances ?? []).filter((b) => b.currency === currency).map((b) => b.network);
+  return [['', 'Default network'], ...networks.map((n): [string, string] => [n, n])];
+}
+
 function RequestPayout({ project, balances, onRequested }: { project: Project; balances: Balances | undefined; onRequested: (p: Payout) => void }) {
   // Follows the balances until the merchant picks a coin: a reload must not reset it to BTC.
   const [picked, setPicked] = useState<string | null>(null);
   const currency = picked ?? defaultCoin(balances);
   const setCurrency = setPicked;
+  const [network, setNetwork] = useState('');
   const [amount, setAmount] = useState('');
   const [address, setAddress] = useState('');
   const [note, setNote] = useState('');
   const action = useAction(async () => {
     // The amount as typed, a decimal string the API takes exactly: no binary float in between.
     const body: Record<string, unknown> = { projectId: project.id, currency, amount: amount.trim(), address: address.trim() };
+    if (network) body.network = network;
     if (note.trim()) body.note = note.trim();
     const payout = await api.post<Payout>('/api/payout/request', body);
     setAmount('');
@@ -99,7 +113,16 @@ function RequestPayout({ project, balances, onRequested }: { project: Project; b
       }}
     >
       <div class="grid">
-        <SelectField label="Currency" value={currency} onValue={setCurrency} options={COINS.map((c): [string, string] => [c, c])} />
+        <SelectField
+          label="Currency"
+          value={currency}
+          onValue={(c) => {
+            setCurrency(c);
+            setNetwork('');
+          }}
+          options={COINS.map((c): [string, string] => [c, c])}
+        />
+        <SelectField label="Network" value={network} onValue={setNetwork} options={networkOptions(balances, currency)} />
         <Field label="Amount" inputMode="decimal" required value={amount} onValue={setAmount} hint="At most 8 decimal places (6 for USDT, USDC and TRX)." />
         <Field
           label="Destination address"
@@ -108,7 +131,7 @@ function RequestPayout({ project, balances, onRequested }: { project: Project; b
           spellcheck={false}
           value={address}
           onValue={setAddress}
-          hint={project.environment === 'sandbox' ? 'A testnet address (tb1…, tltc1…, Sepolia, Shasta).' : 'A mainnet address of that coin.'}
+          hint={project.environment === 'sandbox' ? 'A testnet address on that network (tb1…, tltc1…, Sepolia, Shasta).' : 'A mainnet address on that network (an EVM address on EVM networks, a Tron address on tron).'}
         />
         <Field label="Note" maxLength={500} value={note} onValue={setNote} hint="Optional, up to 500 characters." />
       </div>
@@ -208,6 +231,7 @@ function Payouts({ project }: { project: Project }) {
                 <tr>
                   <th scope="col">Requested</th>
                   <th scope="col">Amount</th>
+                  <th scope="col">Network</th>
                   <th scope="col">Address</th>
                   <th scope="col">Status</th>
                   <th scope="col">Details</th>
@@ -223,6 +247,7 @@ function Payouts({ project }: { project: Project }) {
                     <td>
                       {p.amount} {p.currency}
                     </td>
+                    <td>{p.network}</td>
                     <td>
                       <code class="wrap">{p.address}</code>
                     </td>

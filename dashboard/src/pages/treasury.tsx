@@ -64,6 +64,7 @@ function PayoutTable({ label, payouts, action }: { label: string; payouts: Opera
             </td>
             <td>
               {p.amount} {p.currency}
+              <div class="muted">on {p.network}</div>
               {p.origin === 'auto_sweep' && <div class="muted">auto-sweep</div>}
             </td>
             <td>

@@ -55,6 +55,7 @@ export function payoutJson(p: Payout | undefined) {
     id: p.id,
     amount: decimalToJsonNumber(p.amount),
     currency: p.currency,
+    network: p.network,
     address: p.address,
     note: p.note ?? '',
     status: payoutStatuses.name(p.status),
@@ -85,7 +86,7 @@ function payoutOrigin(origin: string): 'merchant' | 'auto_sweep' {
 export function balanceJsonText(res: GetBalanceResponse): string {
   const balances = res.balances.map(
     (b) =>
-      `{"currency":${JSON.stringify(b.currency)},"available":${decimalAsJsonNumber(b.available)},"pending":${decimalAsJsonNumber(b.pending)},"total":${decimalAsJsonNumber(b.total)},` +
+      `{"currency":${JSON.stringify(b.currency)},"network":${JSON.stringify(b.network)},"available":${decimalAsJsonNumber(b.available)},"pending":${decimalAsJsonNumber(b.pending)},"total":${decimalAsJsonNumber(b.total)},` +
       `"availableDecimal":"${decimalAsJsonNumber(b.available)}","pendingDecimal":"${decimalAsJsonNumber(b.pending)}","totalDecimal":"${decimalAsJsonNumber(b.total)}"}`,
   );
   return `{"projectId":${JSON.stringify(res.projectId)},"environment":${JSON.stringify(environmentName(res.environment))},"balances":[${balances.join(',')}]}`;
@@ -142,7 +143,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
   app.get<{ Querystring: ProjectQuery }>('/api/payout/balance', {
     schema: {
       tags: ['payouts'],
-      summary: 'Balances per coin: available, pending (held by open payouts) and total',
+      summary: 'Balances per (currency, network): available, pending (held by open payouts) and total',
       security: payoutAuth,
       querystring: ProjectQuery,
       response: { 200: BalanceSchema },
@@ -179,6 +180,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
             validateOnly: true,
             amount: flagged.has('amount') ? '' : typeof amount === 'number' ? amountDecimal(amount) : typeof amount === 'string' ? amount : '',
             currency: text('currency') ?? '',
+            network: text('network'),
             address: text('address') ?? '',
             note: text('note'),
           });
@@ -191,6 +193,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
         environment: environmentOf(scope.environment),
         amount,
         currency: req.body.currency,
+        network: req.body.network,
         address: req.body.address,
         note: req.body.note,
         idempotencyKey: req.headers['idempotency-key'],

@@ -34,7 +34,7 @@ const bearer = [{ bearerAuth: [] }];
 
 export function autoSweepJson(config: AutoSweepConfig | undefined) {
   if (!config) throw new Error('auto-sweep configuration missing from a service response');
-  const entry = (e: { currency: string; address: string; threshold: string }) => ({ currency: e.currency, address: e.address, threshold: e.threshold });
+  const entry = (e: { currency: string; network: string; address: string; threshold: string }) => ({ currency: e.currency, network: e.network, address: e.address, threshold: e.threshold });
   return {
     projectId: config.projectId,
     environment: environmentName(config.environment),
@@ -71,7 +71,7 @@ export function treasuryRoutes(app: FastifyInstance, { auth, payouts, hooks }: T
   app.get<{ Params: { id: string } }>('/api/merchant/projects/:id/auto-sweep', {
     schema: {
       tags: ['dashboard'],
-      summary: 'A project’s auto-sweep configuration: per currency a destination and a threshold, and a change awaiting its emailed code',
+      summary: 'A project’s auto-sweep configuration: per (currency, network) a destination and a threshold, and a change awaiting its emailed code',
       security: bearer,
       params: ProjectParams,
       response: { 200: AutoSweepSchema },
@@ -89,9 +89,9 @@ export function treasuryRoutes(app: FastifyInstance, { auth, payouts, hooks }: T
       tags: ['dashboard'],
       summary: 'Replace a project’s auto-sweep configuration; a new or changed destination waits for a 6-digit code emailed to the merchant (202)',
       description:
-        'The body is the whole configuration. Currencies left out are removed at once, and a new threshold for an unchanged destination applies at once (200). ' +
+        'The body is the whole configuration. (currency, network) pairs left out are removed at once, and a new threshold for an unchanged destination applies at once (200). ' +
         'A new or changed destination answers 202 with pendingChange and emails a code; POST …/auto-sweep/verify activates it (5 attempts, 15 minutes). ' +
-        'A later PUT replaces a change still awaiting its code. When a live project’s available balance in a currency reaches its threshold, the whole balance is paid out to the destination ' +
+        'A later PUT replaces a change still awaiting its code. When a live project’s available balance in a (currency, network) reaches its threshold, the whole balance is paid out to the destination ' +
         '(a payout with origin auto_sweep, created verified). Sandbox projects keep the configuration and are never swept.',
       security: bearer,
       params: ProjectParams,
@@ -100,7 +100,12 @@ export function treasuryRoutes(app: FastifyInstance, { auth, payouts, hooks }: T
     },
     onRequest: hooks.merchant,
     handler: async (req, reply) => {
-      const entries = req.body.entries.map((e, i) => ({ currency: e.currency, address: e.address, threshold: amountDecimal(e.threshold, `entries[${i}].threshold`) }));
+      const entries = req.body.entries.map((e, i) => ({
+        currency: e.currency,
+        network: e.network ?? '',
+        address: e.address,
+        threshold: amountDecimal(e.threshold, `entries[${i}].threshold`),
+      }));
       const project = await ownProject(auth, req, req.params.id);
       const res = await payouts.setAutoSweep({ projectId: project.id, environment: project.environment, entries });
       const json = autoSweepJson(res.config);

@@ -22,11 +22,15 @@ export const ProjectIdField = Type.Optional(
   }),
 );
 
+/** The network of a balance or payout (docs/networks.md): `payNetwork`'s names. */
+const NETWORK_NAMES = 'bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron';
+
 export const PayoutSchema = Type.Object(
   {
     id: Uuid,
     amount: Type.Number({ description: 'Requested amount, in currency' }),
-    currency: Type.String({ description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX' }),
+    currency: Type.String({ description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB' }),
+    network: Type.String({ description: `The network the payout is sent on (${NETWORK_NAMES}); its (currency, network) balance pays it` }),
     address: Type.String({ description: 'Destination wallet address (checksum-validated; canonical form)' }),
     note: Type.String({ description: 'Merchant’s note, up to 500 characters ("" when none was given)' }),
     status: PayoutStatusName,
@@ -65,10 +69,17 @@ export const RequestPayoutBody = Type.Object(
       ],
       { description: 'Amount in currency: > 0, at most 8 decimal places (6 for USDT, USDC and TRX); a decimal string or a number' },
     ),
-    currency: Type.String({ maxLength: 16, description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX' }),
+    currency: Type.String({ maxLength: 16, description: 'Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB' }),
+    network: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        description: `The network to send on (${NETWORK_NAMES}); default the currency’s default network (BTC bitcoin, LTC litecoin, ETH/USDT/USDC ethereum, TRX tron, POL polygon, BNB bsc). It must carry the currency (400 naming the networks that do), and the (currency, network) balance is debited`,
+      }),
+    ),
     address: Type.String({
       maxLength: 128,
-      description: 'Destination address of that coin with a valid checksum: mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects',
+      description:
+        'Destination address on that network with a valid checksum (an EVM address on EVM networks, a Tron address on tron): mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects',
     }),
     projectId: ProjectIdField,
     note: Type.Optional(Type.String({ maxLength: 500, description: 'Up to 500 characters' })),
@@ -110,6 +121,7 @@ export const BalanceSchema = Type.Object({
   balances: Type.Array(
     Type.Object({
       currency: Type.String(),
+      network: Type.String({ description: `The network the money is on (${NETWORK_NAMES}): balances are per (currency, network)` }),
       available: Type.Number({ description: 'Free to pay out' }),
       pending: Type.Number({ description: 'Held by open (AwaitingVerification or Pending) payouts' }),
       total: Type.Number({ description: 'available + pending' }),
@@ -117,7 +129,7 @@ export const BalanceSchema = Type.Object({
       pendingDecimal: ExactDecimal('pending'),
       totalDecimal: ExactDecimal('total'),
     }),
-    { description: 'One entry per coin the project has been paid in, by currency' },
+    { description: 'One entry per (currency, network) the project has been paid in, by currency then network' },
   ),
 });
 
@@ -126,7 +138,7 @@ export const CompletePayoutBody = Type.Object(
     transactionHash: Type.String({
       minLength: 1,
       maxLength: 128,
-      description: 'The transaction that sent the funds: 64 hex digits (BTC, LTC, TRX) or "0x" + 64 hex digits (ETH, USDT, USDC)',
+      description: 'The transaction that sent the funds: 64 hex digits (bitcoin, litecoin, tron) or "0x" + 64 hex digits (EVM networks)',
     }),
   },
   { additionalProperties: false },

@@ -11,8 +11,9 @@ const DecimalString = (description: string) => Type.String({ pattern: '^[0-9]+(\
 
 export const AutoSweepEntrySchema = Type.Object(
   {
-    currency: Type.String({ description: 'Payout currency: BTC, LTC, ETH, USDT, USDC or TRX' }),
-    address: Type.String({ description: 'Destination, canonical form (checksum-validated for the project’s network)' }),
+    currency: Type.String({ description: 'Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB' }),
+    network: Type.String({ description: 'The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network)' }),
+    address: Type.String({ description: 'Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project)' }),
     threshold: DecimalString('Available balance (decimal string) at which the whole balance is paid out to the address'),
   },
   { additionalProperties: false },
@@ -24,7 +25,7 @@ export const AutoSweepSchema = Type.Object(
     environment: Type.Union([Type.Literal('live'), Type.Literal('sandbox')], {
       description: 'Sandbox projects keep a configuration but are never swept',
     }),
-    entries: Type.Array(AutoSweepEntrySchema, { description: 'The active rules, by currency' }),
+    entries: Type.Array(AutoSweepEntrySchema, { description: 'The active rules, by currency then network' }),
     pendingChange: Type.Union(
       [
         Type.Object(
@@ -48,15 +49,21 @@ export const PutAutoSweepBody = Type.Object(
     entries: Type.Array(
       Type.Object(
         {
-          currency: Type.String({ maxLength: 16, description: 'BTC, LTC, ETH, USDT, USDC or TRX; one entry per currency' }),
-          address: Type.String({ maxLength: 128, description: 'Destination of that coin for the project’s network (mainnet for live, testnet for sandbox)' }),
+          currency: Type.String({ maxLength: 16, description: 'BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB; one entry per (currency, network)' }),
+          network: Type.Optional(
+            Type.String({
+              maxLength: 32,
+              description: 'The network whose balance is swept (ethereum, bsc, tron, …); default the currency’s default network. It must carry the currency',
+            }),
+          ),
+          address: Type.String({ maxLength: 128, description: 'Destination of that coin on that network (mainnet for live, testnet for sandbox)' }),
           threshold: Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Number({ exclusiveMinimum: 0 })], {
             description: 'Decimal > 0 with at most the coin’s payout decimals (8; 6 for USDT, USDC, TRX); a string or a number taken exactly as written',
           }),
         },
         { additionalProperties: false },
       ),
-      { maxItems: 16, description: 'The whole configuration: currencies left out are removed' },
+      { maxItems: 32, description: 'The whole configuration: (currency, network) pairs left out are removed' },
     ),
   },
   { additionalProperties: false },

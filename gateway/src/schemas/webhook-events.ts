@@ -99,7 +99,7 @@ export const InvoiceReopenedWebhook = liveInvoiceWebhook(LiveStatus, {
   previousStatus: LiveStatus,
 });
 
-/** Every payout webhook: the payout, its new status, amount, coin and environment, then what is particular to the event. */
+/** Every payout webhook: the payout, its new status, amount, coin and environment, what is particular to the event, then its network (issue 24). */
 function payoutWebhook<S extends string, Extra extends Record<string, TSchema>>(status: S, extra: Extra) {
   return Type.Object(
     {
@@ -109,6 +109,9 @@ function payoutWebhook<S extends string, Extra extends Record<string, TSchema>>(
       currency: Type.String({ description: 'Coin code' }),
       environment: Environment,
       ...extra,
+      network: Type.String({
+        description: 'The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s',
+      }),
       occurredAt: OccurredAt,
     },
     { additionalProperties: false },

@@ -488,7 +488,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Balances per coin: available, pending (held by open payouts) and total */
+        /** Balances per (currency, network): available, pending (held by open payouts) and total */
         get: operations["getApiPayoutBalance"];
         put?: never;
         post?: never;
@@ -713,11 +713,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A project’s auto-sweep configuration: per currency a destination and a threshold, and a change awaiting its emailed code */
+        /** A project’s auto-sweep configuration: per (currency, network) a destination and a threshold, and a change awaiting its emailed code */
         get: operations["getApiMerchantProjectsIdAutoSweep"];
         /**
          * Replace a project’s auto-sweep configuration; a new or changed destination waits for a 6-digit code emailed to the merchant (202)
-         * @description The body is the whole configuration. Currencies left out are removed at once, and a new threshold for an unchanged destination applies at once (200). A new or changed destination answers 202 with pendingChange and emails a code; POST …/auto-sweep/verify activates it (5 attempts, 15 minutes). A later PUT replaces a change still awaiting its code. When a live project’s available balance in a currency reaches its threshold, the whole balance is paid out to the destination (a payout with origin auto_sweep, created verified). Sandbox projects keep the configuration and are never swept.
+         * @description The body is the whole configuration. (currency, network) pairs left out are removed at once, and a new threshold for an unchanged destination applies at once (200). A new or changed destination answers 202 with pendingChange and emails a code; POST …/auto-sweep/verify activates it (5 attempts, 15 minutes). A later PUT replaces a change still awaiting its code. When a live project’s available balance in a (currency, network) reaches its threshold, the whole balance is paid out to the destination (a payout with origin auto_sweep, created verified). Sandbox projects keep the configuration and are never swept.
          */
         put: operations["putApiMerchantProjectsIdAutoSweep"];
         post?: never;
@@ -4771,9 +4771,11 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects have sandbox balances only */
                         environment: "live" | "sandbox";
-                        /** @description One entry per coin the project has been paid in, by currency */
+                        /** @description One entry per (currency, network) the project has been paid in, by currency then network */
                         balances: {
                             currency: string;
+                            /** @description The network the money is on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): balances are per (currency, network) */
+                            network: string;
                             /** @description Free to pay out */
                             available: number;
                             /** @description Held by open (AwaitingVerification or Pending) payouts */
@@ -4876,9 +4878,11 @@ export interface operations {
                 "application/json": {
                     /** @description Amount in currency: > 0, at most 8 decimal places (6 for USDT, USDC and TRX); a decimal string or a number */
                     amount: string | number;
-                    /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                    /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                     currency: string;
-                    /** @description Destination address of that coin with a valid checksum: mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects */
+                    /** @description The network to send on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); default the currency’s default network (BTC bitcoin, LTC litecoin, ETH/USDT/USDC ethereum, TRX tron, POL polygon, BNB bsc). It must carry the currency (400 naming the networks that do), and the (currency, network) balance is debited */
+                    network?: string;
+                    /** @description Destination address on that network with a valid checksum (an EVM address on EVM networks, a Tron address on tron): mainnet for live projects, testnet (tb1…, tltc1…, Sepolia, Shasta) for sandbox projects */
                     address: string;
                     /**
                      * Format: uuid
@@ -4905,8 +4909,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5081,8 +5087,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5241,8 +5249,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5373,8 +5383,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5509,8 +5521,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5668,8 +5682,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5787,8 +5803,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -5907,8 +5925,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -6014,7 +6034,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The transaction that sent the funds: 64 hex digits (BTC, LTC, TRX) or "0x" + 64 hex digits (ETH, USDT, USDC) */
+                    /** @description The transaction that sent the funds: 64 hex digits (bitcoin, litecoin, tron) or "0x" + 64 hex digits (EVM networks) */
                     transactionHash: string;
                 };
             };
@@ -6034,8 +6054,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -6179,8 +6201,10 @@ export interface operations {
                         id: string;
                         /** @description Requested amount, in currency */
                         amount: number;
-                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                        /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                         currency: string;
+                        /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                        network: string;
                         /** @description Destination wallet address (checksum-validated; canonical form) */
                         address: string;
                         /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -6410,11 +6434,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6423,9 +6449,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6509,11 +6537,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The whole configuration: currencies left out are removed */
+                    /** @description The whole configuration: (currency, network) pairs left out are removed */
                     entries: {
-                        /** @description BTC, LTC, ETH, USDT, USDC or TRX; one entry per currency */
+                        /** @description BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB; one entry per (currency, network) */
                         currency: string;
-                        /** @description Destination of that coin for the project’s network (mainnet for live, testnet for sandbox) */
+                        /** @description The network whose balance is swept (ethereum, bsc, tron, …); default the currency’s default network. It must carry the currency */
+                        network?: string;
+                        /** @description Destination of that coin on that network (mainnet for live, testnet for sandbox) */
                         address: string;
                         /** @description Decimal > 0 with at most the coin’s payout decimals (8; 6 for USDT, USDC, TRX); a string or a number taken exactly as written */
                         threshold: string | number;
@@ -6536,11 +6566,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6549,9 +6581,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6580,11 +6614,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6593,9 +6629,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -6717,11 +6755,13 @@ export interface operations {
                         projectId: string;
                         /** @description Sandbox projects keep a configuration but are never swept */
                         environment: "live" | "sandbox";
-                        /** @description The active rules, by currency */
+                        /** @description The active rules, by currency then network */
                         entries: {
-                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                            /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                             currency: string;
-                            /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                            /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                            network: string;
+                            /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                             address: string;
                             /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                             threshold: string;
@@ -6730,9 +6770,11 @@ export interface operations {
                         pendingChange: {
                             /** @description New or changed destinations the emailed code activates */
                             entries: {
-                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC or TRX */
+                                /** @description Payout currency: BTC, LTC, ETH, USDT, USDC, TRX, POL or BNB */
                                 currency: string;
-                                /** @description Destination, canonical form (checksum-validated for the project’s network) */
+                                /** @description The network of the balance swept and of the payout (ethereum, bsc, tron, …): one rule per (currency, network) */
+                                network: string;
+                                /** @description Destination, canonical form (checksum-validated for that network, mainnet or testnet as the project) */
                                 address: string;
                                 /** @description Available balance (decimal string) at which the whole balance is paid out to the address */
                                 threshold: string;
@@ -7000,8 +7042,10 @@ export interface operations {
                                 id: string;
                                 /** @description Requested amount, in currency */
                                 amount: number;
-                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                                 currency: string;
+                                /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                                network: string;
                                 /** @description Destination wallet address (checksum-validated; canonical form) */
                                 address: string;
                                 /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7041,8 +7085,10 @@ export interface operations {
                                 id: string;
                                 /** @description Requested amount, in currency */
                                 amount: number;
-                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                                 currency: string;
+                                /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                                network: string;
                                 /** @description Destination wallet address (checksum-validated; canonical form) */
                                 address: string;
                                 /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7181,8 +7227,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7222,8 +7270,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7370,8 +7420,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7411,8 +7463,10 @@ export interface operations {
                             id: string;
                             /** @description Requested amount, in currency */
                             amount: number;
-                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX */
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
                             currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
                             /** @description Destination wallet address (checksum-validated; canonical form) */
                             address: string;
                             /** @description Merchant’s note, up to 500 characters ("" when none was given) */
@@ -7821,6 +7875,8 @@ export interface operations {
                     /** @description Coin code */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7866,6 +7922,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description merchant: confirmed with the emailed code after payout.requested; auto_sweep: created verified by the project’s auto-sweep configuration (no payout.requested precedes it) */
                     origin: "merchant" | "auto_sweep";
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7911,6 +7969,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description The on-chain transaction that sent the funds */
                     transactionHash: string;
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -7956,6 +8016,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description The operator’s reason */
                     adminNote: string | null;
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it
@@ -8001,6 +8063,8 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description user: cancelled through the API; attempts_exhausted: 5 wrong verification codes; code_expired: not verified within 15 minutes */
                     reason: "user" | "attempts_exhausted" | "code_expired";
+                    /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron): its balance is that (currency, network)’s */
+                    network: string;
                     /**
                      * Format: date-time
                      * @description When the event happened (ISO 8601 UTC, milliseconds). Events of one invoice or payout: the later occurredAt is the newer state; an older event arriving after a newer one (it was retried) must not undo it

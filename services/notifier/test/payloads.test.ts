@@ -69,7 +69,7 @@ const invoicePaid = {
   paidAt: at,
   payNetwork: 'bitcoin',
 };
-const payout = { payoutId: 'po_1', projectId: 'prj_1', environment: 'live', amount: '123456.12345678', currency: 'USDT' };
+const payout = { payoutId: 'po_1', projectId: 'prj_1', environment: 'live', amount: '123456.12345678', currency: 'USDT', network: 'tron' };
 
 // Every event type, its payload, and the exact body it sends (null: never a webhook).
 const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string | null]> = [
@@ -114,7 +114,7 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'payout.requested',
     busJson(PayoutRequestedSchema, { ...payout, status: 'AwaitingVerification', address: 'T…', note: 'rent', createdAt: at }),
-    '{"payoutId":"po_1","status":"AwaitingVerification","amount":123456.12345678,"currency":"USDT","environment":"live"' + OCCURRED,
+    '{"payoutId":"po_1","status":"AwaitingVerification","amount":123456.12345678,"currency":"USDT","environment":"live","network":"tron"' + OCCURRED,
   ],
   [
     'payout.verification_code_issued',
@@ -124,22 +124,22 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'payout.verified',
     busJson(PayoutVerifiedSchema, { ...payout, status: 'Pending', verifiedAt: at, origin: 'auto_sweep' }),
-    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live","origin":"auto_sweep"' + OCCURRED,
+    '{"payoutId":"po_1","status":"Pending","amount":123456.12345678,"currency":"USDT","environment":"live","origin":"auto_sweep","network":"tron"' + OCCURRED,
   ],
   [
     'payout.completed',
     busJson(PayoutCompletedSchema, { ...payout, status: 'Completed', transactionHash: '0xfeed', completedAt: at }),
-    '{"payoutId":"po_1","status":"Completed","amount":123456.12345678,"currency":"USDT","environment":"live","transactionHash":"0xfeed"' + OCCURRED,
+    '{"payoutId":"po_1","status":"Completed","amount":123456.12345678,"currency":"USDT","environment":"live","transactionHash":"0xfeed","network":"tron"' + OCCURRED,
   ],
   [
     'payout.rejected',
     busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', adminNote: 'address is "sanctioned"', rejectedAt: at }),
-    '{"payoutId":"po_1","status":"Rejected","amount":123456.12345678,"currency":"USDT","environment":"live","adminNote":"address is \\"sanctioned\\""' + OCCURRED,
+    '{"payoutId":"po_1","status":"Rejected","amount":123456.12345678,"currency":"USDT","environment":"live","adminNote":"address is \\"sanctioned\\"","network":"tron"' + OCCURRED,
   ],
   [
     'payout.cancelled',
     busJson(PayoutCancelledSchema, { ...payout, status: 'Cancelled', reason: 'attempts_exhausted', cancelledAt: at }),
-    '{"payoutId":"po_1","status":"Cancelled","amount":123456.12345678,"currency":"USDT","environment":"live","reason":"attempts_exhausted"' + OCCURRED,
+    '{"payoutId":"po_1","status":"Cancelled","amount":123456.12345678,"currency":"USDT","environment":"live","reason":"attempts_exhausted","network":"tron"' + OCCURRED,
   ],
   [
     'notifier.webhook_delivery_failed',
@@ -261,7 +261,7 @@ describe('payout bodies', () => {
     const mapped = webhookForEventJson('payout.rejected', busJson(PayoutRejectedSchema, { ...payout, status: 'Rejected', rejectedAt: at }), occurredAt);
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
     expect(JSON.parse(mapped.body)).toEqual({
-      payoutId: 'po_1', status: 'Rejected', amount: 123456.12345678, currency: 'USDT', environment: 'live', adminNote: null, occurredAt: occurredAt.toISOString(),
+      payoutId: 'po_1', status: 'Rejected', amount: 123456.12345678, currency: 'USDT', environment: 'live', adminNote: null, network: 'tron', occurredAt: occurredAt.toISOString(),
     });
   });
 
@@ -300,6 +300,17 @@ describe('payNetwork (issue 24, docs/networks.md)', () => {
     expect(() => webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, { ...invoicePaid, payNetwork: 'dogechain' }), occurredAt)).toThrow(MalformedEventError);
     expect(() =>
       webhookForEventJson('invoice.late_payment', busJson(InvoiceLatePaymentSchema, { invoiceId: 'i', projectId: 'prj_1', status: 'Paid', amount: '1', currency: 'ETH', environment: 'live', transactionHash: 't', payNetwork: 'base', network: 'solana' }), occurredAt),
+    ).toThrow(MalformedEventError);
+  });
+
+  test('a payout event written before networks is sent with its currency\'s only network of that time; an unknown network is malformed', () => {
+    const { network: _none, ...before } = payout;
+    const completed = webhookForEventJson('payout.completed', busJson(PayoutCompletedSchema, { ...before, status: 'Completed', transactionHash: '0xfeed', completedAt: at }), occurredAt);
+    expect(completed.kind === 'webhook' && JSON.parse(completed.body)).toMatchObject({ currency: 'USDT', network: 'ethereum' });
+    const onBsc = webhookForEventJson('payout.requested', busJson(PayoutRequestedSchema, { ...payout, network: 'bsc', status: 'AwaitingVerification', address: '0x', createdAt: at }), occurredAt);
+    expect(onBsc.kind === 'webhook' && JSON.parse(onBsc.body)).toMatchObject({ network: 'bsc' });
+    expect(() =>
+      webhookForEventJson('payout.cancelled', busJson(PayoutCancelledSchema, { ...payout, network: 'solana', status: 'Cancelled', reason: 'user', cancelledAt: at }), occurredAt),
     ).toThrow(MalformedEventError);
   });
 

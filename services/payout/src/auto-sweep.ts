@@ -22,7 +22,7 @@ import type {
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { planAutoSweep, sweepAmount, validateAutoSweepConfig, validateVerifyAutoSweep, type AutoSweepRule } from './domain/auto-sweep';
 import { CODE_MAX_ATTEMPTS, codeMatches, issueCode } from './domain/code';
-import { storedCoin } from './domain/requests';
+import { storedMethod } from './domain/requests';
 import { payoutVerifiedEvent } from './events/payout-events';
 import {
   activeRules,
@@ -51,17 +51,17 @@ export const AUTO_SWEEP_NOTE = 'auto-sweep';
  */
 export async function sweepIfDue(tx: EventTransaction, key: BalanceKey): Promise<PayoutRow | undefined> {
   if (key.environment !== 'live') return undefined;
-  const rule = await liveRule(tx, key.projectId, key.currency);
+  const rule = await liveRule(tx, key.projectId, key.currency, key.network);
   if (!rule) return undefined;
   // The lock every balance change takes first: concurrent credits see each other's sweep.
   const balance = await lockBalance(tx, key);
   if (!balance) return undefined;
-  const amount = sweepAmount(balance.available, rule.threshold, storedCoin(key.currency));
+  const amount = sweepAmount(balance.available, rule.threshold, storedMethod(key.currency, key.network));
   if (amount === undefined) return undefined;
   const payoutId = randomUUID();
   const held = await hold(tx, key, payoutId, amount);
   if (!held.ok) throw new Error(`auto-sweep of ${amount} ${key.currency} exceeds the locked available balance ${held.available}`);
-  const payout = await insertSweepPayout(tx, { id: payoutId, projectId: key.projectId, amount, currency: key.currency, address: rule.address, note: AUTO_SWEEP_NOTE });
+  const payout = await insertSweepPayout(tx, { id: payoutId, projectId: key.projectId, amount, currency: key.currency, network: key.network, address: rule.address, note: AUTO_SWEEP_NOTE });
   // Created verified: it never awaited a code, so the one event is payout.verified (docs/webhook-events.md).
   await enqueueEvent(tx, payoutVerifiedEvent(payout));
   return payout;
@@ -132,7 +132,7 @@ export class AutoSweepHandlers {
       }
       // A lower threshold may already be reached.
       for (const rule of plan.update) {
-        const payout = await sweepIfDue(tx, { ...scope, currency: rule.currency });
+        const payout = await sweepIfDue(tx, { ...scope, currency: rule.currency, network: rule.network });
         if (payout) swept.push(payout);
       }
       return this.config(tx, scope);
@@ -160,7 +160,8 @@ export class AutoSweepHandlers {
         const swept: PayoutRow[] = [];
         // A balance already above a new threshold is swept now, not at the next credit.
         for (const rule of change.entries) {
-          const payout = await sweepIfDue(tx, { projectId: verify.projectId, environment: change.environment, currency: rule.currency });
+          // A change stored before networks names none: its currency's default network (migration 0500 wrote it).
+          const payout = await sweepIfDue(tx, { projectId: verify.projectId, environment: change.environment, currency: rule.currency, network: rule.network });
           if (payout) swept.push(payout);
         }
         return { kind: 'verified', environment: change.environment, swept };
@@ -197,7 +198,7 @@ export class AutoSweepHandlers {
   private logSwept(swept: PayoutRow[]): void {
     for (const payout of swept) {
       this.deps.onSwept?.(payout);
-      this.deps.logger.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, amount: payout.amount }, 'auto-sweep payout created');
+      this.deps.logger.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, network: payout.network, amount: payout.amount }, 'auto-sweep payout created');
     }
   }
 
@@ -241,7 +242,7 @@ function configInit(scope: { projectId: string; environment: ProjectEnvironment 
 }
 
 function ruleInit(rule: AutoSweepRule) {
-  return { currency: rule.currency, address: rule.address, threshold: formatPlain(rule.threshold) };
+  return { currency: rule.currency, network: rule.network, address: rule.address, threshold: formatPlain(rule.threshold) };
 }
 
 function plural(n: number): string {

@@ -1,8 +1,8 @@
 /**
  * coinvoice.payout.v1.PayoutService. Error codes per RPC (ErrorDetail.code, Connect code):
  * - GetBalance: validation_failed (InvalidArgument).
- * - RequestPayout: validation_failed (violations by public field: amount, currency, address, note,
- *   projectId, environment, idempotencyKey), not_found (auth does not know the project),
+ * - RequestPayout: validation_failed (violations by public field: amount, currency, network,
+ *   address, note, projectId, environment, idempotencyKey), not_found (auth does not know the project),
  *   insufficient_balance (FailedPrecondition → 409), idempotency_key_reused (FailedPrecondition,
  *   HTTP 422 by code), service_unavailable when auth cannot be asked.
  * - VerifyPayout: validation_failed (code not 6 digits: costs no attempt), not_found,
@@ -77,7 +77,7 @@ import {
 import { AutoSweepHandlers } from './auto-sweep';
 import { TreasuryHandlers, type TreasuryDeps } from './treasury';
 import { CODE_MAX_ATTEMPTS, codeMatches, issueCode } from './domain/code';
-import { checkTransactionHash, OPERATOR_QUEUE_CURSORS, PAYOUT_CURSORS, storedCoin, validateBalanceQuery, validateCompletePayout, validateListPayouts, validateOperatorList, validateOperatorPayoutRef, validatePayoutRef, validateRejectPayout, validateRequestPayout, validateVerifyPayout, type NewPayoutRequest } from './domain/requests';
+import { checkTransactionHash, OPERATOR_QUEUE_CURSORS, PAYOUT_CURSORS, storedMethod, validateBalanceQuery, validateCompletePayout, validateListPayouts, validateOperatorList, validateOperatorPayoutRef, validatePayoutRef, validateRejectPayout, validateRequestPayout, validateVerifyPayout, type NewPayoutRequest } from './domain/requests';
 import { decide, isSentByProcessor, stageOf } from './domain/status';
 import { payoutRequestedEvent } from './events/payout-events';
 import type { PayoutMetrics } from './metrics';
@@ -101,6 +101,7 @@ import {
 import { applyTrigger } from './transitions';
 import { checkLedgerInvariants, type LedgerCheckDeps } from './invariants/ledger-check';
 import type { PayoutChainCheck } from '@coinvoice/chains/payout-check';
+import { isEvmChain } from '@coinvoice/chains/evm/networks';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
@@ -215,6 +216,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         address: req.address,
         note: req.note,
         idempotencyKey: req.idempotencyKey,
+        network: req.network,
       }),
     );
     if (req.validateOnly) return {};
@@ -242,14 +244,15 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         );
       }
       const amount = formatPlain(request.amount);
-      const key = { projectId: request.projectId, environment: request.environment, currency: request.currency.code };
+      // The (currency, network) balance: USDT on bsc pays out of the bsc balance only (docs/accounting.md).
+      const key = { projectId: request.projectId, environment: request.environment, currency: request.currency.code, network: request.currency.chain };
       const held = await hold(tx, key, payoutId, amount);
       if (!held.ok) {
         // Thrown inside: the transaction (and the idempotency key's claim) rolls back.
         this.deps.metrics?.refusedInsufficient.inc();
         throw errors.conflict(
           'insufficient_balance',
-          `the available ${key.currency} balance (${held.available}) does not cover the payout of ${amount} ${key.currency}`,
+          `the available ${key.currency} balance on ${key.network} (${held.available}) does not cover the payout of ${amount} ${key.currency}`,
         );
       }
       const issued = issueCode(payoutId);
@@ -260,6 +263,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         environment: request.environment,
         amount,
         currency: request.currency.code,
+        network: request.currency.chain,
         address: request.address,
         note: request.note ?? null,
         codeHash: issued.hash,
@@ -283,7 +287,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     }
     this.deps.metrics?.requested.inc({ currency: request.currency.code, environment: request.environment });
     this.deps.logger.info(
-      { payoutId, projectId: request.projectId, currency: request.currency.code, amount: formatPlain(request.amount) },
+      { payoutId, projectId: request.projectId, currency: request.currency.code, network: request.currency.chain, amount: formatPlain(request.amount) },
       'payout requested; amount held, verification code issued',
     );
     return { payout: outcome.created, idempotentReplay: false };
@@ -377,7 +381,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         // completes at once with a simulated hash.
         if (verified.environment === 'sandbox') {
           const claimed = await applyTrigger(tx, verified, 'claim', { claimedBy: SANDBOX_PROCESSOR });
-          const transactionHash = simulatedTransactionHash(claimed.currency);
+          const transactionHash = simulatedTransactionHash(claimed.currency, claimed.network);
           if (!(await recordPayoutTransaction(tx, transactionHash, claimed.id))) throw new Error('a random simulated transaction hash collided');
           return { kind: 'verified', payout: await applyTrigger(tx, claimed, 'complete', { transactionHash }) };
         }
@@ -479,7 +483,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     if (!found) throw payoutNotFound();
     const hash = this.completionHash(found, complete.transactionHash);
     if (hash !== undefined && this.deps.chainCheck) {
-      const onChain = await this.deps.chainCheck.check({ transactionHash: hash, coin: storedCoin(found.currency), address: found.address, amount: found.amount });
+      const onChain = await this.deps.chainCheck.check({ transactionHash: hash, coin: storedMethod(found.currency, found.network), address: found.address, amount: found.amount });
       if (!onChain.ok) throw serviceError(onChain.connectCode, onChain.code, onChain.reason, [{ field: 'transactionHash', message: onChain.reason }]);
     }
     const row = await eventTransaction(this.deps.sql, async (tx) => {
@@ -507,7 +511,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
    */
   private completionHash(payout: PayoutRow, raw: unknown): string | undefined {
     if (stageOf(payout) !== 'Sending') return undefined;
-    const hash = checkTransactionHash(raw, storedCoin(payout.currency));
+    const hash = checkTransactionHash(raw, storedMethod(payout.currency, payout.network));
     if (!hash.ok) throw invalidRequest([{ field: 'transactionHash', message: hash.reason }]);
     return hash.value;
   }
@@ -540,10 +544,10 @@ function refuseIfSentByProcessor(payout: PayoutRow): void {
 /** Who claims a sandbox payout: the sandbox itself (no operator, nothing is sent). */
 const SANDBOX_PROCESSOR = 'sandbox';
 
-/** A random hash in the coin's transaction-hash format, for sandbox payouts (nothing is sent). */
-export function simulatedTransactionHash(currency: string): string {
+/** A random hash in the network's transaction-hash format, for sandbox payouts (nothing is sent). */
+export function simulatedTransactionHash(currency: string, network: string): string {
   const hex = randomBytes(32).toString('hex');
-  return storedCoin(currency).chain === 'ethereum' ? `0x${hex}` : hex;
+  return isEvmChain(storedMethod(currency, network).chain) ? `0x${hex}` : hex;
 }
 
 function attemptsLeft(n: number): string {

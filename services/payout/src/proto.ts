@@ -27,6 +27,7 @@ export function payoutToProto(row: PayoutRow): Payout {
     projectId: row.project_id,
     amount: formatPlain(row.amount),
     currency: row.currency,
+    network: row.network,
     address: row.address,
     ...(row.note === null ? {} : { note: row.note }),
     status: PAYOUT_STATUS.toProto(row.status),
@@ -48,6 +49,7 @@ export function balanceToProto(row: BalanceRow): Balance {
   const pending = new Decimal(row.pending);
   return create(BalanceSchema, {
     currency: row.currency,
+    network: row.network,
     available: formatPlain(available),
     pending: formatPlain(pending),
     total: formatPlain(available.plus(pending)),

@@ -10,7 +10,7 @@ import { debit, release, type BalanceKey } from './store/ledger';
 import { applyTransition, type PayoutRow, type TransitionFields } from './store/payouts';
 
 export function balanceKeyOf(payout: PayoutRow): BalanceKey {
-  return { projectId: payout.project_id, environment: payout.environment, currency: payout.currency };
+  return { projectId: payout.project_id, environment: payout.environment, currency: payout.currency, network: payout.network };
 }
 
 /**

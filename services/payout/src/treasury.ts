@@ -142,8 +142,8 @@ export class TreasuryHandlers {
     const assets = TREASURY_ASSETS[name] ?? [];
     const codes = assets.map((c) => c.code);
     const [inFlight, queues, balances] = await Promise.all([
-      payoutsInFlight(this.deps.sql, codes),
-      Promise.all(codes.map((code) => awaitingApproval(this.deps.sql, code, this.deps.autoMax[code] ?? '0'))),
+      payoutsInFlight(this.deps.sql, name, codes),
+      Promise.all(codes.map((code) => awaitingApproval(this.deps.sql, name, code, this.deps.autoMax[code] ?? '0'))),
       this.balances(name, recorded?.address, codes),
     ]);
     const approvalQueue = queues.flat().sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a.id.localeCompare(b.id));

@@ -34,7 +34,7 @@ afterAll(async () => {
   await h?.dispose();
 });
 
-type Entry = { currency: string; address: string; threshold: string };
+type Entry = { currency: string; address: string; threshold: string; network?: string };
 
 const setRules = (project: FakeProject, entries: Entry[]) => h.client.setAutoSweep({ projectId: project.id, environment: environmentOf(project), entries });
 const getRules = async (project: FakeProject) => (await h.client.getAutoSweep({ projectId: project.id, environment: environmentOf(project) })).config!;
@@ -186,6 +186,30 @@ test('a live balance reaching its threshold is swept once: a verified auto_sweep
   // Below the threshold again: nothing more until it is reached again.
   await h.credit(project, 'USDT', '19');
   expect(await sweepPayouts(project)).toHaveLength(1);
+});
+
+test('a rule is per (currency, network): USDT on bsc sweeps the bsc balance only, to a bsc payout; the ethereum balance is left alone', async () => {
+  const project = h.auth.addProject('live');
+  const address = addressFor('USDT', 'live');
+  await activate(project, [{ currency: 'USDT', network: 'bsc', address, threshold: '10' }]);
+  expect((await getRules(project)).entries).toEqual([expect.objectContaining({ currency: 'USDT', network: 'bsc', address, threshold: '10' })]);
+  await h.credit(project, 'USDT', '50', randomUUID(), 'ethereum');
+  expect(await sweepPayouts(project)).toEqual([]);
+  await h.credit(project, 'USDT', '12.000000000000000001', randomUUID(), 'bsc');
+  const sweeps = await h.sql<{ amount: string; network: string }[]>`select amount::text as amount, network from payouts where project_id = ${project.id} and origin = 'auto_sweep'`;
+  // Cut to the payout decimals (6): the 18th decimal stays available on bsc.
+  expect(sweeps).toEqual([{ amount: '12', network: 'bsc' }]);
+  expect(await balanceOf(h, project, 'USDT', 'bsc')).toEqual({ available: '0.000000000000000001', pending: '12', total: '12.000000000000000001' });
+  expect(await balanceOf(h, project, 'USDT', 'ethereum')).toEqual({ available: '50', pending: '0', total: '50' });
+  // An entry without a network is the currency's default network; a network that does not carry it is refused.
+  const error = await rejection(setRules(project, [{ currency: 'USDT', network: 'base', address, threshold: '1' }]));
+  expect(error.violations).toEqual([{ field: 'entries[0].network', message: 'does not carry USDT: USDT is paid out on ethereum, arbitrum, optimism, polygon, bsc, tron' }]);
+  const both = await setRules(project, [
+    { currency: 'USDT', network: 'bsc', address, threshold: '10' },
+    { currency: 'USDT', address, threshold: '100' },
+  ]);
+  expect(both.config!.entries.map((e) => e.network)).toEqual(['bsc']);
+  expect(both.config!.pendingChange!.entries).toEqual([expect.objectContaining({ currency: 'USDT', network: 'ethereum', threshold: '100' })]);
 });
 
 test('20 concurrent invoice.paid events crossing the threshold create exactly one sweep; the balance is exact', async () => {

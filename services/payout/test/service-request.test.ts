@@ -41,6 +41,7 @@ test('a request holds the amount, answers AwaitingVerification, writes payout.re
     projectId: project.id,
     amount: '0.0125',
     currency: 'BTC',
+    network: 'bitcoin',
     address, // canonical (bech32 lower case)
     note: 'Weekly\nsettlement',
     status: PayoutStatus.AWAITING_VERIFICATION,
@@ -60,6 +61,7 @@ test('a request holds the amount, answers AwaitingVerification, writes payout.re
     environment: 'sandbox',
     amount: '0.0125',
     currency: 'BTC',
+    network: 'bitcoin',
     status: 'AwaitingVerification',
     address,
     note: 'Weekly\nsettlement',

@@ -34,8 +34,8 @@ afterAll(async () => {
 });
 
 /** A verified live payout (Pending) of `amount` `currency`. */
-async function pending(project: FakeProject, currency: 'USDT' | 'ETH' | 'BTC', amount: string): Promise<string> {
-  const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount }));
+async function pending(project: FakeProject, currency: 'USDT' | 'ETH' | 'BTC', amount: string, network?: string): Promise<string> {
+  const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount, ...(network ? { network } : {}) }));
   await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
   return payout!.id;
 }
@@ -165,6 +165,11 @@ test('the Treasury page: address and balances from the node, pending sweeps, pay
   const hash = await inFlight(sending, 2);
   // Not an Ethereum-treasury asset: sent by hand, not in this queue.
   await pending(project, 'BTC', '0.1');
+  // USDT, but on bsc: not the Ethereum treasury's either (docs/treasury.md#processor); approved, it keeps the manual path.
+  await h.credit(project, 'USDT', '100', undefined, 'bsc');
+  const onBsc = await pending(project, 'USDT', '20', 'bsc');
+  await approve(onBsc);
+  const onBscUnapproved = await pending(project, 'USDT', '30', 'bsc');
 
   const network = await ethereum();
   expect(network).toMatchObject({ network: 'ethereum', address, paused: false });
@@ -179,6 +184,10 @@ test('the Treasury page: address and balances from the node, pending sweeps, pay
   expect(queue).not.toContain(approved);
   expect(queue).not.toContain(sending);
   expect(network.approvalQueue.every((p) => p.currency !== 'BTC')).toBe(true);
+  expect(queue).not.toContain(onBscUnapproved);
+  expect(network.approvalQueue.every((p) => p.network === 'ethereum')).toBe(true);
+  const claimed = await h.client.claimPayout({ payoutId: onBsc, operatorToken: OPERATOR_TOKEN });
+  expect(claimed.payout).toMatchObject({ network: 'bsc', claimedAt: expect.anything() });
   expect(network.inFlight.find((p) => p.id === sending)).toMatchObject({ transactionHash: hash, confirmations: 2 });
   // The sweep-task test's pending rows on ethereum: 1.5 USDT and 0.02 ETH (base is another network).
   const sweeps = Object.fromEntries(network.pendingSweeps.map((s) => [s.asset, s]));

@@ -244,7 +244,7 @@ test('the daily limit: USDC payouts that fit singly do not all fit together, eve
   expect(daily?.amount).toBe('901000000');
 });
 
-test('a payout that is not live, Pending and verified, or in an asset the signer does not move, is refused', async () => {
+test('a payout that is not live, Pending and verified, or in an asset or on a network the signer does not move, is refused', async () => {
   const sandbox = await insertPayout(db.owner, { environment: 'sandbox' });
   const unverified = await insertPayout(db.owner, { status: 'AwaitingVerification', verified: false });
   for (const payout of [sandbox, unverified]) {
@@ -255,6 +255,10 @@ test('a payout that is not live, Pending and verified, or in an asset the signer
   expect(await refusalOf(payoutRequest(unknown, { to: freshAddress(), value: 1n }))).toMatchObject({ code: 'payout_not_signable' });
   const bitcoin = await insertPayout(db.owner, { asset: 'BTC', amount: '0.1', address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq' });
   expect(await refusalOf(payoutRequest(bitcoin.id, { to: freshAddress(), value: 1n }))).toMatchObject({ code: 'asset_not_supported' });
+  // USDT on bsc is another balance and another chain: never paid from the Ethereum treasury.
+  const onBsc = await insertPayout(db.owner, { asset: 'USDT', amount: '5', network: 'bsc' });
+  expect(await refusalOf(payoutRequest(onBsc.id, { to: tokens.usdt, data: transferData(onBsc.address, 5_000_000n) }))).toMatchObject({ code: 'network_not_supported' });
+  expect(await auditOf(onBsc.id)).toEqual([expect.objectContaining({ rule: 'network_not_supported' })]);
 });
 
 test('every request: the network, its chain id, the fee cap and the gas cap', async () => {

@@ -133,6 +133,7 @@ function row(status: PayoutStatusName, extra: Partial<PayoutRow> = {}): PayoutRo
     environment: 'sandbox',
     amount: '0.01500000',
     currency: 'BTC',
+    network: 'bitcoin',
     address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx',
     note: null,
     status,

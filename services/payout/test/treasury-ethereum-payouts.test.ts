@@ -119,6 +119,17 @@ test('a payout the signer refuses stays Pending and unclaimed, the refusal count
   expect(await world.h.sql`select 1 from payout_sign_attempts where payout_id = ${refused.id}`).toEqual([]);
 });
 
+test('a USDT payout on bsc is not the Ethereum processor\'s: it stays Pending and unclaimed, nothing is signed or sent, while an ethereum one after it completes', async () => {
+  const onBsc = await world.payout('USDT', '5', { network: 'bsc' });
+  const onEthereum = await world.payout('USDT', '5');
+  await world.waitForStatus(onEthereum.id, 'Completed');
+  await sleep(1_000); // five more rounds
+  expect(await world.payoutRow(onBsc.id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null, network: 'bsc' });
+  expect(await world.chainTransactions(onBsc.id)).toEqual([]);
+  expect(await world.h.sql`select 1 from signer.audit_log where payout_id = ${onBsc.id}`).toEqual([]);
+  expect(await world.transfersTo('USDT', onBsc.address)).toEqual([]);
+});
+
 test('metrics: treasury balance per asset, payouts in flight and the oldest one\'s age, sweep tasks, transactions broadcast', async () => {
   const treasuryUsdt = await world.anvil.publicClient.readContract({ address: world.tokens.usdt, abi: [{ type: 'function', name: 'balanceOf', stateMutability: 'view', inputs: [{ type: 'address' }], outputs: [{ type: 'uint256' }] }], functionName: 'balanceOf', args: [world.treasury] });
   const line = `treasury_balance_base_units{network="ethereum",asset="USDT"} ${Number(treasuryUsdt)}`;
@@ -132,7 +143,7 @@ test('metrics: treasury balance per asset, payouts in flight and the oldest one\
   expect(text).toContain('payouts_in_flight{network="ethereum"} 0');
   expect(text).toContain('payout_in_flight_oldest_seconds{network="ethereum"} 0');
   expect(text).toContain('sweep_tasks{network="ethereum",status="pending"} 0');
-  expect(text).toMatch(/treasury_transactions_broadcast_total\{network="ethereum",purpose="payout"\} 16/);
+  expect(text).toMatch(/treasury_transactions_broadcast_total\{network="ethereum",purpose="payout"\} 17/);
   expect(text).toMatch(/treasury_transactions_failed_total\{network="ethereum",purpose="payout"\} 1/);
   expect(text).toContain('payout_processor_active{network="ethereum"} 1');
 });

@@ -195,10 +195,18 @@ export const evmFamily: ChainFamily<EvmWatcherSettings, EvmNodeSettings> = {
   watcherSettings: evmWatcherSettings,
   sources: (config) => Object.fromEntries(EVM_CHAINS.map((chain) => [chain, evmSource(evmWatcherConfig(config, chain))])),
   payoutSettings: evmNodeSettings,
-  payoutChecks: (config) => {
-    const ethereum = evmNodeConfig(config, 'ethereum');
-    return ethereum.rpcUrl === ''
-      ? {}
-      : { ethereum: new EthereumPayoutCheck({ rpcUrl: ethereum.rpcUrl, timeoutMs: ethereum.timeoutMs, contracts: ethereum.tokens as Record<string, string> }) };
-  },
+  /**
+   * One check per configured EVM network (its node and token contracts); the payout's network
+   * picks it (PayoutChainChecks by the registry entry's chain). Token decimals come from the
+   * payout's registry entry (18 for USDT on bsc).
+   */
+  payoutChecks: (config) =>
+    Object.fromEntries(
+      EVM_CHAINS.map((chain) => evmNodeConfig(config, chain))
+        .filter((node) => node.rpcUrl !== '')
+        .map((node) => [
+          node.chain,
+          new EthereumPayoutCheck({ rpcUrl: node.rpcUrl, timeoutMs: node.timeoutMs, contracts: node.tokens as Record<string, string>, label: EVM_NETWORKS[node.chain].label }),
+        ]),
+    ),
 };

@@ -1,6 +1,7 @@
 /**
- * The on-chain check of ETH/USDT/USDC payouts (../payout-check.ts): ETH as the transaction's value, USDT/USDC
- * as a `Transfer` log of the configured contract, exactly the payout's amount to its destination.
+ * The on-chain check of payouts on one EVM network (../payout-check.ts): the native coin as the
+ * transaction's value, USDT/USDC as a `Transfer` log of the configured contract, exactly the
+ * payout's amount (in its registry entry's base units) to its destination.
  * Plain JSON-RPC over fetch: two read calls, no library.
  */
 import { fetchJson, formatUnits, isRecord, mismatch, notMined, payoutBaseUnits, ChainUnavailable, failedOnChain, type ChainCheckInput, type ChainCheckResult, type PayoutChainCheck } from '../payout-check';
@@ -10,6 +11,8 @@ export interface EthereumCheckSettings {
   timeoutMs: number;
   /** ERC-20 contract per token code (USDT, USDC): the node's network, not necessarily mainnet. */
   contracts: Readonly<Record<string, string>>;
+  /** The network's name in reasons ("Ethereum", "BNB Smart Chain"); default "Ethereum". */
+  label?: string;
 }
 
 /** keccak256("Transfer(address,address,uint256)"). */
@@ -39,14 +42,14 @@ export class EthereumPayoutCheck implements PayoutChainCheck {
       this.call<RpcTransaction | null>('eth_getTransactionByHash', [input.transactionHash]),
       this.call<RpcReceipt | null>('eth_getTransactionReceipt', [input.transactionHash]),
     ]);
-    if (!tx || !receipt) return notMined('Ethereum');
+    if (!tx || !receipt) return notMined(this.settings.label ?? 'Ethereum');
     if (receipt.status !== '0x1') return failedOnChain('reverted');
     const baseUnits = payoutBaseUnits(input);
     const destination = input.address.toLowerCase();
     const token = input.coin.token;
     if (!token) {
       if (tx.to?.toLowerCase() === destination && BigInt(tx.value) === baseUnits) return { ok: true };
-      return mismatch(`this transaction sends ${formatUnits(BigInt(tx.value), input.coin)} ETH to ${tx.to ?? 'a new contract'}, not ${input.amount} ETH to ${input.address}`);
+      return mismatch(`this transaction sends ${formatUnits(BigInt(tx.value), input.coin)} ${input.coin.code} to ${tx.to ?? 'a new contract'}, not ${input.amount} ${input.coin.code} to ${input.address}`);
     }
     const contract = this.settings.contracts[input.coin.code]?.toLowerCase();
     if (!contract) throw new Error(`no contract configured for ${input.coin.code}`);

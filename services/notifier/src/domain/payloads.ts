@@ -26,14 +26,15 @@
  *   (payNetwork, and late_payment's network, are additions of issue 24: docs/networks.md)
  *   (the live-only events repeat their amounts as exact decimal strings: docs/accounting.md)
  *                           (a reorg removed payments before Paid; status is where it moved back to)
- *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment}
- *   payout.verified   {payoutId, status:"Pending", amount, currency, environment, origin}
+ *   payout.requested  {payoutId, status:"AwaitingVerification", amount, currency, environment, network}
+ *   payout.verified   {payoutId, status:"Pending", amount, currency, environment, origin, network}
  *                     (origin "merchant" | "auto_sweep": an auto-sweep payout starts here, no payout.requested)
- *   payout.completed  {payoutId, status:"Completed", amount, currency, environment, transactionHash}
- *   payout.rejected   {payoutId, status:"Rejected", amount, currency, environment, adminNote}
+ *   payout.completed  {payoutId, status:"Completed", amount, currency, environment, transactionHash, network}
+ *   payout.rejected   {payoutId, status:"Rejected", amount, currency, environment, adminNote, network}
  *                     (adminNote null when the operator left it empty)
- *   payout.cancelled  {payoutId, status:"Cancelled", amount, currency, environment, reason}
+ *   payout.cancelled  {payoutId, status:"Cancelled", amount, currency, environment, reason, network}
  *                     (reason "user" | "attempts_exhausted" | "code_expired")
+ *   (a payout's network is an addition of issue 24, like payNetwork)
  *
  * Every body ends with `occurredAt` (an addition to the seed's fields, after them): when the
  * event was written by its producer, ISO 8601 UTC with milliseconds. Events of one invoice or
@@ -179,7 +180,7 @@ export const EVENT_WEBHOOK_TABLE = {
     previousStatus: read.required('previousStatus', e.previousStatus),
     payNetwork: payNetworkOf(e, read),
   })),
-  'payout.requested': webhook(PayoutRequestedSchema, payoutBase),
+  'payout.requested': webhook(PayoutRequestedSchema, (e, read) => ({ ...payoutBase(e, read), network: payoutNetworkOf(e, read) })),
   'payout.verification_code_issued': internal(
     PayoutVerificationCodeIssuedSchema,
     'internal: carries the plain verification code and the merchant email; it is emailed, never sent to a URL',
@@ -188,18 +189,22 @@ export const EVENT_WEBHOOK_TABLE = {
     ...payoutBase(e, read),
     // Events from before issue 23 carry none: those payouts were all the merchant's.
     origin: e.origin === '' ? 'merchant' : read.oneOf('origin', e.origin, ['merchant', 'auto_sweep'] as const),
+    network: payoutNetworkOf(e, read),
   })),
   'payout.completed': webhook(PayoutCompletedSchema, (e, read) => ({
     ...payoutBase(e, read),
     transactionHash: read.required('transactionHash', e.transactionHash),
+    network: payoutNetworkOf(e, read),
   })),
   'payout.rejected': webhook(PayoutRejectedSchema, (e, read) => ({
     ...payoutBase(e, read),
     adminNote: e.adminNote === '' ? null : e.adminNote,
+    network: payoutNetworkOf(e, read),
   })),
   'payout.cancelled': webhook(PayoutCancelledSchema, (e, read) => ({
     ...payoutBase(e, read),
     reason: read.required('reason', e.reason),
+    network: payoutNetworkOf(e, read),
   })),
   'notifier.webhook_delivery_failed': internal(
     WebhookDeliveryFailedSchema,
@@ -340,6 +345,13 @@ function payNetworkOf(e: { payNetwork: string; currency: string }, read: FieldRe
   if (e.payNetwork !== '') return read.oneOf('payNetwork', e.payNetwork, PAY_NETWORKS);
   const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
   return before ?? read.required('payNetwork', e.payNetwork);
+}
+
+/** The network a payout is sent on (an addition, issue 24): the event's, or for an older event its currency's only network then. */
+function payoutNetworkOf(e: { network: string; currency: string }, read: FieldReader): string {
+  if (e.network !== '') return read.oneOf('network', e.network, PAY_NETWORKS);
+  const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
+  return before ?? read.required('network', e.network);
 }
 
 interface PayoutEventFields {

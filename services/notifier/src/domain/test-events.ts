@@ -46,7 +46,7 @@ interface TestEventProject {
 type SampleOf = (p: TestEventProject) => Message;
 
 const invoice = (p: TestEventProject) => ({ invoiceId: TEST_EVENT_SUBJECT_ID, projectId: p.projectId, orderId: TEST_EVENT_ORDER_ID, environment: p.environment });
-const payout = (p: TestEventProject) => ({ payoutId: TEST_EVENT_SUBJECT_ID, projectId: p.projectId, environment: p.environment, amount: '0.0002', currency: 'BTC' });
+const payout = (p: TestEventProject) => ({ payoutId: TEST_EVENT_SUBJECT_ID, projectId: p.projectId, environment: p.environment, amount: '0.0002', currency: 'BTC', network: 'bitcoin' });
 
 /** One sample per webhook type: the compiler refuses a catalogue type without one. */
 const SAMPLES: { [T in WebhookEventType]: SampleOf } = {

@@ -5,17 +5,20 @@
  */
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { checkEnvironment, networkOf } from '@coinvoice/domain/project-network';
-import { validateAddress } from '@coinvoice/chains/addresses';
 import type { CryptoCurrency } from '@coinvoice/chains/coin';
 import { findCryptoCurrency, minimumAmount } from '@coinvoice/chains/currencies';
 import { Decimal, formatPlain, Rounding } from '@coinvoice/domain/money';
 import { checkUuid, fail, pass, RequestFields, type Check, type Validated } from '@coinvoice/runtime';
-import { checkPayoutAmount } from './requests';
+import { checkAddress, checkPayoutAmount, checkPayoutNetwork } from './requests';
 import { isWellFormedCode } from './code';
 
-/** One currency's rule, canonical: the coin's code, the canonical address, the threshold as a plain decimal. */
+/**
+ * One (currency, network)'s rule, canonical: the coin's code, its network (the default network
+ * when the entry named none), the canonical address, the threshold as a plain decimal.
+ */
 export interface AutoSweepRule {
   currency: string;
+  network: string;
   address: string;
   threshold: string;
 }
@@ -26,15 +29,19 @@ export interface AutoSweepConfigRequest {
   rules: AutoSweepRule[];
 }
 
-/** At most one rule per supported payout currency. */
-const MAX_RULES = 16;
+/** At most one rule per (currency, network) a project is likely to hold. */
+const MAX_RULES = 32;
 
 /**
  * The whole desired configuration. Violations name `entries[i].field` (the public body's path).
  * The threshold is checked like a payout amount (> 0, the coin's decimals, 12 integer digits):
  * a sweep pays out at least the threshold, so it must itself be a valid payout.
  */
-export function validateAutoSweepConfig(input: { projectId?: unknown; environment?: unknown; entries: readonly { currency?: unknown; address?: unknown; threshold?: unknown }[] }): Validated<AutoSweepConfigRequest> {
+export function validateAutoSweepConfig(input: {
+  projectId?: unknown;
+  environment?: unknown;
+  entries: readonly { currency?: unknown; network?: unknown; address?: unknown; threshold?: unknown }[];
+}): Validated<AutoSweepConfigRequest> {
   const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const environment = fields.take('environment', checkEnvironment(input.environment));
@@ -44,30 +51,33 @@ export function validateAutoSweepConfig(input: { projectId?: unknown; environmen
   input.entries.slice(0, MAX_RULES).forEach((entry, i) => {
     const at = `entries[${i}]`;
     const coin = fields.take(`${at}.currency`, checkCurrency(entry.currency));
-    if (coin && seen.has(coin.code)) {
-      fields.take(`${at}.currency`, fail(`names ${coin.code} twice: one entry per currency`));
+    // Empty: the currency's default network (proto AutoSweepEntry.network).
+    const method = fields.take(`${at}.network`, checkPayoutNetwork(entry.network, coin));
+    if (method && seen.has(ruleKey(method.code, method.chain))) {
+      fields.take(`${at}.currency`, fail(`names ${method.code} on ${method.chain} twice: one entry per currency and network`));
       return;
     }
-    if (coin) seen.add(coin.code);
-    const address = fields.take(`${at}.address`, checkDestination(entry.address, coin, environment));
-    const threshold = fields.take(`${at}.threshold`, checkPayoutAmount(entry.threshold, coin));
-    if (coin && address && threshold) rules.push({ currency: coin.code, address, threshold: formatPlain(threshold) });
+    if (method) seen.add(ruleKey(method.code, method.chain));
+    const address = fields.take(`${at}.address`, checkAddress(entry.address, method, environment && networkOf(environment)));
+    const threshold = fields.take(`${at}.threshold`, checkPayoutAmount(entry.threshold, method ?? coin));
+    if (method && address && threshold) rules.push({ currency: method.code, network: method.chain, address, threshold: formatPlain(threshold) });
   });
-  return fields.result(() => ({ projectId: projectId!, environment: environment!, rules: rules.sort((a, b) => a.currency.localeCompare(b.currency)) }));
+  return fields.result(() => ({ projectId: projectId!, environment: environment!, rules: rules.sort(byRule) }));
+}
+
+/** A rule's identity: its (currency, network). */
+export function ruleKey(currency: string, network: string): string {
+  return `${currency}@${network}`;
+}
+
+/** Rules in the order they are listed: by currency, then network. */
+export function byRule(a: AutoSweepRule, b: AutoSweepRule): number {
+  return a.currency.localeCompare(b.currency) || a.network.localeCompare(b.network);
 }
 
 function checkCurrency(raw: unknown): Check<CryptoCurrency> {
   if (raw === undefined || raw === null || raw === '') return fail('is required');
   return findCryptoCurrency(raw);
-}
-
-function checkDestination(raw: unknown, coin: CryptoCurrency | undefined, environment: ProjectEnvironment | undefined): Check<string> {
-  if (raw === undefined || raw === null || raw === '') return fail('is required');
-  if (typeof raw !== 'string') return fail('must be a string');
-  if (!coin || !environment) return raw.length <= 128 ? pass(raw) : fail('must be at most 128 characters');
-  const network = networkOf(environment);
-  const checked = validateAddress(coin.code, network, raw);
-  return checked.ok ? checked : fail(`is not a valid ${coin.code} ${network} address: it ${checked.reason}`);
 }
 
 export function validateVerifyAutoSweep(input: { projectId?: unknown; code?: unknown }): Validated<{ projectId: string; code: string }> {
@@ -86,8 +96,8 @@ export function validateVerifyAutoSweep(input: { projectId?: unknown; code?: unk
 
 /** What a PUT does: removals and threshold-only changes apply now; new destinations wait for the code. */
 export interface AutoSweepPlan {
-  /** Currencies whose active rule goes away. */
-  remove: string[];
+  /** (currency, network) pairs whose active rule goes away. */
+  remove: { currency: string; network: string }[];
   /** Active rules whose destination stays: the threshold is updated now. */
   update: AutoSweepRule[];
   /** New or changed destinations: activated by the emailed code. */
@@ -95,11 +105,15 @@ export interface AutoSweepPlan {
 }
 
 export function planAutoSweep(active: readonly AutoSweepRule[], desired: readonly AutoSweepRule[]): AutoSweepPlan {
-  const activeBy = new Map(active.map((r) => [r.currency, r]));
-  const desiredCurrencies = new Set(desired.map((r) => r.currency));
-  const plan: AutoSweepPlan = { remove: active.filter((r) => !desiredCurrencies.has(r.currency)).map((r) => r.currency), update: [], confirm: [] };
+  const activeBy = new Map(active.map((r) => [ruleKey(r.currency, r.network), r]));
+  const desiredKeys = new Set(desired.map((r) => ruleKey(r.currency, r.network)));
+  const plan: AutoSweepPlan = {
+    remove: active.filter((r) => !desiredKeys.has(ruleKey(r.currency, r.network))).map((r) => ({ currency: r.currency, network: r.network })),
+    update: [],
+    confirm: [],
+  };
   for (const rule of desired) {
-    const current = activeBy.get(rule.currency);
+    const current = activeBy.get(ruleKey(rule.currency, rule.network));
     if (current && current.address === rule.address) {
       if (!new Decimal(current.threshold).eq(rule.threshold)) plan.update.push(rule);
     } else {

@@ -7,9 +7,9 @@
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { checkEnvironment, networkOf } from '@coinvoice/domain/project-network';
 import { bidiControlViolation, checkOptionalOneOf, checkPageSize, checkIdempotencyKey, checkUuid, codePoints, fail, KeysetCursorFormat, pass, RequestFields, requestFingerprintOf, validateKeysetListRequest, validateUuidFields, type Check, type KeysetCursor, type KeysetListInput, type KeysetListRequest, type Validated } from '@coinvoice/runtime';
-import { validateAddress } from '@coinvoice/chains/addresses';
-import type { CryptoCurrency } from '@coinvoice/chains/coin';
-import { cryptoCurrency, findCryptoCurrency, minimumAmount } from '@coinvoice/chains/currencies';
+import { PAY_NETWORKS, type CryptoCurrency } from '@coinvoice/chains/coin';
+import { DEFAULT_NETWORK, familyOf, findCryptoCurrency, isPayNetwork, minimumAmount, networkLabel, networksCarrying, payMethod } from '@coinvoice/chains/currencies';
+import { isEvmChain } from '@coinvoice/chains/evm/networks';
 import { MAX_CRYPTO_DECIMALS, MAX_INTEGER_DIGITS, formatPlain, parseCryptoAmount, type Decimal } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
 import { isWellFormedCode } from './code';
@@ -64,13 +64,36 @@ export function checkPayoutAmount(raw: unknown, coin: CryptoCurrency | undefined
   return parsed;
 }
 
-function checkAddress(raw: unknown, coin: CryptoCurrency | undefined, network: Network | undefined): Check<string> {
+/**
+ * The registry entry a payout (or an auto-sweep rule) of `coin` is sent with: on `raw`, or absent,
+ * on the coin's default network (docs/networks.md#balances-and-payouts). A network that does not
+ * carry the coin is refused naming those that do.
+ */
+export function checkPayoutNetwork(raw: unknown, coin: CryptoCurrency | undefined): Check<CryptoCurrency | undefined> {
+  if (raw === undefined || raw === null || raw === '') return pass(coin && payMethod(coin.code, DEFAULT_NETWORK[coin.code]));
+  if (typeof raw !== 'string' || !isPayNetwork(raw)) return fail(`must be one of ${networksOf(coin)}`);
+  if (!coin) return pass(undefined);
+  const method = payMethod(coin.code, raw);
+  return method ? pass(method) : fail(`does not carry ${coin.code}: ${coin.code} is paid out on ${networksOf(coin)}`);
+}
+
+function networksOf(coin: CryptoCurrency | undefined): string {
+  return (coin ? networksCarrying(coin.code) : PAY_NETWORKS).join(', ');
+}
+
+/**
+ * A destination on the payout's network, in that network's format (its chain family): a Tron
+ * address for USDT on tron, an EVM address for USDT on bsc. `network` is mainnet or testnet.
+ */
+export function checkAddress(raw: unknown, method: CryptoCurrency | undefined, network: Network | undefined): Check<string> {
   if (raw === undefined || raw === null || raw === '') return fail('is required');
   if (typeof raw !== 'string') return fail('must be a string');
-  if (!coin || !network) return raw.length <= 128 ? pass(raw) : fail('must be at most 128 characters');
-  const checked = validateAddress(coin.code, network, raw);
+  if (!method || !network) return raw.length <= 128 ? pass(raw) : fail('must be at most 128 characters');
+  const checked = familyOf(method.chain).validateAddress(raw, method, network);
   if (checked.ok) return checked;
-  return fail(`is not a valid ${coin.code} ${network} address: it ${checked.reason}`);
+  // The default network keeps the message from before networks; another one is named.
+  const on = method.chain === DEFAULT_NETWORK[method.code] ? '' : ` on ${networkLabel(method.chain)}`;
+  return fail(`is not a valid ${method.code} ${network} address${on}: it ${checked.reason}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,12 +108,15 @@ export interface RequestPayoutInput {
   address?: unknown;
   note?: unknown;
   idempotencyKey?: unknown;
+  /** Optional: the currency's default network when absent. */
+  network?: unknown;
 }
 
 export interface NewPayoutRequest {
   projectId: string;
   environment: ProjectEnvironment;
   amount: Decimal;
+  /** The registry entry of (currency, network): `currency.chain` is the payout's network. */
   currency: CryptoCurrency;
   /** Canonical form (bech32 lower case, EIP-55 checksummed, base58check). */
   address: string;
@@ -105,9 +131,10 @@ export function validateRequestPayout(input: RequestPayoutInput): Validated<NewP
   const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
   const environment = fields.take('environment', checkEnvironment(input.environment));
-  const currency = fields.take('currency', checkCurrency(input.currency));
-  // With an unsupported currency the amount and address are still checked for their shape.
-  const amount = fields.take('amount', checkPayoutAmount(input.amount, currency));
+  const coin = fields.take('currency', checkCurrency(input.currency));
+  const currency = fields.take('network', checkPayoutNetwork(input.network, coin));
+  // With an unsupported currency or network the amount and address are still checked for their shape.
+  const amount = fields.take('amount', checkPayoutAmount(input.amount, currency ?? coin));
   const address = fields.take('address', checkAddress(input.address, currency, environment && networkOf(environment)));
   const note =
     input.note === undefined || input.note === null || input.note === ''
@@ -131,10 +158,13 @@ export function validateRequestPayout(input: RequestPayoutInput): Validated<NewP
 
 /**
  * SHA-256 over the merchant's fields exactly as sent (amount as the decimal the edge read): the
- * same body with the same Idempotency-Key replays, anything else is a different request.
+ * same body with the same Idempotency-Key replays, anything else is a different request. The
+ * network joins the fields only when sent, so a key used before networks keeps its fingerprint.
  */
 export function requestFingerprint(input: RequestPayoutInput): string {
-  return requestFingerprintOf([input.amount, input.currency, input.address, input.note === '' ? null : (input.note ?? null)]);
+  const fields = [input.amount, input.currency, input.address, input.note === '' ? null : (input.note ?? null)];
+  if (input.network !== undefined && input.network !== null && input.network !== '') fields.push(input.network);
+  return requestFingerprintOf(fields);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,12 +215,12 @@ export function validateBalanceQuery(input: { projectId?: unknown; environment?:
 
 /**
  * The chain's transaction id: 64 hex digits for Bitcoin, Litecoin and Tron; "0x" + 64 hex digits
- * for Ethereum and its tokens. Answered in lower case.
+ * on every EVM network. Answered in lower case.
  */
 export function checkTransactionHash(raw: unknown, coin: CryptoCurrency): Check<string> {
   if (raw === undefined || raw === null || raw === '') return fail('is required');
   if (typeof raw !== 'string') return fail('must be a string');
-  if (coin.chain === 'ethereum') {
+  if (isEvmChain(coin.chain)) {
     return /^0x[0-9a-fA-F]{64}$/.test(raw) ? pass(raw.toLowerCase()) : fail(`must be a ${coin.code} transaction hash: "0x" followed by 64 hex digits`);
   }
   return /^[0-9a-fA-F]{64}$/.test(raw) ? pass(raw.toLowerCase()) : fail(`must be a ${coin.code} transaction id: 64 hex digits`);
@@ -218,11 +248,13 @@ export function validateRejectPayout(input: { payoutId?: unknown; adminNote?: un
   return fields.result(() => ({ payoutId: payoutId!, adminNote: adminNote! }));
 }
 
-/** The coin of a stored payout (always a supported one: it was validated at request). */
-export function storedCoin(code: string): CryptoCurrency {
+/** The registry entry of a stored payout's or balance's (currency, network): validated when written. */
+export function storedMethod(code: string, network: string): CryptoCurrency {
   const found = findCryptoCurrency(code);
   if (!found.ok) throw new Error(`stored payout has unknown currency ${code}`);
-  return cryptoCurrency(found.value.code);
+  const method = isPayNetwork(network) ? payMethod(found.value.code, network) : undefined;
+  if (!method) throw new Error(`stored payout has ${code} on ${network}, a network that does not carry it`);
+  return method;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,17 +8,20 @@
  * - the credit itself is unique per invoice (a re-published event under a NEW id, e.g. a relay
  *   re-publish outside JetStream's duplicate window, credits nothing either).
  *
- * The credit goes to the balance of the event's project, environment and coin: a sandbox payment
- * lands in a sandbox balance, which a live project never sees. NATS 2.9 allows one filter subject
+ * The credit goes to the balance of the event's project, environment, coin and network (its
+ * `pay_network`; an event without one, written before networks, is on the coin's default network:
+ * docs/accounting.md#balances-per-network): a sandbox payment lands in a sandbox balance, which a
+ * live project never sees, and USDT paid on bsc in the bsc balance. NATS 2.9 allows one filter subject
  * per consumer: exactly `<ns>.invoice.paid`.
  *
  * A second durable consumer ("payout-ledger-late", `<ns>.invoice.late_payment`) credits live
  * money that invoice.paid did not include (after expiry, after Paid, a later overpayment), once
- * per payment id; a late payment of another asset (`credited: false`) credits nothing.
+ * per payment id; a late payment of another asset or on another network (`credited: false`)
+ * credits nothing.
  */
 import { fromJson } from '@bufbuild/protobuf';
 import { ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type EventTransaction, type Logger, type Sql, type EventVerifier, type StreamSettings, type Worker } from '@coinvoice/runtime';
-import { findCryptoCurrency } from '@coinvoice/chains/currencies';
+import { DEFAULT_NETWORK, findCryptoCurrency, isPayNetwork, networksCarrying, payMethod } from '@coinvoice/chains/currencies';
 import { formatPlain, parsePositiveDecimal } from '@coinvoice/domain/money';
 import { InvoiceLatePaymentSchema, InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import type { NatsConnection } from 'nats';
@@ -37,7 +40,7 @@ export interface LatePaymentCredit extends InvoiceCredit {
   paymentId: string;
 }
 
-/** The credit an invoice.late_payment asks for; `credit: null` when it credits nothing (another asset, sandbox). */
+/** The credit an invoice.late_payment asks for; `credit: null` when it credits nothing (another asset or network, sandbox). */
 export function creditOfLatePayment(
   payload: ConsumedEvent['payload'],
 ): { ok: true; credit: LatePaymentCredit | null } | { ok: false; reason: string } {
@@ -49,21 +52,34 @@ export function creditOfLatePayment(
   }
   if (!event.credited || event.environment !== 'live') return { ok: true, credit: null };
   if (event.paymentId === '') return { ok: false, reason: 'paymentId is missing' };
+  // Money that arrived on another network than the invoice's is never credited (docs/networks.md#wrong-network):
+  // a "credited" one naming two networks contradicts itself, and crediting either balance could be wrong.
+  if (event.network !== '' && event.payNetwork !== '' && event.network !== event.payNetwork) {
+    return { ok: false, reason: `credited, yet paid on ${event.network} for an invoice on ${event.payNetwork}` };
+  }
   const credit = invoiceCreditOf(event, 'live');
   return credit.ok ? { ok: true, credit: { ...credit.credit, paymentId: event.paymentId } } : credit;
 }
 
-/** The fields every credit checks, in one place: ids are UUIDs, a known coin, a positive amount in whole base units. */
+/**
+ * The fields every credit checks, in one place: ids are UUIDs, a known coin on a network that
+ * carries it, a positive amount in whole base units of that (coin, network).
+ */
 function invoiceCreditOf(
-  event: { invoiceId: string; projectId: string; currency: string; amount: string },
+  event: { invoiceId: string; projectId: string; currency: string; amount: string; payNetwork: string },
   environment: ProjectEnvironment,
 ): { ok: true; credit: InvoiceCredit } | { ok: false; reason: string } {
   if (!isUuid(event.invoiceId)) return { ok: false, reason: 'invoiceId is not a UUID' };
   if (!isUuid(event.projectId)) return { ok: false, reason: 'projectId is not a UUID' };
   const coin = findCryptoCurrency(event.currency);
   if (!coin.ok) return { ok: false, reason: `currency: ${coin.reason}` };
-  // No finer than the coin's base unit: a credit of a fraction of a satoshi could never be paid out.
-  const amount = parsePositiveDecimal(event.amount, coin.value.baseUnitDecimals);
+  // Events from before networks carry no pay_network: their money is on the default network.
+  const network = event.payNetwork === '' ? DEFAULT_NETWORK[coin.value.code] : event.payNetwork;
+  const method = isPayNetwork(network) ? payMethod(coin.value.code, network) : undefined;
+  if (!method) return { ok: false, reason: `payNetwork ${JSON.stringify(network)} does not carry ${coin.value.code} (networks: ${networksCarrying(coin.value.code).join(', ')})` };
+  // No finer than the entry's base unit: a credit of a fraction of a satoshi could never be paid
+  // out (USDT on bsc keeps its 18 decimals: docs/networks.md#amounts-and-addresses).
+  const amount = parsePositiveDecimal(event.amount, method.baseUnitDecimals);
   if (!amount.ok) return { ok: false, reason: `amount ${amount.reason}` };
   return {
     ok: true,
@@ -72,6 +88,7 @@ function invoiceCreditOf(
       projectId: event.projectId.toLowerCase(),
       environment,
       currency: coin.value.code,
+      network: method.chain,
       amount: formatPlain(amount.value),
     },
   };
@@ -89,7 +106,7 @@ export function latePaymentHandler(options: Pick<LedgerConsumerOptions, 'logger'
     const { credit } = parsed;
     if (!credit) return;
     if (await creditLatePayment(tx, { ...credit, eventId: event.id })) {
-      log.info({ invoiceId: credit.invoiceId, paymentId: credit.paymentId, currency: credit.currency, amount: credit.amount }, 'payout ledger: late payment credited');
+      log.info({ invoiceId: credit.invoiceId, paymentId: credit.paymentId, currency: credit.currency, network: credit.network, amount: credit.amount }, 'payout ledger: late payment credited');
       options.onCredited?.(credit);
       await autoSweep(tx, credit, options, log);
     } else {
@@ -156,7 +173,7 @@ export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'o
     const { credit } = parsed;
     const credited = await creditInvoice(tx, { ...credit, eventId: event.id });
     if (credited) {
-      log.info({ invoiceId: credit.invoiceId, projectId: credit.projectId, environment: credit.environment, currency: credit.currency, amount: credit.amount }, 'payout ledger: invoice credited');
+      log.info({ invoiceId: credit.invoiceId, projectId: credit.projectId, environment: credit.environment, currency: credit.currency, network: credit.network, amount: credit.amount }, 'payout ledger: invoice credited');
       options.onCredited?.(credit);
       await autoSweep(tx, credit, options, log);
     } else {

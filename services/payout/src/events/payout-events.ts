@@ -28,6 +28,7 @@ function base(row: PayoutRow) {
     environment: row.environment,
     amount: formatPlain(row.amount),
     currency: row.currency,
+    network: row.network,
     status: row.status,
   };
 }

@@ -5,7 +5,8 @@
  *   balance_mismatch        a balance differs from the sum of its entries
  *   credit_missing          the invoice service reported a credit (invoice.paid, a credited late
  *                           payment) longer than `graceMs` ago and the ledger holds none
- *   credit_amount_mismatch  the ledger credited another amount than was reported
+ *   credit_amount_mismatch  the ledger credited another amount, currency or network than was
+ *                           reported (balances are per (currency, network): docs/accounting.md)
  *   credit_duplicated       more than one entry for one credit
  *   credit_unbacked         a live credit the invoice service never reported (a forged event)
  *
@@ -16,6 +17,7 @@ import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { PeriodicBatchWorker, type Logger, type Sql } from '@coinvoice/runtime';
 import type { LedgerCredit } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { Decimal } from '@coinvoice/domain/money';
+import { DEFAULT_NETWORK, isCryptoCode } from '@coinvoice/chains/currencies';
 import { balanceMismatches, liveCreditInvoices, liveCreditsOf } from '../store/invariants';
 
 export type LedgerViolationKind = 'balance_mismatch' | 'credit_missing' | 'credit_amount_mismatch' | 'credit_duplicated' | 'credit_unbacked';
@@ -46,6 +48,12 @@ export interface LedgerCheckDeps {
 
 const keyOf = (invoiceId: string, paymentId: string | null) => `${invoiceId}/${paymentId ?? ''}`;
 
+/** The network a reported credit is on: an invoice service from before networks reports none (the default network). */
+function reportedNetwork(credit: LedgerCredit): string {
+  if (credit.network !== '') return credit.network;
+  return isCryptoCode(credit.currency) ? DEFAULT_NETWORK[credit.currency] : '';
+}
+
 export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<LedgerCheckResult> {
   const startedAt = new Date();
   const violations: LedgerViolation[] = [];
@@ -55,7 +63,7 @@ export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<Ledg
   for (const b of balances.rows) {
     violate(
       'balance_mismatch',
-      `project ${b.project_id} ${b.environment} ${b.currency}: balance available ${b.available} pending ${b.pending}, entries say available ${b.entries_available} pending ${b.entries_pending}`,
+      `project ${b.project_id} ${b.environment} ${b.currency} on ${b.network}: balance available ${b.available} pending ${b.pending}, entries say available ${b.entries_available} pending ${b.entries_pending}`,
     );
   }
 
@@ -80,12 +88,13 @@ export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<Ledg
         continue;
       }
       if (entry.entries > 1) violate('credit_duplicated', `${what}: ${entry.entries} ledger entries`);
-      if (entry.currency !== credit.currency || !new Decimal(entry.amount).eq(credit.amount)) {
-        violate('credit_amount_mismatch', `${what}: reported ${credit.amount} ${credit.currency}, credited ${entry.amount} ${entry.currency}`);
+      const network = reportedNetwork(credit);
+      if (entry.currency !== credit.currency || entry.network !== network || !new Decimal(entry.amount).eq(credit.amount)) {
+        violate('credit_amount_mismatch', `${what}: reported ${credit.amount} ${credit.currency} on ${network}, credited ${entry.amount} ${entry.currency} on ${entry.network}`);
       }
     }
     for (const entry of entries.values()) {
-      if (entry.created_at < startedAt) violate('credit_unbacked', `invoice ${entry.invoice_id}${entry.payment_id ? ` payment ${entry.payment_id}` : ''}: ${entry.amount} ${entry.currency} credited, never reported`);
+      if (entry.created_at < startedAt) violate('credit_unbacked', `invoice ${entry.invoice_id}${entry.payment_id ? ` payment ${entry.payment_id}` : ''}: ${entry.amount} ${entry.currency} on ${entry.network} credited, never reported`);
     }
     after = page.nextAfterInvoiceId;
   } while (after !== '');
@@ -97,7 +106,7 @@ export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<Ledg
     if (invoiceIds.length === 0) break;
     const unreported = invoiceIds.filter((id) => !reportedInvoices.has(id));
     for (const entry of await liveCreditsOf(deps.sql, unreported)) {
-      violate('credit_unbacked', `invoice ${entry.invoice_id}${entry.payment_id ? ` payment ${entry.payment_id}` : ''}: ${entry.amount} ${entry.currency} credited, never reported`);
+      violate('credit_unbacked', `invoice ${entry.invoice_id}${entry.payment_id ? ` payment ${entry.payment_id}` : ''}: ${entry.amount} ${entry.currency} on ${entry.network} credited, never reported`);
     }
     afterEntry = invoiceIds[invoiceIds.length - 1]!;
   }

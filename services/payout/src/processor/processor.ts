@@ -22,7 +22,7 @@ import { AdvisoryLockHolder, eventTransaction, type EventTransaction, type Logge
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SignEvmTransactionRequestSchema } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
-import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { storedMethod } from '../domain/requests';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
 import { processorClaimId, stageOf } from '../domain/status';
 import { applyTrigger } from '../transitions';
@@ -762,7 +762,8 @@ export class EvmProcessor implements Worker {
       select p.*, (a.payout_id is not null) as attempted from payouts p
       left join payout_sign_attempts a on a.payout_id = p.id and a.network = ${network}
       where p.status = 'Pending' and p.claimed_at is null and p.environment = 'live' and p.verified_at is not null
-        and p.currency in ${sql([...EVM_ASSETS])}
+        -- This network's payouts only: USDT on bsc is not sent from the Ethereum treasury (docs/treasury.md).
+        and p.network = ${network} and p.currency in ${sql([...EVM_ASSETS])}
         and (p.approved_at is not null or p.amount <= case p.currency when 'ETH' then ${autoMax('ETH')}::numeric when 'USDT' then ${autoMax('USDT')}::numeric else ${autoMax('USDC')}::numeric end)
       order by (a.payout_id is not null) desc, p.created_at, p.id
       limit ${PAYOUTS_PER_ROUND}`;
@@ -777,7 +778,7 @@ export class EvmProcessor implements Worker {
       if (!this.running) return false;
       if ((this.refused.get(`payout:${payout.id}`) ?? 0) > Date.now()) continue;
       const asset = payout.currency as EvmAsset;
-      const amount = toBaseUnits(new Decimal(payout.amount), cryptoCurrency(asset).baseUnitDecimals);
+      const amount = toBaseUnits(new Decimal(payout.amount), storedMethod(asset, payout.network).baseUnitDecimals);
       const to = payout.address.toLowerCase();
       const call = asset === 'ETH' ? { to, data: '0x', value: amount } : { to: this.options.contracts[asset], data: erc20TransferData(to, amount), value: 0n };
       let gasLimit: bigint;

@@ -12,7 +12,7 @@ import type { Logger, Sql } from '@coinvoice/runtime';
 import type { ListAccountedDepositsRequest, ListAccountedDepositsResponse } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ListAccountedDepositsRequestSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { findCryptoCurrency } from '@coinvoice/chains/currencies';
+import { findCryptoCurrency, isPayNetwork, payMethod } from '@coinvoice/chains/currencies';
 import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
 import { isUuid } from '@coinvoice/runtime';
 
@@ -44,7 +44,10 @@ export interface SweepTaskCandidate {
 
 type Deposit = ListAccountedDepositsResponse['deposits'][number];
 
-/** A deposit as a sweep task of this network, or why it is not one. */
+/**
+ * A deposit as a sweep task of this network, or why it is not one: only deposits on this network
+ * (a USDT deposit on bsc is not swept by the Ethereum treasury; docs/treasury.md#sweep-tasks).
+ */
 export function sweepTaskOf(deposit: Deposit, chain: string, assets: ReadonlySet<string>): { ok: true; task: SweepTaskCandidate } | { ok: false; reason: string } {
   if (deposit.chain !== chain) return { ok: false, reason: `deposit on ${deposit.chain}, not ${chain}` };
   if (!assets.has(deposit.asset)) return { ok: false, reason: `asset ${deposit.asset} is not swept on this network` };
@@ -52,7 +55,9 @@ export function sweepTaskOf(deposit: Deposit, chain: string, assets: ReadonlySet
   if (!deposit.paymentId.startsWith(`${chain}:`)) return { ok: false, reason: 'paymentId is not of this chain' };
   const coin = findCryptoCurrency(deposit.asset);
   if (!coin.ok) return { ok: false, reason: coin.reason };
-  const amount = parsePositiveDecimal(deposit.amount, coin.value.baseUnitDecimals);
+  const method = isPayNetwork(chain) ? payMethod(coin.value.code, chain) : undefined;
+  if (!method) return { ok: false, reason: `${coin.value.code} is not carried on ${chain}` };
+  const amount = parsePositiveDecimal(deposit.amount, method.baseUnitDecimals);
   if (!amount.ok) return { ok: false, reason: `amount ${amount.reason}` };
   return {
     ok: true,
@@ -63,7 +68,7 @@ export function sweepTaskOf(deposit: Deposit, chain: string, assets: ReadonlySet
       asset: deposit.asset,
       depositAddress: deposit.address,
       addressIndex: deposit.addressIndex,
-      amount: toBaseUnits(amount.value, coin.value.baseUnitDecimals),
+      amount: toBaseUnits(amount.value, method.baseUnitDecimals),
     },
   };
 }

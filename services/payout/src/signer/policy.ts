@@ -153,6 +153,8 @@ export interface PayoutRow {
   environment: string;
   status: string;
   currency: string;
+  /** The network the payout is sent on (payouts.network, migration 0500). */
+  network: string;
   amount: string;
   address: string;
   verified: boolean;

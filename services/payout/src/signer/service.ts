@@ -156,6 +156,9 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
       if (found) audit.entry = { ...audit.entry, asset: found.currency };
       const payout = checkPayoutSignable(found, payoutId);
       if (!isSignerAsset(payout.currency)) throw new Refusal('asset_not_supported', `payout ${payoutId} is in ${payout.currency}, not signed on ${SIGNER_NETWORK}`);
+      // The same asset on another network (USDT on bsc) is another balance and another chain: never
+      // paid from this network's treasury (docs/treasury.md).
+      if (payout.network !== SIGNER_NETWORK) throw new Refusal('network_not_supported', `payout ${payoutId} is sent on ${payout.network}, not signed on ${SIGNER_NETWORK}`);
       const asset = payout.currency;
       const amount = toBaseUnits(new Decimal(payout.amount), assetDecimals(asset));
       const movement = movementOf(tx, asset, policy.contracts);

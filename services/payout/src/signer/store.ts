@@ -8,7 +8,7 @@ import type { SignerAsset } from './settings';
 
 export async function findPayout(sql: Queryable, payoutId: string): Promise<PayoutRow | undefined> {
   const [row] = await sql<PayoutRow[]>`
-    select id::text, environment, status, currency, amount::text as amount, address,
+    select id::text, environment, status, currency, network, amount::text as amount, address,
            verified_at is not null as verified, completed_at is not null as completed
     from payout.payouts where id = ${payoutId}`;
   return row;

@@ -19,10 +19,10 @@ export interface AutoSweepChangeRow {
   created_at: Date;
 }
 
-/** The project's active rules, by currency. */
+/** The project's active rules, by currency and network. */
 export async function activeRules(sql: Queryable, projectId: string): Promise<AutoSweepRule[]> {
   return sql<AutoSweepRule[]>`
-    select currency, address, threshold::text as threshold from auto_sweep_settings where project_id = ${projectId} order by currency`;
+    select currency, network, address, threshold::text as threshold from auto_sweep_settings where project_id = ${projectId} order by currency, network`;
 }
 
 /** The pending change, if any (whatever its expiry: the caller decides). */
@@ -37,18 +37,19 @@ export async function lockAutoSweep(tx: TransactionSql, projectId: string): Prom
   await tx`select pg_advisory_xact_lock(hashtextextended(${'auto-sweep:' + projectId.toLowerCase()}, 0))`;
 }
 
-export async function removeRules(tx: TransactionSql, projectId: string, currencies: string[]): Promise<void> {
-  if (currencies.length === 0) return;
-  await tx`delete from auto_sweep_settings where project_id = ${projectId} and currency = any(${currencies})`;
+export async function removeRules(tx: TransactionSql, projectId: string, rules: readonly { currency: string; network: string }[]): Promise<void> {
+  for (const rule of rules) {
+    await tx`delete from auto_sweep_settings where project_id = ${projectId} and currency = ${rule.currency} and network = ${rule.network}`;
+  }
 }
 
 /** Inserts or replaces rules (an activation by code, or a new threshold for the same destination). */
 export async function upsertRules(tx: TransactionSql, projectId: string, environment: ProjectEnvironment, rules: readonly AutoSweepRule[]): Promise<void> {
   for (const rule of rules) {
     await tx`
-      insert into auto_sweep_settings (project_id, environment, currency, address, threshold)
-      values (${projectId}, ${environment}, ${rule.currency}, ${rule.address}, ${rule.threshold}::numeric)
-      on conflict (project_id, currency) do update set
+      insert into auto_sweep_settings (project_id, environment, currency, network, address, threshold)
+      values (${projectId}, ${environment}, ${rule.currency}, ${rule.network}, ${rule.address}, ${rule.threshold}::numeric)
+      on conflict (project_id, currency, network) do update set
         address = excluded.address, threshold = excluded.threshold, environment = excluded.environment,
         activated_at = case when auto_sweep_settings.address = excluded.address then auto_sweep_settings.activated_at else now() end,
         updated_at = now()`;
@@ -86,11 +87,11 @@ export async function useChangeAttempt(tx: TransactionSql, projectId: string): P
   return row.code_attempts_left;
 }
 
-/** The rule of a live balance's currency, if the project has one. */
-export async function liveRule(tx: TransactionSql, projectId: string, currency: string): Promise<AutoSweepRule | undefined> {
+/** The rule of a live balance's (currency, network), if the project has one. */
+export async function liveRule(tx: TransactionSql, projectId: string, currency: string, network: string): Promise<AutoSweepRule | undefined> {
   const [row] = await tx<AutoSweepRule[]>`
-    select currency, address, threshold::text as threshold from auto_sweep_settings
-    where project_id = ${projectId} and currency = ${currency} and environment = 'live'`;
+    select currency, network, address, threshold::text as threshold from auto_sweep_settings
+    where project_id = ${projectId} and currency = ${currency} and network = ${network} and environment = 'live'`;
   return row;
 }
 
@@ -100,15 +101,15 @@ export async function liveRule(tx: TransactionSql, projectId: string, currency: 
  */
 export async function insertSweepPayout(
   tx: TransactionSql,
-  row: { id: string; projectId: string; amount: string; currency: string; address: string; note: string },
+  row: { id: string; projectId: string; amount: string; currency: string; network: string; address: string; note: string },
 ): Promise<PayoutRow> {
   const [inserted] = await tx<PayoutRow[]>`
     with clock as (select date_trunc('milliseconds', now()) as at)
     insert into payouts (
-      id, project_id, environment, amount, currency, address, note, status, origin,
+      id, project_id, environment, amount, currency, network, address, note, status, origin,
       code_expires_at, code_attempts_left, created_at, updated_at, verified_at
     )
-    select ${row.id}, ${row.projectId}, 'live', ${row.amount}::numeric, ${row.currency}, ${row.address}, ${row.note}, 'Pending', 'auto_sweep',
+    select ${row.id}, ${row.projectId}, 'live', ${row.amount}::numeric, ${row.currency}, ${row.network}, ${row.address}, ${row.note}, 'Pending', 'auto_sweep',
            clock.at, 0, clock.at, clock.at, clock.at
     from clock
     returning *`;

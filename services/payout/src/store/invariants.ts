@@ -8,6 +8,7 @@ export interface BalanceMismatchRow {
   project_id: string;
   environment: string;
   currency: string;
+  network: string;
   available: string;
   pending: string;
   entries_available: string;
@@ -22,17 +23,17 @@ export interface BalanceMismatchRow {
 export async function balanceMismatches(sql: Queryable): Promise<{ rows: BalanceMismatchRow[]; checked: number }> {
   const rows = await sql<(BalanceMismatchRow & { violates: boolean })[]>`
     with sums as (
-      select project_id, environment, currency,
+      select project_id, environment, currency, network,
              sum(case when kind in ('credit_invoice', 'credit_late_payment', 'release') then amount when kind = 'hold' then -amount else 0 end) as available,
              sum(case when kind = 'hold' then amount when kind in ('release', 'debit') then -amount else 0 end) as pending
-      from ledger_entries group by project_id, environment, currency
+      from ledger_entries group by project_id, environment, currency, network
     )
     select coalesce(b.project_id, s.project_id) as project_id, coalesce(b.environment, s.environment) as environment,
-           coalesce(b.currency, s.currency) as currency,
+           coalesce(b.currency, s.currency) as currency, coalesce(b.network, s.network) as network,
            coalesce(b.available, 0)::text as available, coalesce(b.pending, 0)::text as pending,
            coalesce(s.available, 0)::text as entries_available, coalesce(s.pending, 0)::text as entries_pending,
            (coalesce(b.available, 0) <> coalesce(s.available, 0) or coalesce(b.pending, 0) <> coalesce(s.pending, 0)) as violates
-    from balances b full outer join sums s using (project_id, environment, currency)`;
+    from balances b full outer join sums s using (project_id, environment, currency, network)`;
   return { rows: rows.filter((r) => r.violates), checked: rows.length };
 }
 
@@ -40,6 +41,7 @@ export interface LiveCreditEntry {
   invoice_id: string;
   payment_id: string | null;
   currency: string;
+  network: string;
   amount: string;
   entries: number;
   created_at: Date;
@@ -52,10 +54,10 @@ export interface LiveCreditEntry {
 export async function liveCreditsOf(sql: Queryable, invoiceIds: readonly string[]): Promise<LiveCreditEntry[]> {
   if (invoiceIds.length === 0) return [];
   return sql<LiveCreditEntry[]>`
-    select invoice_id, payment_id, currency, sum(amount)::text as amount, count(*)::int as entries, min(created_at) as created_at
+    select invoice_id, payment_id, currency, network, sum(amount)::text as amount, count(*)::int as entries, min(created_at) as created_at
     from ledger_entries
     where environment = 'live' and kind in ('credit_invoice', 'credit_late_payment') and invoice_id = any(${invoiceIds as string[]}::uuid[])
-    group by invoice_id, payment_id, currency`;
+    group by invoice_id, payment_id, currency, network`;
 }
 
 /** The invoices with live credits written before `before`, a page at a time (keyset by invoice id). */

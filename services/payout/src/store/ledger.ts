@@ -16,16 +16,20 @@ import type { Queryable, TransactionSql } from '@coinvoice/runtime';
 import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 
+/** A balance: per project, environment and (currency, network) (docs/accounting.md#balances-per-network). */
 export interface BalanceKey {
   projectId: string;
   environment: ProjectEnvironment;
   currency: string;
+  /** The network the money is on ("ethereum", "bsc", …): USDT on bsc is another balance than on ethereum. */
+  network: string;
 }
 
 export interface BalanceRow {
   project_id: string;
   environment: ProjectEnvironment;
   currency: string;
+  network: string;
   available: string;
   pending: string;
   updated_at: Date;
@@ -71,15 +75,15 @@ async function insertCredit(
       : tx`on conflict (payment_id) where kind = 'credit_late_payment' do nothing`;
   const [row] = await tx<{ credited: number }[]>`
     with entry as (
-      insert into ledger_entries (project_id, environment, currency, kind, amount, invoice_id, event_id, payment_id)
-      values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.kind}, ${credit.amount}::numeric,
+      insert into ledger_entries (project_id, environment, currency, network, kind, amount, invoice_id, event_id, payment_id)
+      values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.network}, ${credit.kind}, ${credit.amount}::numeric,
               ${credit.invoiceId}, ${credit.eventId}, ${credit.paymentId})
       ${onceOnly}
       returning amount
     ), balance as (
-      insert into balances (project_id, environment, currency, available, pending)
-      select ${credit.projectId}, ${credit.environment}, ${credit.currency}, entry.amount, 0 from entry
-      on conflict (project_id, environment, currency)
+      insert into balances (project_id, environment, currency, network, available, pending)
+      select ${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.network}, entry.amount, 0 from entry
+      on conflict (project_id, environment, currency, network)
       do update set available = balances.available + excluded.available, updated_at = now()
       returning 1
     )
@@ -87,11 +91,11 @@ async function insertCredit(
   return (row?.credited ?? 0) > 0;
 }
 
-/** Locks a balance row for a change; undefined when the project was never credited in that coin. */
+/** Locks a balance row for a change; undefined when the project was never credited in that coin on that network. */
 export async function lockBalance(tx: TransactionSql, key: BalanceKey): Promise<BalanceRow | undefined> {
   const [row] = await tx<BalanceRow[]>`
     select * from balances
-    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency}
+    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency} and network = ${key.network}
     for update`;
   return row;
 }
@@ -109,7 +113,7 @@ export async function hold(tx: TransactionSql, key: BalanceKey, payoutId: string
   await insertEntry(tx, key, 'hold', amount, payoutId);
   const [updated] = await tx<BalanceRow[]>`
     update balances set available = available - ${amount}::numeric, pending = pending + ${amount}::numeric, updated_at = now()
-    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency}
+    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency} and network = ${key.network}
     returning *`;
   if (!updated) throw new Error('the locked balance row disappeared');
   return { ok: true, balance: updated };
@@ -132,19 +136,19 @@ async function settle(tx: TransactionSql, key: BalanceKey, kind: 'release' | 'de
   const rows = await tx`
     update balances
     set pending = pending - ${amount}::numeric, available = available + ${backToAvailable}::numeric, updated_at = now()
-    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency}
+    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency} and network = ${key.network}
     returning 1`;
   if (rows.length !== 1) throw new Error(`no balance row to ${kind} payout ${payoutId} from`);
 }
 
 async function insertEntry(tx: TransactionSql, key: BalanceKey, kind: LedgerKind, amount: string, payoutId: string): Promise<void> {
   await tx`
-    insert into ledger_entries (project_id, environment, currency, kind, amount, payout_id)
-    values (${key.projectId}, ${key.environment}, ${key.currency}, ${kind}, ${amount}::numeric, ${payoutId})`;
+    insert into ledger_entries (project_id, environment, currency, network, kind, amount, payout_id)
+    values (${key.projectId}, ${key.environment}, ${key.currency}, ${key.network}, ${kind}, ${amount}::numeric, ${payoutId})`;
 }
 
-/** A project's balances in one environment, by currency. */
+/** A project's balances in one environment, one per (currency, network), by currency then network. */
 export async function listBalances(sql: Queryable, projectId: string, environment: ProjectEnvironment): Promise<BalanceRow[]> {
   return sql<BalanceRow[]>`
-    select * from balances where project_id = ${projectId} and environment = ${environment} order by currency`;
+    select * from balances where project_id = ${projectId} and environment = ${environment} order by currency, network`;
 }

@@ -15,6 +15,8 @@ export interface PayoutRow {
   environment: ProjectEnvironment;
   amount: string;
   currency: string;
+  /** The network it is sent on (migration 0500): its (currency, network) balance holds it. */
+  network: string;
   address: string;
   note: string | null;
   status: PayoutStatusName;
@@ -51,6 +53,7 @@ export interface NewPayoutRow {
   /** Decimal string. */
   amount: string;
   currency: string;
+  network: string;
   address: string;
   note: string | null;
   codeHash: Buffer;
@@ -64,11 +67,11 @@ export async function insertPayout(tx: TransactionSql, row: NewPayoutRow): Promi
   const [inserted] = await tx<PayoutRow[]>`
     with clock as (select date_trunc('milliseconds', now()) as created_at)
     insert into payouts (
-      id, project_id, environment, amount, currency, address, note, status,
+      id, project_id, environment, amount, currency, network, address, note, status,
       code_hash, code_salt, code_expires_at, code_attempts_left, created_at, updated_at
     )
     select
-      ${row.id}, ${row.projectId}, ${row.environment}, ${row.amount}::numeric, ${row.currency}, ${row.address}, ${row.note},
+      ${row.id}, ${row.projectId}, ${row.environment}, ${row.amount}::numeric, ${row.currency}, ${row.network}, ${row.address}, ${row.note},
       'AwaitingVerification', ${row.codeHash}, ${row.codeSalt},
       clock.created_at + ${row.codeTtlMs}::int * interval '1 millisecond', ${row.codeAttempts},
       clock.created_at, clock.created_at

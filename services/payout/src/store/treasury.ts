@@ -70,23 +70,24 @@ export async function pendingSweeps(sql: Queryable): Promise<{ network: string; 
     from sweep_tasks where status = 'pending' group by network, asset order by network, asset`;
 }
 
-/** Live payouts whose transaction is out and not final: Pending with a hash (docs/treasury.md), oldest first. */
-export async function payoutsInFlight(sql: Queryable, currencies: readonly string[]): Promise<PayoutRow[]> {
+/** A network's live payouts whose transaction is out and not final: Pending with a hash (docs/treasury.md), oldest first. */
+export async function payoutsInFlight(sql: Queryable, network: string, currencies: readonly string[]): Promise<PayoutRow[]> {
   return sql<PayoutRow[]>`
     select * from payouts
-    where status = 'Pending' and transaction_hash is not null and environment = 'live' and currency = any(${currencies as string[]})
+    where status = 'Pending' and transaction_hash is not null and environment = 'live' and network = ${network} and currency = any(${currencies as string[]})
     order by created_at, id limit 500`;
 }
 
 /**
- * The approval queue of one currency: live verified Pending payouts nobody claimed or approved,
- * whose amount exceeds the automatic maximum, oldest first.
+ * The approval queue of one (currency, network): live verified Pending payouts nobody claimed or
+ * approved, whose amount exceeds the automatic maximum, oldest first. Another network's payouts are
+ * not this treasury's (docs/treasury.md#processor).
  */
-export async function awaitingApproval(sql: Queryable, currency: string, autoMax: string): Promise<PayoutRow[]> {
+export async function awaitingApproval(sql: Queryable, network: string, currency: string, autoMax: string): Promise<PayoutRow[]> {
   return sql<PayoutRow[]>`
     select * from payouts
     where status = 'Pending' and claimed_at is null and approved_at is null and environment = 'live'
-      and currency = ${currency} and amount > ${autoMax}::numeric
+      and network = ${network} and currency = ${currency} and amount > ${autoMax}::numeric
     order by created_at, id limit 500`;
 }
 

@@ -12,6 +12,7 @@ import type { Client } from '@connectrpc/connect';
 import { createRpcClient } from '@coinvoice/runtime';
 import { createAddressDeriver, generateDevelopmentKeyPair } from '@coinvoice/chains/addresses';
 import type { CryptoCode } from '@coinvoice/chains/coin';
+import { DEFAULT_NETWORK, isCryptoCode } from '@coinvoice/chains/currencies';
 import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
@@ -69,8 +70,11 @@ export interface Harness extends ServiceHarnessBase {
   client: PayoutClient;
   /** Publishes an invoice.paid as the invoice service's relay would; returns the event id. */
   publishInvoicePaid(paid: InvoicePaidInput, options?: { eventId?: string }): Promise<string>;
-  /** Publishes an invoice.paid and waits until the ledger consumer has handled it. */
-  credit(project: FakeProject, currency: string, amount: string, invoiceId?: string): Promise<string>;
+  /**
+   * Publishes an invoice.paid and waits until the ledger consumer has handled it. `payNetwork`
+   * absent: the event carries none (as events from before networks).
+   */
+  credit(project: FakeProject, currency: string, amount: string, invoiceId?: string, payNetwork?: string): Promise<string>;
   /** Waits until the ledger consumer has recorded `eventId` as processed. */
   processed(eventId: string): Promise<void>;
 }
@@ -81,6 +85,8 @@ export interface InvoicePaidInput {
   environment: string;
   currency: string;
   amount: string;
+  /** The invoice's pay_network; absent: none in the event (an event from before networks). */
+  payNetwork?: string;
 }
 
 /**
@@ -118,6 +124,7 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
         environment: paid.environment,
         transactionHash: 'ab'.repeat(32),
         paidAt: timestampFromDate(new Date()),
+        ...(paid.payNetwork === undefined ? {} : { payNetwork: paid.payNetwork }),
       });
       await base.publishEvent({ id, type: 'invoice.paid', payload: toJson(InvoicePaidSchema, message), key: invoiceId });
       return id;
@@ -128,8 +135,8 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
         return rows.length === 1 || undefined;
       });
     },
-    async credit(project, currency, amount, invoiceId = randomUUID()) {
-      const eventId = await harness.publishInvoicePaid({ invoiceId, projectId: project.id, environment: project.environment, currency, amount });
+    async credit(project, currency, amount, invoiceId = randomUUID(), payNetwork) {
+      const eventId = await harness.publishInvoicePaid({ invoiceId, projectId: project.id, environment: project.environment, currency, amount, ...(payNetwork === undefined ? {} : { payNetwork }) });
       await harness.processed(eventId);
       return invoiceId;
     },
@@ -179,7 +186,7 @@ export function breakChecksum(address: string): string {
 }
 
 /** A RequestPayout for `project` with sensible defaults. */
-export function payoutRequest(project: FakeProject, overrides: Partial<{ amount: string; currency: CryptoCode; address: string; note: string; idempotencyKey: string }> = {}) {
+export function payoutRequest(project: FakeProject, overrides: Partial<{ amount: string; currency: CryptoCode; address: string; note: string; idempotencyKey: string; network: string }> = {}) {
   const currency = overrides.currency ?? 'BTC';
   return {
     projectId: project.id,
@@ -189,6 +196,7 @@ export function payoutRequest(project: FakeProject, overrides: Partial<{ amount:
     address: overrides.address ?? addressFor(currency, project.environment),
     ...(overrides.note === undefined ? {} : { note: overrides.note }),
     ...(overrides.idempotencyKey === undefined ? {} : { idempotencyKey: overrides.idempotencyKey }),
+    ...(overrides.network === undefined ? {} : { network: overrides.network }),
   };
 }
 
@@ -210,10 +218,11 @@ export interface BalanceView {
   total: string;
 }
 
-/** The project's balance in `currency` ("0"s when it has none). */
-export async function balanceOf(h: Harness, project: FakeProject, currency: string): Promise<BalanceView> {
+/** The project's balance in `currency` on `network` (default: the currency's default network; "0"s when it has none). */
+export async function balanceOf(h: Harness, project: FakeProject, currency: string, network?: string): Promise<BalanceView> {
   const res = await h.client.getBalance({ projectId: project.id, environment: environmentOf(project) });
-  const found = res.balances.find((b) => b.currency === currency);
+  const on = network ?? (isCryptoCode(currency) ? DEFAULT_NETWORK[currency] : '');
+  const found = res.balances.find((b) => b.currency === currency && b.network === on);
   return found ? { available: found.available, pending: found.pending, total: found.total } : { available: '0', pending: '0', total: '0' };
 }
 

@@ -94,6 +94,8 @@ export interface PayoutRowInput {
   environment?: 'live' | 'sandbox';
   status?: 'AwaitingVerification' | 'Pending' | 'Completed' | 'Rejected' | 'Cancelled';
   verified?: boolean;
+  /** Default ethereum. */
+  network?: string;
 }
 
 /** Writes a payout as the payout service stores a verified live one (by default), and returns it. */
@@ -102,6 +104,7 @@ export async function insertPayout(owner: postgres.Sql, input: PayoutRowInput = 
     id: randomUUID(),
     asset: input.asset ?? 'ETH',
     amount: input.amount ?? '0.25',
+    network: input.network ?? 'ethereum',
     // EIP-55, as the payout service stores an Ethereum destination (a BTC one is returned as given).
     address: (input.address ?? freshAddress()) as Address,
     environment: input.environment ?? 'live',
@@ -110,9 +113,9 @@ export async function insertPayout(owner: postgres.Sql, input: PayoutRowInput = 
   };
   const awaiting = payout.status === 'AwaitingVerification';
   await owner`
-    insert into payout.payouts (id, project_id, environment, amount, currency, address, status, code_hash, code_salt,
+    insert into payout.payouts (id, project_id, environment, amount, currency, network, address, status, code_hash, code_salt,
                                 code_expires_at, code_attempts_left, created_at, updated_at, verified_at, claimed_at, claimed_by)
-    values (${payout.id}, ${randomUUID()}, ${payout.environment}, ${payout.amount}::numeric, ${payout.asset}, ${payout.address},
+    values (${payout.id}, ${randomUUID()}, ${payout.environment}, ${payout.amount}::numeric, ${payout.asset}, ${payout.network}, ${payout.address},
             ${payout.status}, ${awaiting ? Buffer.alloc(32, 1) : null}, ${awaiting ? Buffer.alloc(16, 2) : null},
             now() + interval '15 minutes', 5, now(), now(), ${payout.verified ? new Date() : null},
             ${payout.status === 'Pending' && payout.verified ? new Date() : null}, ${payout.status === 'Pending' && payout.verified ? 'processor:ethereum' : null})`;

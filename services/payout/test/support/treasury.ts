@@ -69,7 +69,8 @@ export interface TreasuryWorld {
   processors: ProcessorProcess[];
   startProcessor(env?: NodeJS.ProcessEnv): Promise<ProcessorProcess>;
   /** A verified live payout (credit, request, verify through the service), approved unless told otherwise. */
-  payout(currency: Asset, amount: string, options?: { approve?: boolean; address?: Address }): Promise<{ id: string; address: Address; projectId: string }>;
+  /** A verified live payout (credited first) on `network` (default: the currency's default network). */
+  payout(currency: Asset, amount: string, options?: { approve?: boolean; address?: Address; network?: string }): Promise<{ id: string; address: Address; projectId: string }>;
   approve(payoutId: string): Promise<void>;
   payoutRow(payoutId: string): Promise<PayoutView>;
   waitForStatus(payoutId: string, status: string, timeoutMs?: number): Promise<PayoutView>;
@@ -86,6 +87,7 @@ export interface PayoutView {
   status: string;
   amount: string;
   currency: string;
+  network: string;
   transaction_hash: string | null;
   confirmations: number | null;
   claimed_by: string | null;
@@ -169,9 +171,9 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
     },
     async payout(currency, amount, opts = {}) {
       const project = h.auth.addProject('live');
-      await h.credit(project, currency, '1000000');
+      await h.credit(project, currency, '1000000', undefined, opts.network);
       const address = opts.address ?? freshAddress();
-      const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount, address }));
+      const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount, address, ...(opts.network ? { network: opts.network } : {}) }));
       await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
       if (opts.approve ?? true) await world.approve(payout!.id);
       return { id: payout!.id, address, projectId: project.id };
