@@ -9,6 +9,8 @@
  *      (creating 100,000 through the API would measure the API, not the watcher). And
  *   2. latency from the block that gives a payment its last required confirmation to the
  *      invoice.paid webhook at a receiver (sequential payments, CHAIN_ETHEREUM_POLL_MS as set).
+ * First, on a second anvil started as base, the 2-second-block scenario (fast-chain.ts): blocks/s
+ * with 1,000 open invoices, and whether the watcher keeps up at 10× the chain's block rate.
  * Writes its section of bench/results.md (between the watcher markers).
  */
 import { spawn } from 'node:child_process';
@@ -21,7 +23,11 @@ import postgres from 'postgres';
 import { createPublicClient, createTestClient, createWalletClient, http as viemHttp, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
+import { evmWatcherConfig } from '@coinvoice/chains/evm/family';
+import { chainWatcherSettings } from '@coinvoice/chains/watchers';
 import { freePort, resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
+import { loadConfig } from '@coinvoice/runtime';
+import { FAST_BLOCKS, FAST_CHAIN, FAST_INVOICES, FAST_LIVE_BLOCKS, fastChainSection, runFastChain, startFastChainNode, type FastChainNode } from './fast-chain';
 import { RESULTS_FILE } from './results-file';
 import { signUp } from './sign-up';
 
@@ -75,6 +81,8 @@ async function main(): Promise<void> {
     }
   }
 
+  const fastNode: FastChainNode = await startFastChainNode(anvilBin);
+
   const arrivals = new Map<string, number>();
   const receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -102,7 +110,10 @@ async function main(): Promise<void> {
         EVENT_NAMESPACE: `benchw${randomBytes(3).toString('hex')}`,
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
         CHAIN_ETHEREUM_RPC_URL: rpcUrl,
+        // anvil's own chain id: the watcher checks the node's eth_chainId against it at start.
+        CHAIN_ETHEREUM_CHAIN_ID: '31337',
         CHAIN_ETHEREUM_CONFIRMATIONS: String(CONFIRMATIONS),
+        ...fastNode.env,
         CHAIN_ETHEREUM_POLL_MS: String(POLL_MS),
         // Email (the sign-up code) goes to a mailbox folder of this run's own.
         SMTP_URL: '',
@@ -120,16 +131,16 @@ async function main(): Promise<void> {
     const project = await json(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Bench live', environment: 'live', webhookUrl: receiverUrl }) });
     const key = await json(`${gw}/api/merchant/projects/${String(project.id)}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'bench' }) });
     const headers = { 'x-api-key': String(key.key), 'content-type': 'application/json' };
-    const createInvoice = async () =>
+    const createInvoice = async (payNetwork = 'ethereum') =>
       (await json(`${gw}/api/invoice`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'ETH', successUrl: 'https://b.example/ok', cancelUrl: 'https://b.example/no' }),
+        body: JSON.stringify({ priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'ETH', payNetwork, successUrl: 'https://b.example/ok', cancelUrl: 'https://b.example/no' }),
       })) as { id: string; address: `0x${string}`; amountExpected: number };
 
-    const createMany = async (count: number) => {
+    const createMany = async (count: number, payNetwork = 'ethereum') => {
       const made: Array<{ id: string; address: `0x${string}`; amountExpected: number }> = [];
-      for (let i = 0; i < count; i += 20) made.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, createInvoice))));
+      for (let i = 0; i < count; i += 20) made.push(...(await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => createInvoice(payNetwork)))));
       return made;
     };
     /**
@@ -156,6 +167,18 @@ async function main(): Promise<void> {
       }
     };
     const peakRssMb = (pid: number) => Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+
+    // 0. The 2-second-block network (fast-chain.ts), first: its open invoices are then the only
+    // ones, and closed before the Ethereum rounds count theirs.
+    const fastWatcher = () => {
+      const info = system?.describe()[`watch-${FAST_CHAIN}`];
+      if (!info) throw new Error(`no watch-${FAST_CHAIN} process`);
+      return info.pid;
+    };
+    const fastPayable = await createMany(Math.min(FAST_INVOICES, Math.ceil((FAST_BLOCKS + FAST_LIVE_BLOCKS + 1) / 10)), FAST_CHAIN);
+    const fastPollMs = evmWatcherConfig(loadConfig(chainWatcherSettings, { ...process.env, ...fastNode.env }), FAST_CHAIN).pollMs;
+    console.log(`${FAST_CHAIN}: ${FAST_INVOICES} open live invoices, blocks 2 s apart…`);
+    const fast = await runFastChain({ node: fastNode, sql: sqlDb, watcherPid: fastWatcher, pollMs: fastPollMs, payable: fastPayable });
 
     // 1. Backfill, once per count of open invoices: the watcher is paused (SIGSTOP) while BLOCKS
     // blocks are produced, then resumed.
@@ -241,13 +264,19 @@ async function main(): Promise<void> {
     const file = RESULTS_FILE;
     const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
     const marked = /<!-- watcher -->[\s\S]*<!-- \/watcher -->/;
-    writeFileSync(file, marked.test(current) ? current.replace(marked, section) : `${current.trimEnd()}\n\n${section}\n`);
+    let updated = marked.test(current) ? current.replace(marked, section) : `${current.trimEnd()}\n\n${section}\n`;
+    // The 2-second-block network has a section of its own, right after the Ethereum one.
+    const fastSection = ['<!-- watcher-fast-chain -->', ...fastChainSection(fast), '<!-- /watcher-fast-chain -->'].join('\n');
+    const fastMarked = /<!-- watcher-fast-chain -->[\s\S]*<!-- \/watcher-fast-chain -->/;
+    updated = fastMarked.test(updated) ? updated.replace(fastMarked, fastSection) : updated.replace('<!-- /watcher -->', `<!-- /watcher -->\n\n${fastSection}`);
+    writeFileSync(file, updated);
     console.log(`wrote ${file}`);
   } finally {
     await db?.end({ timeout: 5 });
     await system?.stop();
     receiver.close();
     anvil.kill('SIGTERM');
+    fastNode.stop();
     await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);
     await admin.end({ timeout: 5 });
   }

@@ -34,7 +34,9 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { authService } from '../../services/auth/src/server';
 import { invoiceService } from '../../services/invoice/src/server';
-import { WATCHED_CHAINS as CHAINS_WITH_WATCHER } from '@coinvoice/chains/watchers';
+import { chainSources, chainWatcherSettings, WATCHED_CHAINS as CHAINS_WITH_WATCHER } from '@coinvoice/chains/watchers';
+import { isEvmChain } from '@coinvoice/chains/evm/networks';
+import { loadConfig } from '@coinvoice/runtime';
 import { notifierService } from '../../services/notifier/src/server';
 import { payoutService } from '../../services/payout/src/server';
 import { PROCESSED_NETWORKS, processorService } from '../../services/payout/src/processor/role';
@@ -979,6 +981,48 @@ export function checkResourcesAndScaling(ctx: DeployContext): string[] {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 6b. Chain watchers: exactly one Deployment per chain the invoice service watches (the registry's
+//     WATCHED_CHAINS), rendered from the chain-watcher component with that chain's values.
+
+/** The API each chain's node speaks, as the component's coinvoice.io/chain-api label names it. */
+export function chainApiOf(chain: string): string {
+  if (isEvmChain(chain)) return 'json-rpc';
+  return chain === 'tron' ? 'tron-http' : 'esplora';
+}
+
+export function checkWatchers(ctx: DeployContext): string[] {
+  const problems: string[] = [];
+  const sources = chainSources(loadConfig(chainWatcherSettings, {}));
+  const watchers = ofKind<IDeployment>(ctx.objects, 'Deployment').filter((d) => {
+    const c = d.spec?.template.spec?.containers[0];
+    return c?.args?.[0] === 'invoice' && c.args[1] === 'watch';
+  });
+  for (const d of watchers) {
+    const chain = d.spec?.template.spec?.containers[0]?.args?.[2] ?? '';
+    if (!WATCHED_CHAINS.includes(chain)) problems.push(`Deployment ${d.metadata.name}: watches ${chain}, which the registry does not watch`);
+    if (d.metadata.name !== `invoice-watcher-${chain}`) problems.push(`Deployment ${d.metadata.name}: watches ${chain} but is not named invoice-watcher-${chain}`);
+  }
+  for (const chain of WATCHED_CHAINS) {
+    const name = `invoice-watcher-${chain}`;
+    const mine = watchers.filter((d) => d.spec?.template.spec?.containers[0]?.args?.[2] === chain);
+    if (mine.length !== 1) {
+      problems.push(`${mine.length} Deployments watch ${chain} (expected exactly one, ${name})`);
+      continue;
+    }
+    const d = mine[0]!;
+    const labels = d.spec?.template.metadata?.labels ?? {};
+    if (labels['app.kubernetes.io/component'] !== `watcher-${chain}`) problems.push(`Deployment ${name}: pods labelled component ${labels['app.kubernetes.io/component']}, not watcher-${chain}`);
+    if (labels['coinvoice.io/chain-api'] !== chainApiOf(chain)) problems.push(`Deployment ${name}: pods labelled chain-api ${labels['coinvoice.io/chain-api']}, not ${chainApiOf(chain)}`);
+    const variable = sources[chain as keyof typeof sources]?.sourceVariable;
+    const env = d.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === variable);
+    const ref = env?.valueFrom?.secretKeyRef;
+    if (!env) problems.push(`Deployment ${name}: does not give ${variable ?? '(no source variable)'}, the node the watcher follows`);
+    else if (ref?.name !== `${name}-secrets` || ref.key !== variable) problems.push(`Deployment ${name}: ${variable} comes from ${ref ? `Secret ${ref.name} key ${ref.key}` : 'a literal value'}, not Secret ${name}-secrets key ${variable}`);
+  }
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
 // 7. NetworkPolicies: compute every path they allow and compare with the architecture's.
 
 /** Where each processor's node listens: a hosted JSON-RPC provider (HTTPS) or a node of one's own (8545). */
@@ -1008,10 +1052,10 @@ export function expectedPaths(ctx: DeployContext): Set<string> {
     paths.add(`${watcher} -> external:4222/TCP`);
     paths.add(`prometheus -> ${watcher}:http-admin`);
   }
-  for (const port of [443, 8545]) paths.add(`invoice-watcher-ethereum -> external:${port}/TCP`);
-  // Esplora (HTTPS, or electrs on 3000) and the Tron full node (HTTPS, or java-tron on 8090).
-  for (const chain of ['bitcoin', 'litecoin', 'tron']) {
-    for (const port of [443, 3000, 8090]) paths.add(`invoice-watcher-${chain} -> external:${port}/TCP`);
+  // Every EVM network's JSON-RPC node (HTTPS, or a node of one's own on 8545); Esplora (HTTPS, or
+  // electrs on 3000) and the Tron full node (HTTPS, or java-tron on 8090).
+  for (const chain of WATCHED_CHAINS) {
+    for (const port of isEvmChain(chain) ? [443, 8545] : [443, 3000, 8090]) paths.add(`invoice-watcher-${chain} -> external:${port}/TCP`);
   }
   // The payout service checks operators' Completes against the same nodes (every chain).
   for (const port of [443, 8545, 3000, 8090]) paths.add(`payout -> external:${port}/TCP`);
@@ -1460,6 +1504,7 @@ export function allProblems(ctx: DeployContext): string[] {
     ...checkServices(ctx),
     ...checkSecurity(ctx),
     ...checkResourcesAndScaling(ctx),
+    ...checkWatchers(ctx),
     ...checkNetworkPolicies(ctx),
   ];
 }

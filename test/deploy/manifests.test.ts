@@ -36,6 +36,7 @@ import {
   checkSecurity,
   checkServices,
   checkSignerSeed,
+  checkWatchers,
   cloneContext,
   decodeSecret,
   expectedPaths,
@@ -46,6 +47,7 @@ import {
   readDockerfile,
   REPO_ROOT,
   roleOf,
+  WATCHED_CHAINS,
   workloadsOf,
   type DeployContext,
   type OverlayName,
@@ -74,12 +76,15 @@ function broken(overlay: OverlayName, mutate: (ctx: DeployContext) => void): Dep
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   const ctx = () => contexts[overlay];
 
-  test('renders the eleven Deployments (the invoice service serving, and watching ethereum, bitcoin, litecoin and tron; the payout service serving, signing and processing ethereum), their Services, autoscalers, budgets and the migration Jobs', () => {
+  test('renders the Deployments (the invoice service serving, and watching each chain of the registry; the payout service serving, signing and processing ethereum), their Services, autoscalers, budgets and the migration Jobs', () => {
     const names = (kind: string) => ctx().objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
-    const processes = [
-      'auth', 'gateway', 'invoice', 'invoice-watcher-bitcoin', 'invoice-watcher-ethereum', 'invoice-watcher-litecoin', 'invoice-watcher-tron',
-      'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer',
-    ];
+    // One watcher per chain of the registry (services/chains/src/watchers.ts): nine today.
+    expect(WATCHED_CHAINS).toEqual(expect.arrayContaining(['ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'bitcoin', 'litecoin', 'tron']));
+    const watchers = WATCHED_CHAINS.map((chain) => `invoice-watcher-${chain}`);
+    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer'].sort();
+    // No placeholder of the chain-watcher component, and not its local values ConfigMap, reaches the cluster.
+    expect(names('ConfigMap')).not.toContain('chain-watcher');
+    expect(JSON.stringify(ctx().objects)).not.toMatch(/CHAIN_SOURCE_VARIABLE|watcher-CHAIN|"API"/);
     expect(names('Deployment')).toEqual(processes);
     expect(names('Service')).toEqual(processes);
     expect(names('HorizontalPodAutoscaler')).toEqual(processes);
@@ -112,6 +117,36 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
 
   test('every pod runs non-root with a read-only root filesystem, no capabilities and RuntimeDefault seccomp', () => {
     expect(checkSecurity(ctx())).toEqual([]);
+  });
+
+  test('one watcher Deployment per chain of the registry, each with its chain, its node variable from its own Secret, and its labels', () => {
+    expect(checkWatchers(ctx())).toEqual([]);
+  });
+
+  test('a watcher missing, watching the wrong chain, or reading another chain\'s node is named', () => {
+    const dropped = broken(overlay, (c) => {
+      c.objects = c.objects.filter((o) => !(o.kind === 'Deployment' && o.metadata.name === 'invoice-watcher-optimism'));
+    });
+    expect(checkWatchers(dropped)).toEqual(['0 Deployments watch optimism (expected exactly one, invoice-watcher-optimism)']);
+    const swapped = broken(overlay, (c) => {
+      const args = findObject<IDeployment>(c.objects, 'Deployment', 'invoice-watcher-base').spec!.template.spec!.containers[0]!.args!;
+      args[2] = 'polygon';
+    });
+    expect(checkWatchers(swapped)).toEqual([
+      'Deployment invoice-watcher-base: watches polygon but is not named invoice-watcher-polygon',
+      '0 Deployments watch base (expected exactly one, invoice-watcher-base)',
+      '2 Deployments watch polygon (expected exactly one, invoice-watcher-polygon)',
+    ]);
+    const crossed = broken(overlay, (c) => {
+      const env = findObject<IDeployment>(c.objects, 'Deployment', 'invoice-watcher-bsc').spec!.template.spec!.containers[0]!.env!;
+      const source = env.find((e) => e.name === 'CHAIN_BSC_RPC_URL')!;
+      source.valueFrom!.secretKeyRef!.name = 'invoice-watcher-ethereum-secrets';
+      findObject<IDeployment>(c.objects, 'Deployment', 'invoice-watcher-bsc').spec!.template.metadata!.labels!['coinvoice.io/chain-api'] = 'esplora';
+    });
+    expect(checkWatchers(crossed)).toEqual([
+      'Deployment invoice-watcher-bsc: pods labelled chain-api esplora, not json-rpc',
+      'Deployment invoice-watcher-bsc: CHAIN_BSC_RPC_URL comes from Secret invoice-watcher-ethereum-secrets key CHAIN_BSC_RPC_URL, not Secret invoice-watcher-bsc-secrets key CHAIN_BSC_RPC_URL',
+    ]);
   });
 
   test('every container has requests and limits; every Deployment an autoscaler and a disruption budget', () => {
@@ -191,9 +226,10 @@ describe('the image', () => {
           for (const c of w.pod.containers) roles.add(JSON.stringify(c.args ?? []));
         }
       }
-      // 5 serve, 4 migrate, invoice watch ethereum / bitcoin / litecoin / tron, payout sign, payout
-      // sign migrate, payout process ethereum
-      expect(roles.size).toBe(16);
+      // 5 serve, 4 migrate, invoice watch <chain> for each chain of the registry, payout sign,
+      // payout sign migrate, payout process ethereum
+      expect(roles.size).toBe(5 + 4 + WATCHED_CHAINS.length + 3);
+      for (const chain of WATCHED_CHAINS) expect(roles.has(JSON.stringify(['invoice', 'watch', chain]))).toBe(true);
       for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
       for (const role of roles) {
         const args = JSON.parse(role) as string[];

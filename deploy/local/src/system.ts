@@ -1,6 +1,7 @@
 /**
  * Runs the whole system as real processes: migrations, then the four services, a chain watcher
- * per configured chain (CHAIN_ETHEREUM_RPC_URL → `invoice watch ethereum`) and the gateway,
+ * per configured chain (CHAIN_ETHEREUM_RPC_URL → `invoice watch ethereum`, CHAIN_BASE_RPC_URL →
+ * `invoice watch base`…) and the gateway,
  * each its own Node process; waits until the gateway's /readyz answers 200. Like Kubernetes with
  * restartPolicy Always, a process that dies is started again (so a crash test can kill one), and a
  * service can run several replicas (`<SERVICE>_REPLICAS=2`) that share its work.
@@ -8,7 +9,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { SERVICE_PORTS, type ServiceName } from '@coinvoice/runtime';
+import { chainSources, chainWatcherSettings, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
+import { loadConfig, SERVICE_PORTS, type ServiceName } from '@coinvoice/runtime';
 import { ensureEventKeys } from './event-keys';
 import { bindHostOf, freePort, stopChild, urlHostOf } from './infrastructure';
 
@@ -129,14 +131,22 @@ function replicasOf(name: string, env: NodeJS.ProcessEnv): number {
 
 /**
  * The chain watchers to run (the invoice service's `watch <chain>` role): one per chain whose
- * source is configured. WATCHER_REPLICAS=2 runs a standby next to each active watcher.
+ * source is configured. The chains and the variable naming each one's source are the registry's
+ * (services/chains/src/watchers.ts: every EVM network of evm/networks.ts, bitcoin, litecoin, tron),
+ * so a network added there is watched here with no edit. WATCHER_REPLICAS=2 runs a standby next to
+ * each active watcher.
  */
-export const CHAIN_SOURCES: Readonly<Record<string, string>> = {
-  ethereum: 'CHAIN_ETHEREUM_RPC_URL',
-  bitcoin: 'CHAIN_BITCOIN_ESPLORA_URL',
-  litecoin: 'CHAIN_LITECOIN_ESPLORA_URL',
-  tron: 'CHAIN_TRON_API_URL',
-};
+export const CHAIN_SOURCES: Readonly<Record<string, string>> = (() => {
+  // The source variable does not depend on the values: the defaults are enough to read it.
+  const sources = chainSources(loadConfig(chainWatcherSettings, {}));
+  return Object.fromEntries(
+    WATCHED_CHAINS.map((chain) => {
+      const source = sources[chain];
+      if (!source) throw new Error(`the registry lists ${chain} as watched but gives it no source`);
+      return [chain, source.sourceVariable];
+    }),
+  );
+})();
 
 export function configuredChains(env: NodeJS.ProcessEnv): string[] {
   return Object.entries(CHAIN_SOURCES)

@@ -52,7 +52,7 @@ export const EVM_NETWORKS = {
       USDC: { mainnet: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', testnet: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238', decimals: 6, name: 'USD Coin (ERC-20)' },
     },
     confirmations: 12,
-    confirmationsSource: 'coinvoice since its first release (docs/architecture.md#live-payments)',
+    confirmationsSource: 'coinvoice has waited 12 blocks on Ethereum since its first release (docs/architecture.md#live-payments)',
     blockTimeMs: 12_000,
   },
   base: {
@@ -63,8 +63,8 @@ export const EVM_NETWORKS = {
     tokens: {
       USDC: { mainnet: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', testnet: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', decimals: 6, name: 'USD Coin on Base' },
     },
-    confirmations: 12,
-    confirmationsSource: 'TO VERIFY',
+    confirmations: 10,
+    confirmationsSource: "Hyperlane's validator reorg period for Base: 10 blocks (~20 s), @hyperlane-xyz/registry chains/base/metadata.yaml blocks.reorgPeriod (docs/networks.md#sources)",
     blockTimeMs: 2_000,
   },
   arbitrum: {
@@ -76,8 +76,8 @@ export const EVM_NETWORKS = {
       USDT: { mainnet: '0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9', testnet: null, decimals: 6, name: 'Tether USD on Arbitrum One' },
       USDC: { mainnet: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', testnet: '0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d', decimals: 6, name: 'USD Coin on Arbitrum One' },
     },
-    confirmations: 12,
-    confirmationsSource: 'TO VERIFY',
+    confirmations: 30,
+    confirmationsSource: "Cryptopay's published deposit confirmations for Arbitrum: 30 (developers.cryptopay.me/guides/confirmations; docs/networks.md#sources)",
     blockTimeMs: 250,
   },
   optimism: {
@@ -89,8 +89,8 @@ export const EVM_NETWORKS = {
       USDT: { mainnet: '0x94b008aA00579c1307B0EF2c499aD98a8ce58e58', testnet: null, decimals: 6, name: 'Tether USD on OP Mainnet' },
       USDC: { mainnet: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', testnet: '0x5fd84259d66Cd46123540766Be93DFE6D43130D7', decimals: 6, name: 'USD Coin on OP Mainnet' },
     },
-    confirmations: 12,
-    confirmationsSource: 'TO VERIFY',
+    confirmations: 10,
+    confirmationsSource: "Hyperlane's validator reorg period for OP Mainnet: 10 blocks (~20 s), @hyperlane-xyz/registry chains/optimism/metadata.yaml blocks.reorgPeriod (docs/networks.md#sources)",
     blockTimeMs: 2_000,
   },
   polygon: {
@@ -102,8 +102,8 @@ export const EVM_NETWORKS = {
       USDT: { mainnet: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F', testnet: null, decimals: 6, name: 'Tether USD on Polygon PoS' },
       USDC: { mainnet: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', testnet: '0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582', decimals: 6, name: 'USD Coin on Polygon PoS' },
     },
-    confirmations: 12,
-    confirmationsSource: 'TO VERIFY',
+    confirmations: 127,
+    confirmationsSource: "Cryptopay's published deposit confirmations for Polygon: 127 (developers.cryptopay.me/guides/confirmations; docs/networks.md#sources)",
     blockTimeMs: 2_000,
   },
   bsc: {
@@ -115,8 +115,8 @@ export const EVM_NETWORKS = {
       USDT: { mainnet: '0x55d398326f99059fF775485246999027B3197955', testnet: null, decimals: 18, name: 'Tether USD (BEP-20)' },
       USDC: { mainnet: '0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d', testnet: null, decimals: 18, name: 'USD Coin (BEP-20)' },
     },
-    confirmations: 12,
-    confirmationsSource: 'TO VERIFY',
+    confirmations: 15,
+    confirmationsSource: "Cryptopay's published deposit confirmations for BNB and all BEP-20 coins: 15 (developers.cryptopay.me/guides/confirmations; docs/networks.md#sources)",
     blockTimeMs: 750,
   },
 } as const satisfies Readonly<Record<EvmChain, EvmNetworkEntry>>;
