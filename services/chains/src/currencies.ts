@@ -6,7 +6,9 @@ import { upperCased, unsupportedCurrency } from '@coinvoice/domain/fiat';
 import { Decimal, refused, type Parsed } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
 import { CRYPTO_CODES, PAY_NETWORKS, type Chain, type CryptoCode, type CryptoCurrency } from './coin';
+import { evmChainId } from './evm/coins';
 import { evmFamily } from './evm/family';
+import type { PaymentTarget } from './family';
 import { EVM_NETWORKS, isEvmChain } from './evm/networks';
 import { tronFamily } from './tron/family';
 import { utxoFamily } from './utxo/family';
@@ -117,18 +119,19 @@ export function findCryptoCurrency(code: unknown): Parsed<CryptoCurrency> {
 /**
  * The wallet payment URI for the checkout QR code, written by the coin's family: BIP21 for
  * BTC/LTC, EIP-681 for ETH and ERC-20 tokens, `tron:` for TRX. `amount` must have at most the
- * coin's `amountDecimals` (quotes guarantee it).
+ * coin's `amountDecimals` (quotes guarantee it). `target` names the contract and chain id: the
+ * caller's, so that a live invoice's URI names what its watcher watches (family.ts PaymentTarget).
  */
-export function paymentUri(currency: CryptoCurrency, network: Network, address: string, amount: Decimal): string {
-  return familyOf(currency.chain).paymentUri(currency, network, address, amount);
+export function paymentUri(currency: CryptoCurrency, address: string, amount: Decimal, target: PaymentTarget): string {
+  return familyOf(currency.chain).paymentUri(currency, address, amount, target);
 }
 
 /**
- * The token contract a payment of `currency` on `network` (mainnet, or the network's test chain)
- * goes to, as the payment URI names it; null for a network's own coin, or a test chain without
- * the issuer's contract.
+ * The registry's contract and chain id of `currency` on `network` (mainnet, or the network's test
+ * chain): what a sandbox invoice's URI names, since its test chain is the registry's. A live
+ * invoice's come from the deployment's configuration instead (invoice domain/pay-methods.ts).
  */
-export function tokenContractOn(currency: CryptoCurrency, network: Network): string | null {
-  if (!currency.token) return null;
-  return network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet;
+export function registryPaymentTarget(currency: CryptoCurrency, network: Network): PaymentTarget {
+  const contract = currency.token ? (network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet) : null;
+  return { contract, chainId: isEvmChain(currency.chain) ? evmChainId(currency.chain, network) : undefined };
 }

@@ -44,6 +44,18 @@ export class ChainSourceRefusal extends Error {
   }
 }
 
+/**
+ * What a payment URI names besides the address and amount: the token contract to pay (null for a
+ * network's own coin, or a test chain without the issuer's contract) and the EIP-155 chain id of an
+ * EVM network (undefined elsewhere). For a live invoice, the invoice service's configuration
+ * (PayMethodCatalog: CHAIN_<N>_<TOKEN>_CONTRACT, CHAIN_<N>_CHAIN_ID, what the watcher watches); for a
+ * sandbox invoice, the registry's test chain (currencies.ts registryPaymentTarget).
+ */
+export interface PaymentTarget {
+  readonly contract: string | null;
+  readonly chainId: number | undefined;
+}
+
 export interface ChainFamily<S extends Settings = Settings, P extends Settings = Settings> {
   readonly name: 'utxo' | 'evm' | 'tron';
   /** The family's chains and, per chain, the confirmations used when no node is configured. */
@@ -56,8 +68,12 @@ export interface ChainFamily<S extends Settings = Settings, P extends Settings =
   encodeAddress(publicKey: Uint8Array, currency: CryptoCurrency, network: Network): string;
   /** An address that reached the service (a payout destination…): its canonical form, or a reason. */
   validateAddress(address: unknown, currency: CryptoCurrency, network: Network): Parsed<string>;
-  /** The wallet payment URI shown as a QR code on the checkout page. */
-  paymentUri(currency: CryptoCurrency, network: Network, address: string, amount: Decimal): string;
+  /**
+   * The wallet payment URI shown as a QR code on the checkout page. The token contract and chain id
+   * come from the caller (`target`), never from the registry here: a live invoice's are the
+   * deployment's configuration, which the watcher reads (docs/networks.md#configuration).
+   */
+  paymentUri(currency: CryptoCurrency, address: string, amount: Decimal, target: PaymentTarget): string;
   /** The environment variables of the family's nodes and watchers (invoice service). */
   readonly watcherSettings: S;
   /** Per chain of the family, how its watcher reads it under `config`. */

@@ -1,5 +1,5 @@
 import { CRYPTO_CODES } from '../src/coin';
-import { DEFAULT_NETWORK, PAY_METHODS, SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, networksCarrying, payMethod, paymentUri } from '../src/currencies';
+import { DEFAULT_NETWORK, PAY_METHODS, SUPPORTED_CRYPTO, cryptoCurrency, findCryptoCurrency, networksCarrying, payMethod, paymentUri, registryPaymentTarget } from '../src/currencies';
 import { FIAT_CODES, fiatCurrency, findFiatCurrency } from '@coinvoice/domain/fiat';
 import { Decimal } from '@coinvoice/domain/money';
 import { eip55 } from '../../invoice/test/support/independent-codecs';
@@ -88,30 +88,30 @@ describe('payment URIs', () => {
   const amount = new Decimal('0.00095239');
 
   it('BIP21 for BTC and LTC', () => {
-    expect(paymentUri(cryptoCurrency('BTC'), 'mainnet', 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', amount)).toBe(
+    expect(paymentUri(cryptoCurrency('BTC'), 'bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu', amount, registryPaymentTarget(cryptoCurrency('BTC'), 'mainnet'))).toBe(
       'bitcoin:bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu?amount=0.00095239',
     );
-    expect(paymentUri(cryptoCurrency('LTC'), 'testnet', 'tltc1qexample', new Decimal('1.5'))).toBe('litecoin:tltc1qexample?amount=1.5');
+    expect(paymentUri(cryptoCurrency('LTC'), 'tltc1qexample', new Decimal('1.5'), registryPaymentTarget(cryptoCurrency('LTC'), 'testnet'))).toBe('litecoin:tltc1qexample?amount=1.5');
   });
 
   it('EIP-681 for ETH, in wei, with the chain id on testnet only', () => {
     const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
-    expect(paymentUri(cryptoCurrency('ETH'), 'mainnet', address, new Decimal('0.01'))).toBe(`ethereum:${address}?value=10000000000000000`);
-    expect(paymentUri(cryptoCurrency('ETH'), 'testnet', address, new Decimal('0.01'))).toBe(`ethereum:${address}@11155111?value=10000000000000000`);
+    expect(paymentUri(cryptoCurrency('ETH'), address, new Decimal('0.01'), registryPaymentTarget(cryptoCurrency('ETH'), 'mainnet'))).toBe(`ethereum:${address}?value=10000000000000000`);
+    expect(paymentUri(cryptoCurrency('ETH'), address, new Decimal('0.01'), registryPaymentTarget(cryptoCurrency('ETH'), 'testnet'))).toBe(`ethereum:${address}@11155111?value=10000000000000000`);
   });
 
   it('EIP-681 token transfer for ERC-20, in token base units', () => {
     const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
-    expect(paymentUri(cryptoCurrency('USDT'), 'mainnet', address, new Decimal('25.5'))).toBe(
+    expect(paymentUri(cryptoCurrency('USDT'), address, new Decimal('25.5'), registryPaymentTarget(cryptoCurrency('USDT'), 'mainnet'))).toBe(
       `ethereum:0xdAC17F958D2ee523a2206206994597C13D831ec7/transfer?address=${address}&uint256=25500000`,
     );
-    expect(paymentUri(cryptoCurrency('USDC'), 'testnet', address, new Decimal('0.000001'))).toBe(
+    expect(paymentUri(cryptoCurrency('USDC'), address, new Decimal('0.000001'), registryPaymentTarget(cryptoCurrency('USDC'), 'testnet'))).toBe(
       `ethereum:0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238@11155111/transfer?address=${address}&uint256=1`,
     );
   });
 
   it('tron: for TRX', () => {
-    expect(paymentUri(cryptoCurrency('TRX'), 'mainnet', 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.345678'))).toBe(
+    expect(paymentUri(cryptoCurrency('TRX'), 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.345678'), registryPaymentTarget(cryptoCurrency('TRX'), 'mainnet'))).toBe(
       'tron:TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH?amount=12.345678',
     );
   });
@@ -119,22 +119,35 @@ describe('payment URIs', () => {
   it('EIP-681 names the chain id of every network but Ethereum mainnet, in the entry\'s own base units', () => {
     const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
     // USDT on bsc: 100.000000 USDT is 100·10^18 token base units (docs/networks.md).
-    expect(paymentUri(payMethod('USDT', 'bsc')!, 'mainnet', address, new Decimal('100'))).toBe(
+    expect(paymentUri(payMethod('USDT', 'bsc')!, address, new Decimal('100'), registryPaymentTarget(payMethod('USDT', 'bsc')!, 'mainnet'))).toBe(
       `ethereum:0x55d398326f99059fF775485246999027B3197955@56/transfer?address=${address}&uint256=100000000000000000000`,
     );
-    expect(paymentUri(payMethod('USDC', 'base')!, 'mainnet', address, new Decimal('2.5'))).toBe(
+    expect(paymentUri(payMethod('USDC', 'base')!, address, new Decimal('2.5'), registryPaymentTarget(payMethod('USDC', 'base')!, 'mainnet'))).toBe(
       `ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=${address}&uint256=2500000`,
     );
-    expect(paymentUri(payMethod('POL', 'polygon')!, 'mainnet', address, new Decimal('1'))).toBe(`ethereum:${address}@137?value=1000000000000000000`);
+    expect(paymentUri(payMethod('POL', 'polygon')!, address, new Decimal('1'), registryPaymentTarget(payMethod('POL', 'polygon')!, 'mainnet'))).toBe(`ethereum:${address}@137?value=1000000000000000000`);
   });
 
   it('tron: with &token= for TRC-20 tokens', () => {
-    expect(paymentUri(payMethod('USDT', 'tron')!, 'mainnet', 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.5'))).toBe(
+    expect(paymentUri(payMethod('USDT', 'tron')!, 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.5'), registryPaymentTarget(payMethod('USDT', 'tron')!, 'mainnet'))).toBe(
       'tron:TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH?amount=12.5&token=TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t',
     );
   });
 
+  it('names the contract and chain id it is given, not the registry\'s (a live invoice\'s are the configuration the watcher reads)', () => {
+    const address = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
+    const configured = '0x1111111111111111111111111111111111111111';
+    expect(paymentUri(payMethod('USDC', 'base')!, address, new Decimal('2.5'), { contract: configured, chainId: 31337 })).toBe(
+      `ethereum:${configured}@31337/transfer?address=${address}&uint256=2500000`,
+    );
+    expect(paymentUri(cryptoCurrency('ETH'), address, new Decimal('0.01'), { contract: null, chainId: 31337 })).toBe(`ethereum:${address}@31337?value=10000000000000000`);
+    expect(paymentUri(payMethod('USDT', 'tron')!, 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH', new Decimal('12.5'), { contract: 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', chainId: undefined })).toBe(
+      'tron:TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH?amount=12.5&token=TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf',
+    );
+    expect(() => paymentUri(cryptoCurrency('ETH'), address, new Decimal('0.01'), { contract: null, chainId: undefined })).toThrow('no chain id');
+  });
+
   it('refuses an amount finer than the coin can carry', () => {
-    expect(() => paymentUri(cryptoCurrency('USDT'), 'mainnet', '0x9858EfFD232B4033E47d90003D41EC34EcaEda94', new Decimal('0.0000001'))).toThrow(RangeError);
+    expect(() => paymentUri(cryptoCurrency('USDT'), '0x9858EfFD232B4033E47d90003D41EC34EcaEda94', new Decimal('0.0000001'), registryPaymentTarget(cryptoCurrency('USDT'), 'mainnet'))).toThrow(RangeError);
   });
 });

@@ -235,7 +235,8 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const invoiceId = requireValid(validateInvoiceId(req));
     const row = await findInvoiceById(this.deps.sql, invoiceId);
     if (!row) throw invoiceNotFound();
-    return { checkout: checkoutToProto(row, await paymentsOfInvoice(this.deps.sql, row)) };
+    const target = this.deps.payMethods.paymentTarget(payMethodOf(row), networkOf(row.environment));
+    return { checkout: checkoutToProto(row, await paymentsOfInvoice(this.deps.sql, row), target) };
   }
 
   async listLedgerCredits(req: ListLedgerCreditsRequest): Reply<typeof ListLedgerCreditsResponseSchema> {

@@ -19,10 +19,10 @@ import {
 import { deriveInvoiceState, isLivePayment, paysInvoice } from './domain/payments';
 import type { InvoiceStatusName } from './domain/status';
 import type { CryptoCurrency } from '@coinvoice/chains/coin';
-import { isCryptoCode, isPayNetwork, networkLabel, payMethod, paymentUri, tokenContractOn } from '@coinvoice/chains/currencies';
+import { isCryptoCode, isPayNetwork, networkLabel, payMethod, paymentUri } from '@coinvoice/chains/currencies';
+import type { PaymentTarget } from '@coinvoice/chains/family';
 import { fiatCurrency, isFiatCode } from '@coinvoice/domain/fiat';
 import { Decimal, formatFixed, formatPlain } from '@coinvoice/domain/money';
-import { networkOf } from '@coinvoice/domain/project-network';
 import { invoiceFacts, paymentFacts } from './settlement';
 import type { InvoiceRow } from './store/invoices';
 import type { PaymentRow } from './store/payments';
@@ -97,11 +97,14 @@ export function invoiceToProto(row: InvoiceRow, payments: readonly PaymentRow[] 
   });
 }
 
-/** Only what the customer's checkout page needs: no order id/description, project or merchant data. */
-export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[] = []): Checkout {
+/**
+ * Only what the customer's checkout page needs: no order id/description, project or merchant data.
+ * `target` is the contract and chain id the invoice is paid to (PayMethodCatalog.paymentTarget:
+ * the configured ones for a live invoice, so the QR code names what the watcher watches).
+ */
+export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[], target: PaymentTarget): Checkout {
   const method = payMethodOf(row);
-  const network = networkOf(row.environment);
-  const contract = tokenContractOn(method, network);
+  const contract = method.token ? target.contract : null;
   const counting = payments.filter((p) => paysInvoice(invoiceFacts(row), paymentFacts(p)) && isLivePayment(p.status));
   return create(CheckoutSchema, {
     id: row.id,
@@ -118,7 +121,7 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     // The resolved entry's URI: EIP-681 with @chainId off Ethereum mainnet, tron: with &token= (chains/currencies.ts).
-    paymentUri: paymentUri(method, network, row.address, new Decimal(row.amount_expected)),
+    paymentUri: paymentUri(method, row.address, new Decimal(row.amount_expected), target),
     confirmationsRequired: row.confirmations_required,
     confirmations: Math.min(confirmationsOf(counting), row.confirmations_required || Number.MAX_SAFE_INTEGER),
     payNetwork: method.chain,

@@ -12,7 +12,7 @@ import { toBaseUnits } from '@coinvoice/domain/money';
 import { ChainSourceRefusal, type ChainFamily, type ChainSource } from '../family';
 import { optionalNodeUrl } from '../node-settings';
 import { eip55Address, validateEip55Address } from './address';
-import { EVM_PAY_METHODS, evmChainId } from './coins';
+import { EVM_PAY_METHODS } from './coins';
 import { EVM_CHAINS, EVM_NETWORKS, isEvmChain, settingPrefix, type EvmChain, type EvmNetworkEntry, type EvmTokenCode, type TokensOf } from './networks';
 import type * as EthereumModule from './ethereum-adapter';
 import { EthereumPayoutCheck } from './payout-check';
@@ -177,17 +177,16 @@ export const evmFamily: ChainFamily<EvmWatcherSettings, EvmNodeSettings> = {
    * `ethereum:<tokenContract>[@chainId]/transfer?address=<address>&uint256=<token base units>`. The
    * chain id is written for every chain but Ethereum mainnet: without one a wallet uses its current
    * chain, which for Ethereum mainnet is the common case, while a Base or Sepolia payment must never
-   * be sent on Ethereum mainnet. A token without a contract on the test chain gets the plain
-   * address form (sandbox invoices are paid by simulation).
+   * be sent on Ethereum mainnet. A token without a contract (a test chain without the issuer's) gets
+   * the plain address form (sandbox invoices are paid by simulation).
    */
-  paymentUri(currency, network, address, amount) {
+  paymentUri(currency, address, amount, target) {
     if (!isEvmChain(currency.chain)) throw new Error(`not an EVM network: ${currency.chain}`);
-    const chainId = evmChainId(currency.chain, network);
-    const chain = chainId === 1 ? '' : `@${chainId}`;
+    if (target.chainId === undefined) throw new Error(`no chain id given for ${currency.code} on ${currency.chain}`);
+    const chain = target.chainId === 1 ? '' : `@${target.chainId}`;
     const baseUnits = toBaseUnits(amount, currency.baseUnitDecimals).toString();
     if (currency.token) {
-      const contract = network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet;
-      if (contract !== null) return `ethereum:${contract}${chain}/transfer?address=${address}&uint256=${baseUnits}`;
+      if (target.contract !== null) return `ethereum:${target.contract}${chain}/transfer?address=${address}&uint256=${baseUnits}`;
       return `ethereum:${address}${chain}`;
     }
     return `ethereum:${address}${chain}?value=${baseUnits}`;

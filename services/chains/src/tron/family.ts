@@ -63,9 +63,9 @@ export const tronFamily: ChainFamily<typeof tronSettings, typeof tronNodeSetting
    * `tron:<address>?amount=<TRX>`; a TRC-20 token adds `&token=<contract>` (TronLink's form), and
    * the token's test chain has none, so a sandbox token URI names the address and amount only.
    */
-  paymentUri(currency, network, address, amount) {
+  paymentUri(currency, address, amount, target) {
     toBaseUnits(amount, currency.baseUnitDecimals); // asserts the amount is payable on chain
-    const contract = currency.token ? (network === 'mainnet' ? currency.token.contract.mainnet : currency.token.contract.testnet) : null;
+    const contract = currency.token ? target.contract : null;
     return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}${contract ? `&token=${contract}` : ''}`;
   },
   watcherSettings: tronSettings,

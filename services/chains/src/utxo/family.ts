@@ -46,7 +46,7 @@ export const utxoFamily: ChainFamily<typeof utxoSettings, typeof utxoNodeSetting
   encodeAddress: (publicKey, currency, network) => p2wpkhAddress(publicKey, BECH32_HRP[bech32Chain(currency.chain)][network]),
   validateAddress: (address, currency, network) => validateP2wpkhAddress(address, BECH32_HRP[bech32Chain(currency.chain)][network]),
   /** BIP21 `bitcoin:<address>?amount=<BTC>` (`litecoin:` likewise). */
-  paymentUri(currency, _network, address, amount) {
+  paymentUri(currency, address, amount) {
     toBaseUnits(amount, currency.baseUnitDecimals); // asserts the amount is payable on chain
     return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}`;
   },

@@ -5,7 +5,9 @@
  * One catalog answers both `GET /api/currencies` and the check of a new invoice's payNetwork.
  */
 import type { Chain, CryptoCode, CryptoCurrency } from '@coinvoice/chains/coin';
-import { DEFAULT_NETWORK, isPayNetwork, minimumAmount, networksCarrying, PAY_METHODS, payMethod } from '@coinvoice/chains/currencies';
+import { DEFAULT_NETWORK, isPayNetwork, minimumAmount, networksCarrying, PAY_METHODS, payMethod, registryPaymentTarget } from '@coinvoice/chains/currencies';
+import type { PaymentTarget } from '@coinvoice/chains/family';
+import type { Network } from '@coinvoice/domain/project-network';
 import { ok, refused, type Decimal, type Parsed } from '@coinvoice/domain/money';
 
 export interface PayMethodPolicy {
@@ -70,19 +72,35 @@ export class PayMethodCatalog {
     return registry.filter((chain) => this.enabled.some((m) => m.code === code && m.chain === chain));
   }
 
+  /**
+   * The contract and chain id an invoice of `method` is paid to, for its checkout (token contract and
+   * payment URI) and ListCurrencies alike: on mainnet the configured ones, which the watcher reads
+   * (CHAIN_<NETWORK>_<TOKEN>_CONTRACT, CHAIN_<NETWORK>_CHAIN_ID; docs/networks.md#configuration); on
+   * a sandbox invoice's test chain the registry's. A live token whose contract was emptied after
+   * the invoice was made names none rather than one nothing watches.
+   */
+  paymentTarget(method: CryptoCurrency, network: Network): PaymentTarget {
+    if (network !== 'mainnet') return registryPaymentTarget(method, network);
+    const contract = method.token ? this.policy.configuredContract(method) : '';
+    return { contract: contract === '' ? null : contract, chainId: this.policy.chainId(method.chain) };
+  }
+
   /** Every enabled pair, assets in registry order, each asset's networks in registry order. */
   list(): PayMethodListing[] {
     const order = (m: CryptoCurrency) => PAY_METHODS.indexOf(m);
     const byAsset = [...this.enabled].sort((a, b) => this.codeOrder(a.code) - this.codeOrder(b.code) || order(a) - order(b));
-    return byAsset.map((method) => ({
-      method,
-      networkLabel: this.policy.label(method.chain),
-      confirmations: this.policy.confirmationsFor(method.chain),
-      minimumAmount: minimumAmount(method),
-      contract: method.token ? this.policy.configuredContract(method) : undefined,
-      chainId: this.policy.chainId(method.chain),
-      watched: this.policy.watched(method.chain),
-    }));
+    return byAsset.map((method) => {
+      const target = this.paymentTarget(method, 'mainnet');
+      return {
+        method,
+        networkLabel: this.policy.label(method.chain),
+        confirmations: this.policy.confirmationsFor(method.chain),
+        minimumAmount: minimumAmount(method),
+        contract: target.contract ?? undefined,
+        chainId: target.chainId,
+        watched: this.policy.watched(method.chain),
+      };
+    });
   }
 
   private codeOrder(code: CryptoCode): number {
