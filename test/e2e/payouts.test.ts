@@ -351,7 +351,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
     const wh = new Webhook(project.webhookSecret);
     const bodies = delivered.map((r) => wh.verify(r.body, r.headers as Record<string, string>) as Record<string, unknown>);
     expect(bodies.map((b) => b.status).sort()).toEqual(['AwaitingVerification', 'Completed', 'Pending']);
-    expect(bodies.find((b) => b.status === 'Completed')).toEqual({ payoutId, status: 'Completed', amount: 0.5, currency: 'ETH', environment: 'live', transactionHash: hash, occurredAt: expect.any(String) });
+    expect(bodies.find((b) => b.status === 'Completed')).toEqual({ payoutId, status: 'Completed', amount: 0.5, currency: 'ETH', environment: 'live', transactionHash: hash, network: 'ethereum', occurredAt: expect.any(String) });
     for (const r of receiver.requests) expect(r.body).not.toContain(code);
     // Never logged by any process (as a token of its own: timestamps and ids may contain its digits).
     expect(logsText()).not.toMatch(new RegExp(`(?<![0-9A-Za-z])${code}(?![0-9A-Za-z])`));

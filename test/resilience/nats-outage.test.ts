@@ -234,7 +234,7 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
   const expectedTotal = received.reduce((a, b) => a + b, amountReceivedOf(warmPaid.text));
   const balance = await waitUntil('the payout ledger to count every payment', 30_000, async () => {
     const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(project.key) });
-    const total = /"currency":"BTC","available":[^,]+,"pending":[^,]+,"total":([0-9.]+)/.exec(res.text)?.[1];
+    const total = /"currency":"BTC","network":"bitcoin","available":[^,]+,"pending":[^,]+,"total":([0-9.]+)/.exec(res.text)?.[1];
     return total !== undefined && toSatoshis(total) === expectedTotal ? total : undefined;
   });
   expect(toSatoshis(balance)).toBe(expectedTotal);

@@ -4,17 +4,19 @@
  */
 import type { FiatCurrency } from '@coinvoice/domain/fiat';
 import type { Network } from '@coinvoice/domain/project-network';
+import { EVM_CHAINS } from './evm/networks';
 
 /** Every coin the service takes and pays out (registry order: the order APIs list them in). */
 export const CRYPTO_CODES = ['BTC', 'LTC', 'ETH', 'USDT', 'USDC', 'TRX', 'POL', 'BNB'] as const;
 export type CryptoCode = (typeof CRYPTO_CODES)[number];
 
 /**
- * The networks an asset is paid on: the public `payNetwork` (docs/networks.md). Registry order: the
+ * The networks an asset is paid on: the public `payNetwork` (docs/networks.md); the EVM ones come
+ * from the EVM network registry (evm/networks.ts). Registry order: the
  * order APIs list them in. In code a network is a `Chain`: "network" already names a project's
  * mainnet/testnet (domain/project-network.ts).
  */
-export const PAY_NETWORKS = ['bitcoin', 'litecoin', 'ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'tron'] as const;
+export const PAY_NETWORKS = ['bitcoin', 'litecoin', ...EVM_CHAINS, 'tron'] as const;
 export type Chain = (typeof PAY_NETWORKS)[number];
 
 /**

@@ -180,7 +180,7 @@ function reached(t: Transition): PayoutRow {
 
 /** When the event was written (the relay's event-time header): every body ends with it. */
 const occurredAt = new Date('2026-03-04T05:06:07.890Z');
-const base = { payoutId, amount: 0.015, currency: 'BTC', environment: 'sandbox', occurredAt: occurredAt.toISOString() };
+const base = { payoutId, amount: 0.015, currency: 'BTC', environment: 'sandbox', network: 'bitcoin', occurredAt: occurredAt.toISOString() };
 const WEBHOOK_OF: Record<string, Record<string, unknown>> = {
   'payout.verified': { ...base, status: 'Pending', origin: 'merchant' },
   'payout.completed': { ...base, status: 'Completed', transactionHash: 'ab'.repeat(32) },

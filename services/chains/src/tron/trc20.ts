@@ -65,16 +65,20 @@ export function trc20TransfersOf(info: Record<string, unknown>, contracts: Reado
   if (!Array.isArray(logs)) return undefined;
   const transfers: Trc20Transfer[] = [];
   for (const [logIndex, log] of logs.entries()) {
-    if (!isRecord(log) || typeof log.address !== 'string' || !Array.isArray(log.topics)) return undefined;
+    if (!isRecord(log) || typeof log.address !== 'string') return undefined;
     // java-tron writes the emitting contract as 20 bytes; `visible: true` (never sent here) would make it base58.
     const contract = log.address.toLowerCase().replace(/^41(?=[0-9a-f]{40}$)/, '');
     if (!contracts.has(contract)) continue;
-    const topics: unknown[] = log.topics;
-    if (!topics.every((t): t is string => typeof t === 'string' && WORD.test(t)) || typeof log.data !== 'string') return undefined;
+    // java-tron leaves empty fields out of its JSON: an anonymous event (LOG0) has no `topics`, an
+    // event without data (Tether's Pause()) no `data`. Only a Transfer of the configured contract
+    // is looked into; anything else it emits is not a transfer, never a reason to stop the watcher.
+    const topics: unknown = log.topics ?? [];
+    if (!Array.isArray(topics) || !topics.every((t): t is string => typeof t === 'string' && WORD.test(t))) return undefined;
     if (topics.length !== 3 || topics[0]!.toLowerCase() !== TRANSFER_TOPIC) continue;
     // An address topic is the 20-byte address left-padded with zeros to 32 bytes; Tron's form prefixes 0x41.
     const to = /^0{24}/.test(topics[2]!) ? tronAddressFromHex(`41${topics[2]!.slice(24)}`) : undefined;
-    if (to === undefined || !WORD.test(log.data)) return undefined;
+    // A Transfer of the token itself always carries its 32-byte value.
+    if (to === undefined || typeof log.data !== 'string' || !WORD.test(log.data)) return undefined;
     transfers.push({ logIndex, contract, to, value: BigInt(`0x${log.data}`) });
   }
   return transfers;

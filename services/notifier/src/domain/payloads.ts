@@ -172,7 +172,7 @@ export const EVENT_WEBHOOK_TABLE = {
       credited: e.credited,
       payNetwork,
       // Events from before networks name none: the payment arrived where the invoice was paid.
-      network: e.network === '' ? payNetwork : read.oneOf('network', e.network, PAY_NETWORKS),
+      network: e.network === '' ? payNetwork : networkName(read, 'network', e.network),
     };
   }),
   'invoice.reopened': webhook(InvoiceReopenedSchema, (e, read) => ({
@@ -268,6 +268,8 @@ interface FieldReader {
   amount(name: string, value: string): JsonDecimal;
   environment(value: string): 'live' | 'sandbox';
   oneOf<const T extends string>(name: string, value: string, allowed: readonly T[]): T;
+  /** A string field of a given form (`expected` names it in the error). */
+  matching(name: string, value: string, pattern: RegExp, expected: string): string;
 }
 
 function fieldReader(eventType: string): FieldReader {
@@ -285,6 +287,7 @@ function fieldReader(eventType: string): FieldReader {
     },
     environment: (value) =>
       value === 'live' || value === 'sandbox' ? value : fail(`environment ${JSON.stringify(value)} is not live|sandbox`),
+    matching: (name, value, pattern, expected) => (pattern.test(value) ? value : fail(`${name} ${JSON.stringify(value.slice(0, 40))} is not ${expected}`)),
     oneOf: <const T extends string>(name: string, value: string, allowed: readonly T[]): T =>
       (allowed as readonly string[]).includes(value) ? (value as T) : fail(`${name} ${JSON.stringify(value.slice(0, 40))} is not ${allowed.join('|')}`),
   };
@@ -321,17 +324,23 @@ function liveInvoiceBase(e: InvoiceEventFields, read: FieldReader) {
 }
 
 /**
- * The networks of docs/networks.md, as the invoice service writes them (services/chains/src/coin.ts
- * PAY_NETWORKS; the notifier does not depend on the chain registry, a test checks the two agree).
+ * A network name as the producers write it (docs/networks.md: "ethereum", "bsc", …). The list of
+ * networks is the chain registry's (services/chains), which the notifier does not depend on: the
+ * events are the producers' signed word (DESIGN §18), so the notifier checks only the name's form
+ * and adding a network needs no change here.
  */
-export const PAY_NETWORKS = ['bitcoin', 'litecoin', 'ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'tron'] as const;
+const NETWORK_NAME = /^[a-z][a-z0-9-]{0,31}$/;
+
+function networkName(read: FieldReader, name: string, value: string): string {
+  return read.matching(name, value, NETWORK_NAME, 'a network name (lower-case letters, digits, -)');
+}
 
 /**
  * Each asset's network before networks existed (every invoice was paid there): events written
  * before the upgrade carry no pay_network. Mirrors chains/currencies.ts DEFAULT_NETWORK for the
  * assets of that time (the same test checks it).
  */
-export const NETWORK_BEFORE_NETWORKS: Readonly<Record<string, (typeof PAY_NETWORKS)[number]>> = {
+export const NETWORK_BEFORE_NETWORKS: Readonly<Record<string, string>> = {
   BTC: 'bitcoin',
   LTC: 'litecoin',
   ETH: 'ethereum',
@@ -342,14 +351,14 @@ export const NETWORK_BEFORE_NETWORKS: Readonly<Record<string, (typeof PAY_NETWOR
 
 /** The invoice's payNetwork (an addition, issue 24): the event's, or for an older event its currency's only network then. */
 function payNetworkOf(e: { payNetwork: string; currency: string }, read: FieldReader): string {
-  if (e.payNetwork !== '') return read.oneOf('payNetwork', e.payNetwork, PAY_NETWORKS);
+  if (e.payNetwork !== '') return networkName(read, 'payNetwork', e.payNetwork);
   const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
   return before ?? read.required('payNetwork', e.payNetwork);
 }
 
 /** The network a payout is sent on (an addition, issue 24): the event's, or for an older event its currency's only network then. */
 function payoutNetworkOf(e: { network: string; currency: string }, read: FieldReader): string {
-  if (e.network !== '') return read.oneOf('network', e.network, PAY_NETWORKS);
+  if (e.network !== '') return networkName(read, 'network', e.network);
   const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
   return before ?? read.required('network', e.network);
 }

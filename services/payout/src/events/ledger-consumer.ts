@@ -57,8 +57,15 @@ export function creditOfLatePayment(
   if (event.network !== '' && event.payNetwork !== '' && event.network !== event.payNetwork) {
     return { ok: false, reason: `credited, yet paid on ${event.network} for an invoice on ${event.payNetwork}` };
   }
-  const credit = invoiceCreditOf(event, 'live');
-  return credit.ok ? { ok: true, credit: { ...credit.credit, paymentId: event.paymentId } } : credit;
+  // A credited payment is on the invoice's network: an event that names only where it arrived says
+  // the same thing, and the payment id ("network:transaction:output") must agree with it.
+  const credit = invoiceCreditOf({ ...event, payNetwork: event.payNetwork !== '' ? event.payNetwork : event.network }, 'live');
+  if (!credit.ok) return credit;
+  const paidOn = event.paymentId.split(':', 1)[0];
+  if (paidOn !== credit.credit.network) {
+    return { ok: false, reason: `credited on ${credit.credit.network}, yet its payment id ${JSON.stringify(event.paymentId)} names another network` };
+  }
+  return { ok: true, credit: { ...credit.credit, paymentId: event.paymentId } };
 }
 
 /**
