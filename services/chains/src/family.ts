@@ -31,9 +31,11 @@ export interface ChainSource {
   readonly watchedNetworks?: readonly Chain[];
   /**
    * Checks, before the watcher runs, that the configured node is the network it claims to be (EVM:
-   * `eth_chainId`, each token's `decimals()`); rejects with a ChainSourceRefusal otherwise.
+   * `eth_chainId`, each token's `decimals()`); rejects with a ChainSourceRefusal otherwise. What
+   * passes but deserves an operator's eye (a token without a contract on a development node) goes
+   * to `warn`, one line each.
    */
-  verify?(): Promise<void>;
+  verify?(warn?: (line: string) => void): Promise<void>;
 }
 
 /** Why a watcher refuses to start: one line naming what differs and the setting that says so. */

@@ -54,5 +54,21 @@ describe('review-networks: the start-up check on a main-chain node', () => {
     }
     const refusedAtStart = await verifyEvmNode(node).then(() => false, () => true);
     expect({ refusedAtStart, reported }).toEqual({ refusedAtStart: true, reported });
+    await expect(verifyEvmNode(node)).rejects.toThrow('CHAIN_BSC_USDT_CONTRACT and CHAIN_BSC_USDC_CONTRACT are one contract');
+    expect(() => new EthereumAdapter(node)).toThrow('CHAIN_BSC_USDT_CONTRACT and CHAIN_BSC_USDC_CONTRACT are one contract');
+  });
+
+  it('a development node (another chain id than the main one, here anvil 31337) passes without the issuers\' contracts, with one warning line per missing token', async () => {
+    const dev = await startAnvil();
+    try {
+      const warnings: string[] = [];
+      await verifyEvmNode(config({ CHAIN_BSC_RPC_URL: dev.url, CHAIN_BSC_CHAIN_ID: String(dev.chainId) }), (line) => warnings.push(line));
+      expect(warnings).toEqual([
+        `no contract at the USDT contract ${EVM_NETWORKS.bsc.tokens.USDT.mainnet} (CHAIN_BSC_USDT_CONTRACT) on the node at CHAIN_BSC_RPC_URL (chain 31337, not bsc's main chain): no USDT payment can be seen`,
+        `no contract at the USDC contract ${EVM_NETWORKS.bsc.tokens.USDC.mainnet} (CHAIN_BSC_USDC_CONTRACT) on the node at CHAIN_BSC_RPC_URL (chain 31337, not bsc's main chain): no USDC payment can be seen`,
+      ]);
+    } finally {
+      await dev.stop();
+    }
   });
 });

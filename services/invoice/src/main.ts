@@ -1,4 +1,4 @@
-import { loadServiceConfig, runMain, runService, startService } from '@coinvoice/runtime';
+import { createLogger, loadServiceConfig, runMain, runService, startService } from '@coinvoice/runtime';
 import { invoiceService } from './server';
 import { requireChainSource, verifyChainSource, watcherService } from './watcher/role';
 
@@ -13,7 +13,8 @@ if (process.argv[2] === 'watch') {
       // one whose node is another chain, or whose token has other decimals than the registry's.
       const config = loadServiceConfig(definition);
       requireChainSource(chain, config);
-      await verifyChainSource(chain, config);
+      const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
+      await verifyChainSource(chain, config, (line) => logger.warn(line));
       return startService(definition);
     },
   });

@@ -10,6 +10,7 @@ import { isCryptoCode, isPayNetwork, PAY_METHODS } from '@coinvoice/chains/curre
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
 import { chainWatcherSettings } from '@coinvoice/chains/watchers';
+import { EVM_CHAINS, EVM_NETWORKS, settingPrefix } from '@coinvoice/chains/evm/networks';
 
 /** `INVOICE_XPUB_BTC` (mainnet, live projects), `INVOICE_XPUB_BTC_TESTNET` (testnet, sandbox projects). */
 export type XpubVariable = `INVOICE_XPUB_${CryptoCode}` | `INVOICE_XPUB_${CryptoCode}_TESTNET`;
@@ -123,6 +124,7 @@ export function checkInvoiceConfig(config: InvoiceConfig): void {
   if (config.RATES_REFRESH_MS >= config.RATES_MAX_AGE_MS) {
     throw new ConfigError('RATES_REFRESH_MS', `less than RATES_MAX_AGE_MS (${config.RATES_MAX_AGE_MS}), so quotes are renewed before they age out`, String(config.RATES_REFRESH_MS));
   }
+  checkChainIds(config);
   if (config.APP_ENV !== 'production') return;
   for (const variable of xpubsRequired(config.INVOICE_COINS, config.INVOICE_NETWORKS)) {
     if (config[variable] === '') {
@@ -136,6 +138,24 @@ export function checkInvoiceConfig(config: InvoiceConfig): void {
             : `(${borrowers.join(', ')} take their addresses from it: docs/networks.md)`),
         undefined,
       );
+    }
+  }
+}
+
+/**
+ * Production takes only each EVM network's main chain id (CHAIN_<N>_CHAIN_ID, networks.ts): live
+ * invoices are paid on the main chain (their EIP-681 URI names its id), so a watcher on a test
+ * chain would let free test coins pay them. Development may name any id (anvil's 31337, a testnet).
+ * Both roles check it: the serve role and every `watch <network>`.
+ */
+export function checkChainIds(config: InvoiceConfig): void {
+  if (config.APP_ENV !== 'production') return;
+  const values = config as unknown as Readonly<Record<string, unknown>>;
+  for (const chain of EVM_CHAINS) {
+    const variable = `${settingPrefix(chain)}CHAIN_ID`;
+    const main = EVM_NETWORKS[chain].chainId.mainnet;
+    if (values[variable] !== main) {
+      throw new ConfigError(variable, `${chain}'s main chain id ${main}: APP_ENV=production watches the main chain only (docs/networks.md#configuration)`, String(values[variable]));
     }
   }
 }

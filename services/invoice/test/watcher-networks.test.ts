@@ -18,6 +18,7 @@ import path from 'node:path';
 import { startTestService, type TestService } from '../../../test/support/service';
 import { deployTokens, mine, sendToken, sendTokenUnits, startAnvil, type Anvil, type Tokens } from '../../../test/support/anvil';
 import { verifyEvmNode, evmNodeConfig, evmNodeSettings } from '@coinvoice/chains/evm/family';
+import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { loadConfig, loadServiceConfig } from '@coinvoice/runtime';
 import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
 import { throwawayXpubs } from '../../../test/support/xpubs';
@@ -243,11 +244,14 @@ test('`invoice watch bsc` with a token whose decimals() differs from the registr
   );
 }, 60_000);
 
-test('the start-up check passes a node of the configured chain with the registry decimals (and a token address without a contract)', async () => {
+test('the start-up check passes a node of the configured chain with the registry decimals (and refuses a token address without a contract on the main chain id)', async () => {
   const config = (env: Record<string, string>) => evmNodeConfig(loadConfig(evmNodeSettings, env), 'bsc');
   await expect(verifyEvmNode(config({ CHAIN_BSC_RPC_URL: bsc.url, CHAIN_BSC_USDT_CONTRACT: bscTokens.usdt, CHAIN_BSC_USDC_CONTRACT: bscTokens.usdc }))).resolves.toBeUndefined();
-  // The registry's mainnet contracts do not exist on anvil: nothing can arrive from them, nothing to scale.
-  await expect(verifyEvmNode(config({ CHAIN_BSC_RPC_URL: bsc.url }))).resolves.toBeUndefined();
+  // The registry's mainnet contracts do not exist on anvil, which answers bsc's main chain id 56:
+  // on the main chain the issuer's contract exists, so a missing one is a wrong setting.
+  await expect(verifyEvmNode(config({ CHAIN_BSC_RPC_URL: bsc.url, CHAIN_BSC_USDC_CONTRACT: bscTokens.usdc }))).rejects.toThrow(
+    `no contract at the USDT contract ${EVM_NETWORKS.bsc.tokens.USDT.mainnet} (CHAIN_BSC_USDT_CONTRACT) on the node at CHAIN_BSC_RPC_URL, which is bsc's main chain 56 (CHAIN_BSC_CHAIN_ID): USDT payments would go unseen`,
+  );
   // The chain id is configuration: a bsc testnet node would be CHAIN_BSC_CHAIN_ID=97.
   await expect(verifyEvmNode(config({ CHAIN_BSC_RPC_URL: bsc.url, CHAIN_BSC_CHAIN_ID: '97' }))).rejects.toThrow(
     'the node at CHAIN_BSC_RPC_URL is chain 56, but bsc is chain 97 (CHAIN_BSC_CHAIN_ID)',

@@ -8,7 +8,7 @@
  */
 import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
 import type { CryptoCode } from '../coin';
-import { EVM_NETWORKS, type EvmChain, type EvmNetworkEntry, type EvmTokenCode } from './networks';
+import { EVM_NETWORKS, sharedTokenContract, type EvmChain, type EvmNetworkEntry, type EvmTokenCode } from './networks';
 import { fromBaseUnits, type Decimal } from '@coinvoice/domain/money';
 import { NATIVE_VALUE_INDEX } from '../chain-adapter';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer, type WatchedAddresses } from '../chain-adapter';
@@ -50,6 +50,9 @@ export class EthereumAdapter implements ChainAdapter {
     const network: EvmNetworkEntry = EVM_NETWORKS[options.chain];
     this.chain = options.chain;
     this.native = network.native.code;
+    // One contract as two tokens would report one stablecoin's transfers as the other's.
+    const shared = sharedTokenContract(options);
+    if (shared) throw new Error(shared);
     this.tokenOf = new Map();
     for (const [asset, contract] of Object.entries(options.tokens) as Array<[EvmTokenCode, string]>) {
       const entry = network.tokens[asset];
@@ -66,8 +69,8 @@ export class EthereumAdapter implements ChainAdapter {
 
   /**
    * A token contract's `decimals()` as the node answers it, or null when no contract is deployed
-   * at that address on this node (no Transfer log of it can ever arrive, so nothing can be scaled
-   * wrong). The watcher's start-up check compares it with the registry.
+   * at that address on this node. The watcher's start-up check compares it with the registry (and
+   * refuses a missing contract on a main-chain node: family.ts verifyEvmNode).
    */
   async tokenDecimals(contract: string): Promise<number | null> {
     const code = await this.call(`eth_getCode(${contract})`, () => this.client.getCode({ address: contract as `0x${string}` }));

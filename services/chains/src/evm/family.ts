@@ -13,7 +13,7 @@ import { ChainSourceRefusal, type ChainFamily, type ChainSource } from '../famil
 import { optionalNodeUrl } from '../node-settings';
 import { eip55Address, validateEip55Address } from './address';
 import { EVM_PAY_METHODS } from './coins';
-import { EVM_CHAINS, EVM_NETWORKS, isEvmChain, settingPrefix, type EvmChain, type EvmNetworkEntry, type EvmTokenCode, type TokensOf } from './networks';
+import { EVM_CHAINS, EVM_NETWORKS, isEvmChain, settingPrefix, sharedTokenContract, type EvmChain, type EvmNetworkEntry, type EvmTokenCode, type TokensOf } from './networks';
 import type * as EthereumModule from './ethereum-adapter';
 import { EthereumPayoutCheck } from './payout-check';
 
@@ -116,13 +116,20 @@ export function evmWatcherConfig(config: ConfigOf<EvmWatcherSettings>, chain: Ev
 
 /**
  * The watcher's start-up check of one EVM network's node (docs/networks.md#configuration): the
- * node's `eth_chainId` must be `CHAIN_<N>_CHAIN_ID`, and each configured token's `decimals()` the
- * registry's — a node of another chain would credit another chain's money, and a token of other
- * decimals would scale every amount wrong. A token address without a contract on the node passes
- * (no Transfer log of it can arrive). Rejects with one line naming both values.
+ * node's `eth_chainId` must be `CHAIN_<N>_CHAIN_ID`, each configured token's `decimals()` the
+ * registry's, and no two tokens may share one contract — a node of another chain would credit
+ * another chain's money, a token of other decimals would scale every amount wrong, and one contract
+ * as two tokens would report one stablecoin's payments as the other's. A token address without a
+ * contract is refused on a node of the network's main chain id (there the issuer's contract exists:
+ * a missing one is a wrong address or a node still syncing, and every payment of that token would go
+ * unseen); on any other chain id (a development node such as anvil, without the issuers' contracts)
+ * it passes with a warning through `warn` (no Transfer log of it can arrive). Rejects with one line
+ * naming the values and variables.
  */
-export async function verifyEvmNode(node: EvmNodeConfig): Promise<void> {
+export async function verifyEvmNode(node: EvmNodeConfig, warn?: (line: string) => void): Promise<void> {
   const prefix = settingPrefix(node.chain);
+  const shared = sharedTokenContract(node);
+  if (shared) throw new ChainSourceRefusal(shared);
   const adapter = new (ethereumModule().EthereumAdapter)(node);
   const where = `the node at ${prefix}RPC_URL`;
   let chainId: number;
@@ -144,7 +151,15 @@ export async function verifyEvmNode(node: EvmNodeConfig): Promise<void> {
     } catch (err) {
       throw new ChainSourceRefusal(`${where} did not answer decimals() of ${code} ${contract} (${prefix}${code}_CONTRACT): ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (decimals !== null && decimals !== expected) {
+    if (decimals === null) {
+      const line = `no contract at the ${code} contract ${contract} (${prefix}${code}_CONTRACT) on ${where}`;
+      if (node.chainId === entry.chainId.mainnet) {
+        throw new ChainSourceRefusal(`${line}, which is ${node.chain}'s main chain ${node.chainId} (${prefix}CHAIN_ID): ${code} payments would go unseen`);
+      }
+      warn?.(`${line} (chain ${node.chainId}, not ${node.chain}'s main chain): no ${code} payment can be seen`);
+      continue;
+    }
+    if (decimals !== expected) {
       throw new ChainSourceRefusal(
         `the ${code} contract ${contract} (${prefix}${code}_CONTRACT) has ${decimals} decimals on ${where}, but ${code} on ${node.chain} has ${expected} (services/chains/src/evm/networks.ts)`,
       );
@@ -161,7 +176,7 @@ function evmSource(node: EvmWatcherConfig): ChainSource {
     confirmations: node.confirmations,
     // One address is the same on every EVM network: each EVM watcher watches them all.
     watchedNetworks: EVM_CHAINS,
-    verify: () => verifyEvmNode(node),
+    verify: (warn) => verifyEvmNode(node, warn),
   };
 }
 

@@ -132,3 +132,18 @@ export function isEvmChain(chain: string): chain is EvmChain {
 export function settingPrefix(chain: string): string {
   return `CHAIN_${chain.toUpperCase()}_`;
 }
+
+/**
+ * Two of the network's tokens configured with one contract (compared case-insensitively), as one
+ * line naming both variables; undefined when every token has its own.
+ */
+export function sharedTokenContract(node: { readonly chain: EvmChain; readonly tokens: Readonly<Partial<Record<EvmTokenCode, string>>> }): string | undefined {
+  const prefix = settingPrefix(node.chain);
+  const seen = new Map<string, EvmTokenCode>();
+  for (const [code, contract] of Object.entries(node.tokens) as Array<[EvmTokenCode, string]>) {
+    const other = seen.get(contract.toLowerCase());
+    if (other) return `${prefix}${other}_CONTRACT and ${prefix}${code}_CONTRACT are one contract (${contract}): each token needs its own`;
+    seen.set(contract.toLowerCase(), code);
+  }
+  return undefined;
+}

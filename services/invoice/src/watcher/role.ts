@@ -7,7 +7,7 @@
 import { ConfigError, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { chainSources, isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
 import { invoiceIdempotencyKeys } from '../store/idempotency';
-import { invoiceSettings, xpubVariable } from '../settings';
+import { checkChainIds, invoiceSettings, xpubVariable } from '../settings';
 import { familyOf, SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
 import { evmFamily } from '@coinvoice/chains/evm/family';
 import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
@@ -29,11 +29,12 @@ export function requireChainSource(chain: string, config: InvoiceConfig): void {
 /**
  * Asks the configured node whether it is the network it is configured as (EVM: `eth_chainId` and
  * each token's `decimals()`, docs/networks.md#configuration) before anything is watched; rejects
- * with a ChainSourceRefusal (one line naming both values) when it is not.
+ * with a ChainSourceRefusal (one line naming both values) when it is not. What passes but deserves
+ * an operator's eye (a token without a contract on a development chain) goes to `warn`.
  */
-export async function verifyChainSource(chain: string, config: InvoiceConfig): Promise<void> {
+export async function verifyChainSource(chain: string, config: InvoiceConfig, warn?: (line: string) => void): Promise<void> {
   const source = isChainName(chain) ? chainSources(config)[chain] : undefined;
-  await source?.verify?.();
+  await source?.verify?.(warn);
 }
 
 /**
@@ -65,6 +66,8 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
     // A watcher serves grpc.health.v1 only: no RPC of its own for anyone to call.
     callers: [],
     settings: invoiceSettings,
+    // A live invoice's chain is the main chain: a production watcher of a test chain never starts.
+    checkConfig: checkChainIds,
     migrationsDir: migrationsDirOf(__dirname),
     // The serve role's migrations exactly: whichever role starts first leaves the same schema.
     builtInMigrations: [invoiceIdempotencyKeys.migration],

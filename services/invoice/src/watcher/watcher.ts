@@ -32,6 +32,7 @@ import {
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from '@coinvoice/chains/chain-adapter';
 import type { Chain } from '@coinvoice/chains/coin';
 import { followMempool } from './mempool';
+import { deleteHouseTransfersAbove, houseTotals, recordHouseTransfer } from './house';
 import type { WatcherMetrics } from './metrics';
 import { WatchedSet } from './watched-set';
 
@@ -204,6 +205,7 @@ export class ChainWatcher implements Worker {
       const addresses = this.watched;
       const blocks: BlockRef[] = [];
       const transfers: ObservedTransfer[] = [];
+      const house: ObservedTransfer[] = [];
       // The batch's blocks are fetched and scanned concurrently (the transport batches the calls);
       // only the prefix that links up hash by hash from the cursor is taken.
       const last = Math.min(head.height, height + this.options.batchBlocks);
@@ -217,7 +219,9 @@ export class ChainWatcher implements Worker {
       // The set is brought up to date AFTER the blocks were read: an invoice whose payment is in
       // one of them was committed before the payment existed, so before the block was read.
       await this.watched.refresh();
-      for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) transfers.push(...found.filter((t) => !this.fromHouse(t)));
+      for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) {
+        for (const transfer of found) (this.fromHouse(transfer) ? house : transfers).push(transfer);
+      }
       if (blocks.length === 0) {
         // The next block does not extend our cursor: a reorg; rewind and carry on.
         const rewound = await this.rewind(height, head);
@@ -233,6 +237,8 @@ export class ChainWatcher implements Worker {
           await upsertPayment(tx, chain, invoiceId, transfer);
           touched.add(invoiceId);
         }
+        // Kept so reconciliation subtracts it: the house's money is never a merchant's.
+        for (const transfer of house) await recordHouseTransfer(tx, chain, transfer);
         await saveBlocks(tx, chain, blocks, this.options.finalityDepth + 16);
         await saveCursor(tx, chain, top);
         for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth, this.options.confirmations)) touched.add(row.invoice_id);
@@ -273,7 +279,8 @@ export class ChainWatcher implements Worker {
   /**
    * Reconciliation at each newly confirmed height: a slice of the watched addresses (round robin,
    * `reconcilePerBlock` of them) has its on-chain balance of its invoice's asset compared with the
-   * payments recorded up to that height. A balance above them is
+   * payments recorded up to that height plus what the house sent it up to that height (the sweep
+   * gas the block scan saw from a treasury, house.ts: never a payment). A balance above them is
    * money the block scan missed (an internal ETH transfer from a contract wallet, a node that
    * returned incomplete logs): recorded as a payment in the reconciled block, so it confirms,
    * counts and reorgs like any other. (A balance below them is the merchant spending from the
@@ -294,10 +301,11 @@ export class ChainWatcher implements Worker {
       if (mine.length === 0) continue;
       const balances = await adapter.balancesAt(asset, mine.map((w) => w.address), block);
       const recorded = await recordedTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.invoiceId), height);
+      const fromHouse = await houseTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.address), height);
       for (const invoice of mine) {
         const onChain = balances.get(invoice.address);
         if (!onChain) continue;
-        const gap = onChain.minus(recorded.get(invoice.invoiceId) ?? 0);
+        const gap = onChain.minus(recorded.get(invoice.invoiceId) ?? 0).minus(fromHouse.get(invoice.address.toLowerCase()) ?? 0);
         if (gap.lte(0)) continue;
         metrics.reconciliationMismatches.inc({ chain: adapter.chain, asset });
         this.logger.warn({ invoiceId: invoice.invoiceId, asset, height, missing: gap.toFixed() }, 'reconciliation: the address holds more than its recorded payments; recording the difference');
@@ -367,6 +375,7 @@ export class ChainWatcher implements Worker {
     const forkBlock = fork;
     const outcomes = await eventTransaction(this.options.sql, async (tx) => {
       const orphaned = await orphanPaymentsAbove(tx, chain, forkBlock.height);
+      await deleteHouseTransfersAbove(tx, chain, forkBlock.height);
       await deleteBlocksAbove(tx, chain, forkBlock.height);
       await saveCursor(tx, chain, forkBlock);
       metrics.paymentsOrphaned.inc({ chain }, orphaned.length);
