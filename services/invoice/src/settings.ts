@@ -10,7 +10,7 @@ import { isCryptoCode, isPayNetwork, PAY_METHODS } from '@coinvoice/chains/curre
 import { NETWORKS, type Network } from '@coinvoice/domain/project-network';
 import { RATES_SOURCES, type RatesSource } from './rates/pricing';
 import { chainWatcherSettings } from '@coinvoice/chains/watchers';
-import { EVM_CHAINS, EVM_NETWORKS, settingPrefix } from '@coinvoice/chains/evm/networks';
+import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
 /** `INVOICE_XPUB_BTC` (mainnet, live projects), `INVOICE_XPUB_BTC_TESTNET` (testnet, sandbox projects). */
 export type XpubVariable = `INVOICE_XPUB_${CryptoCode}` | `INVOICE_XPUB_${CryptoCode}_TESTNET`;
@@ -142,22 +142,9 @@ export function checkInvoiceConfig(config: InvoiceConfig): void {
   }
 }
 
-/**
- * Production takes only each EVM network's main chain id (CHAIN_<N>_CHAIN_ID, networks.ts): live
- * invoices are paid on the main chain (their EIP-681 URI names its id), so a watcher on a test
- * chain would let free test coins pay them. Development may name any id (anvil's 31337, a testnet).
- * Both roles check it: the serve role and every `watch <network>`.
- */
+/** Production takes only each EVM network's main chain id: the serve role and every `watch <network>` check it. */
 export function checkChainIds(config: InvoiceConfig): void {
-  if (config.APP_ENV !== 'production') return;
-  const values = config as unknown as Readonly<Record<string, unknown>>;
-  for (const chain of EVM_CHAINS) {
-    const variable = `${settingPrefix(chain)}CHAIN_ID`;
-    const main = EVM_NETWORKS[chain].chainId.mainnet;
-    if (values[variable] !== main) {
-      throw new ConfigError(variable, `${chain}'s main chain id ${main}: APP_ENV=production watches the main chain only (docs/networks.md#configuration)`, String(values[variable]));
-    }
-  }
+  requireMainChainIds(config);
 }
 
 /** The pairs other than the coin's own that take their addresses from `coin`'s key ("USDT on tron"). */

@@ -1,3 +1,4 @@
+import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
@@ -46,6 +47,8 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
     }),
   ],
   settings: payoutSettings,
+  // The manual Complete is checked on each network's node: in production, its main chain only.
+  checkConfig: requireMainChainIds,
   // The ledger credits invoice.paid / invoice.late_payment only when the invoice service signed them.
   consumesEventsOf: ['invoice'],
   migrationsDir: migrationsDirOf(__dirname),

@@ -109,6 +109,10 @@ test('start is refused without any INVOICE_XPUB, with a mnemonic whose checksum 
   const noTls = startRefused({ ...production, ...limits, SIGNER_ALLOW_PLAINTEXT: 'true' });
   expect(noTls.status).toBe(1);
   expect(noTls.stderrLines).toEqual(['config: TLS_CA_FILE is required: expected the path of a readable CA certificate file (PEM)']);
+  // Production signs for Ethereum mainnet only: anvil's chain id (baseEnv) is refused, naming the main one.
+  const testChain = startRefused({ ...production, ...limits, ...tlsFiles, SIGNER_DAILY_FEE_LIMIT_WEI: '1000000000000000', SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI: '1000000000000000' });
+  expect(testChain.status).toBe(1);
+  expect(testChain.stderrLines).toEqual([expect.stringMatching(/CHAIN_ETHEREUM_CHAIN_ID="31337" is invalid: expected ethereum's main chain id 1: APP_ENV=production uses the main chain only/)]);
 });
 
 test('serving at LOG_LEVEL=trace, signing and refusing: no mnemonic word, seed or private key in any log line or any signer table', async () => {

@@ -7,7 +7,7 @@
  * `CHAIN_<NETWORK>_RPC_URL`, `_RPC_TIMEOUT_MS`, `_CHAIN_ID`, `_CONFIRMATIONS`, `_POLL_MS`,
  * `_BATCH_BLOCKS`, and `_USDT_CONTRACT` / `_USDC_CONTRACT` for the tokens the network carries.
  */
-import { setting, type ConfigOf, type Setting } from '@coinvoice/runtime';
+import { ConfigError, setting, type ConfigOf, type Setting } from '@coinvoice/runtime';
 import { toBaseUnits } from '@coinvoice/domain/money';
 import { ChainSourceRefusal, type ChainFamily, type ChainSource } from '../family';
 import { optionalNodeUrl } from '../node-settings';
@@ -224,3 +224,23 @@ export const evmFamily: ChainFamily<EvmWatcherSettings, EvmNodeSettings> = {
         ]),
     ),
 };
+
+/**
+ * Production takes only each EVM network's main chain id (CHAIN_<N>_CHAIN_ID, networks.ts): live
+ * invoices are paid and payouts sent on the main chain (an invoice's EIP-681 URI names its id), so a
+ * node of a test chain would let free test coins pay invoices, prove payouts or receive signed
+ * transactions. Development may name any id (anvil's 31337, a testnet). Every role that reads a
+ * `CHAIN_<N>_CHAIN_ID` checks it at start (docs/networks.md#configuration); throws ConfigError.
+ */
+export function requireMainChainIds(config: { readonly APP_ENV: string }): void {
+  if (config.APP_ENV !== 'production') return;
+  const values = config as unknown as Readonly<Record<string, unknown>>;
+  for (const chain of EVM_CHAINS) {
+    const variable = `${settingPrefix(chain)}CHAIN_ID`;
+    if (!(variable in values)) continue;
+    const main = EVM_NETWORKS[chain].chainId.mainnet;
+    if (values[variable] !== main) {
+      throw new ConfigError(variable, `${chain}'s main chain id ${main}: APP_ENV=production uses the main chain only (docs/networks.md#configuration)`, String(values[variable]));
+    }
+  }
+}

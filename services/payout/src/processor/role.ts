@@ -4,6 +4,7 @@
  * outbox relay for payout.completed / payout.rejected, gRPC health and the admin port for probes
  * and /metrics) instead of the payout API. It holds nothing secret: the signer signs.
  */
+import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
@@ -37,6 +38,7 @@ export function processorService(network: string): ServiceDefinition<typeof proc
     // The serve role's migrations exactly: whichever role starts first leaves the same schema.
     builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
     checkConfig(config) {
+      requireMainChainIds(config);
       if (config.APP_ENV === 'production' && !config.SIGNER_URL.startsWith('https:')) {
         throw new ConfigError('SIGNER_URL', 'an https:// URL in production (the signer answers over mutual TLS only)', config.SIGNER_URL);
       }

@@ -33,6 +33,7 @@ import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileError } from '@coinvoice/chains/evm/signing-keys';
 import { SignerRpc, createSignerMetrics } from './service';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
+import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
 /** The signer's Postgres schema: its own, apart from the payout service's. */
 export const SIGNER_SCHEMA = 'signer';
@@ -122,6 +123,8 @@ export async function migrateSigner(env: Env = process.env): Promise<void> {
 /** Starts the signer; resolves once it serves. */
 export async function startSigner(env: Env = process.env): Promise<{ running: Running; logger: Logger; grpcPort: number; adminPort: number; grpcHealthPort?: number }> {
   const config = loadConfig(signerSettings, env);
+  // It signs transactions for CHAIN_ETHEREUM_CHAIN_ID: in production, the main chain's only.
+  requireMainChainIds(config);
   const tls = requireSafeTransport(config);
   const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
   requireMatchingXpubs(config, keys);
