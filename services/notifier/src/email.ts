@@ -104,8 +104,9 @@ export function payoutVerificationEmail(event: SendPayoutVerificationEmailReques
       // What the code confirms, so a merchant whose request was tampered with sees it before confirming.
       `Amount: ${event.amount} ${event.currency}`,
       ...(event.address ? [`To the address: ${event.address}`] : []),
+      ...(event.network ? [`On the network: ${event.network}`] : []),
       '',
-      `Enter the code to confirm the payout (id ${event.payoutId}) only if this amount and address are yours.` +
+      `Enter the code to confirm the payout (id ${event.payoutId}) only if this amount, address and network are yours.` +
         (expires ? ` It expires at ${expires} (UTC).` : ''),
       '',
       'If you did not request this payout, or the address is not yours, do not share this code with anyone: cancel the payout and change your password.',

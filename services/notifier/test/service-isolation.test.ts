@@ -134,6 +134,7 @@ function codeEmail(email: string, code: string, expiresAt: Date) {
     code,
     expiresAt: timestampFromDate(expiresAt),
     address: 'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq',
+    network: 'bitcoin',
   };
 }
 
@@ -187,6 +188,8 @@ describe('code emails (SendPayoutVerificationEmail, SendEmailVerificationEmail)'
     // What the code confirms: the amount and where it goes (issue 27).
     expect(text).toContain('Amount: 0.5 BTC');
     expect(text).toContain('To the address: bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq');
+    // And on which network (issue 24: one EVM address is valid on every EVM network).
+    expect(text).toContain('On the network: bitcoin');
 
     expect(inbox.messages.filter((m) => m.to.includes('late@example.com'))).toEqual([]);
     expect(r.requests).toEqual([]);

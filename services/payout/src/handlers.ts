@@ -304,6 +304,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         code,
         expiresAt: timestampFromDate(row.code_expires_at),
         address: row.address,
+        network: row.network,
       });
     } catch (err) {
       this.deps.logger.warn({ payoutId: row.id, error: ConnectError.from(err).rawMessage }, 'the verification email could not be sent; payout not created');

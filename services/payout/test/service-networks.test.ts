@@ -103,6 +103,8 @@ describe('a payout names its network', () => {
     expect(payout).toMatchObject({ currency: 'USDT', network: 'bsc', amount: '60.123456', address, status: PayoutStatus.AWAITING_VERIFICATION });
     expect(await balanceOf(h, project, 'USDT', 'bsc')).toEqual({ available: '39.876544', pending: '60.123456', total: '100' });
     expect(await balanceOf(h, project, 'USDT', 'ethereum')).toEqual({ available: '5', pending: '0', total: '5' });
+    // The verification email names the network: one EVM address is valid on every EVM network.
+    expect(h.notifier.payoutEmails.find((e) => e.payoutId === payout!.id)).toMatchObject({ address, network: 'bsc' });
     // Sandbox: verified, it completes at once with a simulated hash in the network's format.
     const { payout: done } = await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
     expect(done).toMatchObject({ status: PayoutStatus.COMPLETED, network: 'bsc', transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
