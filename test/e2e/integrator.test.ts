@@ -5,6 +5,7 @@
  * events of any catalogue type, and `coinvoice listen` forwards them to a local receiver that
  * verifies them with the `standardwebhooks` package.
  */
+import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -162,7 +163,10 @@ describe('the coinvoice CLI', () => {
     expect(listed.currencies).toContainEqual(expect.objectContaining({ currency: 'USDT', network: 'bsc', contract: '0x55d398326f99059fF775485246999027B3197955' }));
     const table = await ok(['currencies']);
     expect(table).toMatch(/^currency\s+network\s+network name\s+decimals\s+confirmations\s+minimum\s+contract$/m);
-    expect(table).toMatch(/^USDT\s+bsc\s+BNB Smart Chain\s+6 \(18 on chain\)\s+12\s+0\.000001\s+0x55d398326f99059fF775485246999027B3197955$/m);
+    expect(table).toMatch(new RegExp(`^USDT\\s+bsc\\s+BNB Smart Chain\\s+6 \\(18 on chain\\)\\s+${EVM_NETWORKS.bsc.confirmations}\\s+0\\.000001\\s+0x55d398326f99059fF775485246999027B3197955$`, 'm'));
+    // Amounts written out plainly, never in exponent notation.
+    expect(table).toMatch(/^ETH\s+ethereum\s+Ethereum\s+8 \(18 on chain\)\s+\d+\s+0\.00000001\s+-$/m);
+    expect(table).not.toMatch(/\de-\d/);
     expect(table).toMatch(/^BTC\s+bitcoin\s+Bitcoin\s+8\s+\d+\s+0\.00000294\s+-$/m);
     const urls = ['--success-url', 'https://shop.example/thanks', '--cancel-url', 'https://shop.example/cart'];
     const created = JSON.parse(await ok(['invoices', 'create', '--amount', '5', '--currency', 'USD', '--pay', 'USDC', '--network', 'polygon', ...urls])) as Invoice;

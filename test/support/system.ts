@@ -71,7 +71,8 @@ export async function bootSystem(
       // The tests' "ethereum" node is anvil at its default chain id (test/support/anvil.ts): the
       // watcher refuses a node whose eth_chainId is not CHAIN_ETHEREUM_CHAIN_ID (docs/networks.md).
       // (ANVIL_CHAIN_ID there; not imported, so that a test without anvil does not load viem.)
-      CHAIN_ETHEREUM_CHAIN_ID: '31337',
+      // Production takes the main chain id only (requireMainChainIds): a production system has no anvil.
+      ...(options.env?.APP_ENV === 'production' ? {} : { CHAIN_ETHEREUM_CHAIN_ID: '31337' }),
       ...options.env,
     },
     // The IPC channel is a lifeline: if this worker dies without stop(), the launcher sees the

@@ -118,7 +118,11 @@ test('npm start hands out a working sandbox API key, kept for the next start', a
 });
 
 test('npm start says when no chain is watched, and how to watch one', () => {
-  expect(system.output()).toContain('watchers: none: live invoices are not watched (set CHAIN_ETHEREUM_RPC_URL, CHAIN_BITCOIN_ESPLORA_URL, CHAIN_LITECOIN_ESPLORA_URL, CHAIN_TRON_API_URL to watch a chain)');
+  // Every network of the registry, each by the variable that configures its node.
+  expect(system.output()).toContain(
+    'watchers: none: live invoices are not watched (set CHAIN_ETHEREUM_RPC_URL, CHAIN_BASE_RPC_URL, CHAIN_ARBITRUM_RPC_URL, CHAIN_OPTIMISM_RPC_URL, ' +
+      'CHAIN_POLYGON_RPC_URL, CHAIN_BSC_RPC_URL, CHAIN_BITCOIN_ESPLORA_URL, CHAIN_LITECOIN_ESPLORA_URL, CHAIN_TRON_API_URL to watch a chain)',
+  );
 });
 
 test('npm start prints the dashboard URL; it serves the app under a strict CSP, and / leads there', async () => {

@@ -202,7 +202,8 @@ export async function currencies(io: Io, baseUrl: string, o: { json?: boolean } 
         c.networkLabel,
         c.baseUnitDecimals === c.decimals ? String(c.decimals) : `${c.decimals} (${c.baseUnitDecimals} on chain)`,
         String(c.confirmations),
-        String(c.minimumAmount),
+        // A JSON number of at most `decimals` places: written out plainly (String gives 1e-8).
+        c.minimumAmount.toFixed(c.decimals).replace(/\.?0+$/, ''),
         c.contract ?? '-',
       ]),
     ),
