@@ -1,6 +1,6 @@
 /**
- * The watcher on a 2-second-block network (DESIGN §19: "the watcher keeps up at 10× a 2-second-block
- * chain with 1,000 open invoices"), part of `npm run bench:watcher`. A second anvil started as base
+ * The watcher on a 2-second-block network (issue 24: "the watcher keeps up at 10× a 2-second-block
+ * chain with 1,000 open invoices"; docs/watcher.md#cost-per-block), part of `npm run bench:watcher`. A second anvil started as base
  * (`--chain-id 8453`, the registry's chain id, so CHAIN_BASE_CHAIN_ID is the real one) with a
  * USDC (the registry's decimals) compiled from test/support/contracts; its blocks are mined by hand, each
  * timestamped 2 s after the previous one (base's block time) and each carrying BENCH_FAST_TXS

@@ -326,7 +326,7 @@ function liveInvoiceBase(e: InvoiceEventFields, read: FieldReader) {
 /**
  * A network name as the producers write it (docs/networks.md: "ethereum", "bsc", …). The list of
  * networks is the chain registry's (services/chains), which the notifier does not depend on: the
- * events are the producers' signed word (DESIGN §18), so the notifier checks only the name's form
+ * events are the producers' signed word (docs/events.md#what-is-signed), so the notifier checks only the name's form
  * and adding a network needs no change here.
  */
 const NETWORK_NAME = /^[a-z][a-z0-9-]{0,31}$/;
