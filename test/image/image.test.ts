@@ -15,6 +15,7 @@
  *   BENCH_CONNECTIONS, BENCH_WEBHOOK_SAMPLES; its table goes to BENCH_RESULTS_FILE, else a
  *   temporary file).
  */
+import { WATCHED_CHAINS } from '@coinvoice/chains/watchers';
 import { execFile } from 'node:child_process';
 import Decimal from 'decimal.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -55,12 +56,8 @@ beforeAll(async () => {
       // per-key limit is lifted as `npm run bench` lifts it for the systems it starts (BENCH_LIMITS);
       // else a fast machine meets the limit (429) instead of the system's capacity.
       extraEnv: { RATE_LIMIT_API_PER_KEY: '100000000/1m' },
-      skip: {
-        'invoice-watcher-ethereum': 'no Ethereum node here',
-        'invoice-watcher-bitcoin': 'no Esplora server here',
-        'invoice-watcher-litecoin': 'no Esplora server here',
-        'invoice-watcher-tron': 'no Tron node here',
-      },
+      // One watcher per network of the registry (deploy/k8s/components/chain-watcher): no node of any here.
+      skip: Object.fromEntries(WATCHED_CHAINS.map((chain) => [`invoice-watcher-${chain}`, `no ${chain} node here`])),
     },
     log,
   );
