@@ -87,21 +87,26 @@ function clientsOf(rpcUrl: string) {
   };
 }
 
+/** Waits (up to ~10 s) until a just-started anvil answers JSON-RPC. */
+export async function untilNodeAnswers(client: { getBlockNumber(options: { cacheTime: number }): Promise<bigint> }): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await client.getBlockNumber({ cacheTime: 0 });
+      return;
+    } catch (err) {
+      if (i > 200) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 /** Starts anvil as the network (its chain id) and deploys its USDC; the system is then started with `env`. */
 export async function startFastChainNode(anvilBin: string): Promise<FastChainNode> {
   const port = await freePort();
   const child = spawn(anvilBin, ['--port', String(port), '--host', '127.0.0.1', '--silent', '--chain-id', String(NETWORK.chainId.mainnet)], { stdio: 'ignore' });
   const rpcUrl = `http://127.0.0.1:${port}`;
   const { account, publicClient, wallet } = clientsOf(rpcUrl);
-  for (let i = 0; ; i++) {
-    try {
-      await publicClient.getBlockNumber({ cacheTime: 0 });
-      break;
-    } catch (err) {
-      if (i > 200) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  await untilNodeAnswers(publicClient);
   const { abi, bytecode } = compileTestToken();
   const deployHash = await wallet.deployContract({ abi, bytecode, args: ['USD Coin', 'USDC', NETWORK.tokens.USDC.decimals] });
   const address = (await publicClient.waitForTransactionReceipt({ hash: deployHash, pollingInterval: 20 })).contractAddress;

@@ -27,7 +27,7 @@ import { evmWatcherConfig } from '@coinvoice/chains/evm/family';
 import { chainWatcherSettings } from '@coinvoice/chains/watchers';
 import { freePort, resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
 import { loadConfig } from '@coinvoice/runtime';
-import { FAST_BLOCKS, FAST_CHAIN, FAST_INVOICES, FAST_LIVE_BLOCKS, fastChainSection, runFastChain, startFastChainNode, type FastChainNode } from './fast-chain';
+import { FAST_BLOCKS, FAST_CHAIN, FAST_INVOICES, FAST_LIVE_BLOCKS, fastChainSection, runFastChain, startFastChainNode, untilNodeAnswers, type FastChainNode } from './fast-chain';
 import { RESULTS_FILE } from './results-file';
 import { signUp } from './sign-up';
 
@@ -71,15 +71,7 @@ async function main(): Promise<void> {
   const publicClient = createPublicClient({ chain: foundry, transport });
   const wallet = createWalletClient({ chain: foundry, transport, account });
   const testClient = createTestClient({ chain: foundry, mode: 'anvil', transport });
-  for (let i = 0; ; i++) {
-    try {
-      await publicClient.getBlockNumber({ cacheTime: 0 });
-      break;
-    } catch (err) {
-      if (i > 200) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  await untilNodeAnswers(publicClient);
 
   const fastNode: FastChainNode = await startFastChainNode(anvilBin);
 

@@ -124,7 +124,7 @@ export function checkInvoiceConfig(config: InvoiceConfig): void {
   if (config.RATES_REFRESH_MS >= config.RATES_MAX_AGE_MS) {
     throw new ConfigError('RATES_REFRESH_MS', `less than RATES_MAX_AGE_MS (${config.RATES_MAX_AGE_MS}), so quotes are renewed before they age out`, String(config.RATES_REFRESH_MS));
   }
-  checkChainIds(config);
+  requireMainChainIds(config);
   if (config.APP_ENV !== 'production') return;
   for (const variable of xpubsRequired(config.INVOICE_COINS, config.INVOICE_NETWORKS)) {
     if (config[variable] === '') {
@@ -140,11 +140,6 @@ export function checkInvoiceConfig(config: InvoiceConfig): void {
       );
     }
   }
-}
-
-/** Production takes only each EVM network's main chain id: the serve role and every `watch <network>` check it. */
-export function checkChainIds(config: InvoiceConfig): void {
-  requireMainChainIds(config);
 }
 
 /** The pairs other than the coin's own that take their addresses from `coin`'s key ("USDT on tron"). */

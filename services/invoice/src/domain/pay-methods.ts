@@ -52,13 +52,14 @@ export class PayMethodCatalog {
    */
   resolve(code: CryptoCode, network: string | undefined): Parsed<CryptoCurrency> {
     const chain = network ?? DEFAULT_NETWORK[code];
+    const method = isPayNetwork(chain) ? payMethod(code, chain) : undefined;
+    if (method && this.enabled.includes(method)) return ok(method);
+    // A refusal only (not the create path's every call): what is taken instead.
     const carrying = this.networksFor(code);
     const listed = carrying.length > 0 ? `${code} is taken on: ${carrying.join(', ')}` : `${code} is not taken on any network here`;
     if (!isPayNetwork(chain)) return refused(`is not a network; ${listed}`);
-    const method = payMethod(code, chain);
     if (!method) return refused(`${chain} does not carry ${code}; ${listed}`);
-    if (!this.enabled.includes(method)) return refused(`${code} on ${chain} is not enabled here; ${listed}`);
-    return ok(method);
+    return refused(`${code} on ${chain} is not enabled here; ${listed}`);
   }
 
   /** The coins whose account keys the enabled entries' addresses come from (keyCurrency: TRX for Tron's tokens). */

@@ -7,7 +7,8 @@
 import { ConfigError, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { chainSources, isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
 import { invoiceIdempotencyKeys } from '../store/idempotency';
-import { checkChainIds, invoiceSettings, xpubVariable } from '../settings';
+import { invoiceSettings, xpubVariable } from '../settings';
+import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 import { familyOf, SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
 import { evmFamily } from '@coinvoice/chains/evm/family';
 import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
@@ -67,7 +68,8 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
     callers: [],
     settings: invoiceSettings,
     // A live invoice's chain is the main chain: a production watcher of a test chain never starts.
-    checkConfig: checkChainIds,
+    // Production takes only each EVM network's main chain id (docs/networks.md#configuration).
+    checkConfig: requireMainChainIds,
     migrationsDir: migrationsDirOf(__dirname),
     // The serve role's migrations exactly: whichever role starts first leaves the same schema.
     builtInMigrations: [invoiceIdempotencyKeys.migration],

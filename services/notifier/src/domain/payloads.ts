@@ -349,19 +349,18 @@ export const NETWORK_BEFORE_NETWORKS: Readonly<Record<string, string>> = {
   TRX: 'tron',
 };
 
-/** The invoice's payNetwork (an addition, issue 24): the event's, or for an older event its currency's only network then. */
-function payNetworkOf(e: { payNetwork: string; currency: string }, read: FieldReader): string {
-  if (e.payNetwork !== '') return networkName(read, 'payNetwork', e.payNetwork);
-  const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
-  return before ?? read.required('payNetwork', e.payNetwork);
+/**
+ * A network field (an addition, issue 24: an invoice's payNetwork, a payout's network): the
+ * event's, or for an event written before networks its currency's only network of that time.
+ */
+function networkOrBefore(read: FieldReader, name: string, value: string, currency: string): string {
+  if (value !== '') return networkName(read, name, value);
+  const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, currency) ? NETWORK_BEFORE_NETWORKS[currency] : undefined;
+  return before ?? read.required(name, value);
 }
 
-/** The network a payout is sent on (an addition, issue 24): the event's, or for an older event its currency's only network then. */
-function payoutNetworkOf(e: { network: string; currency: string }, read: FieldReader): string {
-  if (e.network !== '') return networkName(read, 'network', e.network);
-  const before = Object.hasOwn(NETWORK_BEFORE_NETWORKS, e.currency) ? NETWORK_BEFORE_NETWORKS[e.currency] : undefined;
-  return before ?? read.required('network', e.network);
-}
+const payNetworkOf = (e: { payNetwork: string; currency: string }, read: FieldReader) => networkOrBefore(read, 'payNetwork', e.payNetwork, e.currency);
+const payoutNetworkOf = (e: { network: string; currency: string }, read: FieldReader) => networkOrBefore(read, 'network', e.network, e.currency);
 
 interface PayoutEventFields {
   payoutId: string;
