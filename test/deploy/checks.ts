@@ -39,7 +39,7 @@ import { isEvmChain } from '@coinvoice/chains/evm/networks';
 import { loadConfig } from '@coinvoice/runtime';
 import { notifierService } from '../../services/notifier/src/server';
 import { payoutService } from '../../services/payout/src/server';
-import { PROCESSED_NETWORKS, processorService } from '../../services/payout/src/processor/role';
+import { PROCESSED_NETWORKS, processorDefinition } from '../../services/payout/src/processor/role';
 import { SIGNER_XPUB_VARIABLES, signerSettings } from '../../services/payout/src/signer/settings';
 import { gatewaySettings } from '../../gateway/src/config';
 import { SERVICE_NODE_FLAGS } from '../../deploy/local/src/system';
@@ -174,7 +174,7 @@ export function settingsOf(role: Role): Settings {
   // The signer is not a runtime service: signerSettings is everything it reads (no NATS, no event key).
   if (role.mode === 'sign') return signerSettings;
   // The processor is one: the payout service's common settings plus its own (loadServiceConfig).
-  if (role.mode === 'process') return { ...serviceSettings('payout'), ...processorService(role.network ?? '').settings };
+  if (role.mode === 'process') return { ...serviceSettings('payout'), ...processorDefinition(role.network ?? '').settings };
   return { ...serviceSettings(role.process), ...DEFINITIONS[role.process].settings };
 }
 
@@ -422,7 +422,7 @@ function treasuryRoleRules(role: Role, settings: Settings, env: Map<string, EnvE
     }
   }
   if (role.mode === 'process') {
-    const definition = processorService(role.network ?? '');
+    const definition = processorDefinition(role.network ?? '');
     // The values the render knows, parsed as the process would; checkConfig reads only those.
     const config: Record<string, unknown> = {};
     let incomplete = false;
@@ -1026,7 +1026,7 @@ export function checkWatchers(ctx: DeployContext): string[] {
 // 7. NetworkPolicies: compute every path they allow and compare with the architecture's.
 
 /** Where each processor's node listens: a hosted JSON-RPC provider (HTTPS) or a node of one's own (8545). */
-const PROCESSOR_NODE_PORTS: Record<(typeof PROCESSED_NETWORKS)[number], number[]> = { ethereum: [443, 8545] };
+const PROCESSOR_NODE_PORTS: Record<(typeof PROCESSED_NETWORKS)[number], number[]> = { ethereum: [443, 8545], bitcoin: [443, 3000], litecoin: [443, 3000], tron: [443, 8090] };
 
 /** The architecture's paths (docs/architecture.md#shape): pods by Deployment name (job/<name> for Jobs), ports by name. */
 export function expectedPaths(ctx: DeployContext): Set<string> {

@@ -1,5 +1,5 @@
-import { loadServiceConfig, runMain, runService, startService } from '@coinvoice/runtime';
-import { processorService, requireProcessorNode } from './processor/role';
+import { runMain, runService } from '@coinvoice/runtime';
+import { startProcessor } from './processor/role';
 import { payoutService } from './server';
 import type * as SignerRole from './signer/role';
 
@@ -9,12 +9,8 @@ if (process.argv[2] === 'process') {
   const network = process.argv[3] ?? '';
   runMain({
     name: `payout process ${network}`,
-    start: async () => {
-      const definition = processorService(network);
-      // Before any connection: a processor without its node stops at once, with one line.
-      requireProcessorNode(network, loadServiceConfig(definition));
-      return startService(definition);
-    },
+    // The definition's checkConfig runs before any connection: a missing node stops it with one line.
+    start: () => startProcessor(network),
   });
 } else if (process.argv[2] === 'sign') {
   // Loaded here only: the role brings viem and the key code, which `serve` never needs.

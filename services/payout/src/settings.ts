@@ -52,4 +52,8 @@ export const payoutSettings = {
   PAYOUT_AUTO_MAX_ETH: assetAmountSetting('0'),
   PAYOUT_AUTO_MAX_USDT: assetAmountSetting('0'),
   PAYOUT_AUTO_MAX_USDC: assetAmountSetting('0'),
+  /** The same for the Bitcoin, Litecoin and Tron treasuries (USDT on Tron shares PAYOUT_AUTO_MAX_USDT). */
+  PAYOUT_AUTO_MAX_BTC: assetAmountSetting('0'),
+  PAYOUT_AUTO_MAX_LTC: assetAmountSetting('0'),
+  PAYOUT_AUTO_MAX_TRX: assetAmountSetting('0'),
 } as const;

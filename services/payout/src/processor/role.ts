@@ -5,7 +5,7 @@
  * and /metrics) instead of the payout API. It holds nothing secret: the signer signs.
  */
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
-import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, startService, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { payoutIdempotencyKeys } from '../store/idempotency';
@@ -14,20 +14,57 @@ import { createProcessorMetrics } from './metrics';
 import { EvmProcessor } from './processor';
 import { EVM_ASSETS, processorSettings } from './settings';
 import { takeInAccountedDeposits } from './sweep-intake';
+import { tronProcessorService } from './tron/role';
+import { utxoProcessorService } from './utxo/role';
 
-/** The networks with a processor. */
-export const PROCESSED_NETWORKS = ['ethereum'] as const;
+/** The networks with a processor (docs/treasury.md#processor): one module per chain family. */
+export const PROCESSED_NETWORKS = ['ethereum', 'bitcoin', 'litecoin', 'tron'] as const;
+export type ProcessedNetwork = (typeof PROCESSED_NETWORKS)[number];
+
+function isProcessedNetwork(network: string): network is ProcessedNetwork {
+  return (PROCESSED_NETWORKS as readonly string[]).includes(network);
+}
+
+/** The processor of any network, as its definition (settings, checks, build): deploy checks read it. */
+export function processorDefinition(network: string) {
+  if (!isProcessedNetwork(network)) {
+    throw new ConfigError('process <network>', `a network with a processor: ${PROCESSED_NETWORKS.join(', ')}`, network);
+  }
+  switch (network) {
+    case 'ethereum':
+      return processorService(network);
+    case 'bitcoin':
+    case 'litecoin':
+      return utxoProcessorService(network);
+    case 'tron':
+      return tronProcessorService();
+  }
+}
+
+/** `main.js process <network>`: its config checked first (the node, one line naming it), then served. */
+export function startProcessor(network: string) {
+  if (!isProcessedNetwork(network)) {
+    throw new ConfigError('process <network>', `a network with a processor: ${PROCESSED_NETWORKS.join(', ')}`, network);
+  }
+  switch (network) {
+    case 'ethereum':
+      return startService(processorService(network));
+    case 'bitcoin':
+    case 'litecoin':
+      return startService(utxoProcessorService(network));
+    case 'tron':
+      return startService(tronProcessorService());
+  }
+}
 
 /** Stops the start (one line naming the variable) when the network's node is not configured. */
 export function requireProcessorNode(network: string, config: ConfigOf<typeof processorSettings>): void {
   if (config.CHAIN_ETHEREUM_RPC_URL === '') throw new ConfigError('CHAIN_ETHEREUM_RPC_URL', `the ${network} node's URL (process ${network} needs it)`, undefined);
 }
 
-/** The processor process of one network, as a runtime ServiceDefinition (health, admin, relay). */
+/** The Ethereum processor process, as a runtime ServiceDefinition (health, admin, relay). */
 export function processorService(network: string): ServiceDefinition<typeof processorSettings> {
-  if (!(PROCESSED_NETWORKS as readonly string[]).includes(network)) {
-    throw new ConfigError('process <network>', `a network with a processor: ${PROCESSED_NETWORKS.join(', ')}`, network);
-  }
+  if (network !== 'ethereum') throw new ConfigError('process <network>', 'ethereum (this definition is the EVM processor\'s)', network);
   return {
     name: 'payout',
     rpcServices: [],
@@ -38,6 +75,8 @@ export function processorService(network: string): ServiceDefinition<typeof proc
     // The serve role's migrations exactly: whichever role starts first leaves the same schema.
     builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
     checkConfig(config) {
+      // Before any connection: a processor without its node stops at once, with one line.
+      requireProcessorNode(network, config);
       requireMainChainIds(config);
       if (config.APP_ENV === 'production' && !config.SIGNER_URL.startsWith('https:')) {
         throw new ConfigError('SIGNER_URL', 'an https:// URL in production (the signer answers over mutual TLS only)', config.SIGNER_URL);

@@ -45,6 +45,8 @@ const PROCESSOR: CallerName = 'payout-processor';
 export const signerCallers = allowCallers(SignerService, {
   signEvmTransaction: [PROCESSOR],
   getTreasury: [PROCESSOR],
+  signUtxoTransaction: [PROCESSOR],
+  signTronTransaction: [PROCESSOR],
 });
 
 export function signerMigrationsDir(): string {

@@ -112,6 +112,15 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     },
   ) {}
 
+  // PLACEHOLDERS of the contract commit: the signer's helper implements them (docs/treasury.md#utxo, #tron).
+  async signUtxoTransaction(): Promise<never> {
+    throw serviceError(Code.Unimplemented, 'not_implemented', 'SignUtxoTransaction is being built');
+  }
+
+  async signTronTransaction(): Promise<never> {
+    throw serviceError(Code.Unimplemented, 'not_implemented', 'SignTronTransaction is being built');
+  }
+
   async getTreasury(request: GetTreasuryRequest) {
     if (request.network !== SIGNER_NETWORK) throw serviceError(Code.InvalidArgument, 'network_not_supported', `only ${SIGNER_NETWORK} is signed here`);
     return { network: request.network, address: this.options.keys.treasuryAddress };

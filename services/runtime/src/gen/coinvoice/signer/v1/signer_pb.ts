@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/signer/v1/signer.proto.
  */
 export const file_coinvoice_signer_v1_signer: GenFile = /*@__PURE__*/
-  fileDesc("CiBjb2ludm9pY2Uvc2lnbmVyL3YxL3NpZ25lci5wcm90bxITY29pbnZvaWNlLnNpZ25lci52MSKoAQoORXZtVHJhbnNhY3Rpb24SEAoIY2hhaW5faWQYASABKAQSDQoFbm9uY2UYAiABKAQSCgoCdG8YAyABKAkSDQoFdmFsdWUYBCABKAkSDAoEZGF0YRgFIAEoCRIRCglnYXNfbGltaXQYBiABKAQSFwoPbWF4X2ZlZV9wZXJfZ2FzGAcgASgJEiAKGG1heF9wcmlvcml0eV9mZWVfcGVyX2dhcxgIIAEoCSIjCg5QYXlvdXRUcmFuc2ZlchIRCglwYXlvdXRfaWQYASABKAkiNQoNU3dlZXBUcmFuc2ZlchIVCg1hZGRyZXNzX2luZGV4GAEgASgNEg0KBWFzc2V0GAIgASgJIiEKCEdhc1RvcFVwEhUKDWFkZHJlc3NfaW5kZXgYASABKA0ikgIKGVNpZ25Fdm1UcmFuc2FjdGlvblJlcXVlc3QSDwoHbmV0d29yaxgBIAEoCRI1CgZwYXlvdXQYAiABKAsyIy5jb2ludm9pY2Uuc2lnbmVyLnYxLlBheW91dFRyYW5zZmVySAASMwoFc3dlZXAYAyABKAsyIi5jb2ludm9pY2Uuc2lnbmVyLnYxLlN3ZWVwVHJhbnNmZXJIABIzCgpnYXNfdG9wX3VwGAQgASgLMh0uY29pbnZvaWNlLnNpZ25lci52MS5HYXNUb3BVcEgAEjgKC3RyYW5zYWN0aW9uGAUgASgLMiMuY29pbnZvaWNlLnNpZ25lci52MS5Fdm1UcmFuc2FjdGlvbkIJCgdwdXJwb3NlIl0KGlNpZ25Fdm1UcmFuc2FjdGlvblJlc3BvbnNlEhcKD3Jhd190cmFuc2FjdGlvbhgBIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAIgASgJEgwKBGZyb20YAyABKAkiJQoSR2V0VHJlYXN1cnlSZXF1ZXN0Eg8KB25ldHdvcmsYASABKAkiNwoTR2V0VHJlYXN1cnlSZXNwb25zZRIPCgduZXR3b3JrGAEgASgJEg8KB2FkZHJlc3MYAiABKAky6AEKDVNpZ25lclNlcnZpY2USdQoSU2lnbkV2bVRyYW5zYWN0aW9uEi4uY29pbnZvaWNlLnNpZ25lci52MS5TaWduRXZtVHJhbnNhY3Rpb25SZXF1ZXN0Gi8uY29pbnZvaWNlLnNpZ25lci52MS5TaWduRXZtVHJhbnNhY3Rpb25SZXNwb25zZRJgCgtHZXRUcmVhc3VyeRInLmNvaW52b2ljZS5zaWduZXIudjEuR2V0VHJlYXN1cnlSZXF1ZXN0GiguY29pbnZvaWNlLnNpZ25lci52MS5HZXRUcmVhc3VyeVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiBjb2ludm9pY2Uvc2lnbmVyL3YxL3NpZ25lci5wcm90bxITY29pbnZvaWNlLnNpZ25lci52MSKoAQoORXZtVHJhbnNhY3Rpb24SEAoIY2hhaW5faWQYASABKAQSDQoFbm9uY2UYAiABKAQSCgoCdG8YAyABKAkSDQoFdmFsdWUYBCABKAkSDAoEZGF0YRgFIAEoCRIRCglnYXNfbGltaXQYBiABKAQSFwoPbWF4X2ZlZV9wZXJfZ2FzGAcgASgJEiAKGG1heF9wcmlvcml0eV9mZWVfcGVyX2dhcxgIIAEoCSIjCg5QYXlvdXRUcmFuc2ZlchIRCglwYXlvdXRfaWQYASABKAkiNQoNU3dlZXBUcmFuc2ZlchIVCg1hZGRyZXNzX2luZGV4GAEgASgNEg0KBWFzc2V0GAIgASgJIiEKCEdhc1RvcFVwEhUKDWFkZHJlc3NfaW5kZXgYASABKA0ikgIKGVNpZ25Fdm1UcmFuc2FjdGlvblJlcXVlc3QSDwoHbmV0d29yaxgBIAEoCRI1CgZwYXlvdXQYAiABKAsyIy5jb2ludm9pY2Uuc2lnbmVyLnYxLlBheW91dFRyYW5zZmVySAASMwoFc3dlZXAYAyABKAsyIi5jb2ludm9pY2Uuc2lnbmVyLnYxLlN3ZWVwVHJhbnNmZXJIABIzCgpnYXNfdG9wX3VwGAQgASgLMh0uY29pbnZvaWNlLnNpZ25lci52MS5HYXNUb3BVcEgAEjgKC3RyYW5zYWN0aW9uGAUgASgLMiMuY29pbnZvaWNlLnNpZ25lci52MS5Fdm1UcmFuc2FjdGlvbkIJCgdwdXJwb3NlIl0KGlNpZ25Fdm1UcmFuc2FjdGlvblJlc3BvbnNlEhcKD3Jhd190cmFuc2FjdGlvbhgBIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAIgASgJEgwKBGZyb20YAyABKAkiJQoSR2V0VHJlYXN1cnlSZXF1ZXN0Eg8KB25ldHdvcmsYASABKAkiTQoTR2V0VHJlYXN1cnlSZXNwb25zZRIPCgduZXR3b3JrGAEgASgJEg8KB2FkZHJlc3MYAiABKAkSFAoMYWNjb3VudF94cHViGAMgASgJIigKB1V0eG9LZXkSDgoGYnJhbmNoGAEgASgNEg0KBWluZGV4GAIgASgNIjsKEFV0eG9QYXlvdXRPdXRwdXQSEQoJcGF5b3V0X2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoDSL9AQoaU2lnblV0eG9UcmFuc2FjdGlvblJlcXVlc3QSDwoHbmV0d29yaxgBIAEoCRIMCgRwc2J0GAIgASgJEjAKCmlucHV0X2tleXMYAyADKAsyHC5jb2ludm9pY2Uuc2lnbmVyLnYxLlV0eG9LZXkSNgoHcGF5b3V0cxgEIAMoCzIlLmNvaW52b2ljZS5zaWduZXIudjEuVXR4b1BheW91dE91dHB1dBIgChNjaGFuZ2Vfb3V0cHV0X2luZGV4GAUgASgNSACIAQESHAoUY2hhbmdlX2FkZHJlc3NfaW5kZXgYBiABKA1CFgoUX2NoYW5nZV9vdXRwdXRfaW5kZXgiYAobU2lnblV0eG9UcmFuc2FjdGlvblJlc3BvbnNlEhcKD3Jhd190cmFuc2FjdGlvbhgBIAEoCRIMCgR0eGlkGAIgASgJEgsKA2ZlZRgDIAEoBBINCgV2c2l6ZRgEIAEoDSKFAQoaU2lnblRyb25UcmFuc2FjdGlvblJlcXVlc3QSDwoHbmV0d29yaxgBIAEoCRI1CgZwYXlvdXQYAiABKAsyIy5jb2ludm9pY2Uuc2lnbmVyLnYxLlBheW91dFRyYW5zZmVySAASFAoMcmF3X2RhdGFfaGV4GAMgASgJQgkKB3B1cnBvc2UiTAobU2lnblRyb25UcmFuc2FjdGlvblJlc3BvbnNlEgwKBHR4aWQYASABKAkSEQoJc2lnbmF0dXJlGAIgASgJEgwKBGZyb20YAyABKAky3AMKDVNpZ25lclNlcnZpY2USdQoSU2lnbkV2bVRyYW5zYWN0aW9uEi4uY29pbnZvaWNlLnNpZ25lci52MS5TaWduRXZtVHJhbnNhY3Rpb25SZXF1ZXN0Gi8uY29pbnZvaWNlLnNpZ25lci52MS5TaWduRXZtVHJhbnNhY3Rpb25SZXNwb25zZRJgCgtHZXRUcmVhc3VyeRInLmNvaW52b2ljZS5zaWduZXIudjEuR2V0VHJlYXN1cnlSZXF1ZXN0GiguY29pbnZvaWNlLnNpZ25lci52MS5HZXRUcmVhc3VyeVJlc3BvbnNlEngKE1NpZ25VdHhvVHJhbnNhY3Rpb24SLy5jb2ludm9pY2Uuc2lnbmVyLnYxLlNpZ25VdHhvVHJhbnNhY3Rpb25SZXF1ZXN0GjAuY29pbnZvaWNlLnNpZ25lci52MS5TaWduVXR4b1RyYW5zYWN0aW9uUmVzcG9uc2USeAoTU2lnblRyb25UcmFuc2FjdGlvbhIvLmNvaW52b2ljZS5zaWduZXIudjEuU2lnblRyb25UcmFuc2FjdGlvblJlcXVlc3QaMC5jb2ludm9pY2Uuc2lnbmVyLnYxLlNpZ25Ucm9uVHJhbnNhY3Rpb25SZXNwb25zZWIGcHJvdG8z");
 
 /**
  * An unsigned EIP-1559 transaction. Integers that may exceed 2^53 are decimal strings.
@@ -248,11 +248,19 @@ export type GetTreasuryResponse = Message<"coinvoice.signer.v1.GetTreasuryRespon
   network: string;
 
   /**
-   * EIP-55 address.
+   * EIP-55 address (EVM), base58 address (Tron), or bech32 account/1/0 address (Bitcoin, Litecoin).
    *
    * @generated from field: string address = 2;
    */
   address: string;
+
+  /**
+   * The network's account-level extended public key (BIP84 for Bitcoin and Litecoin): the
+   * processor derives the change branch's addresses (account/1/i) from it. Empty for EVM and Tron.
+   *
+   * @generated from field: string account_xpub = 3;
+   */
+  accountXpub: string;
 };
 
 /**
@@ -261,6 +269,220 @@ export type GetTreasuryResponse = Message<"coinvoice.signer.v1.GetTreasuryRespon
  */
 export const GetTreasuryResponseSchema: GenMessage<GetTreasuryResponse> = /*@__PURE__*/
   messageDesc(file_coinvoice_signer_v1_signer, 7);
+
+/**
+ * The key of one UTXO input under the network's account: account/branch/index. Branch 0 is the
+ * receive branch (the invoices' deposit addresses), branch 1 the treasury's change branch.
+ *
+ * @generated from message coinvoice.signer.v1.UtxoKey
+ */
+export type UtxoKey = Message<"coinvoice.signer.v1.UtxoKey"> & {
+  /**
+   * @generated from field: uint32 branch = 1;
+   */
+  branch: number;
+
+  /**
+   * @generated from field: uint32 index = 2;
+   */
+  index: number;
+};
+
+/**
+ * Describes the message coinvoice.signer.v1.UtxoKey.
+ * Use `create(UtxoKeySchema)` to create a new message.
+ */
+export const UtxoKeySchema: GenMessage<UtxoKey> = /*@__PURE__*/
+  messageDesc(file_coinvoice_signer_v1_signer, 8);
+
+/**
+ * One output of the transaction pays one payout: to its address, exactly its amount.
+ *
+ * @generated from message coinvoice.signer.v1.UtxoPayoutOutput
+ */
+export type UtxoPayoutOutput = Message<"coinvoice.signer.v1.UtxoPayoutOutput"> & {
+  /**
+   * @generated from field: string payout_id = 1;
+   */
+  payoutId: string;
+
+  /**
+   * @generated from field: uint32 output_index = 2;
+   */
+  outputIndex: number;
+};
+
+/**
+ * Describes the message coinvoice.signer.v1.UtxoPayoutOutput.
+ * Use `create(UtxoPayoutOutputSchema)` to create a new message.
+ */
+export const UtxoPayoutOutputSchema: GenMessage<UtxoPayoutOutput> = /*@__PURE__*/
+  messageDesc(file_coinvoice_signer_v1_signer, 9);
+
+/**
+ * @generated from message coinvoice.signer.v1.SignUtxoTransactionRequest
+ */
+export type SignUtxoTransactionRequest = Message<"coinvoice.signer.v1.SignUtxoTransactionRequest"> & {
+  /**
+   * "bitcoin" or "litecoin".
+   *
+   * @generated from field: string network = 1;
+   */
+  network: string;
+
+  /**
+   * The unsigned transaction: a base64 PSBT (BIP174, version 0) whose every input carries its
+   * witness_utxo (a P2WPKH output of the account) and signals replaceability (BIP125).
+   *
+   * @generated from field: string psbt = 2;
+   */
+  psbt: string;
+
+  /**
+   * One per PSBT input, in input order: the key that spends it.
+   *
+   * @generated from field: repeated coinvoice.signer.v1.UtxoKey input_keys = 3;
+   */
+  inputKeys: UtxoKey[];
+
+  /**
+   * Every output but the change pays exactly one of these payouts; every payout is paid once.
+   *
+   * @generated from field: repeated coinvoice.signer.v1.UtxoPayoutOutput payouts = 4;
+   */
+  payouts: UtxoPayoutOutput[];
+
+  /**
+   * The change output, if any: its index in the transaction and its key's index on branch 1.
+   *
+   * @generated from field: optional uint32 change_output_index = 5;
+   */
+  changeOutputIndex?: number | undefined;
+
+  /**
+   * @generated from field: uint32 change_address_index = 6;
+   */
+  changeAddressIndex: number;
+};
+
+/**
+ * Describes the message coinvoice.signer.v1.SignUtxoTransactionRequest.
+ * Use `create(SignUtxoTransactionRequestSchema)` to create a new message.
+ */
+export const SignUtxoTransactionRequestSchema: GenMessage<SignUtxoTransactionRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_signer_v1_signer, 10);
+
+/**
+ * @generated from message coinvoice.signer.v1.SignUtxoTransactionResponse
+ */
+export type SignUtxoTransactionResponse = Message<"coinvoice.signer.v1.SignUtxoTransactionResponse"> & {
+  /**
+   * The finalized signed transaction, hex: the exact bytes to store and broadcast.
+   *
+   * @generated from field: string raw_transaction = 1;
+   */
+  rawTransaction: string;
+
+  /**
+   * Its txid (hex, the usual byte order).
+   *
+   * @generated from field: string txid = 2;
+   */
+  txid: string;
+
+  /**
+   * Inputs minus outputs, in base units (satoshi, litoshi).
+   *
+   * @generated from field: uint64 fee = 3;
+   */
+  fee: bigint;
+
+  /**
+   * Virtual size (vbytes) of the signed transaction.
+   *
+   * @generated from field: uint32 vsize = 4;
+   */
+  vsize: number;
+};
+
+/**
+ * Describes the message coinvoice.signer.v1.SignUtxoTransactionResponse.
+ * Use `create(SignUtxoTransactionResponseSchema)` to create a new message.
+ */
+export const SignUtxoTransactionResponseSchema: GenMessage<SignUtxoTransactionResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_signer_v1_signer, 11);
+
+/**
+ * @generated from message coinvoice.signer.v1.SignTronTransactionRequest
+ */
+export type SignTronTransactionRequest = Message<"coinvoice.signer.v1.SignTronTransactionRequest"> & {
+  /**
+   * "tron".
+   *
+   * @generated from field: string network = 1;
+   */
+  network: string;
+
+  /**
+   * @generated from oneof coinvoice.signer.v1.SignTronTransactionRequest.purpose
+   */
+  purpose: {
+    /**
+     * @generated from field: coinvoice.signer.v1.PayoutTransfer payout = 2;
+     */
+    value: PayoutTransfer;
+    case: "payout";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * The transaction's raw_data as the node built it (/wallet/createtransaction,
+   * /wallet/triggersmartcontract): hex of the protobuf `Transaction.raw`, holding one
+   * TransferContract (TRX) or one TriggerSmartContract calling the asset's transfer(to, amount).
+   *
+   * @generated from field: string raw_data_hex = 3;
+   */
+  rawDataHex: string;
+};
+
+/**
+ * Describes the message coinvoice.signer.v1.SignTronTransactionRequest.
+ * Use `create(SignTronTransactionRequestSchema)` to create a new message.
+ */
+export const SignTronTransactionRequestSchema: GenMessage<SignTronTransactionRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_signer_v1_signer, 12);
+
+/**
+ * @generated from message coinvoice.signer.v1.SignTronTransactionResponse
+ */
+export type SignTronTransactionResponse = Message<"coinvoice.signer.v1.SignTronTransactionResponse"> & {
+  /**
+   * sha256 of raw_data, hex: the transaction id.
+   *
+   * @generated from field: string txid = 1;
+   */
+  txid: string;
+
+  /**
+   * 65 bytes, hex: r ‖ s ‖ v (v = 27 + recovery id), over txid with the treasury key.
+   *
+   * @generated from field: string signature = 2;
+   */
+  signature: string;
+
+  /**
+   * The signing (treasury) address, base58.
+   *
+   * @generated from field: string from = 3;
+   */
+  from: string;
+};
+
+/**
+ * Describes the message coinvoice.signer.v1.SignTronTransactionResponse.
+ * Use `create(SignTronTransactionResponseSchema)` to create a new message.
+ */
+export const SignTronTransactionResponseSchema: GenMessage<SignTronTransactionResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_signer_v1_signer, 13);
 
 /**
  * SignerService is the payout service's `sign` role (docs/treasury.md): the only process that holds
@@ -290,6 +512,28 @@ export const SignerService: GenService<{
     methodKind: "unary";
     input: typeof GetTreasuryRequestSchema;
     output: typeof GetTreasuryResponseSchema;
+  },
+  /**
+   * Signs one Bitcoin or Litecoin transaction handed over as an unsigned PSBT: payouts batched in
+   * one transaction, spending deposit outputs and the treasury's change (docs/treasury.md#utxo).
+   *
+   * @generated from rpc coinvoice.signer.v1.SignerService.SignUtxoTransaction
+   */
+  signUtxoTransaction: {
+    methodKind: "unary";
+    input: typeof SignUtxoTransactionRequestSchema;
+    output: typeof SignUtxoTransactionResponseSchema;
+  },
+  /**
+   * Signs one Tron transaction built by the node's HTTP API: a TRX TransferContract or a TRC-20
+   * transfer (TriggerSmartContract) paying a payout from the treasury (docs/treasury.md#tron).
+   *
+   * @generated from rpc coinvoice.signer.v1.SignerService.SignTronTransaction
+   */
+  signTronTransaction: {
+    methodKind: "unary";
+    input: typeof SignTronTransactionRequestSchema;
+    output: typeof SignTronTransactionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_coinvoice_signer_v1_signer, 0);
