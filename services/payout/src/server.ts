@@ -88,7 +88,14 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       ledgerCheck,
       chainCheck: payoutChainCheck(config),
       treasury: {
-        autoMax: { ETH: config.PAYOUT_AUTO_MAX_ETH, USDT: config.PAYOUT_AUTO_MAX_USDT, USDC: config.PAYOUT_AUTO_MAX_USDC },
+        autoMax: {
+          ETH: config.PAYOUT_AUTO_MAX_ETH,
+          USDT: config.PAYOUT_AUTO_MAX_USDT,
+          USDC: config.PAYOUT_AUTO_MAX_USDC,
+          BTC: config.PAYOUT_AUTO_MAX_BTC,
+          LTC: config.PAYOUT_AUTO_MAX_LTC,
+          TRX: config.PAYOUT_AUTO_MAX_TRX,
+        },
         balances: {
           ethereum:
             config.CHAIN_ETHEREUM_RPC_URL === ''

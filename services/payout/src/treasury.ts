@@ -25,10 +25,21 @@ import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, setPa
 
 export const SWEEP_TASK_STATUSES = ['pending', 'sent', 'confirmed', 'skipped_dust'] as const;
 
-/** The networks a processor sends on, and their assets (issue 23: Ethereum; issue 25 adds the others). */
-export const TREASURY_ASSETS: Readonly<Record<string, readonly CryptoCurrency[]>> = {
+/** The networks a processor sends on (`payout process <network>`, docs/treasury.md#processor). */
+export const TREASURY_NETWORKS = ['ethereum', 'bitcoin', 'litecoin', 'tron'] as const;
+export type TreasuryNetwork = (typeof TREASURY_NETWORKS)[number];
+
+/** Each treasury network's assets: every registry entry carried on it (USDT on tron is Tron's USDT). */
+export const TREASURY_ASSETS: Readonly<Record<TreasuryNetwork, readonly CryptoCurrency[]>> = {
   ethereum: SUPPORTED_CRYPTO.filter((c) => c.chain === 'ethereum'),
+  bitcoin: SUPPORTED_CRYPTO.filter((c) => c.chain === 'bitcoin'),
+  litecoin: SUPPORTED_CRYPTO.filter((c) => c.chain === 'litecoin'),
+  tron: SUPPORTED_CRYPTO.filter((c) => c.chain === 'tron'),
 };
+
+function treasuryAssetsOf(network: string): readonly CryptoCurrency[] {
+  return (TREASURY_NETWORKS as readonly string[]).includes(network) ? TREASURY_ASSETS[network as TreasuryNetwork] : [];
+}
 
 /** Reads the treasury's balance of each asset of a network from its node; undefined when no node is configured. */
 export interface TreasuryBalanceReader {
@@ -139,7 +150,7 @@ export class TreasuryHandlers {
     recorded: TreasuryNetworkRow | undefined,
     sweeps: { network: string; asset: string; count: number; amount: string }[],
   ): Promise<MessageInitShape<typeof TreasuryNetworkSchema>> {
-    const assets = TREASURY_ASSETS[name] ?? [];
+    const assets = treasuryAssetsOf(name);
     const codes = assets.map((c) => c.code);
     const [inFlight, queues, balances] = await Promise.all([
       payoutsInFlight(this.deps.sql, name, codes),
@@ -203,7 +214,7 @@ export class EthereumTreasuryBalances implements TreasuryBalanceReader {
 
   async read(address: string) {
     return Promise.all(
-      TREASURY_ASSETS.ethereum!.map(async (coin) => {
+      TREASURY_ASSETS.ethereum.map(async (coin) => {
         const contract = coin.token ? this.settings.contracts[coin.code] : undefined;
         if (coin.token && !contract) return { asset: coin.code, unavailableReason: `no ${coin.code} contract configured` };
         const raw = contract

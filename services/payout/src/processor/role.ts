@@ -9,6 +9,7 @@ import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, s
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { payoutIdempotencyKeys } from '../store/idempotency';
+import { TREASURY_NETWORKS, type TreasuryNetwork } from '../treasury';
 import { EvmNode } from './evm-node';
 import { createProcessorMetrics } from './metrics';
 import { EvmProcessor } from './processor';
@@ -18,8 +19,8 @@ import { tronProcessorService } from './tron/role';
 import { utxoProcessorService } from './utxo/role';
 
 /** The networks with a processor (docs/treasury.md#processor): one module per chain family. */
-export const PROCESSED_NETWORKS = ['ethereum', 'bitcoin', 'litecoin', 'tron'] as const;
-export type ProcessedNetwork = (typeof PROCESSED_NETWORKS)[number];
+export const PROCESSED_NETWORKS = TREASURY_NETWORKS;
+export type ProcessedNetwork = TreasuryNetwork;
 
 function isProcessedNetwork(network: string): network is ProcessedNetwork {
   return (PROCESSED_NETWORKS as readonly string[]).includes(network);
