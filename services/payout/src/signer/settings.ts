@@ -16,6 +16,7 @@ import {
 import { accountXpubSetting } from '@coinvoice/chains/account-key';
 import { evmNodeSettings } from '@coinvoice/chains/evm/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
 
 /** The assets the Ethereum signer moves. */
@@ -32,8 +33,8 @@ export function assetDecimals(asset: SignerAsset): number {
 }
 
 /** An amount of `asset` in its usual unit (e.g. `2.5` ETH), held as base units. */
-function assetAmountSetting(asset: SignerAsset, devDefault: string): Setting<bigint> {
-  const decimals = assetDecimals(asset);
+export function assetAmountSetting(asset: CryptoCode, devDefault: string): Setting<bigint> {
+  const decimals = cryptoCurrency(asset).baseUnitDecimals;
   return {
     expected: `a positive amount of ${asset} such as ${devDefault} (at most ${decimals} decimals)`,
     devDefault,
@@ -48,7 +49,7 @@ function assetAmountSetting(asset: SignerAsset, devDefault: string): Setting<big
  * A whole number of wei (or gas) that may exceed 2^53: a bigint. `default` holds in every
  * environment; `devDefault` in development only (production must state the value).
  */
-function bigintSetting(options: ({ default: string } | { devDefault: string }) & { min: bigint; max?: bigint }): Setting<bigint> {
+export function bigintSetting(options: ({ default: string } | { devDefault: string }) & { min: bigint; max?: bigint }): Setting<bigint> {
   return {
     expected: `a whole number from ${options.min}${options.max === undefined ? '' : ` to ${options.max}`}`,
     ...('default' in options ? { default: options.default } : { devDefault: options.devDefault }),
