@@ -100,6 +100,16 @@ function transferLog(contract: string, fromHex41: string, toHex41: string, amoun
   return { address: contract.slice(2), topics: [keccakHex('Transfer(address,address,uint256)'), addressWord(fromHex41), addressWord(toHex41)], data: word(amount) };
 }
 
+/** JSON with sorted keys and integers as digits (a bigint and a number of the same value agree). */
+function canonicalJson(value: unknown): string {
+  if (typeof value === 'bigint' || typeof value === 'number') return String(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
 /** Marks a bigint in the JSON being written, to be replaced by its bare digits. */
 const EXACT_INTEGER = 'exact-integer:';
 
@@ -461,8 +471,7 @@ export class TronStandIn {
     const digest = createHash('sha256').update(Buffer.from(rawHex, 'hex')).digest();
     if (digest.toString('hex') !== txid) return this.refuse('OTHER_ERROR', 'txID is not sha256(raw_data)', txid);
     // java-tron builds the transaction from the JSON raw_data: it must say what the bytes say.
-    const json = JSON.stringify(this.rawJson(raw, input.visible === true), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-    if (json !== JSON.stringify(input.raw_data, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) {
+    if (canonicalJson(this.rawJson(raw, input.visible === true)) !== canonicalJson(input.raw_data)) {
       return this.refuse('OTHER_ERROR', 'raw_data does not match raw_data_hex', txid);
     }
     const signature = typeof signatures[0] === 'string' ? Buffer.from(signatures[0], 'hex') : Buffer.alloc(0);
