@@ -132,6 +132,10 @@ export class TronStandIn {
   private readonly seen = new Set<string>();
   /** Added to the wall clock: a test moves time past an expiration without waiting. */
   clockShiftMs = 0;
+  /** none; hold: a broadcast is never answered nor taken; accept_no_answer: taken, never answered; drop: answered as accepted, never taken. */
+  broadcastFault: 'none' | 'hold' | 'accept_no_answer' | 'drop' = 'none';
+  /** Broadcasts a fault held so far. */
+  heldBroadcasts = 0;
   /** Broadcasts refused, by code (a test reads why). */
   readonly refusals: Array<{ code: string; message: string }> = [];
 
@@ -234,6 +238,12 @@ export class TronStandIn {
 
   tokenBalanceOf(contract: string, holder: string): bigint {
     return this.tokenBalances.get(tronHex(contract))?.get(tronHex(holder)) ?? 0n;
+  }
+
+  /** Mines a block every `ms` until the returned function is called. */
+  mineEvery(ms: number): () => void {
+    const timer = setInterval(() => this.mine([]), ms);
+    return () => clearInterval(timer);
   }
 
   /** Transactions accepted and not yet mined. */
@@ -381,7 +391,30 @@ export class TronStandIn {
       }
       if (path === '/wallet/createtransaction') return this.send(res, 200, this.createTransaction(input));
       if (path === '/wallet/triggersmartcontract') return this.send(res, 200, this.triggerSmartContract(input));
-      if (path === '/wallet/broadcasttransaction') return this.send(res, 200, this.broadcast(input));
+      if (path === '/wallet/broadcasttransaction') {
+        // A test's fault: the request never answered, and (accept_no_answer) the transaction taken all the same.
+        if (this.broadcastFault === 'drop') {
+          // Answered as accepted and lost (a node restarted, its pool dropped it): never mined.
+          this.heldBroadcasts++;
+          return this.send(res, 200, { result: true, txid: input.txID });
+        }
+        if (this.broadcastFault !== 'none') {
+          this.heldBroadcasts++;
+          if (this.broadcastFault === 'accept_no_answer') this.broadcast(input);
+          return;
+        }
+        return this.send(res, 200, this.broadcast(input));
+      }
+      if (path === '/wallet/triggerconstantcontract') {
+        // balanceOf(address) of a TRC-20 contract the stand-in keeps balances of.
+        const contract = this.inputAddress(input.contract_address, input.visible);
+        const parameter = typeof input.parameter === 'string' ? input.parameter : '';
+        if (!contract || input.function_selector !== 'balanceOf(address)' || !/^0{24}[0-9a-f]{40}$/.test(parameter)) {
+          return this.send(res, 200, { result: { code: 'OTHER_ERROR', message: Buffer.from('only balanceOf(address) is served').toString('hex') } });
+        }
+        const balance = this.tokenBalances.get(contract)?.get(`41${parameter.slice(24)}`) ?? 0n;
+        return this.send(res, 200, { result: { result: true }, constant_result: [word(balance)] });
+      }
       if (path === '/wallet/getaccount') {
         const hex = this.inputAddress(input.address, input.visible);
         const balance = hex === undefined ? undefined : this.balances.get(hex);

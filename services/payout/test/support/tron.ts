@@ -8,8 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { base58CheckEncode, ethereumKeyHash } from '../../../invoice/test/support/independent-codecs';
-import { tronHex } from '../../../invoice/test/support/tron-stand-in';
+import { TronStandIn, tronHex } from '../../../invoice/test/support/tron-stand-in';
+import { TestCertificateAuthority } from '../../../../test/support/certificates';
+import { startPayoutHarness, type Harness } from './harness';
 import { TEST_MNEMONIC } from './signer';
+import { payoutHelpers, spawnRole, startSignerProcess, type PayoutHelpers, type ProcessorProcess, type SignerProcess } from './treasury';
 
 const tronAccount = HDKey.fromMasterSeed(mnemonicToSeedSync(TEST_MNEMONIC)).derive("m/44'/195'/0'");
 const treasuryKey = tronAccount.deriveChild(1).deriveChild(0);
@@ -57,4 +60,81 @@ export interface NodeTransaction {
 
 export async function broadcast(url: string, tx: NodeTransaction, signature: string) {
   return tronCall(url, '/wallet/broadcasttransaction', { ...tx, signature: [signature] });
+}
+
+/**
+ * The Tron treasury world (docs/treasury.md#tron): the Tron stand-in (in this process), the payout
+ * service's harness to create payouts through its own handlers, the real signer
+ * (`main.js sign`, the test seed, INVOICE_XPUB_TRX, mutual TLS) and the built processor
+ * (`main.js process tron`), each a child killed with SIGKILL. The treasury is funded with TRX and
+ * the stand-in's USDT.
+ */
+export interface TronWorld extends PayoutHelpers<string> {
+  tron: TronStandIn;
+  h: Harness;
+  signer: SignerProcess;
+  usdt: string;
+  startProcessor(env?: NodeJS.ProcessEnv): Promise<ProcessorProcess>;
+  transactions(payoutId: string): Promise<Array<{ txid: string; status: string; failure_reason: string | null }>>;
+  /** Signatures of the payout in signer.audit_log, their txids in order. */
+  signatures(payoutId: string): Promise<string[]>;
+  dispose(): Promise<void>;
+}
+
+export async function startTronWorld(options: { signerEnv?: NodeJS.ProcessEnv } = {}): Promise<TronWorld> {
+  const tron = await TronStandIn.start();
+  const usdt = freshTronAddress();
+  const h = await startPayoutHarness();
+  const ca = new TestCertificateAuthority();
+  const signer = await startSignerProcess(h, undefined, ca, {
+    INVOICE_XPUB_TRX: TEST_TRON_XPUB,
+    CHAIN_TRON_USDT_CONTRACT: usdt,
+    SIGNER_MAX_PAYOUT_TRX: '100000',
+    SIGNER_DAILY_LIMIT_TRX: '1000000',
+    ...options.signerEnv,
+  });
+  const processorCert = ca.issue('payout-processor');
+  tron.fund(TEST_TRON_TREASURY, 1_000_000_000_000n);
+  tron.fundToken(usdt, TEST_TRON_TREASURY, 1_000_000_000_000n);
+  const processors: ProcessorProcess[] = [];
+  return {
+    tron,
+    h,
+    signer,
+    usdt,
+    async startProcessor(env = {}) {
+      const processor = await spawnRole(['process', 'tron'], {
+        ...h.svc.env,
+        GRPC_PORT: '0',
+        ADMIN_PORT: '0',
+        LOG_LEVEL: 'info',
+        CHAIN_TRON_API_URL: tron.url,
+        CHAIN_TRON_USDT_CONTRACT: usdt,
+        CHAIN_TRON_CONFIRMATIONS: '1',
+        SIGNER_URL: `https://127.0.0.1:${signer.port}`,
+        TLS_CA_FILE: ca.caFile,
+        TLS_CERT_FILE: processorCert.certFile,
+        TLS_KEY_FILE: processorCert.keyFile,
+        PAYOUT_PROCESSOR_POLL_MS: '100',
+        ...env,
+      }, /"adminPort":(\d+)/);
+      processors.push(processor);
+      return processor;
+    },
+    ...payoutHelpers(h, freshTronAddress),
+    transactions(payoutId) {
+      return h.sql`select txid, status, failure_reason from tron_transactions where payout_id = ${payoutId} order by id`;
+    },
+    async signatures(payoutId) {
+      const rows = await h.sql<{ txid: string }[]>`select transaction_hash as txid from signer.audit_log where payout_id = ${payoutId} and outcome = 'signed' order by id`;
+      return rows.map((r) => r.txid);
+    },
+    async dispose() {
+      for (const p of processors) await p.kill();
+      await signer.dispose();
+      await h.dispose();
+      ca.remove();
+      await tron.close();
+    },
+  };
 }
