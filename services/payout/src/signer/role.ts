@@ -34,7 +34,6 @@ import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileEr
 import { SignerRpc, createSignerMetrics } from './service';
 import { TRON_ACCOUNT_PATH, TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
 import { TRON_NETWORK, TronSigner } from './tron';
-import { tronSignerSettings } from './tron-settings';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
@@ -145,7 +144,7 @@ export async function migrateSigner(env: Env = process.env): Promise<void> {
 
 /** Starts the signer; resolves once it serves. */
 export async function startSigner(env: Env = process.env): Promise<{ running: Running; logger: Logger; grpcPort: number; adminPort: number; grpcHealthPort?: number }> {
-  const config = loadConfig({ ...signerSettings, ...tronSignerSettings }, env);
+  const config = loadConfig(signerSettings, env);
   // It signs transactions for CHAIN_ETHEREUM_CHAIN_ID: in production, the main chain's only.
   requireMainChainIds(config);
   const tls = requireSafeTransport(config);

@@ -20,7 +20,7 @@ import type { AssetLimits } from './settings';
 import { addToDailyTotal, appendAudit, findPayout, lockDailyTotal, type AuditEntry } from './store';
 
 export const TRON_NETWORK = 'tron';
-/** The assets a Tron payout may be in; USDT's limits are shared with Ethereum's (tron-settings.ts). */
+/** The assets a Tron payout may be in; USDT's limits are shared with Ethereum's (settings.ts). */
 export const TRON_ASSETS = ['TRX', 'USDT'] as const;
 export type TronAsset = (typeof TRON_ASSETS)[number];
 

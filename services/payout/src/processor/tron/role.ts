@@ -10,7 +10,7 @@ import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, s
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { payoutSettings } from '../../settings';
 import { payoutIdempotencyKeys } from '../../store/idempotency';
-import { tronSignerSettings } from '../../signer/tron-settings';
+import { signerSettings } from '../../signer/settings';
 import { createProcessorMetrics } from '../metrics';
 import { processorSettings } from '../settings';
 import { TronNode } from './node';
@@ -30,7 +30,7 @@ export const tronProcessorSettings = {
   PAYOUT_AUTO_MAX_TRX: payoutSettings.PAYOUT_AUTO_MAX_TRX,
   PAYOUT_AUTO_MAX_USDT: payoutSettings.PAYOUT_AUTO_MAX_USDT,
   /** A TRC-20 transfer's fee_limit: the signer's cap, the signer role's declaration (docs/treasury.md#tron). */
-  SIGNER_MAX_FEE_LIMIT_SUN: tronSignerSettings.SIGNER_MAX_FEE_LIMIT_SUN,
+  SIGNER_MAX_FEE_LIMIT_SUN: signerSettings.SIGNER_MAX_FEE_LIMIT_SUN,
   /**
    * How long a payout transaction lives (its expiration, from when it is built). Longer rides out
    * a slow broadcast; shorter re-signs sooner a transaction that never reached a block. At most
