@@ -7,8 +7,11 @@
  * reason, its hold released.
  */
 import { tronHex } from '../../invoice/test/support/tron-stand-in';
+import { OPERATOR_TOKEN } from './support/harness';
 import { startTronWorld, TEST_TRON_TREASURY, type TronWorld } from './support/tron';
 import type { ProcessorProcess } from './support/treasury';
+import { waitFor } from './support/harness';
+import { formatPlain, fromBaseUnits } from '@coinvoice/domain/money';
 
 let world: TronWorld;
 let processor: ProcessorProcess | undefined;
@@ -22,6 +25,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await processor?.kill();
   processor = undefined;
+  world.tron.broadcastFault = 'none';
 });
 
 afterAll(async () => {
@@ -77,3 +81,19 @@ test('a payout above PAYOUT_AUTO_MAX_TRX waits for an approval; one within it go
   await world.waitForStatus(large.id, 'Completed');
   expect(world.tron.balanceOf(large.address)).toBe(5_000_001n);
 });
+
+test('the Treasury page shows the Tron treasury: its address, TRX and USDT balances from the node, a payout in flight', async () => {
+  world.tron.broadcastFault = 'drop';
+  processor = await world.startProcessor();
+  const payout = await world.payout('TRX', '7', { network: 'tron' });
+  await waitFor('the payout in flight', async () => (await world.payoutRow(payout.id)).claimed_by === 'processor:tron');
+  const tron = (await world.h.client.getTreasury({ operatorToken: OPERATOR_TOKEN })).networks.find((n) => n.network === 'tron')!;
+  world.tron.broadcastFault = 'none';
+  expect(tron.address).toBe(TEST_TRON_TREASURY);
+  const balances = Object.fromEntries(tron.balances.map((b) => [b.asset, b.amount ?? b.unavailableReason]));
+  expect(balances.TRX).toBe(formatPlain(fromBaseUnits(world.tron.balanceOf(TEST_TRON_TREASURY), 6)));
+  expect(balances.USDT).toBe(formatPlain(fromBaseUnits(world.tron.tokenBalanceOf(world.usdt, TEST_TRON_TREASURY), 6)));
+  expect(Object.keys(balances)).toEqual(['TRX', 'USDT']);
+  expect(tron.inFlight.map((p) => p.id)).toEqual([payout.id]);
+  await world.waitForStatus(payout.id, 'Completed', 30_000);
+}, 60_000);

@@ -84,7 +84,8 @@ export interface TronWorld extends PayoutHelpers<string> {
 export async function startTronWorld(options: { signerEnv?: NodeJS.ProcessEnv } = {}): Promise<TronWorld> {
   const tron = await TronStandIn.start();
   const usdt = freshTronAddress();
-  const h = await startPayoutHarness();
+  // The serve role reads the Tron treasury's balances (the Treasury page) from the same stand-in.
+  const h = await startPayoutHarness({ CHAIN_TRON_API_URL: tron.url, CHAIN_TRON_USDT_CONTRACT: usdt });
   const ca = new TestCertificateAuthority();
   const signer = await startSignerProcess(h, undefined, ca, {
     INVOICE_XPUB_TRX: TEST_TRON_XPUB,
