@@ -103,6 +103,27 @@ test('(c) killed while waiting for confirmations: the restarted processor counts
   expect(await world.signatures(payout.id)).toHaveLength(1);
 });
 
+test("the signer's answer lost mid-request and the processor killed: the restart asks for the same bytes (the same txID) once more, one transfer", async () => {
+  processor = await world.startProcessor();
+  await waitFor('the treasury from the signer', async () => processor!.logs.some((l) => l.includes('treasury address from the signer')));
+  world.signerLink.holding = true;
+  const payout = await world.payout('TRX', '1.75', { network: 'tron' });
+  await waitFor('the signer to sign (its answer held)', async () => (await world.signatures(payout.id)).length === 1);
+  await processor.kill();
+  world.signerLink.release();
+  expect(await world.transactions(payout.id)).toEqual([]);
+  expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: null });
+
+  processor = await world.startProcessor();
+  const txid = await expectPaidOnce(payout, 1_750_000n);
+  const signatures = await world.signatures(payout.id);
+  expect(signatures.length).toBeGreaterThanOrEqual(2);
+  expect(new Set(signatures)).toEqual(new Set([txid]));
+  // No refusal: the signer was asked for the same transaction, not for a second one.
+  const [refusals] = await world.h.sql<{ n: number }[]>`select count(*)::int as n from signer.audit_log where payout_id = ${payout.id} and outcome = 'refused'`;
+  expect(refusals!.n).toBe(0);
+});
+
 test('an expired, never-mined transaction is replaced once (after a final block past its expiration) and the payout completes once', async () => {
   world.tron.broadcastFault = 'drop';
   const stop = world.tron.mineEvery(200);

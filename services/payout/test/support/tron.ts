@@ -10,6 +10,7 @@ import { mnemonicToSeedSync } from '@scure/bip39';
 import { base58CheckEncode, ethereumKeyHash } from '../../../invoice/test/support/independent-codecs';
 import { TronStandIn, tronHex } from '../../../invoice/test/support/tron-stand-in';
 import { TestCertificateAuthority } from '../../../../test/support/certificates';
+import { TcpHoldProxy } from '../../../../test/support/tcp-hold-proxy';
 import { startPayoutHarness, type Harness } from './harness';
 import { TEST_MNEMONIC } from './signer';
 import { payoutHelpers, spawnRole, startSignerProcess, type PayoutHelpers, type ProcessorProcess, type SignerProcess } from './treasury';
@@ -73,6 +74,8 @@ export interface TronWorld extends PayoutHelpers<string> {
   tron: TronStandIn;
   h: Harness;
   signer: SignerProcess;
+  /** The processors' way to the signer: a test holds its answers. */
+  signerLink: TcpHoldProxy;
   usdt: string;
   startProcessor(env?: NodeJS.ProcessEnv): Promise<ProcessorProcess>;
   transactions(payoutId: string): Promise<Array<{ txid: string; status: string; failure_reason: string | null }>>;
@@ -95,6 +98,7 @@ export async function startTronWorld(options: { signerEnv?: NodeJS.ProcessEnv } 
     ...options.signerEnv,
   });
   const processorCert = ca.issue('payout-processor');
+  const signerLink = await new TcpHoldProxy({ host: '127.0.0.1', port: signer.port }).start();
   tron.fund(TEST_TRON_TREASURY, 1_000_000_000_000n);
   tron.fundToken(usdt, TEST_TRON_TREASURY, 1_000_000_000_000n);
   const processors: ProcessorProcess[] = [];
@@ -102,6 +106,7 @@ export async function startTronWorld(options: { signerEnv?: NodeJS.ProcessEnv } 
     tron,
     h,
     signer,
+    signerLink,
     usdt,
     async startProcessor(env = {}) {
       const processor = await spawnRole(['process', 'tron'], {
@@ -112,7 +117,7 @@ export async function startTronWorld(options: { signerEnv?: NodeJS.ProcessEnv } 
         CHAIN_TRON_API_URL: tron.url,
         CHAIN_TRON_USDT_CONTRACT: usdt,
         CHAIN_TRON_CONFIRMATIONS: '1',
-        SIGNER_URL: `https://127.0.0.1:${signer.port}`,
+        SIGNER_URL: `https://127.0.0.1:${signerLink.port}`,
         TLS_CA_FILE: ca.caFile,
         TLS_CERT_FILE: processorCert.certFile,
         TLS_KEY_FILE: processorCert.keyFile,
@@ -132,6 +137,7 @@ export async function startTronWorld(options: { signerEnv?: NodeJS.ProcessEnv } 
     },
     async dispose() {
       for (const p of processors) await p.kill();
+      await signerLink.stop();
       await signer.dispose();
       await h.dispose();
       ca.remove();

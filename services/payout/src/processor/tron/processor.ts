@@ -10,10 +10,10 @@
  *    none, it is `expired` — it can never be mined — and the payout gets a new transaction.
  * 2. pay: payouts whose transaction expired, then claimable ones (approved or ≤ PAYOUT_AUTO_MAX_*):
  *    the node builds the transfer, the processor checks it is exactly the payout's, extends its
- *    expiration (PAYOUT_TRON_LIFETIME) and recomputes the txID, the signer signs, and the row is
- *    stored in the transaction that claims the payout — THEN broadcast. A kill anywhere leaves
- *    either nothing (the signer's signature of a never-stored transaction is never broadcast, and
- *    the signer signs no other version until it expired) or a stored row the next round follows.
+ *    expiration (PAYOUT_TRON_LIFETIME) and recomputes the txID, commits it (tron_sign_attempts),
+ *    the signer signs, and the row is stored in the transaction that claims the payout — THEN
+ *    broadcast. A kill anywhere leaves the attempt (the same bytes are asked again: the same
+ *    signature) or a stored row the next round follows; a signature never stored is never broadcast.
  */
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { eventTransaction, type EventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
@@ -36,6 +36,11 @@ export type TronAsset = (typeof TRON_ASSETS)[number];
 /** How long a payout the signer refused is left alone before it is asked again. */
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
 const PAYOUTS_PER_ROUND = 50;
+/**
+ * A built transaction with less time than this left is not asked for again: it might expire before
+ * it is stored and broadcast. A new one is built (the signer signs it once the old one expired).
+ */
+const ATTEMPT_MARGIN_MS = 10_000;
 
 export interface TronProcessorOptions {
   sql: Sql;
@@ -206,6 +211,10 @@ export class TronProcessor extends RoundLoop {
 
   private async pay(treasury: string): Promise<void> {
     const { sql } = this.options;
+    // Attempts of payouts no longer ours to send (cancelled, claimed by an operator) no longer matter.
+    await sql`
+      delete from tron_sign_attempts a using payouts p
+      where p.id = a.payout_id and (p.status <> 'Pending' or (p.claimed_at is not null and p.claimed_by is distinct from ${this.processorId}))`;
     const autoMax: Record<string, string> = { TRX: this.options.autoMax.TRX };
     if (this.options.usdtContract !== '') autoMax.USDT = this.options.autoMax.USDT;
     // Ours whose transaction expired unmined first (they wait for a new one), then claimable ones.
@@ -233,7 +242,7 @@ export class TronProcessor extends RoundLoop {
         this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
         continue;
       }
-      const built = await this.build(treasury, payout.address, asset, amount);
+      const built = await this.attemptOf(payout.id, treasury, payout.address, asset, amount);
       const row = await refusable(
         eventTransaction(sql, async (tx) => {
           const [locked] = ours
@@ -241,6 +250,7 @@ export class TronProcessor extends RoundLoop {
             : await tx<PayoutRow[]>`select * from payouts where id = ${payout.id} and status = 'Pending' and claimed_at is null for update skip locked`;
           if (!locked || locked.amount !== payout.amount || locked.address !== payout.address || locked.currency !== payout.currency) return undefined;
           const signature = await this.sign(payout.id, built.rawDataHex, built.txid);
+          await tx`delete from tron_sign_attempts where payout_id = ${payout.id}`;
           const claimed = ours ? locked : await applyTrigger(tx, locked, 'claim', { claimedBy: this.processorId });
           await tx`update payouts set transaction_hash = ${built.txid}, confirmations = 0 where id = ${claimed.id}`;
           const [stored] = await tx<TronTransactionRow[]>`
@@ -266,6 +276,28 @@ export class TronProcessor extends RoundLoop {
              coalesce(sum(case when asset = 'USDT' then amount else 0 end), 0)::text as usdt
       from tron_transactions where status in ('signed', 'broadcast')`;
     return { trx: BigInt(row?.trx ?? '0'), usdt: BigInt(row?.usdt ?? '0') };
+  }
+
+  /**
+   * The payout's transaction to sign: the one built before and committed (tron_sign_attempts) while
+   * it has time left — a process killed while the signer answered asks again for the same bytes —
+   * else a new one, committed before the signer sees it.
+   */
+  private async attemptOf(payoutId: string, treasury: string, to: string, asset: TronAsset, amount: bigint): Promise<BuiltTransfer> {
+    const { sql } = this.options;
+    const [stored] = await sql<{ raw_data: Record<string, unknown>; raw_data_hex: string; txid: string; expiration_ms: string }[]>`
+      select raw_data, raw_data_hex, txid, expiration_ms::text from tron_sign_attempts where payout_id = ${payoutId}`;
+    if (stored && BigInt(stored.expiration_ms) > BigInt(Date.now() + ATTEMPT_MARGIN_MS)) {
+      const raw = decodeRawTransaction(Buffer.from(stored.raw_data_hex, 'hex'));
+      return { raw, rawDataHex: stored.raw_data_hex, rawData: stored.raw_data, txid: stored.txid };
+    }
+    const built = await this.build(treasury, to, asset, amount);
+    await sql`
+      insert into tron_sign_attempts (payout_id, txid, raw_data, raw_data_hex, expiration_ms)
+      values (${payoutId}, ${built.txid}, ${sql.json(built.rawData as never)}, ${built.rawDataHex}, ${built.raw.expiration.toString()})
+      on conflict (payout_id) do update set txid = excluded.txid, raw_data = excluded.raw_data, raw_data_hex = excluded.raw_data_hex,
+        expiration_ms = excluded.expiration_ms, created_at = now()`;
+    return built;
   }
 
   /**

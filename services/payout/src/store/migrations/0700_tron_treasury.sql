@@ -30,3 +30,16 @@ create table tron_transactions (
 );
 -- One open transaction per payout: the guard against a second transfer.
 create unique index tron_transactions_open_payout on tron_transactions (payout_id) where status in ('signed', 'broadcast', 'mined');
+
+-- A payout's transaction as built, committed BEFORE the signer is asked (as payout_sign_attempts on
+-- Ethereum): a process killed while the signer answers asks again for the same bytes, which the
+-- signer signs again (the same txID), instead of building another transaction the signer would
+-- refuse until the first one's expiration. Deleted in the transaction that stores the signed row.
+create table tron_sign_attempts (
+  payout_id      uuid primary key references payouts (id),
+  txid           text not null,
+  raw_data       jsonb not null,
+  raw_data_hex   text not null,
+  expiration_ms  bigint not null,
+  created_at     timestamptz not null default now()
+);
