@@ -33,6 +33,8 @@ import { decodeWireRaw, encodeWireRaw, type WireRaw } from './tron-wire';
 /** The native secp256k1 binding (no types shipped): public-key recovery only. */
 const secp256k1 = require('secp256k1') as { ecdsaRecover(sig: Uint8Array, recid: number, msg32: Uint8Array, compressed: boolean): Uint8Array };
 
+/** Burnt by the sender of a TRX transfer to an account that does not exist yet (java-tron's CreateNewAccountFeeInSystemContract, 1 TRX). */
+export const ACCOUNT_CREATION_FEE_SUN = 1_000_000n;
 /** Sun per unit of energy burnt (java-tron's getEnergyFee since 2024: 210). */
 export const ENERGY_PRICE_SUN = 210n;
 /** Energy of a TRC-20 transfer (USDT on mainnet): to a holder, and to an address holding none. */
@@ -529,10 +531,12 @@ export class TronStandIn {
     if (this.seen.has(txid)) return this.refuse('DUP_TRANSACTION_ERROR', 'dup transaction', txid);
     const balance = this.balances.get(raw.owner) ?? 0n;
     if (raw.type === 'TransferContract') {
-      if (balance < raw.amount) return this.refuse('CONTRACT_VALIDATE_ERROR', 'Validate TransferContract error, balance is not sufficient.', txid);
-      this.balances.set(raw.owner, balance - raw.amount);
+      // Paying an account the chain does not know creates it: the sender burns ACCOUNT_CREATION_FEE_SUN.
+      const creation = this.balances.has(raw.to) ? 0n : ACCOUNT_CREATION_FEE_SUN;
+      if (balance < raw.amount + creation) return this.refuse('CONTRACT_VALIDATE_ERROR', 'Validate TransferContract error, balance is not sufficient.', txid);
+      this.balances.set(raw.owner, balance - raw.amount - creation);
       this.balances.set(raw.to, (this.balances.get(raw.to) ?? 0n) + raw.amount);
-      this.accept({ txID: txid, to: raw.to, amountSun: Number(raw.amount), success: true, signed: { rawData: input.raw_data, rawDataHex: rawHex, signature: [signature.toString('hex')], owner: raw.owner, feeSun: 0n, receipt: 'SUCCESS', energy: 0n } });
+      this.accept({ txID: txid, to: raw.to, amountSun: Number(raw.amount), success: true, signed: { rawData: input.raw_data, rawDataHex: rawHex, signature: [signature.toString('hex')], owner: raw.owner, feeSun: creation, receipt: 'SUCCESS', energy: 0n } });
     } else {
       if (raw.amount > 0n) return this.refuse('CONTRACT_VALIDATE_ERROR', 'call_value is not taken by this stand-in', txid);
       if (balance < BigInt(raw.feeLimit)) return this.refuse('CONTRACT_VALIDATE_ERROR', 'balance is not sufficient to pay fee_limit', txid);

@@ -41,6 +41,12 @@ const PAYOUTS_PER_ROUND = 50;
  * it is stored and broadcast. A new one is built (the signer signs it once the old one expired).
  */
 const ATTEMPT_MARGIN_MS = 10_000;
+/**
+ * What a TRX payout may cost beside its amount: 1 TRX to create an account the chain does not know
+ * yet, 0.1 TRX of bandwidth (~268 bytes at 1,000 sun when the free daily bandwidth is spent), with
+ * room to spare (docs/treasury.md#tron).
+ */
+const TRX_TRANSFER_RESERVE_SUN = 1_100_000n;
 
 export interface TronProcessorOptions {
   sql: Sql;
@@ -236,7 +242,7 @@ export class TronProcessor extends RoundLoop {
       const amount = toBaseUnits(new Decimal(payout.amount), storedMethod(asset, payout.network).baseUnitDecimals);
       // The treasury covers it beside what is leaving it; a TRC-20 call may burn up to its fee_limit.
       trx ??= await this.options.node.balance(treasury);
-      const trxNeeded = inFlight.trx + (asset === 'TRX' ? amount : this.options.feeLimitSun);
+      const trxNeeded = inFlight.trx + (asset === 'TRX' ? amount + TRX_TRANSFER_RESERVE_SUN : this.options.feeLimitSun);
       if (asset === 'USDT') usdt ??= await this.options.node.tokenBalance(this.options.usdtContract, treasury);
       if (trx < trxNeeded || (asset === 'USDT' && (usdt ?? 0n) < inFlight.usdt + amount)) {
         this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
@@ -262,7 +268,7 @@ export class TronProcessor extends RoundLoop {
         }),
       );
       if (!row) continue;
-      inFlight.trx += asset === 'TRX' ? amount : this.options.feeLimitSun;
+      inFlight.trx += asset === 'TRX' ? amount + TRX_TRANSFER_RESERVE_SUN : this.options.feeLimitSun;
       if (asset === 'USDT') inFlight.usdt += amount;
       this.logger.info({ payoutId: payout.id, asset, amount: payout.amount, txid: row.txid, renewed: ours }, ours ? 'payout signed anew (its transaction expired unmined)' : 'payout claimed and signed');
       await this.broadcast(row);
@@ -272,7 +278,7 @@ export class TronProcessor extends RoundLoop {
   /** TRX and USDT leaving the treasury in transactions not yet mined (a call at its full fee_limit). */
   private async inFlight(): Promise<{ trx: bigint; usdt: bigint }> {
     const [row] = await this.options.sql<{ trx: string; usdt: string }[]>`
-      select coalesce(sum(case when asset = 'TRX' then amount else fee_limit_sun end), 0)::text as trx,
+      select coalesce(sum(case when asset = 'TRX' then amount + ${TRX_TRANSFER_RESERVE_SUN.toString()}::numeric else fee_limit_sun end), 0)::text as trx,
              coalesce(sum(case when asset = 'USDT' then amount else 0 end), 0)::text as usdt
       from tron_transactions where status in ('signed', 'broadcast')`;
     return { trx: BigInt(row?.trx ?? '0'), usdt: BigInt(row?.usdt ?? '0') };
