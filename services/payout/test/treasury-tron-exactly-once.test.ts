@@ -142,7 +142,7 @@ test('an expired, never-mined transaction is replaced once (after a final block 
     // The expired one can never come back: the node refuses its stored bytes.
     const [old] = await world.h.sql<{ raw_data: Record<string, unknown>; raw_data_hex: string; signature: string }[]>`
       select raw_data, raw_data_hex, signature from tron_transactions where txid = ${expired.txid}`;
-    expect(await broadcast(world.tron.url, { txID: expired.txid, raw_data: old!.raw_data, raw_data_hex: old!.raw_data_hex, visible: true }, old!.signature)).toMatchObject({
+    expect(await broadcast(world.tron.url, { txID: expired.txid, raw_data: old!.raw_data, raw_data_hex: old!.raw_data_hex }, old!.signature)).toMatchObject({
       code: 'TRANSACTION_EXPIRATION_ERROR',
     });
     expect(world.tron.balanceOf(payout.address)).toBe(3_000_000n);

@@ -8,7 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
 import { mnemonicToSeedSync } from '@scure/bip39';
 import { base58CheckEncode, ethereumKeyHash } from '../../../invoice/test/support/independent-codecs';
-import { TronStandIn, tronHex } from '../../../invoice/test/support/tron-stand-in';
+import { TronStandIn } from '../../../invoice/test/support/tron-stand-in';
+import { TronNode, type NodeTransaction } from '../../src/processor/tron/node';
+
+export type { NodeTransaction };
 import { TestCertificateAuthority } from '../../../../test/support/certificates';
 import { TcpHoldProxy } from '../../../../test/support/tcp-hold-proxy';
 import { startPayoutHarness, type Harness } from './harness';
@@ -32,35 +35,24 @@ export async function tronCall(url: string, path: string, body: unknown): Promis
   return (await response.json()) as Record<string, unknown>;
 }
 
+/** The processor's node client (src/processor/tron/node.ts) on `url`: a test builds transfers as the processor does. */
+function nodeAt(url: string): TronNode {
+  return new TronNode({ url, timeoutMs: 5_000 });
+}
+
 /** A node-built TRX transfer (visible: base58 addresses). */
-export async function createTrxTransfer(url: string, from: string, to: string, sun: bigint) {
-  return (await tronCall(url, '/wallet/createtransaction', { owner_address: from, to_address: to, amount: Number(sun), visible: true })) as unknown as NodeTransaction;
+export async function createTrxTransfer(url: string, from: string, to: string, sun: bigint): Promise<NodeTransaction> {
+  return nodeAt(url).createTransfer(from, to, sun);
 }
 
 /** A node-built TRC-20 transfer(to, amount) call of `contract`. */
-export async function createTrc20Transfer(url: string, contract: string, from: string, to: string, amount: bigint, feeLimit: number) {
-  const parameter = tronHex(to).slice(2).padStart(64, '0') + amount.toString(16).padStart(64, '0');
-  const answer = await tronCall(url, '/wallet/triggersmartcontract', {
-    owner_address: from,
-    contract_address: contract,
-    function_selector: 'transfer(address,uint256)',
-    parameter,
-    fee_limit: feeLimit,
-    call_value: 0,
-    visible: true,
-  });
-  return answer.transaction as NodeTransaction;
+export async function createTrc20Transfer(url: string, contract: string, from: string, to: string, amount: bigint, feeLimit: number): Promise<NodeTransaction> {
+  return nodeAt(url).createTokenTransfer(contract, from, to, amount, BigInt(feeLimit));
 }
 
-export interface NodeTransaction {
-  txID: string;
-  raw_data: Record<string, unknown>;
-  raw_data_hex: string;
-  visible: boolean;
-}
-
+/** The node's raw JSON answer to a broadcast (java-tron's {result, txid} or {code, message}). */
 export async function broadcast(url: string, tx: NodeTransaction, signature: string) {
-  return tronCall(url, '/wallet/broadcasttransaction', { ...tx, signature: [signature] });
+  return tronCall(url, '/wallet/broadcasttransaction', { ...tx, signature: [signature], visible: true });
 }
 
 /**
