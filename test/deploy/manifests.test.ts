@@ -82,7 +82,7 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     // One watcher per chain of the registry (services/chains/src/watchers.ts): nine today.
     expect(WATCHED_CHAINS).toEqual(expect.arrayContaining(['ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'bitcoin', 'litecoin', 'tron']));
     const watchers = WATCHED_CHAINS.map((chain) => `invoice-watcher-${chain}`);
-    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer'].sort();
+    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-processor-tron', 'payout-signer'].sort();
     // No placeholder of the chain-watcher component, and not its local values ConfigMap, reaches the cluster.
     expect(names('ConfigMap')).not.toContain('chain-watcher');
     expect(JSON.stringify(ctx().objects)).not.toMatch(/CHAIN_SOURCE_VARIABLE|watcher-CHAIN|"API"/);
@@ -229,9 +229,9 @@ describe('the image', () => {
       }
       // 5 serve, 4 migrate, invoice watch <chain> for each chain of the registry, payout sign,
       // payout sign migrate, payout process ethereum
-      expect(roles.size).toBe(5 + 4 + WATCHED_CHAINS.length + 3);
+      expect(roles.size).toBe(5 + 4 + WATCHED_CHAINS.length + 4);
       for (const chain of WATCHED_CHAINS) expect(roles.has(JSON.stringify(['invoice', 'watch', chain]))).toBe(true);
-      for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
+      for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum'], ['payout', 'process', 'tron']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
       for (const role of roles) {
         const args = JSON.parse(role) as string[];
         const [process = '', ...rest] = args;
@@ -482,6 +482,8 @@ describe('the checks catch what they claim to', () => {
       'missing path: gateway -> invoice:grpc',
       'missing path: payout -> invoice:grpc',
       'missing path: payout-processor-ethereum -> invoice:grpc',
+      // The Tron processor has the path (the deposit intake's) without calling it yet (docs/treasury.md#tron).
+      'missing path: payout-processor-tron -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
       'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
       'payout-processor-ethereum calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> invoice:grpc',

@@ -20,6 +20,8 @@ import type {
   TreasuryNetworkSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { payoutToProto } from './proto';
+import { TronNode } from './processor/tron/node';
+import { USDT_TRON } from '@coinvoice/chains/tron/coins';
 import { approvePayout, lockPayout } from './store/payouts';
 import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, setPaused, treasuryNetworks, type SweepTaskRow, type TreasuryNetworkRow } from './store/treasury';
 
@@ -34,7 +36,8 @@ export const TREASURY_ASSETS: Readonly<Record<TreasuryNetwork, readonly CryptoCu
   ethereum: SUPPORTED_CRYPTO.filter((c) => c.chain === 'ethereum'),
   bitcoin: SUPPORTED_CRYPTO.filter((c) => c.chain === 'bitcoin'),
   litecoin: SUPPORTED_CRYPTO.filter((c) => c.chain === 'litecoin'),
-  tron: SUPPORTED_CRYPTO.filter((c) => c.chain === 'tron'),
+  // TRX, and USDT as the Tron processor pays it (TRC-20, PAYOUT_AUTO_MAX_USDT): docs/treasury.md#tron.
+  tron: [...SUPPORTED_CRYPTO.filter((c) => c.chain === 'tron'), USDT_TRON],
 };
 
 function treasuryAssetsOf(network: string): readonly CryptoCurrency[] {
@@ -241,3 +244,26 @@ export class EthereumTreasuryBalances implements TreasuryBalanceReader {
   }
 }
 
+
+/**
+ * The Tron treasury's balances (docs/treasury.md#tron): TRX from /wallet/getaccount, each TRC-20
+ * token by a constant balanceOf call, through the processor's own node client.
+ */
+export class TronTreasuryBalances implements TreasuryBalanceReader {
+  private readonly node: TronNode;
+
+  constructor(private readonly settings: { apiUrl: string; timeoutMs: number; contracts: Readonly<Record<string, string>> }) {
+    this.node = new TronNode({ url: settings.apiUrl, timeoutMs: settings.timeoutMs });
+  }
+
+  async read(address: string) {
+    return Promise.all(
+      TREASURY_ASSETS.tron.map(async (coin) => {
+        const contract = coin.token ? this.settings.contracts[coin.code] : undefined;
+        if (coin.token && !contract) return { asset: coin.code, unavailableReason: `no ${coin.code} contract configured on tron` };
+        const amount = contract ? await this.node.tokenBalance(contract, address) : await this.node.balance(address);
+        return { asset: coin.code, amount: formatPlain(fromBaseUnits(amount, coin.baseUnitDecimals)) };
+      }),
+    );
+  }
+}

@@ -99,26 +99,11 @@ export class EthereumSigningKeys {
 
   /** Reads and checks the mnemonic in `file` (English BIP39 words, valid checksum; no passphrase). */
   static fromSeedFile(file: string, variable = 'SIGNER_SEED_FILE'): EthereumSigningKeys {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-      throw new SeedFileError(`${variable} ${file} cannot be read (${code})`);
-    }
-    return EthereumSigningKeys.fromMnemonic(text, `${variable} ${file}`);
+    return EthereumSigningKeys.fromMnemonic(readSeedFile(file, variable), `${variable} ${file}`);
   }
 
   static fromMnemonic(text: string, source = 'the mnemonic'): EthereumSigningKeys {
-    const mnemonic = text.normalize('NFKD').trim().split(/\s+/).join(' ');
-    if (!validateMnemonic(mnemonic, wordlist)) {
-      throw new SeedFileError(`${source} does not hold a valid BIP39 mnemonic (English words, 12–24 of them, with a correct checksum)`);
-    }
-    const seed = mnemonicToSeedSync(mnemonic);
-    const master = HDKey.fromMasterSeed(seed);
-    seed.fill(0);
-    const account = master.derive(ETHEREUM_ACCOUNT_PATH);
-    master.wipePrivateData();
+    const account = accountKeyOfMnemonic(text, source, ETHEREUM_ACCOUNT_PATH);
     const keys = new EthereumSigningKeys(account);
     account.wipePrivateData();
     return keys;
@@ -147,6 +132,30 @@ export class EthereumSigningKeys {
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return `EthereumSigningKeys(treasury ${this.treasuryAddress})`;
   }
+}
+
+/** The text of the seed file; its content never appears in an error. */
+export function readSeedFile(file: string, variable = 'SIGNER_SEED_FILE'): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new SeedFileError(`${variable} ${file} cannot be read (${code})`);
+  }
+}
+
+/** The account key at `path` of a checked mnemonic (English BIP39 words, valid checksum; no passphrase); the caller wipes it. */
+export function accountKeyOfMnemonic(text: string, source: string, path: string): HDKey {
+  const mnemonic = text.normalize('NFKD').trim().split(/\s+/).join(' ');
+  if (!validateMnemonic(mnemonic, wordlist)) {
+    throw new SeedFileError(`${source} does not hold a valid BIP39 mnemonic (English words, 12–24 of them, with a correct checksum)`);
+  }
+  const seed = mnemonicToSeedSync(mnemonic);
+  const master = HDKey.fromMasterSeed(seed);
+  seed.fill(0);
+  const account = master.derive(path);
+  master.wipePrivateData();
+  return account;
 }
 
 /** The EIP-55 form of a 0x-prefixed 20-byte hex address in any case; undefined for anything else. */

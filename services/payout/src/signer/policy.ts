@@ -32,7 +32,12 @@ export type RefusalRule =
   | 'replacement_mismatch'
   | 'gas_top_up_above_cap'
   | 'daily_gas_top_up_limit_exceeded'
-  | 'daily_fee_budget_exceeded';
+  | 'daily_fee_budget_exceeded'
+  // Tron (tron.ts)
+  | 'source_mismatch'
+  | 'fee_limit_above_cap'
+  | 'expiration_out_of_window'
+  | 'resign_before_expiration';
 
 /** A request the policy refuses: PermissionDenied (InvalidArgument for a malformed one) naming the rule. */
 export class Refusal extends Error {

@@ -9,3 +9,4 @@ grant select, insert on signer.audit_log to coinvoice_signer;
 grant select, insert, update on signer.daily_totals, signer.daily_fees, signer.payout_signatures to coinvoice_signer;
 grant usage on schema payout to coinvoice_signer;
 grant select on payout.payouts to coinvoice_signer;
+grant select, insert, update on signer.tron_payout_signatures to coinvoice_signer;

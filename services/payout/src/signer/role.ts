@@ -32,6 +32,8 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileError } from '@coinvoice/chains/evm/signing-keys';
 import { SignerRpc, createSignerMetrics } from './service';
+import { TRON_ACCOUNT_PATH, TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
+import { TRON_NETWORK, TronSigner } from './tron';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
@@ -101,13 +103,31 @@ export function requireMatchingXpubs(config: SignerConfig, keys: EthereumSigning
 }
 
 /**
+ * The Tron keys when INVOICE_XPUB_TRX is configured, and then only if the seed's m/44'/195'/0' is
+ * that key (docs/treasury.md#tron); without it the signer signs no Tron transaction.
+ */
+export function tronSigningKeysOf(config: { SIGNER_SEED_FILE: string; INVOICE_XPUB_TRX: string }): TronSigningKeys | undefined {
+  if (config.INVOICE_XPUB_TRX === '') return undefined;
+  const keys = TronSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
+  if (keyMaterialHash(config.INVOICE_XPUB_TRX) !== keys.accountKeyMaterial) {
+    throw new SignerStartError(
+      `INVOICE_XPUB_TRX is not the ${TRON_ACCOUNT_PATH} key of the mnemonic in SIGNER_SEED_FILE: the signer would hold other keys than the invoice service gives out Tron addresses for`,
+    );
+  }
+  return keys;
+}
+
+/**
  * `main.js sign xpub`: the account's extended public key, for INVOICE_XPUB_ETH/_USDT/_USDC (the
  * invoice service must give out addresses the signer can spend). Public: printing it reveals no
  * key, though it does reveal every address of the account.
  */
-export function signerAccountXpub(env: Env = process.env): string {
+export function signerAccountXpub(env: Env = process.env, network = 'ethereum'): string {
   const file = env.SIGNER_SEED_FILE ?? '';
   if (file === '') throw new SeedFileError('SIGNER_SEED_FILE is not set');
+  // `sign xpub tron`: m/44'/195'/0', for INVOICE_XPUB_TRX (docs/treasury.md#tron).
+  if (network === TRON_NETWORK) return TronSigningKeys.fromSeedFile(file).accountXpub;
+  if (network !== 'ethereum') throw new SeedFileError(`sign xpub [ethereum|tron], not ${network}`);
   return EthereumSigningKeys.fromSeedFile(file).accountXpub;
 }
 
@@ -130,6 +150,7 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const tls = requireSafeTransport(config);
   const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
   requireMatchingXpubs(config, keys);
+  const tronKeys = tronSigningKeysOf(config);
 
   const logger = createLogger({ service: 'payout-signer', level: config.LOG_LEVEL });
   const metrics = new Registry();
@@ -143,6 +164,19 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
     metrics: signerMetrics,
     logger,
     caller: tls ? PROCESSOR : 'plaintext',
+    tron: new TronSigner({
+      sql,
+      keys: tronKeys,
+      policy: {
+        usdtContract: config.CHAIN_TRON_USDT_CONTRACT,
+        maxFeeLimitSun: config.SIGNER_MAX_FEE_LIMIT_SUN,
+        maxExpirationMs: config.SIGNER_TRON_MAX_EXPIRATION,
+        assets: {
+          TRX: { maxPayout: config.SIGNER_MAX_PAYOUT_TRX, dailyLimit: config.SIGNER_DAILY_LIMIT_TRX },
+          USDT: { maxPayout: config.SIGNER_MAX_PAYOUT_USDT, dailyLimit: config.SIGNER_DAILY_LIMIT_USDT },
+        },
+      },
+    }),
     policy: {
       chainId: config.CHAIN_ETHEREUM_CHAIN_ID,
       maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI,
@@ -181,7 +215,7 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   });
   const admin = await startAdminServer({ host: config.BIND_HOST, port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
   logger.info(
-    { grpcPort: server.port, adminPort: admin.port, treasury: keys.treasuryAddress, mutualTls: tls !== undefined, chainId: config.CHAIN_ETHEREUM_CHAIN_ID },
+    { grpcPort: server.port, adminPort: admin.port, treasury: keys.treasuryAddress, tronTreasury: tronKeys?.treasuryAddress, mutualTls: tls !== undefined, chainId: config.CHAIN_ETHEREUM_CHAIN_ID },
     'payout signer serving',
   );
   return {

@@ -88,7 +88,7 @@ export async function prepareSignerDatabase(): Promise<SignerDatabase> {
 }
 
 export interface PayoutRowInput {
-  asset?: 'ETH' | 'USDT' | 'USDC' | 'BTC';
+  asset?: 'ETH' | 'USDT' | 'USDC' | 'BTC' | 'TRX';
   amount?: string;
   address?: string;
   environment?: 'live' | 'sandbox';
