@@ -21,6 +21,7 @@ import type {
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { payoutToProto } from './proto';
 import { approvePayout, lockPayout } from './store/payouts';
+import { availableBalance } from './processor/utxo/store';
 import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, setPaused, treasuryNetworks, type SweepTaskRow, type TreasuryNetworkRow } from './store/treasury';
 
 export const SWEEP_TASK_STATUSES = ['pending', 'sent', 'confirmed', 'skipped_dust'] as const;
@@ -241,3 +242,22 @@ export class EthereumTreasuryBalances implements TreasuryBalanceReader {
   }
 }
 
+
+/**
+ * A UTXO treasury's balance (docs/treasury.md#utxo): the sum of its available coins — accounted
+ * deposits and confirmed change that no stored transaction spends — as the processor records them.
+ * What is reserved by a batch in flight is no longer counted.
+ */
+export class UtxoTreasuryBalances implements TreasuryBalanceReader {
+  constructor(
+    private readonly sql: Sql,
+    private readonly network: 'bitcoin' | 'litecoin',
+  ) {}
+
+  async read() {
+    const [coin] = TREASURY_ASSETS[this.network];
+    if (!coin) throw new Error(`no asset on ${this.network}`);
+    const total = await availableBalance(this.sql, this.network);
+    return [{ asset: coin.code, amount: formatPlain(fromBaseUnits(total, coin.baseUnitDecimals)) }];
+  }
+}
