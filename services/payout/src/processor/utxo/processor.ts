@@ -290,7 +290,7 @@ export class UtxoProcessor extends RoundLoop {
         }
       }
     });
-    metrics.failed.inc({ network, purpose: 'payout_batch' });
+    metrics.batchesAbandoned.inc({ network });
     this.logger.error({ batchId: batch.id, reason }, 'a batch can never be mined (an input spent elsewhere); its payouts rejected (operator attention needed)');
     return true;
   }
