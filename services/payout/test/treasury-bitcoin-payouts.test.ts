@@ -88,7 +88,7 @@ test('three payouts requested together go out in ONE transaction: exact outputs,
   expect(metrics).toContain('payout_processor_fee_cap_waiting{network="bitcoin"} 0');
 });
 
-test('the next batch spends the confirmed change; a payout the coins cannot cover waits without holding the others', async () => {
+test('the next batch spends the confirmed change; a payout the coins cannot cover waits without holding the others back', async () => {
   setFeeEstimates(world, { 1: 3, 6: 2 });
   const [changeCoin] = await world.h.sql<{ amount: string }[]>`select amount::text from utxo_coins where branch = 1 and not spent`;
   const available = BigInt(changeCoin!.amount);
@@ -105,7 +105,6 @@ test('the next batch spends the confirmed change; a payout the coins cannot cove
   // Change to a fresh address of the branch (account/1/2), never reused.
   expect(outputsOf('bitcoin', mined).has(accountAddress('bitcoin', 1, 2))).toBe(true);
   expect(await world.payoutRow(tooBig.id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
-  expect(processor.logs.some((l) => l.includes('cannot cover any waiting payout'))).toBe(false);
   // Out of the next tests' way: no longer approved (PAYOUT_AUTO_MAX_BTC is 0), so never claimable.
   await world.h.sql`update payouts set approved_at = null, approved_by = null where id = ${tooBig.id}`;
 });
@@ -127,4 +126,33 @@ test('the Treasury page shows the treasury address (account/1/0), its balance (a
   expect(bitcoin.inFlight.map((p) => ({ id: p.id, transactionHash: p.transactionHash, confirmations: p.confirmations }))).toEqual([{ id: payout.id, transactionHash: txid, confirmations: 1 }]);
   world.esplora.mine();
   await world.waitForStatus(payout.id, 'Completed');
+});
+
+test('PAYOUT_BATCH_WAIT gathers payouts approved a moment apart; a full batch (PAYOUT_BATCH_MAX) goes at once; a lone payout waits its turn', async () => {
+  setFeeEstimates(world, { 6: 2 });
+  await world.deposit(900_000n);
+  await world.deposit(900_000n);
+  processor = await world.startProcessor({ PAYOUT_BATCH_WAIT: '3s', PAYOUT_BATCH_MAX: '2' });
+  await activeProcessor(processor);
+  const first = await world.payout('BTC', '0.0001');
+  await sleep(800);
+  const second = await world.payout('BTC', '0.0002');
+  // Two claimable payouts fill the batch: it goes before the first has waited 3 s.
+  const pair = await waitFor('the full batch', async () => (await world.payoutRow(second.id)).transaction_hash ?? undefined, 2_500);
+  expect((await world.payoutRow(first.id)).transaction_hash).toBe(pair);
+  const lone = await world.payout('BTC', '0.0003');
+  await sleep(1_500);
+  expect(await world.payoutRow(lone.id)).toMatchObject({ claimed_by: null, transaction_hash: null });
+  const alone = await waitFor('the lone payout after PAYOUT_BATCH_WAIT', async () => (await world.payoutRow(lone.id)).transaction_hash ?? undefined, 10_000);
+  expect(alone).not.toBe(pair);
+  const [waited] = await world.h.sql<{ ms: number }[]>`
+    select (extract(epoch from b.created_at - p.approved_at) * 1000)::float8 as ms
+    from utxo_batch_payouts bp join utxo_batches b on b.id = bp.batch_id join payouts p on p.id = bp.payout_id where bp.payout_id = ${lone.id}`;
+  expect(waited!.ms).toBeGreaterThanOrEqual(3_000);
+  await waitFor('both in the mempool', async () => world.esplora.mempool.has(pair) && world.esplora.mempool.has(alone));
+  world.esplora.mine();
+  world.esplora.mine();
+  for (const p of [first, second, lone]) await world.waitForStatus(p.id, 'Completed');
+  expect(outputsOf('bitcoin', world.transaction(pair)!).get(second.address)).toBe(20_000n);
+  expect(outputsOf('bitcoin', world.transaction(alone)!).get(lone.address)).toBe(30_000n);
 });
