@@ -17,11 +17,11 @@ import * as bitcoin from 'bitcoinjs-lib';
 import { ECPairFactory } from 'ecpair';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { Webhook } from 'standardwebhooks';
-import { codeInMail, mailText } from '../../deploy/local/src/mailbox';
 import { EsploraStandIn } from '../../services/invoice/test/support/esplora-stand-in';
 import { markEmailVerified } from '../support/accounts';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
+import { requestVerifiedPayout } from './treasury-walkthrough.support';
 import { deleteStreams, eventually, Receiver } from './webhooks.support';
 
 const ECPair = ECPairFactory(ecc);
@@ -70,19 +70,6 @@ afterAll(async () => {
   await esplora?.close();
 });
 
-async function requestVerifiedPayout(amount: number, address: string): Promise<string> {
-  const requested = await api.post('/api/payout/request', { amount, currency: 'BTC', address }, { headers: apiKeyHeader(live.key) });
-  expect(requested.status).toBe(201);
-  const payoutId = requested.body.id as string;
-  const code = await eventually(async () => {
-    const mail = system.mail.messages().find((raw) => mailText(raw).includes(payoutId));
-    return mail ? codeInMail(mailText(mail)) : undefined;
-  }, 20_000, `the code email of ${payoutId}`);
-  const verified = await api.post('/api/payout/verify', { payoutId, code }, { headers: apiKeyHeader(live.key) });
-  expect(verified.status).toBe(200);
-  return payoutId;
-}
-
 async function payout(id: string): Promise<Record<string, any>> {
   const res = await api.get(`/api/payout/${id}`, { headers: apiKeyHeader(live.key) });
   expect(res.status).toBe(200);
@@ -109,7 +96,7 @@ test('a live BTC deposit becomes the treasury\'s coin; three payouts go out in O
   const destinations = [0, 1, 2].map(() => bitcoin.payments.p2wpkh({ pubkey: Buffer.from(ECPair.makeRandom().publicKey) }).address!);
   const amounts = [0.0005, 0.00071234, 0.0003];
   const ids: string[] = [];
-  for (const [i, address] of destinations.entries()) ids.push(await requestVerifiedPayout(amounts[i]!, address));
+  for (const [i, address] of destinations.entries()) ids.push(await requestVerifiedPayout({ api, system, project: live }, { amount: amounts[i]!, currency: 'BTC', address }));
 
   // 3. One transaction for the three: each payout Pending with the same transactionHash, 0 confirmations.
   const txid = await eventually(async () => {

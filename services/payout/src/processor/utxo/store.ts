@@ -133,14 +133,15 @@ export function signedVersions(sql: Queryable, network: string): Promise<Version
 }
 
 /**
- * The newest version of each open batch, broadcast longer ago than `olderThanMs`, while no version
- * of the batch is mined and none waits for its signature: the ones to replace (BIP125).
+ * The newest version of each open batch, broadcast (or, when the node keeps refusing its bytes,
+ * built) longer ago than `olderThanMs`, while no version of the batch is mined and none waits for
+ * its signature: the ones to replace (BIP125).
  */
 export function stuckVersions(sql: Queryable, network: string, olderThanMs: number): Promise<VersionRow[]> {
   return sql<VersionRow[]>`
     select v.* from utxo_transactions v
-    where v.network = ${network} and v.status = 'broadcast'
-      and v.broadcast_at < now() - ${olderThanMs}::int * interval '1 millisecond'
+    where v.network = ${network} and v.status in ('signed', 'broadcast')
+      and coalesce(v.broadcast_at, v.created_at) < now() - ${olderThanMs}::int * interval '1 millisecond'
       and not exists (select 1 from utxo_transactions n where n.batch_id = v.batch_id and n.id > v.id)
       and not exists (select 1 from utxo_transactions m where m.batch_id = v.batch_id and m.status in ('mined', 'confirmed', 'built'))
     order by v.id`;
