@@ -6,7 +6,7 @@
  * lost); the stand-in's reorg drops a mined version from the chain.
  */
 import { sleep, waitFor } from './support/harness';
-import { activeProcessor, type ProcessorProcess } from './support/treasury';
+import { activeProcessor, metricsOf, type ProcessorProcess } from './support/treasury';
 import { outputsOf, setFeeEstimates, startUtxoTreasuryWorld, waitForBroadcast, type UtxoTreasuryWorld } from './support/utxo-treasury';
 
 let world: UtxoTreasuryWorld;
@@ -159,6 +159,30 @@ test('a mined version that leaves the chain (reorg) is followed again, never com
   await waitFor('the reorg noticed', async () => processor!.logs.some((l) => l.includes('left the chain (reorg)')));
   expect(await world.payoutRow(payouts[0]!.id)).toMatchObject({ status: 'Pending', confirmations: 0 });
   expect(await expectPaidOnce(payouts)).toBe(txid);
+});
+
+test('an input spent by a transaction the processor did not make: once that spend is final, no version can be mined; the batch is abandoned, its payouts rejected (holds released), alerted', async () => {
+  await start();
+  // A coin of its own, so that the batch spends exactly this deposit.
+  await world.h.sql`update utxo_coins set spent = true where batch_id is null and not spent`;
+  const deposit = await world.deposit(150_000n);
+  const payout = { ...(await world.payout('BTC', '0.001')), sat: 100_000n };
+  const txid = await waitForBroadcast(world);
+  // An operator's transfer with the seed spends the same deposit output and is mined: our version leaves the mempool.
+  world.spendElsewhere(deposit);
+  expect(world.esplora.mempool.has(txid)).toBe(false);
+  await sleep(1_000); // one block deep only (confirmations 2): not yet provably lost
+  expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: 'processor:bitcoin' });
+  world.esplora.mine();
+  const rejected = await world.waitForStatus(payout.id, 'Rejected');
+  expect(rejected.admin_note).toMatch(/never sent: input [0-9a-f]{64}:0 was spent by [0-9a-f]{64}, a transaction the processor did not make/);
+  expect(await world.events(payout.id, 'payout.rejected')).toBe(1);
+  expect(await world.events(payout.id, 'payout.completed')).toBe(0);
+  expect(world.minedPaying(payout.address)).toEqual([]);
+  expect((await versionsOf(payout)).map((v) => v.status)).toEqual(['failed']);
+  const [coin] = await world.h.sql<{ spent: boolean }[]>`select spent from utxo_coins where txid = ${deposit.txid}`;
+  expect(coin!.spent).toBe(true);
+  expect(await metricsOf(processor!)).toContain('payout_processor_batches_abandoned_total{network="bitcoin"} 1');
 });
 
 /** The signer's signatures naming the payout (signer.audit_log). */

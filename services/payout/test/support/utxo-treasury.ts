@@ -130,13 +130,18 @@ export interface UtxoTreasuryWorld extends PayoutHelpers {
   processors: ProcessorProcess[];
   startProcessor(env?: NodeJS.ProcessEnv): Promise<ProcessorProcess>;
   /** A customer's payment of `sat` to deposit address account/0/`index`, mined and reported accounted. */
-  deposit(sat: bigint, index?: number): Promise<{ txid: string; vout: number }>;
+  deposit(sat: bigint, index?: number): Promise<{ txid: string; vout: number; sat: bigint; index: number }>;
   /** The batch transactions the processor stored, oldest first. */
   versions(): Promise<VersionView[]>;
   /** A transaction the stand-in knows (mined or in its mempool). */
   transaction(txid: string): StandInTx | undefined;
   /** Mined transactions that pay `address`. */
   minedPaying(address: string): StandInTx[];
+  /**
+   * A transaction the processor did not make (an operator's transfer with the seed) spending the
+   * deposit output of account/0/`index`, mined in a new block.
+   */
+  spendElsewhere(deposit: { txid: string; vout: number; sat: bigint; index: number }): StandInTx;
   dispose(): Promise<void>;
 }
 
@@ -226,7 +231,7 @@ export async function startUtxoTreasuryWorld(network: UtxoNetwork, options: { pr
         reportedAt: timestampFromDate(new Date()),
         rowId: nextRow++,
       });
-      return { txid: tx.txid, vout: 0 };
+      return { txid: tx.txid, vout: 0, sat, index };
     },
     versions() {
       return h.sql<VersionView[]>`select id::text, batch_id::text, status, txid, fee::text, fee_rate::text, change_amount::text, change_output_index, replaces::text, psbt, vsize from utxo_transactions order by id`;
@@ -237,6 +242,19 @@ export async function startUtxoTreasuryWorld(network: UtxoNetwork, options: { pr
     minedPaying(address) {
       const script = bitcoin.address.toOutputScript(address, COIN[network].network);
       return esplora.blocks.flatMap((b) => b.txs).filter((t) => t.tx.outs.some((o) => Buffer.from(o.script).equals(script)));
+    },
+    spendElsewhere(deposit) {
+      const key = accountKey(network).deriveChild(0).deriveChild(deposit.index);
+      const script = bitcoin.payments.p2wpkh({ pubkey: Buffer.from(key.publicKey!), network: COIN[network].network }).output!;
+      const psbt = new bitcoin.Psbt({ network: COIN[network].network });
+      psbt.addInput({ hash: deposit.txid, index: deposit.vout, witnessUtxo: { script, value: deposit.sat } });
+      psbt.addOutput({ script: bitcoin.address.toOutputScript(freshUtxoAddress(network), COIN[network].network), value: deposit.sat - 10_000n });
+      psbt.signInput(0, ECPair.fromPrivateKey(Buffer.from(key.privateKey!), { network: COIN[network].network }));
+      psbt.finalizeAllInputs();
+      const tx = psbt.extractTransaction();
+      const spend: StandInTx = { txid: tx.getId(), hex: tx.toHex(), tx, prevouts: [{ txid: deposit.txid, vout: deposit.vout, script: Buffer.from(script), value: Number(deposit.sat) }] };
+      esplora.mine([spend]);
+      return spend;
     },
     async dispose() {
       for (const p of processors) await p.kill();
