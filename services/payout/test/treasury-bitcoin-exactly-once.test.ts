@@ -163,9 +163,8 @@ test('a mined version that leaves the chain (reorg) is followed again, never com
 
 test('an input spent by a transaction the processor did not make: once that spend is final, no version can be mined; the batch is abandoned, its payouts rejected (holds released), alerted', async () => {
   await start();
-  // A coin of its own, so that the batch spends exactly this deposit.
-  await world.h.sql`update utxo_coins set spent = true where batch_id is null and not spent`;
-  const deposit = await world.deposit(150_000n);
+  // The smallest coin that covers the payout (every earlier change is larger): the batch spends it.
+  const deposit = await world.deposit(110_000n);
   const payout = { ...(await world.payout('BTC', '0.001')), sat: 100_000n };
   const txid = await waitForBroadcast(world);
   // An operator's transfer with the seed spends the same deposit output and is mined: our version leaves the mempool.
