@@ -5,6 +5,13 @@
  * serialization — in Esplora's documented JSON shapes, and plays what a test needs: mining,
  * mempool drops, double-spends, reorgs and outages. Block hashes are sha256d of a fake header
  * (height, parent, txids): blocks carry no proof of work. Block times follow the wall clock.
+ *
+ * It judges what it is sent (`POST /tx`) as a node's mempool would, against its own UTXO set (the
+ * outputs of the transactions it serves): every input must spend a known output not spent in the
+ * chain, and carry a P2WPKH witness whose signature verifies (BIP143) against that output's script
+ * and value; the fee must be positive; an input spent by a mempool transaction is accepted only as
+ * a BIP125 replacement (the replaced one signals it, the new fee pays for both at 1 sat/vB more).
+ * Refusals answer 400 with bitcoind's words. `GET /fee-estimates` serves rates a test sets.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -41,6 +48,20 @@ interface StandInBlock {
   txs: StandInTx[];
 }
 
+/** One `POST /tx` the stand-in received, and its verdict. */
+export interface BroadcastAttempt {
+  hex: string;
+  txid: string | undefined;
+  accepted: boolean;
+  /** The refusal, in bitcoind's words (undefined when accepted). */
+  reason: string | undefined;
+}
+
+/** Esplora's confirmation targets (blocks) of `/fee-estimates`. */
+const FEE_TARGETS = [...Array.from({ length: 25 }, (_, i) => i + 1), 144, 504, 1008];
+/** BIP125's incremental relay fee: a replacement pays at least this much more per vbyte of its own. */
+const INCREMENTAL_RELAY_SAT_PER_VB = 1;
+
 const sha256d = (data: Buffer) => createHash('sha256').update(createHash('sha256').update(data).digest()).digest();
 
 /** A wallet paying from P2WPKH outputs it owns (funded by an earlier transaction of the stand-in). */
@@ -69,6 +90,10 @@ export class EsploraStandIn {
   requests = 0;
   /** The path of every request, in order (tests count what a watcher asks per block). */
   readonly paths: string[] = [];
+  /** Every `POST /tx`, in order, with the verdict. */
+  readonly broadcasts: BroadcastAttempt[] = [];
+  /** What `GET /fee-estimates` answers, sat/vB per confirmation target. */
+  private feeEstimates: Record<string, number> = EsploraStandIn.feeCurve(20, 2);
   private clock = 0;
   private readonly sockets = new Set<Socket>();
 
@@ -229,9 +254,147 @@ export class EsploraStandIn {
       })),
       size: t.hex.length / 2,
       weight: t.tx.weight(),
-      fee: 1000,
+      fee: this.feeOf(t),
       status: block ? { confirmed: true, block_height: block.height, block_hash: block.hash, block_time: block.time } : { confirmed: false },
     };
+  }
+
+  /**
+   * A fee curve as Esplora's: `fast` sat/vB for the next block, falling linearly to `slow` at
+   * 25 blocks and after.
+   */
+  static feeCurve(fast: number, slow: number): Record<string, number> {
+    const curve: Record<string, number> = {};
+    for (const target of FEE_TARGETS) {
+      const t = Math.min(target, 25);
+      curve[String(target)] = Math.round((fast - ((fast - slow) * (t - 1)) / 24) * 1000) / 1000;
+    }
+    return curve;
+  }
+
+  /** Sets what `GET /fee-estimates` answers (sat/vB per target), e.g. `EsploraStandIn.feeCurve(300, 150)` for a spike. */
+  setFeeEstimates(estimates: Record<string, number>): void {
+    this.feeEstimates = { ...estimates };
+  }
+
+  /** The output `txid:vout` of a transaction the stand-in serves (chain or mempool), if any. */
+  private outputOf(txid: string, vout: number): { script: Buffer; value: number } | undefined {
+    const t = this.known.get(txid);
+    if (!t || !(this.mempool.has(txid) || this.blockOf(txid))) return undefined;
+    const out = t.tx.outs[vout];
+    return out ? { script: Buffer.from(out.script), value: Number(out.value) } : undefined;
+  }
+
+  /** The transaction of the chain, or of the mempool, spending `txid:vout`. */
+  private spenderOf(txid: string, vout: number, where: 'chain' | 'mempool'): StandInTx | undefined {
+    const txs = where === 'chain' ? this.blocks.flatMap((b) => b.txs) : [...this.mempool.values()];
+    return txs.find((x) => x.prevouts.some((p) => p.txid === txid && p.vout === vout));
+  }
+
+  /** Unspent outputs paying `address` (chain and mempool, spends in either counted): what it could spend. */
+  unspentOf(address: string): Array<{ txid: string; vout: number; value: number; confirmed: boolean }> {
+    const script = Buffer.from(bitcoin.address.toOutputScript(address, this.network));
+    const found: Array<{ txid: string; vout: number; value: number; confirmed: boolean }> = [];
+    for (const t of [...this.blocks.flatMap((b) => b.txs), ...this.mempool.values()]) {
+      t.tx.outs.forEach((out, vout) => {
+        if (!Buffer.from(out.script).equals(script)) return;
+        if (this.spenderOf(t.txid, vout, 'chain') || this.spenderOf(t.txid, vout, 'mempool')) return;
+        found.push({ txid: t.txid, vout, value: Number(out.value), confirmed: this.blockOf(t.txid) !== undefined });
+      });
+    }
+    return found;
+  }
+
+  /** The fee of a transaction the stand-in holds: its inputs' values less its outputs'. */
+  feeOf(t: StandInTx): number {
+    return t.prevouts.reduce((sum, p) => sum + p.value, 0) - t.tx.outs.reduce((sum, o) => sum + Number(o.value), 0);
+  }
+
+  /**
+   * Judges a raw transaction as a node's mempool would (see the header): accepted, it joins the
+   * mempool (replacing what it conflicts with); refused, the reason in bitcoind's words.
+   */
+  submit(hex: string): BroadcastAttempt {
+    const attempt = this.judge(hex);
+    this.broadcasts.push(attempt);
+    return attempt;
+  }
+
+  private judge(hex: string): BroadcastAttempt {
+    const refuse = (txid: string | undefined, code: number, message: string): BroadcastAttempt => ({
+      hex, txid, accepted: false, reason: `sendrawtransaction RPC error: {"code":${code},"message":"${message}"}`,
+    });
+    let tx: bitcoin.Transaction;
+    try {
+      tx = bitcoin.Transaction.fromHex(hex.trim());
+    } catch {
+      return refuse(undefined, -22, 'TX decode failed');
+    }
+    const txid = tx.getId();
+    if (this.mempool.has(txid) || this.blockOf(txid)) return refuse(txid, -27, 'Transaction already in block chain or mempool');
+    if (tx.ins.length === 0 || tx.outs.length === 0) return refuse(txid, -26, 'bad-txns-vin-empty');
+    const prevouts: StandInTx['prevouts'] = [];
+    const seen = new Set<string>();
+    const conflicts = new Map<string, StandInTx>();
+    for (const [index, input] of tx.ins.entries()) {
+      const prevTxid = Buffer.from(input.hash).reverse().toString('hex');
+      const key = `${prevTxid}:${input.index}`;
+      if (seen.has(key)) return refuse(txid, -26, 'bad-txns-inputs-duplicate');
+      seen.add(key);
+      const prev = this.outputOf(prevTxid, input.index);
+      if (!prev || this.spenderOf(prevTxid, input.index, 'chain')) return refuse(txid, -25, 'bad-txns-inputs-missingorspent');
+      const verdict = this.verifyP2wpkhInput(tx, index, prev);
+      if (verdict) return refuse(txid, -26, `mandatory-script-verify-flag-failed (${verdict})`);
+      const inMempool = this.spenderOf(prevTxid, input.index, 'mempool');
+      if (inMempool) conflicts.set(inMempool.txid, inMempool);
+      prevouts.push({ txid: prevTxid, vout: input.index, script: prev.script, value: prev.value });
+    }
+    const candidate: StandInTx = { txid, hex: tx.toHex(), tx, prevouts };
+    const fee = this.feeOf(candidate);
+    if (fee <= 0) return refuse(txid, -26, 'bad-txns-in-belowout');
+    if (conflicts.size > 0) {
+      const signals = [...conflicts.values()].every((c) => c.tx.ins.some((i) => i.sequence < 0xfffffffe));
+      if (!signals) return refuse(txid, -26, 'txn-mempool-conflict');
+      const replacedFees = [...conflicts.values()].reduce((sum, c) => sum + this.feeOf(c), 0);
+      if (fee < replacedFees + INCREMENTAL_RELAY_SAT_PER_VB * tx.virtualSize()) {
+        return refuse(txid, -26, `insufficient fee, rejecting replacement ${txid}; new feerate too low (fee ${fee} < ${replacedFees} + ${tx.virtualSize()})`);
+      }
+      for (const replaced of conflicts.keys()) this.dropWithDescendants(replaced);
+    }
+    this.known.set(txid, candidate);
+    this.mempool.set(txid, candidate);
+    return { hex, txid, accepted: true, reason: undefined };
+  }
+
+  /** Removes a mempool transaction and every mempool transaction spending its outputs. */
+  private dropWithDescendants(txid: string): void {
+    this.mempool.delete(txid);
+    for (const child of [...this.mempool.values()]) {
+      if (child.prevouts.some((p) => p.txid === txid)) this.dropWithDescendants(child.txid);
+    }
+  }
+
+  /**
+   * BIP143 verification of a P2WPKH input: witness [signature, public key], the key's hash160 the
+   * spent script's program, the signature valid over the input's sighash. Undefined when valid,
+   * else why not.
+   */
+  private verifyP2wpkhInput(tx: bitcoin.Transaction, index: number, prev: { script: Buffer; value: number }): string | undefined {
+    const program = prev.script.length === 22 && prev.script[0] === 0x00 && prev.script[1] === 0x14 ? prev.script.subarray(2) : undefined;
+    if (!program) return 'spent output is not P2WPKH';
+    const witness = tx.ins[index]!.witness;
+    if (witness.length !== 2) return 'Witness program hash mismatch';
+    const [encodedSignature, publicKey] = [Buffer.from(witness[0]!), Buffer.from(witness[1]!)];
+    if (!Buffer.from(bitcoin.crypto.hash160(publicKey)).equals(program)) return 'Witness program hash mismatch';
+    let decoded: { signature: Uint8Array; hashType: number };
+    try {
+      decoded = bitcoin.script.signature.decode(encodedSignature);
+    } catch {
+      return 'Non-canonical DER signature';
+    }
+    const scriptCode = bitcoin.payments.p2pkh({ hash: program }).output!;
+    const sighash = tx.hashForWitnessV0(index, scriptCode, BigInt(prev.value), decoded.hashType);
+    return ecc.verify(sighash, publicKey, decoded.signature, true) ? undefined : 'Signature must be zero for failed CHECK(MULTI)SIG operation';
   }
 
   private scripthash(script: Buffer): string {
@@ -248,6 +411,22 @@ export class EsploraStandIn {
     const text = (body: string) => this.send(res, 200, 'text/plain', body);
     const notFound = () => this.send(res, 404, 'text/plain', 'Not Found');
 
+    if (req.method === 'POST' && path === '/tx') {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        try {
+          const attempt = this.submit(Buffer.concat(chunks).toString('utf8'));
+          if (attempt.accepted) text(attempt.txid!);
+          else this.send(res, 400, 'text/plain', attempt.reason!);
+        } catch (err) {
+          // A bug of the stand-in's own must fail the test loudly, not hang it.
+          this.send(res, 500, 'text/plain', `stand-in error: ${String(err)}`);
+        }
+      });
+      return;
+    }
+    if (path === '/fee-estimates') return json(this.feeEstimates);
     if (path === '/blocks/tip/height') return text(String(this.tip.height));
     if (path === '/blocks/tip/hash') return text(this.tip.hash);
     if (parts[0] === 'block-height' && parts.length === 2) {
