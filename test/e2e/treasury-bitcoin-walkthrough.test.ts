@@ -37,7 +37,7 @@ let live: ProjectFixture;
 
 beforeAll(async () => {
   esplora = await EsploraStandIn.start();
-  esplora.feeEstimates = { '1': 12.5, '3': 8.2, '6': 4.013, '144': 1.004 };
+  esplora.setFeeEstimates({ '1': 12.5, '3': 8.2, '6': 4.013, '144': 1.004 });
   receiver = await new Receiver().start();
   const seedFile = path.join(mkdtempSync(path.join(tmpdir(), 'coinvoice-signer-')), 'mnemonic');
   writeFileSync(seedFile, `${mnemonic}\n`, { mode: 0o600 });

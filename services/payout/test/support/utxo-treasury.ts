@@ -293,5 +293,5 @@ export function outputsOf(network: UtxoNetwork, tx: StandInTx): Map<string, bigi
  * Esplora gives them).
  */
 export function setFeeEstimates(world: UtxoTreasuryWorld, estimates: Record<number, number>): void {
-  world.esplora.feeEstimates = Object.fromEntries(Object.entries(estimates).map(([target, rate]) => [String(target), rate]));
+  world.esplora.setFeeEstimates(Object.fromEntries(Object.entries(estimates).map(([target, rate]) => [String(target), rate])));
 }
