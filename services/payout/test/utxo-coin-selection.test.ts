@@ -10,6 +10,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { feeAt, withinCap, type FeeRate } from '../src/domain/fee-rate';
 import {
   INCREMENTAL_RELAY_RATE,
+  MIN_SIGNATURE_BYTES,
   p2wpkhVsize,
   p2wpkhWeight,
   planBatch,
@@ -98,6 +99,16 @@ describe('coin selection', () => {
     const size = p2wpkhVsize(1, [22]);
     // A 250-sat remainder on ~110 vB at a 2 sat/vB cap would be ~4 sat/vB: refused.
     expect(planWithInputs([coin('a', 10_000n + feeAt(rate(1), size) + 250n)], [payout('p', 10_000n)], terms(1, { cap: rate(2), dust: 294n }))).toBeUndefined();
+  });
+
+  test('the cap holds on the shortest size the signatures can give: a rate at the cap is refused, one 1 % under it passes', () => {
+    const shortest = p2wpkhVsize(1, [22, 22], MIN_SIGNATURE_BYTES);
+    expect([p2wpkhVsize(1, [22, 22]), shortest]).toEqual([141, 140]);
+    const cap = rate(10);
+    expect(selectCoins([coin('a', 50_000n)], [payout('p', 30_000n)], terms(10, { cap }))).toBeUndefined();
+    const plan = selectCoins([coin('a', 50_000n)], [payout('p', 30_000n)], terms(9.9, { cap }))!;
+    expect(plan.fee).toBe(1_396n);
+    expect(withinCap(plan.fee, shortest, cap)).toBe(true);
   });
 
   test('coins that do not cover the payouts: no plan', () => {

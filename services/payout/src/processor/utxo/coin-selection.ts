@@ -13,6 +13,14 @@ export const P2WPKH_SCRIPT_BYTES = 22;
  * Sizes are counted with it, so that a fee computed for them is never below the rate asked.
  */
 export const MAX_SIGNATURE_BYTES = 72;
+/**
+ * The shortest signature the cap is checked against: a DER signature shorter than 69 bytes (with
+ * the sighash byte) needs r or s below 2^240 (odds ~2^-15 per input). The fee is computed on the
+ * longest size (above) but must stay within the cap on this shortest one, so that the signed
+ * transaction's real rate — whatever its signatures' lengths — is within PAYOUT_MAX_FEE_RATE, which
+ * the signer checks too.
+ */
+export const MIN_SIGNATURE_BYTES = 69;
 /** BIP125 rule 4: a replacement pays the old fee plus this rate (1 sat/vB, the nodes' incremental relay fee) on its own size. */
 export const INCREMENTAL_RELAY_RATE = 1_000n as FeeRate;
 
@@ -38,6 +46,11 @@ export function p2wpkhWeight(inputs: number, outputScriptLengths: readonly numbe
 /** The virtual size: ⌈weight / 4⌉, at the longest signatures unless told. */
 export function p2wpkhVsize(inputs: number, outputScriptLengths: readonly number[], signatureBytes: number | readonly number[] = MAX_SIGNATURE_BYTES): number {
   return Math.ceil(p2wpkhWeight(inputs, outputScriptLengths, signatureBytes) / 4);
+}
+
+/** Whether `fee` stays within `cap` on the transaction's shortest possible size (MIN_SIGNATURE_BYTES). */
+export function withinCapAtShortest(fee: bigint, inputs: number, outputScriptLengths: readonly number[], cap: FeeRate): boolean {
+  return withinCap(fee, p2wpkhVsize(inputs, outputScriptLengths, MIN_SIGNATURE_BYTES), cap);
 }
 
 export interface SpendableCoin {
@@ -85,10 +98,12 @@ export function planWithInputs<C extends SpendableCoin>(inputs: C[], payouts: re
   const withChangeSize = p2wpkhVsize(inputs.length, [...scripts, P2WPKH_SCRIPT_BYTES]);
   const withChangeFee = feeAt(terms.rate, withChangeSize);
   const change = total - paid - withChangeFee;
-  if (change >= terms.dust) return { inputs, payouts: [...payouts], change, fee: withChangeFee, vsize: withChangeSize };
+  if (change >= terms.dust) {
+    return withinCapAtShortest(withChangeFee, inputs.length, [...scripts, P2WPKH_SCRIPT_BYTES], terms.cap) ? { inputs, payouts: [...payouts], change, fee: withChangeFee, vsize: withChangeSize } : undefined;
+  }
   const size = p2wpkhVsize(inputs.length, scripts);
   const fee = total - paid;
-  if (fee < feeAt(terms.rate, size) || !withinCap(fee, size, terms.cap)) return undefined;
+  if (fee < feeAt(terms.rate, size) || !withinCapAtShortest(fee, inputs.length, scripts, terms.cap)) return undefined;
   return { inputs, payouts: [...payouts], change: null, fee, vsize: size };
 }
 
@@ -158,10 +173,10 @@ export function replacementPlan(old: ReplacedVersion, terms: FeeTerms): { change
   };
   const fee = needed(withChange);
   const change = old.inputTotal - paid - fee;
-  if (change >= terms.dust) return withinCap(fee, withChange, terms.cap) ? { change, fee, vsize: withChange } : undefined;
+  if (change >= terms.dust) return withinCapAtShortest(fee, old.inputs, [...scripts, P2WPKH_SCRIPT_BYTES], terms.cap) ? { change, fee, vsize: withChange } : undefined;
   const size = p2wpkhVsize(old.inputs, scripts);
   const allFee = old.inputTotal - paid;
-  if (allFee < needed(size) || !withinCap(allFee, size, terms.cap)) return undefined;
+  if (allFee < needed(size) || !withinCapAtShortest(allFee, old.inputs, scripts, terms.cap)) return undefined;
   return { change: null, fee: allFee, vsize: size };
 }
 

@@ -453,7 +453,7 @@ export class UtxoProcessor extends RoundLoop {
     const coins = await availableCoins(sql, network);
     const plan = planBatch(coins.map((c) => ({ ...c, amount: BigInt(c.amount) })), outputs, { rate, ...this.feeTermsCap });
     if (!plan) {
-      if (this.coverFailures.failed()) this.logger.warn({ payouts: candidates.length, coins: coins.length }, 'the treasury\'s coins cannot cover any waiting payout now; they wait (deposits become coins as they are accounted)');
+      if (this.coverFailures.failed()) this.logger.warn({ payouts: candidates.length, coins: coins.length }, 'the treasury\'s coins cannot pay any waiting payout at this fee rate within PAYOUT_MAX_FEE_RATE now; they wait (deposits become coins as they are accounted)');
       return;
     }
     this.coverFailures.recovered();
