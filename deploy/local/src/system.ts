@@ -162,6 +162,9 @@ export function configuredChains(env: NodeJS.ProcessEnv): string[] {
  */
 export const TREASURY_NETWORKS: Readonly<Record<string, string>> = {
   ethereum: 'CHAIN_ETHEREUM_RPC_URL',
+  // Bitcoin and Litecoin send through the Esplora node their watchers follow (docs/treasury.md#utxo).
+  bitcoin: 'CHAIN_BITCOIN_ESPLORA_URL',
+  litecoin: 'CHAIN_LITECOIN_ESPLORA_URL',
   // Tron sends through the full node its watcher follows (docs/treasury.md#tron).
   tron: 'CHAIN_TRON_API_URL',
 };

@@ -12,7 +12,7 @@ import { createPayoutMetrics } from './metrics';
 import { payoutSettings } from './settings';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { CodeExpirySweeper } from './sweeper';
-import { EthereumTreasuryBalances, TronTreasuryBalances } from './treasury';
+import { EthereumTreasuryBalances, TronTreasuryBalances, UtxoTreasuryBalances } from './treasury';
 
 export { payoutSettings } from './settings';
 
@@ -113,6 +113,9 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
                   timeoutMs: config.CHAIN_SOURCE_TIMEOUT_MS,
                   contracts: { USDT: config.CHAIN_TRON_USDT_CONTRACT, USDC: config.CHAIN_TRON_USDC_CONTRACT },
                 }),
+          // The UTXO treasuries' balances are their processors' coins, in Postgres: no node to ask.
+          bitcoin: new UtxoTreasuryBalances(sql, 'bitcoin'),
+          litecoin: new UtxoTreasuryBalances(sql, 'litecoin'),
         },
         unconfiguredReason: (network) => `${network === 'tron' ? 'CHAIN_TRON_API_URL' : `CHAIN_${network.toUpperCase()}_RPC_URL`} is not set: the balance is not read`,
       },

@@ -23,6 +23,7 @@ import { payoutToProto } from './proto';
 import { TronNode } from './processor/tron/node';
 import { USDT_TRON } from '@coinvoice/chains/tron/coins';
 import { approvePayout, lockPayout } from './store/payouts';
+import { availableBalance } from './processor/utxo/store';
 import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, setPaused, treasuryNetworks, type SweepTaskRow, type TreasuryNetworkRow } from './store/treasury';
 
 export const SWEEP_TASK_STATUSES = ['pending', 'sent', 'confirmed', 'skipped_dust'] as const;
@@ -265,5 +266,24 @@ export class TronTreasuryBalances implements TreasuryBalanceReader {
         return { asset: coin.code, amount: formatPlain(fromBaseUnits(amount, coin.baseUnitDecimals)) };
       }),
     );
+  }
+}
+
+/**
+ * A UTXO treasury's balance (docs/treasury.md#utxo): the sum of its available coins — accounted
+ * deposits and confirmed change that no stored transaction spends — as the processor records them.
+ * What is reserved by a batch in flight is no longer counted.
+ */
+export class UtxoTreasuryBalances implements TreasuryBalanceReader {
+  constructor(
+    private readonly sql: Sql,
+    private readonly network: 'bitcoin' | 'litecoin',
+  ) {}
+
+  async read() {
+    const [coin] = TREASURY_ASSETS[this.network];
+    if (!coin) throw new Error(`no asset on ${this.network}`);
+    const total = await availableBalance(this.sql, this.network);
+    return [{ asset: coin.code, amount: formatPlain(fromBaseUnits(total, coin.baseUnitDecimals)) }];
   }
 }
