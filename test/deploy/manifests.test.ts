@@ -481,12 +481,17 @@ describe('the checks catch what they claim to', () => {
       'NetworkPolicy invoice-ingress: ingress port 50062 is exposed by none of the pods it selects',
       'missing path: gateway -> invoice:grpc',
       'missing path: payout -> invoice:grpc',
+      'missing path: payout-processor-bitcoin -> invoice:grpc',
       'missing path: payout-processor-ethereum -> invoice:grpc',
+      'missing path: payout-processor-litecoin -> invoice:grpc',
       // The Tron processor has the path (the deposit intake's) without calling it yet (docs/treasury.md#tron).
       'missing path: payout-processor-tron -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
       'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
+      // Bitcoin and Litecoin read the accounted deposits: their coins (docs/treasury.md#utxo).
+      'payout-processor-bitcoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-bitcoin -> invoice:grpc',
       'payout-processor-ethereum calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> invoice:grpc',
+      'payout-processor-litecoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-litecoin -> invoice:grpc',
     ]);
   });
 
@@ -605,9 +610,11 @@ describe('the checks catch what they claim to', () => {
     const cut = broken('development', (c) => {
       c.objects = c.objects.filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'payout-signer-ingress'));
     });
+    // Every network's processor (ethereum, bitcoin, litecoin, tron) loses its signer.
+    const processors = ['bitcoin', 'ethereum', 'litecoin', 'tron'].map((network) => `payout-processor-${network}`);
     expect(checkNetworkPolicies(cut)).toEqual([
-      'missing path: payout-processor-ethereum -> payout-signer:grpc',
-      'payout-processor-ethereum calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> payout-signer:grpc',
+      ...processors.map((p) => `missing path: ${p} -> payout-signer:grpc`),
+      ...processors.map((p) => `${p} calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow ${p} -> payout-signer:grpc`),
     ]);
   });
 
