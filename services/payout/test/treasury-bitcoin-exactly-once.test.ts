@@ -36,13 +36,15 @@ async function start(env: NodeJS.ProcessEnv = {}): Promise<ProcessorProcess> {
 
 type Paid = { id: string; address: string; sat: bigint };
 
-/** Two payouts funded by a fresh deposit, created before the processor runs (one batch). */
+/** Two payouts funded by a fresh deposit, approved in one statement: one batch, however slow their requests. */
 async function twoPayouts(): Promise<Paid[]> {
   await world.deposit(400_000n);
-  return [
-    { ...(await world.payout('BTC', '0.0007')), sat: 70_000n },
-    { ...(await world.payout('BTC', '0.00123')), sat: 123_000n },
+  const payouts = [
+    { ...(await world.payout('BTC', '0.0007', { approve: false })), sat: 70_000n },
+    { ...(await world.payout('BTC', '0.00123', { approve: false })), sat: 123_000n },
   ];
+  await world.h.sql`update payouts set approved_at = now(), approved_by = 'test-operator' where id in ${world.h.sql(payouts.map((p) => p.id))}`;
+  return payouts;
 }
 
 /** The batch's stored versions (its payouts' batch). */

@@ -134,13 +134,17 @@ test('PAYOUT_BATCH_WAIT gathers payouts approved a moment apart; a full batch (P
   await world.deposit(900_000n);
   processor = await world.startProcessor({ PAYOUT_BATCH_WAIT: '3s', PAYOUT_BATCH_MAX: '2' });
   await activeProcessor(processor);
-  const first = await world.payout('BTC', '0.0001');
+  // Requested first, approved (made claimable) 0.8 s apart, however slow the requests are.
+  const first = await world.payout('BTC', '0.0001', { approve: false });
+  const second = await world.payout('BTC', '0.0002', { approve: false });
+  await world.approve(first.id);
   await sleep(800);
-  const second = await world.payout('BTC', '0.0002');
+  await world.approve(second.id);
   // Two claimable payouts fill the batch: it goes before the first has waited 3 s.
   const pair = await waitFor('the full batch', async () => (await world.payoutRow(second.id)).transaction_hash ?? undefined, 2_500);
   expect((await world.payoutRow(first.id)).transaction_hash).toBe(pair);
-  const lone = await world.payout('BTC', '0.0003');
+  const lone = await world.payout('BTC', '0.0003', { approve: false });
+  await world.approve(lone.id);
   await sleep(1_500);
   expect(await world.payoutRow(lone.id)).toMatchObject({ claimed_by: null, transaction_hash: null });
   const alone = await waitFor('the lone payout after PAYOUT_BATCH_WAIT', async () => (await world.payoutRow(lone.id)).transaction_hash ?? undefined, 10_000);
