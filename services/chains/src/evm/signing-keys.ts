@@ -54,6 +54,33 @@ export class SeedFileError extends Error {
   }
 }
 
+/** The text of the mnemonic file `file`; an error names the file and the reason, never the content. */
+export function readSeedFile(file: string, variable = 'SIGNER_SEED_FILE'): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new SeedFileError(`${variable} ${file} cannot be read (${code})`);
+  }
+}
+
+/**
+ * The private account key at `path` (e.g. m/84'/0'/0') of a BIP39 mnemonic (English words, valid
+ * checksum, no passphrase); the seed and the master key are wiped. The caller wipes the account key.
+ */
+export function accountKeyOfMnemonic(text: string, source: string, path: string): HDKey {
+  const mnemonic = text.normalize('NFKD').trim().split(/\s+/).join(' ');
+  if (!validateMnemonic(mnemonic, wordlist)) {
+    throw new SeedFileError(`${source} does not hold a valid BIP39 mnemonic (English words, 12–24 of them, with a correct checksum)`);
+  }
+  const seed = mnemonicToSeedSync(mnemonic);
+  const master = HDKey.fromMasterSeed(seed);
+  seed.fill(0);
+  const account = master.derive(path);
+  master.wipePrivateData();
+  return account;
+}
+
 /** One signing key: its address, and signatures; the key itself is not reachable from outside. */
 export class SigningAccount {
   readonly #account: LocalAccount;
@@ -99,26 +126,11 @@ export class EthereumSigningKeys {
 
   /** Reads and checks the mnemonic in `file` (English BIP39 words, valid checksum; no passphrase). */
   static fromSeedFile(file: string, variable = 'SIGNER_SEED_FILE'): EthereumSigningKeys {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-      throw new SeedFileError(`${variable} ${file} cannot be read (${code})`);
-    }
-    return EthereumSigningKeys.fromMnemonic(text, `${variable} ${file}`);
+    return EthereumSigningKeys.fromMnemonic(readSeedFile(file, variable), `${variable} ${file}`);
   }
 
   static fromMnemonic(text: string, source = 'the mnemonic'): EthereumSigningKeys {
-    const mnemonic = text.normalize('NFKD').trim().split(/\s+/).join(' ');
-    if (!validateMnemonic(mnemonic, wordlist)) {
-      throw new SeedFileError(`${source} does not hold a valid BIP39 mnemonic (English words, 12–24 of them, with a correct checksum)`);
-    }
-    const seed = mnemonicToSeedSync(mnemonic);
-    const master = HDKey.fromMasterSeed(seed);
-    seed.fill(0);
-    const account = master.derive(ETHEREUM_ACCOUNT_PATH);
-    master.wipePrivateData();
+    const account = accountKeyOfMnemonic(text, source, ETHEREUM_ACCOUNT_PATH);
     const keys = new EthereumSigningKeys(account);
     account.wipePrivateData();
     return keys;

@@ -32,7 +32,17 @@ export type RefusalRule =
   | 'replacement_mismatch'
   | 'gas_top_up_above_cap'
   | 'daily_gas_top_up_limit_exceeded'
-  | 'daily_fee_budget_exceeded';
+  | 'daily_fee_budget_exceeded'
+  // UTXO transactions (docs/treasury.md#utxo-signer-policy):
+  | 'input_not_ours'
+  | 'not_replaceable'
+  | 'duplicate_input'
+  | 'change_mismatch'
+  | 'output_not_allowed'
+  | 'fee_not_positive'
+  | 'fee_rate_above_cap'
+  | 'inputs_mismatch'
+  | 'fee_not_higher';
 
 /** A request the policy refuses: PermissionDenied (InvalidArgument for a malformed one) naming the rule. */
 export class Refusal extends Error {

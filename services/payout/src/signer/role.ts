@@ -32,6 +32,9 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileError } from '@coinvoice/chains/evm/signing-keys';
 import { SignerRpc, createSignerMetrics } from './service';
+import { isUtxoTreasuryNetwork, UtxoSigner } from './utxo-signer';
+import { utxoLimitsOf } from './utxo-settings';
+import { UTXO_ACCOUNT_PATHS, UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
@@ -101,14 +104,35 @@ export function requireMatchingXpubs(config: SignerConfig, keys: EthereumSigning
 }
 
 /**
- * `main.js sign xpub`: the account's extended public key, for INVOICE_XPUB_ETH/_USDT/_USDC (the
- * invoice service must give out addresses the signer can spend). Public: printing it reveals no
- * key, though it does reveal every address of the account.
+ * The seed's BIP84 accounts must be the configured INVOICE_XPUB_BTC / INVOICE_XPUB_LTC (an unset
+ * one is not compared: that coin's deposits are then not the invoice service's, docs/treasury.md#keys).
  */
-export function signerAccountXpub(env: Env = process.env): string {
+export function requireMatchingUtxoXpubs(config: SignerConfig, keys: Readonly<Record<UtxoTreasuryNetwork, UtxoSigningKeys>>): void {
+  const pairs = [
+    ['INVOICE_XPUB_BTC', keys.bitcoin],
+    ['INVOICE_XPUB_LTC', keys.litecoin],
+  ] as const;
+  const differing = pairs.filter(([variable, key]) => config[variable] !== '' && keyMaterialHash(config[variable]) !== key.accountKeyMaterial);
+  if (differing.length > 0) {
+    throw new SignerStartError(
+      differing.map(([variable, key]) => `${variable} is not the ${UTXO_ACCOUNT_PATHS[key.network]} key of the mnemonic in SIGNER_SEED_FILE`).join('; ') +
+        ': the signer would hold other keys than the invoice service gives out addresses for',
+    );
+  }
+}
+
+/**
+ * `main.js sign xpub [bitcoin|litecoin]`: an account's extended public key, for
+ * INVOICE_XPUB_ETH/_USDT/_USDC (no network), INVOICE_XPUB_BTC or INVOICE_XPUB_LTC (the invoice
+ * service must give out addresses the signer can spend). Public: printing it reveals no key,
+ * though it does reveal every address of the account.
+ */
+export function signerAccountXpub(env: Env = process.env, network?: string): string {
   const file = env.SIGNER_SEED_FILE ?? '';
   if (file === '') throw new SeedFileError('SIGNER_SEED_FILE is not set');
-  return EthereumSigningKeys.fromSeedFile(file).accountXpub;
+  if (network === undefined || network === 'ethereum') return EthereumSigningKeys.fromSeedFile(file).accountXpub;
+  if (isUtxoTreasuryNetwork(network)) return UtxoSigningKeys.fromSeedFile(network, file).accountXpub;
+  throw new SignerStartError(`no account xpub for network ${network} (ethereum, bitcoin, litecoin)`);
 }
 
 export async function migrateSigner(env: Env = process.env): Promise<void> {
@@ -130,6 +154,8 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const tls = requireSafeTransport(config);
   const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
   requireMatchingXpubs(config, keys);
+  const utxoKeys = { bitcoin: UtxoSigningKeys.fromSeedFile('bitcoin', config.SIGNER_SEED_FILE), litecoin: UtxoSigningKeys.fromSeedFile('litecoin', config.SIGNER_SEED_FILE) };
+  requireMatchingUtxoXpubs(config, utxoKeys);
 
   const logger = createLogger({ service: 'payout-signer', level: config.LOG_LEVEL });
   const metrics = new Registry();
@@ -137,12 +163,14 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const signerMetrics = createSignerMetrics(metrics);
   const sql = createDb({ url: config.DATABASE_URL, schema: SIGNER_SCHEMA, max: config.DATABASE_POOL_MAX, applicationName: 'payout-signer', logger });
 
+  const caller = tls ? PROCESSOR : 'plaintext';
   const rpc = new SignerRpc({
     sql,
     keys,
+    utxo: new UtxoSigner({ sql, keys: utxoKeys, limits: utxoLimitsOf(config), metrics: signerMetrics, logger, caller }),
     metrics: signerMetrics,
     logger,
-    caller: tls ? PROCESSOR : 'plaintext',
+    caller,
     policy: {
       chainId: config.CHAIN_ETHEREUM_CHAIN_ID,
       maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI,

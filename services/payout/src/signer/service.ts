@@ -11,6 +11,7 @@ import {
   SignerService,
   type GetTreasuryRequest,
   type SignEvmTransactionRequest,
+  type SignUtxoTransactionRequest,
 } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Counter, type Registry } from 'prom-client';
 import { checksumAddress, type EthereumSigningKeys, type HexString, type SigningAccount } from '@coinvoice/chains/evm/signing-keys';
@@ -28,6 +29,7 @@ import {
   type DecodedTransaction,
   type Movement,
 } from './policy';
+import { isUtxoTreasuryNetwork, type UtxoSigner } from './utxo-signer';
 import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
 import {
   addToDailyFees,
@@ -104,6 +106,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     private readonly options: {
       sql: Sql;
       keys: EthereumSigningKeys;
+      utxo: UtxoSigner;
       policy: SignerPolicySettings;
       metrics: SignerMetrics;
       logger: Logger;
@@ -112,16 +115,19 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     },
   ) {}
 
-  // PLACEHOLDERS of the contract commit: the signer's helper implements them (docs/treasury.md#utxo, #tron).
-  async signUtxoTransaction(): Promise<never> {
-    throw serviceError(Code.Unimplemented, 'not_implemented', 'SignUtxoTransaction is being built');
+  /** Bitcoin and Litecoin: utxo-signer.ts (docs/treasury.md#utxo-signer-policy). */
+  async signUtxoTransaction(request: SignUtxoTransactionRequest) {
+    return this.options.utxo.sign(request);
   }
+
+  // PLACEHOLDER of the contract commit: the Tron helper implements it (docs/treasury.md#tron).
 
   async signTronTransaction(): Promise<never> {
     throw serviceError(Code.Unimplemented, 'not_implemented', 'SignTronTransaction is being built');
   }
 
   async getTreasury(request: GetTreasuryRequest) {
+    if (isUtxoTreasuryNetwork(request.network)) return this.options.utxo.treasury(request.network);
     if (request.network !== SIGNER_NETWORK) throw serviceError(Code.InvalidArgument, 'network_not_supported', `only ${SIGNER_NETWORK} is signed here`);
     return { network: request.network, address: this.options.keys.treasuryAddress };
   }

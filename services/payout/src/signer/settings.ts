@@ -16,6 +16,8 @@ import {
 import { accountXpubSetting } from '@coinvoice/chains/account-key';
 import { evmNodeSettings } from '@coinvoice/chains/evm/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { assetAmountSetting } from './amount-setting';
+import { utxoSignerSettings } from './utxo-settings';
 import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
 
 /** The assets the Ethereum signer moves. */
@@ -29,19 +31,6 @@ export function isSignerAsset(value: string): value is SignerAsset {
 /** Base-unit decimals of each asset (wei 18, token units 6), from the coin registry. */
 export function assetDecimals(asset: SignerAsset): number {
   return cryptoCurrency(asset).baseUnitDecimals;
-}
-
-/** An amount of `asset` in its usual unit (e.g. `2.5` ETH), held as base units. */
-function assetAmountSetting(asset: SignerAsset, devDefault: string): Setting<bigint> {
-  const decimals = assetDecimals(asset);
-  return {
-    expected: `a positive amount of ${asset} such as ${devDefault} (at most ${decimals} decimals)`,
-    devDefault,
-    parse: (raw) => {
-      const amount = parsePositiveDecimal(raw.trim(), decimals);
-      return amount.ok ? toBaseUnits(amount.value, decimals) : undefined;
-    },
-  };
 }
 
 /**
@@ -139,6 +128,8 @@ export const signerSettings = {
   SIGNER_DAILY_FEE_LIMIT_WEI: bigintSetting({ devDefault: DEV_DAILY_FEE_LIMIT_WEI.toString(), min: 1n }),
   /** Largest sum of gas top-up values (wei) signed per UTC day. */
   SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI: bigintSetting({ devDefault: DEV_DAILY_GAS_TOP_UP_LIMIT_WEI.toString(), min: 1n }),
+  /** Bitcoin and Litecoin (docs/treasury.md#utxo-signer-policy). */
+  ...utxoSignerSettings,
 } as const;
 
 export type SignerConfig = ConfigOf<typeof signerSettings>;
