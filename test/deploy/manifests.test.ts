@@ -481,12 +481,16 @@ describe('the checks catch what they claim to', () => {
       'NetworkPolicy invoice-ingress: ingress port 50062 is exposed by none of the pods it selects',
       'missing path: gateway -> invoice:grpc',
       'missing path: payout -> invoice:grpc',
+      'missing path: payout-processor-bitcoin -> invoice:grpc',
       'missing path: payout-processor-ethereum -> invoice:grpc',
+      'missing path: payout-processor-litecoin -> invoice:grpc',
       // The Tron processor has the path (the deposit intake's) without calling it yet (docs/treasury.md#tron).
       'missing path: payout-processor-tron -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
       'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
+      'payout-processor-bitcoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-bitcoin -> invoice:grpc',
       'payout-processor-ethereum calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> invoice:grpc',
+      'payout-processor-litecoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-litecoin -> invoice:grpc',
     ]);
   });
 
@@ -605,9 +609,10 @@ describe('the checks catch what they claim to', () => {
     const cut = broken('development', (c) => {
       c.objects = c.objects.filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'payout-signer-ingress'));
     });
+    const processors = ['bitcoin', 'ethereum', 'litecoin', 'tron'].map((network) => `payout-processor-${network}`);
     expect(checkNetworkPolicies(cut)).toEqual([
-      'missing path: payout-processor-ethereum -> payout-signer:grpc',
-      'payout-processor-ethereum calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> payout-signer:grpc',
+      ...processors.map((processor) => `missing path: ${processor} -> payout-signer:grpc`),
+      ...processors.map((processor) => `${processor} calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow ${processor} -> payout-signer:grpc`),
     ]);
   });
 
