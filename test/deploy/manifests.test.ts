@@ -77,12 +77,12 @@ function broken(overlay: OverlayName, mutate: (ctx: DeployContext) => void): Dep
 describe.each(OVERLAYS)('the %s overlay', (overlay) => {
   const ctx = () => contexts[overlay];
 
-  test('renders the Deployments (the invoice service serving, and watching each chain of the registry; the payout service serving, signing and processing ethereum), their Services, autoscalers, budgets and the migration Jobs', () => {
+  test('renders the Deployments (the invoice service serving, and watching each chain of the registry; the payout service serving, signing and processing ethereum, bitcoin and litecoin), their Services, autoscalers, budgets and the migration Jobs', () => {
     const names = (kind: string) => ctx().objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
     // One watcher per chain of the registry (services/chains/src/watchers.ts): nine today.
     expect(WATCHED_CHAINS).toEqual(expect.arrayContaining(['ethereum', 'base', 'arbitrum', 'optimism', 'polygon', 'bsc', 'bitcoin', 'litecoin', 'tron']));
     const watchers = WATCHED_CHAINS.map((chain) => `invoice-watcher-${chain}`);
-    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-signer'].sort();
+    const processes = ['auth', 'gateway', 'invoice', ...watchers, 'notifier', 'payout', 'payout-processor-ethereum', 'payout-processor-bitcoin', 'payout-processor-litecoin', 'payout-processor-tron', 'payout-signer'].sort();
     // No placeholder of the chain-watcher component, and not its local values ConfigMap, reaches the cluster.
     expect(names('ConfigMap')).not.toContain('chain-watcher');
     expect(JSON.stringify(ctx().objects)).not.toMatch(/CHAIN_SOURCE_VARIABLE|watcher-CHAIN|"API"/);
@@ -228,10 +228,10 @@ describe('the image', () => {
         }
       }
       // 5 serve, 4 migrate, invoice watch <chain> for each chain of the registry, payout sign,
-      // payout sign migrate, payout process ethereum
-      expect(roles.size).toBe(5 + 4 + WATCHED_CHAINS.length + 3);
+      // payout sign migrate, payout process ethereum|bitcoin|litecoin|tron
+      expect(roles.size).toBe(5 + 4 + WATCHED_CHAINS.length + 6);
       for (const chain of WATCHED_CHAINS) expect(roles.has(JSON.stringify(['invoice', 'watch', chain]))).toBe(true);
-      for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
+      for (const treasury of [['payout', 'sign'], ['payout', 'sign', 'migrate'], ['payout', 'process', 'ethereum'], ['payout', 'process', 'bitcoin'], ['payout', 'process', 'litecoin'], ['payout', 'process', 'tron']]) expect(roles.has(JSON.stringify(treasury))).toBe(true);
       for (const role of roles) {
         const args = JSON.parse(role) as string[];
         const [process = '', ...rest] = args;
@@ -481,10 +481,16 @@ describe('the checks catch what they claim to', () => {
       'NetworkPolicy invoice-ingress: ingress port 50062 is exposed by none of the pods it selects',
       'missing path: gateway -> invoice:grpc',
       'missing path: payout -> invoice:grpc',
+      'missing path: payout-processor-bitcoin -> invoice:grpc',
       'missing path: payout-processor-ethereum -> invoice:grpc',
+      'missing path: payout-processor-litecoin -> invoice:grpc',
+      // The Tron processor has the path (the deposit intake's) without calling it yet (docs/treasury.md#tron).
+      'missing path: payout-processor-tron -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
       'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
+      'payout-processor-bitcoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-bitcoin -> invoice:grpc',
       'payout-processor-ethereum calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> invoice:grpc',
+      'payout-processor-litecoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-litecoin -> invoice:grpc',
     ]);
   });
 
@@ -603,9 +609,10 @@ describe('the checks catch what they claim to', () => {
     const cut = broken('development', (c) => {
       c.objects = c.objects.filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'payout-signer-ingress'));
     });
+    const processors = ['bitcoin', 'ethereum', 'litecoin', 'tron'].map((network) => `payout-processor-${network}`);
     expect(checkNetworkPolicies(cut)).toEqual([
-      'missing path: payout-processor-ethereum -> payout-signer:grpc',
-      'payout-processor-ethereum calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> payout-signer:grpc',
+      ...processors.map((processor) => `missing path: ${processor} -> payout-signer:grpc`),
+      ...processors.map((processor) => `${processor} calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow ${processor} -> payout-signer:grpc`),
     ]);
   });
 
@@ -705,7 +712,7 @@ describe('the checks catch what they claim to', () => {
       'Deployment payout-processor-ethereum container processor: SIGNER_URL=https://payout:50053 does not name the Service payout-signer of this namespace',
     );
     // A network without a processor is not a role of the image.
-    expect(roleOf({ name: 'processor', args: ['payout', 'process', 'bitcoin'] })).toEqual(expect.stringMatching(/^args \["payout","process","bitcoin"\] are not a process of the image/));
+    expect(roleOf({ name: 'processor', args: ['payout', 'process', 'polygon'] })).toEqual(expect.stringMatching(/^args \["payout","process","polygon"\] are not a process of the image/));
   });
 
   test('every container of the render has a role the image knows', () => {

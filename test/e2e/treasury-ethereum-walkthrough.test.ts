@@ -26,6 +26,7 @@ import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerc
 import { compileTestContracts, deployTokens, mine, sendEth, sendToken, startAnvil, tokenUnits, type Anvil, type Tokens } from '../support/anvil';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { LiveShop } from './live-ethereum.support';
+import { requestVerifiedPayout as requestVerified } from './treasury-walkthrough.support';
 import { deleteStreams, eventually, Receiver } from './webhooks.support';
 
 const CONFIRMATIONS = 2;
@@ -105,17 +106,8 @@ function processNames(): string[] {
 }
 
 /** A payout requested, verified with the emailed code, and answered as the API answers it. */
-async function requestVerifiedPayout(amount: string, address: Address): Promise<string> {
-  const requested = await api.post('/api/payout/request', { amount: Number(amount), currency: 'ETH', address }, { headers: apiKeyHeader(live.key) });
-  expect(requested.status).toBe(201);
-  const payoutId = requested.body.id as string;
-  const code = await eventually(async () => {
-    const mail = system.mail.messages().find((raw) => mailText(raw).includes(payoutId));
-    return mail ? codeInMail(mailText(mail)) : undefined;
-  }, 20_000, `the code email of ${payoutId}`);
-  const verified = await api.post('/api/payout/verify', { payoutId, code }, { headers: apiKeyHeader(live.key) });
-  expect(verified.status).toBe(200);
-  return payoutId;
+function requestVerifiedPayout(amount: string, address: Address): Promise<string> {
+  return requestVerified({ api, system, project: live }, { amount: Number(amount), currency: 'ETH', address });
 }
 
 async function payout(id: string): Promise<Record<string, any>> {

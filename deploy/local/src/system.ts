@@ -162,6 +162,11 @@ export function configuredChains(env: NodeJS.ProcessEnv): string[] {
  */
 export const TREASURY_NETWORKS: Readonly<Record<string, string>> = {
   ethereum: 'CHAIN_ETHEREUM_RPC_URL',
+  // Bitcoin and Litecoin send through the Esplora node their watchers follow (docs/treasury.md#utxo).
+  bitcoin: 'CHAIN_BITCOIN_ESPLORA_URL',
+  litecoin: 'CHAIN_LITECOIN_ESPLORA_URL',
+  // Tron sends through the full node its watcher follows (docs/treasury.md#tron).
+  tron: 'CHAIN_TRON_API_URL',
 };
 
 export function treasuryNetworks(env: NodeJS.ProcessEnv): string[] {
@@ -227,6 +232,10 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     if (evmXpubs.every((name) => (options.env[name] ?? '') === '')) {
       const xpub = (await runToCompletion(serviceEntry('payout'), ['sign', 'xpub'], shared)).trim();
       for (const name of evmXpubs) shared[name] = xpub;
+    }
+    // TRX and the TRC-20 tokens: the seed's m/44'/195'/0' (`sign xpub tron`).
+    if (networks.includes('tron') && (options.env.INVOICE_XPUB_TRX ?? '') === '') {
+      shared.INVOICE_XPUB_TRX = (await runToCompletion(serviceEntry('payout'), ['sign', 'xpub', 'tron'], shared)).trim();
     }
   }
 

@@ -12,7 +12,7 @@ import { createPayoutMetrics } from './metrics';
 import { payoutSettings } from './settings';
 import { payoutIdempotencyKeys } from './store/idempotency';
 import { CodeExpirySweeper } from './sweeper';
-import { EthereumTreasuryBalances } from './treasury';
+import { EthereumTreasuryBalances, TronTreasuryBalances, UtxoTreasuryBalances } from './treasury';
 
 export { payoutSettings } from './settings';
 
@@ -105,8 +105,19 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
                   timeoutMs: config.CHAIN_ETHEREUM_RPC_TIMEOUT_MS,
                   contracts: { USDT: config.CHAIN_ETHEREUM_USDT_CONTRACT, USDC: config.CHAIN_ETHEREUM_USDC_CONTRACT },
                 }),
+          tron:
+            config.CHAIN_TRON_API_URL === ''
+              ? undefined
+              : new TronTreasuryBalances({
+                  apiUrl: config.CHAIN_TRON_API_URL,
+                  timeoutMs: config.CHAIN_SOURCE_TIMEOUT_MS,
+                  contracts: { USDT: config.CHAIN_TRON_USDT_CONTRACT, USDC: config.CHAIN_TRON_USDC_CONTRACT },
+                }),
+          // The UTXO treasuries' balances are their processors' coins, in Postgres: no node to ask.
+          bitcoin: new UtxoTreasuryBalances(sql, 'bitcoin'),
+          litecoin: new UtxoTreasuryBalances(sql, 'litecoin'),
         },
-        unconfiguredReason: (network) => `CHAIN_${network.toUpperCase()}_RPC_URL is not set: the balance is not read`,
+        unconfiguredReason: (network) => `${network === 'tron' ? 'CHAIN_TRON_API_URL' : `CHAIN_${network.toUpperCase()}_RPC_URL`} is not set: the balance is not read`,
       },
       onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
     });

@@ -20,7 +20,10 @@ import type {
   TreasuryNetworkSchema,
 } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { payoutToProto } from './proto';
+import { TronNode } from './processor/tron/node';
+import { USDT_TRON } from '@coinvoice/chains/tron/coins';
 import { approvePayout, lockPayout } from './store/payouts';
+import { availableBalance } from './processor/utxo/store';
 import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, setPaused, treasuryNetworks, type SweepTaskRow, type TreasuryNetworkRow } from './store/treasury';
 
 export const SWEEP_TASK_STATUSES = ['pending', 'sent', 'confirmed', 'skipped_dust'] as const;
@@ -34,7 +37,8 @@ export const TREASURY_ASSETS: Readonly<Record<TreasuryNetwork, readonly CryptoCu
   ethereum: SUPPORTED_CRYPTO.filter((c) => c.chain === 'ethereum'),
   bitcoin: SUPPORTED_CRYPTO.filter((c) => c.chain === 'bitcoin'),
   litecoin: SUPPORTED_CRYPTO.filter((c) => c.chain === 'litecoin'),
-  tron: SUPPORTED_CRYPTO.filter((c) => c.chain === 'tron'),
+  // TRX, and USDT as the Tron processor pays it (TRC-20, PAYOUT_AUTO_MAX_USDT): docs/treasury.md#tron.
+  tron: [...SUPPORTED_CRYPTO.filter((c) => c.chain === 'tron'), USDT_TRON],
 };
 
 function treasuryAssetsOf(network: string): readonly CryptoCurrency[] {
@@ -241,3 +245,45 @@ export class EthereumTreasuryBalances implements TreasuryBalanceReader {
   }
 }
 
+
+/**
+ * The Tron treasury's balances (docs/treasury.md#tron): TRX from /wallet/getaccount, each TRC-20
+ * token by a constant balanceOf call, through the processor's own node client.
+ */
+export class TronTreasuryBalances implements TreasuryBalanceReader {
+  private readonly node: TronNode;
+
+  constructor(private readonly settings: { apiUrl: string; timeoutMs: number; contracts: Readonly<Record<string, string>> }) {
+    this.node = new TronNode({ url: settings.apiUrl, timeoutMs: settings.timeoutMs });
+  }
+
+  async read(address: string) {
+    return Promise.all(
+      TREASURY_ASSETS.tron.map(async (coin) => {
+        const contract = coin.token ? this.settings.contracts[coin.code] : undefined;
+        if (coin.token && !contract) return { asset: coin.code, unavailableReason: `no ${coin.code} contract configured on tron` };
+        const amount = contract ? await this.node.tokenBalance(contract, address) : await this.node.balance(address);
+        return { asset: coin.code, amount: formatPlain(fromBaseUnits(amount, coin.baseUnitDecimals)) };
+      }),
+    );
+  }
+}
+
+/**
+ * A UTXO treasury's balance (docs/treasury.md#utxo): the sum of its available coins — accounted
+ * deposits and confirmed change that no stored transaction spends — as the processor records them.
+ * What is reserved by a batch in flight is no longer counted.
+ */
+export class UtxoTreasuryBalances implements TreasuryBalanceReader {
+  constructor(
+    private readonly sql: Sql,
+    private readonly network: 'bitcoin' | 'litecoin',
+  ) {}
+
+  async read() {
+    const [coin] = TREASURY_ASSETS[this.network];
+    if (!coin) throw new Error(`no asset on ${this.network}`);
+    const total = await availableBalance(this.sql, this.network);
+    return [{ asset: coin.code, amount: formatPlain(fromBaseUnits(total, coin.baseUnitDecimals)) }];
+  }
+}

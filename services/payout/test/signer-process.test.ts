@@ -111,6 +111,8 @@ test('start is refused without any INVOICE_XPUB, with a mnemonic whose checksum 
     SIGNER_DAILY_LIMIT_LTC: '100',
     SIGNER_DAILY_FEE_LIMIT_BTC: '1000000',
     SIGNER_DAILY_FEE_LIMIT_LTC: '10000000',
+    SIGNER_MAX_PAYOUT_TRX: '100',
+    SIGNER_DAILY_LIMIT_TRX: '1000',
   };
   const noTls = startRefused({ ...production, ...limits, SIGNER_ALLOW_PLAINTEXT: 'true' });
   expect(noTls.status).toBe(1);
@@ -153,7 +155,7 @@ test('serving at LOG_LEVEL=trace, signing and refusing: no mnemonic word, seed o
   const logLines = output.split('\n').filter(Boolean);
   expect(logLines.some((line) => line.includes('signer refused a request'))).toBe(true);
   const tables = await db.owner<{ table_name: string }[]>`select table_name from information_schema.tables where table_schema = 'signer' order by table_name`;
-  expect(tables.map((t) => t.table_name)).toEqual(['audit_log', 'daily_fees', 'daily_totals', 'payout_signatures', 'schema_migrations', 'utxo_daily_fees', 'utxo_payout_signatures']);
+  expect(tables.map((t) => t.table_name)).toEqual(['audit_log', 'daily_fees', 'daily_totals', 'payout_signatures', 'schema_migrations', 'tron_payout_signatures', 'utxo_daily_fees', 'utxo_payout_signatures']);
   const rows: string[] = [];
   for (const { table_name } of tables) {
     for (const row of await db.owner.unsafe<{ row: string }[]>(`select row_to_json(t)::text as row from signer."${table_name}" t`)) rows.push(row.row);

@@ -19,7 +19,7 @@ function run(args: string[], env: NodeJS.ProcessEnv): { status: number | null; o
 
 test.each([
   ['no Ethereum node', ['process', 'ethereum'], { CHAIN_ETHEREUM_RPC_URL: '' }, 'CHAIN_ETHEREUM_RPC_URL'],
-  ['a network without a processor', ['process', 'bitcoin'], {}, 'process <network>'],
+  ['a network without a processor', ['process', 'polygon'], {}, 'process <network>'],
   ['an amount that is not a decimal', ['process', 'ethereum'], { PAYOUT_AUTO_MAX_USDT: '1e3' }, 'PAYOUT_AUTO_MAX_USDT'],
   ['a dust threshold with more decimals than USDC has', ['process', 'ethereum'], { SWEEP_DUST_USDC: '0.1234567' }, 'SWEEP_DUST_USDC'],
   ['a negative dust threshold', ['process', 'ethereum'], { SWEEP_DUST_ETH: '-1' }, 'SWEEP_DUST_ETH'],

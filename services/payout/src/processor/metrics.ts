@@ -17,6 +17,7 @@ export interface ProcessorMetrics {
   feeCapWaiting: Gauge<'network'>;
   treasuryBelowMinimum: Gauge<'network' | 'asset'>;
   payoutsStuck: Gauge<'network'>;
+  batchesAbandoned: Counter<'network'>;
 }
 
 export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
@@ -55,7 +56,7 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     }),
     feeCapWaiting: new Gauge({
       name: 'payout_processor_fee_cap_waiting',
-      help: '1 while the base fee reaches SIGNER_MAX_FEE_PER_GAS_WEI: new transfers wait for it to fall',
+      help: '1 while the fee is above the processor\'s cap (EVM: the base fee at SIGNER_MAX_FEE_PER_GAS_WEI; Bitcoin, Litecoin: the estimate above PAYOUT_MAX_FEE_RATE_<COIN>): new transfers wait for it to fall',
       labelNames: ['network'] as const,
       registers: [registry],
     }),
@@ -63,6 +64,12 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
       name: 'treasury_balance_below_minimum',
       help: '1 while the treasury holds less of the asset than TREASURY_MIN_BALANCE_<ASSET>, else 0',
       labelNames: ['network', 'asset'] as const,
+      registers: [registry],
+    }),
+    batchesAbandoned: new Counter({
+      name: 'payout_processor_batches_abandoned_total',
+      help: 'UTXO payout batches none of whose versions can ever be mined (an input spent elsewhere at final depth); their payouts rejected; alert on any',
+      labelNames: ['network'] as const,
       registers: [registry],
     }),
     payoutsStuck: new Gauge({

@@ -16,20 +16,21 @@
  *   contained to it (logged, counted, left for later); only a silent node fails the round.
  * - Gas and fees stay within the signer's caps (fees.ts): nothing is asked that it would refuse.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { AdvisoryLockHolder, eventTransaction, type EventTransaction, type Logger, type Sql, type TransactionSql, type Worker } from '@coinvoice/runtime';
+import { eventTransaction, type EventTransaction, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { SignEvmTransactionRequestSchema } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { storedMethod } from '../domain/requests';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
-import { processorClaimId, stageOf } from '../domain/status';
+import { stageOf } from '../domain/status';
 import { applyTrigger } from '../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../store/payouts';
 import { erc20TransferData, EvmNodeError, type EvmFees, type EvmNode, type EvmReceipt } from './evm-node';
 import { clampFees, ETH_TRANSFER_GAS, payoutGasLimit, replacementFees, type SignerCaps } from './fees';
 import type { ProcessorMetrics } from './metrics';
+import { claimablePayouts } from './claimable';
+import { describe, FailureStreak, refusable, RoundLoop, SignerRefused } from './round-loop';
 import { EVM_ASSETS, type EvmAsset } from './settings';
 import {
   ensureAccount,
@@ -97,19 +98,12 @@ export interface EvmProcessorOptions {
 
 const minOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
 
-export class EvmProcessor implements Worker {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wake: AbortController | undefined;
-  /** One active processor per network (the runtime's advisory lock). */
-  private readonly lock: AdvisoryLockHolder;
-  private readonly logger: Logger;
+export class EvmProcessor extends RoundLoop {
   private treasury: string | undefined;
   private chainId: bigint | undefined;
   /** Payout ids / sweep groups the signer refused, until when they are left alone. */
   private readonly refused = new Map<string, number>();
-  private failures = { count: 0, loggedAt: 0 };
-  private intakeFailures = { count: 0, loggedAt: 0 };
+  private readonly intakeFailures = new FailureStreak();
   /** When each failing nonce / sweep group was last logged (ITEM_FAILURE_LOG_MS). */
   private readonly itemFailureLoggedAt = new Map<string, number>();
   /** Stuck transactions whose replacement the caps leave no room for (logged once each). */
@@ -120,79 +114,7 @@ export class EvmProcessor implements Worker {
   private waitingForFees = false;
 
   constructor(private readonly options: EvmProcessorOptions) {
-    this.logger = options.logger.child({ component: 'processor', network: options.network });
-    this.lock = new AdvisoryLockHolder(options.sql, `coinvoice-payout-processor:${options.network}`);
-    options.metrics.active.set({ network: options.network }, 0);
-  }
-
-  /** How it names itself in payouts.claimed_by: operators may not finish such a payout (domain/status.ts). */
-  get processorId(): string {
-    return processorClaimId(this.options.network);
-  }
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
-  }
-
-  async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    this.wake?.abort();
-    await this.loop;
-    await this.releaseLock();
-  }
-
-  private async pause(ms: number): Promise<void> {
-    if (!this.running) return;
-    this.wake = new AbortController();
-    await sleep(ms, undefined, { signal: this.wake.signal }).catch(() => undefined);
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      if (await this.holdLock()) {
-        try {
-          await this.round();
-          if (this.failures.count > 0) this.logger.info({ failedRounds: this.failures.count }, 'processor recovered');
-          this.failures = { count: 0, loggedAt: 0 };
-        } catch (err) {
-          this.options.metrics.roundErrors.inc({ network: this.options.network });
-          this.failures.count++;
-          const now = Date.now();
-          // The first failure of a streak, then one line every 30 s.
-          if (this.failures.count === 1 || now - this.failures.loggedAt >= 30_000) {
-            this.failures.loggedAt = now;
-            this.logger.warn({ err: describe(err), failedRounds: this.failures.count }, 'processor round failed; retried after the poll interval');
-          }
-        }
-      }
-      await this.pause(this.options.pollMs);
-    }
-  }
-
-  /** Takes or re-checks the network's advisory lock; false while another replica holds it. */
-  private async holdLock(): Promise<boolean> {
-    const { network, metrics } = this.options;
-    try {
-      const state = await this.lock.hold();
-      if (state === 'busy') return false;
-      if (state === 'taken') {
-        metrics.active.set({ network }, 1);
-        this.logger.info('active processor for the network (advisory lock taken)');
-      }
-      return true;
-    } catch (err) {
-      this.logger.warn({ err: describe(err) }, 'processor lock connection failed; standing by');
-      await this.releaseLock();
-      return false;
-    }
-  }
-
-  private async releaseLock(): Promise<void> {
-    this.options.metrics.active.set({ network: this.options.network }, 0);
-    await this.lock.release();
+    super(options);
   }
 
   /** The treasury address (from the signer, docs/treasury.md#keys) and the chain id, once per process. */
@@ -605,14 +527,11 @@ export class EvmProcessor implements Worker {
   private async takeInDeposits(): Promise<void> {
     try {
       await this.options.takeInDeposits();
-      if (this.intakeFailures.count > 0) this.logger.info({ failedRounds: this.intakeFailures.count }, 'sweep intake recovered');
-      this.intakeFailures = { count: 0, loggedAt: 0 };
+      const failedRounds = this.intakeFailures.recovered();
+      if (failedRounds > 0) this.logger.info({ failedRounds }, 'sweep intake recovered');
     } catch (err) {
-      this.intakeFailures.count++;
-      const now = Date.now();
-      if (this.intakeFailures.count === 1 || now - this.intakeFailures.loggedAt >= 30_000) {
-        this.intakeFailures.loggedAt = now;
-        this.logger.warn({ err: describe(err), failedRounds: this.intakeFailures.count }, 'sweep intake failed (invoice service unavailable?); sweeps of known tasks go on');
+      if (this.intakeFailures.failed()) {
+        this.logger.warn({ err: describe(err), failedRounds: this.intakeFailures.failures }, 'sweep intake failed (invoice service unavailable?); sweeps of known tasks go on');
       }
     }
   }
@@ -755,16 +674,12 @@ export class EvmProcessor implements Worker {
    */
   private async pay(treasury: string): Promise<boolean> {
     const { sql, network, node } = this.options;
-    const autoMax = (asset: EvmAsset) => this.options.autoMax[asset];
     // Attempts of payouts no longer claimable (cancelled, claimed by an operator) no longer matter.
     await sql`delete from payout_sign_attempts a using payouts p where p.id = a.payout_id and a.network = ${network} and (p.status <> 'Pending' or p.claimed_at is not null)`;
     const candidates = await sql<(PayoutRow & { attempted: boolean })[]>`
       select p.*, (a.payout_id is not null) as attempted from payouts p
       left join payout_sign_attempts a on a.payout_id = p.id and a.network = ${network}
-      where p.status = 'Pending' and p.claimed_at is null and p.environment = 'live' and p.verified_at is not null
-        -- This network's payouts only: USDT on bsc is not sent from the Ethereum treasury (docs/treasury.md).
-        and p.network = ${network} and p.currency in ${sql([...EVM_ASSETS])}
-        and (p.approved_at is not null or p.amount <= case p.currency when 'ETH' then ${autoMax('ETH')}::numeric when 'USDT' then ${autoMax('USDT')}::numeric else ${autoMax('USDC')}::numeric end)
+      where ${claimablePayouts(sql, network, this.options.autoMax)}
       order by (a.payout_id is not null) desc, p.created_at, p.id
       limit ${PAYOUTS_PER_ROUND}`;
     if (candidates.length === 0) return false;
@@ -935,30 +850,7 @@ export class EvmProcessor implements Worker {
   }
 }
 
-/** The signer refused a request: thrown out of the transaction that asked, to roll it back. */
-class SignerRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SignerRefused';
-  }
-}
-
-/** The transaction's result, or undefined when it rolled back because the signer refused. */
-async function refusable<T>(transaction: Promise<T>): Promise<T | undefined> {
-  try {
-    return await transaction;
-  } catch (err) {
-    if (err instanceof SignerRefused) return undefined;
-    throw err;
-  }
-}
-
 /** The node did not answer at all (no JSON-RPC error): every item would fail alike, so the round fails. */
 function isTransportFailure(err: unknown): boolean {
   return err instanceof EvmNodeError && err.rpcCode === undefined;
-}
-
-/** An error for a log line: its message and name, never a request or response body. */
-function describe(err: unknown): { name: string; message: string } {
-  return err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };
 }

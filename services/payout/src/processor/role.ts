@@ -1,6 +1,7 @@
 /**
  * The `process <network>` role of the payout service (docs/treasury.md#processor):
- * the same image and schema as `serve`, a process that runs one EvmProcessor (plus the runtime's
+ * the same image and schema as `serve`; `process ethereum` runs one EvmProcessor (bitcoin and
+ * litecoin: utxo/role.ts, tron: tron/role.ts) (plus the runtime's
  * outbox relay for payout.completed / payout.rejected, gRPC health and the admin port for probes
  * and /metrics) instead of the payout API. It holds nothing secret: the signer signs.
  */

@@ -29,6 +29,11 @@ export interface SweepIntakeDeps {
   /** How far before the cursor each round re-reads (default 2 min). */
   overlapMs?: number;
   pageSize?: number;
+  /**
+   * Records one deposit of this network; answers 1 when it is new, 0 when known (a re-read).
+   * Default: a sweep task (EVM). UTXO networks record a spendable coin instead (docs/treasury.md#utxo).
+   */
+  record?: (deposit: SweepTaskCandidate) => Promise<number>;
 }
 
 export interface SweepTaskCandidate {
@@ -82,6 +87,14 @@ export async function takeInAccountedDeposits(deps: SweepIntakeDeps): Promise<nu
     select reported_at, row_id::text from sweep_intake_cursors where network = ${network}`;
   let after: { reportedAt: Date; rowId: bigint } | null = cursor ? { reportedAt: new Date(cursor.reported_at.getTime() - overlapMs), rowId: 0n } : null;
   let newest = cursor ? { reportedAt: cursor.reported_at, rowId: BigInt(cursor.row_id) } : null;
+  const record = deps.record ?? (async (task: SweepTaskCandidate) => {
+    const inserted = await sql`
+      insert into sweep_tasks (payment_id, invoice_id, project_id, network, asset, deposit_address, address_index, amount)
+      values (${task.paymentId}, ${task.invoiceId}, ${task.projectId}, ${network}, ${task.asset}, ${task.depositAddress},
+              ${task.addressIndex}, ${task.amount.toString()})
+      on conflict (payment_id) do nothing`;
+    return inserted.count;
+  });
   let created = 0;
   for (;;) {
     const page = await deps.listDeposits({
@@ -95,13 +108,7 @@ export async function takeInAccountedDeposits(deps: SweepIntakeDeps): Promise<nu
         deps.logger.warn({ paymentId: deposit.paymentId, reason: parsed.reason }, 'sweep intake: deposit not taken in');
         continue;
       }
-      const task = parsed.task;
-      const inserted = await sql`
-        insert into sweep_tasks (payment_id, invoice_id, project_id, network, asset, deposit_address, address_index, amount)
-        values (${task.paymentId}, ${task.invoiceId}, ${task.projectId}, ${network}, ${task.asset}, ${task.depositAddress},
-                ${task.addressIndex}, ${task.amount.toString()})
-        on conflict (payment_id) do nothing`;
-      created += inserted.count;
+      created += await record(parsed.task);
     }
     const last = page.deposits.at(-1);
     if (last?.reportedAt) {
@@ -118,6 +125,6 @@ export async function takeInAccountedDeposits(deps: SweepIntakeDeps): Promise<nu
       insert into sweep_intake_cursors (network, reported_at, row_id) values (${network}, ${newest.reportedAt}, ${newest.rowId.toString()})
       on conflict (network) do update set reported_at = excluded.reported_at, row_id = excluded.row_id, updated_at = now()`;
   }
-  if (created > 0) deps.logger.info({ network, created }, 'sweep intake: sweep tasks created');
+  if (created > 0) deps.logger.info({ network, created }, deps.record ? 'deposit intake: deposits recorded' : 'sweep intake: sweep tasks created');
   return created;
 }

@@ -33,6 +33,11 @@ export type RefusalRule =
   | 'gas_top_up_above_cap'
   | 'daily_gas_top_up_limit_exceeded'
   | 'daily_fee_budget_exceeded'
+  // Tron (tron.ts)
+  | 'source_mismatch'
+  | 'fee_limit_above_cap'
+  | 'expiration_out_of_window'
+  | 'resign_before_expiration'
   // UTXO transactions (docs/treasury.md#utxo-signer-policy):
   | 'input_not_ours'
   | 'not_replaceable'

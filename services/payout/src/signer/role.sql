@@ -10,3 +10,4 @@ grant select, insert, update on signer.daily_totals, signer.daily_fees, signer.p
 grant select, insert, update on signer.utxo_payout_signatures, signer.utxo_daily_fees to coinvoice_signer;
 grant usage on schema payout to coinvoice_signer;
 grant select on payout.payouts to coinvoice_signer;
+grant select, insert, update on signer.tron_payout_signatures to coinvoice_signer;

@@ -32,6 +32,8 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileError } from '@coinvoice/chains/evm/signing-keys';
 import { SignerRpc, createSignerMetrics } from './service';
+import { TRON_ACCOUNT_PATH, TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
+import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, UtxoSigner } from './utxo-signer';
 import { utxoLimitsOf } from './utxo-settings';
 import { UTXO_ACCOUNT_PATHS, UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
@@ -104,6 +106,21 @@ export function requireMatchingXpubs(config: SignerConfig, keys: EthereumSigning
 }
 
 /**
+ * The Tron keys when INVOICE_XPUB_TRX is configured, and then only if the seed's m/44'/195'/0' is
+ * that key (docs/treasury.md#tron); without it the signer signs no Tron transaction.
+ */
+export function tronSigningKeysOf(config: { SIGNER_SEED_FILE: string; INVOICE_XPUB_TRX: string }): TronSigningKeys | undefined {
+  if (config.INVOICE_XPUB_TRX === '') return undefined;
+  const keys = TronSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
+  if (keyMaterialHash(config.INVOICE_XPUB_TRX) !== keys.accountKeyMaterial) {
+    throw new SignerStartError(
+      `INVOICE_XPUB_TRX is not the ${TRON_ACCOUNT_PATH} key of the mnemonic in SIGNER_SEED_FILE: the signer would hold other keys than the invoice service gives out Tron addresses for`,
+    );
+  }
+  return keys;
+}
+
+/**
  * The seed's BIP84 accounts must be the configured INVOICE_XPUB_BTC / INVOICE_XPUB_LTC (an unset
  * one is not compared: that coin's deposits are then not the invoice service's, docs/treasury.md#keys).
  */
@@ -122,8 +139,8 @@ export function requireMatchingUtxoXpubs(config: SignerConfig, keys: Readonly<Re
 }
 
 /**
- * `main.js sign xpub [bitcoin|litecoin]`: an account's extended public key, for
- * INVOICE_XPUB_ETH/_USDT/_USDC (no network), INVOICE_XPUB_BTC or INVOICE_XPUB_LTC (the invoice
+ * `main.js sign xpub [ethereum|bitcoin|litecoin|tron]`: an account's extended public key, for
+ * INVOICE_XPUB_ETH/_USDT/_USDC (ethereum, the default), INVOICE_XPUB_BTC, _LTC or _TRX (the invoice
  * service must give out addresses the signer can spend). Public: printing it reveals no key,
  * though it does reveal every address of the account.
  */
@@ -132,7 +149,9 @@ export function signerAccountXpub(env: Env = process.env, network?: string): str
   if (file === '') throw new SeedFileError('SIGNER_SEED_FILE is not set');
   if (network === undefined || network === 'ethereum') return EthereumSigningKeys.fromSeedFile(file).accountXpub;
   if (isUtxoTreasuryNetwork(network)) return UtxoSigningKeys.fromSeedFile(network, file).accountXpub;
-  throw new SignerStartError(`no account xpub for network ${network} (ethereum, bitcoin, litecoin)`);
+  // m/44'/195'/0', for INVOICE_XPUB_TRX (docs/treasury.md#tron).
+  if (network === TRON_NETWORK) return TronSigningKeys.fromSeedFile(file).accountXpub;
+  throw new SignerStartError(`no account xpub for network ${network} (ethereum, bitcoin, litecoin, tron)`);
 }
 
 export async function migrateSigner(env: Env = process.env): Promise<void> {
@@ -154,6 +173,7 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const tls = requireSafeTransport(config);
   const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
   requireMatchingXpubs(config, keys);
+  const tronKeys = tronSigningKeysOf(config);
   const utxoKeys = { bitcoin: UtxoSigningKeys.fromSeedFile('bitcoin', config.SIGNER_SEED_FILE), litecoin: UtxoSigningKeys.fromSeedFile('litecoin', config.SIGNER_SEED_FILE) };
   requireMatchingUtxoXpubs(config, utxoKeys);
 
@@ -171,6 +191,19 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
     metrics: signerMetrics,
     logger,
     caller,
+    tron: new TronSigner({
+      sql,
+      keys: tronKeys,
+      policy: {
+        usdtContract: config.CHAIN_TRON_USDT_CONTRACT,
+        maxFeeLimitSun: config.SIGNER_MAX_FEE_LIMIT_SUN,
+        maxExpirationMs: config.SIGNER_TRON_MAX_EXPIRATION,
+        assets: {
+          TRX: { maxPayout: config.SIGNER_MAX_PAYOUT_TRX, dailyLimit: config.SIGNER_DAILY_LIMIT_TRX },
+          USDT: { maxPayout: config.SIGNER_MAX_PAYOUT_USDT, dailyLimit: config.SIGNER_DAILY_LIMIT_USDT },
+        },
+      },
+    }),
     policy: {
       chainId: config.CHAIN_ETHEREUM_CHAIN_ID,
       maxFeePerGas: config.SIGNER_MAX_FEE_PER_GAS_WEI,
@@ -209,7 +242,7 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   });
   const admin = await startAdminServer({ host: config.BIND_HOST, port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
   logger.info(
-    { grpcPort: server.port, adminPort: admin.port, treasury: keys.treasuryAddress, mutualTls: tls !== undefined, chainId: config.CHAIN_ETHEREUM_CHAIN_ID },
+    { grpcPort: server.port, adminPort: admin.port, treasury: keys.treasuryAddress, tronTreasury: tronKeys?.treasuryAddress, mutualTls: tls !== undefined, chainId: config.CHAIN_ETHEREUM_CHAIN_ID },
     'payout signer serving',
   );
   return {

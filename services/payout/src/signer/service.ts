@@ -11,6 +11,7 @@ import {
   SignerService,
   type GetTreasuryRequest,
   type SignEvmTransactionRequest,
+  type SignTronTransactionRequest,
   type SignUtxoTransactionRequest,
 } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Counter, type Registry } from 'prom-client';
@@ -29,6 +30,7 @@ import {
   type DecodedTransaction,
   type Movement,
 } from './policy';
+import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, type UtxoSigner } from './utxo-signer';
 import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
 import {
@@ -101,6 +103,15 @@ class AuditDraft {
   }
 }
 
+/** A Tron request's audit row before tron.ts learns what it moves. */
+function tronAuditEntry(caller: string, network: string): AuditEntry {
+  return {
+    outcome: 'refused', caller, network: network.slice(0, 32), purpose: 'payout', payoutId: null, addressIndex: null, asset: null,
+    fromAddress: null, toAddress: null, recipient: null, amount: null, chainId: null, nonce: null, gasLimit: null, maxFeePerGas: null,
+    transactionHash: null, rule: null, reason: null,
+  };
+}
+
 export class SignerRpc implements ServiceImpl<typeof SignerService> {
   constructor(
     private readonly options: {
@@ -108,6 +119,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
       keys: EthereumSigningKeys;
       utxo: UtxoSigner;
       policy: SignerPolicySettings;
+      tron: TronSigner;
       metrics: SignerMetrics;
       logger: Logger;
       /** The caller every call that reaches a handler carries: the allow-listed name, or 'plaintext'. */
@@ -120,13 +132,26 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     return this.options.utxo.sign(request);
   }
 
-  // PLACEHOLDER of the contract commit: the Tron helper implements it (docs/treasury.md#tron).
-
-  async signTronTransaction(): Promise<never> {
-    throw serviceError(Code.Unimplemented, 'not_implemented', 'SignTronTransaction is being built');
+  /** docs/treasury.md#tron: tron.ts decides; audited and counted here like every answer. */
+  async signTronTransaction(request: SignTronTransactionRequest) {
+    const audit = tronAuditEntry(this.options.caller, request.network);
+    try {
+      const signed = await this.options.tron.sign(request, audit);
+      this.options.metrics.signatures.labels('payout').inc();
+      return signed;
+    } catch (err) {
+      if (!(err instanceof Refusal)) throw err;
+      await this.refuse(audit, err.rule, err.message);
+      throw serviceError(err.connectCode, err.rule, err.message);
+    }
   }
 
   async getTreasury(request: GetTreasuryRequest) {
+    if (request.network === TRON_NETWORK) {
+      const address = this.options.tron.treasuryAddress;
+      if (!address) throw serviceError(Code.InvalidArgument, 'network_not_supported', 'tron is not signed here: INVOICE_XPUB_TRX is not configured');
+      return { network: request.network, address };
+    }
     if (isUtxoTreasuryNetwork(request.network)) return this.options.utxo.treasury(request.network);
     if (request.network !== SIGNER_NETWORK) throw serviceError(Code.InvalidArgument, 'network_not_supported', `only ${SIGNER_NETWORK} is signed here`);
     return { network: request.network, address: this.options.keys.treasuryAddress };

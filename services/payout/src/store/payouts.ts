@@ -164,12 +164,17 @@ export async function applyTransition(
 /**
  * Records that `transactionHash` completes `payoutId`, inside the completing transaction; false when
  * the hash already completed another payout (a transaction pays one payout only). Concurrent
- * completions naming the same hash queue on its primary key: the second sees the first's commit.
+ * completions naming the same hash queue on its unique index: the second sees the first's commit.
+ * With `outputIndex` (a UTXO batch, docs/treasury.md#utxo) the transaction's output pays the payout:
+ * one transaction completes several payouts, each output once, and never also a whole-hash one.
  */
-export async function recordPayoutTransaction(tx: TransactionSql, transactionHash: string, payoutId: string): Promise<boolean> {
+export async function recordPayoutTransaction(tx: TransactionSql, transactionHash: string, payoutId: string, outputIndex: number | null = null): Promise<boolean> {
+  const otherKind = outputIndex === null ? tx`output_index is not null` : tx`output_index is null`;
   const inserted = await tx`
-    insert into payout_transactions (transaction_hash, payout_id) values (${transactionHash}, ${payoutId})
-    on conflict (transaction_hash) do nothing
+    insert into payout_transactions (transaction_hash, payout_id, output_index)
+    select ${transactionHash}, ${payoutId}, ${outputIndex}
+    where not exists (select 1 from payout_transactions where transaction_hash = ${transactionHash} and ${otherKind})
+    on conflict (transaction_hash, (coalesce(output_index, -1))) do nothing
     returning 1`;
   return inserted.length === 1;
 }

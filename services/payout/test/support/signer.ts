@@ -93,7 +93,7 @@ export async function prepareSignerDatabase(): Promise<SignerDatabase> {
 }
 
 export interface PayoutRowInput {
-  asset?: 'ETH' | 'USDT' | 'USDC' | 'BTC' | 'LTC';
+  asset?: 'ETH' | 'USDT' | 'USDC' | 'BTC' | 'LTC' | 'TRX';
   amount?: string;
   address?: string;
   environment?: 'live' | 'sandbox';

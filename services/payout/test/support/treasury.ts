@@ -20,6 +20,7 @@ import { RpcFaultProxy } from '../../../../test/support/rpc-fault-proxy';
 import { TestCertificateAuthority } from '../../../../test/support/certificates';
 import { freePortForTest } from '../../../../test/support/ports';
 import { TcpHoldProxy } from '../../../../test/support/tcp-hold-proxy';
+import type { CryptoCode } from '@coinvoice/chains/coin';
 import { codeOf, payoutRequest, startPayoutHarness, waitFor, type Harness } from './harness';
 import { depositAddressOf, TEST_ACCOUNT_XPUB, TEST_TREASURY, writeSeedFile } from './signer';
 
@@ -53,7 +54,7 @@ export interface SignerProcess {
   payoutSignatures(payoutId: string): Promise<number[]>;
 }
 
-export interface TreasuryWorld {
+export interface TreasuryWorld extends PayoutHelpers<Address> {
   anvil: Anvil;
   tokens: Tokens;
   h: Harness;
@@ -68,14 +69,6 @@ export interface TreasuryWorld {
   /** Every processor started, for the log checks. */
   processors: ProcessorProcess[];
   startProcessor(env?: NodeJS.ProcessEnv): Promise<ProcessorProcess>;
-  /** A verified live payout (credit, request, verify through the service), approved unless told otherwise. */
-  /** A verified live payout (credited first) on `network` (default: the currency's default network). */
-  payout(currency: Asset, amount: string, options?: { approve?: boolean; address?: Address; network?: string }): Promise<{ id: string; address: Address; projectId: string }>;
-  approve(payoutId: string): Promise<void>;
-  payoutRow(payoutId: string): Promise<PayoutView>;
-  waitForStatus(payoutId: string, status: string, timeoutMs?: number): Promise<PayoutView>;
-  /** payout.completed / payout.rejected events written for the payout (the outbox). */
-  events(payoutId: string, type: string): Promise<number>;
   chainTransactions(payoutId: string): Promise<ChainTransactionView[]>;
   /** Token Transfer logs to `address` of `asset`'s contract. */
   transfersTo(asset: 'USDT' | 'USDC', address: Address): Promise<Array<{ value: bigint; transactionHash: Hash }>>;
@@ -169,34 +162,7 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
       processors.push(processor);
       return processor;
     },
-    async payout(currency, amount, opts = {}) {
-      const project = h.auth.addProject('live');
-      await h.credit(project, currency, '1000000', undefined, opts.network);
-      const address = opts.address ?? freshAddress();
-      const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount, address, ...(opts.network ? { network: opts.network } : {}) }));
-      await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
-      if (opts.approve ?? true) await world.approve(payout!.id);
-      return { id: payout!.id, address, projectId: project.id };
-    },
-    async approve(payoutId) {
-      // What the operators' Approve does (payouts.approved_at / approved_by, 0200_treasury.sql).
-      await h.sql`update payouts set approved_at = now(), approved_by = 'test-operator' where id = ${payoutId}`;
-    },
-    async payoutRow(payoutId) {
-      const [row] = await h.sql<PayoutView[]>`select * from payouts where id = ${payoutId}`;
-      if (!row) throw new Error(`no payout ${payoutId}`);
-      return row;
-    },
-    async waitForStatus(payoutId, status, timeoutMs = 30_000) {
-      return waitFor(`payout ${payoutId} ${status}`, async () => {
-        const row = await world.payoutRow(payoutId);
-        return row.status === status ? row : undefined;
-      }, timeoutMs);
-    },
-    async events(payoutId, type) {
-      const [row] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_key = ${payoutId} and event_type = ${type}`;
-      return row?.n ?? 0;
-    },
+    ...payoutHelpers(h, freshAddress),
     chainTransactions(payoutId) {
       return h.sql<ChainTransactionView[]>`select * from chain_transactions where payout_id = ${payoutId} order by id`;
     },
@@ -216,6 +182,51 @@ export async function startTreasuryWorld(options: { processorEnv?: NodeJS.Proces
     },
   };
   return world;
+}
+
+/** What every treasury world does with payouts through the payout service's own handlers and tables. */
+export interface PayoutHelpers<A extends string = string> {
+  /** A verified live payout (credited first) on `network` (default: the currency's default network), approved unless told otherwise. */
+  payout(currency: CryptoCode, amount: string, options?: { approve?: boolean; address?: A; network?: string }): Promise<{ id: string; address: A; projectId: string }>;
+  approve(payoutId: string): Promise<void>;
+  payoutRow(payoutId: string): Promise<PayoutView>;
+  waitForStatus(payoutId: string, status: string, timeoutMs?: number): Promise<PayoutView>;
+  /** payout.completed / payout.rejected events written for the payout (the outbox). */
+  events(payoutId: string, type: string): Promise<number>;
+}
+
+export function payoutHelpers<A extends string>(h: Harness, freshPayoutAddress: () => A): PayoutHelpers<A> {
+  const helpers: PayoutHelpers<A> = {
+    async payout(currency, amount, opts = {}) {
+      const project = h.auth.addProject('live');
+      await h.credit(project, currency, '1000000', undefined, opts.network);
+      const address = opts.address ?? freshPayoutAddress();
+      const { payout } = await h.client.requestPayout(payoutRequest(project, { currency, amount, address, ...(opts.network ? { network: opts.network } : {}) }));
+      await h.client.verifyPayout({ projectId: project.id, payoutId: payout!.id, code: await codeOf(h, payout!.id) });
+      if (opts.approve ?? true) await helpers.approve(payout!.id);
+      return { id: payout!.id, address, projectId: project.id };
+    },
+    async approve(payoutId) {
+      // What the operators' Approve does (payouts.approved_at / approved_by, 0200_treasury.sql).
+      await h.sql`update payouts set approved_at = now(), approved_by = 'test-operator' where id = ${payoutId}`;
+    },
+    async payoutRow(payoutId) {
+      const [row] = await h.sql<PayoutView[]>`select * from payouts where id = ${payoutId}`;
+      if (!row) throw new Error(`no payout ${payoutId}`);
+      return row;
+    },
+    async waitForStatus(payoutId, status, timeoutMs = 30_000) {
+      return waitFor(`payout ${payoutId} ${status}`, async () => {
+        const row = await helpers.payoutRow(payoutId);
+        return row.status === status ? row : undefined;
+      }, timeoutMs);
+    },
+    async events(payoutId, type) {
+      const [row] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_key = ${payoutId} and event_type = ${type}`;
+      return row?.n ?? 0;
+    },
+  };
+  return helpers;
 }
 
 type AccountedDeposit = MessageInitShape<typeof AccountedDepositSchema>;
@@ -262,7 +273,7 @@ export class InvoiceDepositsStandIn {
  * The real signer on the world's database (it reads payout.payouts), its schema migrated by
  * `main.js sign migrate`; the test seed; limits raised above the tests' amounts; mutual TLS.
  */
-async function startSignerProcess(h: Harness, tokens: Tokens, ca: TestCertificateAuthority, extraEnv: NodeJS.ProcessEnv = {}): Promise<SignerProcess> {
+export async function startSignerProcess(h: Harness, tokens: Tokens | undefined, ca: TestCertificateAuthority, extraEnv: NodeJS.ProcessEnv = {}): Promise<SignerProcess> {
   const seed = writeSeedFile();
   const cert = ca.issue('payout-signer');
   const port = await freePortForTest();
@@ -276,8 +287,7 @@ async function startSignerProcess(h: Harness, tokens: Tokens, ca: TestCertificat
     SIGNER_SEED_FILE: seed.file,
     INVOICE_XPUB_ETH: TEST_ACCOUNT_XPUB,
     CHAIN_ETHEREUM_CHAIN_ID: '31337',
-    CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt,
-    CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc,
+    ...(tokens ? { CHAIN_ETHEREUM_USDT_CONTRACT: tokens.usdt, CHAIN_ETHEREUM_USDC_CONTRACT: tokens.usdc } : {}),
     TLS_CA_FILE: ca.caFile,
     TLS_CERT_FILE: cert.certFile,
     TLS_KEY_FILE: cert.keyFile,
@@ -323,7 +333,7 @@ async function spawnProcessor(env: NodeJS.ProcessEnv): Promise<ProcessorProcess>
   return spawnRole(['process', 'ethereum'], env, /"adminPort":(\d+)/);
 }
 
-async function spawnRole(args: string[], env: NodeJS.ProcessEnv, adminPortLine: RegExp): Promise<ProcessorProcess> {
+export async function spawnRole(args: string[], env: NodeJS.ProcessEnv, adminPortLine: RegExp): Promise<ProcessorProcess> {
   const child = spawn(process.execPath, [PROCESSOR_MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let adminPort: number | undefined;

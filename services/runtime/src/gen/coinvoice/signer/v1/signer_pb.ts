@@ -450,8 +450,13 @@ export type SignTronTransactionRequest = Message<"coinvoice.signer.v1.SignTronTr
 
   /**
    * The transaction's raw_data as the node built it (/wallet/createtransaction,
-   * /wallet/triggersmartcontract): hex of the protobuf `Transaction.raw`, holding one
-   * TransferContract (TRX) or one TriggerSmartContract calling the asset's transfer(to, amount).
+   * /wallet/triggersmartcontract), its expiration possibly moved: hex of the protobuf
+   * `Transaction.raw`, holding one TransferContract (TRX) or one TriggerSmartContract calling the
+   * USDT contract's transfer(to, amount) with call_value 0. The signer decodes it itself: the owner
+   * must be the treasury, the transfer exactly the payout's, fee_limit within
+   * SIGNER_MAX_FEE_LIMIT_SUN, the expiration within SIGNER_TRON_MAX_EXPIRATION; another transaction
+   * for a payout already signed is refused until the earlier one's expiration has passed (the same
+   * bytes again get the same signature).
    *
    * @generated from field: string raw_data_hex = 3;
    */
@@ -477,7 +482,8 @@ export type SignTronTransactionResponse = Message<"coinvoice.signer.v1.SignTronT
   txid: string;
 
   /**
-   * 65 bytes, hex: r ‖ s ‖ v (v = 27 + recovery id), over txid with the treasury key.
+   * 65 bytes, hex: r ‖ s ‖ v (v = 27 + recovery id, as TronWeb sends and java-tron accepts), over
+   * txid with the treasury key; deterministic (RFC 6979), low s.
    *
    * @generated from field: string signature = 2;
    */

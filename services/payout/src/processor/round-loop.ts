@@ -1,0 +1,159 @@
+/**
+ * What every network's processor shares (docs/treasury.md#processor): one active per network (a
+ * session-level advisory lock held on a reserved connection; the others stand by and retry every
+ * poll; when the active one dies its connection closes and a standby takes over from what the
+ * tables say), a round every poll interval, a failed round logged at the start of a streak and
+ * then every 30 s, and the `payout_processor_active` gauge. The EVM and UTXO processors supply
+ * the round.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AdvisoryLockHolder, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
+import { processorClaimId } from '../domain/status';
+import type { ProcessorMetrics } from './metrics';
+
+export interface RoundLoopOptions {
+  network: string;
+  sql: Sql;
+  logger: Logger;
+  metrics: ProcessorMetrics;
+  pollMs: number;
+}
+
+/** A failure streak: logged at its first failure, then once every `everyMs`. */
+export class FailureStreak {
+  private count = 0;
+  private loggedAt = 0;
+
+  constructor(private readonly everyMs = 30_000) {}
+
+  /** Counts a failure; true when it should be logged now. */
+  failed(): boolean {
+    this.count++;
+    const now = Date.now();
+    if (this.count === 1 || now - this.loggedAt >= this.everyMs) {
+      this.loggedAt = now;
+      return true;
+    }
+    return false;
+  }
+
+  get failures(): number {
+    return this.count;
+  }
+
+  /** Ends the streak; answers how many failures it had (0: there was none). */
+  recovered(): number {
+    const count = this.count;
+    this.count = 0;
+    this.loggedAt = 0;
+    return count;
+  }
+}
+
+export abstract class RoundLoop implements Worker {
+  protected running = false;
+  private loop: Promise<void> | undefined;
+  private wake: AbortController | undefined;
+  /** One active processor per network (the runtime's advisory lock). */
+  private readonly lock: AdvisoryLockHolder;
+  protected readonly logger: Logger;
+  private readonly roundFailures = new FailureStreak();
+
+  constructor(private readonly loopOptions: RoundLoopOptions) {
+    this.logger = loopOptions.logger.child({ component: 'processor', network: loopOptions.network });
+    this.lock = new AdvisoryLockHolder(loopOptions.sql, `coinvoice-payout-processor:${loopOptions.network}`);
+    loopOptions.metrics.active.set({ network: loopOptions.network }, 0);
+  }
+
+  /** One round of the network's work, run while this replica holds the lock. */
+  abstract round(): Promise<void>;
+
+  /** How it names itself in payouts.claimed_by: operators may not finish such a payout (domain/status.ts). */
+  get processorId(): string {
+    return processorClaimId(this.loopOptions.network);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.wake?.abort();
+    await this.loop;
+    await this.releaseLock();
+  }
+
+  private async pause(ms: number): Promise<void> {
+    if (!this.running) return;
+    this.wake = new AbortController();
+    await sleep(ms, undefined, { signal: this.wake.signal }).catch(() => undefined);
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      if (await this.holdLock()) {
+        try {
+          await this.round();
+          const failedRounds = this.roundFailures.recovered();
+          if (failedRounds > 0) this.logger.info({ failedRounds }, 'processor recovered');
+        } catch (err) {
+          this.loopOptions.metrics.roundErrors.inc({ network: this.loopOptions.network });
+          if (this.roundFailures.failed()) {
+            this.logger.warn({ err: describe(err), failedRounds: this.roundFailures.failures }, 'processor round failed; retried after the poll interval');
+          }
+        }
+      }
+      await this.pause(this.loopOptions.pollMs);
+    }
+  }
+
+  /** Takes or re-checks the network's advisory lock; false while another replica holds it. */
+  private async holdLock(): Promise<boolean> {
+    const { network, metrics } = this.loopOptions;
+    try {
+      const state = await this.lock.hold();
+      if (state === 'busy') return false;
+      if (state === 'taken') {
+        metrics.active.set({ network }, 1);
+        this.logger.info('active processor for the network (advisory lock taken)');
+      }
+      return true;
+    } catch (err) {
+      this.logger.warn({ err: describe(err) }, 'processor lock connection failed; standing by');
+      await this.releaseLock();
+      return false;
+    }
+  }
+
+  private async releaseLock(): Promise<void> {
+    this.loopOptions.metrics.active.set({ network: this.loopOptions.network }, 0);
+    await this.lock.release();
+  }
+}
+
+/** An error for a log line: its message and name, never a request or response body. */
+export function describe(err: unknown): { name: string; message: string } {
+  return err instanceof Error ? { name: err.name, message: err.message } : { name: 'Error', message: String(err) };
+}
+
+/** The signer refused a request: thrown out of the transaction that asked, to roll it back. */
+export class SignerRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SignerRefused';
+  }
+}
+
+/** The transaction's result, or undefined when it rolled back because the signer refused. */
+export async function refusable<T>(transaction: Promise<T>): Promise<T | undefined> {
+  try {
+    return await transaction;
+  } catch (err) {
+    if (err instanceof SignerRefused) return undefined;
+    throw err;
+  }
+}

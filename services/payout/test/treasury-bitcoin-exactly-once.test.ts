@@ -1,0 +1,191 @@
+/**
+ * Issue 25, docs/treasury.md#exactly-once and #utxo: a batch of Bitcoin payouts leaves exactly
+ * once whatever moment the processor (`main.js process bitcoin`) is SIGKILLed at. No fault hooks in
+ * the processor: a TCP proxy holds the signer's answer (signed, never delivered), an HTTP proxy in
+ * front of the Esplora stand-in holds `POST /tx` (never forwarded, or forwarded with the answer
+ * lost); the stand-in's reorg drops a mined version from the chain.
+ */
+import { sleep, waitFor } from './support/harness';
+import { activeProcessor, metricsOf, type ProcessorProcess } from './support/treasury';
+import { outputsOf, setFeeEstimates, startUtxoTreasuryWorld, waitForBroadcast, type UtxoTreasuryWorld } from './support/utxo-treasury';
+
+let world: UtxoTreasuryWorld;
+let processor: ProcessorProcess | undefined;
+
+beforeAll(async () => {
+  world = await startUtxoTreasuryWorld('bitcoin', { processorEnv: { PAYOUT_BATCH_WAIT: '300ms' } });
+  setFeeEstimates(world, { 1: 8, 6: 4 });
+}, 120_000);
+
+afterEach(async () => {
+  await processor?.kill();
+  processor = undefined;
+  world.esploraProxy.postTxFault = 'none';
+  world.signerLink.release();
+});
+
+afterAll(async () => {
+  await world?.dispose();
+});
+
+async function start(env: NodeJS.ProcessEnv = {}): Promise<ProcessorProcess> {
+  processor = await world.startProcessor(env);
+  await activeProcessor(processor);
+  return processor;
+}
+
+type Paid = { id: string; address: string; sat: bigint };
+
+/** Two payouts funded by a fresh deposit, created before the processor runs (one batch). */
+async function twoPayouts(): Promise<Paid[]> {
+  await world.deposit(400_000n);
+  return [
+    { ...(await world.payout('BTC', '0.0007')), sat: 70_000n },
+    { ...(await world.payout('BTC', '0.00123')), sat: 123_000n },
+  ];
+}
+
+/** The batch's stored versions (its payouts' batch). */
+async function versionsOf(payout: Paid) {
+  const [batch] = await world.h.sql<{ batch_id: string }[]>`select batch_id::text from utxo_batch_payouts where payout_id = ${payout.id}`;
+  return (await world.versions()).filter((v) => v.batch_id === batch?.batch_id);
+}
+
+/** Mines until every payout completed; then: one transaction on chain paying each exactly, each completed once. */
+async function expectPaidOnce(payouts: Paid[]): Promise<string> {
+  await waitFor('every payout completed', async () => {
+    if ((await world.payoutRow(payouts[0]!.id)).status !== 'Completed') world.esplora.mine();
+    const rows = await Promise.all(payouts.map((p) => world.payoutRow(p.id)));
+    return rows.every((r) => r.status === 'Completed');
+  }, 30_000);
+  await sleep(1_000); // more rounds: nothing may follow
+  const versions = await versionsOf(payouts[0]!);
+  const confirmed = versions.filter((v) => v.status === 'confirmed');
+  expect(confirmed).toHaveLength(1);
+  expect(versions.filter((v) => v.status !== 'confirmed').every((v) => v.status === 'replaced')).toBe(true);
+  const txid = confirmed[0]!.txid!;
+  for (const p of payouts) {
+    const mined = world.minedPaying(p.address);
+    expect(mined.map((t) => t.txid)).toEqual([txid]);
+    expect(outputsOf('bitcoin', mined[0]!).get(p.address)).toBe(p.sat);
+    expect(await world.events(p.id, 'payout.completed')).toBe(1);
+    expect(await world.payoutRow(p.id)).toMatchObject({ transaction_hash: txid });
+  }
+  expect(await world.events(payouts[0]!.id, 'payout.rejected')).toBe(0);
+  return txid;
+}
+
+test('killed after the signer signed, before the signed bytes were stored: the restart asks again with the stored PSBT, the same transaction', async () => {
+  await start();
+  await waitFor('the treasury from the signer', async () => processor!.logs.some((l) => l.includes('treasury address and account key from the signer')));
+  world.signerLink.holding = true;
+  const payouts = await twoPayouts();
+  await waitFor('the signer to sign (its answer held)', async () => (await signatures(payouts[0]!.id)) >= 1);
+  await processor!.kill();
+  const [built] = await versionsOf(payouts[0]!);
+  expect(built).toMatchObject({ status: 'built', txid: null });
+  for (const p of payouts) expect(await world.payoutRow(p.id)).toMatchObject({ status: 'Pending', claimed_by: 'processor:bitcoin', transaction_hash: null });
+  expect(world.esplora.mempool.size).toBe(0);
+
+  world.signerLink.release();
+  await start();
+  const txid = await expectPaidOnce(payouts);
+  expect((await versionsOf(payouts[0]!)).map((v) => v.psbt)).toEqual([built!.psbt]);
+  expect(await signatures(payouts[0]!.id)).toBeGreaterThanOrEqual(2);
+  expect(txid).toBe((await versionsOf(payouts[0]!))[0]!.txid);
+});
+
+test('killed after storing the signed bytes, before the broadcast reached the node: the stored bytes are broadcast after the restart', async () => {
+  await start();
+  world.esploraProxy.postTxFault = 'hold';
+  const held = world.esploraProxy.heldPosts.length;
+  const payouts = await twoPayouts();
+  await waitFor('the broadcast to be held', async () => world.esploraProxy.heldPosts.length > held);
+  await processor!.kill();
+  const [signed] = await versionsOf(payouts[0]!);
+  expect(signed).toMatchObject({ status: 'signed' });
+  expect(world.esplora.mempool.has(signed!.txid!)).toBe(false);
+  for (const p of payouts) expect(await world.payoutRow(p.id)).toMatchObject({ status: 'Pending', transaction_hash: signed!.txid });
+
+  world.esploraProxy.postTxFault = 'none';
+  await start();
+  expect(await expectPaidOnce(payouts)).toBe(signed!.txid);
+  expect(await signatures(payouts[0]!.id)).toBe(1);
+});
+
+test('killed after the broadcast reached the node, before it was recorded: the node already has it, nothing is sent twice', async () => {
+  await start();
+  world.esploraProxy.postTxFault = 'forward_no_answer';
+  const held = world.esploraProxy.heldPosts.length;
+  const payouts = await twoPayouts();
+  await waitFor('the broadcast forwarded, its answer held', async () => world.esploraProxy.heldPosts.length > held);
+  const [signed] = await versionsOf(payouts[0]!);
+  await waitFor('in the mempool', async () => world.esplora.mempool.has(signed!.txid!));
+  await processor!.kill();
+  expect((await versionsOf(payouts[0]!))[0]).toMatchObject({ status: 'signed' });
+
+  world.esploraProxy.postTxFault = 'none';
+  await start();
+  await waitFor('recorded as broadcast', async () => (await versionsOf(payouts[0]!))[0]!.status === 'broadcast');
+  expect(await expectPaidOnce(payouts)).toBe(signed!.txid);
+});
+
+test('killed while waiting for confirmations: the restarted processor counts on and completes each payout once', async () => {
+  const env = { CHAIN_BITCOIN_CONFIRMATIONS: '3' };
+  await start(env);
+  const payouts = await twoPayouts();
+  await waitForBroadcast(world);
+  world.esplora.mine();
+  await waitFor('one confirmation', async () => (await world.payoutRow(payouts[0]!.id)).confirmations === 1);
+  await processor!.kill();
+  world.esplora.mine();
+
+  await start(env);
+  await waitFor('two confirmations', async () => (await world.payoutRow(payouts[1]!.id)).confirmations === 2);
+  expect(await world.payoutRow(payouts[0]!.id)).toMatchObject({ status: 'Pending' });
+  expect(await world.events(payouts[0]!.id, 'payout.completed')).toBe(0);
+  await expectPaidOnce(payouts);
+});
+
+test('a mined version that leaves the chain (reorg) is followed again, never completed early', async () => {
+  const env = { CHAIN_BITCOIN_CONFIRMATIONS: '3' };
+  await start(env);
+  const payouts = await twoPayouts();
+  const txid = await waitForBroadcast(world);
+  world.esplora.mine();
+  await waitFor('one confirmation', async () => (await world.payoutRow(payouts[0]!.id)).confirmations === 1);
+  // The block holding it is replaced by an empty one: the transaction is back in the mempool.
+  world.esplora.reorg(1, []);
+  await waitFor('the reorg noticed', async () => processor!.logs.some((l) => l.includes('left the chain (reorg)')));
+  expect(await world.payoutRow(payouts[0]!.id)).toMatchObject({ status: 'Pending', confirmations: 0 });
+  expect(await expectPaidOnce(payouts)).toBe(txid);
+});
+
+test('an input spent by a transaction the processor did not make: once that spend is final, no version can be mined; the batch is abandoned, its payouts rejected (holds released), alerted', async () => {
+  await start();
+  // The smallest coin that covers the payout (every earlier change is larger): the batch spends it.
+  const deposit = await world.deposit(110_000n);
+  const payout = { ...(await world.payout('BTC', '0.001')), sat: 100_000n };
+  const txid = await waitForBroadcast(world);
+  // An operator's transfer with the seed spends the same deposit output and is mined: our version leaves the mempool.
+  world.spendElsewhere(deposit);
+  expect(world.esplora.mempool.has(txid)).toBe(false);
+  await sleep(1_000); // one block deep only (confirmations 2): not yet provably lost
+  expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: 'processor:bitcoin' });
+  world.esplora.mine();
+  const rejected = await world.waitForStatus(payout.id, 'Rejected');
+  expect(rejected.admin_note).toMatch(/never sent: input [0-9a-f]{64}:0 was spent by [0-9a-f]{64}, a transaction the processor did not make/);
+  expect(await world.events(payout.id, 'payout.rejected')).toBe(1);
+  expect(await world.events(payout.id, 'payout.completed')).toBe(0);
+  expect(world.minedPaying(payout.address)).toEqual([]);
+  expect((await versionsOf(payout)).map((v) => v.status)).toEqual(['failed']);
+  const [coin] = await world.h.sql<{ spent: boolean }[]>`select spent from utxo_coins where txid = ${deposit.txid}`;
+  expect(coin!.spent).toBe(true);
+  expect(await metricsOf(processor!)).toContain('payout_processor_batches_abandoned_total{network="bitcoin"} 1');
+});
+
+/** The signer's signatures naming the payout (signer.audit_log). */
+async function signatures(payoutId: string): Promise<number> {
+  const [row] = await world.h.sql<{ n: number }[]>`select count(*)::int as n from signer.audit_log where payout_id = ${payoutId} and outcome = 'signed'`;
+  return row?.n ?? 0;
+}

@@ -1,0 +1,158 @@
+/**
+ * Issue 25, docs/treasury.md#utxo: Bitcoin payouts batched in one PSBT transaction, against the
+ * Esplora stand-in (real signed transactions, every input's signature verified by the stand-in
+ * against its own UTXO set — a stand-in, not a node), the real signer and the real processor
+ * process (`main.js process bitcoin`).
+ */
+import { Transaction } from '@scure/btc-signer';
+import { OPERATOR_TOKEN, sleep, waitFor } from './support/harness';
+import { activeProcessor, metricsOf, type ProcessorProcess } from './support/treasury';
+import { accountAddress, coinAmount, outputsOf, setFeeEstimates, startUtxoTreasuryWorld, waitForBroadcast, type UtxoTreasuryWorld } from './support/utxo-treasury';
+
+let world: UtxoTreasuryWorld;
+let processor: ProcessorProcess | undefined;
+
+beforeAll(async () => {
+  world = await startUtxoTreasuryWorld('bitcoin', { processorEnv: { PAYOUT_MAX_FEE_RATE_BTC: '50', PAYOUT_CONFIRM_TARGET: '6' } });
+}, 120_000);
+
+afterEach(async () => {
+  await processor?.kill();
+  processor = undefined;
+});
+
+afterAll(async () => {
+  await world?.dispose();
+});
+
+test('three payouts requested together go out in ONE transaction: exact outputs, change to the treasury branch, fee within the cap', async () => {
+  setFeeEstimates(world, { 1: 30.5, 3: 20, 6: 12.25, 25: 5, 144: 1.008 });
+  const deposit = await world.deposit(1_000_000n);
+  const payouts = [
+    await world.payout('BTC', '0.0015'),
+    await world.payout('BTC', '0.0025'),
+    await world.payout('BTC', '0.00031234'),
+  ];
+  processor = await world.startProcessor();
+  await activeProcessor(processor);
+
+  const txid = await waitForBroadcast(world);
+  for (const p of payouts) expect(await world.payoutRow(p.id)).toMatchObject({ status: 'Pending', claimed_by: 'processor:bitcoin', transaction_hash: txid, confirmations: 0 });
+  world.esplora.mine();
+  await waitFor('one confirmation counted', async () => (await world.payoutRow(payouts[0]!.id)).confirmations === 1);
+  expect(await world.events(payouts[0]!.id, 'payout.completed')).toBe(0);
+  world.esplora.mine();
+  for (const p of payouts) await world.waitForStatus(p.id, 'Completed');
+
+  const [version, ...others] = await world.versions();
+  expect(others).toEqual([]);
+  expect(version).toMatchObject({ txid, status: 'confirmed' });
+  const mined = world.transaction(txid)!;
+  // One input: the deposit; exactly four outputs: three payouts (exact base units) and the change.
+  expect(mined.prevouts.map((p) => `${p.txid}:${p.vout}`)).toEqual([`${deposit.txid}:${deposit.vout}`]);
+  const paid = outputsOf('bitcoin', mined);
+  expect(paid.size).toBe(4);
+  expect(paid.get(payouts[0]!.address)).toBe(150_000n);
+  expect(paid.get(payouts[1]!.address)).toBe(250_000n);
+  expect(paid.get(payouts[2]!.address)).toBe(31_234n);
+  const change = accountAddress('bitcoin', 1, 1);
+  const fee = 1_000_000n - 150_000n - 250_000n - 31_234n - paid.get(change)!;
+  expect(BigInt(version!.fee)).toBe(fee);
+  // Within the cap (50 sat/vB) and at least the 6-block estimate (12.25 sat/vB) on the real size.
+  const vsize = BigInt(mined.tx.virtualSize());
+  expect(fee * 1000n).toBeLessThanOrEqual(50_000n * vsize);
+  expect(fee * 1000n).toBeGreaterThanOrEqual(12_250n * vsize);
+  // RBF signalled on every input.
+  expect(mined.tx.ins.every((i) => i.sequence < 0xfffffffe)).toBe(true);
+  // The same txid, the PSBT's own (segwit: signatures do not change it).
+  expect(Transaction.fromPSBT(Buffer.from(version!.psbt, 'base64')).id).toBe(txid);
+
+  for (const p of payouts) {
+    expect(await world.events(p.id, 'payout.completed')).toBe(1);
+    expect(await world.payoutRow(p.id)).toMatchObject({ transaction_hash: txid });
+  }
+  // The change is the treasury's coin now (branch 1); the deposit is spent.
+  const coins = await world.h.sql<{ txid: string; branch: number; address_index: number; amount: string; spent: boolean; batch_id: string | null }[]>`
+    select txid, branch, address_index, amount::text, spent, batch_id::text from utxo_coins order by id`;
+  expect(coins).toEqual([
+    { txid: deposit.txid, branch: 0, address_index: 1, amount: '1000000', spent: true, batch_id: version!.batch_id },
+    { txid, branch: 1, address_index: 1, amount: paid.get(change)!.toString(), spent: false, batch_id: null },
+  ]);
+  const transactions = await world.h.sql<{ transaction_hash: string; output_index: number }[]>`select transaction_hash, output_index from payout_transactions order by output_index`;
+  expect(transactions).toEqual([0, 1, 2].map((i) => ({ transaction_hash: txid, output_index: i })));
+  await sleep(1_000); // more rounds: nothing follows
+  expect(world.minedPaying(payouts[0]!.address)).toHaveLength(1);
+  expect(await world.events(payouts[0]!.id, 'payout.completed')).toBe(1);
+  const metrics = await metricsOf(processor);
+  expect(metrics).toContain(`treasury_balance_base_units{network="bitcoin",asset="BTC"} ${paid.get(change)!}`);
+  expect(metrics).toContain('payout_processor_fee_cap_waiting{network="bitcoin"} 0');
+});
+
+test('the next batch spends the confirmed change; a payout the coins cannot cover waits without holding the others back', async () => {
+  setFeeEstimates(world, { 1: 3, 6: 2 });
+  const [changeCoin] = await world.h.sql<{ amount: string }[]>`select amount::text from utxo_coins where branch = 1 and not spent`;
+  const available = BigInt(changeCoin!.amount);
+  const small = await world.payout('BTC', '0.0001');
+  const tooBig = await world.payout('BTC', coinAmount(available + 1n));
+  processor = await world.startProcessor();
+  await activeProcessor(processor);
+  const txid = await waitForBroadcast(world);
+  world.esplora.mine();
+  world.esplora.mine();
+  await world.waitForStatus(small.id, 'Completed');
+  const mined = world.transaction(txid)!;
+  expect(outputsOf('bitcoin', mined).get(small.address)).toBe(10_000n);
+  // Change to a fresh address of the branch (account/1/2), never reused.
+  expect(outputsOf('bitcoin', mined).has(accountAddress('bitcoin', 1, 2))).toBe(true);
+  expect(await world.payoutRow(tooBig.id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
+  // Out of the next tests' way: no longer approved (PAYOUT_AUTO_MAX_BTC is 0), so never claimable.
+  await world.h.sql`update payouts set approved_at = null, approved_by = null where id = ${tooBig.id}`;
+});
+
+test('the Treasury page shows the treasury address (account/1/0), its balance (available coins) and payouts in flight with confirmations', async () => {
+  setFeeEstimates(world, { 6: 2 });
+  await world.deposit(500_000n);
+  const payout = await world.payout('BTC', '0.001');
+  processor = await world.startProcessor();
+  await activeProcessor(processor);
+  const txid = await waitForBroadcast(world);
+  world.esplora.mine();
+  await waitFor('one confirmation', async () => (await world.payoutRow(payout.id)).confirmations === 1);
+  const { networks } = await world.h.client.getTreasury({ operatorToken: OPERATOR_TOKEN });
+  const bitcoin = networks.find((n) => n.network === 'bitcoin')!;
+  expect(bitcoin.address).toBe(accountAddress('bitcoin', 1, 0));
+  const [available] = await world.h.sql<{ total: string }[]>`select coalesce(sum(amount), 0)::text as total from utxo_coins where network = 'bitcoin' and batch_id is null and not spent`;
+  expect(bitcoin.balances).toEqual([expect.objectContaining({ asset: 'BTC', amount: coinAmount(BigInt(available!.total)) })]);
+  expect(bitcoin.inFlight.map((p) => ({ id: p.id, transactionHash: p.transactionHash, confirmations: p.confirmations }))).toEqual([{ id: payout.id, transactionHash: txid, confirmations: 1 }]);
+  world.esplora.mine();
+  await world.waitForStatus(payout.id, 'Completed');
+});
+
+test('PAYOUT_BATCH_WAIT gathers payouts approved a moment apart; a full batch (PAYOUT_BATCH_MAX) goes at once; a lone payout waits its turn', async () => {
+  setFeeEstimates(world, { 6: 2 });
+  await world.deposit(900_000n);
+  await world.deposit(900_000n);
+  processor = await world.startProcessor({ PAYOUT_BATCH_WAIT: '3s', PAYOUT_BATCH_MAX: '2' });
+  await activeProcessor(processor);
+  const first = await world.payout('BTC', '0.0001');
+  await sleep(800);
+  const second = await world.payout('BTC', '0.0002');
+  // Two claimable payouts fill the batch: it goes before the first has waited 3 s.
+  const pair = await waitFor('the full batch', async () => (await world.payoutRow(second.id)).transaction_hash ?? undefined, 2_500);
+  expect((await world.payoutRow(first.id)).transaction_hash).toBe(pair);
+  const lone = await world.payout('BTC', '0.0003');
+  await sleep(1_500);
+  expect(await world.payoutRow(lone.id)).toMatchObject({ claimed_by: null, transaction_hash: null });
+  const alone = await waitFor('the lone payout after PAYOUT_BATCH_WAIT', async () => (await world.payoutRow(lone.id)).transaction_hash ?? undefined, 10_000);
+  expect(alone).not.toBe(pair);
+  const [waited] = await world.h.sql<{ ms: number }[]>`
+    select (extract(epoch from b.created_at - p.approved_at) * 1000)::float8 as ms
+    from utxo_batch_payouts bp join utxo_batches b on b.id = bp.batch_id join payouts p on p.id = bp.payout_id where bp.payout_id = ${lone.id}`;
+  expect(waited!.ms).toBeGreaterThanOrEqual(3_000);
+  await waitFor('both in the mempool', async () => world.esplora.mempool.has(pair) && world.esplora.mempool.has(alone));
+  world.esplora.mine();
+  world.esplora.mine();
+  for (const p of [first, second, lone]) await world.waitForStatus(p.id, 'Completed');
+  expect(outputsOf('bitcoin', world.transaction(pair)!).get(second.address)).toBe(20_000n);
+  expect(outputsOf('bitcoin', world.transaction(alone)!).get(lone.address)).toBe(30_000n);
+});
