@@ -488,7 +488,6 @@ describe('the checks catch what they claim to', () => {
       'missing path: payout-processor-tron -> invoice:grpc',
       'gateway calls invoice (INVOICE_URL) but the NetworkPolicies do not allow gateway -> invoice:grpc',
       'payout calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout -> invoice:grpc',
-      // Bitcoin and Litecoin read the accounted deposits: their coins (docs/treasury.md#utxo).
       'payout-processor-bitcoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-bitcoin -> invoice:grpc',
       'payout-processor-ethereum calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-ethereum -> invoice:grpc',
       'payout-processor-litecoin calls invoice (INVOICE_URL) but the NetworkPolicies do not allow payout-processor-litecoin -> invoice:grpc',
@@ -610,11 +609,10 @@ describe('the checks catch what they claim to', () => {
     const cut = broken('development', (c) => {
       c.objects = c.objects.filter((o) => !(o.kind === 'NetworkPolicy' && o.metadata.name === 'payout-signer-ingress'));
     });
-    // Every network's processor (ethereum, bitcoin, litecoin, tron) loses its signer.
     const processors = ['bitcoin', 'ethereum', 'litecoin', 'tron'].map((network) => `payout-processor-${network}`);
     expect(checkNetworkPolicies(cut)).toEqual([
-      ...processors.map((p) => `missing path: ${p} -> payout-signer:grpc`),
-      ...processors.map((p) => `${p} calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow ${p} -> payout-signer:grpc`),
+      ...processors.map((processor) => `missing path: ${processor} -> payout-signer:grpc`),
+      ...processors.map((processor) => `${processor} calls payout-signer (SIGNER_URL) but the NetworkPolicies do not allow ${processor} -> payout-signer:grpc`),
     ]);
   });
 

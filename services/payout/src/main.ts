@@ -16,7 +16,7 @@ if (process.argv[2] === 'process') {
   // Loaded here only: the role brings viem and the key code, which `serve` never needs.
   const { migrateSigner, signerAccountXpub, startSigner } = require('./signer/role') as typeof SignerRole;
   if (process.argv[3] === 'xpub') {
-    // The seed account's xpub, for INVOICE_XPUB_ETH/_USDT/_USDC (`sign xpub tron`: INVOICE_XPUB_TRX).
+    // The seed account's xpub, for INVOICE_XPUB_ETH/_USDT/_USDC, or (`sign xpub bitcoin|litecoin|tron`) _BTC/_LTC/_TRX (npm start asks it; so may an operator).
     try {
       process.stdout.write(`${signerAccountXpub(process.env, process.argv[4])}\n`);
     } catch (err) {

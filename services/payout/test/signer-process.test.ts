@@ -105,6 +105,12 @@ test('start is refused without any INVOICE_XPUB, with a mnemonic whose checksum 
     SIGNER_DAILY_LIMIT_ETH: '2',
     SIGNER_DAILY_LIMIT_USDT: '1000',
     SIGNER_DAILY_LIMIT_USDC: '1000',
+    SIGNER_MAX_PAYOUT_BTC: '0.1',
+    SIGNER_MAX_PAYOUT_LTC: '10',
+    SIGNER_DAILY_LIMIT_BTC: '1',
+    SIGNER_DAILY_LIMIT_LTC: '100',
+    SIGNER_DAILY_FEE_LIMIT_BTC: '1000000',
+    SIGNER_DAILY_FEE_LIMIT_LTC: '10000000',
     SIGNER_MAX_PAYOUT_TRX: '100',
     SIGNER_DAILY_LIMIT_TRX: '1000',
   };
@@ -149,7 +155,7 @@ test('serving at LOG_LEVEL=trace, signing and refusing: no mnemonic word, seed o
   const logLines = output.split('\n').filter(Boolean);
   expect(logLines.some((line) => line.includes('signer refused a request'))).toBe(true);
   const tables = await db.owner<{ table_name: string }[]>`select table_name from information_schema.tables where table_schema = 'signer' order by table_name`;
-  expect(tables.map((t) => t.table_name)).toEqual(['audit_log', 'daily_fees', 'daily_totals', 'payout_signatures', 'schema_migrations', 'tron_payout_signatures']);
+  expect(tables.map((t) => t.table_name)).toEqual(['audit_log', 'daily_fees', 'daily_totals', 'payout_signatures', 'schema_migrations', 'tron_payout_signatures', 'utxo_daily_fees', 'utxo_payout_signatures']);
   const rows: string[] = [];
   for (const { table_name } of tables) {
     for (const row of await db.owner.unsafe<{ row: string }[]>(`select row_to_json(t)::text as row from signer."${table_name}" t`)) rows.push(row.row);

@@ -54,6 +54,33 @@ export class SeedFileError extends Error {
   }
 }
 
+/** The text of the mnemonic file `file`; an error names the file and the reason, never the content. */
+export function readSeedFile(file: string, variable = 'SIGNER_SEED_FILE'): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new SeedFileError(`${variable} ${file} cannot be read (${code})`);
+  }
+}
+
+/**
+ * The private account key at `path` (e.g. m/84'/0'/0') of a BIP39 mnemonic (English words, valid
+ * checksum, no passphrase); the seed and the master key are wiped. The caller wipes the account key.
+ */
+export function accountKeyOfMnemonic(text: string, source: string, path: string): HDKey {
+  const mnemonic = text.normalize('NFKD').trim().split(/\s+/).join(' ');
+  if (!validateMnemonic(mnemonic, wordlist)) {
+    throw new SeedFileError(`${source} does not hold a valid BIP39 mnemonic (English words, 12–24 of them, with a correct checksum)`);
+  }
+  const seed = mnemonicToSeedSync(mnemonic);
+  const master = HDKey.fromMasterSeed(seed);
+  seed.fill(0);
+  const account = master.derive(path);
+  master.wipePrivateData();
+  return account;
+}
+
 /** One signing key: its address, and signatures; the key itself is not reachable from outside. */
 export class SigningAccount {
   readonly #account: LocalAccount;
@@ -132,30 +159,6 @@ export class EthereumSigningKeys {
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return `EthereumSigningKeys(treasury ${this.treasuryAddress})`;
   }
-}
-
-/** The text of the seed file; its content never appears in an error. */
-export function readSeedFile(file: string, variable = 'SIGNER_SEED_FILE'): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new SeedFileError(`${variable} ${file} cannot be read (${code})`);
-  }
-}
-
-/** The account key at `path` of a checked mnemonic (English BIP39 words, valid checksum; no passphrase); the caller wipes it. */
-export function accountKeyOfMnemonic(text: string, source: string, path: string): HDKey {
-  const mnemonic = text.normalize('NFKD').trim().split(/\s+/).join(' ');
-  if (!validateMnemonic(mnemonic, wordlist)) {
-    throw new SeedFileError(`${source} does not hold a valid BIP39 mnemonic (English words, 12–24 of them, with a correct checksum)`);
-  }
-  const seed = mnemonicToSeedSync(mnemonic);
-  const master = HDKey.fromMasterSeed(seed);
-  seed.fill(0);
-  const account = master.derive(path);
-  master.wipePrivateData();
-  return account;
 }
 
 /** The EIP-55 form of a 0x-prefixed 20-byte hex address in any case; undefined for anything else. */

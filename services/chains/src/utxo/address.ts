@@ -6,8 +6,12 @@ import { ok, refused, type Parsed } from '@coinvoice/domain/money';
 /** Native segwit v0 P2WPKH: bech32(hrp, [0, ...words(hash160(pubkey))]), of a compressed key. */
 export function p2wpkhAddress(compressedPublicKey: Uint8Array, hrp: string): string {
   if (compressedPublicKey.length !== 33) throw new RangeError('P2WPKH needs a compressed (33-byte) public key');
-  const keyHash = hash('ripemd160', hash('sha256', compressedPublicKey, 'buffer'), 'buffer');
-  return bech32.encode(hrp, [0, ...bech32.toWords(keyHash)]);
+  return bech32.encode(hrp, [0, ...bech32.toWords(hash160(compressedPublicKey))]);
+}
+
+/** RIPEMD160(SHA256(bytes)): a P2WPKH witness program of a compressed public key. */
+export function hash160(bytes: Uint8Array): Buffer {
+  return hash('ripemd160', hash('sha256', bytes, 'buffer'), 'buffer');
 }
 
 /**

@@ -37,7 +37,17 @@ export type RefusalRule =
   | 'source_mismatch'
   | 'fee_limit_above_cap'
   | 'expiration_out_of_window'
-  | 'resign_before_expiration';
+  | 'resign_before_expiration'
+  // UTXO transactions (docs/treasury.md#utxo-signer-policy):
+  | 'input_not_ours'
+  | 'not_replaceable'
+  | 'duplicate_input'
+  | 'change_mismatch'
+  | 'output_not_allowed'
+  | 'fee_not_positive'
+  | 'fee_rate_above_cap'
+  | 'inputs_mismatch'
+  | 'fee_not_higher';
 
 /** A request the policy refuses: PermissionDenied (InvalidArgument for a malformed one) naming the rule. */
 export class Refusal extends Error {

@@ -7,6 +7,7 @@ create role coinvoice_signer login;
 grant usage on schema signer to coinvoice_signer;
 grant select, insert on signer.audit_log to coinvoice_signer;
 grant select, insert, update on signer.daily_totals, signer.daily_fees, signer.payout_signatures to coinvoice_signer;
+grant select, insert, update on signer.utxo_payout_signatures, signer.utxo_daily_fees to coinvoice_signer;
 grant usage on schema payout to coinvoice_signer;
 grant select on payout.payouts to coinvoice_signer;
 grant select, insert, update on signer.tron_payout_signatures to coinvoice_signer;

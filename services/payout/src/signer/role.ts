@@ -34,6 +34,9 @@ import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileEr
 import { SignerRpc, createSignerMetrics } from './service';
 import { TRON_ACCOUNT_PATH, TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
 import { TRON_NETWORK, TronSigner } from './tron';
+import { isUtxoTreasuryNetwork, UtxoSigner } from './utxo-signer';
+import { utxoLimitsOf } from './utxo-settings';
+import { UTXO_ACCOUNT_PATHS, UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
 import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
@@ -118,17 +121,37 @@ export function tronSigningKeysOf(config: { SIGNER_SEED_FILE: string; INVOICE_XP
 }
 
 /**
- * `main.js sign xpub`: the account's extended public key, for INVOICE_XPUB_ETH/_USDT/_USDC (the
- * invoice service must give out addresses the signer can spend). Public: printing it reveals no
- * key, though it does reveal every address of the account.
+ * The seed's BIP84 accounts must be the configured INVOICE_XPUB_BTC / INVOICE_XPUB_LTC (an unset
+ * one is not compared: that coin's deposits are then not the invoice service's, docs/treasury.md#keys).
  */
-export function signerAccountXpub(env: Env = process.env, network = 'ethereum'): string {
+export function requireMatchingUtxoXpubs(config: SignerConfig, keys: Readonly<Record<UtxoTreasuryNetwork, UtxoSigningKeys>>): void {
+  const pairs = [
+    ['INVOICE_XPUB_BTC', keys.bitcoin],
+    ['INVOICE_XPUB_LTC', keys.litecoin],
+  ] as const;
+  const differing = pairs.filter(([variable, key]) => config[variable] !== '' && keyMaterialHash(config[variable]) !== key.accountKeyMaterial);
+  if (differing.length > 0) {
+    throw new SignerStartError(
+      differing.map(([variable, key]) => `${variable} is not the ${UTXO_ACCOUNT_PATHS[key.network]} key of the mnemonic in SIGNER_SEED_FILE`).join('; ') +
+        ': the signer would hold other keys than the invoice service gives out addresses for',
+    );
+  }
+}
+
+/**
+ * `main.js sign xpub [ethereum|bitcoin|litecoin|tron]`: an account's extended public key, for
+ * INVOICE_XPUB_ETH/_USDT/_USDC (ethereum, the default), INVOICE_XPUB_BTC, _LTC or _TRX (the invoice
+ * service must give out addresses the signer can spend). Public: printing it reveals no key,
+ * though it does reveal every address of the account.
+ */
+export function signerAccountXpub(env: Env = process.env, network?: string): string {
   const file = env.SIGNER_SEED_FILE ?? '';
   if (file === '') throw new SeedFileError('SIGNER_SEED_FILE is not set');
-  // `sign xpub tron`: m/44'/195'/0', for INVOICE_XPUB_TRX (docs/treasury.md#tron).
+  if (network === undefined || network === 'ethereum') return EthereumSigningKeys.fromSeedFile(file).accountXpub;
+  if (isUtxoTreasuryNetwork(network)) return UtxoSigningKeys.fromSeedFile(network, file).accountXpub;
+  // m/44'/195'/0', for INVOICE_XPUB_TRX (docs/treasury.md#tron).
   if (network === TRON_NETWORK) return TronSigningKeys.fromSeedFile(file).accountXpub;
-  if (network !== 'ethereum') throw new SeedFileError(`sign xpub [ethereum|tron], not ${network}`);
-  return EthereumSigningKeys.fromSeedFile(file).accountXpub;
+  throw new SignerStartError(`no account xpub for network ${network} (ethereum, bitcoin, litecoin, tron)`);
 }
 
 export async function migrateSigner(env: Env = process.env): Promise<void> {
@@ -151,6 +174,8 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const keys = EthereumSigningKeys.fromSeedFile(config.SIGNER_SEED_FILE);
   requireMatchingXpubs(config, keys);
   const tronKeys = tronSigningKeysOf(config);
+  const utxoKeys = { bitcoin: UtxoSigningKeys.fromSeedFile('bitcoin', config.SIGNER_SEED_FILE), litecoin: UtxoSigningKeys.fromSeedFile('litecoin', config.SIGNER_SEED_FILE) };
+  requireMatchingUtxoXpubs(config, utxoKeys);
 
   const logger = createLogger({ service: 'payout-signer', level: config.LOG_LEVEL });
   const metrics = new Registry();
@@ -158,12 +183,14 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const signerMetrics = createSignerMetrics(metrics);
   const sql = createDb({ url: config.DATABASE_URL, schema: SIGNER_SCHEMA, max: config.DATABASE_POOL_MAX, applicationName: 'payout-signer', logger });
 
+  const caller = tls ? PROCESSOR : 'plaintext';
   const rpc = new SignerRpc({
     sql,
     keys,
+    utxo: new UtxoSigner({ sql, keys: utxoKeys, limits: utxoLimitsOf(config), metrics: signerMetrics, logger, caller }),
     metrics: signerMetrics,
     logger,
-    caller: tls ? PROCESSOR : 'plaintext',
+    caller,
     tron: new TronSigner({
       sql,
       keys: tronKeys,

@@ -12,6 +12,7 @@ import {
   type GetTreasuryRequest,
   type SignEvmTransactionRequest,
   type SignTronTransactionRequest,
+  type SignUtxoTransactionRequest,
 } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Counter, type Registry } from 'prom-client';
 import { checksumAddress, type EthereumSigningKeys, type HexString, type SigningAccount } from '@coinvoice/chains/evm/signing-keys';
@@ -30,6 +31,7 @@ import {
   type Movement,
 } from './policy';
 import { TRON_NETWORK, TronSigner } from './tron';
+import { isUtxoTreasuryNetwork, type UtxoSigner } from './utxo-signer';
 import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
 import {
   addToDailyFees,
@@ -115,6 +117,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     private readonly options: {
       sql: Sql;
       keys: EthereumSigningKeys;
+      utxo: UtxoSigner;
       policy: SignerPolicySettings;
       tron: TronSigner;
       metrics: SignerMetrics;
@@ -124,9 +127,9 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     },
   ) {}
 
-  // PLACEHOLDER of the contract commit: the UTXO signer's helper implements it (docs/treasury.md#utxo).
-  async signUtxoTransaction(): Promise<never> {
-    throw serviceError(Code.Unimplemented, 'not_implemented', 'SignUtxoTransaction is being built');
+  /** Bitcoin and Litecoin: utxo-signer.ts (docs/treasury.md#utxo-signer-policy). */
+  async signUtxoTransaction(request: SignUtxoTransactionRequest) {
+    return this.options.utxo.sign(request);
   }
 
   /** docs/treasury.md#tron: tron.ts decides; audited and counted here like every answer. */
@@ -149,6 +152,7 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
       if (!address) throw serviceError(Code.InvalidArgument, 'network_not_supported', 'tron is not signed here: INVOICE_XPUB_TRX is not configured');
       return { network: request.network, address };
     }
+    if (isUtxoTreasuryNetwork(request.network)) return this.options.utxo.treasury(request.network);
     if (request.network !== SIGNER_NETWORK) throw serviceError(Code.InvalidArgument, 'network_not_supported', `only ${SIGNER_NETWORK} is signed here`);
     return { network: request.network, address: this.options.keys.treasuryAddress };
   }

@@ -17,7 +17,8 @@ import { accountXpubSetting } from '@coinvoice/chains/account-key';
 import { evmNodeSettings } from '@coinvoice/chains/evm/family';
 import { tronFamily } from '@coinvoice/chains/tron/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
-import type { CryptoCode } from '@coinvoice/chains/coin';
+import { assetAmountSetting } from './amount-setting';
+import { utxoSignerSettings } from './utxo-settings';
 import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
 
 /** The assets the Ethereum signer moves. */
@@ -31,19 +32,6 @@ export function isSignerAsset(value: string): value is SignerAsset {
 /** Base-unit decimals of each asset (wei 18, token units 6), from the coin registry. */
 export function assetDecimals(asset: SignerAsset): number {
   return cryptoCurrency(asset).baseUnitDecimals;
-}
-
-/** An amount of `asset` in its usual unit (e.g. `2.5` ETH), held as base units. */
-function assetAmountSetting(asset: CryptoCode, devDefault: string): Setting<bigint> {
-  const decimals = cryptoCurrency(asset).baseUnitDecimals;
-  return {
-    expected: `a positive amount of ${asset} such as ${devDefault} (at most ${decimals} decimals)`,
-    devDefault,
-    parse: (raw) => {
-      const amount = parsePositiveDecimal(raw.trim(), decimals);
-      return amount.ok ? toBaseUnits(amount.value, decimals) : undefined;
-    },
-  };
 }
 
 /**
@@ -164,6 +152,8 @@ export const signerSettings = {
    * unbroadcast transaction stays a threat, and how long a payout waits before a re-signature.
    */
   SIGNER_TRON_MAX_EXPIRATION: setting.duration({ default: '10m', minMs: 60_000, maxMs: 24 * 3_600_000 }),
+  /** Bitcoin and Litecoin (docs/treasury.md#utxo-signer-policy). */
+  ...utxoSignerSettings,
 } as const;
 
 export type SignerConfig = ConfigOf<typeof signerSettings>;

@@ -5,6 +5,7 @@
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
 import type { PayoutRow } from './policy';
 import type { SignerAsset } from './settings';
+import type { UtxoTreasuryCoin } from '../domain/fee-rate';
 
 export async function findPayout(sql: Queryable, payoutId: string): Promise<PayoutRow | undefined> {
   const [row] = await sql<PayoutRow[]>`
@@ -18,7 +19,7 @@ export async function findPayout(sql: Queryable, payoutId: string): Promise<Payo
  * Today's (UTC) signed total of `asset`, its row locked until the transaction ends: every payout
  * signature of the asset passes here, so two concurrent requests cannot both fit under the limit.
  */
-export async function lockDailyTotal(tx: TransactionSql, asset: SignerAsset | 'TRX'): Promise<{ day: string; amount: bigint }> {
+export async function lockDailyTotal(tx: TransactionSql, asset: SignerAsset | UtxoTreasuryCoin | 'TRX'): Promise<{ day: string; amount: bigint }> {
   await tx`insert into daily_totals (asset, day) values (${asset}, (now() at time zone 'utc')::date) on conflict do nothing`;
   const [row] = await tx<{ day: string; amount: string }[]>`
     select day::text, amount::text from daily_totals
@@ -27,7 +28,7 @@ export async function lockDailyTotal(tx: TransactionSql, asset: SignerAsset | 'T
   return { day: row.day, amount: BigInt(row.amount) };
 }
 
-export async function addToDailyTotal(tx: TransactionSql, asset: SignerAsset | 'TRX', day: string, amount: bigint): Promise<void> {
+export async function addToDailyTotal(tx: TransactionSql, asset: SignerAsset | UtxoTreasuryCoin | 'TRX', day: string, amount: bigint): Promise<void> {
   await tx`update daily_totals set amount = amount + ${amount.toString()}::numeric where asset = ${asset} and day = ${day}::date`;
 }
 

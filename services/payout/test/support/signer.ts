@@ -31,6 +31,11 @@ const hex = (bytes: Uint8Array | null): Hex => `0x${Buffer.from(bytes!).toString
 export const TEST_ACCOUNT_XPUB = account.publicExtendedKey;
 export const TEST_TREASURY_KEY = hex(account.deriveChild(1).deriveChild(0).privateKey);
 export const TEST_TREASURY: Address = privateKeyToAccount(TEST_TREASURY_KEY).address;
+/** The test seed's BIP84 account keys (m/84'/0'/0', m/84'/2'/0'): INVOICE_XPUB_BTC / _LTC of the signer tests. */
+export const testUtxoAccount = (network: 'bitcoin' | 'litecoin'): HDKey =>
+  HDKey.fromMasterSeed(mnemonicToSeedSync(TEST_MNEMONIC)).derive(network === 'bitcoin' ? "m/84'/0'/0'" : "m/84'/2'/0'");
+export const TEST_BTC_XPUB = testUtxoAccount('bitcoin').publicExtendedKey;
+export const TEST_LTC_XPUB = testUtxoAccount('litecoin').publicExtendedKey;
 export const depositKeyOf = (index: number): Hex => hex(account.deriveChild(0).deriveChild(index).privateKey);
 export const depositAddressOf = (index: number): Address => privateKeyToAccount(depositKeyOf(index)).address;
 
@@ -88,7 +93,7 @@ export async function prepareSignerDatabase(): Promise<SignerDatabase> {
 }
 
 export interface PayoutRowInput {
-  asset?: 'ETH' | 'USDT' | 'USDC' | 'BTC' | 'TRX';
+  asset?: 'ETH' | 'USDT' | 'USDC' | 'BTC' | 'LTC' | 'TRX';
   amount?: string;
   address?: string;
   environment?: 'live' | 'sandbox';
@@ -199,6 +204,7 @@ export async function startTestSigner(options: {
     ADMIN_PORT: '0',
     SIGNER_SEED_FILE: seedFile.file,
     INVOICE_XPUB_ETH: accountKey.publicExtendedKey,
+    INVOICE_XPUB_BTC: HDKey.fromMasterSeed(mnemonicToSeedSync(mnemonic)).derive("m/84'/0'/0'").publicExtendedKey,
     CHAIN_ETHEREUM_CHAIN_ID: '31337',
     ...(options.tls
       ? { TLS_CA_FILE: options.tls.caFile, TLS_CERT_FILE: options.tls.certFile, TLS_KEY_FILE: options.tls.keyFile }

@@ -255,8 +255,10 @@ export type GetTreasuryResponse = Message<"coinvoice.signer.v1.GetTreasuryRespon
   address: string;
 
   /**
-   * The network's account-level extended public key (BIP84 for Bitcoin and Litecoin): the
-   * processor derives the change branch's addresses (account/1/i) from it. Empty for EVM and Tron.
+   * The network's account-level extended public key (BIP84 m/84'/0'/0' for Bitcoin, m/84'/2'/0'
+   * for Litecoin), serialized with BIP32 mainnet versions ("xpub…") for both coins (read it with
+   * parseExtendedPublicKey): the processor derives the change branch's addresses (account/1/i)
+   * from it. Empty for EVM and Tron.
    *
    * @generated from field: string account_xpub = 3;
    */
@@ -320,6 +322,9 @@ export const UtxoPayoutOutputSchema: GenMessage<UtxoPayoutOutput> = /*@__PURE__*
   messageDesc(file_coinvoice_signer_v1_signer, 9);
 
 /**
+ * The signer's checks are docs/treasury.md#utxo-signer-policy; a refusal is PermissionDenied
+ * (InvalidArgument for invalid_request) naming the rule.
+ *
  * @generated from message coinvoice.signer.v1.SignUtxoTransactionRequest
  */
 export type SignUtxoTransactionRequest = Message<"coinvoice.signer.v1.SignUtxoTransactionRequest"> & {
@@ -331,29 +336,37 @@ export type SignUtxoTransactionRequest = Message<"coinvoice.signer.v1.SignUtxoTr
   network: string;
 
   /**
-   * The unsigned transaction: a base64 PSBT (BIP174, version 0) whose every input carries its
-   * witness_utxo (a P2WPKH output of the account) and signals replaceability (BIP125).
+   * The unsigned transaction: a base64 PSBT (BIP174, version 0). Every input carries its
+   * witness_utxo (script = the P2WPKH output of its input_keys key, amount = the output's value)
+   * and nothing else to sign with (no partial signatures, final scripts, redeem/witness scripts,
+   * non_witness_utxo; sighash type absent or SIGHASH_ALL), and signals replaceability (BIP125:
+   * sequence <= 0xfffffffd); no outpoint twice. Transaction version and locktime are the
+   * processor's (the signer signs them as given).
    *
    * @generated from field: string psbt = 2;
    */
   psbt: string;
 
   /**
-   * One per PSBT input, in input order: the key that spends it.
+   * One per PSBT input, in input order: the key that spends it (branch 0 or 1, index < 2^31).
    *
    * @generated from field: repeated coinvoice.signer.v1.UtxoKey input_keys = 3;
    */
   inputKeys: UtxoKey[];
 
   /**
-   * Every output but the change pays exactly one of these payouts; every payout is paid once.
+   * Every output but the change pays exactly one of these payouts (the payout's address, its
+   * amount exactly, in base units); every listed payout is paid once. A payout signed before is
+   * signed again only in a transaction spending exactly the same set of outpoints with a strictly
+   * higher fee (a BIP125 replacement), or in the very same transaction (same txid).
    *
    * @generated from field: repeated coinvoice.signer.v1.UtxoPayoutOutput payouts = 4;
    */
   payouts: UtxoPayoutOutput[];
 
   /**
-   * The change output, if any: its index in the transaction and its key's index on branch 1.
+   * The change output, if any: its index in the transaction and its key's index on branch 1
+   * (account/1/change_address_index). change_address_index is ignored without change_output_index.
    *
    * @generated from field: optional uint32 change_output_index = 5;
    */
@@ -377,7 +390,8 @@ export const SignUtxoTransactionRequestSchema: GenMessage<SignUtxoTransactionReq
  */
 export type SignUtxoTransactionResponse = Message<"coinvoice.signer.v1.SignUtxoTransactionResponse"> & {
   /**
-   * The finalized signed transaction, hex: the exact bytes to store and broadcast.
+   * The finalized signed transaction, hex: the exact bytes to store and broadcast (P2WPKH
+   * witnesses, SIGHASH_ALL, RFC6979 signatures: the same PSBT always signs to the same bytes).
    *
    * @generated from field: string raw_transaction = 1;
    */
