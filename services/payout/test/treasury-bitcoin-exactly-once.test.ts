@@ -186,7 +186,7 @@ test('an input spent by a transaction the processor did not make: once that spen
   expect(await metricsOf(processor!)).toContain('payout_processor_batches_abandoned_total{network="bitcoin"} 1');
 });
 
-/** The signer's signatures paying the payout (signer.audit_log: one row per transaction, payout_ids its payouts). */
+/** The signer's signatures of transactions paying the payout (signer.audit_log: a batch names all its payouts). */
 async function signatures(payoutId: string): Promise<number> {
   const [row] = await world.h.sql<{ n: number }[]>`select count(*)::int as n from signer.audit_log where ${payoutId}::uuid = any(payout_ids) and outcome = 'signed'`;
   return row?.n ?? 0;
