@@ -31,7 +31,8 @@ import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { keyMaterialHash } from '@coinvoice/chains/account-key';
 import { checksumAddress, EthereumSigningKeys, ETHEREUM_ACCOUNT_PATH, SeedFileError } from '@coinvoice/chains/evm/signing-keys';
-import { SignerRpc, createSignerMetrics } from './service';
+import { createSignerMetrics } from './metrics';
+import { SignerRpc } from './service';
 import { TRON_ACCOUNT_PATH, TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
 import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, UtxoSigner } from './utxo-signer';

@@ -14,7 +14,6 @@ import {
   type SignTronTransactionRequest,
   type SignUtxoTransactionRequest,
 } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
-import { Counter, type Registry } from 'prom-client';
 import { checksumAddress, type EthereumSigningKeys, type HexString, type SigningAccount } from '@coinvoice/chains/evm/signing-keys';
 import {
   checkCommon,
@@ -30,6 +29,7 @@ import {
   type DecodedTransaction,
   type Movement,
 } from './policy';
+import type { SignerMetrics } from './metrics';
 import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, type UtxoSigner } from './utxo-signer';
 import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
@@ -53,18 +53,6 @@ export interface SignerPolicySettings extends CommonLimits {
   dailyFeeLimitWei: bigint;
   /** SIGNER_DAILY_GAS_TOP_UP_LIMIT_WEI: Σ gas top-up values of a UTC day. */
   dailyGasTopUpLimitWei: bigint;
-}
-
-export interface SignerMetrics {
-  refusals: Counter<'rule'>;
-  signatures: Counter<'purpose'>;
-}
-
-export function createSignerMetrics(registry: Registry): SignerMetrics {
-  return {
-    refusals: new Counter({ name: 'signer_refusals_total', help: 'Requests the signer refused, by rule (docs/treasury.md#signer-policy)', labelNames: ['rule'] as const, registers: [registry] }),
-    signatures: new Counter({ name: 'signer_signatures_total', help: 'Transactions the signer signed, by purpose', labelNames: ['purpose'] as const, registers: [registry] }),
-  };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

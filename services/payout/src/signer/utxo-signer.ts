@@ -11,7 +11,7 @@ import type { SignUtxoTransactionRequest } from '@coinvoice/runtime/gen/coinvoic
 import { Transaction } from '@scure/btc-signer';
 import { withinCap, formatFeeRate, type UtxoTreasuryCoin } from '../domain/fee-rate';
 import { checkPayoutSignable, Refusal } from './policy';
-import type { SignerMetrics } from './service';
+import type { SignerMetrics } from './metrics';
 import { addToDailyTotal, findPayout, lockDailyTotal } from './store';
 import { UTXO_NETWORK_COINS, type UtxoCoinLimits } from './utxo-settings';
 import { outputScriptOfAddress, type UtxoKeyPath, type UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
