@@ -175,9 +175,17 @@ export function addressFor(currency: CryptoCode, environment: 'live' | 'sandbox'
  */
 export function breakChecksum(address: string): string {
   if (address.startsWith('0x')) {
-    const i = [...address].findIndex((c, index) => index > 1 && /[a-fA-F]/.test(c));
-    const c = address.charAt(i);
-    return address.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + address.slice(i + 1);
+    // One letter's case flipped, chosen so that the result still mixes cases: an all-lower or
+    // all-upper address is not a checksum error but an address without one (another refusal).
+    const flipAt = (i: number) => {
+      const c = address.charAt(i);
+      return address.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + address.slice(i + 1);
+    };
+    const mixed = (a: string) => /[a-f]/.test(a.slice(2)) && /[A-F]/.test(a.slice(2));
+    const letters = [...address].flatMap((c, index) => (index > 1 && /[a-fA-F]/.test(c) ? [index] : []));
+    const broken = letters.map(flipAt).find(mixed);
+    if (!broken) throw new Error(`breakChecksum: ${address} has too few letters to break its checksum and keep mixed case`);
+    return broken;
   }
   const alphabet = address.startsWith('T') ? '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz' : 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
   const last = address.slice(-1);
