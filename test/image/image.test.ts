@@ -114,6 +114,8 @@ describe('the image', () => {
         Config: { User: string };
         HostConfig: { ReadonlyRootfs: boolean; CapDrop: string[] | null; SecurityOpt: string[] | null };
       }>;
+      // A container that has stopped says why only in its log: print it before the assertion fails.
+      if (!inspected?.State.Running) log(`${c.workload} is not running; its log:\n${(await system.logs(c.name)).slice(-4000)}`);
       expect([c.workload, inspected?.State.Running, inspected?.Config.User, inspected?.HostConfig.ReadonlyRootfs]).toEqual([c.workload, true, '10001:10001', true]);
       expect([c.workload, inspected?.HostConfig.SecurityOpt]).toEqual([c.workload, expect.arrayContaining(['no-new-privileges'])]);
       // What the process itself sees: its uid, and a root filesystem it cannot write (its /tmp it can).
