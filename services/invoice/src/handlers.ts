@@ -11,12 +11,11 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
+import type { DescMessage, MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { Code, enqueueEvent, errors, eventTransaction, invalidRequest, requireValid, serviceError, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { Code, errors, invalidRequest, requireValid, serviceError, type Sql } from '@coinvoice/runtime';
 import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import {
-  InvoiceSchema,
   type CreateInvoiceRequest,
   type CreateInvoiceResponseSchema,
   type GetCheckoutRequest,
@@ -31,7 +30,6 @@ import {
   type ListAccountedDepositsRequest,
   type ListAccountedDepositsResponseSchema,
   type ListLedgerCreditsResponseSchema,
-  type Invoice,
   type InvoiceService,
   type ListInvoicesRequest,
   type ListInvoicesResponseSchema,
@@ -40,21 +38,18 @@ import {
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { parseTolerancePercent } from './domain/payments';
 import { quoteAtRates } from './domain/rates';
-import { checkAmountForCoin, validateCreateInvoice, validateInvoiceId, validateInvoiceRef, validateListInvoices, validatePayInvoice, type NewInvoiceRequest } from './domain/requests';
-import { payDecision } from './domain/status';
+import { validateCreateInvoice, validateInvoiceId, validateInvoiceRef, validateListInvoices, validatePayInvoice } from './domain/requests';
 import type { PayMethodCatalog } from './domain/pay-methods';
 import type { CryptoCode, Chain } from '@coinvoice/chains/coin';
 import { isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
-import { Decimal, formatPlain } from '@coinvoice/domain/money';
+import { formatPlain } from '@coinvoice/domain/money';
 import { networkOf } from '@coinvoice/domain/project-network';
-import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
 import { checkoutToProto, invoiceToProto, INVOICE_STATUS, payMethodOf } from './proto';
-import { invoiceIdempotencyKeys } from './store/idempotency';
-import { findInvoice, findInvoiceById, insertInvoice, listInvoices, lockInvoice, markPaid } from './store/invoices';
-import { allocateAddressIndex } from './store/keys';
+import { findInvoiceById, listInvoices } from './store/invoices';
+import type { InvoiceWrites } from './invoice-writes';
 import { ledgerPaymentId, listAccountedDeposits, listLedgerCredits } from './store/payments';
 import { paymentsOfInvoice, paymentsOfInvoices } from './store/payments';
 
@@ -73,6 +68,8 @@ export interface InvoiceHandlerDeps {
   confirmationsFor: (chain: Chain) => number;
   /** The (asset, network) pairs taken here (docs/networks.md). */
   payMethods: PayMethodCatalog;
+  /** CreateInvoice, PayInvoice and GetInvoice, group-committed (docs/performance.md#group-commit). */
+  writes: InvoiceWrites;
 }
 
 const invoiceNotFound = () => errors.notFound('invoice');
@@ -111,27 +108,15 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     if (!tolerance.ok) throw invalidRequest([{ field: 'paymentTolerancePercent', message: tolerance.reason }]);
     const { rate, amountExpected, priceAmountInUsd } = quoted.value;
 
-    const invoiceId = randomUUID();
-    // The address before the transaction: its index is taken in a statement of its own and the
-    // derivation is CPU work, so neither holds a lock or a pooled transaction open (a replay of an
-    // idempotent request leaves its index unused: a gap, never a reuse).
     // The entry's key currency: USDT on tron gets a Tron address from the TRX key, USDT on any EVM
     // network an EVM address from the USDT key (docs/networks.md#amounts-and-addresses).
     const key = this.deps.keys.keyFor(method.keyCurrency, networkOf(request.environment));
-    const index = await allocateAddressIndex(this.deps.sql, key.keyId);
-    const address = key.deriver.addressAt(index);
-    const outcome = await eventTransaction(this.deps.sql, async (tx) => {
-      if (request.idempotencyKey !== undefined) {
-        const claimed = await invoiceIdempotencyKeys.claim(tx, {
-          projectId: request.projectId,
-          key: request.idempotencyKey,
-          requestHash: request.fingerprint,
-          resourceId: invoiceId,
-        });
-        if (!claimed) return { replayOf: await this.replay(tx, request) };
-      }
-      const row = await insertInvoice(tx, {
-        id: invoiceId,
+    // Group-committed with the calls that arrive with it (docs/performance.md#group-commit).
+    const outcome = await this.deps.writes.creations.submit({
+      key,
+      idempotency: request.idempotencyKey === undefined ? undefined : { projectId: request.projectId, key: request.idempotencyKey, fingerprint: request.fingerprint },
+      row: {
+        id: randomUUID(),
         projectId: request.projectId,
         environment: request.environment,
         projectName: request.projectName,
@@ -146,78 +131,36 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         rateSources: [...rates.sources],
         rateQuotedAt: rates.quotedAt,
         amountExpected: formatPlain(amountExpected),
-        address,
-        keyId: key.keyId,
-        addressIndex: index,
         successUrl: request.successUrl,
         cancelUrl: request.cancelUrl,
         isDonation: request.isDonation,
         lifetimeMinutes: request.lifetimeMinutes,
         confirmationsRequired: request.environment === 'live' ? this.deps.confirmationsFor(method.chain) : 0,
         paymentTolerancePercent: formatPlain(tolerance.value),
-      });
-      await enqueueEvent(tx, invoiceCreatedEvent(row));
-      const invoice = invoiceToProto(row);
-      if (request.idempotencyKey !== undefined) {
-        await invoiceIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, toBinary(InvoiceSchema, invoice));
-      }
-      return { created: invoice };
+      },
     });
-    if ('replayOf' in outcome) {
+    if (outcome.replay) {
       this.deps.metrics?.idempotentReplays.inc();
-      return { invoice: outcome.replayOf, idempotentReplay: true };
+      return { invoice: outcome.invoice, idempotentReplay: true };
     }
     this.deps.metrics?.created.inc({ pay_currency: request.payCurrency.code, environment: request.environment });
-    return { invoice: outcome.created, idempotentReplay: false };
-  }
-
-  /** The first response to this Idempotency-Key, when the body is the same (else refused). */
-  private replay(tx: TransactionSql, request: NewInvoiceRequest): Promise<Invoice> {
-    return invoiceIdempotencyKeys.replay(
-      tx,
-      { projectId: request.projectId, key: request.idempotencyKey!, fingerprint: request.fingerprint },
-      {
-        decode: (response) => fromBinary(InvoiceSchema, response),
-        load: async (invoiceId) => {
-          const row = await findInvoice(tx, request.projectId, invoiceId);
-          return row && invoiceToProto(row);
-        },
-      },
-    );
+    return { invoice: outcome.invoice, idempotentReplay: false };
   }
 
   async getInvoice(req: GetInvoiceRequest): Reply<typeof GetInvoiceResponseSchema> {
     const ref = requireValid(validateInvoiceRef(req));
-    const row = await findInvoice(this.deps.sql, ref.projectId, ref.invoiceId);
-    if (!row) throw invoiceNotFound();
-    return { invoice: invoiceToProto(row, await paymentsOfInvoice(this.deps.sql, row)) };
+    const found = await this.deps.writes.reads.submit(ref);
+    if (!found) throw invoiceNotFound();
+    return { invoice: invoiceToProto(found.row, found.payments) };
   }
 
   async payInvoice(req: PayInvoiceRequest): Reply<typeof PayInvoiceResponseSchema> {
     const pay = requireValid(validatePayInvoice(req));
-    const transactionHash = pay.transactionHash ?? randomBytes(32).toString('hex');
-    const row = await eventTransaction(this.deps.sql, async (tx) => {
-      const locked = await lockInvoice(tx, pay.projectId, pay.invoiceId);
-      if (!locked) throw invoiceNotFound();
-      const { invoice, now } = locked;
-      if (invoice.environment !== 'sandbox') {
-        throw errors.forbidden('sandbox_key_required', 'only a sandbox invoice can be paid by simulation; this invoice is live');
-      }
-      const decision = payDecision({ status: invoice.status, expiredAt: invoice.expired_at }, now);
-      if (!decision.ok) throw errors.conflict('invoice_not_payable', decision.reason);
-      const coin = payMethodOf(invoice);
-      if (pay.amountReceived) {
-        const violation = checkAmountForCoin(pay.amountReceived, coin);
-        if (violation) throw invalidRequest([violation]);
-      }
-      const paid = await markPaid(tx, invoice.id, {
-        amountReceived: pay.amountReceived ? formatPlain(pay.amountReceived) : invoice.amount_expected,
-        transactionHash,
-      });
-      // The lock and the checks above make this unreachable; the SQL guard keeps it impossible.
-      if (!paid) throw errors.conflict('invoice_not_payable', 'invoice is no longer payable');
-      await enqueueEvent(tx, invoicePaidEvent(paid, new Decimal(paid.amount_received)));
-      return paid;
+    const row = await this.deps.writes.payments.submit({
+      projectId: pay.projectId,
+      invoiceId: pay.invoiceId,
+      amountReceived: pay.amountReceived,
+      transactionHash: pay.transactionHash ?? randomBytes(32).toString('hex'),
     });
     this.deps.metrics?.paid.inc({ pay_currency: row.pay_currency });
     return { invoice: invoiceToProto(row) };

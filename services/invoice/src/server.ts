@@ -1,6 +1,7 @@
 import { allowCallers, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { InvoiceHandlers } from './handlers';
+import { InvoiceWrites } from './invoice-writes';
 import { loadKeyRing } from './key-ring';
 import { createInvoiceMetrics } from './metrics';
 import { CoinbaseFeed, KrakenFeed } from './rates/feeds';
@@ -100,8 +101,18 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       logger.info({ quoted }, quoted.length > 0 ? 'live rates: first quotes in' : 'live rates: no provider answered yet; live invoices answer 503 until one does');
     }
     const pricing = new InvoicePricing({ source, table: config.INVOICE_RATE_TABLE, live: liveRates });
+    const writes = new InvoiceWrites({
+      sql,
+      maxItems: config.INVOICE_BATCH_MAX,
+      maxWaitMs: config.INVOICE_BATCH_WAIT_MS,
+      onBatch: (kind, size, retriedAlone) => {
+        metrics.batchSize.observe({ kind }, size);
+        if (retriedAlone) metrics.batchesRetriedAlone.inc({ kind });
+      },
+    });
     const handlers = new InvoiceHandlers({
       sql,
+      writes,
       pricing,
       ratesMaxAgeMs: config.RATES_MAX_AGE_MS,
       enabledCoins: config.INVOICE_COINS,

@@ -95,6 +95,10 @@ export const invoiceSettings = {
   INVOICE_SWEEP_INTERVAL_MS: setting.int({ default: 5_000, min: 10, max: 3_600_000 }),
   /** Invoices expired per sweeper transaction (a full batch is followed by the next at once). */
   INVOICE_SWEEP_BATCH_SIZE: setting.int({ default: 100, min: 1, max: 10_000 }),
+  /** Most CreateInvoice / PayInvoice / GetInvoice calls group-committed in one batch (docs/performance.md#group-commit). */
+  INVOICE_BATCH_MAX: setting.int({ default: 64, min: 1, max: 1_000 }),
+  /** Longest a call waits for others while a batch is running, in ms. */
+  INVOICE_BATCH_WAIT_MS: setting.int({ default: 2, min: 0, max: 100 }),
   /** How long after expiredAt an unpaid live invoice's address is still watched for late payments. */
   INVOICE_MONITOR_AFTER_EXPIRY: durationSetting('24h'),
   /**

@@ -106,17 +106,30 @@ export class IdempotencyKeys {
    * Returns false when a live row exists: look it up with `find` (or answer with `replay`).
    */
   async claim(tx: TransactionSql, claim: IdempotencyClaim): Promise<boolean> {
+    return (await this.claimMany(tx, [claim]))[0]!;
+  }
+
+  /**
+   * Claims several keys in one statement (a group-committed batch; no two may be the same key):
+   * for each claim, in order, whether it was claimed. Rows are locked in key order, so two batches
+   * claiming overlapping keys wait for each other rather than deadlock.
+   */
+  async claimMany(tx: TransactionSql, claims: readonly IdempotencyClaim[]): Promise<boolean[]> {
+    if (claims.length === 0) return [];
     const column = tx(this.column);
-    const rows = await tx`
+    const records = claims.map((c) => ({ project_id: c.projectId, key: c.key, request_hash: c.requestHash, resource_id: c.resourceId }));
+    const claimed = await tx<{ project_id: string; key: string }[]>`
       insert into idempotency_keys (project_id, key, request_hash, ${column}, expires_at)
-      values (${claim.projectId}, ${claim.key}, ${claim.requestHash}, ${claim.resourceId},
-              now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS}))
+      select c.project_id, c.key, c.request_hash, c.resource_id, now() + make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})
+      from jsonb_to_recordset(${tx.json(records)}) as c(project_id uuid, key text, request_hash text, resource_id uuid)
+      order by c.project_id, c.key
       on conflict (project_id, key) do update
         set request_hash = excluded.request_hash, ${column} = excluded.${column}, response = null,
             created_at = now(), expires_at = excluded.expires_at
         where idempotency_keys.expires_at <= now()
-      returning 1`;
-    return rows.length === 1;
+      returning project_id, key`;
+    const won = new Set(claimed.map((row) => `${row.project_id.toLowerCase()} ${row.key}`));
+    return claims.map((c) => won.has(`${c.projectId.toLowerCase()} ${c.key}`));
   }
 
   async find(sql: Queryable, projectId: string, key: string): Promise<IdempotencyRecord | undefined> {
@@ -128,7 +141,17 @@ export class IdempotencyKeys {
 
   /** Stores the first response, in the same transaction as the resource. */
   async saveResponse(tx: TransactionSql, projectId: string, key: string, response: Uint8Array): Promise<void> {
-    await tx`update idempotency_keys set response = ${Buffer.from(response)} where project_id = ${projectId} and key = ${key}`;
+    await this.saveResponses(tx, [{ projectId, key, response }]);
+  }
+
+  /** Stores the first responses of several claimed keys in one statement. */
+  async saveResponses(tx: TransactionSql, responses: ReadonlyArray<{ projectId: string; key: string; response: Uint8Array }>): Promise<void> {
+    if (responses.length === 0) return;
+    const records = responses.map((r) => ({ project_id: r.projectId, key: r.key, response: Buffer.from(r.response).toString('base64') }));
+    await tx`
+      update idempotency_keys k set response = decode(r.response, 'base64')
+      from jsonb_to_recordset(${tx.json(records)}) as r(project_id uuid, key text, response text)
+      where k.project_id = r.project_id and k.key = r.key`;
   }
 
   /**

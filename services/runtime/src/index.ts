@@ -24,3 +24,4 @@ export * from './periodic-worker';
 export * from './advisory-lock';
 export * from './rate-limit';
 export * from './internal-calls';
+export * from './group-commit';

@@ -77,9 +77,41 @@ export interface NewInvoiceRow {
   paymentTolerancePercent: string;
 }
 
-/** Inserts a Waiting invoice; created_at is the database clock, expired_at = created_at + lifetime. */
-export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Promise<InvoiceRow> {
-  const [inserted] = await tx<InvoiceRow[]>`
+/**
+ * Inserts Waiting invoices in one statement (a group-committed batch, docs/performance.md#group-commit);
+ * created_at is the database clock (the transaction's, the same for the whole batch),
+ * expired_at = created_at + each one's lifetime. Returns the rows in the order given.
+ */
+export async function insertInvoices(tx: TransactionSql, rows: readonly NewInvoiceRow[]): Promise<InvoiceRow[]> {
+  if (rows.length === 0) return [];
+  const records = rows.map((row) => ({
+    id: row.id,
+    project_id: row.projectId,
+    environment: row.environment,
+    project_name: row.projectName,
+    order_id: row.orderId,
+    order_description: row.orderDescription,
+    price_amount: row.priceAmount,
+    price_currency: row.priceCurrency,
+    price_amount_in_usd: row.priceAmountInUsd,
+    pay_currency: row.payCurrency,
+    pay_network: row.payNetwork,
+    rate: row.rate,
+    rate_sources: row.rateSources,
+    rate_quoted_at: row.rateQuotedAt?.toISOString() ?? null,
+    amount_expected: row.amountExpected,
+    address: row.address,
+    key_id: row.keyId,
+    address_index: row.addressIndex,
+    success_url: row.successUrl,
+    cancel_url: row.cancelUrl,
+    is_donation: row.isDonation,
+    lifetime_minutes: row.lifetimeMinutes,
+    confirmations_required: row.confirmationsRequired,
+    payment_tolerance_percent: row.paymentTolerancePercent,
+  }));
+  // One JSON parameter: money travels as decimal strings into numeric columns, never a float.
+  const inserted = await tx<InvoiceRow[]>`
     with clock as (select date_trunc('milliseconds', now()) as created_at)
     insert into invoices (
       id, project_id, environment, project_name, order_id, order_description,
@@ -88,16 +120,38 @@ export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Pro
       confirmations_required, payment_tolerance_percent
     )
     select
-      ${row.id}, ${row.projectId}, ${row.environment}, ${row.projectName}, ${row.orderId}, ${row.orderDescription},
-      ${row.priceAmount}::numeric, ${row.priceCurrency}, ${row.priceAmountInUsd}::numeric, ${row.payCurrency}, ${row.payNetwork},
-      ${row.rate}::numeric, ${row.rateSources}::text[], ${row.rateQuotedAt}::timestamptz, ${row.amountExpected}::numeric,
-      ${row.address}, ${row.keyId}, ${row.addressIndex}, ${row.successUrl}, ${row.cancelUrl}, ${row.isDonation},
-      clock.created_at, clock.created_at + make_interval(mins => ${row.lifetimeMinutes}::int),
-      ${row.confirmationsRequired}, ${row.paymentTolerancePercent}::numeric
-    from clock
+      r.id, r.project_id, r.environment, r.project_name, r.order_id, r.order_description,
+      r.price_amount, r.price_currency, r.price_amount_in_usd, r.pay_currency, r.pay_network, r.rate, r.rate_sources, r.rate_quoted_at, r.amount_expected,
+      r.address, r.key_id, r.address_index, r.success_url, r.cancel_url, r.is_donation,
+      clock.created_at, clock.created_at + make_interval(mins => r.lifetime_minutes),
+      r.confirmations_required, r.payment_tolerance_percent
+    from clock, jsonb_to_recordset(${tx.json(records)}) as r(
+      id uuid, project_id uuid, environment text, project_name text, order_id text, order_description text,
+      price_amount numeric, price_currency text, price_amount_in_usd numeric, pay_currency text, pay_network text,
+      rate numeric, rate_sources text[], rate_quoted_at timestamptz, amount_expected numeric,
+      address text, key_id integer, address_index integer, success_url text, cancel_url text, is_donation boolean,
+      lifetime_minutes integer, confirmations_required integer, payment_tolerance_percent numeric
+    )
     returning *`;
-  if (!inserted) throw new Error('insert into invoices returned no row');
-  return inserted;
+  const byId = new Map(inserted.map((row) => [row.id, row]));
+  return rows.map((row) => {
+    const stored = byId.get(row.id);
+    if (!stored) throw new Error(`insert into invoices returned no row for ${row.id}`);
+    return stored;
+  });
+}
+
+/** Inserts one Waiting invoice (insertInvoices with one row). */
+export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Promise<InvoiceRow> {
+  const [inserted] = await insertInvoices(tx, [row]);
+  return inserted!;
+}
+
+/** Invoices by id (a group of reads in one statement); the caller checks each one's project. */
+export async function findInvoicesById(sql: Queryable, invoiceIds: readonly string[]): Promise<Map<string, InvoiceRow>> {
+  if (invoiceIds.length === 0) return new Map();
+  const rows = await sql<InvoiceRow[]>`select * from invoices where id = any(${[...new Set(invoiceIds)]}::uuid[])`;
+  return new Map(rows.map((row) => [row.id, row]));
 }
 
 /** One invoice of a project; another project's invoice is as absent as a missing one. */
@@ -113,37 +167,38 @@ export async function findInvoiceById(sql: Queryable, invoiceId: string): Promis
 }
 
 /**
- * Locks a project's invoice for a state change (concurrent payers queue here and each sees the
- * previous one's outcome), with the database clock for the expiry check.
+ * Locks invoices for a state change, in id order (two batches locking overlapping invoices queue
+ * rather than deadlock; concurrent payers each see the previous one's outcome), with the database
+ * clock for the expiry check. Keyed by id; the caller checks each one's project.
  */
-export async function lockInvoice(
-  tx: TransactionSql,
-  projectId: string,
-  invoiceId: string,
-): Promise<{ invoice: InvoiceRow; now: Date } | undefined> {
-  const [row] = await tx<(InvoiceRow & { db_now: Date })[]>`
-    select *, now() as db_now from invoices where id = ${invoiceId} and project_id = ${projectId} for update`;
-  if (!row) return undefined;
-  const { db_now: now, ...invoice } = row;
-  return { invoice, now };
+export async function lockInvoices(tx: TransactionSql, invoiceIds: readonly string[]): Promise<{ invoices: Map<string, InvoiceRow>; now: Date }> {
+  const rows = invoiceIds.length === 0 ? [] : await tx<(InvoiceRow & { db_now: Date })[]>`
+    select *, now() as db_now from invoices where id = any(${[...new Set(invoiceIds)]}::uuid[]) order by id for update`;
+  const invoices = new Map<string, InvoiceRow>();
+  for (const { db_now: _now, ...invoice } of rows) invoices.set(invoice.id, invoice);
+  // No row locked: nothing to judge by the clock, so the process's will do.
+  return { invoices, now: rows[0]?.db_now ?? new Date() };
 }
 
 /**
- * Marks a locked invoice Paid. The guard repeats the transition table and the expiry rule in SQL,
- * so even a caller that skipped the lock could not pay twice or pay an expired invoice.
+ * Marks locked invoices Paid, in one statement. The guard repeats the transition table and the
+ * expiry rule in SQL, so even a caller that skipped the lock could not pay twice or pay an expired
+ * invoice: a row the guard refuses is absent from the answer (keyed by id).
  */
-export async function markPaid(
+export async function markPaidMany(
   tx: TransactionSql,
-  invoiceId: string,
-  payment: { amountReceived: string; transactionHash: string },
-): Promise<InvoiceRow | undefined> {
-  const [row] = await tx<InvoiceRow[]>`
+  payments: ReadonlyArray<{ invoiceId: string; amountReceived: string; transactionHash: string }>,
+): Promise<Map<string, InvoiceRow>> {
+  if (payments.length === 0) return new Map();
+  const records = payments.map((p) => ({ id: p.invoiceId, amount_received: p.amountReceived, transaction_hash: p.transactionHash }));
+  const rows = await tx<InvoiceRow[]>`
     update invoices
-    set status = ${target('pay')}, amount_received = ${payment.amountReceived}::numeric,
-        transaction_hash = ${payment.transactionHash}, paid_at = date_trunc('milliseconds', now())
-    where id = ${invoiceId} and status = any(${sourceStatuses('pay')}) and expired_at > now()
-    returning *`;
-  return row;
+    set status = ${target('pay')}, amount_received = p.amount_received,
+        transaction_hash = p.transaction_hash, paid_at = date_trunc('milliseconds', now())
+    from jsonb_to_recordset(${tx.json(records)}) as p(id uuid, amount_received numeric, transaction_hash text)
+    where invoices.id = p.id and invoices.status = any(${sourceStatuses('pay')}) and invoices.expired_at > now()
+    returning invoices.*`;
+  return new Map(rows.map((row) => [row.id, row]));
 }
 
 /**

@@ -1,5 +1,5 @@
 /** `address_keys` (one index sequence per key material) and `development_keys`. */
-import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
+import type { Queryable, Sql } from '@coinvoice/runtime';
 import type { DevelopmentKeyPair } from '@coinvoice/chains/addresses';
 import type { CryptoCode } from '@coinvoice/chains/coin';
 import type { Network } from '@coinvoice/domain/project-network';
@@ -57,12 +57,19 @@ async function ensureIndexSequence(sql: Sql, keyId: number): Promise<void> {
 }
 
 /**
- * Hands out the next unused index of a key, never one handed out before: the key's sequence.
- * nextval is outside any transaction's rollback and takes no lock, so concurrent creations never
- * wait for each other here; a creation that fails afterwards leaves a gap (wallets scan past it).
+ * Hands out the next unused index of each key named (one per entry, in order; a key named twice
+ * gets two indexes), never one handed out before: the key's sequence. nextval is outside any
+ * transaction's rollback and takes no lock, so concurrent creations never wait for each other
+ * here; a creation that fails afterwards leaves a gap (wallets scan past it). One statement for a
+ * whole group-committed batch (docs/performance.md#group-commit).
  */
-export async function allocateAddressIndex(sql: Queryable, keyId: number): Promise<number> {
-  const [row] = await sql<{ index: number }[]>`select nextval(${indexSequence(keyId)})::int as index`;
-  if (!row) throw new Error(`address key ${keyId} has no index sequence`);
-  return row.index;
+export async function allocateAddressIndexes(sql: Queryable, keyIds: readonly number[]): Promise<number[]> {
+  if (keyIds.length === 0) return [];
+  for (const keyId of keyIds) indexSequence(keyId);
+  const rows = await sql<{ index: number }[]>`
+    select nextval(('address_index_' || k.key_id)::regclass)::int as index
+    from unnest(${keyIds as number[]}::int[]) with ordinality as k(key_id, n)
+    order by k.n`;
+  if (rows.length !== keyIds.length) throw new Error(`allocated ${rows.length} address indexes for ${keyIds.length} keys`);
+  return rows.map((row) => row.index);
 }

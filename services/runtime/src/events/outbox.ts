@@ -115,17 +115,39 @@ function wakeAfterEventCommits(sql: Sql, wake: () => void): () => void {
  * transaction commits. Returns the event id (also its `Nats-Msg-Id` and webhook id).
  */
 export async function enqueueEvent(tx: EventTransaction, event: NewEvent): Promise<string> {
-  assertEventType(event.type);
-  const id = event.id ?? randomUUID();
-  const requestId = event.requestId ?? currentRequestId() ?? null;
-  // The moment of the insert, not the transaction's start (now()): a producer writes an
+  const [id] = await enqueueEvents(tx, [event]);
+  return id!;
+}
+
+/**
+ * Writes `events` into the outbox in one statement, in this order (a group-committed batch's
+ * events: docs/performance.md#group-commit); returns their ids in the same order.
+ */
+export async function enqueueEvents(tx: EventTransaction, events: readonly NewEvent[]): Promise<string[]> {
+  if (events.length === 0) return [];
+  const requestIdNow = currentRequestId() ?? null;
+  const rows = events.map((event) => {
+    assertEventType(event.type);
+    return {
+      event_id: event.id ?? randomUUID(),
+      event_type: event.type,
+      event_key: event.key ?? null,
+      payload: event.payload,
+      request_id: event.requestId ?? requestIdNow,
+    };
+  });
+  // The moment of each insert, not the transaction's start (now()): a producer writes an
   // aggregate's events under its row lock, so this time orders them (the event-time header,
   // the webhook's occurredAt), even when a later transaction began before an earlier one ended.
+  // `with ordinality` keeps the array's order for seq.
   await tx`
     insert into outbox (event_id, event_type, event_key, payload, request_id, created_at)
-    values (${id}, ${event.type}, ${event.key ?? null}, ${tx.json(event.payload)}, ${requestId}, clock_timestamp())`;
+    select e.event_id, e.event_type, e.event_key, e.payload, e.request_id, clock_timestamp()
+    from jsonb_array_elements(${tx.json(rows as unknown as JsonValue)}) with ordinality as a(value, n)
+    cross join lateral jsonb_to_record(a.value) as e(event_id uuid, event_type text, event_key text, payload jsonb, request_id text)
+    order by a.n`;
   transactionsWithEvents.add(tx);
-  return id;
+  return rows.map((row) => row.event_id);
 }
 
 /** What the relay hands to `afterPublish`. */
