@@ -193,6 +193,23 @@ describe('IdempotentConsumer', () => {
     expect(await sql`select event_id from processed_events where event_id in ('evt-created-1', 'evt-paid-1')`).toEqual([{ event_id: 'evt-paid-1' }]);
   });
 
+  it('acks a type it never acts on by its subject alone: no signature check, no parse, no dead letter', async () => {
+    const { stream, ns } = await newStream();
+    // Unsigned and not JSON: judged by its subject, it is never looked at.
+    await nats.jetstream().publish(ns.subject('invoice.created'), new TextEncoder().encode('not json'), { msgID: 'evt-created-unsigned' });
+    await publishPaid(ns, { id: 'evt-paid-after-created', invoiceId: 'inv_after_created', amount: '1.00000000' });
+    const check = jest.spyOn(verifier, 'check');
+    try {
+      await newConsumer(stream, ns, { filterSubjects: [`${ns.name}.invoice.>`], handles: (type) => type === 'invoice.paid' }).start();
+      await waitFor('both messages to be acked', () => settled(stream));
+      expect(check.mock.calls.map((call) => call[1])).toEqual([ns.subject('invoice.paid')]);
+    } finally {
+      check.mockRestore();
+    }
+    expect(await sql`select event_id from dead_letter_events where stream = ${stream}`).toEqual([]);
+    expect((await credits('inv_after_created')).map((c) => c.amount)).toEqual(['1.00000000']);
+  });
+
   it('applies an event redelivered after a crash between commit and ack once', async () => {
     const { stream, ns } = await newStream();
     const deliveries: number[] = [];

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { JetStreamManager, NatsConnection } from 'nats';
 import { createDb, type Sql } from '../src/db';
 import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
-import { enqueueEvent, eventTransaction, OutboxRelay, type OutboxRelayOptions } from '../src/events/outbox';
+import { enqueueEvent, enqueueEvents, eventTransaction, OutboxRelay, type OutboxRelayOptions } from '../src/events/outbox';
 import { EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
 import { EVENT_TABLES_DDL } from '../src/events/tables';
 import { createLogger, withRequestId } from '../src/log';
@@ -163,10 +163,8 @@ describe('outbox', () => {
         payload: { invoiceId: 'inv_1', amount: '0.10000000' },
       },
     ]);
-    // Stored as a JSON object (queryable), not as a JSON string.
-    expect(await sql`select payload->>'amount' as amount from outbox where event_id = ${id}`).toEqual([
-      { amount: '0.10000000' },
-    ]);
+    // Published: its row is gone (the stream holds it now).
+    expect(await sql`select event_id from outbox where event_id = ${id}`).toEqual([]);
   });
 
   it("signs every event with the service's key over its subject, id and body (coinvoice-signature)", async () => {
@@ -239,6 +237,33 @@ describe('outbox', () => {
     const stored = await storedEvents();
     expect(stored).toHaveLength(200);
     expect(new Set(stored.map((e) => e.msgId))).toEqual(new Set(ids));
+    // Published rows are deleted in the batch that sent them: the table holds only what is still
+    // to be sent, however long the load lasts (docs/performance.md#events).
+    const [left] = await sql<{ n: number }[]>`select count(*)::int as n from outbox`;
+    expect(left!.n).toBe(0);
+  });
+
+  it('enqueueEvents writes a batch of events in one statement, in order, each with its own id and time', async () => {
+    const written = await eventTransaction(sql, (tx) =>
+      enqueueEvents(tx, [
+        { type: 'invoice.paid', key: 'inv_b1', payload: { invoiceId: 'inv_b1', amount: '1.00000001' } },
+        { type: 'invoice.paid', key: 'inv_b2', payload: { invoiceId: 'inv_b2' }, requestId: 'req-own' },
+        { type: 'invoice.expired', payload: { invoiceId: 'inv_b3' } },
+      ]),
+    );
+    expect(new Set(written).size).toBe(3);
+    const rows = await sql<{ event_id: string; event_type: string; event_key: string | null; payload: unknown; request_id: string | null; created_at: Date }[]>`
+      select event_id, event_type, event_key, payload, request_id, created_at from outbox where event_id = any(${written}::uuid[]) order by seq`;
+    expect(rows.map((row) => row.event_id)).toEqual(written);
+    expect(rows.map((row) => [row.event_type, row.event_key, row.request_id])).toEqual([
+      ['invoice.paid', 'inv_b1', null],
+      ['invoice.paid', 'inv_b2', 'req-own'],
+      ['invoice.expired', null, null],
+    ]);
+    // Stored as a JSON object (queryable), not as a JSON string; a decimal string stays one.
+    expect(await sql`select payload->>'amount' as amount from outbox where event_id = ${written[0]!}`).toEqual([{ amount: '1.00000001' }]);
+    expect(rows[0]!.payload).toEqual({ invoiceId: 'inv_b1', amount: '1.00000001' });
+    expect(rows[0]!.created_at.getTime()).toBeLessThanOrEqual(rows[2]!.created_at.getTime());
   });
 
   it('never publishes an event whose transaction rolled back', async () => {

@@ -269,13 +269,16 @@ export class IdempotentConsumer {
 
   private async handle(msg: JsMsg): Promise<void> {
     const requestId = sanitizeRequestId(msg.headers?.get(EVENT_HEADERS.requestId));
+    // Judged by the subject alone, before any signature check or parse: a type this consumer never
+    // acts on costs one ack (NATS 2.9 takes one filter subject per consumer, so a stream's other
+    // types still arrive; docs/performance.md#events).
+    if (this.options.handles && !this.options.handles(eventTypeOf(msg.subject))) {
+      msg.ack();
+      return;
+    }
     await withRequestId(requestId, async () => {
       const event = await this.decode(msg);
       if (!event) return;
-      if (this.options.handles && !this.options.handles(event.type)) {
-        msg.ack();
-        return;
-      }
       const log = this.logger.child({ eventId: event.id, eventType: event.type, delivery: event.deliveryCount });
       // Tell the server we are still at it, so a slow handler is not redelivered to another replica.
       const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(this.ackWaitMs / 2)));

@@ -9,9 +9,13 @@
  *     select … from outbox where published_at is null order by seq limit n for update skip locked
  *     publish every row (msgID = event id) and await the PubAcks: rows of different keys
  *       concurrently, rows of one key (an invoice, a payout) one after the other
- *     update outbox set published_at = now() where seq in (…)
+ *     delete from outbox where seq in (…)
  *   commit
  *
+ * - A published row is deleted in the batch's one statement: JetStream holds the event from then
+ *   on, and the table holds only what is still to be sent, however long the load lasts
+ *   (docs/performance.md#events). `published_at` is set only by relays before that change; their
+ *   rows are removed by the retention sweep.
  * - A crash between publish and commit re-publishes the rows later with the same msgID, which
  *   JetStream drops inside the stream's duplicate window: each event is stored exactly once.
  * - Several relays (one per replica) never take the same row: SKIP LOCKED hands each its own.
@@ -312,7 +316,7 @@ export class OutboxRelay {
         for update skip locked`;
       await this.publishInKeyOrder(rows);
       if (rows.length > 0) {
-        await tx`update ${tx(table)} set published_at = now() where seq in ${tx(rows.map((row) => row.seq))}`;
+        await tx`delete from ${tx(table)} where seq in ${tx(rows.map((row) => row.seq))}`;
       }
       return rows.length;
     });
