@@ -23,9 +23,8 @@ import { startRateProviders } from './rate-providers';
 import { cpuPerRequest, sampleCpu } from './cpu-accounting';
 import { RESULTS_FILE } from './results-file';
 import { signUp } from './sign-up';
+import { CONNECTIONS, load, SECONDS } from './load';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WEBHOOK_SAMPLES = Number(process.env.BENCH_WEBHOOK_SAMPLES ?? 200);
 /** Warm-up before the scenarios: never longer than a scenario itself. */
 const WARM_UP_SECONDS = Math.min(2, SECONDS);
@@ -55,15 +54,6 @@ const INVOICE_BODY = JSON.stringify({
   cancelUrl: 'https://example.com/cancel',
   orderId: 'bench',
 });
-
-function load(options: autocannon.Options): Promise<autocannon.Result> {
-  // A fixed number of requests (`amount`) replaces the duration.
-  const base = options.amount === undefined ? { connections: CONNECTIONS, duration: SECONDS } : { connections: CONNECTIONS };
-  return new Promise((resolve, reject) => {
-    const instance = autocannon({ ...base, ...options }, (err, result) => (err ? reject(err) : resolve(result)));
-    autocannon.track(instance, { renderProgressBar: false, renderResultsTable: false, renderLatencyTable: false });
-  });
-}
 
 function rowOf(name: string, result: autocannon.Result, note?: string): Row {
   const errors = result.errors + result.timeouts + result.non2xx;

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import * as bitcoin from 'bitcoinjs-lib';
 import { WatchedSet } from '../src/watcher/watched-set';
 import { Payer } from './support/esplora-stand-in';
+import { copyOpenInvoices } from './support/open-invoices';
 import { startUtxoHarness, type UtxoHarness } from './support/watcher-harness';
 
 const WATCHED = 20_000;
@@ -24,18 +25,10 @@ afterAll(async () => {
   await u?.dispose();
 });
 
-/** `count` more open live BTC invoices, copies of a real one with addresses of their own (loaded in one statement, not through the API). */
+/** `count` more open live BTC invoices, copies of a real one with addresses of their own. */
 async function openInvoices(count: number, template: string): Promise<string[]> {
   const addresses = Array.from({ length: count }, () => bitcoin.payments.p2wpkh({ hash: randomBytes(20), network: u.chain.network }).address!);
-  const columns = (
-    await u.h.sql<{ column_name: string }[]>`
-      select column_name from information_schema.columns where table_schema = current_schema() and table_name = 'invoices' order by ordinal_position`
-  ).map((c) => c.column_name);
-  const values = columns.map((c) => (c === 'id' ? 'gen_random_uuid()' : c === 'address' ? 'a.address' : c === 'address_index' ? '(1500000000 + (select count(*) from invoices) + a.n)::int' : `i.${c}`));
-  await u.h.sql.unsafe(
-    `insert into invoices (${columns.join(', ')}) select ${values.join(', ')} from invoices i, unnest($1::text[]) with ordinality as a(address, n) where i.id = $2`,
-    [addresses, template],
-  );
+  await copyOpenInvoices(u.h.sql, template, addresses);
   return addresses;
 }
 

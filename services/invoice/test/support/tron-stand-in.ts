@@ -140,6 +140,8 @@ export class TronStandIn {
   heldBroadcasts = 0;
   /** Broadcasts refused, by code (a test reads why). */
   readonly refusals: Array<{ code: string; message: string }> = [];
+  /** Every API path asked, in order (a test counts what a block cost). */
+  readonly paths: string[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -371,6 +373,7 @@ export class TronStandIn {
       if (this.down) return this.send(res, 503, { Error: 'stand-in is down' });
       const input = (body ? JSON.parse(body) : {}) as Record<string, unknown>;
       const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
+      this.paths.push(path);
       if (path === '/wallet/getnowblock') return this.send(res, 200, this.blockJson(this.tip));
       if (path === '/wallet/getblockbynum') {
         const block = this.blocks[Number(input.num)];
