@@ -8,13 +8,12 @@ import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
 import { signUp } from './sign-up';
+import { load, SECONDS } from './load';
 
 const SCENARIO = process.argv[2] ?? 'create';
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const PROFILE_DIR = path.resolve(process.env.BENCH_PROFILE_DIR ?? path.join('.data', 'profiles'));
 const BODY = JSON.stringify({ priceAmount: '19.90', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://example.com/ok', cancelUrl: 'https://example.com/cancel', orderId: 'bench' });
 
@@ -23,9 +22,6 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
 }
 
-function run(options: autocannon.Options): Promise<autocannon.Result> {
-  return new Promise((resolve, reject) => autocannon({ connections: 32, duration: SECONDS, ...options }, (err, result) => (err ? reject(err) : resolve(result))));
-}
 
 /** Self time by function and by package of one profile, as printed lines. */
 function summary(file: string): string {
@@ -85,18 +81,18 @@ async function main(): Promise<void> {
     const key = (await (await fetch(`${gw}/api/merchant/projects/${project.id}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'profile' }) })).json()) as { key: string };
     const headers = { 'x-api-key': key.key, 'content-type': 'application/json' };
     const ids: string[] = [];
-    const create = await run({
+    const create = await load({
       url: `${gw}/api/invoice`, method: 'POST', headers, body: BODY,
-      ...(SCENARIO === 'create' ? {} : { duration: 5 }),
+      ...(SCENARIO === 'create' ? {} : { duration: Math.min(5, SECONDS) }),
       setupClient: (client) => client.on('body', (buf: Buffer) => { const id = (JSON.parse(buf.toString()) as { id?: string }).id; if (id) ids.push(id); }),
     });
     console.log(`create: ${create.requests.average.toFixed(0)} req/s`);
     let next = 0;
     if (SCENARIO === 'get') {
-      const get = await run({ url: gw, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[next++ % ids.length]}`, headers: { 'x-api-key': key.key } }) }] });
+      const get = await load({ url: gw, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[next++ % ids.length]}`, headers: { 'x-api-key': key.key } }) }] });
       console.log(`get: ${get.requests.average.toFixed(0)} req/s`);
     } else if (SCENARIO === 'pay') {
-      const pay = await run({ url: gw, amount: ids.length, requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[next++ % ids.length]}/sandbox/pay`, headers: { 'x-api-key': key.key } }) }] });
+      const pay = await load({ url: gw, amount: ids.length, requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[next++ % ids.length]}/sandbox/pay`, headers: { 'x-api-key': key.key } }) }] });
       console.log(`pay: ${pay.requests.average.toFixed(0)} req/s`);
     }
   } finally {

@@ -26,6 +26,8 @@ const TINY: Record<string, NodeJS.ProcessEnv> = {
   'bench:diagnose': { BENCH_SECONDS: '1' },
   'bench:derivation': { BENCH_ADDRESSES: '50' },
   'bench:events': { BENCH_EVENTS: '100', BENCH_KEYS: '10' },
+  'bench:scale': { BENCH_STORED_INVOICES: '2000', BENCH_SECONDS: '1', BENCH_CONNECTIONS: '4' },
+  'bench:profile': { BENCH_SECONDS: '1', BENCH_CONNECTIONS: '4' },
   'bench:watcher': {
     BENCH_WATCHER_INVOICES: '4',
     BENCH_WATCHER_BLOCKS: '20',
@@ -39,7 +41,7 @@ const TINY: Record<string, NodeJS.ProcessEnv> = {
   },
 };
 /** The benchmarks that write a results file. */
-const WRITES_RESULTS = new Set(['bench', 'bench:watcher']);
+const WRITES_RESULTS = new Set(['bench', 'bench:watcher', 'bench:scale']);
 
 let scratch: string;
 beforeAll(() => {
@@ -52,7 +54,7 @@ test('every npm script the README names exists in package.json', () => {
   expect(NAMED_SCRIPTS.filter((s) => !(s in SCRIPTS))).toEqual([]);
 });
 
-test('the README names the five benchmarks, and each has tiny parameters here', () => {
+test('the README names the seven benchmarks, and each has tiny parameters here', () => {
   expect(BENCHMARKS.sort()).toEqual(Object.keys(TINY).sort());
 });
 
@@ -65,6 +67,7 @@ test.each(Object.keys(TINY))('npm run %s runs to its end with tiny parameters', 
       DATABASE_URL: testDatabaseServerUrl(),
       NATS_URL: testNatsUrl(),
       BENCH_RESULTS_FILE: resultsFile,
+      BENCH_PROFILE_DIR: path.join(scratch, 'profiles'),
       LOG_LEVEL: 'warn',
       ...TINY[script],
     },
