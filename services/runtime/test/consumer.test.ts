@@ -467,6 +467,37 @@ describe('IdempotentConsumer pulls in batches', () => {
     expect(pullRequests.length).toBeLessThanOrEqual(Math.ceil((INVOICES * PER_INVOICE) / 16) + 3);
   });
 
+  async function applyGroup(prefix: string, handler: EventHandler): Promise<void> {
+    const { stream, ns } = await newStream();
+    for (let i = 0; i < 24; i++) await publishPaid(ns, { id: `evt-${prefix}-${i}`, invoiceId: `inv_${prefix}_${i}`, amount: '1.00000000' });
+    await newConsumer(stream, ns, { batchSize: 24, retry: { initialMs: 50, maxMs: 50 }, handler }).start();
+    await waitFor('every event applied', async () => {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from credits where starts_with(invoice_id, ${`inv_${prefix}_`})`;
+      return row?.n === 24;
+    }, 15_000);
+    await waitFor('the stream to be settled', () => settled(stream), 5_000);
+    for (let i = 0; i < 24; i++) expect((await credits(`inv_${prefix}_${i}`)).map((c) => c.amount)).toEqual(['1.00000000']);
+  }
+
+  it('events that arrive together commit together: one transaction per group, each event applied once', async () => {
+    await applyGroup('g', creditHandler);
+    // processed_at is the transaction's start: a group's events share it.
+    const transactions = await sql<{ n: number }[]>`
+      select count(*)::int as n from processed_events where starts_with(event_id, 'evt-g-') group by processed_at`;
+    expect(transactions.length).toBeLessThan(24);
+    expect(Math.max(...transactions.map((t) => t.n))).toBeGreaterThan(1);
+  });
+
+  it('a handler failing inside a group rolls the group back; each of its events is then handled alone, each applied once', async () => {
+    let failures = 0;
+    await applyGroup('f', async (tx, event) => {
+      if (event.id === 'evt-f-6' && failures++ === 0) throw new Error('a handler failure');
+      await creditHandler(tx, event);
+    });
+    // evt-f-6 was handled twice: in its group (failing, rolled back), then alone (applied).
+    expect(failures).toBe(2);
+  });
+
   it('stop() in the middle of a batch hands the rest back at once: the next replica gets them without waiting for ack_wait', async () => {
     const { stream, ns } = await newStream();
     for (let i = 0; i < 10; i++) await publishPaid(ns, { id: `evt-s-${i}`, invoiceId: `inv_s_${i}`, amount: '1.00000000' });

@@ -15,9 +15,12 @@
  * transaction ends, then finds the row (skip) or, if that one rolled back, handles it itself.
  *
  * The consumer is a durable pull consumer shared by every replica of the service (each message
- * goes to one of them). Messages are handled one at a time per replica, in delivery order. They
- * are pulled in batches (`batchSize`, default 32): one pull request for up to that many instead of
- * one request and round trip per message.
+ * goes to one of them). Messages are handled in delivery order per replica. They are pulled in
+ * batches (`batchSize`, default 32): one pull request for up to that many instead of one request
+ * and round trip per message. Messages that arrive while a transaction runs are handled together
+ * in the next one (group commit, docs/performance.md#events): one BEGIN and one COMMIT for the
+ * group, each event still claimed and handled in order inside it; if that transaction fails, each
+ * message of the group is handled again alone, in order, with its own retry.
  */
 import {
   AckPolicy,
@@ -37,6 +40,7 @@ import { sanitizeRequestId, withRequestId, type Logger } from '../log';
 import { RetentionJob } from '../periodic-worker';
 import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
 import { eventTransaction, type EventTransaction, type JsonValue } from './outbox';
+import { GroupCommit } from '../group-commit';
 import { SIGNATURE_HEADER, type EventRejection, type EventVerifier } from './signing';
 
 /**
@@ -236,6 +240,16 @@ export class IdempotentConsumer {
         const pull = await consumer.fetch({ max_messages: this.batchSize, expires: this.pullExpiresMs });
         this.pull = pull;
         if (!this.running) pull.stop(); // stop() came while the request was being made
+        const groups = new GroupCommit<JsMsg, void>({
+          run: async (msgs) => {
+            await this.handleGroup(msgs);
+            return msgs.map(() => ({ ok: true, value: undefined }));
+          },
+          maxItems: this.batchSize,
+          // One group at a time: a group commits before the next begins, so delivery order holds.
+          maxInFlight: 1,
+        });
+        const handled: Array<Promise<void>> = [];
         for await (const msg of pull) {
           if (!this.running || this.dependencyDown) {
             // Stopping: give it back at once rather than after ack_wait. A dependency is down:
@@ -243,11 +257,13 @@ export class IdempotentConsumer {
             msg.nak(this.running ? this.retryInitialMs : undefined);
             continue;
           }
-          // While a dependency is down the rest of this batch is handed back by the branch above,
-          // each message at once with the retry delay. The pull is not stopped early: messages the
-          // server already sent for it would then reach nobody and come back only after ack_wait.
-          await this.handle(msg);
+          // While a dependency is down the rest of this batch is handed back by the branch above
+          // (and by handleGroup for those already waiting), each message at once with the retry
+          // delay. The pull is not stopped early: messages the server already sent for it would
+          // then reach nobody and come back only after ack_wait.
+          handled.push(groups.submit(msg));
         }
+        await Promise.all(handled);
         failures = 0;
         if (this.dependencyDown) {
           // Postgres (or a service the handler calls) is down: pause instead of pulling message
@@ -263,6 +279,83 @@ export class IdempotentConsumer {
         await this.sleep(retryInMs);
       } finally {
         this.pull = undefined;
+      }
+    }
+  }
+
+  /**
+   * A group of messages that arrived together: one transaction for all of them (each event claimed
+   * and handled in order inside it), then each acked. Alone, or when that transaction fails, each
+   * is handled by `handle` on its own (its own transaction, its own nak and backoff).
+   */
+  private async handleGroup(msgs: readonly JsMsg[]): Promise<void> {
+    if (msgs.length === 1 || this.dependencyDown || !this.running) {
+      for (const msg of msgs) {
+        if (this.dependencyDown || !this.running) msg.nak(this.running ? this.retryInitialMs : undefined);
+        else await this.handle(msg);
+      }
+      return;
+    }
+    const events: Array<{ msg: JsMsg; event: ConsumedEvent }> = [];
+    for (const msg of msgs) {
+      if (this.options.handles && !this.options.handles(eventTypeOf(msg.subject))) {
+        msg.ack();
+        continue;
+      }
+      const event = await this.decode(msg);
+      if (event) events.push({ msg, event });
+    }
+    if (events.length === 0) return;
+    const keepAlive = setInterval(() => events.forEach(({ msg }) => msg.working()), Math.max(500, Math.floor(this.ackWaitMs / 2)));
+    let outcomes: Array<'handled' | 'duplicate' | 'given back'>;
+    try {
+      outcomes = await eventTransaction(this.options.sql, async (tx) => {
+        const claimed = await tx<{ event_id: string }[]>`
+          insert into processed_events (consumer_name, event_id)
+          select ${this.options.name}, e from unnest(${events.map(({ event }) => event.id)}::text[]) as e
+          on conflict do nothing
+          returning event_id`;
+        const fresh = new Set(claimed.map((row) => row.event_id));
+        const givenBack: string[] = [];
+        const results = await mapInOrder(events, async ({ event }) => {
+          // Stopping: the event in hand is finished, the rest of the group goes back unhandled.
+          if (!this.running && fresh.has(event.id)) {
+            givenBack.push(event.id);
+            return 'given back' as const;
+          }
+          // A message delivered twice into one group is handled once: the first copy takes the claim.
+          if (!fresh.delete(event.id)) return 'duplicate' as const;
+          await withRequestId(event.requestId, () => this.options.handler(tx, event));
+          return 'handled' as const;
+        });
+        if (givenBack.length > 0) {
+          await tx`delete from processed_events where consumer_name = ${this.options.name} and event_id = any(${givenBack}::text[])`;
+        }
+        return results;
+      });
+    } catch (err) {
+      clearInterval(keepAlive);
+      this.logger.debug({ err, events: events.length }, 'consumer: a group failed; handling each of its events alone');
+      for (const { msg } of events) {
+        if (this.dependencyDown || !this.running) msg.nak(this.running ? this.retryInitialMs : undefined);
+        else await this.handle(msg);
+      }
+      return;
+    }
+    clearInterval(keepAlive);
+    for (const [i, { msg, event }] of events.entries()) {
+      if (outcomes[i] === 'given back') {
+        msg.nak();
+        continue;
+      }
+      try {
+        await this.options.afterCommit?.(event);
+        msg.ack();
+        if (outcomes[i] === 'handled') this.logger.debug({ eventId: event.id, eventType: event.type }, 'consumer: event handled');
+        else this.logger.info({ eventId: event.id, eventType: event.type }, 'consumer: duplicate event skipped');
+      } catch (err) {
+        this.logger.warn({ err, eventId: event.id, retryInMs: this.retryInitialMs }, 'consumer: after-commit step failed; event will be redelivered');
+        msg.nak(this.retryInitialMs);
       }
     }
   }
@@ -398,6 +491,13 @@ export class IdempotentConsumer {
       this.interruptSleep = done;
     });
   }
+}
+
+/** `fn` over `items` one after the other (each awaited before the next starts). */
+async function mapInOrder<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (const item of items) results.push(await fn(item));
+  return results;
 }
 
 /** `<ns>.invoice.paid` → `invoice.paid` (a namespace has no dots). */
