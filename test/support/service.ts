@@ -47,6 +47,8 @@ export async function startTestService<S extends Settings>(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATABASE_POOL_MAX: '5',
     SHUTDOWN_GRACE_MS: '2000',
+    // Tests read the events a service wrote from its outbox: keep them there after publishing.
+    OUTBOX_KEEP_PUBLISHED: '10m',
     // Real key files, as npm start and the manifests give them (test/support/event-keys.ts).
     ...eventKeyEnv(definition.name),
     ...options.env,

@@ -68,6 +68,8 @@ export async function bootSystem(
       // Tests of other features register, log in and pay from one IP far more than a person
       // would; test/e2e/security.test.ts sets the real limits and proves them.
       ...RELAXED_RATE_LIMITS,
+      // Tests read the events a service wrote from its outbox: keep them there after publishing.
+      OUTBOX_KEEP_PUBLISHED: '10m',
       // The tests' "ethereum" node is anvil at its default chain id (test/support/anvil.ts): the
       // watcher refuses a node whose eth_chainId is not CHAIN_ETHEREUM_CHAIN_ID (docs/networks.md).
       // (ANVIL_CHAIN_ID there; not imported, so that a test without anvil does not load viem.)

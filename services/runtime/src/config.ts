@@ -223,6 +223,12 @@ export const commonSettings = {
   NATS_STREAM_MAX_AGE: setting.duration({ default: '30d', minMs: 60 * 60_000, maxMs: 3_650 * 86_400_000 }),
   LOG_LEVEL: setting.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { default: 'info' }),
   SHUTDOWN_GRACE_MS: setting.int({ default: 10_000, min: 0, max: 120_000 }),
+  /**
+   * How long a published event stays in the outbox. 0 (the default): deleted in the relay's batch
+   * that published it, so the table holds only what is unsent (docs/performance.md#events); more:
+   * kept for inspection, then swept (the tests that read events from the table use this).
+   */
+  OUTBOX_KEEP_PUBLISHED: setting.duration({ default: '0s', minMs: 0, maxMs: 7 * 86_400_000 }),
   /** How long processed_events records are kept: longer than a stream keeps events (30 days). */
   PROCESSED_EVENTS_RETENTION_DAYS: setting.int({ default: 35, min: 1, max: 3650 }),
 };

@@ -179,7 +179,7 @@ export async function startService<S extends Settings>(
 
   const rpcTls = rpcTlsOf(config);
   const parts = await definition.build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier });
-  const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger });
+  const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger, keepPublishedMs: config.OUTBOX_KEEP_PUBLISHED });
   const pruner = processedEventsRetention({ sql, logger, retentionMs: config.PROCESSED_EVENTS_RETENTION_DAYS * 24 * 60 * 60_000 });
   const workers: Worker[] = [relay, pruner, ...(parts.workers ?? [])];
 

@@ -14,8 +14,8 @@
  *
  * - A published row is deleted in the batch's one statement: JetStream holds the event from then
  *   on, and the table holds only what is still to be sent, however long the load lasts
- *   (docs/performance.md#events). `published_at` is set only by relays before that change; their
- *   rows are removed by the retention sweep.
+ *   (docs/performance.md#events). With `keepPublishedMs` (OUTBOX_KEEP_PUBLISHED) the rows are
+ *   instead marked `published_at` and kept that long for inspection, then swept.
  * - A crash between publish and commit re-publishes the rows later with the same msgID, which
  *   JetStream drops inside the stream's duplicate window: each event is stored exactly once.
  * - Several relays (one per replica) never take the same row: SKIP LOCKED hands each its own.
@@ -184,8 +184,9 @@ export interface OutboxRelayOptions {
   /** Backoff after a failed batch: doubles from `initialMs` up to `maxMs` (default 200 ms … 10 s). */
   retry?: { initialMs?: number; maxMs?: number };
   /**
-   * Published rows older than this are deleted by a sweep the relay runs every
-   * `sweepIntervalMs` (defaults 24 h and 10 min). 0 disables the sweep.
+   * 0 (default): a published row is deleted in the statement that ends its batch. More: it is
+   * marked `published_at` and deleted by a sweep the relay runs every `sweepIntervalMs` (default
+   * 1 min) once it is older than this.
    */
   keepPublishedMs?: number;
   sweepIntervalMs?: number;
@@ -256,8 +257,8 @@ export class OutboxRelay {
     this.publishTimeoutMs = options.publishTimeoutMs ?? 5000;
     this.retryInitialMs = options.retry?.initialMs ?? 200;
     this.retryMaxMs = options.retry?.maxMs ?? 10_000;
-    this.keepPublishedMs = options.keepPublishedMs ?? 24 * 60 * 60_000;
-    this.sweepIntervalMs = options.sweepIntervalMs ?? 10 * 60_000;
+    this.keepPublishedMs = options.keepPublishedMs ?? 0;
+    this.sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
     this.coalesceMs = options.coalesceMs ?? 5;
   }
 
@@ -316,7 +317,9 @@ export class OutboxRelay {
         for update skip locked`;
       await this.publishInKeyOrder(rows);
       if (rows.length > 0) {
-        await tx`delete from ${tx(table)} where seq in ${tx(rows.map((row) => row.seq))}`;
+        const seqs = tx(rows.map((row) => row.seq));
+        if (this.keepPublishedMs > 0) await tx`update ${tx(table)} set published_at = now() where seq in ${seqs}`;
+        else await tx`delete from ${tx(table)} where seq in ${seqs}`;
       }
       return rows.length;
     });
@@ -441,7 +444,8 @@ export class OutboxRelay {
   }
 
   private async sweepIfDue(): Promise<void> {
-    if (this.keepPublishedMs <= 0 || Date.now() - this.lastSweep < this.sweepIntervalMs) return;
+    // Also with nothing kept: rows marked by a relay that kept them before are swept here.
+    if (Date.now() - this.lastSweep < this.sweepIntervalMs) return;
     this.lastSweep = Date.now();
     try {
       const deleted = await deletePublishedOutboxRows(this.sql, {
