@@ -9,11 +9,11 @@
  * - ListInvoices: validation_failed (projectId, status, pageSize, cursor).
  * - GetCheckout, GetInvoiceProject: validation_failed, not_found.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { DescMessage, MessageInitShape } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { Code, errors, invalidRequest, requireValid, serviceError, timeOrderedUuid, type Sql } from '@coinvoice/runtime';
+import { Code, errors, invalidRequest, requireValid, serviceError, type Sql } from '@coinvoice/runtime';
 import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import {
   type CreateInvoiceRequest,
@@ -116,8 +116,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
       key,
       idempotency: request.idempotencyKey === undefined ? undefined : { projectId: request.projectId, key: request.idempotencyKey, fingerprint: request.fingerprint },
       row: {
-        // Time-ordered: new invoices land at the end of the primary key (docs/performance.md#cost-as-data-grows).
-        id: timeOrderedUuid(),
+        id: randomUUID(),
         projectId: request.projectId,
         environment: request.environment,
         projectName: request.projectName,

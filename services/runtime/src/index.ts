@@ -25,4 +25,3 @@ export * from './advisory-lock';
 export * from './rate-limit';
 export * from './internal-calls';
 export * from './group-commit';
-export * from './ids';
