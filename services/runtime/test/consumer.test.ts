@@ -470,7 +470,7 @@ describe('IdempotentConsumer pulls in batches', () => {
   async function applyGroup(prefix: string, handler: EventHandler): Promise<void> {
     const { stream, ns } = await newStream();
     for (let i = 0; i < 24; i++) await publishPaid(ns, { id: `evt-${prefix}-${i}`, invoiceId: `inv_${prefix}_${i}`, amount: '1.00000000' });
-    await newConsumer(stream, ns, { batchSize: 24, retry: { initialMs: 50, maxMs: 50 }, handler }).start();
+    await newConsumer(stream, ns, { batchSize: 24, retry: { initialMs: 50, maxMs: 50 }, handler, groupTransactions: true }).start();
     await waitFor('every event applied', async () => {
       const [row] = await sql<{ n: number }[]>`select count(*)::int as n from credits where starts_with(invoice_id, ${`inv_${prefix}_`})`;
       return row?.n === 24;
@@ -507,6 +507,7 @@ describe('IdempotentConsumer pulls in batches', () => {
     const first = newConsumer(stream, ns, {
       batchSize: 10,
       ackWaitMs: 30_000,
+      groupTransactions: true,
       handler: async (tx, event) => {
         handled.push(event.id);
         if (event.id === 'evt-s-0') await released;

@@ -201,6 +201,8 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     verifier: options.verifier,
     logger: options.logger,
     handler: ledgerHandler(options),
+    // Database writes only: credits that arrive together commit together (docs/performance.md#events).
+    groupTransactions: true,
   });
   const late = new IdempotentConsumer({
     sql: options.sql,
@@ -211,6 +213,7 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     verifier: options.verifier,
     logger: options.logger,
     handler: latePaymentHandler(options),
+    groupTransactions: true,
   });
   return {
     async start() {

@@ -17,10 +17,10 @@
  * The consumer is a durable pull consumer shared by every replica of the service (each message
  * goes to one of them). Messages are handled in delivery order per replica. They are pulled in
  * batches (`batchSize`, default 32): one pull request for up to that many instead of one request
- * and round trip per message. Messages that arrive while a transaction runs are handled together
- * in the next one (group commit, docs/performance.md#events): one BEGIN and one COMMIT for the
- * group, each event still claimed and handled in order inside it; if that transaction fails, each
- * message of the group is handled again alone, in order, with its own retry.
+ * and round trip per message. With `groupTransactions`, messages that arrive while a transaction
+ * runs are handled together in the next one (group commit, docs/performance.md#events): one BEGIN
+ * and one COMMIT for the group, each event still claimed and handled in order inside it; if that
+ * transaction fails, each message of the group is handled again alone, in order, with its own retry.
  */
 import {
   AckPolicy,
@@ -143,6 +143,13 @@ export interface IdempotentConsumerOptions {
   /** Deliveries before JetStream gives up on a message (default unlimited: a bug fix should not lose events). */
   maxDeliver?: number;
   /**
+   * Messages that arrive while a transaction runs are handled together in the next (one
+   * transaction per group; docs/performance.md#events). For handlers that only write to the
+   * database; off (one transaction per event) for a handler that holds something else until its
+   * commit — the notifier reserves a delivery slot per event, and a group would hold them all.
+   */
+  groupTransactions?: boolean;
+  /**
    * Test seam: called after the transaction committed and before the ack. Throwing here behaves
    * like a crash between commit and ack: the message is delivered again.
    */
@@ -245,7 +252,7 @@ export class IdempotentConsumer {
             await this.handleGroup(msgs);
             return msgs.map(() => ({ ok: true, value: undefined }));
           },
-          maxItems: this.batchSize,
+          maxItems: this.options.groupTransactions ? this.batchSize : 1,
           // One group at a time: a group commits before the next begins, so delivery order holds.
           maxInFlight: 1,
         });
