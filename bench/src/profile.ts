@@ -4,12 +4,11 @@
  * (default .data/profiles), one `.cpuprofile` per process, readable in Chrome DevTools. Then a
  * summary of where each process spent its time (self time by function and by package).
  */
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
-import { resolveNats, resolvePostgres, startSystem } from '@coinvoice/local';
+import { startSystem } from '@coinvoice/local';
+import { benchInfrastructure, runBenchmark } from './infrastructure';
 import { signUp } from './sign-up';
 import { load, SECONDS } from './load';
 
@@ -46,22 +45,15 @@ function summary(file: string): string {
 }
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-profile-'));
+  const infra = await benchInfrastructure('profile');
   rmSync(PROFILE_DIR, { recursive: true, force: true });
   mkdirSync(PROFILE_DIR, { recursive: true });
-  const pg = await resolvePostgres(process.env, dataDir);
-  const nats = await resolveNats(process.env, dataDir);
-  const dbName = `profile_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(pg.url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`create database "${dbName}"`);
-  const dbUrl = new URL(pg.url);
-  dbUrl.pathname = `/${dbName}`;
-  const mailbox = path.join(dataDir, 'mailbox');
+  const mailbox = path.join(infra.dataDir, 'mailbox');
   const system = await startSystem({
-    databaseUrl: dbUrl.toString(),
-    natsUrl: nats.url,
-    logDir: path.join(dataDir, 'logs'),
-    eventKeyDir: path.join(dataDir, 'event-keys'),
+    databaseUrl: infra.databaseUrl,
+    natsUrl: infra.natsUrl,
+    logDir: path.join(infra.dataDir, 'logs'),
+    eventKeyDir: path.join(infra.dataDir, 'event-keys'),
     gatewayPort: 0,
     env: {
       ...process.env,
@@ -97,19 +89,9 @@ async function main(): Promise<void> {
     }
   } finally {
     await system.stop();
-    await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);
-    await admin.end();
-    await nats.stop();
-    await pg.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await infra.dispose();
   }
   for (const file of readdirSync(PROFILE_DIR).filter((f) => f.endsWith('.cpuprofile'))) console.log(`\n${summary(path.join(PROFILE_DIR, file))}`);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(`profile failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
-  },
-);
+runBenchmark('bench:profile', main);

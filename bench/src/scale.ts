@@ -12,13 +12,14 @@
  * The section between `<!-- scale -->` markers in bench/results.md is rewritten.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { cpus, totalmem, tmpdir } from 'node:os';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
-import { resolveNats, resolvePostgres, startSystem, type RunningSystem } from '@coinvoice/local';
+import { startSystem, type RunningSystem } from '@coinvoice/local';
+import { benchInfrastructure, runBenchmark } from './infrastructure';
 import { cpuPerRequest, sampleCpu } from './cpu-accounting';
 import { CONNECTIONS, load, SECONDS, servedPerSecond } from './load';
 import { RESULTS_FILE } from './results-file';
@@ -73,23 +74,16 @@ function storedInvoiceRows(count: number, benchProject: string, keyId: number): 
 }
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-scale-'));
-  const pg = await resolvePostgres(process.env, dataDir);
-  const nats = await resolveNats(process.env, dataDir);
-  const dbName = `scale_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(pg.url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`create database "${dbName}"`);
-  const dbUrl = new URL(pg.url);
-  dbUrl.pathname = `/${dbName}`;
-  const mailbox = path.join(dataDir, 'mailbox');
+  const infra = await benchInfrastructure('scale');
+  const mailbox = path.join(infra.dataDir, 'mailbox');
   let system: RunningSystem | undefined;
-  const db = postgres(dbUrl.toString(), { max: 2, onnotice: () => undefined });
+  const db = postgres(infra.databaseUrl, { max: 2, onnotice: () => undefined });
   try {
     system = await startSystem({
-      databaseUrl: dbUrl.toString(),
-      natsUrl: nats.url,
-      logDir: path.join(dataDir, 'logs'),
-      eventKeyDir: path.join(dataDir, 'event-keys'),
+      databaseUrl: infra.databaseUrl,
+      natsUrl: infra.natsUrl,
+      logDir: path.join(infra.dataDir, 'logs'),
+      eventKeyDir: path.join(infra.dataDir, 'event-keys'),
       gatewayPort: 0,
       env: { ...process.env, EVENT_NAMESPACE: `scale${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn', RATE_LIMIT_API_PER_KEY: '100000000/1m', SMTP_URL: '', MAILBOX_DIR: mailbox },
     });
@@ -197,18 +191,8 @@ async function main(): Promise<void> {
   } finally {
     await db.end({ timeout: 5 });
     await system?.stop();
-    await admin.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => undefined);
-    await admin.end();
-    await nats.stop();
-    await pg.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await infra.dispose();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(`bench:scale failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
-  },
-);
+runBenchmark('bench:scale', main);

@@ -8,30 +8,25 @@
  */
 import { randomBytes } from 'node:crypto';
 import { tronAddressFromHex } from '@coinvoice/chains/tron/address';
-import { startTestService, type TestService } from '../../../test/support/service';
-import { watcherService } from '../src/watcher/role';
-import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
+import { createRequest, liveProject, waitFor, type Harness } from './support/harness';
 import { copyOpenInvoices } from './support/open-invoices';
-import { TronStandIn } from './support/tron-stand-in';
+import type { TronStandIn } from './support/tron-stand-in';
+import { startTronWatcherHarness, type TronWatcherHarness } from './support/tron-watcher-harness';
 
 const MANY = 20_000;
 const BLOCKS = 30;
 
+let t: TronWatcherHarness;
 let h: Harness;
-let watcher: TestService;
 let chain: TronStandIn;
 
 beforeAll(async () => {
-  chain = await TronStandIn.start();
-  const env = { CHAIN_TRON_API_URL: chain.url, CHAIN_TRON_POLL_MS: '100', CHAIN_SOURCE_TIMEOUT_MS: '2000' };
-  h = await startInvoiceHarness({ env });
-  watcher = await startTestService(watcherService('tron'), { database: h.svc.database, namespace: h.svc.namespace, env: { ...h.svc.env, ...env } });
+  t = await startTronWatcherHarness();
+  ({ h, chain } = t);
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.stop();
-  await h?.dispose();
-  await chain?.close();
+  await t?.dispose();
 });
 
 async function paymentCount(invoiceId: string): Promise<number> {

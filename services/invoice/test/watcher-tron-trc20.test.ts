@@ -9,11 +9,10 @@
  * is watched once its contract is configured.
  */
 import { randomBytes } from 'node:crypto';
-import { startTestService, type TestService } from '../../../test/support/service';
-import { watcherService } from '../src/watcher/role';
-import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
+import { createRequest, liveProject, waitFor, type Harness } from './support/harness';
 import { base58CheckEncode } from './support/independent-codecs';
-import { TronStandIn } from './support/tron-stand-in';
+import type { TronStandIn } from './support/tron-stand-in';
+import { startTronWatcherHarness, type TronWatcherHarness } from './support/tron-watcher-harness';
 
 const USDT = 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
 /** Circle's former USDC contract on Tron: taken only because this deployment configures it. */
@@ -22,21 +21,17 @@ const USDC = 'TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8';
 /** A fresh Tron address (a contract of nobody's), base58check of 0x41 ‖ 20 random bytes. */
 const someTronAddress = () => base58CheckEncode(Buffer.concat([Buffer.from([0x41]), randomBytes(20)]));
 
+let t: TronWatcherHarness;
 let h: Harness;
-let watcher: TestService;
 let chain: TronStandIn;
 
 beforeAll(async () => {
-  chain = await TronStandIn.start();
-  const env = { CHAIN_TRON_API_URL: chain.url, CHAIN_TRON_POLL_MS: '100', CHAIN_SOURCE_TIMEOUT_MS: '2000', CHAIN_TRON_USDC_CONTRACT: USDC };
-  h = await startInvoiceHarness({ env });
-  watcher = await startTestService(watcherService('tron'), { database: h.svc.database, namespace: h.svc.namespace, env: { ...h.svc.env, ...env } });
+  t = await startTronWatcherHarness({ CHAIN_TRON_USDC_CONTRACT: USDC });
+  ({ h, chain } = t);
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.stop();
-  await h?.dispose();
-  await chain?.close();
+  await t?.dispose();
 });
 
 async function state(invoiceId: string) {

@@ -4,26 +4,21 @@
  * API's JSON shapes: Confirming once mined, still Confirming at 19 confirmations, Paid at 20 with
  * one invoice.paid; a failed transaction (contractRet not SUCCESS) credits nothing.
  */
-import { startTestService, type TestService } from '../../../test/support/service';
-import { watcherService } from '../src/watcher/role';
-import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
-import { TronStandIn } from './support/tron-stand-in';
+import { createRequest, liveProject, waitFor, type Harness } from './support/harness';
+import type { TronStandIn } from './support/tron-stand-in';
+import { startTronWatcherHarness, type TronWatcherHarness } from './support/tron-watcher-harness';
 
+let t: TronWatcherHarness;
 let h: Harness;
-let watcher: TestService;
 let chain: TronStandIn;
 
 beforeAll(async () => {
-  chain = await TronStandIn.start();
-  const env = { CHAIN_TRON_API_URL: chain.url, CHAIN_TRON_POLL_MS: '100', CHAIN_SOURCE_TIMEOUT_MS: '2000' };
-  h = await startInvoiceHarness({ env });
-  watcher = await startTestService(watcherService('tron'), { database: h.svc.database, namespace: h.svc.namespace, env: { ...h.svc.env, ...env } });
+  t = await startTronWatcherHarness();
+  ({ h, chain } = t);
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.stop();
-  await h?.dispose();
-  await chain?.close();
+  await t?.dispose();
 });
 
 async function state(invoiceId: string) {
