@@ -1,11 +1,14 @@
 /** Small building blocks every page uses: titles, loading/empty/error states, labelled fields, times, secrets shown once. */
 import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 
-/** The page title names the page (and the tab shows it). */
+/**
+ * The page title names the page (and the tab shows it). Set in the same task as the render that
+ * shows the heading (a layout effect), so the two never disagree, not even for a frame.
+ */
 export function useTitle(title: string): void {
-  useEffect(() => {
+  useLayoutEffect(() => {
     document.title = `${title} · coinvoice dashboard`;
   }, [title]);
 }
