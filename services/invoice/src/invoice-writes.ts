@@ -15,7 +15,7 @@ import { payDecision } from './domain/status';
 import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
 import { invoiceToProto, payMethodOf } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
-import { findInvoicesById, insertInvoices, lockInvoices, markPaidMany, type InvoiceRow, type NewInvoiceRow } from './store/invoices';
+import { findInvoice, findInvoicesById, insertInvoices, lockInvoices, markPaidMany, type InvoiceRow, type NewInvoiceRow } from './store/invoices';
 import { allocateAddressIndexes } from './store/keys';
 import { paymentsOfInvoices, type PaymentRow } from './store/payments';
 
@@ -206,8 +206,8 @@ function replay(tx: TransactionSql, idempotency: NonNullable<InvoiceCreation['id
     {
       decode: (response) => fromBinary(InvoiceSchema, response),
       load: async (invoiceId) => {
-        const row = (await findInvoicesById(tx, [invoiceId])).get(invoiceId.toLowerCase());
-        return row && row.project_id === idempotency.projectId.toLowerCase() ? invoiceToProto(row) : undefined;
+        const row = await findInvoice(tx, idempotency.projectId, invoiceId);
+        return row && invoiceToProto(row);
       },
     },
   );

@@ -66,11 +66,6 @@ export class GroupCommit<In, Out> {
     });
   }
 
-  /** Calls waiting for a batch (not counting those in a running one). */
-  get queued(): number {
-    return this.waiting.length;
-  }
-
   private schedule(): void {
     if (this.waiting.length === 0 || this.inFlight >= this.maxInFlight) return;
     if (this.waiting.length >= this.maxItems) {

@@ -141,12 +141,6 @@ export async function insertInvoices(tx: TransactionSql, rows: readonly NewInvoi
   });
 }
 
-/** Inserts one Waiting invoice (insertInvoices with one row). */
-export async function insertInvoice(tx: TransactionSql, row: NewInvoiceRow): Promise<InvoiceRow> {
-  const [inserted] = await insertInvoices(tx, [row]);
-  return inserted!;
-}
-
 /** Invoices by id (a group of reads in one statement); the caller checks each one's project. */
 export async function findInvoicesById(sql: Queryable, invoiceIds: readonly string[]): Promise<Map<string, InvoiceRow>> {
   if (invoiceIds.length === 0) return new Map();

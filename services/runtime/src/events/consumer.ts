@@ -247,16 +247,19 @@ export class IdempotentConsumer {
         const pull = await consumer.fetch({ max_messages: this.batchSize, expires: this.pullExpiresMs });
         this.pull = pull;
         if (!this.running) pull.stop(); // stop() came while the request was being made
-        const groups = new GroupCommit<JsMsg, void>({
-          run: async (msgs) => {
-            await this.handleGroup(msgs);
-            return msgs.map(() => ({ ok: true, value: undefined }));
-          },
-          maxItems: this.options.groupTransactions ? this.batchSize : 1,
-          // One group at a time: a group commits before the next begins, so delivery order holds.
-          maxInFlight: 1,
-        });
-        const handled: Array<Promise<void>> = [];
+        // Grouped: messages that arrive while a group's transaction runs form the next group, one
+        // group at a time (a group commits before the next begins, so delivery order holds).
+        const groups = this.options.groupTransactions
+          ? new GroupCommit<JsMsg, void>({
+              run: async (msgs) => {
+                await this.handleGroup(msgs);
+                return msgs.map(() => ({ ok: true, value: undefined }));
+              },
+              maxItems: this.batchSize,
+              maxInFlight: 1,
+            })
+          : undefined;
+        const grouped: Array<Promise<void>> = [];
         for await (const msg of pull) {
           if (!this.running || this.dependencyDown) {
             // Stopping: give it back at once rather than after ack_wait. A dependency is down:
@@ -265,12 +268,13 @@ export class IdempotentConsumer {
             continue;
           }
           // While a dependency is down the rest of this batch is handed back by the branch above
-          // (and by handleGroup for those already waiting), each message at once with the retry
-          // delay. The pull is not stopped early: messages the server already sent for it would
-          // then reach nobody and come back only after ack_wait.
-          handled.push(groups.submit(msg));
+          // (and by handleGroup for those already waiting in a group), each message at once with
+          // the retry delay. The pull is not stopped early: messages the server already sent for
+          // it would then reach nobody and come back only after ack_wait.
+          if (groups) grouped.push(groups.submit(msg));
+          else await this.handle(msg);
         }
-        await Promise.all(handled);
+        await Promise.all(grouped);
         failures = 0;
         if (this.dependencyDown) {
           // Postgres (or a service the handler calls) is down: pause instead of pulling message
@@ -297,18 +301,12 @@ export class IdempotentConsumer {
    */
   private async handleGroup(msgs: readonly JsMsg[]): Promise<void> {
     if (msgs.length === 1 || this.dependencyDown || !this.running) {
-      for (const msg of msgs) {
-        if (this.dependencyDown || !this.running) msg.nak(this.running ? this.retryInitialMs : undefined);
-        else await this.handle(msg);
-      }
+      await this.handleEachAlone(msgs);
       return;
     }
     const events: Array<{ msg: JsMsg; event: ConsumedEvent }> = [];
     for (const msg of msgs) {
-      if (this.options.handles && !this.options.handles(eventTypeOf(msg.subject))) {
-        msg.ack();
-        continue;
-      }
+      if (this.ackedAsNotActedOn(msg)) continue;
       const event = await this.decode(msg);
       if (event) events.push({ msg, event });
     }
@@ -343,10 +341,7 @@ export class IdempotentConsumer {
     } catch (err) {
       clearInterval(keepAlive);
       this.logger.debug({ err, events: events.length }, 'consumer: a group failed; handling each of its events alone');
-      for (const { msg } of events) {
-        if (this.dependencyDown || !this.running) msg.nak(this.running ? this.retryInitialMs : undefined);
-        else await this.handle(msg);
-      }
+      await this.handleEachAlone(events.map(({ msg }) => msg));
       return;
     }
     clearInterval(keepAlive);
@@ -367,15 +362,28 @@ export class IdempotentConsumer {
     }
   }
 
+  /** Each message in its own transaction, in order; handed back instead while stopping or while a dependency is down. */
+  private async handleEachAlone(msgs: readonly JsMsg[]): Promise<void> {
+    for (const msg of msgs) {
+      if (this.dependencyDown || !this.running) msg.nak(this.running ? this.retryInitialMs : undefined);
+      else await this.handle(msg);
+    }
+  }
+
+  /**
+   * Acks a message whose type this consumer never acts on, judged by the subject alone, before
+   * any signature check or parse: it costs one ack (NATS 2.9 takes one filter subject per
+   * consumer, so a stream's other types still arrive; docs/performance.md#events).
+   */
+  private ackedAsNotActedOn(msg: JsMsg): boolean {
+    if (!this.options.handles || this.options.handles(eventTypeOf(msg.subject))) return false;
+    msg.ack();
+    return true;
+  }
+
   private async handle(msg: JsMsg): Promise<void> {
     const requestId = sanitizeRequestId(msg.headers?.get(EVENT_HEADERS.requestId));
-    // Judged by the subject alone, before any signature check or parse: a type this consumer never
-    // acts on costs one ack (NATS 2.9 takes one filter subject per consumer, so a stream's other
-    // types still arrive; docs/performance.md#events).
-    if (this.options.handles && !this.options.handles(eventTypeOf(msg.subject))) {
-      msg.ack();
-      return;
-    }
+    if (this.ackedAsNotActedOn(msg)) return;
     await withRequestId(requestId, async () => {
       const event = await this.decode(msg);
       if (!event) return;
