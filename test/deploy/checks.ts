@@ -42,7 +42,7 @@ import { payoutService } from '../../services/payout/src/server';
 import { PROCESSED_NETWORKS, processorDefinition } from '../../services/payout/src/processor/role';
 import { SIGNER_XPUB_VARIABLES, signerSettings } from '../../services/payout/src/signer/settings';
 import { gatewaySettings } from '../../gateway/src/config';
-import { SERVICE_NODE_FLAGS } from '../../deploy/local/src/system';
+import { SERVICE_NODE_FLAGS, WATCHER_NODE_FLAGS } from '../../deploy/local/src/system';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const OVERLAYS = ['development', 'production'] as const;
@@ -1018,6 +1018,10 @@ export function checkWatchers(ctx: DeployContext): string[] {
     const ref = env?.valueFrom?.secretKeyRef;
     if (!env) problems.push(`Deployment ${name}: does not give ${variable ?? '(no source variable)'}, the node the watcher follows`);
     else if (ref?.name !== `${name}-secrets` || ref.key !== variable) problems.push(`Deployment ${name}: ${variable} comes from ${ref ? `Secret ${ref.name} key ${ref.key}` : 'a literal value'}, not Secret ${name}-secrets key ${variable}`);
+    // The watcher runs with the launcher's flags for its role (its heap cap), as measured.
+    const nodeOptions = d.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+    const flags = [...SERVICE_NODE_FLAGS, ...WATCHER_NODE_FLAGS].join(' ');
+    if (nodeOptions !== flags) problems.push(`Deployment ${name}: NODE_OPTIONS is ${nodeOptions ?? 'unset'}, not the launcher's watcher flags "${flags}"`);
   }
   return problems;
 }

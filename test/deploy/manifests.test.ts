@@ -124,7 +124,7 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     expect(checkWatchers(ctx())).toEqual([]);
   });
 
-  test('a watcher missing, watching the wrong chain, or reading another chain\'s node is named', () => {
+  test('a watcher missing, watching the wrong chain, reading another chain\'s node, or without its heap cap is named', () => {
     const dropped = broken(overlay, (c) => {
       c.objects = c.objects.filter((o) => !(o.kind === 'Deployment' && o.metadata.name === 'invoice-watcher-optimism'));
     });
@@ -143,10 +143,13 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
       const source = env.find((e) => e.name === 'CHAIN_BSC_RPC_URL')!;
       source.valueFrom!.secretKeyRef!.name = 'invoice-watcher-ethereum-secrets';
       findObject<IDeployment>(c.objects, 'Deployment', 'invoice-watcher-bsc').spec!.template.metadata!.labels!['coinvoice.io/chain-api'] = 'esplora';
+      const tron = findObject<IDeployment>(c.objects, 'Deployment', 'invoice-watcher-tron').spec!.template.spec!.containers[0]!;
+      tron.env = tron.env!.filter((e) => e.name !== 'NODE_OPTIONS');
     });
     expect(checkWatchers(crossed)).toEqual([
       'Deployment invoice-watcher-bsc: pods labelled chain-api esplora, not json-rpc',
       'Deployment invoice-watcher-bsc: CHAIN_BSC_RPC_URL comes from Secret invoice-watcher-ethereum-secrets key CHAIN_BSC_RPC_URL, not Secret invoice-watcher-bsc-secrets key CHAIN_BSC_RPC_URL',
+      'Deployment invoice-watcher-tron: NODE_OPTIONS is unset, not the launcher\'s watcher flags "--max-semi-space-size=4 --max-old-space-size=192"',
     ]);
   });
 

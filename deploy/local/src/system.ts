@@ -24,6 +24,16 @@ import { bindHostOf, freePort, stopChild, urlHostOf } from './infrastructure';
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
 
+/**
+ * Node flags a chain watcher adds to SERVICE_NODE_FLAGS, here and in its manifest
+ * (deploy/k8s/components/chain-watcher; test/deploy checks they agree). Its live data is the
+ * watched set, ~30 MB at 100,000 open invoices; uncapped, V8 grows the old generation well past
+ * that before collecting (peak RSS 349 MB at 100,000), capped at 192 MB it peaks at 213 MB at the
+ * same speed (bench/results.md, docs/performance.md#the-watcher). A chain with far more open
+ * invoices raises the cap with the limit.
+ */
+export const WATCHER_NODE_FLAGS: readonly string[] = ['--max-old-space-size=192'];
+
 export { freePort };
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -113,6 +123,8 @@ interface Managed {
   entry: string;
   /** Arguments after the entry (e.g. `watch ethereum`). */
   args?: string[];
+  /** Node flags of this role, after SERVICE_NODE_FLAGS. */
+  nodeFlags?: readonly string[];
   env: NodeJS.ProcessEnv;
   info: Omit<ProcessInfo, 'pid' | 'restarts'>;
   child?: ChildProcess;
@@ -292,6 +304,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
         name: i === 0 ? `watch-${chain}` : `watch-${chain}-${i + 1}`,
         entry: serviceEntry('invoice'),
         args: ['watch', chain],
+        nodeFlags: WATCHER_NODE_FLAGS,
         env: {
           ...shared,
           NATS_URL: options.env.INVOICE_NATS_URL ?? options.natsUrl,
@@ -388,7 +401,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     // The IPC channel lets a child notice when this launcher dies, and stop instead of lingering.
     // COINVOICE_NODE_ARGS: extra Node flags for every process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = (options.env.COINVOICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...nodeArgs, m.entry, ...(m.args ?? [])], { env: m.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...(m.nodeFlags ?? []), ...nodeArgs, m.entry, ...(m.args ?? [])], { env: m.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
     m.child = child;
