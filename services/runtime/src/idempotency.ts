@@ -148,10 +148,13 @@ export class IdempotencyKeys {
   async saveResponses(tx: TransactionSql, responses: ReadonlyArray<{ projectId: string; key: string; response: Uint8Array }>): Promise<void> {
     if (responses.length === 0) return;
     const records = responses.map((r) => ({ project_id: r.projectId, key: r.key, response: Buffer.from(r.response).toString('base64') }));
+    // The `= any(…)` conditions let the planner find the rows by the primary key (project_id, key);
+    // with the join alone it hashes the record set and scans the whole table (docs/performance.md#plans).
     await tx`
       update idempotency_keys k set response = decode(r.response, 'base64')
       from jsonb_to_recordset(${tx.json(records)}) as r(project_id uuid, key text, response text)
-      where k.project_id = r.project_id and k.key = r.key`;
+      where k.project_id = any(${records.map((r) => r.project_id)}::uuid[]) and k.key = any(${records.map((r) => r.key)}::text[])
+        and k.project_id = r.project_id and k.key = r.key`;
   }
 
   /**
