@@ -42,7 +42,7 @@ import { payoutService } from '../../services/payout/src/server';
 import { PROCESSED_NETWORKS, processorDefinition } from '../../services/payout/src/processor/role';
 import { SIGNER_XPUB_VARIABLES, signerSettings } from '../../services/payout/src/signer/settings';
 import { gatewaySettings } from '../../gateway/src/config';
-import { SERVICE_NODE_FLAGS, WATCHER_NODE_FLAGS } from '../../deploy/local/src/system';
+import { SERVICE_NODE_FLAGS, SERVICE_PROCESS_ENV, WATCHER_NODE_FLAGS } from '../../deploy/local/src/system';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const OVERLAYS = ['development', 'production'] as const;
@@ -1422,6 +1422,11 @@ export function checkImage(dockerfile: string, dockerignore: string): string[] {
   const found = final.instructions.filter((i) => i.op === 'ENV').map((i) => /\bNODE_OPTIONS=(?:"([^"]*)"|(\S+))/.exec(i.args)).find((m) => m);
   const value = found ? (found[1] ?? found[2]) : undefined;
   if (value !== expected) problems.push(`Dockerfile: the final stage's NODE_OPTIONS is ${value ?? 'unset'}, not the launcher's flags "${expected}"`);
+  // And with the launcher's process environment (the allocator's setting).
+  for (const [name, wanted] of Object.entries(SERVICE_PROCESS_ENV)) {
+    const set = final.instructions.filter((i) => i.op === 'ENV').map((i) => new RegExp(`\\b${name}=(\\S+)`).exec(i.args)?.[1]).filter((v) => v !== undefined).at(-1);
+    if (set !== wanted) problems.push(`Dockerfile: the final stage's ${name} is ${set ?? 'unset'}, not the launcher's ${wanted}`);
+  }
 
   const installs = (stage: DockerStage) =>
     stage.instructions.filter((i) => i.op === 'RUN' && /(^|[\s;&|(])(npm\s+(ci|install|i|add)|yarn(\s+(install|add))?|pnpm\s+(install|i|add))(\s|$)/.test(i.args));

@@ -203,13 +203,16 @@ describe('the image', () => {
     expect(parseDockerfile(readDockerfile()).finalUid).toBe(10001);
   });
 
-  test("the image's processes get the launcher's Node flags (idle memory is measured with them)", () => {
+  test("the image's processes get the launcher's Node flags and allocator setting (idle memory is measured with them)", () => {
     const dockerfile = readDockerfile();
     expect(checkImage(dockerfile.replace(/ NODE_OPTIONS=\S+/, ''), dockerignore())).toEqual([
       `Dockerfile: the final stage's NODE_OPTIONS is unset, not the launcher's flags "--max-semi-space-size=4"`,
     ]);
     expect(checkImage(dockerfile.replace(/NODE_OPTIONS=\S+/, 'NODE_OPTIONS=--max-semi-space-size=16'), dockerignore())).toEqual([
       `Dockerfile: the final stage's NODE_OPTIONS is --max-semi-space-size=16, not the launcher's flags "--max-semi-space-size=4"`,
+    ]);
+    expect(checkImage(dockerfile.replace(/ MALLOC_MMAP_THRESHOLD_=\S+/, ''), dockerignore())).toEqual([
+      `Dockerfile: the final stage's MALLOC_MMAP_THRESHOLD_ is unset, not the launcher's 131072`,
     ]);
   });
 

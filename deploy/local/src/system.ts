@@ -25,6 +25,16 @@ import { bindHostOf, freePort, stopChild, urlHostOf } from './infrastructure';
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
 
 /**
+ * Environment of every service process, here and in the image (deploy/Dockerfile's ENV; test/deploy
+ * checks they agree). glibc raises its mmap threshold to the size of the largest block freed, so
+ * after the first password hash (argon2id, 19 MiB, on a libuv thread) every later one is carved from
+ * a thread's arena and stays resident once freed: auth's idle RSS grew by ~19 MB per thread that
+ * hashed (auth 130 MB in every bench run). A fixed threshold keeps large blocks mmapped and gives
+ * them back on free (docs/performance.md#memory).
+ */
+export const SERVICE_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: '131072' };
+
+/**
  * Node flags a chain watcher adds to SERVICE_NODE_FLAGS, here and in its manifest
  * (deploy/k8s/components/chain-watcher; test/deploy checks they agree). Its live data is the
  * watched set, ~30 MB at 100,000 open invoices; uncapped, V8 grows the old generation well past
@@ -226,6 +236,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const host = urlHostOf(bindHost);
   const eventKeys = ensureEventKeys(options.eventKeyDir, SERVICES);
   const shared: NodeJS.ProcessEnv = {
+    ...SERVICE_PROCESS_ENV,
     ...options.env,
     DATABASE_URL: options.databaseUrl,
     NATS_URL: options.natsUrl,
