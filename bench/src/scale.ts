@@ -1,12 +1,16 @@
 /**
- * `npm run bench:scale`: create and get with BENCH_STORED_INVOICES (default 10,000,000) invoices
- * stored, against the same system with an empty database (docs/performance.md#cost-as-data-grows).
+ * `npm run bench:scale`: create, get and sandbox pay with BENCH_STORED_INVOICES (default
+ * 10,000,000) invoices stored and BENCH_OPEN_INVOICES (default 20,000) of them open, against the
+ * same system with an empty database (docs/performance.md#cost-as-data-grows).
  *
- * 1. The system starts on a fresh database; create and get are loaded (`npm run bench`'s load).
+ * 1. The system starts on a fresh database; create, get and pay are loaded (`npm run bench`'s load);
+ *    pay pays the invoices the create load made, each once.
  * 2. The stored invoices are written straight into `invoice.invoices` with COPY (not through the
  *    API: 10M creations would take hours): a year of history over 10,000 projects, a tenth of it
- *    the bench's own project, expired or paid, each with a unique address.
- * 3. Create and get are loaded again; get reads random stored invoices of the bench's project.
+ *    the bench's own project, expired or paid, each with a unique address; the last
+ *    BENCH_OPEN_INVOICES of them created within the hour and still Waiting (a merchant with 1-hour
+ *    invoices and 5 checkouts a second has 18,000 open).
+ * 3. Create, get and pay are loaded again; get reads random stored invoices of the bench's project.
  * 4. The tables that must not grow with load (outbox, idempotency keys, rate-limit counters) are
  *    counted after each phase.
  * The section between `<!-- scale -->` markers in bench/results.md is rewritten.
@@ -26,6 +30,7 @@ import { RESULTS_FILE } from './results-file';
 import { signUp } from './sign-up';
 
 const STORED = Number(process.env.BENCH_STORED_INVOICES ?? 10_000_000);
+const OPEN = Math.min(STORED, Number(process.env.BENCH_OPEN_INVOICES ?? 20_000));
 const OTHER_PROJECTS = 10_000;
 const BODY = JSON.stringify({ priceAmount: '19.90', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://example.com/ok', cancelUrl: 'https://example.com/cancel', orderId: 'bench' });
 /** Stored invoices' address indexes start here, far past what the key's sequence hands out in a run. */
@@ -37,6 +42,8 @@ interface Phase {
   createCpu: string;
   getPerSecond: number;
   getCpu: string;
+  payPerSecond: number;
+  payCpu: string;
   bounded: Record<string, number>;
 }
 
@@ -55,14 +62,16 @@ function storedInvoiceRows(count: number, benchProject: string, keyId: number): 
       const lines: string[] = [];
       for (let n = 0; n < 5_000 && i < count; n++, i++) {
         const project = i % 10 === 0 ? benchProject : projects[i % OTHER_PROJECTS]!;
-        const created = new Date(start + Math.floor((i / count) * yearMs));
-        const expired = new Date(created.getTime() + 3600_000);
-        const paid = i % 3 === 0;
+        // The last `open` rows: created within the past hour, Waiting until an hour after.
+        const open = i >= count - OPEN;
+        const created = open ? new Date(Date.now() - 3600_000 + Math.floor(((i - (count - OPEN)) / OPEN) * 3600_000)) : new Date(start + Math.floor((i / count) * yearMs));
+        const expired = new Date(created.getTime() + 3600_000 + (open ? 3600_000 : 0));
+        const paid = !open && i % 3 === 0;
         const id = randomUUID();
         lines.push(
           [
             id, project, 'sandbox', 'Stored Shop', `order-${i}`, '\\N', '19.90', 'USD', '19.90', 'BTC', 'bitcoin', '95000', '{static}', '\\N',
-            '0.00020948', paid ? '0.00020948' : '0', paid ? 'Paid' : 'Expired', `bcrt1stored${i.toString(36)}`, String(keyId), String(STORED_INDEX_BASE + i),
+            '0.00020948', paid ? '0.00020948' : '0', paid ? 'Paid' : open ? 'Waiting' : 'Expired', `bcrt1stored${i.toString(36)}`, String(keyId), String(STORED_INDEX_BASE + i),
             'https://example.com/ok', 'https://example.com/cancel', 'f', paid ? randomBytes(32).toString('hex') : '\\N',
             created.toISOString(), expired.toISOString(), paid ? new Date(created.getTime() + 60_000).toISOString() : '\\N', '0', '0',
           ].join('\t'),
@@ -131,8 +140,23 @@ async function main(): Promise<void> {
       const beforeGet = sampleCpu(processes);
       const get = await load({ url: gw, requests: getRandom });
       const getCpu = cpuPerRequest(beforeGet, sampleCpu(processes), get['2xx']);
-      const result = { name, createPerSecond: servedPerSecond(create), createCpu, getPerSecond: servedPerSecond(get), getCpu, bounded: await bounded() };
-      console.log(`${name}: create ${result.createPerSecond.toFixed(0)}/s, get ${result.getPerSecond.toFixed(0)}/s; ${JSON.stringify(result.bounded)}`);
+      // Each invoice the create load made is paid once, in the order made.
+      let next = 0;
+      const payEach = [{ method: 'POST' as const, setupRequest: (req: object) => ({ ...req, path: `/api/invoice/${created[next++ % created.length]!}/sandbox/pay`, headers: { 'x-api-key': apiKey } }) }];
+      const beforePay = sampleCpu(processes);
+      const pay = await load({ url: gw, requests: payEach, amount: created.length });
+      const payCpu = cpuPerRequest(beforePay, sampleCpu(processes), pay['2xx']);
+      const result = {
+        name,
+        createPerSecond: servedPerSecond(create),
+        createCpu,
+        getPerSecond: servedPerSecond(get),
+        getCpu,
+        payPerSecond: servedPerSecond(pay),
+        payCpu,
+        bounded: await bounded(),
+      };
+      console.log(`${name}: create ${result.createPerSecond.toFixed(0)}/s, get ${result.getPerSecond.toFixed(0)}/s, pay ${result.payPerSecond.toFixed(0)}/s; ${JSON.stringify(result.bounded)}`);
       return result;
     };
 
@@ -170,18 +194,19 @@ async function main(): Promise<void> {
       `Written on ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}; ` +
         `Postgres (shared_buffers as configured on this machine), NATS, the system and the load generator (autocannon, ${CONNECTIONS} connections, ${SECONDS} s per load) on this one machine.`,
       '',
-      `${STORED.toLocaleString('en')} invoices written with COPY, vacuumed, analysed and checkpointed in ${loadSeconds.toFixed(0)} s (${(Number(size!.bytes) / 2 ** 30).toFixed(1)} GiB with indexes): a year of history over ${OTHER_PROJECTS.toLocaleString('en')} projects, a tenth the bench's own. Gets read random stored invoices of the bench's project (${storedIds.length.toLocaleString('en')} sampled); with the empty database, the invoices the create load made.`,
+      `${STORED.toLocaleString('en')} invoices written with COPY, vacuumed, analysed and checkpointed in ${loadSeconds.toFixed(0)} s (${(Number(size!.bytes) / 2 ** 30).toFixed(1)} GiB with indexes): a year of history over ${OTHER_PROJECTS.toLocaleString('en')} projects, a tenth the bench's own, the last ${OPEN.toLocaleString('en')} created within the hour and still open. Gets read random stored invoices of the bench's project (${storedIds.length.toLocaleString('en')} sampled); with the empty database, the invoices the create load made. Sandbox pay pays the invoices its phase's create load made, each once.`,
       '',
-      '| phase | create req/s | get req/s | outbox rows after | idempotency keys | rate-limit counters (auth / payout) |',
-      '| --- | ---: | ---: | ---: | ---: | ---: |',
+      '| phase | create req/s | get req/s | sandbox pay req/s | outbox rows after | idempotency keys | rate-limit counters (auth / payout) |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
       ...[empty, full].map(
         (p) =>
-          `| ${p.name} | ${p.createPerSecond.toFixed(0)} | ${p.getPerSecond.toFixed(0)} | ${p.bounded['invoice.outbox']} | ${p.bounded['invoice.idempotency_keys']} | ${p.bounded['auth.rate_limit_counters']} / ${p.bounded['payout.rate_limit_counters']} |`,
+          `| ${p.name} | ${p.createPerSecond.toFixed(0)} | ${p.getPerSecond.toFixed(0)} | ${p.payPerSecond.toFixed(0)} | ${p.bounded['invoice.outbox']} | ${p.bounded['invoice.idempotency_keys']} | ${p.bounded['auth.rate_limit_counters']} / ${p.bounded['payout.rate_limit_counters']} |`,
       ),
       '',
       `- create with ${STORED.toLocaleString('en')} stored: ${pct(full.createPerSecond, empty.createPerSecond)} of the empty database's req/s (target ≥ 90 %) ${full.createPerSecond >= 0.9 * empty.createPerSecond ? '✔' : '✘'}`,
       `- get with ${STORED.toLocaleString('en')} stored: ${pct(full.getPerSecond, empty.getPerSecond)} of the empty database's req/s (target ≥ 90 %) ${full.getPerSecond >= 0.9 * empty.getPerSecond ? '✔' : '✘'}`,
-      `- CPU per request, empty → stored: create ${empty.createCpu} → ${full.createCpu}; get ${empty.getCpu} → ${full.getCpu}`,
+      `- sandbox pay with ${STORED.toLocaleString('en')} stored, ${OPEN.toLocaleString('en')} of them open: ${pct(full.payPerSecond, empty.payPerSecond)} of the empty database's req/s (target ≥ 90 %) ${full.payPerSecond >= 0.9 * empty.payPerSecond ? '✔' : '✘'}`,
+      `- CPU per request, empty → stored: create ${empty.createCpu} → ${full.createCpu}; get ${empty.getCpu} → ${full.getCpu}; sandbox pay ${empty.payCpu} → ${full.payCpu}`,
       '<!-- /scale -->',
     ].join('\n');
     const current = existsSync(RESULTS_FILE) ? readFileSync(RESULTS_FILE, 'utf8') : '';
