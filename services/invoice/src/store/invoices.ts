@@ -185,15 +185,17 @@ export async function markPaidMany(
 ): Promise<Map<string, InvoiceRow>> {
   if (payments.length === 0) return new Map();
   const records = payments.map((p) => ({ id: p.invoiceId, amount_received: p.amountReceived, transaction_hash: p.transactionHash }));
-  // `invoices.id = any(…)` gives the planner the primary key to find the rows by: with the join
-  // alone it hashes the record set and scans every open invoice (docs/performance.md#plans).
+  // The rows are found by primary key only (docs/performance.md#plans): `invoices.id = any(…)` is
+  // the one condition an index can serve. The guard is wrapped in `is true` so that no index can
+  // serve it: as plain conditions the planner, believing few open invoices expire after now(),
+  // read every open invoice through their expiry index for each batch.
   const rows = await tx<InvoiceRow[]>`
     update invoices
     set status = ${target('pay')}, amount_received = p.amount_received,
         transaction_hash = p.transaction_hash, paid_at = date_trunc('milliseconds', now())
     from jsonb_to_recordset(${tx.json(records)}) as p(id uuid, amount_received numeric, transaction_hash text)
     where invoices.id = any(${records.map((r) => r.id)}::uuid[]) and invoices.id = p.id
-      and invoices.status = any(${sourceStatuses('pay')}) and invoices.expired_at > now()
+      and (invoices.status = any(${sourceStatuses('pay')}) and invoices.expired_at > now()) is true
     returning invoices.*`;
   return new Map(rows.map((row) => [row.id, row]));
 }
