@@ -7,6 +7,8 @@
  * reaching the ledger: the project's balance is credited once with the amount, and stays so as
  * more blocks come.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { EsploraStandIn, LITECOIN } from '../../services/invoice/test/support/esplora-stand-in';
 import { TronStandIn } from '../../services/invoice/test/support/tron-stand-in';
 import { sleep, waitFor } from '../support/async';
@@ -47,6 +49,24 @@ afterAll(async () => {
   await Promise.all([bitcoin?.close(), litecoin?.close(), tron?.close()]);
 });
 
+/**
+ * Runs `step`; when it fails, the failure carries the end of these watchers' logs (the system's
+ * data folder, logs included, is gone once the suite stops). Once, under the full suite on CI, the
+ * mempool step timed out; alone it never has.
+ */
+async function withWatcherLogs(names: readonly string[], step: () => Promise<unknown>): Promise<void> {
+  try {
+    await step();
+  } catch (err) {
+    const tails = names.map((name) => {
+      const file = path.join(system.dataDir, 'logs', `${name}.log`);
+      const lines = existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-40) : ['(no log)'];
+      return `--- ${name}.log (last ${lines.length} lines) ---\n${lines.join('\n')}`;
+    });
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${tails.join('\n')}`);
+  }
+}
+
 async function createInvoice(payCurrency: string, priceAmount: string, payNetwork?: string) {
   const res = await api.post(
     '/api/invoice',
@@ -81,8 +101,9 @@ test('BTC Paid at 2, LTC at 6, TRX and USDT on Tron at 20 confirmations; each cr
   const ltcPayer = litecoin.fundedPayer(300_000_000, 1);
   bitcoin.broadcast(bitcoin.pay(btcPayer, [{ address: btc.address, value: Math.round(btc.amountExpected * 1e8) }]));
   litecoin.broadcast(litecoin.pay(ltcPayer, [{ address: ltc.address, value: Math.round(ltc.amountExpected * 1e8) }]));
-  await waitFor('BTC and LTC Confirming from the mempool', async () =>
-    (await invoiceNow(btc.id)).status === 'Confirming' && (await invoiceNow(ltc.id)).status === 'Confirming');
+  await withWatcherLogs(['watch-bitcoin', 'watch-litecoin'], () =>
+    waitFor('BTC and LTC Confirming from the mempool', async () =>
+      (await invoiceNow(btc.id)).status === 'Confirming' && (await invoiceNow(ltc.id)).status === 'Confirming'));
 
   bitcoin.mine();
   litecoin.mine();

@@ -5,8 +5,8 @@
  * index condition: then one batch of payments read every open invoice, and one batch of
  * Idempotency-Key responses the whole key table; and with a year of expired invoices beside them the
  * planner took the open invoices' expiry index (it believes few rows expire after now()) and read
- * every open invoice again. Counted here with the transaction's own table
- * statistics (pg_stat_xact_user_tables): rows read by scans and fetched through indexes.
+ * every open invoice again. Counted here with the transaction's own statistics: rows read by
+ * sequential scans and index entries read through any index of the table.
  */
 import { randomUUID } from 'node:crypto';
 import type { TransactionSql } from '@coinvoice/runtime';
