@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect } from 'nats';
-import { EMBEDDED_POSTGRES_PORT, launcherPort, NATS_SERVER_PORT, startNatsServer } from '../../deploy/local/src/infrastructure';
+import { EMBEDDED_POSTGRES_PORT, freePort, launcherPort, NATS_SERVER_PORT, startNatsServer } from '../../deploy/local/src/infrastructure';
 import { NATS_SERVER_BIN } from '../support/own-infra';
 
 test('fixed ports by default, free ones (never the fixed ones) when free ports are asked for', async () => {
@@ -50,4 +50,11 @@ test('two nats-servers on free ports run side by side with JetStream', async () 
     for (const server of started) await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('free ports are never handed out twice in one process (a launcher gives them all out before its children bind them)', async () => {
+  // 1,500 draws from the 12,768 ports of the range: at random, a repeat is all but certain.
+  const ports: number[] = [];
+  for (let i = 0; i < 1_500; i++) ports.push(await freePort());
+  expect(new Set(ports).size).toBe(ports.length);
 });

@@ -44,14 +44,25 @@ export function urlHostOf(bindHost: string): string {
  * BELOW the kernel's ephemeral range (Linux: 32768–60999): a port the kernel handed out there
  * could become some outgoing connection's local port before the process binds it (EADDRINUSE,
  * seen with several systems starting side by side); below it only a listener can take it.
+ * Never the same port twice in one process: a launcher hands out all its ports before its children
+ * bind them, so a repeat would give two children one port (the loser crash-loops on EADDRINUSE,
+ * or, a gateway losing to an admin server, the launcher's readiness probe reached the admin server).
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = FREE_PORT_LOW + Math.floor(Math.random() * (FREE_PORT_HIGH - FREE_PORT_LOW));
-    if (await canListen(port)) return port;
+    if (!handedOut.has(port) && (await canListen(port))) return handOut(port);
   }
   // A crowded range: let the kernel choose (ephemeral, as before).
-  return listenOnce(0);
+  return handOut(await listenOnce(0));
+}
+
+/** The ports freePort has given out in this process. */
+const handedOut = new Set<number>();
+
+function handOut(port: number): number {
+  handedOut.add(port);
+  return port;
 }
 
 const FREE_PORT_LOW = 20_000;
