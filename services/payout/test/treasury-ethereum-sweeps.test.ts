@@ -167,9 +167,12 @@ test('a sweep not mined within PAYOUT_REPLACE_AFTER is replaced: same nonce, hig
   try {
     processor = await world.startProcessor({ PAYOUT_REPLACE_AFTER: '2s' });
     await activeProcessor(processor);
-    const replacement = await waitFor('the replacement', async () => {
+    // Broadcast, not only signed and stored: mined before the node has it, the block would hold the
+    // original (the task then rightly follows the original; CI once caught that race).
+    const replacement = await waitFor('the replacement, broadcast', async () => {
       const [row] = await world.h.sql<{ id: string; replaces: string | null; amount: string; max_fee_per_gas: string }[]>`
-        select id::text, replaces::text, amount::text, max_fee_per_gas::text from chain_transactions where purpose = 'sweep' and from_address = ${depositAddress(6).toLowerCase()} and replaces is not null`;
+        select id::text, replaces::text, amount::text, max_fee_per_gas::text from chain_transactions
+        where purpose = 'sweep' and from_address = ${depositAddress(6).toLowerCase()} and replaces is not null and status = 'broadcast'`;
       return row;
     }, 20_000);
     const first = await transaction(replacement.replaces!);
