@@ -178,9 +178,20 @@ export class InvoiceWrites {
       const row = rows.get(ref.invoiceId.toLowerCase());
       return row && row.project_id === ref.projectId.toLowerCase() ? row : undefined;
     });
-    const live = visible.filter((row): row is InvoiceRow => row?.environment === 'live');
-    const payments = await paymentsOfInvoices(this.sql, live.map((row) => row.id));
-    return visible.map((row) => ok(row && { row, payments: row.environment === 'live' ? (payments.get(row.id) ?? []) : [] }));
+    const liveIds = visible.filter((row) => row?.environment === 'live').map((row) => row!.id);
+    if (liveIds.length === 0) return visible.map((row) => ok(row && { row, payments: [] }));
+    // A live invoice and its payments are read again from ONE snapshot: the watcher changes both in
+    // one transaction (a payment orphaned, the amount received with it), and two statements apart
+    // a read could show the payment orphaned beside the amount that still counted it.
+    const { current, payments } = await this.sql.begin('isolation level repeatable read read only', async (tx) => ({
+      current: await findInvoicesById(tx, liveIds),
+      payments: await paymentsOfInvoices(tx, liveIds),
+    }));
+    return visible.map((row) => {
+      if (!row || row.environment !== 'live') return ok(row && { row, payments: [] });
+      const now = current.get(row.id) ?? row;
+      return ok({ row: now, payments: payments.get(row.id) ?? [] });
+    });
   }
 }
 
