@@ -4,7 +4,8 @@
  * NATS_URL, else 127.0.0.1:4222, else a nats-server from PATH with JetStream in the data folder.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, isIP, Socket } from 'node:net';
 import path from 'node:path';
 
@@ -44,29 +45,69 @@ export function urlHostOf(bindHost: string): string {
  * BELOW the kernel's ephemeral range (Linux: 32768–60999): a port the kernel handed out there
  * could become some outgoing connection's local port before the process binds it (EADDRINUSE,
  * seen with several systems starting side by side); below it only a listener can take it.
- * Never the same port twice in one process: a launcher hands out all its ports before its children
- * bind them, so a repeat would give two children one port (the loser crash-loops on EADDRINUSE,
- * or, a gateway losing to an admin server, the launcher's readiness probe reached the admin server).
+ *
+ * Free is not enough: a launcher hands out all its ports before its children bind them, and so do
+ * the other launchers, tests and benches running beside it. Two of them drawing the same port in
+ * that window gave two children one port (the loser crash-loops on EADDRINUSE, or, a gateway losing
+ * to an admin server, the launcher's readiness probe reached the admin server: CI's "register
+ * answered 405"). So every port handed out is first leased, machine-wide, by creating its file
+ * exclusively in a shared folder (leasePort); no process hands out a port another holds a lease on.
  */
 export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = FREE_PORT_LOW + Math.floor(Math.random() * (FREE_PORT_HIGH - FREE_PORT_LOW));
-    if (!handedOut.has(port) && (await canListen(port))) return handOut(port);
+  return freePortFrom(MACHINE_PORT_LEASES);
+}
+
+/** Where ports are leased and which ones may be: the machine's, or a test's own. */
+export interface PortLeases {
+  dir: string;
+  low: number;
+  /** Exclusive. */
+  high: number;
+}
+
+export const MACHINE_PORT_LEASES: PortLeases = { dir: path.join(tmpdir(), 'coinvoice-port-leases'), low: 20_000, high: 32_768 };
+
+export async function freePortFrom(leases: PortLeases): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = leases.low + Math.floor(Math.random() * (leases.high - leases.low));
+    if (leasePort(leases.dir, port, Date.now()) && (await canListen(port))) return port;
   }
-  // A crowded range: let the kernel choose (ephemeral, as before).
-  return handOut(await listenOnce(0));
+  throw new Error(`no free port between ${leases.low} and ${leases.high - 1}: 200 random draws were leased or in use (leases in ${leases.dir})`);
 }
 
-/** The ports freePort has given out in this process. */
-const handedOut = new Set<number>();
+/**
+ * A lease lasts from its own window of PORT_LEASE_MS to the end of the next: long enough for any
+ * child to bind its port (then a bound port is refused by the listen check anyway), short enough
+ * that a day of tests never runs the range dry. Windows are folders, so expiry needs no clock
+ * reading of files: a lease exists while its window's folder or the previous one's names it, and
+ * folders two windows old are deleted whole.
+ */
+export const PORT_LEASE_MS = 10 * 60_000;
 
-function handOut(port: number): number {
-  handedOut.add(port);
-  return port;
+/** Takes the lease on `port` for this process; false when another holds it. */
+export function leasePort(dir: string, port: number, now: number): boolean {
+  const window = Math.floor(now / PORT_LEASE_MS);
+  if (existsSync(path.join(dir, String(window - 1), String(port)))) return false;
+  const current = path.join(dir, String(window));
+  if (!existsSync(current)) {
+    mkdirSync(current, { recursive: true });
+    dropOldWindows(dir, window);
+  }
+  try {
+    writeFileSync(path.join(current, String(port)), `${process.pid}\n`, { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
 }
 
-const FREE_PORT_LOW = 20_000;
-const FREE_PORT_HIGH = 32_768;
+function dropOldWindows(dir: string, window: number): void {
+  for (const name of readdirSync(dir)) {
+    const old = Number(name);
+    if (Number.isInteger(old) && old < window - 1) rmSync(path.join(dir, name), { recursive: true, force: true });
+  }
+}
 
 function canListen(port: number): Promise<boolean> {
   return listenOnce(port).then(
