@@ -2,7 +2,21 @@
 import { create } from '@bufbuild/protobuf';
 import { createRpcClient, READINESS_SERVICE, ServingStatus, type Logger, type RpcTls } from '@coinvoice/runtime';
 import { Health, HealthCheckRequestSchema } from '@coinvoice/runtime/gen/grpc/health/v1/health_pb';
+import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import type { Client } from '@connectrpc/connect';
+
+/**
+ * The invoice calls the gateway makes once per API request, sent in batches when several are made
+ * in one turn (docs/performance.md#batched-calls). Lists stay out: a batch of their pages could
+ * pass gRPC's 4 MB message limit.
+ */
+export const GATEWAY_BATCHED_INVOICE_CALLS = [
+  InvoiceService.method.createInvoice,
+  InvoiceService.method.getInvoice,
+  InvoiceService.method.payInvoice,
+  InvoiceService.method.getInvoiceProject,
+  InvoiceService.method.getCheckout,
+];
 
 export type BackendName = 'auth' | 'invoice' | 'payout' | 'notifier';
 

@@ -7,7 +7,7 @@ import { ApiKeyVerifier } from './auth/api-keys';
 import { RevocationListener } from './auth/revocations';
 import { SessionVerifier } from './auth/sessions';
 import { GatewayRateLimits } from './rate-limits';
-import { Backends } from './backends';
+import { Backends, GATEWAY_BATCHED_INVOICE_CALLS } from './backends';
 import { gatewaySettings, refuseUnsafeGatewayConfig } from './config';
 import { build } from './server';
 
@@ -26,7 +26,8 @@ runMain({
       { tls, logger },
     );
     const auth = createRpcClient(AuthService, config.AUTH_URL, { tls });
-    const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { tls });
+    // The calls made per API request travel in batches (docs/performance.md#batched-calls).
+    const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { tls, batched: GATEWAY_BATCHED_INVOICE_CALLS });
     const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL, { tls });
     const payouts = createRpcClient(PayoutService, config.PAYOUT_URL, { tls });
     const apiKeys = new ApiKeyVerifier(auth, { ttlMs: config.API_KEY_CACHE_TTL_MS });

@@ -6,6 +6,10 @@
  * mid-call — become `unavailable` (or `deadline_exceeded`), never anything a caller could take as
  * a final verdict (409), and never with the socket's error text. Reads (`Get*`, `List*`, health)
  * are retried once on a fresh connection; writes never are (callers use idempotency keys).
+ *
+ * Methods a client names as `batched` travel together: the calls made in one turn of the event
+ * loop go as one coinvoice.rpc.v1.BatchService/Call (docs/performance.md#batched-calls), each
+ * answered on its own; a call alone in its turn goes as itself.
  */
 import {
   create,
@@ -31,6 +35,7 @@ import {
   type Transport,
   type UnaryResponse,
 } from '@connectrpc/connect';
+import { BatchService, CallRequestSchema, type CallResponse } from '../gen/coinvoice/rpc/v1/batch_pb';
 import { currentRequestId, REQUEST_ID_HEADER } from '../log';
 import { decodeStatusDetails, STATUS_DETAILS_KEY } from './status-details';
 import type { RpcTls } from './tls';
@@ -42,6 +47,11 @@ export interface RpcClientOptions {
   timeoutMs?: number;
   /** Mutual TLS (the URL must be https://): this process's certificate and the CA to trust. */
   tls?: RpcTls;
+  /**
+   * Unary methods whose concurrent calls are sent together in batches: the ones a process makes
+   * per request of its own, with small answers (a batch's answer must stay under gRPC's 4 MB).
+   */
+  batched?: readonly DescMethod[];
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
@@ -71,8 +81,10 @@ export function isReadMethod(method: DescMethod): boolean {
 
 interface MethodCodec {
   path: string;
+  /** The path without its leading slash: how a batched call names its method. */
+  procedure: string;
   serialize: (message: MessageShape<DescMessage>) => Buffer;
-  deserialize: (bytes: Buffer) => MessageShape<DescMessage>;
+  deserialize: (bytes: Uint8Array) => MessageShape<DescMessage>;
   read: boolean;
 }
 
@@ -83,6 +95,7 @@ function codecOf(method: DescMethod): MethodCodec {
   if (!codec) {
     codec = {
       path: `/${method.parent.typeName}/${method.name}`,
+      procedure: `${method.parent.typeName}/${method.name}`,
       serialize: (message) => {
         const bytes = toBinary(method.input, message);
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -149,6 +162,24 @@ function targetOf(baseUrl: string): { target: string; secure: boolean } {
   return { target: url.host, secure: url.protocol === 'https:' };
 }
 
+/** The most calls one batch carries (the server accepts up to 256). */
+export const MAX_BATCH_CALLS = 64;
+
+/** After a server answered that it serves no batches (an older build), calls go alone for this long. */
+const BATCHING_PAUSE_MS = 60_000;
+
+const BATCH_CODEC = codecOf(BatchService.method.call);
+
+/** A batched call waiting for its turn's batch to be sent. */
+interface Queued {
+  codec: MethodCodec;
+  request: MessageShape<DescMessage>;
+  requestId: string | undefined;
+  signal: AbortSignal | undefined;
+  resolve: (message: MessageShape<DescMessage>) => void;
+  reject: (error: ConnectError) => void;
+}
+
 export function createRpcTransport(baseUrl: string, options: RpcClientOptions = {}): Transport {
   const { target, secure } = targetOf(baseUrl);
   if (secure && !options.tls) throw new Error(`rpc address ${baseUrl} is https but no TLS settings were given`);
@@ -157,6 +188,7 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
     : grpc.credentials.createInsecure();
   const channel = new grpc.Client(target, credentials, CHANNEL_OPTIONS);
   const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const batchedMethods = new Set(options.batched ?? []);
 
   function unaryOnce(codec: MethodCodec, request: MessageShape<DescMessage>, metadata: grpc.Metadata, deadline: number, signal: AbortSignal | undefined) {
     return new Promise<MessageShape<DescMessage>>((resolve, reject) => {
@@ -182,6 +214,100 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
     return new Promise<void>((resolve) => channel.waitForReady(wait, () => resolve()));
   }
 
+  /** After a first attempt failed with `err`: a read that met a transport failure is tried once more. */
+  async function retried(codec: MethodCodec, request: MessageShape<DescMessage>, metadata: grpc.Metadata, deadline: number, signal: AbortSignal | undefined, err: grpc.ServiceError) {
+    const retry = codec.read && isTransportFailure(err) && !signal?.aborted && Date.now() < deadline;
+    if (!retry) throw connectErrorOf(err, Boolean(signal?.aborted));
+    try {
+      // Wait for a connection that works (the old one is gone) rather than failing fast again.
+      await connected(deadline);
+      return await unaryOnce(codec, request, metadata, deadline, signal);
+    } catch (second) {
+      throw connectErrorOf(second as grpc.ServiceError, Boolean(signal?.aborted));
+    }
+  }
+
+  async function callAlone(codec: MethodCodec, request: MessageShape<DescMessage>, metadata: grpc.Metadata, deadline: number, signal: AbortSignal | undefined) {
+    try {
+      return await unaryOnce(codec, request, metadata, deadline, signal);
+    } catch (first) {
+      return retried(codec, request, metadata, deadline, signal, first as grpc.ServiceError);
+    }
+  }
+
+  // Batched calls queue per deadline length, so a batch's deadline is each of its calls' own.
+  const queues = new Map<number, Queued[]>();
+  let flushScheduled = false;
+  let batchingPausedUntil = 0;
+
+  function enqueue(timeoutMs: number, item: Queued): void {
+    let queue = queues.get(timeoutMs);
+    if (!queue) queues.set(timeoutMs, (queue = []));
+    queue.push(item);
+    if (queue.length >= MAX_BATCH_CALLS) {
+      queues.delete(timeoutMs);
+      send(queue, timeoutMs);
+    } else if (!flushScheduled) {
+      flushScheduled = true;
+      // After this turn's I/O callbacks: every request read in it has made its call by then.
+      setImmediate(flush);
+    }
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    const ready = [...queues];
+    queues.clear();
+    for (const [timeoutMs, queue] of ready) send(queue, timeoutMs);
+  }
+
+  function metadataWith(requestId: string | undefined): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    if (requestId) metadata.set(REQUEST_ID_HEADER, requestId);
+    return metadata;
+  }
+
+  function settle(item: Queued, outcome: Promise<MessageShape<DescMessage>>): void {
+    outcome.then(item.resolve, (err: unknown) => item.reject(err instanceof ConnectError ? err : connectErrorOf(err as grpc.ServiceError, Boolean(item.signal?.aborted))));
+  }
+
+  function send(queue: Queued[], timeoutMs: number): void {
+    const deadline = Date.now() + timeoutMs;
+    const live = queue.filter((item) => !item.signal?.aborted);
+    for (const item of queue) if (item.signal?.aborted) item.reject(new ConnectError('the call was cancelled', Code.Canceled));
+    if (live.length === 0) return;
+    if (live.length === 1 || Date.now() < batchingPausedUntil) {
+      for (const item of live) settle(item, callAlone(item.codec, item.request, metadataWith(item.requestId), deadline, item.signal));
+      return;
+    }
+    const envelope = create(CallRequestSchema, {
+      calls: live.map((item) => ({ procedure: item.codec.procedure, request: item.codec.serialize(item.request), requestId: item.requestId ?? '' })),
+    });
+    // A caller that gives up is answered at once; its call inside the batch runs on (as a unary
+    // call's would if the server had already started it).
+    for (const item of live) item.signal?.addEventListener('abort', () => item.reject(new ConnectError('the call was cancelled', Code.Canceled)), { once: true });
+    unaryOnce(BATCH_CODEC, envelope, new grpc.Metadata(), deadline, undefined).then(
+      (answer) => {
+        const { results } = answer as CallResponse;
+        live.forEach((item, i) => {
+          const result = results[i]?.result;
+          if (result?.case === 'response') item.resolve(item.codec.deserialize(result.value));
+          else if (result?.case === 'status') item.reject(decodeStatusDetails(result.value, 'rpc failed') ?? new ConnectError('rpc failed', Code.Unknown));
+          else item.reject(new ConnectError('the service answered a batch without this call', Code.Internal));
+        });
+      },
+      (err: grpc.ServiceError) => {
+        if (err.code === grpc.status.UNIMPLEMENTED && !err.metadata?.get(STATUS_DETAILS_KEY).length) {
+          // A server without the batch service: nothing ran; every call goes again, alone.
+          batchingPausedUntil = Date.now() + BATCHING_PAUSE_MS;
+          for (const item of live) settle(item, callAlone(item.codec, item.request, metadataWith(item.requestId), deadline, item.signal));
+          return;
+        }
+        for (const item of live) settle(item, retried(item.codec, item.request, metadataWith(item.requestId), deadline, item.signal, err));
+      },
+    );
+  }
+
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -194,22 +320,13 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
       if (signal?.aborted) throw new ConnectError('the call was cancelled', Code.Canceled);
       const codec = codecOf(method);
       const request = inputOf(method, input as MessageInitShape<DescMessage>);
-      const metadata = metadataOf(header);
-      const deadline = Date.now() + (timeoutMs ?? defaultTimeoutMs);
       let message: MessageShape<DescMessage>;
-      try {
-        message = await unaryOnce(codec, request, metadata, deadline, signal);
-      } catch (first) {
-        const err = first as grpc.ServiceError;
-        const retry = codec.read && isTransportFailure(err) && !signal?.aborted && Date.now() < deadline;
-        if (!retry) throw connectErrorOf(err, Boolean(signal?.aborted));
-        try {
-          // Wait for a connection that works (the old one is gone) rather than failing fast again.
-          await connected(deadline);
-          message = await unaryOnce(codec, request, metadata, deadline, signal);
-        } catch (second) {
-          throw connectErrorOf(second as grpc.ServiceError, Boolean(signal?.aborted));
-        }
+      if (header === undefined && batchedMethods.has(method)) {
+        // Headers beyond the request id do not travel in a batch: a call that sets some goes alone.
+        const requestId = currentRequestId();
+        message = await new Promise((resolve, reject) => enqueue(timeoutMs ?? defaultTimeoutMs, { codec, request, requestId, signal, resolve, reject }));
+      } else {
+        message = await callAlone(codec, request, metadataOf(header), Date.now() + (timeoutMs ?? defaultTimeoutMs), signal);
       }
       return {
         stream: false,

@@ -3,7 +3,8 @@
  * connect-node's). Messages are encoded with protobuf-es and handlers stay Connect
  * `ServiceImpl<typeof X>` classes: this file adapts one to the other. Also here: grpc.health.v1,
  * a request id in every log line, RPC metrics, errors that never leak, optional mutual TLS with a
- * per-RPC caller check, and a close that sends GOAWAY and lets in-flight calls finish.
+ * per-RPC caller check, a close that sends GOAWAY and lets in-flight calls finish, and the batch
+ * service that carries many unary calls in one (docs/performance.md#batched-calls).
  */
 import {
   create,
@@ -21,6 +22,7 @@ import { Code, ConnectError, createContextValues, type ContextValues, type Handl
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { isDatabaseUnavailableError } from '../db';
 import { serviceError } from '../errors';
+import { BatchService, CallResponseSchema, type BatchedResult, type CallRequest } from '../gen/coinvoice/rpc/v1/batch_pb';
 import { Health } from '../gen/grpc/health/v1/health_pb';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '../log';
 import { HealthService, type HealthMonitor } from './health';
@@ -226,18 +228,21 @@ class Dispatcher {
     private readonly instruments: Instruments,
   ) {}
 
-  /** Runs one call: request id, caller check, metrics, error mapping. */
+  /**
+   * Runs one call: request id, caller check, metrics, error mapping. `requestId` is a batched
+   * call's own (its envelope's metadata carries none of the calls' ids).
+   */
   run(
     service: DescService,
     method: DescMethod,
     call: AnyServerCall,
     checkCaller: boolean,
     body: (context: GrpcHandlerContext) => Promise<void>,
-    fail: (status: Partial<grpc.StatusObject>) => void,
+    fail: (error: ConnectError) => void,
+    requestId: string | undefined = call.metadata.get(REQUEST_ID_HEADER)[0] as string | undefined,
   ): void {
     const procedure = `${service.typeName}/${method.name}`;
-    const requestId = sanitizeRequestId(call.metadata.get(REQUEST_ID_HEADER)[0]);
-    withRequestId(requestId, () => {
+    withRequestId(sanitizeRequestId(requestId), () => {
       const started = process.hrtime.bigint();
       const context = new GrpcHandlerContext(service, method, call);
       const finish = (code: string) => {
@@ -247,7 +252,7 @@ class Dispatcher {
       if (checkCaller && this.options.authorize && !this.options.authorize(procedure, callerOf(call))) {
         const refused = serviceError(Code.PermissionDenied, 'caller_not_allowed', `this caller may not call ${procedure}`);
         finish(Code[refused.code]);
-        fail(statusOf(refused));
+        fail(refused);
         return;
       }
       body(context).then(
@@ -255,7 +260,7 @@ class Dispatcher {
         (err: unknown) => {
           const answer = answerOf(err, procedure, this.options.logger);
           finish(Code[answer.code] ?? 'unknown');
-          fail(statusOf(answer));
+          fail(answer);
         },
       );
     });
@@ -264,7 +269,13 @@ class Dispatcher {
 
 type UntypedImpl = Record<string, (request: unknown, context: HandlerContext) => unknown>;
 
-function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispatcher, checkCaller: boolean) {
+/**
+ * One unary method as a batched call runs it: its request decoded from the call's bytes, the
+ * answer (or the failure) encoded for the batch's response.
+ */
+type BatchedMethod = (request: Uint8Array, envelope: grpc.ServerUnaryCall<unknown, unknown>, requestId: string) => Promise<BatchedResult['result']>;
+
+function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispatcher, checkCaller: boolean, batched: Map<string, BatchedMethod>) {
   type Message = MessageShape<DescMessage>;
   const definition: Record<string, grpc.MethodDefinition<Message, Message>> = {};
   const handlers: grpc.UntypedServiceImplementation = {};
@@ -297,9 +308,32 @@ function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispa
             const output = await handler(call.request, context);
             callback(null, messageOf(method.output, output as MessageInitShape<DescMessage>));
           },
-          (status) => callback(status),
+          (error) => callback(statusOf(error)),
         );
       };
+      batched.set(`${service.typeName}/${method.name}`, (bytes, envelope, requestId) =>
+        new Promise((resolve) => {
+          let request: Message;
+          try {
+            request = fromBinary(method.input, bytes);
+          } catch {
+            resolve(failureOf(serviceError(Code.InvalidArgument, 'malformed_request', `the request of ${service.typeName}/${method.name} could not be decoded`)));
+            return;
+          }
+          dispatcher.run(
+            service,
+            method,
+            envelope,
+            checkCaller,
+            async (context) => {
+              const output = await handler(request, context);
+              resolve({ case: 'response', value: toBinary(method.output, messageOf(method.output, output as MessageInitShape<DescMessage>)) });
+            },
+            (error) => resolve(failureOf(error)),
+            requestId,
+          );
+        }),
+      );
     } else if (method.methodKind === 'server_streaming') {
       definition[method.name] = { ...base, requestStream: false, responseStream: true };
       handlers[method.name] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
@@ -316,7 +350,7 @@ function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispa
             }
             call.end();
           },
-          (status) => call.emit('error', status),
+          (error) => call.emit('error', statusOf(error)),
         );
       };
     } else {
@@ -326,16 +360,80 @@ function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispa
   return { definition, handlers };
 }
 
+function failureOf(error: ConnectError): BatchedResult['result'] {
+  return { case: 'status', value: encodeStatusDetails(error) };
+}
+
+const BATCH_PROCEDURE = `${BatchService.typeName}/${BatchService.method.call.name}`;
+
+/** More calls than any client sends in one batch (MAX_BATCH_CALLS in client.ts is 64). */
+const MAX_CALLS_PER_BATCH = 256;
+
+/**
+ * coinvoice.rpc.v1.BatchService/Call: every call through the table of this server's own unary
+ * methods, concurrently, each with its caller check, request id and metrics; the envelope itself
+ * needs no permission (it can only reach what its caller could reach call by call).
+ */
+function batchServiceOf(batched: Map<string, BatchedMethod>, instruments: Instruments, logger: Logger) {
+  const method = BatchService.method.call;
+  const definition = {
+    call: {
+      path: `/${BatchService.typeName}/${method.name}`,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: serializerOf(method.input),
+      requestDeserialize: deserializerOf(method.input),
+      responseSerialize: serializerOf(method.output),
+      responseDeserialize: deserializerOf(method.output),
+      originalName: method.localName,
+    },
+  };
+  const handlers: grpc.UntypedServiceImplementation = {
+    call: (envelope: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      const started = process.hrtime.bigint();
+      const record = (code: string) => instruments.record(BATCH_PROCEDURE, code, Number(process.hrtime.bigint() - started) / 1e9);
+      const { calls } = envelope.request as CallRequest;
+      if (calls.length > MAX_CALLS_PER_BATCH) {
+        const refused = serviceError(Code.InvalidArgument, 'batch_too_large', `a batch holds at most ${MAX_CALLS_PER_BATCH} calls`);
+        record(Code[refused.code]);
+        callback(statusOf(refused));
+        return;
+      }
+      const results = calls.map((c) => {
+        const run = batched.get(c.procedure);
+        if (run) return run(c.request, envelope, c.requestId);
+        return Promise.resolve(failureOf(new ConnectError(`${c.procedure} is not served here`, Code.Unimplemented)));
+      });
+      Promise.all(results).then(
+        (answers) => {
+          record('ok');
+          callback(null, create(CallResponseSchema, { results: answers.map((result) => ({ result })) }));
+        },
+        (err: unknown) => {
+          record('internal');
+          logger.error({ err }, 'batched rpc failed');
+          callback(statusOf(new ConnectError('internal error', Code.Internal)));
+        },
+      );
+    },
+  };
+  return { definition, handlers };
+}
+
 export async function startRpcServer(options: RpcServerOptions): Promise<RpcServer> {
-  const dispatcher = new Dispatcher(options, new Instruments(options.metrics));
+  const instruments = new Instruments(options.metrics);
+  const dispatcher = new Dispatcher(options, instruments);
   const server = new grpc.Server(SERVER_OPTIONS);
+  const batched = new Map<string, BatchedMethod>();
   const add = (service: DescService, impl: UntypedImpl, checkCaller: boolean) => {
-    const { definition, handlers } = definitionOf(service, impl, dispatcher, checkCaller);
+    const { definition, handlers } = definitionOf(service, impl, dispatcher, checkCaller, batched);
     server.addService(definition as grpc.ServiceDefinition, handlers);
   };
   // Probes (Kubernetes, load balancers) may ask anyone's health; the caller policy guards the rest.
   add(Health, new HealthService(options.health) as unknown as UntypedImpl, false);
   options.routes({ service: (service, impl) => add(service, impl as unknown as UntypedImpl, true) });
+  const batch = batchServiceOf(batched, instruments, options.logger);
+  server.addService(batch.definition as grpc.ServiceDefinition, batch.handlers);
 
   const credentials = options.tls
     ? grpc.ServerCredentials.createSsl(options.tls.ca, [{ private_key: options.tls.key, cert_chain: options.tls.cert }], true)
@@ -346,7 +444,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
   let healthPort: number | undefined;
   if (options.tls && options.healthPort !== undefined) {
     const healthOnly = new grpc.Server(SERVER_OPTIONS);
-    const { definition, handlers } = definitionOf(Health, new HealthService(options.health) as unknown as UntypedImpl, dispatcher, false);
+    const { definition, handlers } = definitionOf(Health, new HealthService(options.health) as unknown as UntypedImpl, dispatcher, false, new Map());
     healthOnly.addService(definition as grpc.ServiceDefinition, handlers);
     healthPort = await bind(healthOnly, host, options.healthPort, grpc.ServerCredentials.createInsecure());
     servers.push(healthOnly);
