@@ -107,6 +107,31 @@ test("another project's invoice answers 404 as if it did not exist; a malformed 
   expect(malformed.errors).toEqual([expect.objectContaining({ field: 'id' })]);
 });
 
+/** Batch envelopes every invoice process has served (rpc_server_handled_total on their admin ports). */
+async function invoiceBatchesServed(): Promise<number> {
+  let total = 0;
+  for (const [name, info] of Object.entries(system.current())) {
+    if (!name.startsWith('invoice') || !info.adminUrl) continue;
+    const metrics = await (await fetch(`${info.adminUrl}/metrics`)).text();
+    for (const m of metrics.matchAll(/^rpc_server_handled_total\{[^}]*procedure="coinvoice\.rpc\.v1\.BatchService\/Call"[^}]*\} (\d+)/gm)) total += Number(m[1]);
+  }
+  return total;
+}
+
+test('requests made together reach the invoice service in batches (docs/performance.md#batched-calls); each is answered with its own invoice or its own 404', async () => {
+  const orders = Array.from({ length: 30 }, (_, i) => `batch-${i}-${randomUUID()}`);
+  const before = await invoiceBatchesServed();
+  const created = await Promise.all(orders.map((orderId) => create(sandbox, { orderId })));
+  expect(created.map((r) => [r.status, r.body.orderId])).toEqual(orders.map((orderId) => [201, orderId]));
+  const foreign = (await create(live)).body.id as string;
+  const ids = [...created.map((r) => r.body.id as string), foreign, randomUUID()];
+  const read = await Promise.all(ids.map((id) => api.get(`/api/invoice/${id}`, { headers: apiKeyHeader(sandbox.key) })));
+  expect(read.slice(0, 30).map((r) => [r.status, r.body.id, r.body.orderId])).toEqual(created.map((r) => [200, r.body.id, r.body.orderId]));
+  expectProblem(read[30]!, 404, 'not_found');
+  expectProblem(read[31]!, 404, 'not_found');
+  expect(await invoiceBatchesServed()).toBeGreaterThan(before);
+});
+
 test('50 concurrent sandbox pays: exactly one 200, the rest 409, exactly one invoice.paid on JetStream', async () => {
   const inv = (await create(sandbox, { orderId: 'order-race' })).body;
   const results = await Promise.all(
