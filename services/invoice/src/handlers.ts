@@ -51,7 +51,7 @@ import { checkoutToProto, invoiceToProto, INVOICE_STATUS, payMethodOf } from './
 import { findInvoiceById, listInvoices } from './store/invoices';
 import type { InvoiceWrites } from './invoice-writes';
 import { ledgerPaymentId, listAccountedDeposits, listLedgerCredits } from './store/payments';
-import { paymentsOfInvoice, paymentsOfInvoices } from './store/payments';
+import { paymentsOfInvoice, paymentsOfInvoices, readInOneSnapshot } from './store/payments';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 
@@ -169,17 +169,22 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
     const status = req.status === undefined ? undefined : (INVOICE_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListInvoices({ projectId: req.projectId, status, orderId: req.orderId, pageSize: req.pageSize, cursor: req.cursor }));
-    const page = await listInvoices(this.deps.sql, query);
-    const payments = await paymentsOfInvoices(this.deps.sql, page.rows.map((row) => row.id));
+    const { page, payments } = await readInOneSnapshot(this.deps.sql, async (tx) => {
+      const page = await listInvoices(tx, query);
+      return { page, payments: await paymentsOfInvoices(tx, page.rows.map((row) => row.id)) };
+    });
     return { invoices: page.rows.map((row) => invoiceToProto(row, payments.get(row.id))), nextCursor: page.nextCursor };
   }
 
   async getCheckout(req: GetCheckoutRequest): Reply<typeof GetCheckoutResponseSchema> {
     const invoiceId = requireValid(validateInvoiceId(req));
-    const row = await findInvoiceById(this.deps.sql, invoiceId);
-    if (!row) throw invoiceNotFound();
-    const target = this.deps.payMethods.paymentTarget(payMethodOf(row), networkOf(row.environment));
-    return { checkout: checkoutToProto(row, await paymentsOfInvoice(this.deps.sql, row), target) };
+    const read = await readInOneSnapshot(this.deps.sql, async (tx) => {
+      const row = await findInvoiceById(tx, invoiceId);
+      return row && { row, payments: await paymentsOfInvoice(tx, row) };
+    });
+    if (!read) throw invoiceNotFound();
+    const target = this.deps.payMethods.paymentTarget(payMethodOf(read.row), networkOf(read.row.environment));
+    return { checkout: checkoutToProto(read.row, read.payments, target) };
   }
 
   async listLedgerCredits(req: ListLedgerCreditsRequest): Reply<typeof ListLedgerCreditsResponseSchema> {

@@ -17,7 +17,7 @@ import { invoiceToProto, payMethodOf } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoicesById, insertInvoices, lockInvoices, markPaidMany, type InvoiceRow, type NewInvoiceRow } from './store/invoices';
 import { allocateAddressIndexes } from './store/keys';
-import { paymentsOfInvoices, type PaymentRow } from './store/payments';
+import { paymentsOfInvoices, readInOneSnapshot, type PaymentRow } from './store/payments';
 
 /** A validated, priced CreateInvoice waiting for its batch: everything but its address. */
 export interface InvoiceCreation {
@@ -180,10 +180,8 @@ export class InvoiceWrites {
     });
     const liveIds = visible.filter((row) => row?.environment === 'live').map((row) => row!.id);
     if (liveIds.length === 0) return visible.map((row) => ok(row && { row, payments: [] }));
-    // A live invoice and its payments are read again from ONE snapshot: the watcher changes both in
-    // one transaction (a payment orphaned, the amount received with it), and two statements apart
-    // a read could show the payment orphaned beside the amount that still counted it.
-    const { current, payments } = await this.sql.begin('isolation level repeatable read read only', async (tx) => ({
+    // A live invoice and its payments are read again from ONE snapshot (readInOneSnapshot).
+    const { current, payments } = await readInOneSnapshot(this.sql, async (tx) => ({
       current: await findInvoicesById(tx, liveIds),
       payments: await paymentsOfInvoices(tx, liveIds),
     }));

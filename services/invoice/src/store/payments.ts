@@ -2,7 +2,7 @@
  * Payment rows, the watcher's cursor and recent blocks per chain (migration 0004). Amounts are
  * numeric and come back as decimal strings.
  */
-import type { Queryable, TransactionSql } from '@coinvoice/runtime';
+import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
 import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
 import type { PaymentStatus } from '../domain/payments';
 import { OPEN_INVOICE_STATUSES } from '../domain/status';
@@ -25,6 +25,16 @@ export interface PaymentRow {
   status: PaymentStatus;
   detected_at: Date;
   reported_as: 'paid' | 'late' | 'uncredited' | null;
+}
+
+/**
+ * Runs `read` in one snapshot (repeatable read, read only), so the invoices and payments it reads
+ * agree: the watcher changes a payment and its invoice's amount received in one transaction, and
+ * two statements outside one snapshot can fall either side of it — an orphaned payment beside the
+ * amount that still counted it (docs/architecture.md#payments-as-rows).
+ */
+export function readInOneSnapshot<T>(sql: Sql, read: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  return sql.begin('isolation level repeatable read read only', read) as Promise<T>;
 }
 
 /** The payments of an invoice, oldest first. */
