@@ -28,6 +28,7 @@ const TINY: Record<string, NodeJS.ProcessEnv> = {
   'bench:events': { BENCH_EVENTS: '100', BENCH_KEYS: '10' },
   'bench:scale': { BENCH_STORED_INVOICES: '2000', BENCH_SECONDS: '1', BENCH_CONNECTIONS: '4' },
   'bench:profile': { BENCH_SECONDS: '1', BENCH_CONNECTIONS: '4' },
+  'bench:rpc': { BENCH_SECONDS: '1' },
   'bench:watcher': {
     BENCH_WATCHER_INVOICES: '4',
     BENCH_WATCHER_BLOCKS: '20',
@@ -54,7 +55,7 @@ test('every npm script the README names exists in package.json', () => {
   expect(NAMED_SCRIPTS.filter((s) => !(s in SCRIPTS))).toEqual([]);
 });
 
-test('the README names the seven benchmarks, and each has tiny parameters here', () => {
+test('the README names the eight benchmarks, and each has tiny parameters here', () => {
   expect(BENCHMARKS.sort()).toEqual(Object.keys(TINY).sort());
 });
 
