@@ -124,16 +124,21 @@ function heldBy(sql: Queryable) {
   return sql`earlier.status = 'pending' and earlier.redelivery_of is null and earlier.attempt_count = 0`;
 }
 
-/** A due pending delivery may be sent unless an earlier original holds it (heldBy). */
-function sendable(sql: Sql) {
+/**
+ * A due pending delivery may be sent unless an earlier original holds it (heldBy). Written with
+ * OR so Postgres checks it row by row (one probe of the ordering index) as it walks the due-time
+ * index, and stops at the claim's limit: as a bare NOT EXISTS it became an anti-join over every
+ * pending delivery, the whole backlog read on every claim (docs/webhook-delivery.md#claims; services/notifier/test/store-claim-plan.test.ts).
+ */
+function sendable(sql: Queryable) {
   return sql`
     d.status = 'pending'
-    and not exists (
+    and (d.redelivery_of is not null or d.event_key is null or not exists (
       select 1 from webhook_deliveries earlier
-      where d.redelivery_of is null and d.event_key is not null and ${heldBy(sql)}
+      where ${heldBy(sql)}
         and earlier.project_id = d.project_id and earlier.event_key = d.event_key
         and earlier.seq < d.seq
-    )`;
+    ))`;
 }
 
 export interface ClaimOptions {
@@ -154,7 +159,7 @@ export interface ClaimOptions {
  * receiver, a burst of test events) cannot fill the claim. The attempt is made after it commits;
  * only the token's holder records its outcome.
  */
-export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promise<DeliveryRow[]> {
+export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions): Promise<DeliveryRow[]> {
   if (options.limit <= 0) return [];
   const busyProjects = [...options.busy.keys()];
   const busyCounts = busyProjects.map((project) => options.busy.get(project) ?? 0);
@@ -164,8 +169,7 @@ export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promi
       select project_id, count from unnest(${busyProjects}::text[], ${busyCounts}::int[]) as b(project_id, count)
     ),
     candidates as (
-      select d.id, d.project_id, d.next_attempt_at, d.seq,
-             row_number() over (partition by d.project_id order by d.next_attempt_at, d.seq) as rank_in_project
+      select d.id, d.project_id, d.next_attempt_at, d.seq
       from webhook_deliveries d
       left join busy on busy.project_id = d.project_id
       where d.next_attempt_at <= now() and ${sendable(sql)}
@@ -173,8 +177,16 @@ export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promi
       order by d.next_attempt_at, d.seq
       limit ${Math.max(options.limit * 4, 64)}
     ),
+    -- Ranked after the limit, so the due-time index is read only as far as the limit: a window
+    -- over every due row sorted the whole backlog on every claim (15-27 ms at 9,000 due, one claim
+    -- per webhook while draining). The ranks are the same: the rows of a project that come before
+    -- a candidate in this order are candidates too.
+    ranked as (
+      select c.*, row_number() over (partition by c.project_id order by c.next_attempt_at, c.seq) as rank_in_project
+      from candidates c
+    ),
     picked as (
-      select c.id from candidates c
+      select c.id from ranked c
       left join busy on busy.project_id = c.project_id
       where c.rank_in_project <= ${options.perProject} - coalesce(busy.count, 0)
       order by c.next_attempt_at, c.seq
@@ -200,9 +212,11 @@ export async function claimDueDeliveries(sql: Sql, options: ClaimOptions): Promi
 export async function nextDueAt(sql: Sql, options: { perProject: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
   const fullProjects = [...options.busy.entries()].filter(([, n]) => n >= options.perProject).map(([project]) => project);
   const [row] = await sql<{ due: Date | null }[]>`
-    select min(d.next_attempt_at) as due
+    select d.next_attempt_at as due
     from webhook_deliveries d
-    where ${sendable(sql)} and d.project_id <> all(${fullProjects}::text[])`;
+    where ${sendable(sql)} and d.project_id <> all(${fullProjects}::text[])
+    order by d.next_attempt_at
+    limit 1`;
   return row?.due ?? null;
 }
 

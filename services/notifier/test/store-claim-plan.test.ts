@@ -1,0 +1,49 @@
+/**
+ * A claim reads the pending deliveries in due order only as far as its limit, however long the
+ * backlog (docs/webhook-delivery.md#claims). Written as a bare NOT EXISTS, the check that an
+ * earlier delivery of the same invoice holds this one became an anti-join over every pending
+ * delivery, and the window ranking deliveries per project sorted all of them: 15-27 ms per claim
+ * with 9,000 waiting, one claim per webhook while a burst drains. Counted here with the
+ * transaction's own statistics: rows read by sequential scans and index entries read.
+ */
+import type { TransactionSql } from '@coinvoice/runtime';
+import { claimDueDeliveries } from '../src/store/deliveries';
+import { startNotifier, type Harness } from './support/harness';
+
+const BACKLOG = 3_000;
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startNotifier();
+});
+
+afterAll(async () => {
+  await h?.dispose();
+});
+
+async function rowsTouched(tx: TransactionSql, table: string): Promise<number> {
+  const [row] = await tx<{ n: string }[]>`
+    select coalesce((select seq_tup_read from pg_stat_xact_user_tables where schemaname = current_schema() and relname = ${table}), 0)
+         + coalesce((select sum(pg_stat_get_xact_tuples_returned(indexrelid)) from pg_index where indrelid = ${table}::regclass), 0) as n`;
+  return Number(row?.n ?? 0);
+}
+
+test(`claiming from a backlog of ${BACKLOG.toLocaleString('en')} due deliveries reads the first of them, not all`, async () => {
+  const { claimed, touched, projects } = await h.sql.begin(async (tx) => {
+    // Inserted and claimed in one transaction: the running worker never sees these rows.
+    await tx`
+      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
+      select gen_random_uuid(), case when g % 10 = 0 then 'plan-other' else 'plan-busy' end, gen_random_uuid()::text, 'invoice.paid',
+             gen_random_uuid()::text, 'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
+      from generate_series(1, ${BACKLOG}) g`;
+    await tx`analyze webhook_deliveries`;
+    const before = await rowsTouched(tx, 'webhook_deliveries');
+    // 'plan-busy' has 3 of its 4 slots in use here: one more of its deliveries may go, and one of 'plan-other's.
+    const claimed = await claimDueDeliveries(tx, { limit: 2, perProject: 4, busy: new Map([['plan-busy', 3]]), leaseMs: 60_000 });
+    return { claimed: claimed.length, touched: (await rowsTouched(tx, 'webhook_deliveries')) - before, projects: claimed.map((d) => d.project_id).sort() };
+  });
+  expect(claimed).toBe(2);
+  expect(projects).toEqual(['plan-busy', 'plan-other']);
+  expect(touched).toBeLessThan(500);
+});
