@@ -9,11 +9,11 @@
  * sequential scans and index entries read through any index of the table.
  */
 import { randomUUID } from 'node:crypto';
-import type { TransactionSql } from '@coinvoice/runtime';
 import { markPaidMany } from '../src/store/invoices';
 import { invoiceIdempotencyKeys } from '../src/store/idempotency';
 import { createRequest, sandboxProject, startInvoiceHarness, type Harness } from './support/harness';
 import { copyOpenInvoices } from './support/open-invoices';
+import { rowsTouched } from '../../../test/support/plans';
 
 const OTHER_OPEN_INVOICES = 3_000;
 /** Expired invoices of the past year: next to them the open ones are few and all expire later. */
@@ -49,18 +49,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.dispose();
 });
-
-/**
- * Rows of `table` this transaction has read so far: by sequential scans, and index entries read
- * through any of its indexes (a bitmap scan of the wrong index reads its entries without
- * fetching their rows).
- */
-async function rowsTouched(tx: TransactionSql, table: string): Promise<number> {
-  const [row] = await tx<{ n: string }[]>`
-    select coalesce((select seq_tup_read from pg_stat_xact_user_tables where schemaname = current_schema() and relname = ${table}), 0)
-         + coalesce((select sum(pg_stat_get_xact_tuples_returned(indexrelid)) from pg_index where indrelid = ${table}::regclass), 0) as n`;
-  return Number(row?.n ?? 0);
-}
 
 test(`paying 3 invoices reads those 3, not the ${OTHER_OPEN_INVOICES.toLocaleString('en')} other open invoices (nor the ${HISTORY.toLocaleString('en')} expired)`, async () => {
   const project = sandboxProject();

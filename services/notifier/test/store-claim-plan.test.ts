@@ -6,9 +6,9 @@
  * with 9,000 waiting, one claim per webhook while a burst drains. Counted here with the
  * transaction's own statistics: rows read by sequential scans and index entries read.
  */
-import type { TransactionSql } from '@coinvoice/runtime';
 import { claimDueDeliveries } from '../src/store/deliveries';
 import { startNotifier, type Harness } from './support/harness';
+import { rowsTouched } from '../../../test/support/plans';
 
 const BACKLOG = 3_000;
 
@@ -21,13 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.dispose();
 });
-
-async function rowsTouched(tx: TransactionSql, table: string): Promise<number> {
-  const [row] = await tx<{ n: string }[]>`
-    select coalesce((select seq_tup_read from pg_stat_xact_user_tables where schemaname = current_schema() and relname = ${table}), 0)
-         + coalesce((select sum(pg_stat_get_xact_tuples_returned(indexrelid)) from pg_index where indrelid = ${table}::regclass), 0) as n`;
-  return Number(row?.n ?? 0);
-}
 
 test(`claiming from a backlog of ${BACKLOG.toLocaleString('en')} due deliveries reads the first of them, not all`, async () => {
   const { claimed, touched, projects } = await h.sql.begin(async (tx) => {

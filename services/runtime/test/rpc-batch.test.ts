@@ -17,11 +17,11 @@ import { HealthMonitor } from '../src/rpc/health';
 import { startRpcServer, type CallerPolicy, type RpcServer } from '../src/rpc/server';
 import { decodeStatusDetails } from '../src/rpc/status-details';
 import type { RpcTls } from '../src/rpc/tls';
+import { rejection, sleep } from '../../../test/support/async';
 import { TcpProxy } from './support/tcp-proxy';
 
 const logger = createLogger({ service: 'rpc-batch-test', level: 'silent' });
 const BATCHED = [InvoiceService.method.getInvoice, InvoiceService.method.payInvoice];
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const never = () => new Promise<void>(() => undefined);
 
 class Behaviour {
@@ -84,15 +84,6 @@ async function serve(options: { tls?: RpcTls; authorize?: CallerPolicy } = {}): 
   };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  throw new Error('the call succeeded');
-}
-
 const GET = 'coinvoice.invoice.v1.InvoiceService/GetInvoice';
 const PAY = 'coinvoice.invoice.v1.InvoiceService/PayInvoice';
 const ENVELOPE = 'coinvoice.rpc.v1.BatchService/Call';
@@ -117,7 +108,7 @@ describe('calls made together', () => {
     expect(await served.handled()).toEqual({ [ENVELOPE]: 1, [GET]: 3, [PAY]: 2 });
     expect(settled[0]).toMatchObject({ status: 'fulfilled', value: { invoice: { id: 'a', orderId: 'order of a' } } });
     expect(settled[4]).toMatchObject({ status: 'fulfilled', value: { invoice: { id: 'b' } } });
-    const [missing, paid, boom] = [settled[1], settled[2], settled[3]].map((s) => ConnectError.from((s as PromiseRejectedResult).reason));
+    const [missing, paid, boom] = [settled[1], settled[2], settled[3]].map((s) => ConnectError.from((s as PromiseRejectedResult).reason)) as [ConnectError, ConnectError, ConnectError];
     expect(errorFacts(missing)).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
     expect(errorFacts(paid)).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'invoice_not_payable', message: 'the invoice is not Waiting' });
     expect(boom.code).toBe(Code.Internal);
@@ -153,8 +144,8 @@ describe('calls made together', () => {
     const short2 = rejection(client.getInvoice({ projectId: 'p', invoiceId: 'slow-2' }, { timeoutMs: 150 }));
     const long = client.getInvoice({ projectId: 'p', invoiceId: 'slow-3' }, { timeoutMs: 3_000 });
     const quick = client.getInvoice({ projectId: 'p', invoiceId: 'quick' }, { timeoutMs: 3_000 });
-    expect((await short).code).toBe(Code.DeadlineExceeded);
-    expect((await short2).code).toBe(Code.DeadlineExceeded);
+    expect((await short).connectCode).toBe(Code.DeadlineExceeded);
+    expect((await short2).connectCode).toBe(Code.DeadlineExceeded);
     expect(Date.now() - started).toBeLessThan(500);
     expect((await long).invoice?.id).toBe('slow-3');
     expect((await quick).invoice?.id).toBe('quick');
@@ -170,7 +161,7 @@ describe('calls made together', () => {
     await sleep(50);
     const started = Date.now();
     controller.abort();
-    expect((await abandoned).code).toBe(Code.Canceled);
+    expect((await abandoned).connectCode).toBe(Code.Canceled);
     expect(Date.now() - started).toBeLessThan(100);
     expect((await kept).invoice?.id).toBe('kept');
   });
@@ -193,7 +184,7 @@ describe('a batch cut on the way', () => {
       held = false;
       proxy.cut();
       const err = await write;
-      expect(err.code).toBe(Code.Unavailable);
+      expect(err.connectCode).toBe(Code.Unavailable);
       expect(err.message).not.toMatch(/ECONNRESET|socket|RST_STREAM/i);
       expect((await read).invoice?.id).toBe('r');
       await sleep(200);

@@ -141,10 +141,10 @@ function isTransportFailure(err: grpc.ServiceError): boolean {
   return err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.INTERNAL || err.code === grpc.status.UNKNOWN || err.code === grpc.status.CANCELLED;
 }
 
-function metadataOf(header: HeadersInit | undefined): grpc.Metadata {
+/** A call's metadata: its headers, and the request id (the caller's current one, or a queued call's). */
+function metadataOf(header: HeadersInit | undefined, requestId: string | undefined): grpc.Metadata {
   const metadata = new grpc.Metadata();
   if (header) new Headers(header).forEach((value, key) => metadata.set(key, value));
-  const requestId = currentRequestId();
   if (requestId && metadata.get(REQUEST_ID_HEADER).length === 0) metadata.set(REQUEST_ID_HEADER, requestId);
   return metadata;
 }
@@ -261,14 +261,9 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
     for (const [timeoutMs, queue] of ready) send(queue, timeoutMs);
   }
 
-  function metadataWith(requestId: string | undefined): grpc.Metadata {
-    const metadata = new grpc.Metadata();
-    if (requestId) metadata.set(REQUEST_ID_HEADER, requestId);
-    return metadata;
-  }
-
   function settle(item: Queued, outcome: Promise<MessageShape<DescMessage>>): void {
-    outcome.then(item.resolve, (err: unknown) => item.reject(err instanceof ConnectError ? err : connectErrorOf(err as grpc.ServiceError, Boolean(item.signal?.aborted))));
+    // callAlone and retried fail with ConnectErrors only.
+    outcome.then(item.resolve, (err: unknown) => item.reject(ConnectError.from(err)));
   }
 
   function send(queue: Queued[], timeoutMs: number): void {
@@ -277,7 +272,7 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
     for (const item of queue) if (item.signal?.aborted) item.reject(new ConnectError('the call was cancelled', Code.Canceled));
     if (live.length === 0) return;
     if (live.length === 1 || Date.now() < batchingPausedUntil) {
-      for (const item of live) settle(item, callAlone(item.codec, item.request, metadataWith(item.requestId), deadline, item.signal));
+      for (const item of live) settle(item, callAlone(item.codec, item.request, metadataOf(undefined, item.requestId), deadline, item.signal));
       return;
     }
     const envelope = create(CallRequestSchema, {
@@ -300,10 +295,10 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
         if (err.code === grpc.status.UNIMPLEMENTED && !err.metadata?.get(STATUS_DETAILS_KEY).length) {
           // A server without the batch service: nothing ran; every call goes again, alone.
           batchingPausedUntil = Date.now() + BATCHING_PAUSE_MS;
-          for (const item of live) settle(item, callAlone(item.codec, item.request, metadataWith(item.requestId), deadline, item.signal));
+          for (const item of live) settle(item, callAlone(item.codec, item.request, metadataOf(undefined, item.requestId), deadline, item.signal));
           return;
         }
-        for (const item of live) settle(item, retried(item.codec, item.request, metadataWith(item.requestId), deadline, item.signal, err));
+        for (const item of live) settle(item, retried(item.codec, item.request, metadataOf(undefined, item.requestId), deadline, item.signal, err));
       },
     );
   }
@@ -326,7 +321,7 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
         const requestId = currentRequestId();
         message = await new Promise((resolve, reject) => enqueue(timeoutMs ?? defaultTimeoutMs, { codec, request, requestId, signal, resolve, reject }));
       } else {
-        message = await callAlone(codec, request, metadataOf(header), Date.now() + (timeoutMs ?? defaultTimeoutMs), signal);
+        message = await callAlone(codec, request, metadataOf(header, currentRequestId()), Date.now() + (timeoutMs ?? defaultTimeoutMs), signal);
       }
       return {
         stream: false,
@@ -357,7 +352,7 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
       }
       if (!request) throw new ConnectError('a server-streaming call needs one request', Code.InvalidArgument);
       const options: grpc.CallOptions = timeoutMs !== undefined ? { deadline: Date.now() + timeoutMs } : {};
-      const call = channel.makeServerStreamRequest(codec.path, codec.serialize, codec.deserialize, request, metadataOf(header), options);
+      const call = channel.makeServerStreamRequest(codec.path, codec.serialize, codec.deserialize, request, metadataOf(header, currentRequestId()), options);
       signal?.addEventListener('abort', () => call.cancel(), { once: true });
       async function* messages(): AsyncIterable<MessageShape<O>> {
         try {

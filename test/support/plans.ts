@@ -1,0 +1,14 @@
+/** What a statement reads, counted with the transaction's own statistics (the store-plans tests). */
+import type { TransactionSql } from '@coinvoice/runtime';
+
+/**
+ * Rows of `table` this transaction has read so far: by sequential scans, and index entries read
+ * through any of its indexes (a bitmap scan of the wrong index reads its entries without
+ * fetching their rows).
+ */
+export async function rowsTouched(tx: TransactionSql, table: string): Promise<number> {
+  const [row] = await tx<{ n: string }[]>`
+    select coalesce((select seq_tup_read from pg_stat_xact_user_tables where schemaname = current_schema() and relname = ${table}), 0)
+         + coalesce((select sum(pg_stat_get_xact_tuples_returned(indexrelid)) from pg_index where indrelid = ${table}::regclass), 0) as n`;
+  return Number(row?.n ?? 0);
+}
