@@ -167,7 +167,9 @@ describe.each(['invoice', 'auth', 'payout', 'notifier'] as const)('%s SIGKILLed 
 
     // The ledger credited every paid invoice once: the balance is the sum of what was paid so far.
     const expected = allOutcomes.reduce((sum, o) => sum.plus(o.amountReceived), new Decimal(0));
-    const balance = await waitUntil('the ledger caught up', 30_000, async () => {
+    // Within 20 s: what the killed process held comes again after ack_wait (5 s), not 30 s
+    // (docs/architecture.md#ack-wait).
+    const balance = await waitUntil('the ledger caught up', 20_000, async () => {
       const b = await btcBalance().catch(() => undefined);
       return b && new Decimal(b.total).gte(expected) ? b : undefined;
     });

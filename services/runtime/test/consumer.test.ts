@@ -530,3 +530,79 @@ describe('IdempotentConsumer pulls in batches', () => {
     expect(Date.now() - started).toBeLessThan(10_000); // not ack_wait (30 s)
   });
 });
+
+describe('IdempotentConsumer ack wait (docs/architecture.md#ack-wait)', () => {
+  it('a replica killed holding messages: the next gets them within the default ack_wait (5 s), not 30 s', async () => {
+    const { stream, ns } = await newStream();
+    for (let i = 0; i < 10; i++) await publishPaid(ns, { id: `evt-k-${i}`, invoiceId: `inv_k_${i}`, amount: '1.00000000' });
+    // The replica that dies has its own connections, as a process does.
+    const doomedNats = await connectNats({ url: testNatsUrl(), name: 'consumer-test-doomed', logger });
+    const doomedSql = createDb({ url: database.url, schema: SCHEMA, max: 1 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const inHand: string[] = [];
+    const doomed = newConsumer(stream, ns, {
+      nats: doomedNats,
+      sql: doomedSql,
+      batchSize: 10,
+      handler: async (tx, event) => {
+        inHand.push(event.id);
+        await released;
+        await creditHandler(tx, event);
+      },
+    });
+    await doomed.start();
+    await waitFor('the first event to be in hand', async () => inHand.includes('evt-k-0'));
+    // Killed: its connections drop; its open transaction rolls back; it acks nothing.
+    await doomedNats.close();
+    await doomedSql.end({ timeout: 0 });
+
+    const started = Date.now();
+    const deliveries: number[] = [];
+    await newConsumer(stream, ns, {
+      handler: async (tx, event) => {
+        deliveries.push(event.deliveryCount);
+        await creditHandler(tx, event);
+      },
+    }).start();
+    await waitFor('the next replica to credit all ten', async () => {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from credits where starts_with(invoice_id, 'inv_k_')`;
+      return row?.n === 10;
+    }, 20_000);
+    const tookMs = Date.now() - started;
+    release();
+    expect(deliveries).toEqual(Array(10).fill(2)); // all ten were held by the dead replica
+    expect(tookMs).toBeLessThan(8_000); // ack_wait (5 s) and a pull, not 30 s
+    for (let i = 0; i < 10; i++) expect((await credits(`inv_k_${i}`)).map((c) => c.amount)).toEqual(['1.00000000']);
+  });
+
+  it.each([
+    ['one at a time', false],
+    ['grouped', true],
+  ])('messages waiting behind a handler slower than ack_wait are kept alive: none redelivered to another replica (%s)', async (_, groupTransactions) => {
+    const { stream, ns } = await newStream();
+    const prefix = groupTransactions ? 'g' : 'o';
+    const publish = (i: number) => publishPaid(ns, { id: `evt-w${prefix}-${i}`, invoiceId: `inv_w${prefix}_${i}`, amount: '1.00000000' });
+    await publish(0);
+    const deliveries: Array<{ id: string; count: number }> = [];
+    const handler: EventHandler = async (tx, event) => {
+      deliveries.push({ id: event.id, count: event.deliveryCount });
+      if (event.id === `evt-w${prefix}-0`) await sleep(3_000); // three times ack_wait
+      await creditHandler(tx, event);
+    };
+    const options = { ackWaitMs: 1_000, batchSize: 6, groupTransactions, handler };
+    await newConsumer(stream, ns, options).start();
+    await waitFor('the first event to be in hand', async () => deliveries.length > 0);
+    // These reach the same pull and wait behind the slow one (grouped: in the next group).
+    for (let i = 1; i < 6; i++) await publish(i);
+    await sleep(100);
+    // A second replica on the same durable gets whatever the first lets expire.
+    await newConsumer(stream, ns, options).start();
+    await waitFor('all six credited', async () => {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from credits where starts_with(invoice_id, ${`inv_w${prefix}_`})`;
+      return row?.n === 6;
+    }, 15_000);
+    await waitFor('the stream to be settled', () => settled(stream), 5_000);
+    expect(deliveries.filter((d) => d.count > 1)).toEqual([]);
+  });
+});

@@ -128,14 +128,18 @@ export interface IdempotentConsumerOptions {
    */
   handles?: (eventType: string) => boolean;
   logger: Logger;
-  /** How long the server waits for an ack before redelivering (default 30 s); kept alive while a handler runs. */
+  /**
+   * How long the server waits for an ack before redelivering (default 5 s): how soon another
+   * replica, or this one restarted, gets what a killed process held. Every message received and not
+   * yet settled — in a handler or still waiting behind one — is kept alive meanwhile
+   * (docs/architecture.md#ack-wait), so a slow handler is not redelivered however long it takes.
+   */
   ackWaitMs?: number;
   /** Long-poll length of one pull request (default 5000 ms, at least 1000). */
   pullExpiresMs?: number;
   /**
-   * Messages one pull request asks for (default 32). They are handled one by one as they arrive;
-   * those not yet handled wait in the client (their ack_wait running), so keep a batch well
-   * below ack_wait divided by a handler's time.
+   * Messages one pull request asks for (default 32). They are handled in order as they arrive;
+   * those not yet handled wait in the client, kept alive like the one in hand.
    */
   batchSize?: number;
   /** Redelivery delay after a failure: doubles per delivery from `initialMs` up to `maxMs` (default 1 s … 60 s). */
@@ -158,6 +162,9 @@ export interface IdempotentConsumerOptions {
 
 const decoder = new TextDecoder();
 
+/** How long JetStream waits for an ack before delivering a message again (docs/architecture.md#ack-wait). */
+export const DEFAULT_ACK_WAIT_MS = 5_000;
+
 export class IdempotentConsumer {
   private readonly js: JetStreamClient;
   private readonly logger: Logger;
@@ -173,6 +180,11 @@ export class IdempotentConsumer {
   private pull: ConsumerMessages | undefined;
   /** The last message failed because a dependency is down (not because of the message). */
   private dependencyDown = false;
+  /**
+   * Messages received and not yet settled, in a handler or waiting behind one: all kept alive
+   * together until settled (docs/architecture.md#ack-wait).
+   */
+  private readonly held = new Set<JsMsg>();
 
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
@@ -181,7 +193,7 @@ export class IdempotentConsumer {
     options.verifier.requireProducers([...new Set(options.filterSubjects.map((subject) => producerOf(eventTypeOf(subject))))], options.name);
     this.js = options.nats.jetstream();
     this.logger = options.logger.child({ component: 'consumer', consumer: options.name, stream: options.stream });
-    this.ackWaitMs = options.ackWaitMs ?? 30_000;
+    this.ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
     this.pullExpiresMs = Math.max(1000, options.pullExpiresMs ?? 5000);
     this.batchSize = Math.max(1, options.batchSize ?? 32);
     this.retryInitialMs = options.retry?.initialMs ?? 1000;
@@ -241,40 +253,47 @@ export class IdempotentConsumer {
   }
 
   private async run(consumer: Consumer): Promise<void> {
+    // Tell the server we are still at it: a held message is redelivered only if this process dies.
+    const keepAlive = setInterval(() => {
+      try {
+        this.held.forEach((msg) => msg.working());
+      } catch (err) {
+        // The connection is closed: nothing to keep alive through it any more.
+        this.logger.debug({ err }, 'consumer: could not keep held messages alive');
+      }
+    }, Math.max(250, Math.floor(this.ackWaitMs / 2)));
+    try {
+      await this.pullUntilStopped(consumer);
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  // Settling a held message: it is no longer kept alive.
+  private ack(msg: JsMsg): void {
+    this.held.delete(msg);
+    msg.ack();
+  }
+
+  /** Hands a message back, to come again after `delayMs` (at once without). */
+  private nak(msg: JsMsg, delayMs?: number): void {
+    this.held.delete(msg);
+    msg.nak(delayMs);
+  }
+
+  private term(msg: JsMsg): void {
+    this.held.delete(msg);
+    msg.term();
+  }
+
+  private async pullUntilStopped(consumer: Consumer): Promise<void> {
     let failures = 0;
     while (this.running) {
       try {
         const pull = await consumer.fetch({ max_messages: this.batchSize, expires: this.pullExpiresMs });
         this.pull = pull;
         if (!this.running) pull.stop(); // stop() came while the request was being made
-        // Grouped: messages that arrive while a group's transaction runs form the next group, one
-        // group at a time (a group commits before the next begins, so delivery order holds).
-        const groups = this.options.groupTransactions
-          ? new GroupCommit<JsMsg, void>({
-              run: async (msgs) => {
-                await this.handleGroup(msgs);
-                return msgs.map(() => ({ ok: true, value: undefined }));
-              },
-              maxItems: this.batchSize,
-              maxInFlight: 1,
-            })
-          : undefined;
-        const grouped: Array<Promise<void>> = [];
-        for await (const msg of pull) {
-          if (!this.running || this.dependencyDown) {
-            // Stopping: give it back at once rather than after ack_wait. A dependency is down:
-            // the rest of the batch would fail alike; it comes back after the usual delay.
-            msg.nak(this.running ? this.retryInitialMs : undefined);
-            continue;
-          }
-          // While a dependency is down the rest of this batch is handed back by the branch above
-          // (and by handleGroup for those already waiting in a group), each message at once with
-          // the retry delay. The pull is not stopped early: messages the server already sent for
-          // it would then reach nobody and come back only after ack_wait.
-          if (groups) grouped.push(groups.submit(msg));
-          else await this.handle(msg);
-        }
-        await Promise.all(grouped);
+        await this.handleAll(pull);
         failures = 0;
         if (this.dependencyDown) {
           // Postgres (or a service the handler calls) is down: pause instead of pulling message
@@ -295,6 +314,54 @@ export class IdempotentConsumer {
   }
 
   /**
+   * Handles a pull's messages in delivery order. Each is taken from the pull as it arrives — held,
+   * so kept alive (docs/architecture.md#ack-wait) — and handled after those before it: one at a
+   * time, or grouped, messages that arrive while a group's transaction runs forming the next group
+   * (a group commits before the next begins, so delivery order holds). Resolves when every message
+   * of the pull is settled.
+   */
+  private async handleAll(pull: ConsumerMessages): Promise<void> {
+    const groups = this.options.groupTransactions
+      ? new GroupCommit<JsMsg, void>({
+          run: async (msgs) => {
+            await this.handleGroup(msgs);
+            return msgs.map(() => ({ ok: true, value: undefined }));
+          },
+          maxItems: this.batchSize,
+          maxInFlight: 1,
+        })
+      : undefined;
+    const handling: Array<Promise<void>> = [];
+    let inOrder = Promise.resolve();
+    try {
+      for await (const msg of pull) {
+        this.held.add(msg);
+        if (!this.running || this.dependencyDown) {
+          // Stopping: give it back at once rather than after ack_wait. A dependency is down: the
+          // rest of the batch would fail alike; it comes back after the usual delay. The pull is
+          // not stopped early: messages the server already sent for it would then reach nobody
+          // and come back only after ack_wait. (Those already waiting are handed back the same
+          // way when their turn comes: handleEachAlone, handleGroup.)
+          this.nak(msg, this.running ? this.retryInitialMs : undefined);
+          continue;
+        }
+        if (groups) handling.push(groups.submit(msg));
+        else inOrder = inOrder.then(() => this.handleEachAlone([msg]));
+      }
+    } finally {
+      const outcomes = await Promise.allSettled([...handling, inOrder]);
+      if (this.held.size > 0) {
+        // Only a path that threw (the NATS connection gone) leaves a message unsettled: it must
+        // not be kept alive forever.
+        this.logger.warn({ unsettled: this.held.size }, 'consumer: messages left unsettled; JetStream delivers them again after ack_wait');
+        this.held.clear();
+      }
+      const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
+    }
+  }
+
+  /**
    * A group of messages that arrived together: one transaction for all of them (each event claimed
    * and handled in order inside it), then each acked. Alone, or when that transaction fails, each
    * is handled by `handle` on its own (its own transaction, its own nak and backoff).
@@ -311,7 +378,6 @@ export class IdempotentConsumer {
       if (event) events.push({ msg, event });
     }
     if (events.length === 0) return;
-    const keepAlive = setInterval(() => events.forEach(({ msg }) => msg.working()), Math.max(500, Math.floor(this.ackWaitMs / 2)));
     let outcomes: Array<'handled' | 'duplicate' | 'given back'>;
     try {
       outcomes = await eventTransaction(this.options.sql, async (tx) => {
@@ -339,25 +405,23 @@ export class IdempotentConsumer {
         return results;
       });
     } catch (err) {
-      clearInterval(keepAlive);
       this.logger.debug({ err, events: events.length }, 'consumer: a group failed; handling each of its events alone');
       await this.handleEachAlone(events.map(({ msg }) => msg));
       return;
     }
-    clearInterval(keepAlive);
     for (const [i, { msg, event }] of events.entries()) {
       if (outcomes[i] === 'given back') {
-        msg.nak();
+        this.nak(msg);
         continue;
       }
       try {
         await this.options.afterCommit?.(event);
-        msg.ack();
+        this.ack(msg);
         if (outcomes[i] === 'handled') this.logger.debug({ eventId: event.id, eventType: event.type }, 'consumer: event handled');
         else this.logger.info({ eventId: event.id, eventType: event.type }, 'consumer: duplicate event skipped');
       } catch (err) {
         this.logger.warn({ err, eventId: event.id, retryInMs: this.retryInitialMs }, 'consumer: after-commit step failed; event will be redelivered');
-        msg.nak(this.retryInitialMs);
+        this.nak(msg, this.retryInitialMs);
       }
     }
   }
@@ -365,7 +429,7 @@ export class IdempotentConsumer {
   /** Each message in its own transaction, in order; handed back instead while stopping or while a dependency is down. */
   private async handleEachAlone(msgs: readonly JsMsg[]): Promise<void> {
     for (const msg of msgs) {
-      if (this.dependencyDown || !this.running) msg.nak(this.running ? this.retryInitialMs : undefined);
+      if (this.dependencyDown || !this.running) this.nak(msg, this.running ? this.retryInitialMs : undefined);
       else await this.handle(msg);
     }
   }
@@ -377,7 +441,7 @@ export class IdempotentConsumer {
    */
   private ackedAsNotActedOn(msg: JsMsg): boolean {
     if (!this.options.handles || this.options.handles(eventTypeOf(msg.subject))) return false;
-    msg.ack();
+    this.ack(msg);
     return true;
   }
 
@@ -388,8 +452,6 @@ export class IdempotentConsumer {
       const event = await this.decode(msg);
       if (!event) return;
       const log = this.logger.child({ eventId: event.id, eventType: event.type, delivery: event.deliveryCount });
-      // Tell the server we are still at it, so a slow handler is not redelivered to another replica.
-      const keepAlive = setInterval(() => msg.working(), Math.max(500, Math.floor(this.ackWaitMs / 2)));
       try {
         const applied = await eventTransaction(this.options.sql, async (tx) => {
           const claimed = await tx`
@@ -402,7 +464,7 @@ export class IdempotentConsumer {
           return true;
         });
         await this.options.afterCommit?.(event);
-        msg.ack();
+        this.ack(msg);
         if (applied) log.debug('consumer: event handled');
         else log.info('consumer: duplicate event skipped');
       } catch (err) {
@@ -415,9 +477,7 @@ export class IdempotentConsumer {
           ? this.retryInitialMs
           : Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (event.deliveryCount - 1));
         log.warn({ err, retryInMs }, 'consumer: handler failed; event will be redelivered');
-        msg.nak(retryInMs);
-      } finally {
-        clearInterval(keepAlive);
+        this.nak(msg, retryInMs);
       }
     });
   }
@@ -432,7 +492,7 @@ export class IdempotentConsumer {
     const fields = { subject: msg.subject, streamSequence: msg.seq };
     if (!id) {
       this.logger.error(fields, 'consumer: message without Nats-Msg-Id cannot be de-duplicated; terminated');
-      msg.term(); // no reason text: servers before 2.10 ignore a TERM that carries one
+      this.term(msg); // no reason text: servers before 2.10 ignore a TERM that carries one
       return undefined;
     }
     // The type comes from the subject, which the signature covers, never from a header.
@@ -447,7 +507,7 @@ export class IdempotentConsumer {
       payload = JSON.parse(decoder.decode(msg.data)) as JsonValue;
     } catch (err) {
       this.logger.error({ ...fields, eventId: id, err }, 'consumer: payload is not JSON; terminated');
-      msg.term();
+      this.term(msg);
       return undefined;
     }
     const key = msg.headers?.get(EVENT_HEADERS.eventKey) || undefined;
@@ -487,11 +547,11 @@ export class IdempotentConsumer {
           'consumer: event refused (signature missing or wrong); dead-lettered, not acted on',
         );
       }
-      msg.term();
+      this.term(msg);
     } catch (err) {
       if (isDependencyOutage(err)) this.dependencyDown = true;
       this.logger.warn({ err, eventId, reason }, 'consumer: could not dead-letter a refused event; it will come again');
-      msg.nak(this.retryInitialMs);
+      this.nak(msg, this.retryInitialMs);
     }
   }
 
