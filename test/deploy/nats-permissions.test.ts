@@ -2,7 +2,8 @@
  * deploy/nats/nats-server.conf on a real nats-server (`nats-server` from PATH or /usr/sbin),
  * started by this test on free ports with JetStream: the whole system runs with one NATS user per
  * service (<SERVICE>_NATS_URL) and works end to end — an invoice paid in the sandbox reaches the
- * webhook (notifier) and the balance (payout ledger), a key revocation reaches the gateway — while
+ * webhook (notifier) and the balance (payout ledger), a rotated webhook secret reaches the
+ * notifier and a key revocation the gateway — while
  * a foreign publish is refused: the gateway cannot publish invoice.paid, the payout user cannot
  * publish invoice events, and nothing forged reaches the invoice stream; a consumer's user may not
  * reconfigure another service's stream (only create it, when it starts first).
@@ -13,6 +14,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connect, headers, type NatsConnection } from 'nats';
+import { Webhook } from 'standardwebhooks';
 import { eventually, Receiver } from '../../services/notifier/test/support/receiver';
 import { apiKeyHeader, bearer, createProjectWithKey, GatewayClient, registerMerchant } from '../support/http';
 import { freePortForTest } from '../support/ports';
@@ -131,6 +133,19 @@ test('with one user per service the system works: a sandbox payment reaches the 
     const res = await api.get('/api/payout/balance', { headers: apiKeyHeader(project.key) });
     return (res.body.balances as Array<{ available: number }>)[0]?.available === 0.001 ? true : undefined;
   }, 15_000, 'the ledger to credit the payment');
+
+  // The notifier's subscription to auth's project updates works with its user: after a rotation
+  // the next webhook is signed with the new secret, not a cached old one.
+  const rotated = await api.post(`/api/merchant/projects/${project.id}/webhook-secret/rotate`, undefined, { headers: bearer(merchant.token) });
+  expect(rotated.status).toBe(200);
+  const second = await api.post(
+    '/api/invoice',
+    { priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+    { headers: apiKeyHeader(project.key) },
+  );
+  expect((await api.post(`/api/invoice/${second.body.id}/sandbox/pay`, {}, { headers: apiKeyHeader(project.key) })).status).toBe(200);
+  const [afterRotation] = await receiver.waitFor(1, 15_000, (r) => r.body.includes(second.body.id));
+  expect(new Webhook(rotated.body.webhookSecret as string).verify(afterRotation!.body, afterRotation!.headers as Record<string, string>)).toMatchObject({ invoiceId: second.body.id });
 
   // The gateway's subscription to auth events works with its read-only user.
   const probe = () => api.get(`/api/invoice/${randomUUID()}`, { headers: apiKeyHeader(project.key) });

@@ -9,9 +9,8 @@
  * unsigned or wrongly signed one is logged and ignored.
  */
 import { ApiKeyRevokedSchema, ProjectUpdatedSchema, SessionsRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
-import { fromJson, type JsonValue } from '@bufbuild/protobuf';
-import { EventNamespace, MSG_ID_HEADER, SIGNATURE_HEADER, type EventVerifier, type Logger } from '@coinvoice/runtime';
-import { Events, type Msg, type NatsConnection, type Subscription } from 'nats';
+import { EventNamespace, subscribeToSignedEvent, type EventVerifier, type Logger } from '@coinvoice/runtime';
+import { Events, type NatsConnection, type Subscription } from 'nats';
 import type { ApiKeyVerifier } from './api-keys';
 import type { SessionVerifier } from './sessions';
 
@@ -29,64 +28,33 @@ export class RevocationListener {
     signatures.requireProducers(['auth'], 'gateway revocations');
   }
 
-  /** The message's body when auth signed it; undefined (logged) otherwise. */
-  private signedBody(msg: Msg): Uint8Array | undefined {
-    const eventId = msg.headers?.get(MSG_ID_HEADER) ?? '';
-    const rejection = this.signatures.check('auth', msg.subject, eventId, msg.data, msg.headers?.get(SIGNATURE_HEADER) || undefined);
-    if (rejection === undefined) return msg.data;
-    this.logger.error({ subject: msg.subject, eventId, reason: rejection }, 'revocation event refused (signature missing or wrong); ignored');
-    return undefined;
-  }
-
   start(): void {
-    const ns = new EventNamespace(this.namespace);
-    const decode = (data: Uint8Array): JsonValue => JSON.parse(new TextDecoder().decode(data)) as JsonValue;
+    const common = { namespace: new EventNamespace(this.namespace), verifier: this.signatures, logger: this.logger };
     this.subscriptions.push(
-      this.nats.subscribe(ns.subject('auth.api_key_revoked'), {
-        callback: (err, msg) => {
-          if (err) return this.logger.error({ err }, 'revocation subscription failed');
-          const body = this.signedBody(msg);
-          if (!body) return;
-          try {
-            const event = fromJson(ApiKeyRevokedSchema, decode(body), { ignoreUnknownFields: true });
-            this.verifier.revokeHash(event.keyHash);
-          } catch (parseError) {
-            // An event we cannot read might have been a revocation: trust nothing cached.
-            this.logger.error({ err: parseError }, 'unreadable api_key_revoked event; dropping the key cache');
-            this.verifier.clear();
-          }
-        },
+      subscribeToSignedEvent(this.nats, {
+        ...common,
+        type: 'auth.api_key_revoked',
+        schema: ApiKeyRevokedSchema,
+        onEvent: (event) => this.verifier.revokeHash(event.keyHash),
+        onUnreadable: () => this.verifier.clear(),
       }),
-      this.nats.subscribe(ns.subject('auth.project_updated'), {
-        callback: (err, msg) => {
-          if (err) return;
-          const body = this.signedBody(msg);
-          if (!body) return;
-          try {
-            const event = fromJson(ProjectUpdatedSchema, decode(body), { ignoreUnknownFields: true });
-            this.verifier.forgetProject(event.projectId);
-          } catch {
-            this.verifier.clear();
-          }
-        },
+      subscribeToSignedEvent(this.nats, {
+        ...common,
+        type: 'auth.project_updated',
+        schema: ProjectUpdatedSchema,
+        onEvent: (event) => this.verifier.forgetProject(event.projectId),
+        onUnreadable: () => this.verifier.clear(),
       }),
     );
     const sessions = this.sessions;
     if (sessions) {
       this.subscriptions.push(
-        this.nats.subscribe(ns.subject('auth.sessions_revoked'), {
-          callback: (err, msg) => {
-            if (err) return this.logger.error({ err }, 'session revocation subscription failed');
-            const body = this.signedBody(msg);
-            if (!body) return;
-            try {
-              const event = fromJson(SessionsRevokedSchema, decode(body), { ignoreUnknownFields: true });
-              sessions.revokeSessions(event.merchantId, event.minSessionEpoch);
-            } catch (parseError) {
-              this.logger.error({ err: parseError }, 'unreadable sessions_revoked event; reloading revocations');
-              this.reloadSessionRevocations(sessions);
-            }
-          },
+        subscribeToSignedEvent(this.nats, {
+          ...common,
+          type: 'auth.sessions_revoked',
+          schema: SessionsRevokedSchema,
+          onEvent: (event) => sessions.revokeSessions(event.merchantId, event.minSessionEpoch),
+          onUnreadable: () => this.reloadSessionRevocations(sessions),
         }),
       );
     }

@@ -79,7 +79,7 @@ const STATUS_OF_STATE: Record<DeliveryState, DeliveryStatus> = {
 
 export interface NotifierHandlerDeps {
   sql: Sql;
-  projects: ProjectDirectory;
+  projects: Pick<ProjectDirectory, 'current'>;
   logger: Logger;
   /** Sends the codes' emails (SMTP, or the development mailbox folder). */
   mailer: Mailer;
@@ -121,7 +121,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
         beforeSeq: beforeSeq ?? undefined,
         limit,
       }),
-      this.deps.projects.get(req.projectId),
+      this.deps.projects.current(req.projectId),
     ]);
     const page = rows.slice(0, limit);
     const last = page.at(-1);
@@ -147,7 +147,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
 
   async redeliverWebhook(req: RedeliverWebhookRequest): Reply<typeof RedeliverWebhookResponseSchema> {
     const original = await this.find(req.projectId, req.deliveryId);
-    const project = await this.deps.projects.get(req.projectId);
+    const project = await this.deps.projects.current(req.projectId);
     if (project?.webhookUrl === undefined) {
       throw errors.conflict('webhook_not_configured', 'the project has no webhook URL: set one before redelivering');
     }
@@ -204,7 +204,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     const eventType = isTestEventType(requested) ? requested : undefined;
     if (eventType === undefined) violations.push({ field: 'eventType', message: `must be one of ${TEST_EVENT_TYPES.join(', ')}` });
     if (violations.length > 0 || eventType === undefined) throw invalid(violations);
-    const project = await this.deps.projects.get(req.projectId);
+    const project = await this.deps.projects.current(req.projectId);
     if (!project) throw errors.notFound('project');
     await enforceRateLimit(this.deps.testEvents.store, this.deps.testEvents.perProject, project.projectId.toLowerCase());
     const eventId = randomUUID();
@@ -230,7 +230,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     if (req.cursor !== undefined && !/^(0|[1-9]\d{0,17})$/.test(req.cursor)) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
     if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) violations.push({ field: 'pageSize', message: `must be from 1 to ${MAX_PAGE_SIZE}` });
     if (violations.length > 0) throw invalid(violations);
-    const project = await this.deps.projects.get(req.projectId);
+    const project = await this.deps.projects.current(req.projectId);
     if (!project) throw errors.notFound('project');
     if (req.cursor === undefined) return { events: [], cursor: await currentProjectEventSeq(this.deps.sql) };
 

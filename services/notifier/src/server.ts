@@ -9,6 +9,7 @@ import { createMailer } from './email';
 import { notifierConsumers } from './events/consumers';
 import { NotifierHandlers } from './handlers';
 import { AuthProjectDirectory } from './project-context';
+import { ProjectUpdatesListener } from './events/project-updates';
 import { projectEventsRetention } from './project-events-retention';
 import { webhookLogRetention } from './webhook-log-retention';
 import { notifierSettings } from './settings';
@@ -34,14 +35,18 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
     }),
   ],
   settings: notifierSettings,
-  // Webhooks are sent for invoice and payout events those services signed.
-  consumesEventsOf: ['invoice', 'payout'],
+  // Webhooks are sent for invoice and payout events those services signed; auth's signed
+  // project updates invalidate the cached project contexts.
+  consumesEventsOf: ['invoice', 'payout', 'auth'],
   migrationsDir: migrationsDirOf(__dirname),
   // The runtime's rate limit counters (the test-event limit), in this service's migration range.
   builtInMigrations: [sqlMigration(40, 'rate_limits', RATE_LIMIT_COUNTERS_DDL)],
   build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
-    const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }));
+    const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }), {
+      ttlMs: config.PROJECT_CONTEXT_TTL_MS,
+    });
+    const projectUpdates = new ProjectUpdatesListener({ nats, namespace: config.EVENT_NAMESPACE, verifier: eventVerifier, logger, directory: projects });
     const ssrfMode = ssrfModeOf(config);
     const mailer = createMailer(config);
     const attempts = new Counter({
@@ -100,6 +105,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       workers: [
         {
           async start() {
+            await projectUpdates.start();
             await worker.start();
             for (const consumer of consumers) await consumer.start();
           },
@@ -108,6 +114,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
           async stop() {
             await Promise.all(consumers.map((consumer) => consumer.stop()));
             await worker.stop();
+            projectUpdates.stop();
             mailer.close();
           },
         },

@@ -51,6 +51,11 @@ const retiredPerEndpointSetting: Setting<null> = {
 export const notifierSettings = {
   /** gRPC URL of the auth service (GetProjectContext: webhook URL and secret, merchant email). */
   AUTH_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50051' }),
+  /**
+   * The longest a project's webhook URL and secret are used from the cache without asking auth
+   * again; auth's project updates drop them at once (docs/webhook-delivery.md#project-context).
+   */
+  PROJECT_CONTEXT_TTL_MS: setting.int({ default: 60_000, min: 0, max: 3_600_000 }),
   /** Waits between delivery attempts; the delivery fails after the last one. */
   WEBHOOK_RETRY_SCHEDULE: retryScheduleSetting,
   /** One attempt's limit: no complete response within it is a failed attempt (docs/architecture.md#webhook-delivery: 10 s). */

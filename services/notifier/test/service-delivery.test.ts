@@ -14,6 +14,7 @@ import { fromJson } from '@bufbuild/protobuf';
 import { AckPolicy, DeliverPolicy } from 'nats';
 import { Webhook } from 'standardwebhooks';
 import { generateWebhookSecret } from '../src/domain/signing';
+import { invoicePaid } from './support/events';
 import { eventually, Receiver, startNotifier, type Harness } from './support/harness';
 
 let h: Harness;
@@ -31,24 +32,6 @@ async function receiver(respond?: ConstructorParameters<typeof Receiver>[0]): Pr
   const r = await new Receiver(respond).start();
   receivers.push(r);
   return r;
-}
-
-function invoicePaid(projectId: string, overrides: Partial<{ invoiceId: string; orderId: string; amount: string }> = {}): JsonValue {
-  return toJson(
-    InvoicePaidSchema,
-    create(InvoicePaidSchema, {
-      invoiceId: overrides.invoiceId ?? randomUUID(),
-      projectId,
-      ...(overrides.orderId === undefined ? {} : { orderId: overrides.orderId }),
-      status: 'Paid',
-      amount: overrides.amount ?? '0.00123400',
-      currency: 'BTC',
-      environment: 'sandbox',
-      transactionHash: 'ab'.repeat(32),
-      paidAt: timestampFromDate(new Date()),
-      payNetwork: 'bitcoin',
-    }),
-  );
 }
 
 function invoiceExpired(projectId: string, invoiceId: string): JsonValue {
@@ -145,9 +128,7 @@ test("a retry goes to the project's webhook URL of the moment: a merchant who fi
   const project = h.auth.addProject({ webhookUrl: broken.url });
   const eventId = await h.publish('invoice.paid', invoicePaid(project.id));
   await broken.waitFor(1);
-  const stored = h.auth.projects.get(project.id);
-  if (!stored) throw new Error('no project');
-  stored.webhookUrl = fixed.url; // the merchant's PATCH, as auth answers it from now on
+  await h.updateProject(project.id, { webhookUrl: fixed.url }); // the merchant's PATCH
 
   const [request] = await fixed.waitFor(1);
   expect(request?.headers['webhook-id']).toBe(eventId);

@@ -7,6 +7,7 @@ export * from './events/outbox';
 export * from './events/consumer';
 export * from './events/signing';
 export * from './events/tables';
+export * from './events/signed-subscription';
 export * from './errors';
 export * from './rpc/health';
 export * from './rpc/server';

@@ -51,7 +51,7 @@ export const WEBHOOK_DELIVERY_FAILED = 'notifier.webhook_delivery_failed';
 export interface DeliveryWorkerOptions {
   sql: Sql;
   logger: Logger;
-  projects: ProjectDirectory;
+  projects: Pick<ProjectDirectory, 'get'>;
   guard: SsrfGuard;
   sender: HttpSender;
   schedule: RetrySchedule;

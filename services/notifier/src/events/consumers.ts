@@ -32,7 +32,7 @@ export interface NotifierConsumerDeps {
   /** The invoice and payout services' public keys: unsigned events never become webhooks. */
   verifier: EventVerifier;
   logger: Logger;
-  projects: ProjectDirectory;
+  projects: Pick<ProjectDirectory, 'get'>;
   mailer: Mailer;
   /** Called after a transaction that created a delivery committed (wakes this replica's worker). */
   onDeliveryCreated: () => void;

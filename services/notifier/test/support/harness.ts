@@ -61,6 +61,11 @@ export interface Harness extends ServiceHarnessBase {
   client: Client<typeof NotifierService>;
   /** Publishes an event as a service's outbox relay does (msgID = event id, event-type and event-key headers). */
   publish(type: string, payload: JsonValue, options?: PublishOptions): Promise<string>;
+  /**
+   * Changes what auth answers for the project and publishes auth's signed `auth.project_updated`,
+   * as the real auth does in the same transaction; resolves once the notifier had time to receive it.
+   */
+  updateProject(projectId: string, change: Partial<FakeProject>): Promise<void>;
 }
 
 export async function startNotifier(env: NodeJS.ProcessEnv = {}): Promise<Harness> {
@@ -74,7 +79,7 @@ export async function startNotifier(env: NodeJS.ProcessEnv = {}): Promise<Harnes
     schema: 'notifier',
     poolSize: 3,
     natsName: 'notifier-test',
-    streams: ['invoice', 'payout', 'notifier'],
+    streams: ['invoice', 'payout', 'notifier', 'auth'],
   });
   return {
     ...base,
@@ -84,6 +89,16 @@ export async function startNotifier(env: NodeJS.ProcessEnv = {}): Promise<Harnes
       const id = options.id ?? randomUUID();
       await base.publishEvent({ id, type, payload, key: options.key, occurredAt: options.occurredAt ?? new Date() });
       return id;
+    },
+    async updateProject(projectId, change) {
+      const stored = auth.projects.get(projectId);
+      if (!stored) throw new Error(`no project ${projectId}`);
+      auth.projects.set(projectId, { ...stored, ...change });
+      const payload = { projectId, merchantId: randomUUID(), name: 'Test shop', webhookSecretRotated: change.webhookSecret !== undefined };
+      await base.publishEvent({ id: randomUUID(), type: 'auth.project_updated', payload, key: projectId });
+      // A core subscription: the notifier has it once NATS routed it (a round trip on both connections).
+      await base.nats.flush();
+      await new Promise((resolve) => setTimeout(resolve, 50));
     },
     async dispose() {
       await base.dispose();

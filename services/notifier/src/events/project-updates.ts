@@ -1,0 +1,52 @@
+/**
+ * Keeps the notifier's cached project contexts true (docs/webhook-delivery.md#project-context):
+ * every replica listens to auth's signed `auth.project_updated` (a new webhook URL, a rotated
+ * secret) and forgets that project; after a reconnect an event may have been missed, so it
+ * forgets every project.
+ */
+import { EventNamespace, subscribeToSignedEvent, type EventVerifier, type Logger } from '@coinvoice/runtime';
+import { ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
+import { Events, type NatsConnection, type Subscription } from 'nats';
+
+export interface ForgettingDirectory {
+  forget(projectId: string): void;
+  clear(): void;
+}
+
+export class ProjectUpdatesListener {
+  private subscription: Subscription | undefined;
+
+  constructor(
+    private readonly deps: { nats: NatsConnection; namespace: string; verifier: EventVerifier; logger: Logger; directory: ForgettingDirectory },
+  ) {
+    deps.verifier.requireProducers(['auth'], 'notifier project updates');
+  }
+
+  async start(): Promise<void> {
+    const { nats, directory, logger } = this.deps;
+    this.subscription = subscribeToSignedEvent(nats, {
+      namespace: EventNamespace.of(this.deps.namespace),
+      type: 'auth.project_updated',
+      schema: ProjectUpdatedSchema,
+      verifier: this.deps.verifier,
+      logger,
+      onEvent: (event) => directory.forget(event.projectId),
+      onUnreadable: () => directory.clear(),
+    });
+    void (async () => {
+      for await (const status of nats.status()) {
+        if (status.type === Events.Reconnect) {
+          logger.warn('NATS reconnected: dropping cached project contexts');
+          directory.clear();
+        }
+      }
+    })();
+    // The server has the subscription before the first event is handled.
+    await nats.flush();
+  }
+
+  stop(): void {
+    this.subscription?.unsubscribe();
+    this.subscription = undefined;
+  }
+}
