@@ -158,11 +158,11 @@ test('a foreign publish is refused: the gateway cannot publish invoice.paid, the
   const before = await invoiceStreamCount();
   expect(await publishAs('gateway', 'coinvoice.invoice.paid')).toMatch(/permission/i);
   expect(await publishAs('payout', 'coinvoice.invoice.paid')).toMatch(/permission/i);
-  expect(await publishAs('payout', 'coinvoice.invoice.created')).toMatch(/permission/i);
+  expect(await publishAs('payout', 'coinvoice.invoice.expired')).toMatch(/permission/i);
   expect(await publishAs('notifier', 'coinvoice.invoice.paid')).toMatch(/permission/i);
   expect(await publishAs('auth', 'coinvoice.payout.completed')).toMatch(/permission/i);
   // The owner may (the same call, so the refusals above are the permissions, not the call).
-  expect(await publishAs('invoice', 'coinvoice.invoice.created')).toMatch(/^accepted/);
+  expect(await publishAs('invoice', 'coinvoice.invoice.permission_probe')).toMatch(/^accepted/);
   expect(await invoiceStreamCount()).toBe(before + 1);
 });
 

@@ -112,6 +112,9 @@ test('npm start hands out a working sandbox API key, kept for the next start', a
     body: JSON.stringify({ priceAmount: '19.90', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://example.com/ok', cancelUrl: 'https://example.com/cancel' }),
   });
   expect(create.status).toBe(201);
+  const { id } = (await create.json()) as { id: string };
+  const paid = await fetch(`${system.gatewayUrl}/api/invoice/${id}/sandbox/pay`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{}' });
+  expect(paid.status).toBe(200);
   const saved = JSON.parse(readFileSync(path.join(system.dataDir, 'sandbox-credentials.json'), 'utf8'));
   expect(saved.apiKey).toBe(key);
   expect(statSync(path.join(system.dataDir, 'sandbox-credentials.json')).mode & 0o077).toBe(0);
@@ -204,14 +207,14 @@ test('npm start makes one event signing key per service in the data folder (owne
   const keyDir = path.join(system.dataDir, 'event-keys');
   expect(readdirSync(keyDir).sort()).toEqual(['auth.pem', 'invoice.pem', 'notifier.pem', 'payout.pem']);
   for (const file of readdirSync(keyDir)) expect(statSync(path.join(keyDir, file)).mode & 0o077).toBe(0);
-  // The sandbox key made above created an invoice: its invoice.created is signed by invoice.pem.
+  // The sandbox key made above paid an invoice: its invoice.paid is signed by invoice.pem.
   const keys = systemEventKeys(system);
   const verifier = new EventVerifier(parseVerifyKeys(keys.verifyKeys) ?? new Map());
   const nats = await connectNats({ url: testNatsUrl(), name: 'launcher-test' });
   try {
     const namespace = new EventNamespace(system.namespace);
     const jsm = await nats.jetstreamManager();
-    const msg = await jsm.streams.getMessage(namespace.streamName('invoice'), { last_by_subj: namespace.subject('invoice.created') });
+    const msg = await jsm.streams.getMessage(namespace.streamName('invoice'), { last_by_subj: namespace.subject('invoice.paid') });
     const id = msg.header.get(MSG_ID_HEADER);
     expect(verifier.check('invoice', msg.subject, id, msg.data, msg.header.get(SIGNATURE_HEADER))).toBeUndefined();
     expect(verifier.check('auth', msg.subject, id, msg.data, msg.header.get(SIGNATURE_HEADER))).toBe('bad_signature');

@@ -12,7 +12,7 @@ import type { AddressDeriver } from '@coinvoice/chains/addresses';
 import { Decimal, formatPlain, type Decimal as DecimalValue } from '@coinvoice/domain/money';
 import { checkAmountForCoin } from './domain/requests';
 import { payDecision } from './domain/status';
-import { invoiceCreatedEvent, invoicePaidEvent } from './events/invoice-events';
+import { invoicePaidEvent } from './events/invoice-events';
 import { invoiceToProto, payMethodOf } from './proto';
 import { invoiceIdempotencyKeys } from './store/idempotency';
 import { findInvoice, findInvoicesById, insertInvoices, lockInvoices, markPaidMany, type InvoiceRow, type NewInvoiceRow } from './store/invoices';
@@ -104,7 +104,8 @@ export class InvoiceWrites {
       addressIndex: indexes[n]!,
       address: item.key.deriver.addressAt(indexes[n]!),
     }));
-    return eventTransaction(this.sql, async (tx) => {
+    // No event: nothing acts on a creation (docs/performance.md#events).
+    return this.sql.begin(async (tx) => {
       // Claimed first: a concurrent duplicate waits on the key, then replays (runtime idempotency.ts).
       const idempotent = items.flatMap((item, n) => (item.idempotency ? [{ n, idempotency: item.idempotency }] : []));
       const claimed = await invoiceIdempotencyKeys.claimMany(
@@ -113,7 +114,6 @@ export class InvoiceWrites {
       );
       const replays = new Set(idempotent.filter((_, i) => !claimed[i]).map(({ n }) => n));
       const inserted = await insertInvoices(tx, rows.filter((_, n) => !replays.has(n)));
-      await enqueueEvents(tx, inserted.map(invoiceCreatedEvent));
       const created = new Map(inserted.map((row) => [row.id, invoiceToProto(row)]));
       await invoiceIdempotencyKeys.saveResponses(
         tx,

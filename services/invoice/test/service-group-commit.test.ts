@@ -6,7 +6,7 @@
  */
 import { Code } from '@coinvoice/runtime';
 import { InvoiceStatus } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
-import { createRequest, publishedEvents, rejection, sandboxProject, startInvoiceHarness, type Harness } from './support/harness';
+import { createRequest, rejection, sandboxProject, startInvoiceHarness, type Harness } from './support/harness';
 
 let h: Harness;
 
@@ -24,7 +24,7 @@ async function metric(name: string, labels: string): Promise<number> {
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
-test('64 concurrent creations: each its own invoice and address, committed in shared transactions, each with its invoice.created', async () => {
+test('64 concurrent creations: each its own invoice and address, committed in shared transactions', async () => {
   const project = sandboxProject();
   const results = await Promise.all(Array.from({ length: 64 }, (_, i) => h.client.createInvoice(createRequest(project, { orderId: `batch-${i}` }))));
   const invoices = results.map((r) => r.invoice!);
@@ -40,10 +40,6 @@ test('64 concurrent creations: each its own invoice and address, committed in sh
   for (const row of rows) perTransaction.set(row.created_at.getTime(), (perTransaction.get(row.created_at.getTime()) ?? 0) + 1);
   expect(Math.max(...perTransaction.values())).toBeGreaterThan(1);
   expect(await metric('invoice_batch_size_count', 'kind="create"')).toBeGreaterThan(0);
-  // Each invoice's invoice.created reached the stream once, with its own id as key.
-  const ours = new Set(invoices.map((i) => i.id));
-  const published = (await publishedEvents(h, 'invoice.created', 64)).filter((e) => ours.has(String(e.payload.invoiceId)));
-  expect(published.map((e) => e.payload.invoiceId).sort()).toEqual([...ours].sort());
 });
 
 test('a batch with one row the database refuses: the others are answered with their invoices, the bad one with its own error', async () => {

@@ -76,9 +76,6 @@ test('20 concurrent duplicates create exactly one invoice; every caller gets it'
   expect(new Set(results.map((r) => r.invoice!.id)).size).toBe(1);
   expect(results.filter((r) => !r.idempotentReplay)).toHaveLength(1);
   expect(await invoiceCount(project.projectId)).toBe(1);
-  const [events] = await h.sql<{ n: number }[]>`
-    select count(*)::int as n from outbox where event_type = 'invoice.created' and event_key = ${results[0]!.invoice!.id}`;
-  expect(events?.n).toBe(1);
 });
 
 test('concurrent requests with one key and different bodies: one invoice, the others refused', async () => {

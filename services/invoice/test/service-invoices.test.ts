@@ -1,7 +1,7 @@
 /**
  * The invoice service over gRPC against real Postgres and NATS: create → get with every field and
  * its value rules, money exactness, cross-project isolation, the checkout view, the owner lookup,
- * listing with cursor pagination, the invoice.created event, and a plain @grpc/grpc-js client.
+ * listing with cursor pagination, no event on creation, and a plain @grpc/grpc-js client.
  */
 import { randomUUID } from 'node:crypto';
 import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
@@ -32,6 +32,7 @@ import {
   rejection,
   sandboxProject,
   startInvoiceHarness,
+  streamEvents,
   type Harness,
 } from './support/harness';
 
@@ -293,26 +294,14 @@ describe('ListInvoices', () => {
   });
 });
 
-test('CreateInvoice writes invoice.created to JetStream', async () => {
-  const invoice = await createInvoice(sandboxProject(), { orderId: 'created-event-order', payCurrency: 'LTC' });
-  const events = await publishedEvents(h, 'invoice.created', 1);
-  const event = events.find((e) => e.payload.invoiceId === invoice.id);
-  expect(event?.subject).toBe(`${h.svc.namespace}.invoice.created`);
-  expect(event?.payload).toEqual({
-    invoiceId: invoice.id,
-    projectId: invoice.projectId,
-    orderId: 'created-event-order',
-    status: 'Waiting',
-    priceAmount: invoice.priceAmount,
-    priceCurrency: 'USD',
-    amountExpected: invoice.amountExpected,
-    currency: 'LTC',
-    address: invoice.address,
-    environment: 'sandbox',
-    payNetwork: 'litecoin',
-    createdAt: timestampDate(invoice.createdAt!).toISOString(),
-    expiredAt: timestampDate(invoice.expiredAt!).toISOString(),
-  });
+test('CreateInvoice publishes no event: nothing acts on a creation (docs/performance.md#events); paying it publishes invoice.paid', async () => {
+  const project = sandboxProject();
+  const invoice = await createInvoice(project, { orderId: 'no-created-event', payCurrency: 'LTC' });
+  await h.client.payInvoice({ projectId: project.projectId, invoiceId: invoice.id });
+  await publishedEvents(h, 'invoice.paid', 1);
+  // Everything the stream holds about this invoice: its payment, not its creation.
+  const ofInvoice = (await streamEvents(h.nats, h.svc.namespace)).filter((e) => e.payload.invoiceId === invoice.id);
+  expect(ofInvoice.map((e) => e.type)).toEqual(['invoice.paid']);
 });
 
 describe('a plain @grpc/grpc-js client (an internal caller, no Connect code)', () => {

@@ -12,7 +12,6 @@ import {
 } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import {
   file_coinvoice_invoice_v1_events,
-  InvoiceCreatedSchema,
   InvoiceConfirmingSchema,
   InvoiceExpiredSchema,
   InvoiceLatePaymentSchema,
@@ -72,14 +71,6 @@ const payout = { payoutId: 'po_1', projectId: 'prj_1', environment: 'live', amou
 
 // Every event type, its payload, and the exact body it sends (null: never a webhook).
 const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string | null]> = [
-  [
-    'invoice.created',
-    busJson(InvoiceCreatedSchema, {
-      invoiceId: 'inv_01J0', projectId: 'prj_1', status: 'Waiting', priceAmount: '10', priceCurrency: 'USD',
-      amountExpected: '0.0001', currency: 'BTC', address: 'bc1q…', environment: 'live', createdAt: at, expiredAt: at,
-    }),
-    null,
-  ],
   [
     'invoice.paid',
     busJson(InvoicePaidSchema, invoicePaid),

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { create, toJson, type JsonValue } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { errorFacts } from '@coinvoice/runtime';
-import { InvoiceCreatedSchema, InvoiceExpiredSchema, InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { InvoiceExpiredSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
+import { PayoutVerificationCodeIssuedSchema } from '@coinvoice/runtime/gen/coinvoice/payout/v1/events_pb';
 import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
 import { DeliveryStatus } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { fromJson } from '@bufbuild/protobuf';
@@ -193,8 +194,11 @@ test('a project without a webhook URL, non-webhook events and unknown projects r
   await h.publish('invoice.paid', invoicePaid(withoutUrl.id));
   await h.publish('invoice.paid', invoicePaid(randomUUID()));
   await h.publish(
-    'invoice.created',
-    toJson(InvoiceCreatedSchema, create(InvoiceCreatedSchema, { invoiceId: randomUUID(), projectId: withUrl.id, status: 'Waiting', priceAmount: '1', priceCurrency: 'USD', amountExpected: '1', currency: 'USDT', address: 'T', environment: 'live' })),
+    'payout.verification_code_issued',
+    toJson(
+      PayoutVerificationCodeIssuedSchema,
+      create(PayoutVerificationCodeIssuedSchema, { payoutId: randomUUID(), projectId: withUrl.id, environment: 'live', amount: '1', currency: 'USDT', status: 'AwaitingVerification', email: 'm@example.com', code: '123456' }),
+    ),
   );
   await h.publish('invoice.paid', { invoiceId: 42 }); // malformed: skipped, does not block what follows
   const marker = await h.publish('invoice.paid', invoicePaid(withUrl.id));

@@ -1,32 +1,29 @@
 /**
  * The events the invoice service publishes (events.proto), built from an invoice row and written
  * to the outbox with `enqueueEvent` in the transaction of the change:
- *   invoice.created — CreateInvoice
  *   invoice.paid    — PayInvoice (Waiting → Paid)
  *   invoice.expired — the expiry sweeper (open → Expired)
  *   invoice.confirming, invoice.partially_paid, invoice.late_payment, invoice.reopened — the
  *     chain watcher's settlement of live invoices (settlement.ts)
  * Payloads are the protobuf messages as JSON (`toJson`), flat, public spellings, amounts as
- * decimal strings, keyed by the invoice id.
+ * decimal strings, keyed by the invoice id. Creating an invoice publishes nothing: no service acts
+ * on a creation (docs/performance.md#events).
  */
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { NewEvent } from '@coinvoice/runtime';
 import {
   InvoiceConfirmingSchema,
-  InvoiceCreatedSchema,
   InvoiceExpiredSchema,
   InvoiceLatePaymentSchema,
   InvoicePaidSchema,
   InvoicePartiallyPaidSchema,
   InvoiceReopenedSchema,
 } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
-import { fiatCurrency, isFiatCode } from '@coinvoice/domain/fiat';
-import { formatFixed, formatPlain, Decimal } from '@coinvoice/domain/money';
+import { formatPlain, Decimal } from '@coinvoice/domain/money';
 import type { InvoiceRow } from '../store/invoices';
 
 export const INVOICE_EVENT_TYPES = {
-  created: 'invoice.created',
   paid: 'invoice.paid',
   expired: 'invoice.expired',
   confirming: 'invoice.confirming',
@@ -105,22 +102,6 @@ function payNetworkField(row: InvoiceRow) {
 /** amount and currency as invoice.paid has them: what the invoice has received, in its coin. */
 function receivedFields(row: InvoiceRow) {
   return { amount: amountReceived(row), currency: row.pay_currency };
-}
-
-export function invoiceCreatedEvent(row: InvoiceRow): NewEvent {
-  const minorUnits = isFiatCode(row.price_currency) ? fiatCurrency(row.price_currency).minorUnits : 2;
-  const message = create(InvoiceCreatedSchema, {
-    ...invoiceFields(row),
-    ...payNetworkField(row),
-    priceAmount: formatFixed(new Decimal(row.price_amount), minorUnits),
-    priceCurrency: row.price_currency,
-    amountExpected: formatPlain(row.amount_expected),
-    currency: row.pay_currency,
-    address: row.address,
-    createdAt: timestampFromDate(row.created_at),
-    expiredAt: timestampFromDate(row.expired_at),
-  });
-  return { type: INVOICE_EVENT_TYPES.created, payload: toJson(InvoiceCreatedSchema, message), key: row.id };
 }
 
 /**

@@ -55,7 +55,6 @@ import { decimalAsJsonNumber } from '@coinvoice/domain/json-money';
 import { ApiKeyRevokedSchema, ProjectUpdatedSchema, SessionsRevokedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import {
   InvoiceConfirmingSchema,
-  InvoiceCreatedSchema,
   InvoiceExpiredSchema,
   InvoiceLatePaymentSchema,
   InvoicePaidSchema,
@@ -141,10 +140,6 @@ function internal(schema: DescMessage, reason: string): InternalRule {
 
 /** Every published event type: how (or whether) it becomes a webhook. */
 export const EVENT_WEBHOOK_TABLE = {
-  'invoice.created': internal(
-    InvoiceCreatedSchema,
-    'not a documented webhook: the merchant created the invoice and has the API response',
-  ),
   'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({ ...invoiceBase(e, read), payNetwork: payNetworkOf(e, read) })),
   'invoice.expired': webhook(InvoiceExpiredSchema, (e, read) => ({
     invoiceId: read.required('invoiceId', e.invoiceId),

@@ -122,7 +122,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
       filterSubjects: namespace.streamSubjects(service),
       verifier: deps.verifier,
       logger: deps.logger,
-      // Webhook events; anything else (invoice.created…) is not ours. Codes are emailed by RPC.
+      // Webhook events; anything else (payout.verification_code_issued…) is not ours. Codes are emailed by RPC.
       handles: (type) => isWebhookEventType(type),
       handler: async (tx, event) => {
         const previous = pending.get(event.id);

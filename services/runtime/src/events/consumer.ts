@@ -122,8 +122,8 @@ export interface IdempotentConsumerOptions {
    */
   verifier: EventVerifier;
   /**
-   * Event types this consumer acts on. Others in its subjects (e.g. invoice.created for a consumer
-   * of invoice.>) are acknowledged without a transaction: recording a no-op costs a commit each.
+   * Event types this consumer acts on. Others in its subjects (e.g. payout.verification_code_issued
+   * for the notifier's consumer of payout.>) are acknowledged without a transaction: recording a no-op costs a commit each.
    * Default: every type.
    */
   handles?: (eventType: string) => boolean;

@@ -12,100 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/invoice/v1/events.proto.
  */
 export const file_coinvoice_invoice_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiFjb2ludm9pY2UvaW52b2ljZS92MS9ldmVudHMucHJvdG8SFGNvaW52b2ljZS5pbnZvaWNlLnYxIuACCg5JbnZvaWNlQ3JlYXRlZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSFAoMcHJpY2VfYW1vdW50GAUgASgJEhYKDnByaWNlX2N1cnJlbmN5GAYgASgJEhcKD2Ftb3VudF9leHBlY3RlZBgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRIPCgdhZGRyZXNzGAkgASgJEhMKC2Vudmlyb25tZW50GAogASgJEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3BheV9uZXR3b3JrGA0gASgJQgsKCV9vcmRlcl9pZCL8AQoLSW52b2ljZVBhaWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEisKB3BhaWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3BheV9uZXR3b3JrGAogASgJQgsKCV9vcmRlcl9pZCLYAQoOSW52b2ljZUV4cGlyZWQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEhAKCGN1cnJlbmN5GAUgASgJEhMKC2Vudmlyb25tZW50GAYgASgJEi4KCmV4cGlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC3BheV9uZXR3b3JrGAggASgJQgsKCV9vcmRlcl9pZCLyAQoRSW52b2ljZUNvbmZpcm1pbmcSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIVCg1jb25maXJtYXRpb25zGAggASgNEh4KFmNvbmZpcm1hdGlvbnNfcmVxdWlyZWQYCSABKA0SEwoLcGF5X25ldHdvcmsYCiABKAlCCwoJX29yZGVyX2lkItgBChRJbnZvaWNlUGFydGlhbGx5UGFpZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhgKEGFtb3VudF9yZW1haW5pbmcYCCABKAkSEwoLcGF5X25ldHdvcmsYCSABKAlCCwoJX29yZGVyX2lkIo0CChJJbnZvaWNlTGF0ZVBheW1lbnQSEgoKaW52b2ljZV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhUKCG9yZGVyX2lkGAMgASgJSACIAQESDgoGc3RhdHVzGAQgASgJEg4KBmFtb3VudBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRITCgtlbnZpcm9ubWVudBgHIAEoCRIYChB0cmFuc2FjdGlvbl9oYXNoGAggASgJEhAKCGNyZWRpdGVkGAkgASgIEhIKCnBheW1lbnRfaWQYCiABKAkSEwoLcGF5X25ldHdvcmsYCyABKAkSDwoHbmV0d29yaxgMIAEoCUILCglfb3JkZXJfaWQi0gEKD0ludm9pY2VSZW9wZW5lZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhcKD3ByZXZpb3VzX3N0YXR1cxgIIAEoCRITCgtwYXlfbmV0d29yaxgJIAEoCUILCglfb3JkZXJfaWRiBnByb3RvMw", [file_google_protobuf_timestamp]);
-
-/**
- * Event "invoice.created".
- *
- * @generated from message coinvoice.invoice.v1.InvoiceCreated
- */
-export type InvoiceCreated = Message<"coinvoice.invoice.v1.InvoiceCreated"> & {
-  /**
-   * @generated from field: string invoice_id = 1;
-   */
-  invoiceId: string;
-
-  /**
-   * @generated from field: string project_id = 2;
-   */
-  projectId: string;
-
-  /**
-   * Absent when the invoice has no order id.
-   *
-   * @generated from field: optional string order_id = 3;
-   */
-  orderId?: string | undefined;
-
-  /**
-   * "Waiting".
-   *
-   * @generated from field: string status = 4;
-   */
-  status: string;
-
-  /**
-   * Decimal string: price_amount in price_currency.
-   *
-   * @generated from field: string price_amount = 5;
-   */
-  priceAmount: string;
-
-  /**
-   * @generated from field: string price_currency = 6;
-   */
-  priceCurrency: string;
-
-  /**
-   * Decimal string: amount_expected in currency.
-   *
-   * @generated from field: string amount_expected = 7;
-   */
-  amountExpected: string;
-
-  /**
-   * The invoice's pay_currency.
-   *
-   * @generated from field: string currency = 8;
-   */
-  currency: string;
-
-  /**
-   * @generated from field: string address = 9;
-   */
-  address: string;
-
-  /**
-   * "live" or "sandbox".
-   *
-   * @generated from field: string environment = 10;
-   */
-  environment: string;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp created_at = 11;
-   */
-  createdAt?: Timestamp | undefined;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp expired_at = 12;
-   */
-  expiredAt?: Timestamp | undefined;
-
-  /**
-   * The invoice's pay_network (docs/networks.md).
-   *
-   * @generated from field: string pay_network = 13;
-   */
-  payNetwork: string;
-};
-
-/**
- * Describes the message coinvoice.invoice.v1.InvoiceCreated.
- * Use `create(InvoiceCreatedSchema)` to create a new message.
- */
-export const InvoiceCreatedSchema: GenMessage<InvoiceCreated> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 0);
+  fileDesc("CiFjb2ludm9pY2UvaW52b2ljZS92MS9ldmVudHMucHJvdG8SFGNvaW52b2ljZS5pbnZvaWNlLnYxIvwBCgtJbnZvaWNlUGFpZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCCABKAkSKwoHcGFpZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLcGF5X25ldHdvcmsYCiABKAlCCwoJX29yZGVyX2lkItgBCg5JbnZvaWNlRXhwaXJlZBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSEAoIY3VycmVuY3kYBSABKAkSEwoLZW52aXJvbm1lbnQYBiABKAkSLgoKZXhwaXJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLcGF5X25ldHdvcmsYCCABKAlCCwoJX29yZGVyX2lkIvIBChFJbnZvaWNlQ29uZmlybWluZxISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhUKDWNvbmZpcm1hdGlvbnMYCCABKA0SHgoWY29uZmlybWF0aW9uc19yZXF1aXJlZBgJIAEoDRITCgtwYXlfbmV0d29yaxgKIAEoCUILCglfb3JkZXJfaWQi2AEKFEludm9pY2VQYXJ0aWFsbHlQYWlkEhIKCmludm9pY2VfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCghvcmRlcl9pZBgDIAEoCUgAiAEBEg4KBnN0YXR1cxgEIAEoCRIOCgZhbW91bnQYBSABKAkSEAoIY3VycmVuY3kYBiABKAkSEwoLZW52aXJvbm1lbnQYByABKAkSGAoQYW1vdW50X3JlbWFpbmluZxgIIAEoCRITCgtwYXlfbmV0d29yaxgJIAEoCUILCglfb3JkZXJfaWQijQIKEkludm9pY2VMYXRlUGF5bWVudBISCgppbnZvaWNlX2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSFQoIb3JkZXJfaWQYAyABKAlIAIgBARIOCgZzdGF0dXMYBCABKAkSDgoGYW1vdW50GAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhMKC2Vudmlyb25tZW50GAcgASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCCABKAkSEAoIY3JlZGl0ZWQYCSABKAgSEgoKcGF5bWVudF9pZBgKIAEoCRITCgtwYXlfbmV0d29yaxgLIAEoCRIPCgduZXR3b3JrGAwgASgJQgsKCV9vcmRlcl9pZCLSAQoPSW52b2ljZVJlb3BlbmVkEhIKCmludm9pY2VfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIVCghvcmRlcl9pZBgDIAEoCUgAiAEBEg4KBnN0YXR1cxgEIAEoCRIOCgZhbW91bnQYBSABKAkSEAoIY3VycmVuY3kYBiABKAkSEwoLZW52aXJvbm1lbnQYByABKAkSFwoPcHJldmlvdXNfc3RhdHVzGAggASgJEhMKC3BheV9uZXR3b3JrGAkgASgJQgsKCV9vcmRlcl9pZGIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * Event "invoice.paid". Its webhook body is exactly {invoiceId, orderId, status, amount, currency,
@@ -182,7 +89,7 @@ export type InvoicePaid = Message<"coinvoice.invoice.v1.InvoicePaid"> & {
  * Use `create(InvoicePaidSchema)` to create a new message.
  */
 export const InvoicePaidSchema: GenMessage<InvoicePaid> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 1);
+  messageDesc(file_coinvoice_invoice_v1_events, 0);
 
 /**
  * Event "invoice.expired": a Waiting invoice passed its expired_at.
@@ -246,7 +153,7 @@ export type InvoiceExpired = Message<"coinvoice.invoice.v1.InvoiceExpired"> & {
  * Use `create(InvoiceExpiredSchema)` to create a new message.
  */
 export const InvoiceExpiredSchema: GenMessage<InvoiceExpired> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 2);
+  messageDesc(file_coinvoice_invoice_v1_events, 1);
 
 /**
  * Event "invoice.confirming": payments covering the price are on the chain, awaiting confirmations.
@@ -316,7 +223,7 @@ export type InvoiceConfirming = Message<"coinvoice.invoice.v1.InvoiceConfirming"
  * Use `create(InvoiceConfirmingSchema)` to create a new message.
  */
 export const InvoiceConfirmingSchema: GenMessage<InvoiceConfirming> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 3);
+  messageDesc(file_coinvoice_invoice_v1_events, 2);
 
 /**
  * Event "invoice.partially_paid": less than the price was received before expiry.
@@ -383,7 +290,7 @@ export type InvoicePartiallyPaid = Message<"coinvoice.invoice.v1.InvoicePartiall
  * Use `create(InvoicePartiallyPaidSchema)` to create a new message.
  */
 export const InvoicePartiallyPaidSchema: GenMessage<InvoicePartiallyPaid> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 4);
+  messageDesc(file_coinvoice_invoice_v1_events, 3);
 
 /**
  * Event "invoice.late_payment": a confirmed payment that invoice.paid did not include: after
@@ -472,7 +379,7 @@ export type InvoiceLatePayment = Message<"coinvoice.invoice.v1.InvoiceLatePaymen
  * Use `create(InvoiceLatePaymentSchema)` to create a new message.
  */
 export const InvoiceLatePaymentSchema: GenMessage<InvoiceLatePayment> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 5);
+  messageDesc(file_coinvoice_invoice_v1_events, 4);
 
 /**
  * Event "invoice.reopened": a reorg or replacement removed payments before the invoice was Paid.
@@ -539,5 +446,5 @@ export type InvoiceReopened = Message<"coinvoice.invoice.v1.InvoiceReopened"> & 
  * Use `create(InvoiceReopenedSchema)` to create a new message.
  */
 export const InvoiceReopenedSchema: GenMessage<InvoiceReopened> = /*@__PURE__*/
-  messageDesc(file_coinvoice_invoice_v1_events, 6);
+  messageDesc(file_coinvoice_invoice_v1_events, 5);
 
