@@ -4,6 +4,7 @@ import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/no
 import { Counter } from 'prom-client';
 import { createSsrfGuard, ssrfModeOf } from '@coinvoice/domain/ssrf';
 import { nodeHttpSender } from './delivery/http-sender';
+import { WebhookConnections } from './delivery/connections';
 import { DeliveryWorker } from './delivery/worker';
 import { createMailer } from './email';
 import { notifierConsumers } from './events/consumers';
@@ -55,12 +56,14 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       labelNames: ['outcome'] as const,
       registers: [metrics],
     });
+    // Kept-alive connections per vetted destination (docs/webhook-delivery.md#connections).
+    const connections = new WebhookConnections({ maxSocketsPerDestination: config.WEBHOOK_MAX_PER_HOST });
     const worker = new DeliveryWorker({
       sql,
       logger,
       projects,
       guard: createSsrfGuard({ mode: ssrfMode }),
-      sender: nodeHttpSender,
+      sender: nodeHttpSender(connections),
       schedule: config.WEBHOOK_RETRY_SCHEDULE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       maxConcurrency: config.WEBHOOK_MAX_CONCURRENCY,
@@ -114,6 +117,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
           async stop() {
             await Promise.all(consumers.map((consumer) => consumer.stop()));
             await worker.stop();
+            connections.close();
             projectUpdates.stop();
             mailer.close();
           },

@@ -143,3 +143,43 @@ test('issue 28 as reported: confirming rejected, paid delivered, the merchant fi
   expect(r.requests.map(typeOf)).toEqual(['invoice.confirming', 'invoice.paid', 'invoice.confirming']);
   expect(await deliveryOf(project.id, confirmingId, true)).toMatchObject({ status: 'succeeded', attempt_count: 1 });
 });
+
+test('a finished event wakes the replicas only when an event of its invoice waits behind it', async () => {
+  const notifications: string[] = [];
+  const listener = await h.sql.listen('notifier_deliveries', (payload) => notifications.push(payload));
+  try {
+    // Five invoices, one event each: each delivery is leased at insert and sent at once; nothing
+    // waits behind any of them, so no replica is woken to claim (before: one wake-up per success).
+    const r = await receiver((q) => (typeOf(q) === 'invoice.confirming' ? { status: 200, delayMs: 300 } : { status: 200 }));
+    const project = h.auth.addProject({ webhookUrl: r.url });
+    for (let i = 0; i < 5; i++) {
+      const invoiceId = randomUUID();
+      await h.publish('invoice.paid', paid(project.id, invoiceId), { key: invoiceId });
+    }
+    await r.waitFor(5);
+    await eventually(async () => {
+      const [row] = await h.sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where project_id = ${project.id} and status = 'succeeded'`;
+      return row?.n === 5 ? true : undefined;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(notifications).toHaveLength(0);
+
+    // paid arrives while confirming's attempt (300 ms) is in flight: it waits (a wake-up as it is
+    // queued for the claim path), and confirming's end releases it (a wake-up); paid's own end
+    // has nothing behind it.
+    const invoiceId = randomUUID();
+    await h.publish('invoice.confirming', confirming(project.id, invoiceId), { key: invoiceId });
+    await r.waitFor(6);
+    await h.publish('invoice.paid', paid(project.id, invoiceId), { key: invoiceId });
+    const delivered = await r.waitFor(7);
+    expect(delivered.slice(5).map(typeOf)).toEqual(['invoice.confirming', 'invoice.paid']);
+    await eventually(async () => {
+      const [row] = await h.sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where project_id = ${project.id} and status = 'succeeded'`;
+      return row?.n === 7 ? true : undefined;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(notifications).toHaveLength(2);
+  } finally {
+    await listener.unlisten();
+  }
+});

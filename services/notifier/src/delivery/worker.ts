@@ -39,6 +39,7 @@ import {
   insertAttempt,
   nextDueAt,
   notifyDeliveries,
+  notifyWaitingBehind,
   recordOutcome,
   releaseLease,
   updateEndpointHealth,
@@ -363,7 +364,7 @@ export class DeliveryWorker implements Worker {
         });
       }
       // A finished original may unblock the next delivery of its key, possibly on another replica.
-      if (next.state !== 'pending' && row.event_key !== null && row.redelivery_of === null) await notifyDeliveries(tx);
+      if (next.state !== 'pending' && row.redelivery_of === null) await notifyWaitingBehind(tx, row);
       return true;
     });
 

@@ -114,6 +114,22 @@ export async function notifyDeliveries(q: Queryable): Promise<void> {
 }
 
 /**
+ * After an original delivery finished: wakes the replicas (NOTIFY at commit) only when a later
+ * original of the same project and event key is waiting behind it — what its end may release
+ * (see `heldBy`). Most events have nothing behind them, and a wake-up costs every replica a claim.
+ */
+export async function notifyWaitingBehind(tx: TransactionSql, finished: Pick<DeliveryRow, 'id' | 'project_id' | 'event_key'>): Promise<void> {
+  if (finished.event_key === null) return;
+  // The rows that can be held are exactly those of webhook_deliveries_ordering_idx (migration 0041).
+  await tx`
+    select pg_notify(${DELIVERIES_CHANNEL}, '') from webhook_deliveries
+    where project_id = ${finished.project_id} and event_key = ${finished.event_key}
+      and status = 'pending' and redelivery_of is null and event_key is not null and attempt_count = 0
+      and id <> ${finished.id}
+    limit 1`;
+}
+
+/**
  * What makes `earlier` hold a later original delivery of the same project and event key: it is
  * an original, pending, and still on its FIRST attempt (in flight, or not yet made). Order costs
  * nothing then: the attempt ends within the timeout. Once it has failed, later events of the
