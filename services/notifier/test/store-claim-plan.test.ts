@@ -6,7 +6,7 @@
  * with 9,000 waiting, one claim per webhook while a burst drains. Counted here with the
  * transaction's own statistics: rows read by sequential scans and index entries read.
  */
-import { claimDueDeliveries } from '../src/store/deliveries';
+import { claimDueDeliveries, nextDueAt } from '../src/store/deliveries';
 import { startNotifier, type Harness } from './support/harness';
 import { rowsTouched } from '../../../test/support/plans';
 
@@ -39,4 +39,25 @@ test(`claiming from a backlog of ${BACKLOG.toLocaleString('en')} due deliveries 
   expect(claimed).toBe(2);
   expect(projects).toEqual(['plan-busy', 'plan-other']);
   expect(touched).toBeLessThan(500);
+});
+
+test(`when to look again, with ${BACKLOG.toLocaleString('en')} due deliveries of a project at its limit, reads what is still to come, not that backlog`, async () => {
+  const { due, touched } = await h.sql.begin(async (tx) => {
+    await tx`
+      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
+      select gen_random_uuid(), 'plan-full', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
+             'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
+      from generate_series(1, ${BACKLOG}) g`;
+    // A retry of another project, due in 30 s: what the worker must wake up for.
+    await tx`
+      insert into webhook_deliveries (id, project_id, event_id, event_type, url, body, next_attempt_at)
+      values (gen_random_uuid(), 'plan-later', gen_random_uuid()::text, 'invoice.paid', 'https://shop.example/hooks', '{}', now() + interval '30 seconds')`;
+    await tx`analyze webhook_deliveries`;
+    const before = await rowsTouched(tx, 'webhook_deliveries');
+    const due = await nextDueAt(tx, { perProject: 4, busy: new Map([['plan-full', 4]]) });
+    const [now] = await tx<{ now: Date }[]>`select now()`;
+    return { due: due && due.getTime() - now!.now.getTime(), touched: (await rowsTouched(tx, 'webhook_deliveries')) - before };
+  });
+  expect(due).toBe(30_000);
+  expect(touched).toBeLessThan(100);
 });

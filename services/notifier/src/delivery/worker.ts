@@ -209,21 +209,18 @@ export class DeliveryWorker implements Worker {
       if (!this.running) break;
       if (this.wakeRequested) continue;
       if (claimed.length > 0 && this.inFlight.size + this.reservedSlots < this.options.maxConcurrency) continue;
-      await this.sleep(await this.idleTime(claimed.length));
+      await this.sleep(await this.idleTime());
     }
   }
 
   /** How long to sleep when nothing more can be claimed now. */
-  private async idleTime(justClaimed: number): Promise<number> {
+  private async idleTime(): Promise<number> {
     const poll = this.options.pollIntervalMs;
     if (this.inFlight.size + this.reservedSlots >= this.options.maxConcurrency) return poll; // a finishing attempt wakes us
     try {
       const due = await nextDueAt(this.options.sql, { perProject: this.options.maxPerProject, busy: this.busyProjects.counts });
       if (due === null) return poll;
-      const wait = due.getTime() - Date.now();
-      // Due already but not claimable: another replica is claiming it right now.
-      if (wait <= 0) return justClaimed > 0 ? 0 : 20;
-      return Math.min(poll, wait + 2);
+      return Math.min(poll, Math.max(0, due.getTime() - Date.now()) + 2);
     } catch {
       return poll;
     }

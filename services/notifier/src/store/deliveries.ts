@@ -222,15 +222,19 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
 }
 
 /**
- * When this replica should look again: the earliest due time of a sendable delivery whose project
- * is not at its limit here (in-flight ones wake the worker when they finish).
+ * When this replica should look again, asked after a claim found nothing: the earliest due time,
+ * still to come, of a sendable delivery whose project is not at its limit here. What is due now
+ * and was not claimed belongs to a project at its limit (a finishing attempt wakes the worker),
+ * is held behind an earlier one (its end wakes the replicas) or is being claimed by another
+ * replica. Only the future is read: a project's backlog due now, however long, is not walked
+ * through (docs/webhook-delivery.md#claims).
  */
-export async function nextDueAt(sql: Sql, options: { perProject: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
+export async function nextDueAt(sql: Queryable, options: { perProject: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
   const fullProjects = [...options.busy.entries()].filter(([, n]) => n >= options.perProject).map(([project]) => project);
   const [row] = await sql<{ due: Date | null }[]>`
     select d.next_attempt_at as due
     from webhook_deliveries d
-    where ${sendable(sql)} and d.project_id <> all(${fullProjects}::text[])
+    where d.next_attempt_at > now() and ${sendable(sql)} and d.project_id <> all(${fullProjects}::text[])
     order by d.next_attempt_at
     limit 1`;
   return row?.due ?? null;
