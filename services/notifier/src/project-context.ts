@@ -46,6 +46,8 @@ export class AuthProjectDirectory implements ProjectDirectory {
   private readonly cached = new Map<string, { context: ProjectContext; expiresAt: number }>();
   private readonly inFlight = new Map<string, Flight>();
   private readonly now: () => number;
+  /** False once project updates can no longer be received: every ask goes to auth. */
+  private caching = true;
 
   constructor(
     private readonly auth: Pick<Client<typeof AuthService>, 'getProjectContext'>,
@@ -55,6 +57,7 @@ export class AuthProjectDirectory implements ProjectDirectory {
   }
 
   get(projectId: string): Promise<ProjectContext | undefined> {
+    if (!this.caching) return this.ask(projectId);
     const hit = this.cached.get(projectId);
     if (hit !== undefined && hit.expiresAt > this.now()) return Promise.resolve(hit.context);
     const pending = this.inFlight.get(projectId);
@@ -73,7 +76,7 @@ export class AuthProjectDirectory implements ProjectDirectory {
     this.inFlight.set(projectId, flight);
     flight.answer = flight.answer
       .then((context) => {
-        if (flight.stale) return context;
+        if (flight.stale || !this.caching) return context;
         // A project auth does not know is asked again next time (it may be created yet).
         if (context === undefined) this.cached.delete(projectId);
         else this.cached.set(projectId, { context, expiresAt: this.now() + this.options.ttlMs });
@@ -93,6 +96,12 @@ export class AuthProjectDirectory implements ProjectDirectory {
       flight.stale = true;
       this.inFlight.delete(projectId);
     }
+  }
+
+  /** Auth's updates no longer arrive (the subscription failed): nothing is kept from now on. */
+  stopCaching(): void {
+    this.caching = false;
+    this.clear();
   }
 
   /** Everything is asked again (a gap in the events that invalidate, or one that could not be read). */

@@ -109,3 +109,19 @@ test('the idle limit is for idle connections only: an answer slower than it stil
     quickToClose.close();
   }
 });
+
+test('a pool pushed out by newer destinations lets its attempt in flight finish', async () => {
+  const oneDestination = new WebhookConnections({ maxSocketsPerDestination: 4, maxDestinations: 1 });
+  try {
+    const slow = await receiver((_req, res) => setTimeout(() => res.end('slow'), 300));
+    const quick = await receiver((_req, res) => res.end('quick'));
+    const evicting = nodeHttpSender(oneDestination);
+    const inFlight = evicting.post({ verdict: verdict(slow.port), headers: {}, body: '{}', timeoutMs: 5_000 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await evicting.post({ verdict: verdict(quick.port), headers: {}, body: '{}', timeoutMs: 5_000 })).toMatchObject({ status: 200 });
+    expect(oneDestination.destinations).toBe(1);
+    expect(await inFlight).toMatchObject({ kind: 'response', status: 200, bodyExcerpt: 'slow' });
+  } finally {
+    oneDestination.close();
+  }
+});

@@ -5,16 +5,19 @@
  * directory's own rules (expiry, an answer older than an update, a merchant's request asking now).
  */
 import { randomUUID } from 'node:crypto';
-import { headers as natsHeaders } from 'nats';
+import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from 'nats';
 import { Webhook } from 'standardwebhooks';
-import { createRpcClient } from '@coinvoice/runtime';
+import { createLogger, createRpcClient, EventVerifier, parseVerifyKeys } from '@coinvoice/runtime';
+import { testEventKeys } from '../../../test/support/event-keys';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { generateWebhookSecret } from '../src/domain/signing';
+import { ProjectUpdatesListener } from '../src/events/project-updates';
 import { AuthProjectDirectory } from '../src/project-context';
 import { invoicePaid } from './support/events';
 import { eventually, FakeAuth, Receiver, startNotifier, type Harness } from './support/harness';
 
 let h: Harness;
+const silent = createLogger({ service: 'project-context-test', level: 'silent' });
 const receivers: Receiver[] = [];
 
 beforeAll(async () => {
@@ -71,6 +74,21 @@ describe('the notifier keeps project contexts', () => {
     const [moved] = await second.waitFor(1);
     expect(verifies(rotated, moved!)).toBe(true);
     expect(first.requests).toHaveLength(2);
+  });
+
+  it("a webhook URL set just now, before auth's update arrived: the next event is delivered, not dropped for a cached \"no URL\"", async () => {
+    const r = await receiver();
+    const project = h.auth.addProject({});
+    await h.publish('invoice.paid', invoicePaid(project.id)); // cached: no webhook URL
+    await eventually(async () => {
+      const [row] = await h.sql<{ n: number }[]>`select count(*)::int as n from project_events where project_id = ${project.id}`;
+      return row?.n === 1 ? true : undefined;
+    });
+    // auth answers with the URL from now on; its update is late (not published here).
+    h.auth.projects.set(project.id, { ...project, webhookUrl: r.url });
+    const eventId = await h.publish('invoice.paid', invoicePaid(project.id));
+    const [request] = await r.waitFor(1);
+    expect(request?.headers['webhook-id']).toBe(eventId);
   });
 
   it('an unsigned project update is ignored: the cached context stays', async () => {
@@ -154,5 +172,39 @@ describe('AuthProjectDirectory', () => {
     auth.projects.set(project.id, { ...project, webhookUrl: 'https://shop.example/after-clear' });
     projects.clear();
     expect((await projects.get(project.id))?.webhookUrl).toBe('https://shop.example/after-clear');
+  });
+});
+
+describe('ProjectUpdatesListener', () => {
+  it('a subscription that fails (no permission to read auth.project_updated) stops the caching: every ask goes to auth', async () => {
+    const auth = await new FakeAuth().start();
+    try {
+      const projects = new AuthProjectDirectory(createRpcClient(AuthService, auth.url, { timeoutMs: 2_000 }), { ttlMs: 60_000 });
+      // A NATS connection whose subscription the server refuses, as nats.js reports it: the callback gets the error.
+      let callback: ((err: Error | null, msg: Msg) => void) | undefined;
+      const refusing = {
+        subscribe: (_subject: string, options: { callback: (err: Error | null, msg: Msg) => void }) => {
+          callback = options.callback;
+          return { unsubscribe: () => undefined } as Subscription;
+        },
+        status: () => (async function* () {})(),
+        flush: async () => undefined,
+      } as unknown as NatsConnection;
+      const listener = new ProjectUpdatesListener({ nats: refusing, namespace: 'ctx', verifier: new EventVerifier(parseVerifyKeys(testEventKeys().verifyKeys) ?? new Map()), logger: silent, directory: projects });
+      await listener.start();
+      const project = auth.addProject({ webhookUrl: 'https://shop.example/hook' });
+      await projects.get(project.id);
+      await projects.get(project.id);
+      expect(auth.calls).toBe(1); // cached while the subscription stands
+
+      callback!(new Error("Permissions Violation for Subscription to \"ctx.auth.project_updated\""), {} as Msg);
+      auth.projects.set(project.id, { ...project, webhookUrl: 'https://shop.example/new' });
+      expect((await projects.get(project.id))?.webhookUrl).toBe('https://shop.example/new');
+      await projects.get(project.id);
+      expect(auth.calls).toBe(3);
+      listener.stop();
+    } finally {
+      await auth.stop();
+    }
   });
 });

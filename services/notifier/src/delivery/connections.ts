@@ -18,7 +18,7 @@ export interface WebhookConnectionsOptions {
   maxSocketsPerDestination: number;
   /** An idle connection is closed after this long (below the usual 5 s of receivers' keep-alive). */
   idleMs?: number;
-  /** Destinations with a pool; the least recently used one is closed beyond it. */
+  /** Destinations with a pool; beyond it the least recently used one takes no more attempts and closes once idle. */
   maxDestinations?: number;
 }
 
@@ -27,6 +27,8 @@ type Vetted = Extract<DestinationVerdict, { ok: true }>;
 export class WebhookConnections {
   /** By destination and vetted addresses, least recently used first. */
   private readonly agents = new Map<string, http.Agent>();
+  /** Evicted pools whose sockets have not all closed yet. */
+  private readonly retired = new Set<http.Agent>();
   private readonly idleMs: number;
   private readonly maxDestinations: number;
 
@@ -59,8 +61,11 @@ export class WebhookConnections {
     while (this.agents.size > this.maxDestinations) {
       const [oldestKey, oldest] = this.agents.entries().next().value as [string, http.Agent];
       this.agents.delete(oldestKey);
-      oldest.destroy();
+      // Not destroyed: an attempt may be in flight on it (churn of address sets must not cut other
+      // merchants' attempts). Its idle sockets close after idleMs; `close` still ends it.
+      this.retired.add(oldest);
     }
+    for (const old of this.retired) if (isIdle(old)) this.retired.delete(old);
     return agent;
   }
 
@@ -71,9 +76,15 @@ export class WebhookConnections {
 
   /** Closes every connection (the worker stopped). */
   close(): void {
-    for (const agent of this.agents.values()) agent.destroy();
+    for (const agent of [...this.agents.values(), ...this.retired]) agent.destroy();
     this.agents.clear();
+    this.retired.clear();
   }
+}
+
+function isIdle(agent: http.Agent): boolean {
+  const none = (sockets: NodeJS.ReadOnlyDict<unknown[]>) => Object.values(sockets).every((list) => !list || list.length === 0);
+  return none(agent.sockets) && none(agent.freeSockets) && none(agent.requests);
 }
 
 function poolKey(verdict: Vetted): string {

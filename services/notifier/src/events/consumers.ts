@@ -32,7 +32,7 @@ export interface NotifierConsumerDeps {
   /** The invoice and payout services' public keys: unsigned events never become webhooks. */
   verifier: EventVerifier;
   logger: Logger;
-  projects: Pick<ProjectDirectory, 'get'>;
+  projects: Pick<ProjectDirectory, 'get' | 'current'>;
   mailer: Mailer;
   /** Called after a transaction that created a delivery committed (wakes this replica's worker). */
   onDeliveryCreated: () => void;
@@ -64,8 +64,11 @@ export class NotifierEventHandler {
     }
     if (mapping.kind === 'not_a_webhook') return nothing;
 
-    // The project's URL now: a project without a webhook records nothing to deliver.
-    const project = await this.deps.projects.get(mapping.projectId);
+    // The project's URL now: a project without a webhook records nothing to deliver. "No URL" is
+    // asked of auth again rather than taken from the cache: nothing would ever send this event if
+    // the merchant had just set a URL whose update has not reached us yet.
+    const cached = await this.deps.projects.get(mapping.projectId);
+    const project = cached !== undefined && cached.webhookUrl === undefined ? await this.deps.projects.current(mapping.projectId) : cached;
     if (project === undefined) {
       log.warn({ projectId: mapping.projectId }, 'notifier: event of a project auth does not know; no webhook');
       return nothing;

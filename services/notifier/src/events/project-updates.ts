@@ -2,7 +2,8 @@
  * Keeps the notifier's cached project contexts true (docs/webhook-delivery.md#project-context):
  * every replica listens to auth's signed `auth.project_updated` (a new webhook URL, a rotated
  * secret) and forgets that project; after a reconnect an event may have been missed, so it
- * forgets every project.
+ * forgets every project. If the subscription fails (a NATS user without the permission), nothing is
+ * cached any more.
  */
 import { EventNamespace, subscribeToSignedEvent, type EventVerifier, type Logger } from '@coinvoice/runtime';
 import { ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
@@ -11,6 +12,7 @@ import { Events, type NatsConnection, type Subscription } from 'nats';
 export interface ForgettingDirectory {
   forget(projectId: string): void;
   clear(): void;
+  stopCaching(): void;
 }
 
 export class ProjectUpdatesListener {
@@ -32,6 +34,12 @@ export class ProjectUpdatesListener {
       logger,
       onEvent: (event) => directory.forget(event.projectId),
       onUnreadable: () => directory.clear(),
+      // No invalidation can arrive any more (e.g. the NATS user may not subscribe): a kept secret
+      // or URL could then be used for a whole TTL after a change. Ask auth every time instead.
+      onSubscriptionError: () => {
+        logger.error('notifier: auth.project_updated cannot be received; project contexts are no longer cached (every event asks auth)');
+        directory.stopCaching();
+      },
     });
     void (async () => {
       for await (const status of nats.status()) {

@@ -23,8 +23,13 @@ export interface SignedEventSubscription<Desc extends DescMessage> {
   verifier: EventVerifier;
   logger: Logger;
   onEvent: (event: MessageShape<Desc>) => void;
-  /** A signed event that could not be read (or a failed subscription): drop what it might have invalidated. */
+  /** A signed event that could not be read (or one whose `onEvent` threw): drop what it might have invalidated. */
   onUnreadable: () => void;
+  /**
+   * The subscription failed (a permissions violation, say): nats.js ends it, and no invalidation
+   * arrives any more. Default: `onUnreadable`. A cache that cannot be invalidated should stop caching.
+   */
+  onSubscriptionError?: (err: Error) => void;
 }
 
 const decoder = new TextDecoder();
@@ -35,8 +40,8 @@ export function subscribeToSignedEvent<Desc extends DescMessage>(nats: NatsConne
   return nats.subscribe(options.namespace.subject(type), {
     callback: (err, msg) => {
       if (err) {
-        logger.error({ err, eventType: type }, 'event subscription failed; dropping what it invalidates');
-        options.onUnreadable();
+        logger.error({ err, eventType: type }, 'event subscription failed: its invalidations no longer arrive');
+        (options.onSubscriptionError ?? options.onUnreadable)(err);
         return;
       }
       const eventId = msg.headers?.get(MSG_ID_HEADER) ?? '';
@@ -53,7 +58,13 @@ export function subscribeToSignedEvent<Desc extends DescMessage>(nats: NatsConne
         options.onUnreadable();
         return;
       }
-      options.onEvent(event);
+      try {
+        options.onEvent(event);
+      } catch (applyError) {
+        // Thrown here, it would end the connection's reader (nats.js calls back from its parser).
+        logger.error({ err: applyError, eventId, eventType: type }, 'event could not be applied; dropping what it might have invalidated');
+        options.onUnreadable();
+      }
     },
   });
 }
