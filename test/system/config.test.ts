@@ -107,7 +107,7 @@ describe('event keys (docs/events.md)', () => {
 
   test.each([
     ['services/payout/dist/main.js', 'payout', 'invoice'],
-    ['services/notifier/dist/main.js', 'notifier', 'invoice and payout'],
+    ['services/notifier/dist/main.js', 'notifier', 'invoice, payout, and auth'],
   ] as const)('%s will not start without the public keys of the services whose events it consumes', (entry, service, producers) => {
     const { status, stderrLines } = run(entry, { EVENT_SIGNING_KEY_FILE: testEventKeys().file(service) });
     expect(status).toBe(1);

@@ -134,7 +134,7 @@ export function loadServiceConfig<S extends Settings>(definition: ServiceDefinit
   if (unverifiable.length > 0) {
     throw new ConfigError(
       'EVENT_VERIFY_KEYS',
-      `${eventKeySettings.EVENT_VERIFY_KEYS.expected}, with a key of ${unverifiable.join(' and ')} (${definition.name} consumes its events)`,
+      `${eventKeySettings.EVENT_VERIFY_KEYS.expected}, with a key of ${new Intl.ListFormat('en', { type: 'conjunction' }).format(unverifiable)} (${definition.name} consumes its events)`,
       undefined,
     );
   }
