@@ -56,6 +56,11 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       labelNames: ['outcome'] as const,
       registers: [metrics],
     });
+    const claims = new Counter({
+      name: 'notifier_webhook_claims_total',
+      help: 'Claim queries the delivery worker made (each reads the due deliveries; docs/webhook-delivery.md#claims)',
+      registers: [metrics],
+    });
     // Kept-alive connections per vetted destination (docs/webhook-delivery.md#connections).
     const connections = new WebhookConnections({ maxSocketsPerDestination: config.WEBHOOK_MAX_PER_HOST });
     const worker = new DeliveryWorker({
@@ -71,6 +76,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       maxPerHost: config.WEBHOOK_MAX_PER_HOST,
       pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
       onAttempt: ({ outcome }) => attempts.inc({ outcome }),
+      onClaim: () => claims.inc(),
     });
     const consumers = notifierConsumers({
       sql,
@@ -81,7 +87,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       logger,
       projects,
       mailer,
-      onDeliveryCreated: () => worker.wake(),
+      onDeliveryCreated: (projectId) => worker.wakeFor(projectId),
       dispatch: worker,
     });
     const handlers = new NotifierHandlers({

@@ -68,6 +68,8 @@ export interface DeliveryWorkerOptions {
   random?: RandomSource;
   /** Observes every recorded attempt (metrics). */
   onAttempt?: (info: { delivery: DeliveryRow; outcome: 'success' | 'failure'; durationMs: number }) => void;
+  /** Observes every claim query made, with how many deliveries it claimed (metrics). */
+  onClaim?: (claimed: number) => void;
 }
 
 /** A slot held for a delivery this replica is creating (see DeliveryWorker.reserve). */
@@ -115,7 +117,7 @@ export class DeliveryWorker implements Worker {
     this.running = true;
     try {
       // (Re)connected: notifications sent meanwhile are lost, so look now.
-      this.listener = await this.options.sql.listen(DELIVERIES_CHANNEL, () => this.wake(), () => this.wake());
+      this.listener = await this.options.sql.listen(DELIVERIES_CHANNEL, (projectId) => (projectId ? this.wakeFor(projectId) : this.wake()), () => this.wake());
     } catch (err) {
       this.logger.warn({ err }, 'delivery worker: LISTEN failed; polling only');
     }
@@ -176,6 +178,17 @@ export class DeliveryWorker implements Worker {
     };
   }
 
+  /**
+   * A delivery of `projectId` was queued for the claim path by this replica (no slot was free to
+   * send it at once). Look now only if the project has a slot free here: while they are all in
+   * use, one freeing wakes the worker anyway, and a claim meanwhile would walk every due delivery
+   * of that project only to skip them (docs/webhook-delivery.md#claims).
+   */
+  wakeFor(projectId: string): void {
+    if (this.busyProjects.count(projectId) >= this.options.maxPerProject) return;
+    this.wake();
+  }
+
   /** Look for due deliveries now (a delivery was just created or unblocked). */
   wake(): void {
     this.wakeRequested = true;
@@ -197,6 +210,7 @@ export class DeliveryWorker implements Worker {
             leaseMs: this.leaseMs,
           });
           failures = 0;
+          this.options.onClaim?.(claimed.length);
         } catch (err) {
           failures += 1;
           const retryInMs = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));

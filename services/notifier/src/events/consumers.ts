@@ -34,8 +34,8 @@ export interface NotifierConsumerDeps {
   logger: Logger;
   projects: Pick<ProjectDirectory, 'get' | 'current'>;
   mailer: Mailer;
-  /** Called after a transaction that created a delivery committed (wakes this replica's worker). */
-  onDeliveryCreated: () => void;
+  /** Called after a transaction that queued a delivery of `projectId` committed (wakes this replica's worker). */
+  onDeliveryCreated: (projectId: string) => void;
   /** This replica's worker: a slot reserved before the insert lets the delivery go out right after commit. */
   dispatch?: { reserve(projectId: string, url: string): Reservation | undefined };
 }
@@ -43,7 +43,7 @@ export interface NotifierConsumerDeps {
 /** What handling an event left to do once its transaction has committed. */
 export type HandledEvent =
   | { kind: 'nothing' }
-  | { kind: 'queued' }
+  | { kind: 'queued'; projectId: string }
   | { kind: 'leased'; row: DeliveryRow; context: ProjectContext; reservation: Reservation };
 
 export class NotifierEventHandler {
@@ -93,7 +93,7 @@ export class NotifierEventHandler {
       if (row) log.debug({ deliveryId: row.id, leased: row.lease_token !== null }, 'notifier: webhook delivery queued');
       if (reservation && row && row.lease_token === reservation.token) return { kind: 'leased', row, context: project, reservation };
       reservation?.release();
-      return row ? { kind: 'queued' } : nothing;
+      return row ? { kind: 'queued', projectId: mapping.projectId } : nothing;
     } catch (err) {
       reservation?.release();
       throw err;
@@ -138,7 +138,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
         const handled = pending.get(event.id);
         pending.delete(event.id);
         if (handled?.kind === 'leased') handled.reservation.launch(handled.row, handled.context);
-        else if (handled?.kind === 'queued') deps.onDeliveryCreated();
+        else if (handled?.kind === 'queued') deps.onDeliveryCreated(handled.projectId);
       },
     });
     return {

@@ -92,7 +92,7 @@ export async function insertOriginalDelivery(
     from blocked
     on conflict (event_id) where redelivery_of is null do nothing
     returning *`;
-  if (row && row.lease_token === null) await notifyDeliveries(tx);
+  if (row && row.lease_token === null) await notifyDeliveries(tx, d.projectId);
   return row;
 }
 
@@ -108,9 +108,14 @@ export async function insertRedelivery(tx: TransactionSql, original: DeliveryRow
   return row;
 }
 
-/** Delivered by Postgres at commit; repeats within one transaction are folded into one. */
-export async function notifyDeliveries(q: Queryable): Promise<void> {
-  await q`select pg_notify(${DELIVERIES_CHANNEL}, '')`;
+/**
+ * Delivered by Postgres at commit; repeats within one transaction are folded into one. With
+ * `projectId`, the delivery is that project's: a replica whose slots for it are all in use need
+ * not look (its next free slot makes it look; docs/webhook-delivery.md#claims). Without, every
+ * replica looks.
+ */
+export async function notifyDeliveries(q: Queryable, projectId?: string): Promise<void> {
+  await q`select pg_notify(${DELIVERIES_CHANNEL}, ${projectId ?? ''})`;
 }
 
 /**

@@ -68,6 +68,12 @@ export class Receiver {
     }
   }
 
+  /** Answers every request left hanging with `status`. */
+  release(status = 200): void {
+    for (const res of this.hanging) res.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
+    this.hanging.clear();
+  }
+
   async stop(): Promise<void> {
     for (const res of this.hanging) res.destroy();
     this.server?.closeAllConnections();
