@@ -58,7 +58,8 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
     });
     const claims = new Counter({
       name: 'notifier_webhook_claims_total',
-      help: 'Claim queries the delivery worker made (each reads the due deliveries; docs/webhook-delivery.md#claims)',
+      help: 'Claim queries the delivery worker made, over every project (scope="all") or only those whose slot had just freed (docs/webhook-delivery.md#claims)',
+      labelNames: ['scope'] as const,
       registers: [metrics],
     });
     // Kept-alive connections per vetted destination (docs/webhook-delivery.md#connections).
@@ -76,7 +77,7 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       maxPerHost: config.WEBHOOK_MAX_PER_HOST,
       pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
       onAttempt: ({ outcome }) => attempts.inc({ outcome }),
-      onClaim: () => claims.inc(),
+      onClaim: ({ scope }) => claims.inc({ scope }),
     });
     const consumers = notifierConsumers({
       sql,

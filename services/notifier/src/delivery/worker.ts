@@ -68,8 +68,11 @@ export interface DeliveryWorkerOptions {
   random?: RandomSource;
   /** Observes every recorded attempt (metrics). */
   onAttempt?: (info: { delivery: DeliveryRow; outcome: 'success' | 'failure'; durationMs: number }) => void;
-  /** Observes every claim query made, with how many deliveries it claimed (metrics). */
-  onClaim?: (claimed: number) => void;
+  /**
+   * Observes every claim query made: how many deliveries it claimed, and whether it looked at every
+   * project or only at those whose slot had just freed (metrics).
+   */
+  onClaim?: (info: { claimed: number; scope: 'all' | 'freed_projects' }) => void;
 }
 
 /** A slot held for a delivery this replica is creating (see DeliveryWorker.reserve). */
@@ -104,6 +107,15 @@ export class DeliveryWorker implements Worker {
   private readonly busyHosts = new Slots();
   private reservedSlots = 0;
   private wakeRequested = false;
+  /** Projects whose slot freed since the loop last looked. */
+  private readonly freedProjects = new Set<string>();
+  /**
+   * Until when the other projects are known to have nothing to claim here: a claim over every
+   * project found nothing while some project's slots were all in use. Meanwhile a freed slot claims
+   * for its own project only, instead of walking the full projects' due deliveries again; any other
+   * reason to look (a new delivery, a NOTIFY, the poll) ends it (docs/webhook-delivery.md#claims).
+   */
+  private othersExhaustedUntil = 0;
   private interruptSleep: (() => void) | undefined;
   private listener: { unlisten(): Promise<void> } | undefined;
 
@@ -191,26 +203,45 @@ export class DeliveryWorker implements Worker {
 
   /** Look for due deliveries now (a delivery was just created or unblocked). */
   wake(): void {
+    this.othersExhaustedUntil = 0;
     this.wakeRequested = true;
     this.interruptSleep?.();
+  }
+
+  /** An attempt of `projectId` ended: its slot is free, which may let one more of its deliveries go. */
+  private slotFreed(projectId: string): void {
+    this.freedProjects.add(projectId);
+    this.wakeRequested = true;
+    this.interruptSleep?.();
+  }
+
+  private someProjectFull(): boolean {
+    for (const count of this.busyProjects.counts.values()) if (count >= this.options.maxPerProject) return true;
+    return false;
   }
 
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
       this.wakeRequested = false;
+      const only = Date.now() < this.othersExhaustedUntil ? [...this.freedProjects] : undefined;
+      this.freedProjects.clear();
       const free = this.options.maxConcurrency - this.inFlight.size - this.reservedSlots;
       let claimed: DeliveryRow[] = [];
-      if (free > 0) {
+      if (free > 0 && (only === undefined || only.length > 0)) {
         try {
           claimed = await claimDueDeliveries(this.options.sql, {
             limit: free,
             perProject: this.options.maxPerProject,
             busy: this.busyProjects.counts,
             leaseMs: this.leaseMs,
+            onlyProjects: only,
           });
           failures = 0;
-          this.options.onClaim?.(claimed.length);
+          this.options.onClaim?.({ claimed: claimed.length, scope: only === undefined ? 'all' : 'freed_projects' });
+          if (only === undefined && claimed.length === 0 && this.someProjectFull()) {
+            this.othersExhaustedUntil = Date.now() + this.options.pollIntervalMs;
+          }
         } catch (err) {
           failures += 1;
           const retryInMs = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
@@ -222,8 +253,11 @@ export class DeliveryWorker implements Worker {
       }
       if (!this.running) break;
       if (this.wakeRequested) continue;
-      if (claimed.length > 0 && this.inFlight.size + this.reservedSlots < this.options.maxConcurrency) continue;
-      await this.sleep(await this.idleTime());
+      // More may be claimable for other projects (this claim may have filled one's slots)...
+      if (only === undefined && claimed.length > 0 && this.inFlight.size + this.reservedSlots < this.options.maxConcurrency) continue;
+      // ...unless they are known to have nothing: then until that knowledge runs out.
+      const idleMs = only !== undefined ? Math.max(1, this.othersExhaustedUntil - Date.now()) : await this.idleTime();
+      if (await this.sleep(idleMs)) this.othersExhaustedUntil = 0;
     }
   }
 
@@ -240,17 +274,18 @@ export class DeliveryWorker implements Worker {
     }
   }
 
-  private sleep(ms: number): Promise<void> {
-    if (!this.running || ms <= 0) return Promise.resolve();
+  /** Sleeps `ms` unless woken first; true when the time ran out. */
+  private sleep(ms: number): Promise<boolean> {
+    if (!this.running || ms <= 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (timedOut: boolean) => {
         clearTimeout(timer);
         this.interruptSleep = undefined;
-        resolve();
+        resolve(timedOut);
       };
-      const timer = setTimeout(done, ms);
-      this.interruptSleep = done;
-      if (this.wakeRequested) done();
+      const timer = setTimeout(() => done(true), ms);
+      this.interruptSleep = () => done(false);
+      if (this.wakeRequested) done(false);
     });
   }
 
@@ -263,7 +298,7 @@ export class DeliveryWorker implements Worker {
         this.inFlight.delete(row.id);
         this.busyProjects.give(row.project_id);
         if (slot.host !== undefined) this.busyHosts.give(slot.host);
-        this.wake();
+        this.slotFreed(row.project_id);
       });
     this.inFlight.set(row.id, work);
   }

@@ -171,6 +171,8 @@ export interface ClaimOptions {
   busy: ReadonlyMap<string, number>;
   /** The lease: how long the claimed deliveries stay hidden from every replica. */
   leaseMs: number;
+  /** Only deliveries of these projects (those whose slot just freed, while the others have nothing to claim). */
+  onlyProjects?: readonly string[];
 }
 
 /**
@@ -195,6 +197,7 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
       left join busy on busy.project_id = d.project_id
       where d.next_attempt_at <= now() and ${sendable(sql)}
         and coalesce(busy.count, 0) < ${options.perProject}
+        ${options.onlyProjects ? sql`and d.project_id = any(${[...options.onlyProjects]}::text[])` : sql``}
       order by d.next_attempt_at, d.seq
       limit ${Math.max(options.limit * 4, 64)}
     ),
