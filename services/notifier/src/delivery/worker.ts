@@ -107,6 +107,8 @@ export class DeliveryWorker implements Worker {
   private readonly busyHosts = new Slots();
   private reservedSlots = 0;
   private wakeRequested = false;
+  /** Counts wake() calls: one that came while a claim ran means the claim may not have seen everything. */
+  private wakes = 0;
   /** Projects whose slot freed since the loop last looked. */
   private readonly freedProjects = new Set<string>();
   /**
@@ -157,7 +159,7 @@ export class DeliveryWorker implements Worker {
     if (!this.running) return undefined;
     const host = destinationHost(url);
     if (this.inFlight.size + this.reservedSlots >= this.options.maxConcurrency) return undefined;
-    if (this.busyProjects.count(projectId) >= this.options.maxPerProject) return undefined;
+    if (this.projectFull(projectId)) return undefined;
     if (host === undefined || this.busyHosts.count(host) >= this.options.maxPerHost) return undefined;
     this.reservedSlots += 1;
     this.busyProjects.take(projectId);
@@ -197,12 +199,13 @@ export class DeliveryWorker implements Worker {
    * of that project only to skip them (docs/webhook-delivery.md#claims).
    */
   wakeFor(projectId: string): void {
-    if (this.busyProjects.count(projectId) >= this.options.maxPerProject) return;
+    if (this.projectFull(projectId)) return;
     this.wake();
   }
 
   /** Look for due deliveries now (a delivery was just created or unblocked). */
   wake(): void {
+    this.wakes += 1;
     this.othersExhaustedUntil = 0;
     this.wakeRequested = true;
     this.interruptSleep?.();
@@ -215,9 +218,9 @@ export class DeliveryWorker implements Worker {
     this.interruptSleep?.();
   }
 
-  private someProjectFull(): boolean {
-    for (const count of this.busyProjects.counts.values()) if (count >= this.options.maxPerProject) return true;
-    return false;
+  /** Every slot of the project is in use here (in flight or reserved). */
+  private projectFull(projectId: string): boolean {
+    return this.busyProjects.count(projectId) >= this.options.maxPerProject;
   }
 
   private async run(): Promise<void> {
@@ -229,6 +232,7 @@ export class DeliveryWorker implements Worker {
       const free = this.options.maxConcurrency - this.inFlight.size - this.reservedSlots;
       let claimed: DeliveryRow[] = [];
       if (free > 0 && (only === undefined || only.length > 0)) {
+        const wakesBefore = this.wakes;
         try {
           claimed = await claimDueDeliveries(this.options.sql, {
             limit: free,
@@ -239,7 +243,10 @@ export class DeliveryWorker implements Worker {
           });
           failures = 0;
           this.options.onClaim?.({ claimed: claimed.length, scope: only === undefined ? 'all' : 'freed_projects' });
-          if (only === undefined && claimed.length === 0 && this.someProjectFull()) {
+          // Nothing for anyone while some project is full, and no new reason to look came meanwhile
+          // (a wake() during the claim must not be overwritten by what the claim saw before it).
+          const someFull = [...this.busyProjects.counts.keys()].some((projectId) => this.projectFull(projectId));
+          if (only === undefined && claimed.length === 0 && someFull && this.wakes === wakesBefore) {
             this.othersExhaustedUntil = Date.now() + this.options.pollIntervalMs;
           }
         } catch (err) {
