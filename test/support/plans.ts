@@ -12,3 +12,13 @@ export async function rowsTouched(tx: TransactionSql, table: string): Promise<nu
          + coalesce((select sum(pg_stat_get_xact_tuples_returned(indexrelid)) from pg_index where indrelid = ${table}::regclass), 0) as n`;
   return Number(row?.n ?? 0);
 }
+
+/**
+ * Index scans of `table` this transaction has started so far, on any of its indexes: a correlated
+ * subquery probed once per outer row counts each probe, even those that find nothing.
+ */
+export async function indexScansStarted(tx: TransactionSql, table: string): Promise<number> {
+  const [row] = await tx<{ n: string }[]>`
+    select coalesce(sum(pg_stat_get_xact_numscans(indexrelid)), 0) as n from pg_index where indrelid = ${table}::regclass`;
+  return Number(row?.n ?? 0);
+}

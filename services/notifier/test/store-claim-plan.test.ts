@@ -9,7 +9,7 @@
 import { claimDueDeliveries, nextDueAt } from '../src/store/deliveries';
 import { startNotifier, type Harness } from './support/harness';
 import type { TransactionSql } from '@coinvoice/runtime';
-import { rowsTouched } from '../../../test/support/plans';
+import { indexScansStarted, rowsTouched } from '../../../test/support/plans';
 
 const BACKLOG = 3_000;
 
@@ -63,6 +63,32 @@ test(`when to look again, with ${BACKLOG.toLocaleString('en')} due deliveries of
   });
   expect(due).toBe(30_000);
   expect(touched).toBeLessThan(100);
+});
+
+test(`a claim over every project while one has ${BACKLOG.toLocaleString('en')} due and every slot in use checks none of them for a hold, even with statistics taken when the table was empty`, async () => {
+  // Walking past a full project's due deliveries is a known cost (docs/webhook-delivery.md#claims);
+  // checking each for a hold on the way made it a probe per row, and with the statistics of a new
+  // database (the planner believing the table tiny) a probe read every earlier pending delivery
+  // through the due-time index: ~n²/2 rows, 10-30 ms per claim while a burst drained.
+  const { claimed, probes } = await measuredAndRolledBack(async (tx) => {
+    await tx`delete from webhook_deliveries`;
+    await tx`analyze webhook_deliveries`;
+    await tx`
+      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
+      select gen_random_uuid(), 'plan-full', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
+             'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
+      from generate_series(1, ${BACKLOG}) g`;
+    await tx`
+      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
+      values (gen_random_uuid(), 'plan-free', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
+              'https://shop.example/hooks', '{}', now() - interval '1 second')`;
+    const before = await indexScansStarted(tx, 'webhook_deliveries');
+    const claimed = await claimDueDeliveries(tx, { limit: 4, perProject: 4, busy: new Map([['plan-full', 4]]), leaseMs: 60_000 });
+    return { claimed: claimed.map((d) => d.project_id), probes: (await indexScansStarted(tx, 'webhook_deliveries')) - before };
+  });
+  expect(claimed).toEqual(['plan-free']);
+  // The walk, plan-free's hold check, the lock and the update: a handful, not one per walked row.
+  expect(probes).toBeLessThan(20);
 });
 
 /** Runs `measure` in a transaction that is rolled back afterwards: nothing it wrote is left for the worker. */

@@ -5,9 +5,9 @@
  *            take the same row), next_attempt_at pushed past the lease, a lease token stamped
  *   attempt  outside any transaction: the project's CURRENT secret from auth, the SSRF guard
  *            (resolve, check every address), sign, POST with the timeout, no redirects
- *   record   one transaction, only while the lease token is still ours: the attempt row, the
- *            delivery's next state (state machine + retry schedule), the endpoint's health, and
- *            the notifier.webhook_delivery_failed event when it gave up
+ *   record   one statement: the attempt row and the endpoint's health, and, only while the lease
+ *            token is still ours, the delivery's next state (state machine + retry schedule); a
+ *            transaction only when it gave up, for the notifier.webhook_delivery_failed event
  *
  * A replica that dies mid-attempt leaves the delivery leased; when the lease runs out any replica
  * sends it again (same webhook-id): at least once. Concurrency is bounded per replica overall, per
@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { enqueueEvent, eventTransaction, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
+import { enqueueEvent, eventTransaction, type Logger, type NewEvent, type Sql, type Worker } from '@coinvoice/runtime';
 import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
 import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } from '../domain/delivery-state';
 import { destinationHost, Slots } from '../domain/delivery-slots';
@@ -35,15 +35,11 @@ import type { ProjectContext, ProjectDirectory } from '../project-context';
 import {
   claimDueDeliveries,
   DELIVERIES_CHANNEL,
-  closeDuplicatesOf,
-  insertAttempt,
   nextDueAt,
-  notifyDeliveries,
-  notifyWaitingBehind,
-  recordOutcome,
+  recordAttempt,
   releaseLease,
-  updateEndpointHealth,
   type DeliveryRow,
+  type EndedAttempt,
 } from '../store/deliveries';
 import type { HttpAttempt, HttpSender } from './http-sender';
 
@@ -227,7 +223,9 @@ export class DeliveryWorker implements Worker {
     let failures = 0;
     while (this.running) {
       this.wakeRequested = false;
-      const only = Date.now() < this.othersExhaustedUntil ? [...this.freedProjects] : undefined;
+      // A freed slot may already be taken again (a reservation of the consumer): a claim for a full
+      // project would walk its due deliveries only to skip them.
+      const only = Date.now() < this.othersExhaustedUntil ? [...this.freedProjects].filter((projectId) => !this.projectFull(projectId)) : undefined;
       this.freedProjects.clear();
       const free = this.options.maxConcurrency - this.inFlight.size - this.reservedSlots;
       let claimed: DeliveryRow[] = [];
@@ -368,8 +366,11 @@ export class DeliveryWorker implements Worker {
     const attemptNumber = row.attempt_count + 1;
     const success = outcome.result === 'success';
 
-    const kept = await eventTransaction(this.options.sql, async (tx) => {
-      const ours = await recordOutcome(tx, row.id, token, {
+    const ended: EndedAttempt = {
+      delivery: row,
+      leaseToken: token,
+      success,
+      update: {
         url: sentTo,
         status: next.state,
         attemptCount: next.attemptCount,
@@ -378,9 +379,8 @@ export class DeliveryWorker implements Worker {
         lastAttemptAt: record.attemptedAt,
         lastResponseStatus: record.responseStatus,
         lastError: success ? null : record.error ?? (outcome.result === 'retryable_failure' ? outcome.detail : null),
-      });
-      await insertAttempt(tx, {
-        deliveryId: row.id,
+      },
+      attempt: {
         attemptNumber,
         attemptedAt: record.attemptedAt,
         url: sentTo,
@@ -390,36 +390,18 @@ export class DeliveryWorker implements Worker {
         responseBodyExcerpt: record.excerpt,
         durationMs: record.durationMs,
         error: record.error,
-      });
-      await updateEndpointHealth(tx, row.project_id, sentTo, success, record.attemptedAt);
-      if (!ours) return false;
-      // The receiver has the event: its other pending deliveries (the original this redelivery
-      // was made from) are done, and what waited behind them is released.
-      if (success && (await closeDuplicatesOf(tx, row)) > 0) await notifyDeliveries(tx);
-      if (next.state === 'failed') {
-        await enqueueEvent(tx, {
-          type: WEBHOOK_DELIVERY_FAILED,
-          key: row.id,
-          payload: toJson(
-            WebhookDeliveryFailedSchema,
-            create(WebhookDeliveryFailedSchema, {
-              deliveryId: row.id,
-              projectId: row.project_id,
-              eventId: row.event_id,
-              eventType: row.event_type,
-              url: sentTo,
-              attemptCount: next.attemptCount,
-              lastResponseStatus: record.responseStatus ?? undefined,
-              lastError: record.responseStatus === null ? (record.error ?? undefined) : undefined,
-              failedAt: timestampFromDate(next.finishedAt ?? new Date()),
-            }),
-          ),
-        });
-      }
-      // A finished original may unblock the next delivery of its key, possibly on another replica.
-      if (next.state !== 'pending' && row.redelivery_of === null) await notifyWaitingBehind(tx, row);
-      return true;
-    });
+      },
+    };
+    // One statement (docs/webhook-delivery.md#recording); a transaction only when the delivery gave
+    // up, for its notifier.webhook_delivery_failed event.
+    const kept =
+      next.state === 'failed'
+        ? await eventTransaction(this.options.sql, async (tx) => {
+            const { ours } = await recordAttempt(tx, ended);
+            if (ours) await enqueueEvent(tx, deliveryFailedEvent(row, sentTo, next, record));
+            return ours;
+          })
+        : (await recordAttempt(this.options.sql, ended)).ours;
 
     this.options.onAttempt?.({ delivery: row, outcome: success ? 'success' : 'failure', durationMs: record.durationMs });
     const fields = { attempt: attemptNumber, status: record.responseStatus, durationMs: record.durationMs };
@@ -488,6 +470,28 @@ const HOST_BUSY_RETRY_MS = 500;
 /** The host slot an attempt holds, once it knows the URL it calls. */
 interface HostSlot {
   host: string | undefined;
+}
+
+/** The event a delivery that gave up leaves for the other services (the merchant's email). */
+function deliveryFailedEvent(row: DeliveryRow, url: string, next: WebhookDelivery, record: AttemptRecord): NewEvent {
+  return {
+    type: WEBHOOK_DELIVERY_FAILED,
+    key: row.id,
+    payload: toJson(
+      WebhookDeliveryFailedSchema,
+      create(WebhookDeliveryFailedSchema, {
+        deliveryId: row.id,
+        projectId: row.project_id,
+        eventId: row.event_id,
+        eventType: row.event_type,
+        url,
+        attemptCount: next.attemptCount,
+        lastResponseStatus: record.responseStatus ?? undefined,
+        lastError: record.responseStatus === null ? (record.error ?? undefined) : undefined,
+        failedAt: timestampFromDate(next.finishedAt ?? new Date()),
+      }),
+    ),
+  };
 }
 
 function failed(attemptedAt: Date, headers: Record<string, string>, error: string): AttemptRecord {

@@ -119,22 +119,6 @@ export async function notifyDeliveries(q: Queryable, projectId?: string): Promis
 }
 
 /**
- * After an original delivery finished: wakes the replicas (NOTIFY at commit) only when a later
- * original of the same project and event key is waiting behind it — what its end may release
- * (see `heldBy`). Most events have nothing behind them, and a wake-up costs every replica a claim.
- */
-export async function notifyWaitingBehind(tx: TransactionSql, finished: Pick<DeliveryRow, 'id' | 'project_id' | 'event_key'>): Promise<void> {
-  if (finished.event_key === null) return;
-  // The rows that can be held are exactly those of webhook_deliveries_ordering_idx (migration 0041).
-  await tx`
-    select pg_notify(${DELIVERIES_CHANNEL}, '') from webhook_deliveries
-    where project_id = ${finished.project_id} and event_key = ${finished.event_key}
-      and status = 'pending' and redelivery_of is null and event_key is not null and attempt_count = 0
-      and id <> ${finished.id}
-    limit 1`;
-}
-
-/**
  * What makes `earlier` hold a later original delivery of the same project and event key: it is
  * an original, pending, and still on its FIRST attempt (in flight, or not yet made). Order costs
  * nothing then: the attempt ends within the timeout. Once it has failed, later events of the
@@ -186,6 +170,13 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
   if (options.limit <= 0) return [];
   const busyProjects = [...options.busy.keys()];
   const busyCounts = busyProjects.map((project) => options.busy.get(project) ?? 0);
+  const fullProjects = busyProjects.filter((_, i) => busyCounts[i]! >= options.perProject);
+  // Restricted to some projects, no more rows than their free slots can take; over every project,
+  // more, since a project's rows beyond its free slots are passed over after the walk.
+  const candidateLimit = options.onlyProjects
+    ? Math.min(options.limit, options.onlyProjects.reduce((sum, project) => sum + Math.max(0, options.perProject - (options.busy.get(project) ?? 0)), 0))
+    : Math.max(options.limit * 4, 64);
+  if (candidateLimit <= 0) return [];
   const token = randomUUID();
   return sql<DeliveryRow[]>`
     with busy as (
@@ -195,11 +186,13 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
       select d.id, d.project_id, d.next_attempt_at, d.seq
       from webhook_deliveries d
       left join busy on busy.project_id = d.project_id
-      where d.next_attempt_at <= now() and ${sendable(sql)}
+      -- A full project's rows are passed over by the scan's cheap filter, before the hold check
+      -- (Postgres evaluates a subquery last): walking its backlog reads index entries only.
+      where d.next_attempt_at <= now() and d.project_id <> all(${fullProjects}::text[]) and ${sendable(sql)}
         and coalesce(busy.count, 0) < ${options.perProject}
         ${options.onlyProjects ? sql`and d.project_id = any(${[...options.onlyProjects]}::text[])` : sql``}
       order by d.next_attempt_at, d.seq
-      limit ${Math.max(options.limit * 4, 64)}
+      limit ${candidateLimit}
     ),
     -- Ranked after the limit, so the due-time index is read only as far as the limit: a window
     -- over every due row sorted the whole backlog on every claim (15-27 ms at 9,000 due, one claim
@@ -216,9 +209,13 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
       order by c.next_attempt_at, c.seq
       limit ${options.limit}
     ),
+    -- By primary key, whatever the statistics say (docs/webhook-delivery.md#plans): as a semi-join
+    -- with picked, or with its due time compared as in the walk (which makes the due-time index
+    -- usable here), a planner that believed the pending deliveries few walked every due one. Due
+    -- and pending are checked again on the row locked: another replica may have claimed it.
     locked as (
       select d.id from webhook_deliveries d
-      where d.id in (select id from picked) and d.status = 'pending' and d.next_attempt_at <= now()
+      where d.id = any(array(select id from picked)) and d.status = 'pending' and coalesce(d.next_attempt_at, 'infinity') <= now()
       for update skip locked
     )
     update webhook_deliveries d
@@ -262,7 +259,6 @@ export interface AttemptOutcomeUpdate {
 }
 
 export interface NewAttempt {
-  deliveryId: string;
   attemptNumber: number;
   attemptedAt: Date;
   url: string;
@@ -274,42 +270,84 @@ export interface NewAttempt {
   error: string | null;
 }
 
-export async function insertAttempt(tx: TransactionSql, a: NewAttempt): Promise<void> {
-  await tx`
-    insert into webhook_attempts (delivery_id, attempt_number, attempted_at, url, request_headers, request_body,
-                                  response_status, response_body_excerpt, duration_ms, error)
-    values (${a.deliveryId}, ${a.attemptNumber}, ${a.attemptedAt}, ${a.url}, ${tx.json(a.requestHeaders)}, ${a.requestBody},
-            ${a.responseStatus}, ${a.responseBodyExcerpt}, ${a.durationMs}, ${a.error})`;
+/** An attempt that ended, as the worker records it (see recordAttempt). */
+export interface EndedAttempt {
+  /** The delivery as claimed: attempt_count is the attempts before this one. */
+  delivery: Pick<DeliveryRow, 'id' | 'project_id' | 'event_id' | 'event_key' | 'redelivery_of' | 'attempt_count'>;
+  /** The lease the attempt was made under: its outcome is applied only while it is still the delivery's. */
+  leaseToken: string;
+  update: AttemptOutcomeUpdate;
+  attempt: NewAttempt;
+  /** The receiver answered 2xx. */
+  success: boolean;
 }
 
 /**
- * Applies an attempt's outcome if this replica still holds the lease (token unchanged and still
- * pending); returns false when the lease was lost (another replica took over after it ran out).
+ * Records an ended attempt in ONE statement (docs/webhook-delivery.md#recording): on this kind of
+ * host a statement's round trip costs more than its work, and an attempt touched five tables'
+ * rows in a transaction of seven. What it does, all or nothing:
+ *
+ * - the attempt row and the endpoint's health, always (an attempt whose lease was lost is still logged);
+ * - the delivery's next state, only while `leaseToken` is still its lease and it is pending
+ *   (another replica may have taken it over when the lease ran out): `ours` says whether it was;
+ * - if ours and it succeeded: every other pending delivery of its event is closed as delivered by
+ *   it (the receiver has the event; what waited behind them may go);
+ * - if ours and it was an original's first attempt: whether a later original of its project and
+ *   event key waits behind it (see heldBy: the hold ends with the first attempt, whatever its outcome).
+ *
+ * The replicas are woken (NOTIFY, at commit) when something was closed or waits behind it. Inside
+ * `tx` when the caller has more to write in the same transaction (the failure event).
  */
-export async function recordOutcome(tx: TransactionSql, deliveryId: string, leaseToken: string, u: AttemptOutcomeUpdate): Promise<boolean> {
-  const updated = await tx`
-    update webhook_deliveries
-    set url = ${u.url}, status = ${u.status}, attempt_count = ${u.attemptCount}, next_attempt_at = ${u.nextAttemptAt},
-        finished_at = ${u.finishedAt}, last_attempt_at = ${u.lastAttemptAt},
-        last_response_status = ${u.lastResponseStatus}, last_error = ${u.lastError},
-        lease_token = null, updated_at = now()
-    where id = ${deliveryId} and lease_token = ${leaseToken} and status = 'pending'`;
-  return updated.count === 1;
-}
-
-/**
- * After `delivered` succeeded: every other pending delivery of its event (the original a
- * redelivery was made from, other redeliveries) is closed as delivered by it, so the receiver
- * does not get the event again and what waited behind the original goes. One still in flight
- * loses its lease: its attempt is logged only. Returns how many were closed.
- */
-export async function closeDuplicatesOf(tx: TransactionSql, delivered: Pick<DeliveryRow, 'id' | 'project_id' | 'event_id'>): Promise<number> {
-  const closed = await tx`
-    update webhook_deliveries
-    set status = 'succeeded', next_attempt_at = null, lease_token = null, finished_at = now(),
-        delivered_by = ${delivered.id}, last_error = ${`delivered by delivery ${delivered.id}`}, updated_at = now()
-    where event_id = ${delivered.event_id} and project_id = ${delivered.project_id} and status = 'pending' and id <> ${delivered.id}`;
-  return closed.count;
+export async function recordAttempt(q: Queryable, ended: EndedAttempt): Promise<{ ours: boolean }> {
+  const { delivery: d, update: u, attempt: a, success } = ended;
+  const releasesKey = d.attempt_count === 0 && d.redelivery_of === null && d.event_key !== null;
+  const [row] = await q<{ ours: boolean }[]>`
+    with outcome as (
+      update webhook_deliveries
+      set url = ${u.url}, status = ${u.status}, attempt_count = ${u.attemptCount}, next_attempt_at = ${u.nextAttemptAt},
+          finished_at = ${u.finishedAt}, last_attempt_at = ${u.lastAttemptAt},
+          last_response_status = ${u.lastResponseStatus}, last_error = ${u.lastError},
+          lease_token = null, updated_at = now()
+      where id = ${d.id} and lease_token = ${ended.leaseToken} and status = 'pending'
+      returning id
+    ),
+    attempt as (
+      insert into webhook_attempts (delivery_id, attempt_number, attempted_at, url, request_headers, request_body,
+                                    response_status, response_body_excerpt, duration_ms, error)
+      values (${d.id}, ${a.attemptNumber}, ${a.attemptedAt}, ${a.url}, ${q.json(a.requestHeaders)}, ${a.requestBody},
+              ${a.responseStatus}, ${a.responseBodyExcerpt}, ${a.durationMs}, ${a.error})
+    ),
+    health as (
+      insert into webhook_endpoints (project_id, url, last_attempt_at, last_success_at, last_failure_at, consecutive_failures)
+      values (${d.project_id}, ${a.url}, ${a.attemptedAt}, case when ${success} then ${a.attemptedAt}::timestamptz end,
+              case when ${success} then null else ${a.attemptedAt}::timestamptz end, case when ${success} then 0 else 1 end)
+      on conflict (project_id, url) do update
+      set last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
+          last_success_at = greatest(webhook_endpoints.last_success_at, excluded.last_success_at),
+          last_failure_at = greatest(webhook_endpoints.last_failure_at, excluded.last_failure_at),
+          consecutive_failures = case when ${success} then 0 else webhook_endpoints.consecutive_failures + 1 end
+    ),
+    closed as (
+      update webhook_deliveries
+      set status = 'succeeded', next_attempt_at = null, lease_token = null, finished_at = now(),
+          delivered_by = ${d.id}, last_error = ${`delivered by delivery ${d.id}`}, updated_at = now()
+      where ${success} and exists (select 1 from outcome)
+        and event_id = ${d.event_id} and project_id = ${d.project_id} and status = 'pending' and id <> ${d.id}
+      returning id
+    ),
+    waiting as (
+      -- The rows that can be held are exactly those of webhook_deliveries_ordering_idx (migration 0041).
+      select 1 from webhook_deliveries
+      where ${releasesKey} and exists (select 1 from outcome)
+        and project_id = ${d.project_id} and event_key = ${d.event_key}
+        and status = 'pending' and redelivery_of is null and event_key is not null and attempt_count = 0
+        and id <> ${d.id}
+      limit 1
+    )
+    select exists (select 1 from outcome) as ours,
+           case when exists (select 1 from closed) or exists (select 1 from waiting)
+                then pg_notify(${DELIVERIES_CHANNEL}, '') end as woke`;
+  return { ours: row?.ours === true };
 }
 
 /** Gives a claimed delivery back without an attempt (e.g. auth unreachable): due again at `dueAt`. */
@@ -317,26 +355,6 @@ export async function releaseLease(sql: Sql, deliveryId: string, leaseToken: str
   await sql`
     update webhook_deliveries set next_attempt_at = ${dueAt}, lease_token = null, updated_at = now()
     where id = ${deliveryId} and lease_token = ${leaseToken} and status = 'pending'`;
-}
-
-export async function updateEndpointHealth(tx: TransactionSql, projectId: string, url: string, success: boolean, at: Date): Promise<void> {
-  if (success) {
-    await tx`
-      insert into webhook_endpoints (project_id, url, last_attempt_at, last_success_at, consecutive_failures)
-      values (${projectId}, ${url}, ${at}, ${at}, 0)
-      on conflict (project_id, url) do update
-      set last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
-          last_success_at = greatest(webhook_endpoints.last_success_at, excluded.last_success_at),
-          consecutive_failures = 0`;
-  } else {
-    await tx`
-      insert into webhook_endpoints (project_id, url, last_attempt_at, last_failure_at, consecutive_failures)
-      values (${projectId}, ${url}, ${at}, ${at}, 1)
-      on conflict (project_id, url) do update
-      set last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
-          last_failure_at = greatest(webhook_endpoints.last_failure_at, excluded.last_failure_at),
-          consecutive_failures = webhook_endpoints.consecutive_failures + 1`;
-  }
 }
 
 export async function findEndpoint(q: Queryable, projectId: string, url: string): Promise<EndpointRow | undefined> {
