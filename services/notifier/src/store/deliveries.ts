@@ -209,13 +209,12 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
       order by c.next_attempt_at, c.seq
       limit ${options.limit}
     ),
-    -- By primary key, whatever the statistics say (docs/webhook-delivery.md#plans): as a semi-join
-    -- with picked, or with its due time compared as in the walk (which makes the due-time index
-    -- usable here), a planner that believed the pending deliveries few walked every due one. Due
-    -- and pending are checked again on the row locked: another replica may have claimed it.
+    -- By primary key (docs/webhook-delivery.md#plans): as a semi-join with picked, a planner that
+    -- believed the pending deliveries few walked every due one. Due and pending are checked again
+    -- on the row locked: another replica may have claimed it meanwhile.
     locked as (
       select d.id from webhook_deliveries d
-      where d.id = any(array(select id from picked)) and d.status = 'pending' and coalesce(d.next_attempt_at, 'infinity') <= now()
+      where d.id = any(array(select id from picked)) and d.status = 'pending' and d.next_attempt_at <= now()
       for update skip locked
     )
     update webhook_deliveries d
