@@ -94,3 +94,22 @@ test('a backlog of 60 drains through its freed slots: claims over every project 
   expect(all).toBeLessThanOrEqual(4 + 2 * Math.ceil((seconds * 1_000) / POLL_MS));
   expect(freed).toBeGreaterThanOrEqual(40);
 });
+
+test('webhooks sent straight from the consumer (a slot free for each) leave nothing to claim: no claim per webhook', async () => {
+  const receiver = await new Receiver(() => ({ status: 204, delayMs: 5 })).start('127.0.0.7');
+  receivers.push(receiver);
+  const project = h.auth.addProject({ webhookUrl: receiver.url });
+  await publishPaid(project.id);
+  await receiver.waitFor(1);
+
+  const before = await claimsSoFar();
+  const started = Date.now();
+  for (let i = 0; i < 30; i++) {
+    await publishPaid(project.id);
+    await receiver.waitFor(i + 2);
+  }
+  const claims = (await claimsSoFar()) - before;
+  // Each attempt's end freed a slot, and each freed slot claimed: ~30. Now the claim over every
+  // project that found nothing stands until the poll interval runs out (or a reason to look comes).
+  expect(claims).toBeLessThanOrEqual(2 + Math.ceil((Date.now() - started) / POLL_MS));
+});

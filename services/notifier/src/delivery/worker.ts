@@ -108,12 +108,19 @@ export class DeliveryWorker implements Worker {
   /** Projects whose slot freed since the loop last looked. */
   private readonly freedProjects = new Set<string>();
   /**
-   * Until when the other projects are known to have nothing to claim here: a claim over every
-   * project found nothing while some project's slots were all in use. Meanwhile a freed slot claims
-   * for its own project only, instead of walking the full projects' due deliveries again; any other
-   * reason to look (a new delivery, a NOTIFY, the poll) ends it (docs/webhook-delivery.md#claims).
+   * Until when a claim over every project is known to find nothing here, but for the projects in
+   * `mayHaveQueued`: the last such claim found nothing. Meanwhile a freed slot claims for its own
+   * project if that project may have deliveries waiting, and makes no claim at all otherwise; any
+   * other reason to look (a new delivery, a NOTIFY, a retry coming due, the poll) ends it
+   * (docs/webhook-delivery.md#claims).
    */
-  private othersExhaustedUntil = 0;
+  private exhaustedUntil = 0;
+  /**
+   * Projects whose due deliveries that claim could not take (every slot in use), or that had a
+   * delivery queued since while every slot was in use; dropped once a claim for one of them
+   * leaves a slot unfilled.
+   */
+  private readonly mayHaveQueued = new Set<string>();
   private interruptSleep: (() => void) | undefined;
   private listener: { unlisten(): Promise<void> } | undefined;
 
@@ -195,21 +202,37 @@ export class DeliveryWorker implements Worker {
    * of that project only to skip them (docs/webhook-delivery.md#claims).
    */
   wakeFor(projectId: string): void {
-    if (this.projectFull(projectId)) return;
+    if (this.projectFull(projectId)) {
+      this.mayHaveQueued.add(projectId);
+      return;
+    }
     this.wake();
   }
 
   /** Look for due deliveries now (a delivery was just created or unblocked). */
   wake(): void {
     this.wakes += 1;
-    this.othersExhaustedUntil = 0;
+    this.exhaustedUntil = 0;
     this.wakeRequested = true;
     this.interruptSleep?.();
   }
 
-  /** An attempt of `projectId` ended: its slot is free, which may let one more of its deliveries go. */
+  /**
+   * An attempt of `projectId` ended: its slot is free, which may let one more of its deliveries go —
+   * unless the last claim over every project found none waiting for it (what went out straight from
+   * the consumer, which reserves a slot per new event, leaves nothing to claim).
+   */
   private slotFreed(projectId: string): void {
+    if (Date.now() < this.exhaustedUntil && !this.mayHaveQueued.has(projectId)) return;
     this.freedProjects.add(projectId);
+    this.wakeRequested = true;
+    this.interruptSleep?.();
+  }
+
+  /** A delivery put back without an attempt comes due at `at`: look no later than that. */
+  private dueAgainAt(at: Date): void {
+    if (at.getTime() >= this.exhaustedUntil) return;
+    this.exhaustedUntil = at.getTime();
     this.wakeRequested = true;
     this.interruptSleep?.();
   }
@@ -225,12 +248,14 @@ export class DeliveryWorker implements Worker {
       this.wakeRequested = false;
       // A freed slot may already be taken again (a reservation of the consumer): a claim for a full
       // project would walk its due deliveries only to skip them.
-      const only = Date.now() < this.othersExhaustedUntil ? [...this.freedProjects].filter((projectId) => !this.projectFull(projectId)) : undefined;
+      const only =
+        Date.now() < this.exhaustedUntil ? [...this.freedProjects].filter((projectId) => this.mayHaveQueued.has(projectId) && !this.projectFull(projectId)) : undefined;
       this.freedProjects.clear();
       const free = this.options.maxConcurrency - this.inFlight.size - this.reservedSlots;
       let claimed: DeliveryRow[] = [];
       if (free > 0 && (only === undefined || only.length > 0)) {
         const wakesBefore = this.wakes;
+        const freeSlots = new Map((only ?? []).map((projectId) => [projectId, this.options.maxPerProject - this.busyProjects.count(projectId)]));
         try {
           claimed = await claimDueDeliveries(this.options.sql, {
             limit: free,
@@ -241,12 +266,6 @@ export class DeliveryWorker implements Worker {
           });
           failures = 0;
           this.options.onClaim?.({ claimed: claimed.length, scope: only === undefined ? 'all' : 'freed_projects' });
-          // Nothing for anyone while some project is full, and no new reason to look came meanwhile
-          // (a wake() during the claim must not be overwritten by what the claim saw before it).
-          const someFull = [...this.busyProjects.counts.keys()].some((projectId) => this.projectFull(projectId));
-          if (only === undefined && claimed.length === 0 && someFull && this.wakes === wakesBefore) {
-            this.othersExhaustedUntil = Date.now() + this.options.pollIntervalMs;
-          }
         } catch (err) {
           failures += 1;
           const retryInMs = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
@@ -255,14 +274,27 @@ export class DeliveryWorker implements Worker {
           continue;
         }
         for (const row of claimed) this.launch(row);
+        if (only !== undefined && claimed.length < free) {
+          // A project that left a free slot unfilled has nothing more due here.
+          for (const [projectId, slots] of freeSlots) if (claimed.filter((row) => row.project_id === projectId).length < slots) this.mayHaveQueued.delete(projectId);
+        } else if (only === undefined && claimed.length === 0 && this.wakes === wakesBefore) {
+          // Nothing for anyone but the full projects, and no new reason to look came meanwhile (a
+          // wake() during the claim must not be overwritten by what the claim saw before it): until
+          // the next due time or the poll, freed slots claim only for what may be waiting.
+          this.mayHaveQueued.clear();
+          for (const projectId of this.busyProjects.counts.keys()) if (this.projectFull(projectId)) this.mayHaveQueued.add(projectId);
+          const idleMs = await this.idleTime();
+          if (this.wakes === wakesBefore) this.exhaustedUntil = Date.now() + idleMs;
+        }
       }
       if (!this.running) break;
       if (this.wakeRequested) continue;
       // More may be claimable for other projects (this claim may have filled one's slots)...
       if (only === undefined && claimed.length > 0 && this.inFlight.size + this.reservedSlots < this.options.maxConcurrency) continue;
-      // ...unless they are known to have nothing: then until that knowledge runs out.
-      const idleMs = only !== undefined ? Math.max(1, this.othersExhaustedUntil - Date.now()) : await this.idleTime();
-      if (await this.sleep(idleMs)) this.othersExhaustedUntil = 0;
+      // ...or not: asleep until a freed slot, a wake-up, or the known quiet runs out.
+      const exhausted = Date.now() < this.exhaustedUntil;
+      const idleMs = exhausted ? Math.max(1, this.exhaustedUntil - Date.now()) : this.options.pollIntervalMs;
+      if ((await this.sleep(idleMs)) && Date.now() >= this.exhaustedUntil) this.exhaustedUntil = 0;
     }
   }
 
@@ -341,14 +373,18 @@ export class DeliveryWorker implements Worker {
     } catch (err) {
       // Not an attempt: nothing was sent. Due again shortly, the count untouched.
       log.warn({ err }, 'delivery worker: auth unreachable; the attempt is postponed');
-      await releaseLease(this.options.sql, row.id, token, new Date(Date.now() + 1_000));
+      const dueAt = new Date(Date.now() + 1_000);
+      await releaseLease(this.options.sql, row.id, token, dueAt);
+      this.dueAgainAt(dueAt);
       return;
     }
 
     if (projectKnown && url !== undefined && !this.holdHost(slot, url)) {
       // The host the project's URL names has every slot in use (other projects may share it):
       // not an attempt; due again shortly, while the other hosts' deliveries go.
-      await releaseLease(this.options.sql, row.id, token, new Date(Date.now() + HOST_BUSY_RETRY_MS));
+      const dueAt = new Date(Date.now() + HOST_BUSY_RETRY_MS);
+      await releaseLease(this.options.sql, row.id, token, dueAt);
+      this.dueAgainAt(dueAt);
       return;
     }
     const record = !projectKnown || secret === undefined ? projectGone(row) : url === undefined ? noWebhookUrl() : await this.attempt({ ...row, url }, secret);
@@ -403,6 +439,8 @@ export class DeliveryWorker implements Worker {
           })
         : (await recordAttempt(this.options.sql, ended)).ours;
 
+    // Its retry is claimed here or by any replica when it comes due (a sleeping worker must wake for it).
+    if (kept && next.state === 'pending' && next.nextAttemptAt !== null) this.dueAgainAt(next.nextAttemptAt);
     this.options.onAttempt?.({ delivery: row, outcome: success ? 'success' : 'failure', durationMs: record.durationMs });
     const fields = { attempt: attemptNumber, status: record.responseStatus, durationMs: record.durationMs };
     if (!kept) log.warn(fields, 'delivery worker: lease was lost during the attempt (another replica took it over); attempt logged only');
