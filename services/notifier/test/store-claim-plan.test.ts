@@ -34,7 +34,7 @@ test(`claiming from a backlog of ${BACKLOG.toLocaleString('en')} due deliveries 
     await tx`analyze webhook_deliveries`;
     const before = await rowsTouched(tx, 'webhook_deliveries');
     // 'plan-busy' has 3 of its 4 slots in use here: one more of its deliveries may go, and one of 'plan-other's.
-    const claimed = await claimDueDeliveries(tx, { limit: 2, perProject: 4, busy: new Map([['plan-busy', 3]]), leaseMs: 60_000 });
+    const { rows: claimed } = await claimDueDeliveries(tx, { limit: 2, perProject: 4, busy: new Map([['plan-busy', 3]]), leaseMs: 60_000 });
     return { claimed: claimed.length, touched: (await rowsTouched(tx, 'webhook_deliveries')) - before, projects: claimed.map((d) => d.project_id).sort() };
   });
   expect(claimed).toBe(2);
@@ -83,12 +83,33 @@ test(`a claim over every project while one has ${BACKLOG.toLocaleString('en')} d
       values (gen_random_uuid(), 'plan-free', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
               'https://shop.example/hooks', '{}', now() - interval '1 second')`;
     const before = await indexScansStarted(tx, 'webhook_deliveries');
-    const claimed = await claimDueDeliveries(tx, { limit: 4, perProject: 4, busy: new Map([['plan-full', 4]]), leaseMs: 60_000 });
+    const { rows: claimed } = await claimDueDeliveries(tx, { limit: 4, perProject: 4, busy: new Map([['plan-full', 4]]), leaseMs: 60_000 });
     return { claimed: claimed.map((d) => d.project_id), probes: (await indexScansStarted(tx, 'webhook_deliveries')) - before };
   });
   expect(claimed).toEqual(['plan-free']);
   // The walk, plan-free's hold check, the lock and the update: a handful, not one per walked row.
   expect(probes).toBeLessThan(20);
+});
+
+test('a claim for some projects says whether it saw every due delivery they have: only then may a slot left free mean there is nothing more', async () => {
+  const { stoppedAtLimit, sawAll } = await measuredAndRolledBack(async (tx) => {
+    await tx`
+      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
+      select gen_random_uuid(), case when g <= 3 then 'seen-a' else 'seen-b' end, gen_random_uuid()::text, 'invoice.paid',
+             gen_random_uuid()::text, 'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
+      from generate_series(1, 4) g`;
+    // One free slot each: seen-a's three due rows come first; the walk reads two rows (the slots) and
+    // stops at that limit, seen-b's row unseen: seen-b left its slot free but may have more.
+    const first = await claimDueDeliveries(tx, { limit: 8, perProject: 4, busy: new Map([['seen-a', 3], ['seen-b', 3]]), leaseMs: 60_000, onlyProjects: ['seen-a', 'seen-b'] });
+    // seen-b alone, two free slots, one due row: all seen.
+    const second = await claimDueDeliveries(tx, { limit: 8, perProject: 4, busy: new Map([['seen-b', 2]]), leaseMs: 60_000, onlyProjects: ['seen-b'] });
+    return {
+      stoppedAtLimit: { claimed: first.rows.map((d) => d.project_id), sawAllDue: first.sawAllDue },
+      sawAll: { claimed: second.rows.map((d) => d.project_id), sawAllDue: second.sawAllDue },
+    };
+  });
+  expect(stoppedAtLimit).toEqual({ claimed: ['seen-a'], sawAllDue: false });
+  expect(sawAll).toEqual({ claimed: ['seen-b'], sawAllDue: true });
 });
 
 /** Runs `measure` in a transaction that is rolled back afterwards: nothing it wrote is left for the worker. */

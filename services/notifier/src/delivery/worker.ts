@@ -121,6 +121,8 @@ export class DeliveryWorker implements Worker {
    * leaves a slot unfilled.
    */
   private readonly mayHaveQueued = new Set<string>();
+  /** The earliest due time of a delivery this replica put back or retried since a claim over every project began. */
+  private earliestDueAgain = Infinity;
   private interruptSleep: (() => void) | undefined;
   private listener: { unlisten(): Promise<void> } | undefined;
 
@@ -231,7 +233,8 @@ export class DeliveryWorker implements Worker {
 
   /** A delivery put back without an attempt comes due at `at`: look no later than that. */
   private dueAgainAt(at: Date): void {
-    if (at.getTime() >= this.exhaustedUntil) return;
+    this.earliestDueAgain = Math.min(this.earliestDueAgain, at.getTime());
+    if (this.exhaustedUntil === 0 || at.getTime() >= this.exhaustedUntil) return;
     this.exhaustedUntil = at.getTime();
     this.wakeRequested = true;
     this.interruptSleep?.();
@@ -256,14 +259,18 @@ export class DeliveryWorker implements Worker {
       if (free > 0 && (only === undefined || only.length > 0)) {
         const wakesBefore = this.wakes;
         const freeSlots = new Map((only ?? []).map((projectId) => [projectId, this.options.maxPerProject - this.busyProjects.count(projectId)]));
+        // The projects this claim passes over: their due deliveries stay unseen.
+        const fullAtClaim = [...this.busyProjects.counts.keys()].filter((projectId) => this.projectFull(projectId));
+        if (only === undefined) this.earliestDueAgain = Infinity;
+        let sawAllDue = false;
         try {
-          claimed = await claimDueDeliveries(this.options.sql, {
+          ({ rows: claimed, sawAllDue } = await claimDueDeliveries(this.options.sql, {
             limit: free,
             perProject: this.options.maxPerProject,
             busy: this.busyProjects.counts,
             leaseMs: this.leaseMs,
             onlyProjects: only,
-          });
+          }));
           failures = 0;
           this.options.onClaim?.({ claimed: claimed.length, scope: only === undefined ? 'all' : 'freed_projects' });
         } catch (err) {
@@ -274,25 +281,34 @@ export class DeliveryWorker implements Worker {
           continue;
         }
         for (const row of claimed) this.launch(row);
-        if (only !== undefined && claimed.length < free) {
-          // A project that left a free slot unfilled has nothing more due here.
+        if (only !== undefined && sawAllDue) {
+          // The walk saw every due delivery of these projects: one that left a free slot unfilled
+          // has nothing more due here (another replica may hold the rest; they are taken).
           for (const [projectId, slots] of freeSlots) if (claimed.filter((row) => row.project_id === projectId).length < slots) this.mayHaveQueued.delete(projectId);
         } else if (only === undefined && claimed.length === 0 && this.wakes === wakesBefore) {
-          // Nothing for anyone but the full projects, and no new reason to look came meanwhile (a
-          // wake() during the claim must not be overwritten by what the claim saw before it): until
-          // the next due time or the poll, freed slots claim only for what may be waiting.
+          // Nothing for anyone but the projects it passed over, and no new reason to look came
+          // meanwhile (a wake() during the claim must not be overwritten by what the claim saw
+          // before it): until the next due time or the poll, freed slots claim only for what may be
+          // waiting — the projects passed over, and those full now.
           this.mayHaveQueued.clear();
+          for (const projectId of fullAtClaim) this.mayHaveQueued.add(projectId);
           for (const projectId of this.busyProjects.counts.keys()) if (this.projectFull(projectId)) this.mayHaveQueued.add(projectId);
           const idleMs = await this.idleTime();
-          if (this.wakes === wakesBefore) this.exhaustedUntil = Date.now() + idleMs;
+          // A delivery put back or retried after nextDueAt read the table is in earliestDueAgain.
+          if (this.wakes === wakesBefore) this.exhaustedUntil = Math.min(Date.now() + idleMs, this.earliestDueAgain);
         }
       }
       if (!this.running) break;
       if (this.wakeRequested) continue;
       // More may be claimable for other projects (this claim may have filled one's slots)...
       if (only === undefined && claimed.length > 0 && this.inFlight.size + this.reservedSlots < this.options.maxConcurrency) continue;
-      // ...or not: asleep until a freed slot, a wake-up, or the known quiet runs out.
-      const exhausted = Date.now() < this.exhaustedUntil;
+      // ...or not: asleep until a freed slot, a wake-up, or the known quiet runs out (if it ran out
+      // during this claim, a claim over every project now).
+      if (this.exhaustedUntil !== 0 && Date.now() >= this.exhaustedUntil) {
+        this.exhaustedUntil = 0;
+        continue;
+      }
+      const exhausted = this.exhaustedUntil !== 0;
       const idleMs = exhausted ? Math.max(1, this.exhaustedUntil - Date.now()) : this.options.pollIntervalMs;
       if ((await this.sleep(idleMs)) && Date.now() >= this.exhaustedUntil) this.exhaustedUntil = 0;
     }

@@ -166,8 +166,19 @@ export interface ClaimOptions {
  * receiver, a burst of test events) cannot fill the claim. The attempt is made after it commits;
  * only the token's holder records its outcome.
  */
-export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions): Promise<DeliveryRow[]> {
-  if (options.limit <= 0) return [];
+export interface Claim {
+  /** The deliveries claimed, now leased to this replica. */
+  rows: DeliveryRow[];
+  /**
+   * The walk read every due sendable delivery it could take (fewer than it would have read): a
+   * project of `onlyProjects` left with a free slot then has nothing more due here. False when it
+   * stopped at its limit, so more may be due.
+   */
+  sawAllDue: boolean;
+}
+
+export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions): Promise<Claim> {
+  if (options.limit <= 0) return { rows: [], sawAllDue: false };
   const busyProjects = [...options.busy.keys()];
   const busyCounts = busyProjects.map((project) => options.busy.get(project) ?? 0);
   const fullProjects = busyProjects.filter((_, i) => busyCounts[i]! >= options.perProject);
@@ -176,9 +187,9 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
   const candidateLimit = options.onlyProjects
     ? Math.min(options.limit, options.onlyProjects.reduce((sum, project) => sum + Math.max(0, options.perProject - (options.busy.get(project) ?? 0)), 0))
     : Math.max(options.limit * 4, 64);
-  if (candidateLimit <= 0) return [];
+  if (candidateLimit <= 0) return { rows: [], sawAllDue: false };
   const token = randomUUID();
-  return sql<DeliveryRow[]>`
+  const result = await sql<(DeliveryRow & { candidates_seen: number })[]>`
     with busy as (
       select project_id, count from unnest(${busyProjects}::text[], ${busyCounts}::int[]) as b(project_id, count)
     ),
@@ -216,13 +227,21 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
       select d.id from webhook_deliveries d
       where d.id = any(array(select id from picked)) and d.status = 'pending' and d.next_attempt_at <= now()
       for update skip locked
+    ),
+    claimed as (
+      update webhook_deliveries d
+      set next_attempt_at = now() + ${options.leaseMs}::int * interval '1 millisecond',
+          lease_token = ${token}, updated_at = now()
+      from locked
+      where d.id = locked.id
+      returning d.*
     )
-    update webhook_deliveries d
-    set next_attempt_at = now() + ${options.leaseMs}::int * interval '1 millisecond',
-        lease_token = ${token}, updated_at = now()
-    from locked
-    where d.id = locked.id
-    returning d.*`;
+    -- One row even when nothing was claimed, to say how far the walk read.
+    select claimed.*, seen.n as candidates_seen
+    from (select count(*)::int as n from candidates) seen
+    left join claimed on true`;
+  const rows = result.filter((row) => row.id !== null).map(({ candidates_seen: _seen, ...row }) => row);
+  return { rows, sawAllDue: (result[0]?.candidates_seen ?? 0) < candidateLimit };
 }
 
 /**
