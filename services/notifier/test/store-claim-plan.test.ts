@@ -46,11 +46,7 @@ test(`when to look again, with ${BACKLOG.toLocaleString('en')} due deliveries of
   const { due, touched } = await measuredAndRolledBack(async (tx) => {
     // Only this test's rows (what the test above left behind is retried by the running worker).
     await tx`delete from webhook_deliveries`;
-    await tx`
-      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
-      select gen_random_uuid(), 'plan-full', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
-             'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
-      from generate_series(1, ${BACKLOG}) g`;
+    await insertDueBacklog(tx, 'plan-full', BACKLOG);
     // A retry of another project, due in 30 s: what the worker must wake up for.
     await tx`
       insert into webhook_deliveries (id, project_id, event_id, event_type, url, body, next_attempt_at)
@@ -73,11 +69,7 @@ test(`a claim over every project while one has ${BACKLOG.toLocaleString('en')} d
   const { claimed, probes } = await measuredAndRolledBack(async (tx) => {
     await tx`delete from webhook_deliveries`;
     await tx`analyze webhook_deliveries`;
-    await tx`
-      insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
-      select gen_random_uuid(), 'plan-full', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
-             'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
-      from generate_series(1, ${BACKLOG}) g`;
+    await insertDueBacklog(tx, 'plan-full', BACKLOG);
     await tx`
       insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
       values (gen_random_uuid(), 'plan-free', gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
@@ -111,6 +103,15 @@ test('a claim for some projects says whether it saw every due delivery they have
   expect(stoppedAtLimit).toEqual({ claimed: ['seen-a'], sawAllDue: false });
   expect(sawAll).toEqual({ claimed: ['seen-b'], sawAllDue: true });
 });
+
+/** `count` due deliveries of `projectId`, each of its own invoice, due a minute ago onwards in creation order. */
+async function insertDueBacklog(tx: TransactionSql, projectId: string, count: number): Promise<void> {
+  await tx`
+    insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at)
+    select gen_random_uuid(), ${projectId}, gen_random_uuid()::text, 'invoice.paid', gen_random_uuid()::text,
+           'https://shop.example/hooks', '{}', now() - interval '1 minute' + g * interval '1 millisecond'
+    from generate_series(1, ${count}) g`;
+}
 
 /** Runs `measure` in a transaction that is rolled back afterwards: nothing it wrote is left for the worker. */
 async function measuredAndRolledBack<T>(measure: (tx: TransactionSql) => Promise<T>): Promise<T> {

@@ -245,6 +245,11 @@ export class DeliveryWorker implements Worker {
     return this.busyProjects.count(projectId) >= this.options.maxPerProject;
   }
 
+  /** The projects whose every slot is in use here. */
+  private fullProjects(): string[] {
+    return [...this.busyProjects.counts.keys()].filter((projectId) => this.projectFull(projectId));
+  }
+
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
@@ -260,7 +265,7 @@ export class DeliveryWorker implements Worker {
         const wakesBefore = this.wakes;
         const freeSlots = new Map((only ?? []).map((projectId) => [projectId, this.options.maxPerProject - this.busyProjects.count(projectId)]));
         // The projects this claim passes over: their due deliveries stay unseen.
-        const fullAtClaim = [...this.busyProjects.counts.keys()].filter((projectId) => this.projectFull(projectId));
+        const fullAtClaim = this.fullProjects();
         if (only === undefined) this.earliestDueAgain = Infinity;
         let sawAllDue = false;
         try {
@@ -291,8 +296,7 @@ export class DeliveryWorker implements Worker {
           // before it): until the next due time or the poll, freed slots claim only for what may be
           // waiting — the projects passed over, and those full now.
           this.mayHaveQueued.clear();
-          for (const projectId of fullAtClaim) this.mayHaveQueued.add(projectId);
-          for (const projectId of this.busyProjects.counts.keys()) if (this.projectFull(projectId)) this.mayHaveQueued.add(projectId);
+          for (const projectId of [...fullAtClaim, ...this.fullProjects()]) this.mayHaveQueued.add(projectId);
           const idleMs = await this.idleTime();
           // A delivery put back or retried after nextDueAt read the table is in earliestDueAgain.
           if (this.wakes === wakesBefore) this.exhaustedUntil = Math.min(Date.now() + idleMs, this.earliestDueAgain);

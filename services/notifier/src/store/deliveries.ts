@@ -159,13 +159,6 @@ export interface ClaimOptions {
   onlyProjects?: readonly string[];
 }
 
-/**
- * Claims due sendable deliveries for this replica: locks them (SKIP LOCKED: replicas never take
- * the same row), pushes next_attempt_at past the lease and stamps a lease token, in one short
- * transaction. No project gets more than its free slots, so a project with a backlog (a slow
- * receiver, a burst of test events) cannot fill the claim. The attempt is made after it commits;
- * only the token's holder records its outcome.
- */
 export interface Claim {
   /** The deliveries claimed, now leased to this replica. */
   rows: DeliveryRow[];
@@ -177,11 +170,18 @@ export interface Claim {
   sawAllDue: boolean;
 }
 
+/**
+ * Claims due sendable deliveries for this replica: locks them (SKIP LOCKED: replicas never take
+ * the same row), pushes next_attempt_at past the lease and stamps a lease token, in one short
+ * transaction. No project gets more than its free slots, so a project with a backlog (a slow
+ * receiver, a burst of test events) cannot fill the claim. The attempt is made after it commits;
+ * only the token's holder records its outcome.
+ */
 export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions): Promise<Claim> {
   if (options.limit <= 0) return { rows: [], sawAllDue: false };
   const busyProjects = [...options.busy.keys()];
   const busyCounts = busyProjects.map((project) => options.busy.get(project) ?? 0);
-  const fullProjects = busyProjects.filter((_, i) => busyCounts[i]! >= options.perProject);
+  const fullProjects = fullProjectsOf(options);
   // Restricted to some projects, no more rows than their free slots can take; over every project,
   // more, since a project's rows beyond its free slots are passed over after the walk.
   const candidateLimit = options.onlyProjects
@@ -253,7 +253,7 @@ export async function claimDueDeliveries(sql: Queryable, options: ClaimOptions):
  * through (docs/webhook-delivery.md#claims).
  */
 export async function nextDueAt(sql: Queryable, options: { perProject: number; busy: ReadonlyMap<string, number> }): Promise<Date | null> {
-  const fullProjects = [...options.busy.entries()].filter(([, n]) => n >= options.perProject).map(([project]) => project);
+  const fullProjects = fullProjectsOf(options);
   const [row] = await sql<{ due: Date | null }[]>`
     select d.next_attempt_at as due
     from webhook_deliveries d
@@ -261,6 +261,11 @@ export async function nextDueAt(sql: Queryable, options: { perProject: number; b
     order by d.next_attempt_at
     limit 1`;
   return row?.due ?? null;
+}
+
+/** The projects whose slots are all in use here: a claim or nextDueAt passes over their deliveries. */
+function fullProjectsOf(options: { perProject: number; busy: ReadonlyMap<string, number> }): string[] {
+  return [...options.busy].filter(([, inUse]) => inUse >= options.perProject).map(([project]) => project);
 }
 
 /** The delivery's state after an attempt, as the state machine computed it. */
