@@ -1,7 +1,8 @@
 /**
  * The invoice service's hot writes and reads, group-committed (docs/performance.md#group-commit):
  * concurrent CreateInvoice, PayInvoice and GetInvoice calls are gathered and each group runs as one
- * transaction (reads: one statement) with multi-row statements; each caller is answered after it.
+ * transaction with multi-row statements (reads, and creations without an Idempotency-Key: one
+ * statement); each caller is answered after it has committed.
  * The rules themselves (what may be created, paid, seen) are the handlers' and the domain's; this
  * module only decides how many rows a statement carries.
  */
@@ -104,7 +105,12 @@ export class InvoiceWrites {
       addressIndex: indexes[n]!,
       address: item.key.deriver.addressAt(indexes[n]!),
     }));
-    // No event: nothing acts on a creation (docs/performance.md#events).
+    // No event: nothing acts on a creation (docs/performance.md#events). Without an
+    // Idempotency-Key in the batch, its one INSERT is atomic on its own: no BEGIN, no COMMIT.
+    if (items.every((item) => item.idempotency === undefined)) {
+      const inserted = await insertInvoices(this.sql, rows);
+      return inserted.map((row) => ok({ invoice: invoiceToProto(row), replay: false }));
+    }
     return this.sql.begin(async (tx) => {
       // Claimed first: a concurrent duplicate waits on the key, then replays (runtime idempotency.ts).
       const idempotent = items.flatMap((item, n) => (item.idempotency ? [{ n, idempotency: item.idempotency }] : []));

@@ -82,7 +82,7 @@ export interface NewInvoiceRow {
  * created_at is the database clock (the transaction's, the same for the whole batch),
  * expired_at = created_at + each one's lifetime. Returns the rows in the order given.
  */
-export async function insertInvoices(tx: TransactionSql, rows: readonly NewInvoiceRow[]): Promise<InvoiceRow[]> {
+export async function insertInvoices(tx: Queryable, rows: readonly NewInvoiceRow[]): Promise<InvoiceRow[]> {
   if (rows.length === 0) return [];
   const records = rows.map((row) => ({
     id: row.id,
