@@ -5,6 +5,7 @@
  * summary of where each process spent its time (self time by function and by package).
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startSystem } from '@coinvoice/local';
@@ -65,11 +66,16 @@ async function main(): Promise<void> {
       MAILBOX_DIR: mailbox,
     },
   });
+  // Webhooks go to a receiver answering 204, as in `npm run bench`, so the notifier's profile is
+  // that of deliveries that succeed.
+  const receiver = http.createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
   try {
     const gw = system.gatewayUrl;
     const token = await signUp(gw, mailbox, { email: `profile-${randomBytes(4).toString('hex')}@example.com`, password: 'bench-password-1', name: 'Profile' });
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const project = (await (await fetch(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Profile', environment: 'sandbox', webhookUrl: 'http://127.0.0.1:9/hook' }) })).json()) as { id: string };
+    const project = (await (await fetch(`${gw}/api/merchant/projects`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Profile', environment: 'sandbox', webhookUrl: hookUrl }) })).json()) as { id: string };
     const key = (await (await fetch(`${gw}/api/merchant/projects/${project.id}/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'profile' }) })).json()) as { key: string };
     const headers = { 'x-api-key': key.key, 'content-type': 'application/json' };
     const ids: string[] = [];
@@ -88,6 +94,7 @@ async function main(): Promise<void> {
       console.log(`pay: ${pay.requests.average.toFixed(0)} req/s`);
     }
   } finally {
+    receiver.close();
     await system.stop();
     await infra.dispose();
   }

@@ -46,11 +46,11 @@ import { autoSweepVerificationEmail, emailVerificationEmail, payoutVerificationE
 import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
 import { webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
-import { currentProjectEventSeq, insertProjectEvent, listProjectEvents } from './store/project-events';
+import { currentProjectEventSeq, listProjectEvents } from './store/project-events';
 import {
   findDelivery,
   findEndpoint,
-  insertOriginalDelivery,
+  insertEventRows,
   insertRedelivery,
   listAttempts,
   listDeliveries,
@@ -212,13 +212,13 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     const url = project.webhookUrl;
     // Like a consumed event: in the project's events (`coinvoice listen`) and, with a URL, queued.
     // An event of its own (no ordering key): signed, sent, retried and logged like every other.
-    const row = await this.deps.sql.begin(async (tx) => {
-      await insertProjectEvent(tx, { projectId: project.projectId, eventId, eventType, body });
-      if (url === undefined) return undefined;
-      const inserted = await insertOriginalDelivery(tx, { projectId: project.projectId, eventId, eventType, eventKey: null, url, body });
-      if (!inserted) throw new Error('a new test event already had a delivery');
-      return inserted;
-    });
+    const { row } = await insertEventRows(
+      this.deps.sql,
+      this.deps.sql`select`,
+      { projectId: project.projectId, eventId, eventType, body },
+      url === undefined ? undefined : { eventKey: null, url },
+    );
+    if (url !== undefined && !row) throw new Error('a new test event already had a delivery');
     if (row) this.deps.onDeliveryCreated?.();
     this.deps.logger.info({ deliveryId: row?.id, eventId, eventType, projectId: project.projectId }, 'notifier: test event queued');
     return { delivery: row ? deliveryMessage(row) : undefined, eventId, eventType, body };

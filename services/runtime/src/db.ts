@@ -14,6 +14,8 @@ import type { Logger } from './log';
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
+/** A query not yet run, to embed in another (`sql`${fragment}``): a CTE, a condition. */
+export type SqlFragment = postgres.PendingQuery<postgres.Row[]>;
 /** Either the pool or a transaction: helpers that only run queries accept both. */
 export type Queryable = Sql | TransactionSql;
 

@@ -7,10 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { headers as natsHeaders, nanos, type JetStreamManager, type MsgHdrs, type NatsConnection } from 'nats';
+import postgres from 'postgres';
 import { Registry } from 'prom-client';
 import { createDb, type Sql } from '../src/db';
 import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
-import { DEAD_LETTER_EVENTS_DDL, IdempotentConsumer, type ConsumedEvent, type EventHandler, type IdempotentConsumerOptions } from '../src/events/consumer';
+import { DEAD_LETTER_EVENTS_DDL, IdempotentConsumer, type ConsumedEvent, type EventHandler, type IdempotentConsumerOptions, type StatementHandler } from '../src/events/consumer';
 import { EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
 import { EVENT_TABLES_DDL } from '../src/events/tables';
 import { createLogger, currentRequestId } from '../src/log';
@@ -604,5 +605,68 @@ describe('IdempotentConsumer ack wait (docs/architecture.md#ack-wait)', () => {
     }, 15_000);
     await waitFor('the stream to be settled', () => settled(stream), 5_000);
     expect(deliveries.filter((d) => d.count > 1)).toEqual([]);
+  });
+});
+
+describe('IdempotentConsumer with a statementHandler (docs/performance.md#events)', () => {
+  /** The credit and the claim in one statement: nothing is credited unless the claim returned its row. */
+  const creditInOneStatement: StatementHandler = async (q, event, claim) => {
+    const payload = event.payload as { invoiceId: string; amount: string };
+    const [row] = await q<{ claimed: boolean }[]>`
+      with claim as (${claim}),
+      credit as (insert into credits (event_id, invoice_id, amount) select ${event.id}, ${payload.invoiceId}, ${payload.amount} from claim)
+      select exists (select from claim) as claimed`;
+    return row?.claimed === true;
+  };
+
+  it('claims and applies each event in ONE statement, with no transaction; an event stored twice is applied once', async () => {
+    const { stream, ns } = await newStream({ duplicateWindowMs: 100 });
+    await publishPaid(ns, { id: 'evt-stmt-1', invoiceId: 'inv_stmt', amount: '2.00000000' });
+    await sleep(250);
+    await publishPaid(ns, { id: 'evt-stmt-1', invoiceId: 'inv_stmt', amount: '2.00000000' }); // the same event again
+    await publishPaid(ns, { id: 'evt-stmt-2', invoiceId: 'inv_stmt', amount: '3.00000000' });
+    const statements: string[] = [];
+    const counted = postgres(database.url, { max: 1, onnotice: () => undefined, connection: { search_path: SCHEMA }, debug: (_c, query) => statements.push(query) });
+    try {
+      await counted`select 1`; // the connection's start-up queries are not the consumer's
+      statements.length = 0;
+      await newConsumer(stream, ns, { sql: counted, handler: undefined, statementHandler: creditInOneStatement }).start();
+      await waitFor('the three messages to be acked', () => settled(stream));
+      expect(await credits('inv_stmt')).toEqual([
+        { event_id: 'evt-stmt-1', amount: '2.00000000' },
+        { event_id: 'evt-stmt-2', amount: '3.00000000' },
+      ]);
+      expect(statements).toHaveLength(3);
+      expect(statements.filter((query) => /^\s*(begin|commit|rollback)/i.test(query))).toEqual([]);
+    } finally {
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+      await counted.end();
+    }
+  });
+
+  it('a statement that fails changes nothing: the event comes again and is applied once', async () => {
+    const { stream, ns } = await newStream();
+    await publishPaid(ns, { id: 'evt-stmt-fail', invoiceId: 'inv_stmt_fail', amount: '4.00000000' });
+    let calls = 0;
+    const failingFirst: StatementHandler = async (q, event, claim) => {
+      calls += 1;
+      if (calls === 1) {
+        // The claim runs, then the statement fails: it must not stay claimed.
+        await q`with claim as (${claim}) select 1 / (select count(*) - 1 from claim)`;
+      }
+      return creditInOneStatement(q, event, claim);
+    };
+    await newConsumer(stream, ns, { handler: undefined, statementHandler: failingFirst }).start();
+    await waitFor('the message to be acked', () => settled(stream));
+    expect(calls).toBe(2);
+    expect(await credits('inv_stmt_fail')).toEqual([{ event_id: 'evt-stmt-fail', amount: '4.00000000' }]);
+  });
+
+  it('takes exactly one of handler and statementHandler, and no group with a statement', () => {
+    const { name } = namespace;
+    const base = { sql, nats, stream: 'S', name: 'c', filterSubjects: [`${name}.invoice.paid`], verifier, logger };
+    expect(() => new IdempotentConsumer({ ...base })).toThrow(/exactly one of handler and statementHandler/);
+    expect(() => new IdempotentConsumer({ ...base, handler: creditHandler, statementHandler: creditInOneStatement })).toThrow(/exactly one/);
+    expect(() => new IdempotentConsumer({ ...base, statementHandler: creditInOneStatement, groupTransactions: true })).toThrow(/no transaction to group/);
   });
 });

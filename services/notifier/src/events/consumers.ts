@@ -4,18 +4,18 @@
  * consumer, so a wildcard `<ns>.<service>.>`), idempotently (runtime IdempotentConsumer: the
  * processed_events row and the effect commit together).
  *
- * - An event the payload table maps to a webhook, for a project with a webhook URL: an original
- *   delivery due now, in the same transaction. The worker is woken after commit.
+ * - An event the payload table maps to a webhook: its project event and, for a project with a
+ *   webhook URL, an original delivery due now, written with the processed_events row in ONE
+ *   statement (no transaction; docs/performance.md#events). The worker is woken after it.
  * - Anything else (internal events, unknown types): recorded as processed, nothing else.
  */
-import { ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type Logger, type Sql, type EventVerifier, type StreamSettings, type TransactionSql, type Worker } from '@coinvoice/runtime';
+import { claimEvent, ensureServiceStream, EventNamespace, IdempotentConsumer, type ConsumedEvent, type EventClaim, type Logger, type Sql, type EventVerifier, type StreamSettings, type Worker } from '@coinvoice/runtime';
 import type { NatsConnection } from 'nats';
 import { isWebhookEventType, MalformedEventError, webhookForEventJson } from '../domain/payloads';
 import type { Reservation } from '../delivery/worker';
 import type { Mailer } from '../email';
 import type { ProjectContext, ProjectDirectory } from '../project-context';
-import { insertOriginalDelivery, type DeliveryRow } from '../store/deliveries';
-import { insertProjectEvent } from '../store/project-events';
+import { insertEventRows, type DeliveryRow } from '../store/deliveries';
 
 /** The streams the notifier reads, and the durable consumer name on each. */
 export const CONSUMED_STREAMS = [
@@ -49,9 +49,14 @@ export type HandledEvent =
 export class NotifierEventHandler {
   constructor(private readonly deps: Omit<NotifierConsumerDeps, 'nats' | 'namespace' | 'stream' | 'verifier'>) {}
 
-  /** Applies the event inside `tx`; says what is left to do after commit. */
-  async handle(tx: TransactionSql, event: ConsumedEvent): Promise<HandledEvent> {
+  /**
+   * Applies the event in ONE statement that also runs `claim` (the consumer's record of it, see
+   * IdempotentConsumer's statementHandler): nothing is written unless the claim is. Says whether
+   * it was (false: a duplicate) and what is left to do once the statement has run.
+   */
+  async handle(sql: Sql, event: ConsumedEvent, claim: EventClaim): Promise<{ claimed: boolean; then: HandledEvent }> {
     const nothing = { kind: 'nothing' } as const;
+    const claimOnly = async () => ({ claimed: await claimEvent(sql, claim), then: nothing });
     const log = this.deps.logger.child({ eventId: event.id, eventType: event.type });
     let mapping;
     try {
@@ -60,9 +65,9 @@ export class NotifierEventHandler {
       if (!(err instanceof MalformedEventError)) throw err;
       // A producer bug: retrying cannot fix it, and it must not hold up the events behind it.
       log.error({ error: err.message }, 'notifier: malformed event skipped; no webhook sent');
-      return nothing;
+      return claimOnly();
     }
-    if (mapping.kind === 'not_a_webhook') return nothing;
+    if (mapping.kind === 'not_a_webhook') return claimOnly();
 
     // The project's URL now: a project without a webhook records nothing to deliver. "No URL" is
     // asked of auth again rather than taken from the cache: nothing would ever send this event if
@@ -71,29 +76,18 @@ export class NotifierEventHandler {
     const project = cached !== undefined && cached.webhookUrl === undefined ? await this.deps.projects.current(mapping.projectId) : cached;
     if (project === undefined) {
       log.warn({ projectId: mapping.projectId }, 'notifier: event of a project auth does not know; no webhook');
-      return nothing;
+      return claimOnly();
     }
-    // Every webhook event of the project, URL or not: what `coinvoice listen` streams.
-    await insertProjectEvent(tx, { projectId: mapping.projectId, eventId: event.id, eventType: event.type, body: mapping.body });
-    if (project.webhookUrl === undefined) return nothing;
+    const eventRows = { projectId: mapping.projectId, eventId: event.id, eventType: event.type, body: mapping.body };
+    // Every webhook event of the project, URL or not, is kept: what `coinvoice listen` streams.
+    if (project.webhookUrl === undefined) return { claimed: (await insertEventRows(sql, claim, eventRows)).passed, then: nothing };
     const reservation = this.deps.dispatch?.reserve(mapping.projectId, project.webhookUrl);
     try {
-      const row = await insertOriginalDelivery(
-        tx,
-        {
-          projectId: mapping.projectId,
-          eventId: event.id,
-          eventType: event.type,
-          eventKey: event.key ?? null,
-          url: project.webhookUrl,
-          body: mapping.body,
-        },
-        reservation,
-      );
+      const { passed, row } = await insertEventRows(sql, claim, eventRows, { eventKey: event.key ?? null, url: project.webhookUrl, lease: reservation });
       if (row) log.debug({ deliveryId: row.id, leased: row.lease_token !== null }, 'notifier: webhook delivery queued');
-      if (reservation && row && row.lease_token === reservation.token) return { kind: 'leased', row, context: project, reservation };
+      if (reservation && row && row.lease_token === reservation.token) return { claimed: passed, then: { kind: 'leased', row, context: project, reservation } };
       reservation?.release();
-      return row ? { kind: 'queued', projectId: mapping.projectId } : nothing;
+      return { claimed: passed, then: row ? { kind: 'queued', projectId: mapping.projectId } : nothing };
     } catch (err) {
       reservation?.release();
       throw err;
@@ -127,12 +121,13 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
       logger: deps.logger,
       // Webhook events; anything else (payout.verification_code_issued…) is not ours. Codes are emailed by RPC.
       handles: (type) => isWebhookEventType(type),
-      handler: async (tx, event) => {
+      statementHandler: async (sql, event, claim) => {
         const previous = pending.get(event.id);
-        if (previous?.kind === 'leased') previous.reservation.release(); // an earlier try rolled back
-        const handled = await handler.handle(tx, event);
-        if (handled.kind === 'nothing') pending.delete(event.id);
-        else pending.set(event.id, handled);
+        if (previous?.kind === 'leased') previous.reservation.release(); // an earlier try never got to launch it
+        pending.delete(event.id);
+        const { claimed, then } = await handler.handle(sql, event, claim);
+        if (then.kind !== 'nothing') pending.set(event.id, then);
+        return claimed;
       },
       afterCommit: (event) => {
         const handled = pending.get(event.id);

@@ -3,7 +3,7 @@
  * of the notifier's webhook side is here.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
+import type { Queryable, Sql, SqlFragment, TransactionSql } from '@coinvoice/runtime';
 import type { DeliveryState } from '../domain/delivery-state';
 
 /** NOTIFY channel: a delivery became due (new, redelivered) or an ordering block was lifted. */
@@ -66,34 +66,56 @@ export interface NewDelivery {
 }
 
 /**
- * The original delivery of an event, due now, inside the consumer's transaction. With `lease`, the
- * row is inserted already leased to the caller (who sends it right after commit) unless it must
- * wait behind an earlier one (see `waitsBehindEarlier`). Other replicas are woken (NOTIFY at
- * commit) only for a row left to the claim path. Returns the new row (its lease_token says
- * whether it was leased), or undefined when the event already has one.
+ * A webhook event's rows, in ONE statement (docs/performance.md#events): its project event (what
+ * `coinvoice listen` streams) and, with `delivery`, its original delivery, due now — each written
+ * only when `gate` yields a row. The consumer's gate is its claim of the event (processed_events),
+ * so a duplicate writes nothing and the statement needs no transaction around it.
+ *
+ * With `delivery.lease`, the delivery is inserted already leased to the caller (who sends it right
+ * after the statement) unless it must wait behind an earlier one (see `heldBy`). Other replicas are
+ * woken (NOTIFY, at commit) only for a delivery left to the claim path. `row` is the new delivery
+ * (its lease_token says whether it was leased), undefined when the event already had one.
  */
-export async function insertOriginalDelivery(
-  tx: TransactionSql,
-  d: NewDelivery,
-  lease?: { token: string; leaseMs: number },
-): Promise<DeliveryRow | undefined> {
-  const [row] = await tx<DeliveryRow[]>`
-    with blocked as (
-      select exists (
-        select 1 from webhook_deliveries earlier
-        where ${d.eventKey}::text is not null and ${heldBy(tx)}
-          and earlier.project_id = ${d.projectId} and earlier.event_key = ${d.eventKey}
-      ) or ${lease === undefined} as yes
-    )
-    insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at, lease_token)
-    select ${randomUUID()}, ${d.projectId}, ${d.eventId}, ${d.eventType}, ${d.eventKey}, ${d.url}, ${d.body},
-           case when blocked.yes then now() else now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' end,
-           case when blocked.yes then null else ${lease?.token ?? null}::uuid end
-    from blocked
-    on conflict (event_id) where redelivery_of is null do nothing
-    returning *`;
-  if (row && row.lease_token === null) await notifyDeliveries(tx, d.projectId);
-  return row;
+export async function insertEventRows(
+  q: Queryable,
+  gate: SqlFragment,
+  e: { projectId: string; eventId: string; eventType: string; body: string },
+  delivery?: { eventKey: string | null; url: string; lease?: { token: string; leaseMs: number } },
+): Promise<{ passed: boolean; row: DeliveryRow | undefined }> {
+  const lease = delivery?.lease;
+  const deliveryCtes = delivery
+    ? q`
+      blocked as (
+        select exists (
+          select 1 from webhook_deliveries earlier
+          where ${delivery.eventKey}::text is not null and ${heldBy(q)}
+            and earlier.project_id = ${e.projectId} and earlier.event_key = ${delivery.eventKey}
+        ) or ${lease === undefined} as yes
+      ),
+      delivery as (
+        insert into webhook_deliveries (id, project_id, event_id, event_type, event_key, url, body, next_attempt_at, lease_token)
+        select ${randomUUID()}, ${e.projectId}, ${e.eventId}, ${e.eventType}, ${delivery.eventKey}, ${delivery.url}, ${e.body},
+               case when blocked.yes then now() else now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' end,
+               case when blocked.yes then null else ${lease?.token ?? null}::uuid end
+        from blocked, gate
+        on conflict (event_id) where redelivery_of is null do nothing
+        returning *
+      )`
+    : q`delivery as (select * from webhook_deliveries where false)`;
+  const [result] = await q<Array<DeliveryRow & { passed: boolean; woken: number }>>`
+    with gate as (${gate}),
+    project_event as (
+      insert into project_events (project_id, event_id, event_type, body)
+      select ${e.projectId}, ${e.eventId}, ${e.eventType}, ${e.body} from gate
+      on conflict (event_id) do nothing
+    ),
+    ${deliveryCtes},
+    woken as (select pg_notify(${DELIVERIES_CHANNEL}, ${e.projectId}::text) from delivery where delivery.lease_token is null)
+    select exists (select from gate) as passed, (select count(*) from woken)::int as woken, delivery.*
+    from (values (1)) as one (x) left join delivery on true`;
+  if (!result) throw new Error('insertEventRows returned no row');
+  const { passed, woken: _woken, ...row } = result;
+  return { passed, row: row.id === null ? undefined : (row as DeliveryRow) };
 }
 
 /** A new pending delivery of `original`'s event (same event id and body) to `url`, due now. */

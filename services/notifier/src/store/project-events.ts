@@ -1,4 +1,7 @@
-/** project_events: every webhook event of a project, for `coinvoice listen` (ListProjectEvents). */
+/**
+ * project_events: every webhook event of a project, for `coinvoice listen` (ListProjectEvents).
+ * Written with the event's delivery, in one statement: insertEventRows (store/deliveries.ts).
+ */
 import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
 
 export interface ProjectEventRow {
@@ -6,17 +9,6 @@ export interface ProjectEventRow {
   event_id: string;
   event_type: string;
   body: string;
-}
-
-/** Records the event once, whatever replays the bus makes. */
-export async function insertProjectEvent(
-  tx: TransactionSql,
-  e: { projectId: string; eventId: string; eventType: string; body: string },
-): Promise<void> {
-  await tx`
-    insert into project_events (project_id, event_id, event_type, body)
-    values (${e.projectId}, ${e.eventId}, ${e.eventType}, ${e.body})
-    on conflict (event_id) do nothing`;
 }
 
 /**

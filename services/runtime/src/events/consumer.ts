@@ -21,6 +21,10 @@
  * runs are handled together in the next one (group commit, docs/performance.md#events): one BEGIN
  * and one COMMIT for the group, each event still claimed and handled in order inside it; if that
  * transaction fails, each message of the group is handled again alone, in order, with its own retry.
+ *
+ * With a `statementHandler` instead, the claim and the effect are ONE statement and no transaction
+ * is opened (a statement commits atomically on its own; docs/performance.md#events): the handler
+ * puts the claim in a CTE and makes every effect depend on its row, so a duplicate changes nothing.
  */
 import {
   AckPolicy,
@@ -35,7 +39,7 @@ import {
   type NatsConnection,
 } from 'nats';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { isDatabaseUnavailableError, type Sql, type TransactionSql } from '../db';
+import { isDatabaseUnavailableError, type Sql, type SqlFragment, type TransactionSql } from '../db';
 import { sanitizeRequestId, withRequestId, type Logger } from '../log';
 import { RetentionJob } from '../periodic-worker';
 import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
@@ -102,6 +106,20 @@ export interface ConsumedEvent {
 /** Applies an event's effect inside `tx`; throwing rolls it back and the event is retried. */
 export type EventHandler = (tx: EventTransaction, event: ConsumedEvent) => Promise<void>;
 
+/**
+ * The statement that records an event as processed: an INSERT into processed_events returning the
+ * row, or nothing for a duplicate. A fragment, to be the first CTE of a statementHandler's statement.
+ */
+export type EventClaim = SqlFragment;
+
+/**
+ * Applies an event's effect in ONE statement that also runs `claim` (as a CTE) and changes nothing
+ * unless the claim returned its row; resolves whether it did (false: a duplicate). Throwing, or the
+ * statement failing, changes nothing and the event is retried. Events it applies publish nothing
+ * (no outbox: that needs a transaction).
+ */
+export type StatementHandler = (sql: Sql, event: ConsumedEvent, claim: EventClaim) => Promise<boolean>;
+
 export interface IdempotentConsumerOptions {
   /** The service's pool: `processed_events` and the handler's tables resolve in its schema. */
   sql: Sql;
@@ -115,7 +133,9 @@ export interface IdempotentConsumerOptions {
   name: string;
   /** Subjects to receive, e.g. `[namespace.subject('invoice.paid')]`. Several need NATS ≥ 2.10. */
   filterSubjects: string[];
-  handler: EventHandler;
+  /** Exactly one of `handler` (a transaction per event, or per group) and `statementHandler` (one statement per event). */
+  handler?: EventHandler;
+  statementHandler?: StatementHandler;
   /**
    * The producers' public keys (EVENT_VERIFY_KEYS): an event whose signature does not verify
    * against a key of the service owning its type is dead-lettered, never handled.
@@ -188,6 +208,10 @@ export class IdempotentConsumer {
 
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
+    if ((options.handler === undefined) === (options.statementHandler === undefined)) {
+      throw new Error(`consumer ${options.name}: give exactly one of handler and statementHandler`);
+    }
+    if (options.statementHandler && options.groupTransactions) throw new Error(`consumer ${options.name}: a statementHandler opens no transaction to group`);
     // Fails at start, not at the first event: a consumer that holds no key of a producer it reads
     // would dead-letter every event of it.
     options.verifier.requireProducers([...new Set(options.filterSubjects.map((subject) => producerOf(eventTypeOf(subject))))], options.name);
@@ -396,7 +420,7 @@ export class IdempotentConsumer {
           }
           // A message delivered twice into one group is handled once: the first copy takes the claim.
           if (!fresh.delete(event.id)) return 'duplicate' as const;
-          await withRequestId(event.requestId, () => this.options.handler(tx, event));
+          await withRequestId(event.requestId, () => this.options.handler!(tx, event));
           return 'handled' as const;
         });
         if (givenBack.length > 0) {
@@ -453,16 +477,19 @@ export class IdempotentConsumer {
       if (!event) return;
       const log = this.logger.child({ eventId: event.id, eventType: event.type, delivery: event.deliveryCount });
       try {
-        const applied = await eventTransaction(this.options.sql, async (tx) => {
-          const claimed = await tx`
-            insert into processed_events (consumer_name, event_id)
-            values (${this.options.name}, ${event.id})
-            on conflict do nothing
-            returning event_id`;
-          if (claimed.length === 0) return false;
-          await this.options.handler(tx, event);
-          return true;
-        });
+        const { sql, statementHandler, handler } = this.options;
+        const claim = (q: Sql | TransactionSql) => q`
+          insert into processed_events (consumer_name, event_id)
+          values (${this.options.name}, ${event.id})
+          on conflict do nothing
+          returning event_id`;
+        const applied = statementHandler
+          ? await statementHandler(sql, event, claim(sql))
+          : await eventTransaction(sql, async (tx) => {
+              if ((await claim(tx)).length === 0) return false;
+              await handler!(tx, event);
+              return true;
+            });
         await this.options.afterCommit?.(event);
         this.ack(msg);
         if (applied) log.debug('consumer: event handled');
@@ -566,6 +593,12 @@ export class IdempotentConsumer {
       this.interruptSleep = done;
     });
   }
+}
+
+/** A statementHandler's statement when the event has no effect: the claim alone. True when claimed (not a duplicate). */
+export async function claimEvent(sql: Sql, claim: EventClaim): Promise<boolean> {
+  const [row] = await sql<Array<{ claimed: boolean }>>`with claim as (${claim}) select exists (select from claim) as claimed`;
+  return row?.claimed === true;
 }
 
 /** `fn` over `items` one after the other (each awaited before the next starts). */
