@@ -499,6 +499,26 @@ describe('IdempotentConsumer pulls in batches', () => {
     expect(failures).toBe(2);
   });
 
+  it('a groupHandler is given the events of a group together, in delivery order, each once', async () => {
+    const { stream, ns } = await newStream();
+    const ids = Array.from({ length: 24 }, (_, i) => `evt-gh-${i}`);
+    for (const [i, id] of ids.entries()) await publishPaid(ns, { id, invoiceId: `inv_gh_${i}`, amount: '1.00000000' });
+    const groups: string[][] = [];
+    await newConsumer(stream, ns, {
+      batchSize: 24,
+      groupTransactions: true,
+      handler: undefined,
+      groupHandler: async (tx, events) => {
+        groups.push(events.map((event) => event.id));
+        for (const event of events) await creditHandler(tx, event);
+      },
+    }).start();
+    await waitFor('the stream to be settled', () => settled(stream), 10_000);
+    expect(groups.flat()).toEqual(ids);
+    expect(Math.max(...groups.map((group) => group.length))).toBeGreaterThan(1);
+    for (let i = 0; i < 24; i++) expect((await credits(`inv_gh_${i}`)).map((c) => c.amount)).toEqual(['1.00000000']);
+  });
+
   it('stop() in the middle of a batch hands the rest back at once: the next replica gets them without waiting for ack_wait', async () => {
     const { stream, ns } = await newStream();
     for (let i = 0; i < 10; i++) await publishPaid(ns, { id: `evt-s-${i}`, invoiceId: `inv_s_${i}`, amount: '1.00000000' });
@@ -662,10 +682,11 @@ describe('IdempotentConsumer with a statementHandler (docs/performance.md#events
     expect(await credits('inv_stmt_fail')).toEqual([{ event_id: 'evt-stmt-fail', amount: '4.00000000' }]);
   });
 
-  it('takes exactly one of handler and statementHandler, and no group with a statement', () => {
+  it('takes exactly one of handler, groupHandler and statementHandler, and no group with a statement', () => {
     const { name } = namespace;
     const base = { sql, nats, stream: 'S', name: 'c', filterSubjects: [`${name}.invoice.paid`], verifier, logger };
-    expect(() => new IdempotentConsumer({ ...base })).toThrow(/exactly one of handler and statementHandler/);
+    expect(() => new IdempotentConsumer({ ...base })).toThrow(/exactly one of handler, groupHandler and statementHandler/);
+    expect(() => new IdempotentConsumer({ ...base, handler: creditHandler, groupHandler: async () => undefined })).toThrow(/exactly one/);
     expect(() => new IdempotentConsumer({ ...base, handler: creditHandler, statementHandler: creditInOneStatement })).toThrow(/exactly one/);
     expect(() => new IdempotentConsumer({ ...base, statementHandler: creditInOneStatement, groupTransactions: true })).toThrow(/no transaction to group/);
   });

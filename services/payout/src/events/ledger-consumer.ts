@@ -27,7 +27,7 @@ import { InvoiceLatePaymentSchema, InvoicePaidSchema } from '@coinvoice/runtime/
 import type { NatsConnection } from 'nats';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { isUuid } from '@coinvoice/runtime';
-import { creditInvoice, creditLatePayment, type BalanceKey } from '../store/ledger';
+import { creditInvoice, creditInvoices, creditLatePayment, type BalanceKey } from '../store/ledger';
 import { sweepIfDue } from '../auto-sweep';
 import type { PayoutRow } from '../store/payouts';
 
@@ -167,26 +167,46 @@ async function autoSweep(tx: EventTransaction, credit: InvoiceCredit, options: P
   log.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, amount: payout.amount }, 'payout ledger: threshold reached, auto-sweep payout created');
 }
 
-/** Applies one invoice.paid inside the consumer's transaction. */
-export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited' | 'onAutoSwept'>) {
-  return async (tx: EventTransaction, event: ConsumedEvent): Promise<void> => {
-    const log = options.logger.child({ eventId: event.id, eventType: event.type });
-    const parsed = creditOfInvoicePaid(event.payload);
-    if (!parsed.ok) {
+/**
+ * Applies a group of invoice.paid inside the consumer's transaction (the runtime's groupHandler):
+ * sandbox credits in one multi-row statement (a sandbox balance never sweeps); each live credit on
+ * its own, in delivery order, followed by its auto-sweep check under the balance row it just locked.
+ */
+export function ledgerGroupHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited' | 'onAutoSwept'>) {
+  return async (tx: EventTransaction, events: readonly ConsumedEvent[]): Promise<void> => {
+    const credits: Array<InvoiceCredit & { eventId: string }> = [];
+    for (const event of events) {
+      const parsed = creditOfInvoicePaid(event.payload);
       // A producer bug: retrying cannot fix it, and it must not hold up the events behind it.
-      log.error({ error: parsed.reason }, 'payout ledger: malformed invoice.paid skipped; nothing credited');
-      return;
+      if (!parsed.ok) options.logger.error({ eventId: event.id, eventType: event.type, error: parsed.reason }, 'payout ledger: malformed invoice.paid skipped; nothing credited');
+      else credits.push({ ...parsed.credit, eventId: event.id });
     }
-    const { credit } = parsed;
-    const credited = await creditInvoice(tx, { ...credit, eventId: event.id });
-    if (credited) {
+    const told = (credit: InvoiceCredit & { eventId: string }, credited: boolean): Logger => {
+      const log = options.logger.child({ eventId: credit.eventId, eventType: INVOICE_PAID });
+      if (!credited) {
+        log.info({ invoiceId: credit.invoiceId }, 'payout ledger: invoice was already credited; duplicate event ignored');
+        return log;
+      }
       log.info({ invoiceId: credit.invoiceId, projectId: credit.projectId, environment: credit.environment, currency: credit.currency, network: credit.network, amount: credit.amount }, 'payout ledger: invoice credited');
       options.onCredited?.(credit);
-      await autoSweep(tx, credit, options, log);
-    } else {
-      log.info({ invoiceId: credit.invoiceId }, 'payout ledger: invoice was already credited; duplicate event ignored');
+      return log;
+    };
+    const sandbox = credits.filter((credit) => credit.environment === 'sandbox');
+    const credited = await creditInvoices(tx, sandbox);
+    // An invoice twice in the group went in once: the first of its events is the one credited.
+    for (const credit of sandbox) told(credit, credited.delete(credit.invoiceId));
+    for (const credit of credits.filter((c) => c.environment !== 'sandbox')) {
+      const isNew = await creditInvoice(tx, credit);
+      const log = told(credit, isNew);
+      if (isNew) await autoSweep(tx, credit, options, log);
     }
   };
+}
+
+/** Applies one invoice.paid inside the consumer's transaction: a group of one. */
+export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited' | 'onAutoSwept'>) {
+  const group = ledgerGroupHandler(options);
+  return (tx: EventTransaction, event: ConsumedEvent): Promise<void> => group(tx, [event]);
 }
 
 /** The consumer as a Worker: makes sure the invoice stream exists (invoice may start later), then consumes. */
@@ -200,7 +220,7 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     filterSubjects: [namespace.subject(INVOICE_PAID)],
     verifier: options.verifier,
     logger: options.logger,
-    handler: ledgerHandler(options),
+    groupHandler: ledgerGroupHandler(options),
     // Database writes only: credits that arrive together commit together (docs/performance.md#events).
     groupTransactions: true,
   });

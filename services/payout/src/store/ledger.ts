@@ -38,47 +38,69 @@ export interface BalanceRow {
 export type LedgerKind = 'credit_invoice' | 'hold' | 'release' | 'debit';
 
 /**
- * Credits an invoice's payment to its project's balance in its environment and coin. Returns false
- * (and changes nothing) when this invoice was credited before, under whatever event id.
+ * Credits invoices' payments to their projects' balances (each in its environment, coin and
+ * network), in ONE statement for all of them (a group of invoice.paid events,
+ * docs/performance.md#events): the ledger entries, unless the invoice was credited before under
+ * whatever event id (its unique index; also a second entry for one invoice in `credits`), and each
+ * balance increased once by what went in, balances taken in key order. Returns the ids of the
+ * invoices credited now.
  */
-export async function creditInvoice(
+export async function creditInvoices(
   tx: TransactionSql,
-  credit: BalanceKey & { invoiceId: string; amount: string; eventId: string },
-): Promise<boolean> {
-  return insertCredit(tx, { ...credit, kind: 'credit_invoice', paymentId: null });
+  credits: ReadonlyArray<BalanceKey & { invoiceId: string; amount: string; eventId: string }>,
+): Promise<Set<string>> {
+  if (credits.length === 0) return new Set();
+  const records = credits.map((c) => ({
+    project_id: c.projectId,
+    environment: c.environment,
+    currency: c.currency,
+    network: c.network,
+    amount: c.amount,
+    invoice_id: c.invoiceId,
+    event_id: c.eventId,
+  }));
+  // One JSON parameter: amounts travel as decimal strings into numeric, never a float.
+  const rows = await tx<{ invoice_id: string }[]>`
+    with entry as (
+      insert into ledger_entries (project_id, environment, currency, network, kind, amount, invoice_id, event_id, payment_id)
+      select c.project_id, c.environment, c.currency, c.network, 'credit_invoice', c.amount, c.invoice_id, c.event_id, null
+      from jsonb_to_recordset(${tx.json(records)}) as c(project_id uuid, environment text, currency text, network text, amount numeric, invoice_id uuid, event_id text)
+      on conflict (invoice_id) where kind = 'credit_invoice' do nothing
+      returning project_id, environment, currency, network, amount, invoice_id
+    ), balance as (
+      insert into balances (project_id, environment, currency, network, available, pending)
+      select project_id, environment, currency, network, sum(amount), 0 from entry
+      group by project_id, environment, currency, network
+      order by project_id, environment, currency, network
+      on conflict (project_id, environment, currency, network)
+      do update set available = balances.available + excluded.available, updated_at = now()
+      returning 1
+    )
+    select invoice_id from entry`;
+  return new Set(rows.map((row) => row.invoice_id));
+}
+
+/** One invoice's credit (creditInvoices); false, and nothing changed, when it was credited before. */
+export async function creditInvoice(tx: TransactionSql, credit: BalanceKey & { invoiceId: string; amount: string; eventId: string }): Promise<boolean> {
+  return (await creditInvoices(tx, [credit])).has(credit.invoiceId);
 }
 
 /**
  * Credits one late payment (invoice.late_payment): unique per payment id, so the same payment
- * never credits twice whatever number of events (and ids) report it. False when already credited.
+ * never credits twice whatever number of events (and ids) report it. The ledger entry, unless its
+ * unique index already holds one, and — only when the entry went in — the balance's increase, in
+ * one statement. False when already credited.
  */
 export async function creditLatePayment(
   tx: TransactionSql,
   credit: BalanceKey & { invoiceId: string; paymentId: string; amount: string; eventId: string },
 ): Promise<boolean> {
-  return insertCredit(tx, { ...credit, kind: 'credit_late_payment' });
-}
-
-/**
- * One credit: the ledger entry, unless its unique index (per invoice, or per payment for late
- * payments) already holds one, and — only when the entry went in — the balance's increase, in one
- * statement (one round trip). True when credited.
- */
-async function insertCredit(
-  tx: TransactionSql,
-  credit: BalanceKey & { kind: 'credit_invoice' | 'credit_late_payment'; invoiceId: string; paymentId: string | null; amount: string; eventId: string },
-): Promise<boolean> {
-  // The conflict target names the partial unique index of the kind (SQL, not a parameter).
-  const onceOnly =
-    credit.kind === 'credit_invoice'
-      ? tx`on conflict (invoice_id) where kind = 'credit_invoice' do nothing`
-      : tx`on conflict (payment_id) where kind = 'credit_late_payment' do nothing`;
   const [row] = await tx<{ credited: number }[]>`
     with entry as (
       insert into ledger_entries (project_id, environment, currency, network, kind, amount, invoice_id, event_id, payment_id)
-      values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.network}, ${credit.kind}, ${credit.amount}::numeric,
+      values (${credit.projectId}, ${credit.environment}, ${credit.currency}, ${credit.network}, 'credit_late_payment', ${credit.amount}::numeric,
               ${credit.invoiceId}, ${credit.eventId}, ${credit.paymentId})
-      ${onceOnly}
+      on conflict (payment_id) where kind = 'credit_late_payment' do nothing
       returning amount
     ), balance as (
       insert into balances (project_id, environment, currency, network, available, pending)

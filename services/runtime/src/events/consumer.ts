@@ -107,6 +107,13 @@ export interface ConsumedEvent {
 export type EventHandler = (tx: EventTransaction, event: ConsumedEvent) => Promise<void>;
 
 /**
+ * Applies the effects of several events inside `tx`, each claimed already (none a duplicate), in
+ * delivery order: a handler that writes a group's rows with multi-row statements. Called with one
+ * event when it is handled alone. Throwing rolls them all back; each is then handled alone.
+ */
+export type GroupHandler = (tx: EventTransaction, events: readonly ConsumedEvent[]) => Promise<void>;
+
+/**
  * The statement that records an event as processed: an INSERT into processed_events returning the
  * row, or nothing for a duplicate. A fragment, to be the first CTE of a statementHandler's statement.
  */
@@ -133,8 +140,12 @@ export interface IdempotentConsumerOptions {
   name: string;
   /** Subjects to receive, e.g. `[namespace.subject('invoice.paid')]`. Several need NATS ≥ 2.10. */
   filterSubjects: string[];
-  /** Exactly one of `handler` (a transaction per event, or per group) and `statementHandler` (one statement per event). */
+  /**
+   * Exactly one of `handler` (a transaction per event, or per group), `groupHandler` (likewise, the
+   * group's events given to it together) and `statementHandler` (one statement per event).
+   */
   handler?: EventHandler;
+  groupHandler?: GroupHandler;
   statementHandler?: StatementHandler;
   /**
    * The producers' public keys (EVENT_VERIFY_KEYS): an event whose signature does not verify
@@ -208,8 +219,8 @@ export class IdempotentConsumer {
 
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
-    if ((options.handler === undefined) === (options.statementHandler === undefined)) {
-      throw new Error(`consumer ${options.name}: give exactly one of handler and statementHandler`);
+    if ([options.handler, options.groupHandler, options.statementHandler].filter((h) => h !== undefined).length !== 1) {
+      throw new Error(`consumer ${options.name}: give exactly one of handler, groupHandler and statementHandler`);
     }
     if (options.statementHandler && options.groupTransactions) throw new Error(`consumer ${options.name}: a statementHandler opens no transaction to group`);
     // Fails at start, not at the first event: a consumer that holds no key of a producer it reads
@@ -411,6 +422,18 @@ export class IdempotentConsumer {
           on conflict do nothing
           returning event_id`;
         const fresh = new Set(claimed.map((row) => row.event_id));
+        const { groupHandler } = this.options;
+        if (groupHandler) {
+          // The whole group is in hand: applied together, then acked together.
+          const handled: ConsumedEvent[] = [];
+          const results = events.map(({ event }) => {
+            if (!fresh.delete(event.id)) return 'duplicate' as const;
+            handled.push(event);
+            return 'handled' as const;
+          });
+          if (handled.length > 0) await groupHandler(tx, handled);
+          return results;
+        }
         const givenBack: string[] = [];
         const results = await mapInOrder(events, async ({ event }) => {
           // Stopping: the event in hand is finished, the rest of the group goes back unhandled.
@@ -477,7 +500,7 @@ export class IdempotentConsumer {
       if (!event) return;
       const log = this.logger.child({ eventId: event.id, eventType: event.type, delivery: event.deliveryCount });
       try {
-        const { sql, statementHandler, handler } = this.options;
+        const { sql, statementHandler, handler, groupHandler } = this.options;
         const claim = (q: Sql | TransactionSql) => q`
           insert into processed_events (consumer_name, event_id)
           values (${this.options.name}, ${event.id})
@@ -487,7 +510,8 @@ export class IdempotentConsumer {
           ? await statementHandler(sql, event, claim(sql))
           : await eventTransaction(sql, async (tx) => {
               if ((await claim(tx)).length === 0) return false;
-              await handler!(tx, event);
+              if (groupHandler) await groupHandler(tx, [event]);
+              else await handler!(tx, event);
               return true;
             });
         await this.options.afterCommit?.(event);
