@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { enqueueEvent, eventTransaction, type Logger, type NewEvent, type Sql, type Worker } from '@coinvoice/runtime';
+import { enqueueEvent, eventTransaction, isDatabaseUnavailableError, type Logger, type NewEvent, type Sql, type Worker } from '@coinvoice/runtime';
 import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/events_pb';
 import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } from '../domain/delivery-state';
 import { destinationHost, Slots } from '../domain/delivery-slots';
@@ -280,7 +280,11 @@ export class DeliveryWorker implements Worker {
           this.options.onClaim?.({ claimed: claimed.length, scope: only === undefined ? 'all' : 'freed_projects' });
         } catch (err) {
           failures += 1;
-          const retryInMs = Math.min(10_000, 100 * 2 ** Math.min(failures, 7));
+          // Postgres unreachable: a failed claim costs nothing (refused at once), and a backoff grown
+          // during the outage (every reservation the consumer gives back wakes a claim) would keep
+          // due deliveries waiting for up to 10 s after it ends.
+          const maxMs = isDatabaseUnavailableError(err) ? DATABASE_RETRY_MAX_MS : 10_000;
+          const retryInMs = Math.min(maxMs, 100 * 2 ** Math.min(failures, 7));
           this.logger.warn({ err, retryInMs }, 'delivery worker: claim failed; retrying');
           await this.sleep(retryInMs);
           continue;
@@ -521,6 +525,9 @@ export class DeliveryWorker implements Worker {
     }
   }
 }
+
+/** Longest backoff after a claim failed because Postgres is unreachable. */
+const DATABASE_RETRY_MAX_MS = 1_000;
 
 /** How long a delivery whose host has no free slot waits before it is looked at again. */
 const HOST_BUSY_RETRY_MS = 500;

@@ -209,13 +209,21 @@ export class IdempotentConsumer {
   private interruptSleep: (() => void) | undefined;
   /** The pull request in progress (its messages are handled as they arrive). */
   private pull: ConsumerMessages | undefined;
-  /** The last message failed because a dependency is down (not because of the message). */
-  private dependencyDown = false;
+  /**
+   * A message failed because a dependency is down (not because of the message): until then,
+   * messages are handed back without a try. A pull stays open up to its expiry, so a message handed
+   * back comes again inside it; after this time it is tried, and finds the dependency back or not.
+   */
+  private dependencyDownUntil = 0;
   /**
    * Messages received and not yet settled, in a handler or waiting behind one: all kept alive
    * together until settled (docs/architecture.md#ack-wait).
    */
   private readonly held = new Set<JsMsg>();
+
+  private get dependencyDown(): boolean {
+    return Date.now() < this.dependencyDownUntil;
+  }
 
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
@@ -333,8 +341,7 @@ export class IdempotentConsumer {
         if (this.dependencyDown) {
           // Postgres (or a service the handler calls) is down: pause instead of pulling message
           // after message only to hand each back; the next pull tries again.
-          this.dependencyDown = false;
-          await this.sleep(this.retryInitialMs);
+          await this.sleep(this.dependencyDownUntil - Date.now());
         }
       } catch (err) {
         if (!this.running) break;
@@ -523,7 +530,7 @@ export class IdempotentConsumer {
         // every failed delivery during the outage (up to retry.maxMs after it ends), so it comes
         // back after the initial delay while the loop pauses (see run).
         const outage = isDependencyOutage(err);
-        if (outage) this.dependencyDown = true;
+        if (outage) this.dependencyDownUntil = Date.now() + this.retryInitialMs;
         const retryInMs = outage
           ? this.retryInitialMs
           : Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (event.deliveryCount - 1));
@@ -600,7 +607,7 @@ export class IdempotentConsumer {
       }
       this.term(msg);
     } catch (err) {
-      if (isDependencyOutage(err)) this.dependencyDown = true;
+      if (isDependencyOutage(err)) this.dependencyDownUntil = Date.now() + this.retryInitialMs;
       this.logger.warn({ err, eventId, reason }, 'consumer: could not dead-letter a refused event; it will come again');
       this.nak(msg, this.retryInitialMs);
     }
