@@ -3,40 +3,33 @@
  * processed_events claim, the project event and the original delivery (leased to a reserved slot,
  * or due now with a NOTIFY) together, with no transaction around them. It was a transaction of
  * five round trips (BEGIN, claim, project event, delivery, COMMIT) per event. The handler runs
- * against the notifier's real schema; the statements sent are counted by postgres.js's debug hook.
+ * against the notifier's real schema; the statements sent are counted by postgres.js's debug hook (test/support/statements.ts).
  */
 import { randomUUID } from 'node:crypto';
-import postgres from 'postgres';
 import { createLogger, type ConsumedEvent } from '@coinvoice/runtime';
 import { NotifierEventHandler, type NotifierConsumerDeps } from '../src/events/consumers';
 import type { ProjectContext } from '../src/project-context';
 import { DELIVERIES_CHANNEL, type DeliveryRow } from '../src/store/deliveries';
 import { invoicePaid } from './support/events';
 import { eventually, startNotifier, type Harness } from './support/harness';
+import { recordingPool, type StatementRecorder } from '../../../test/support/statements';
 
 const CONSUMER = 'notifier-invoice-events';
 
 let h: Harness;
-let counted: postgres.Sql;
-let statements: string[] = [];
+let recorder: StatementRecorder;
 const notifications: string[] = [];
 let unlisten: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   h = await startNotifier();
-  counted = postgres(h.svc.database.url, {
-    max: 1,
-    onnotice: () => undefined,
-    connection: { search_path: 'notifier' },
-    debug: (_connection, query) => statements.push(query),
-  });
-  await counted`select 1`; // the connection's own start-up queries (types) are not the handler's
+  recorder = await recordingPool(h.svc.database.url, 'notifier');
   const listening = await h.sql.listen(DELIVERIES_CHANNEL, (payload) => notifications.push(payload));
   unlisten = () => listening.unlisten();
 });
 afterAll(async () => {
   await unlisten?.();
-  await counted?.end();
+  await recorder?.end();
   await h?.dispose();
 });
 
@@ -48,7 +41,7 @@ function project(webhookUrl: string | undefined): ProjectContext {
 function handlerFor(context: ProjectContext, dispatch?: NotifierConsumerDeps['dispatch']): NotifierEventHandler {
   const known = async (id: string) => (id === context.projectId ? context : undefined);
   return new NotifierEventHandler({
-    sql: counted,
+    sql: recorder.sql,
     logger: createLogger({ service: 'notifier-test', level: 'silent' }),
     projects: { get: known, current: known },
     mailer: { description: 'none', send: async () => ({ messageId: 'unused' }), close: () => undefined },
@@ -73,7 +66,7 @@ function paidEvent(projectId: string): ConsumedEvent {
 
 /** The consumer's claim, as IdempotentConsumer makes it. */
 function claimOf(event: ConsumedEvent) {
-  return counted`
+  return recorder.sql`
     insert into processed_events (consumer_name, event_id) values (${CONSUMER}, ${event.id})
     on conflict do nothing returning event_id`;
 }
@@ -89,10 +82,10 @@ test('an event of a project with a webhook: claim, project event and delivery du
   const context = project('https://merchant.example/hooks');
   const handler = handlerFor(context);
   const event = paidEvent(context.projectId);
-  statements = [];
-  const first = await handler.handle(counted, event, claimOf(event));
-  expect(statements).toHaveLength(1);
-  expect(statements[0]).not.toMatch(/^\s*(begin|commit)/i);
+  recorder.reset();
+  const first = await handler.handle(recorder.sql, event, claimOf(event));
+  expect(recorder.statements).toHaveLength(1);
+  expect(recorder.statements[0]).not.toMatch(/^\s*(begin|commit)/i);
   expect(first).toEqual({ claimed: true, then: { kind: 'queued', projectId: context.projectId } });
   const rows = await rowsOf(event);
   expect(rows).toMatchObject({ processed: 1, projectEvents: 1 });
@@ -105,9 +98,9 @@ test('an event of a project with a webhook: claim, project event and delivery du
   });
 
   // Delivered again (an ack lost): the claim finds the event, and nothing else is written.
-  statements = [];
-  const again = await handler.handle(counted, event, claimOf(event));
-  expect(statements).toHaveLength(1);
+  recorder.reset();
+  const again = await handler.handle(recorder.sql, event, claimOf(event));
+  expect(recorder.statements).toHaveLength(1);
   expect(again).toEqual({ claimed: false, then: { kind: 'nothing' } });
   const after = await rowsOf(event);
   expect(after).toMatchObject({ processed: 1, projectEvents: 1 });
@@ -121,9 +114,9 @@ test('with a slot reserved, the delivery is inserted leased to it (sent right af
   const handler = handlerFor(context, slot.dispatch);
   const event = paidEvent(context.projectId);
   const notified = notifications.length;
-  statements = [];
-  const handled = await handler.handle(counted, event, claimOf(event));
-  expect(statements).toHaveLength(1);
+  recorder.reset();
+  const handled = await handler.handle(recorder.sql, event, claimOf(event));
+  expect(recorder.statements).toHaveLength(1);
   expect(handled.claimed).toBe(true);
   expect(handled.then.kind).toBe('leased');
   const { deliveries } = await rowsOf(event);
@@ -144,15 +137,15 @@ test('a project without a webhook: its project event is kept (coinvoice listen),
   const context = project(undefined);
   const handler = handlerFor(context);
   const event = paidEvent(context.projectId);
-  statements = [];
-  expect(await handler.handle(counted, event, claimOf(event))).toEqual({ claimed: true, then: { kind: 'nothing' } });
-  expect(statements).toHaveLength(1);
+  recorder.reset();
+  expect(await handler.handle(recorder.sql, event, claimOf(event))).toEqual({ claimed: true, then: { kind: 'nothing' } });
+  expect(recorder.statements).toHaveLength(1);
   expect(await rowsOf(event)).toEqual({ processed: 1, projectEvents: 1, deliveries: [] });
 
   const stranger = paidEvent(randomUUID());
-  statements = [];
-  expect(await handler.handle(counted, stranger, claimOf(stranger))).toEqual({ claimed: true, then: { kind: 'nothing' } });
-  expect(statements).toHaveLength(1);
+  recorder.reset();
+  expect(await handler.handle(recorder.sql, stranger, claimOf(stranger))).toEqual({ claimed: true, then: { kind: 'nothing' } });
+  expect(recorder.statements).toHaveLength(1);
   expect(await rowsOf(stranger)).toEqual({ processed: 1, projectEvents: 0, deliveries: [] });
 });
 
@@ -162,7 +155,7 @@ test('a statement that fails writes nothing, and the reserved slot is given back
   const slot = reserving('not-a-uuid');
   const handler = handlerFor(context, slot.dispatch);
   const event = paidEvent(context.projectId);
-  await expect(handler.handle(counted, event, claimOf(event))).rejects.toThrow(/uuid/);
+  await expect(handler.handle(recorder.sql, event, claimOf(event))).rejects.toThrow(/uuid/);
   expect(slot.released()).toBe(1);
   expect(await rowsOf(event)).toEqual({ processed: 0, projectEvents: 0, deliveries: [] });
 });

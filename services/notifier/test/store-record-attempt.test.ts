@@ -2,35 +2,28 @@
  * An ended attempt is recorded in one statement (docs/webhook-delivery.md#recording): the attempt
  * row and the endpoint's health always, the delivery's next state only while the lease is still
  * the worker's, and what its end settles (duplicates closed, replicas woken). Against the
- * notifier's real schema; the statements sent are counted by postgres.js's debug hook.
+ * notifier's real schema; the statements sent are counted by postgres.js's debug hook (test/support/statements.ts).
  */
 import { randomUUID } from 'node:crypto';
-import postgres from 'postgres';
 import { DELIVERIES_CHANNEL, recordAttempt, type DeliveryRow, type EndedAttempt } from '../src/store/deliveries';
 import { rowsTouched } from '../../../test/support/plans';
 import { eventually, startNotifier, type Harness } from './support/harness';
+import { recordingPool, type StatementRecorder } from '../../../test/support/statements';
 
 let h: Harness;
-let counted: postgres.Sql;
-let statements: string[] = [];
+let recorder: StatementRecorder;
 const notifications: string[] = [];
 let unlisten: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   h = await startNotifier();
-  counted = postgres(h.svc.database.url, {
-    max: 1,
-    onnotice: () => undefined,
-    connection: { search_path: 'notifier' },
-    debug: (_connection, query) => statements.push(query),
-  });
-  await counted`select 1`; // the connection's own start-up queries (types) are not the statement's
+  recorder = await recordingPool(h.svc.database.url, 'notifier');
   const listening = await h.sql.listen(DELIVERIES_CHANNEL, (payload) => notifications.push(payload));
   unlisten = () => listening.unlisten();
 });
 afterAll(async () => {
   await unlisten?.();
-  await counted?.end();
+  await recorder?.end();
   await h?.dispose();
 });
 
@@ -98,9 +91,9 @@ async function notificationsSince(from: number): Promise<number> {
 
 test('a success is recorded in one statement: the delivery, the attempt and the endpoint', async () => {
   const row = await leasedDelivery();
-  statements = [];
-  const result = await recordAttempt(counted, ended(row, row.lease_token, 'success'));
-  expect(statements).toHaveLength(1);
+  recorder.reset();
+  const result = await recordAttempt(recorder.sql, ended(row, row.lease_token, 'success'));
+  expect(recorder.statements).toHaveLength(1);
   expect(result.ours).toBe(true);
   const after = await deliveryNow(row.id);
   expect(after).toMatchObject({ status: 'succeeded', attempt_count: 1, lease_token: null, next_attempt_at: null, last_response_status: 204 });
@@ -112,15 +105,15 @@ test('a success is recorded in one statement: the delivery, the attempt and the 
 test('failures count up on the endpoint and a success resets them; a retry keeps the delivery pending with its next due time', async () => {
   const projectId = `record-${randomUUID()}`;
   const first = await leasedDelivery({ projectId });
-  await recordAttempt(counted, ended(first, first.lease_token, 'retry'));
+  await recordAttempt(recorder.sql, ended(first, first.lease_token, 'retry'));
   const second = await leasedDelivery({ projectId });
-  await recordAttempt(counted, ended(second, second.lease_token, 'failed'));
+  await recordAttempt(recorder.sql, ended(second, second.lease_token, 'failed'));
   expect(await endpointOf(projectId)).toMatchObject({ consecutive_failures: 2, last_success_at: null });
   expect(await deliveryNow(first.id)).toMatchObject({ status: 'pending', attempt_count: 1, lease_token: null });
   expect((await deliveryNow(first.id)).next_attempt_at!.getTime()).toBeGreaterThan(Date.now() + 30_000);
   expect(await deliveryNow(second.id)).toMatchObject({ status: 'failed', next_attempt_at: null });
   const third = await leasedDelivery({ projectId });
-  await recordAttempt(counted, ended(third, third.lease_token, 'success'));
+  await recordAttempt(recorder.sql, ended(third, third.lease_token, 'success'));
   const health = await endpointOf(projectId);
   expect(health?.consecutive_failures).toBe(0);
   expect(health?.last_success_at).not.toBeNull();
@@ -129,7 +122,7 @@ test('failures count up on the endpoint and a success resets them; a retry keeps
 
 test('a lost lease logs the attempt and leaves the delivery to the replica that holds it now', async () => {
   const row = await leasedDelivery();
-  const result = await recordAttempt(counted, ended(row, randomUUID(), 'success'));
+  const result = await recordAttempt(recorder.sql, ended(row, randomUUID(), 'success'));
   expect(result.ours).toBe(false);
   expect(await deliveryNow(row.id)).toMatchObject({ status: 'pending', attempt_count: 0, lease_token: row.lease_token });
   const [attempts] = await h.sql<{ n: number }[]>`select count(*)::int as n from webhook_attempts where delivery_id = ${row.id}`;
@@ -142,7 +135,7 @@ test("a redelivery's success closes the original still pending, and wakes the re
   const original = await leasedDelivery({ projectId, eventId, attemptCount: 2 });
   const redelivery = await leasedDelivery({ projectId, eventId, redeliveryOf: original.id, eventKey: original.event_key });
   const from = notifications.length;
-  const result = await recordAttempt(counted, ended(redelivery, redelivery.lease_token, 'success'));
+  const result = await recordAttempt(recorder.sql, ended(redelivery, redelivery.lease_token, 'success'));
   expect(result.ours).toBe(true);
   expect(await deliveryNow(original.id)).toMatchObject({ status: 'succeeded', delivered_by: redelivery.id, lease_token: null, next_attempt_at: null });
   expect(await notificationsSince(from)).toBe(1);
@@ -152,14 +145,14 @@ test("an original's first attempt wakes the replicas when it ends only if a late
   const projectId = `record-${randomUUID()}`;
   const alone = await leasedDelivery({ projectId });
   let from = notifications.length;
-  await recordAttempt(counted, ended(alone, alone.lease_token, 'success'));
+  await recordAttempt(recorder.sql, ended(alone, alone.lease_token, 'success'));
   expect(await notificationsSince(from)).toBe(0);
 
   const invoice = randomUUID();
   const first = await leasedDelivery({ projectId, eventKey: invoice });
   await leasedDelivery({ projectId, eventKey: invoice }); // queued behind it (its own lease keeps the worker away)
   from = notifications.length;
-  await recordAttempt(counted, ended(first, first.lease_token, 'retry'));
+  await recordAttempt(recorder.sql, ended(first, first.lease_token, 'retry'));
   // Its first attempt failed: the later one no longer waits for its retries, and goes now.
   expect(await notificationsSince(from)).toBe(1);
 
@@ -167,7 +160,7 @@ test("an original's first attempt wakes the replicas when it ends only if a late
   const retried = await leasedDelivery({ projectId, eventKey: randomUUID(), attemptCount: 1 });
   await leasedDelivery({ projectId, eventKey: retried.event_key });
   from = notifications.length;
-  await recordAttempt(counted, ended(retried, retried.lease_token, 'success'));
+  await recordAttempt(recorder.sql, ended(retried, retried.lease_token, 'success'));
   expect(await notificationsSince(from)).toBe(0);
 });
 

@@ -3,35 +3,28 @@
  * group go in ONE multi-row statement — their entries, each balance raised once by what went in —
  * inside the group's transaction (it was a statement per event); a live credit keeps its own, with
  * its auto-sweep check. Duplicates credit nothing, within the group or across groups. The handler
- * on the service's real schema; statements counted by postgres.js's debug hook; money compared to
+ * on the service's real schema; statements counted by postgres.js's debug hook (test/support/statements.ts); money compared to
  * the base unit.
  */
 import { randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import postgres from 'postgres';
 import { createLogger, eventTransaction, type ConsumedEvent } from '@coinvoice/runtime';
 import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { ledgerGroupHandler, type InvoiceCredit } from '../src/events/ledger-consumer';
 import { balanceOf, ledgerSums, startPayoutHarness, type Harness } from './support/harness';
+import { recordingPool, type StatementRecorder } from '../../../test/support/statements';
 
 let h: Harness;
-let counted: postgres.Sql;
-let statements: string[] = [];
+let recorder: StatementRecorder;
 
 beforeAll(async () => {
   h = await startPayoutHarness();
-  counted = postgres(h.svc.database.url, {
-    max: 1,
-    onnotice: () => undefined,
-    connection: { search_path: 'payout' },
-    debug: (_connection, query) => statements.push(query),
-  });
-  await counted`select 1`; // the connection's start-up queries are not the handler's
+  recorder = await recordingPool(h.svc.database.url, 'payout');
 }, 120_000);
 
 afterAll(async () => {
-  await counted?.end();
+  await recorder?.end();
   await h?.dispose();
 });
 
@@ -54,7 +47,7 @@ function paid(projectId: string, fields: { invoiceId?: string; amount: string; c
 
 async function applyGroup(events: ConsumedEvent[], told: InvoiceCredit[] = []): Promise<void> {
   const handle = ledgerGroupHandler({ logger: createLogger({ service: 'test', level: 'silent' }), onCredited: (credit) => told.push(credit) });
-  await eventTransaction(counted, (tx) => handle(tx, events));
+  await eventTransaction(recorder.sql, (tx) => handle(tx, events));
 }
 
 test('twelve sandbox credits of a group: one statement between BEGIN and COMMIT; each credited once, the balance their exact sum', async () => {
@@ -62,12 +55,12 @@ test('twelve sandbox credits of a group: one statement between BEGIN and COMMIT;
   const amounts = ['0.00000001', '0.12345678', '1', '0.5', '2.00000009', '0.00000003', '7.1', '0.00100000', '3', '0.2', '0.09999999', '11'];
   const events = amounts.map((amount) => paid(project.id, { amount }));
   const told: InvoiceCredit[] = [];
-  statements = [];
+  recorder.reset();
   await applyGroup(events, told);
-  expect(statements).toHaveLength(3);
-  expect(statements[0]).toMatch(/^\s*begin/i);
-  expect(statements[1]).toMatch(/insert into ledger_entries/);
-  expect(statements[2]).toMatch(/^\s*commit/i);
+  expect(recorder.statements).toHaveLength(3);
+  expect(recorder.statements[0]).toMatch(/^\s*begin/i);
+  expect(recorder.statements[1]).toMatch(/insert into ledger_entries/);
+  expect(recorder.statements[2]).toMatch(/^\s*commit/i);
   expect(told.map((credit) => credit.amount)).toEqual(amounts.map((amount) => (amount === '0.00100000' ? '0.001' : amount)));
   // 25.0244569 BTC: 2,502,445,690 satoshis, every one of them.
   expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '25.0244569', pending: '0', total: '25.0244569' });

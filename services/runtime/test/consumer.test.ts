@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { headers as natsHeaders, nanos, type JetStreamManager, type MsgHdrs, type NatsConnection } from 'nats';
-import postgres from 'postgres';
 import { Registry } from 'prom-client';
 import { createDb, type Sql } from '../src/db';
 import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
@@ -18,6 +17,7 @@ import { createLogger, currentRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
 import { signInto, testEventKeys } from '../../../test/support/event-keys';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../../../test/support/infra';
+import { recordingPool } from '../../../test/support/statements';
 
 const SCHEMA = 'payout';
 const logger = createLogger({ service: 'consumer-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -645,12 +645,10 @@ describe('IdempotentConsumer with a statementHandler (docs/performance.md#events
     await sleep(250);
     await publishPaid(ns, { id: 'evt-stmt-1', invoiceId: 'inv_stmt', amount: '2.00000000' }); // the same event again
     await publishPaid(ns, { id: 'evt-stmt-2', invoiceId: 'inv_stmt', amount: '3.00000000' });
-    const statements: string[] = [];
-    const counted = postgres(database.url, { max: 1, onnotice: () => undefined, connection: { search_path: SCHEMA }, debug: (_c, query) => statements.push(query) });
+    const recorder = await recordingPool(database.url, SCHEMA);
+    const { statements } = recorder;
     try {
-      await counted`select 1`; // the connection's start-up queries are not the consumer's
-      statements.length = 0;
-      await newConsumer(stream, ns, { sql: counted, handler: undefined, statementHandler: creditInOneStatement }).start();
+      await newConsumer(stream, ns, { sql: recorder.sql, handler: undefined, statementHandler: creditInOneStatement }).start();
       await waitFor('the three messages to be acked', () => settled(stream));
       expect(await credits('inv_stmt')).toEqual([
         { event_id: 'evt-stmt-1', amount: '2.00000000' },
@@ -660,7 +658,7 @@ describe('IdempotentConsumer with a statementHandler (docs/performance.md#events
       expect(statements.filter((query) => /^\s*(begin|commit|rollback)/i.test(query))).toEqual([]);
     } finally {
       await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
-      await counted.end();
+      await recorder.end();
     }
   });
 

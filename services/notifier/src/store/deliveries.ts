@@ -110,6 +110,7 @@ export async function insertEventRows(
       on conflict (event_id) do nothing
     ),
     ${deliveryCtes},
+    -- As notifyDeliveries, for a delivery left to the claim path; a SELECT CTE runs only when read, hence its count below.
     woken as (select pg_notify(${DELIVERIES_CHANNEL}, ${e.projectId}::text) from delivery where delivery.lease_token is null)
     select exists (select from gate) as passed, (select count(*) from woken)::int as woken, delivery.*
     from (values (1)) as one (x) left join delivery on true`;

@@ -225,6 +225,11 @@ export class IdempotentConsumer {
     return Date.now() < this.dependencyDownUntil;
   }
 
+  /** A message failed for a dependency's outage: hand back what comes, without a try, for the initial retry delay. */
+  private dependencyWentDown(): void {
+    this.dependencyDownUntil = Date.now() + this.retryInitialMs;
+  }
+
   constructor(private readonly options: IdempotentConsumerOptions) {
     if (options.filterSubjects.length === 0) throw new Error(`consumer ${options.name}: filterSubjects is empty`);
     if ([options.handler, options.groupHandler, options.statementHandler].filter((h) => h !== undefined).length !== 1) {
@@ -530,7 +535,7 @@ export class IdempotentConsumer {
         // every failed delivery during the outage (up to retry.maxMs after it ends), so it comes
         // back after the initial delay while the loop pauses (see run).
         const outage = isDependencyOutage(err);
-        if (outage) this.dependencyDownUntil = Date.now() + this.retryInitialMs;
+        if (outage) this.dependencyWentDown();
         const retryInMs = outage
           ? this.retryInitialMs
           : Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (event.deliveryCount - 1));
@@ -607,7 +612,7 @@ export class IdempotentConsumer {
       }
       this.term(msg);
     } catch (err) {
-      if (isDependencyOutage(err)) this.dependencyDownUntil = Date.now() + this.retryInitialMs;
+      if (isDependencyOutage(err)) this.dependencyWentDown();
       this.logger.warn({ err, eventId, reason }, 'consumer: could not dead-letter a refused event; it will come again');
       this.nak(msg, this.retryInitialMs);
     }
