@@ -231,6 +231,9 @@ async function main(): Promise<void> {
 
     // Each pay needs its own Waiting invoice: pay the ones created above, each once.
     let payIndex = 0;
+    // The pay phase's CPU leaves out the webhooks still queued when it ends: measured again once
+    // every one has arrived, per paid invoice (the whole cost of a payment and its webhook).
+    const payStartCpu = sampleCpu(processes);
     const { row: payRow, result: pay } = await measured('sandbox pay (POST …/sandbox/pay)', processes, {
       url: gw,
       requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `/api/invoice/${ids[payIndex++ % ids.length]}/sandbox/pay`, headers: { 'x-api-key': apiKey } }) }],
@@ -245,6 +248,7 @@ async function main(): Promise<void> {
     const drainDeadline = Date.now() + 60_000;
     while (receiver.arrivals.size < paidOk && Date.now() < drainDeadline) await new Promise((r) => setTimeout(r, 50));
     const drainMs = performance.now() - drainStart;
+    const payAndWebhooksCpu = cpuPerRequest(payStartCpu, sampleCpu(processes), paidOk);
     const backlogNote = `${receiver.arrivals.size} of ${paidOk} webhooks of the pay phase had arrived ${(drainMs / 1000).toFixed(1)} s after it ended`;
     console.log(backlogNote);
     // Pay-to-webhook at low load: one pay at a time, timed from the pay request to the receiver.
@@ -317,7 +321,10 @@ async function main(): Promise<void> {
       ...rows.map((r) => `| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${r === baseCreate ? '100%' : pct(r.rps, baseCreate.rps)} |`),
       `| pay → webhook at receiver (${latencies.length} sequential, low load) | — | ${webhookP50.toFixed(1)} | ${webhookP99.toFixed(1)} | ${WEBHOOK_SAMPLES - latencies.length} lost | — |`,
     ].join('\n');
-    const cpuLines = rows.filter((r) => r.cpu).map((r) => `- ${r.name}: ${r.cpu}`);
+    const cpuLines = [
+      ...rows.filter((r) => r.cpu).map((r) => `- ${r.name}: ${r.cpu}`),
+      `- sandbox pay and its webhook, per paid invoice (the pay phase, then until every webhook had arrived): ${payAndWebhooksCpu}`,
+    ];
     const noteLines = rows.filter((r) => r.note).map((r) => `- ${r.name}: ${r.note}`);
     const targets = [
       `create ≥ 35% of baseline: ${pct(rows[1]!.rps, baseCreate.rps)} ${rows[1]!.rps >= 0.35 * baseCreate.rps ? '✔' : '✘'}`,

@@ -18,6 +18,7 @@ import { migrate } from '../src/migrations';
 import { signInto, testEventKeys } from '../../../test/support/event-keys';
 import { createTestDatabase, testNatsUrl, uniqueName, type TestDatabase } from '../../../test/support/infra';
 import { recordingPool } from '../../../test/support/statements';
+import { JsMsgImpl } from 'nats/lib/jetstream/jsmsg';
 
 const SCHEMA = 'payout';
 const logger = createLogger({ service: 'consumer-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -487,6 +488,32 @@ describe('IdempotentConsumer pulls in batches', () => {
       select count(*)::int as n from processed_events where starts_with(event_id, 'evt-g-') group by processed_at`;
     expect(transactions.length).toBeLessThan(24);
     expect(Math.max(...transactions.map((t) => t.n))).toBeGreaterThan(1);
+  });
+
+  it("a group's acks are sent in one pass: nats.js writes them to the socket together, not one write per event", async () => {
+    // nats.js flushes what was queued when the microtask queue next runs: acks queued with no
+    // await between them share one flush (one socket write); an await between two acks split them.
+    const flushes: number[] = [];
+    let open: number | undefined;
+    const ack = jest.spyOn(JsMsgImpl.prototype, 'ack');
+    ack.mockImplementation(function (this: JsMsgImpl) {
+      if (open === undefined) {
+        open = flushes.length;
+        flushes.push(0);
+        queueMicrotask(() => (open = undefined));
+      }
+      flushes[open]! += 1;
+      this.doAck(new TextEncoder().encode('+ACK'));
+    });
+    try {
+      await applyGroup('acks', creditHandler);
+    } finally {
+      ack.mockRestore();
+    }
+    expect(flushes.reduce((sum, n) => sum + n, 0)).toBe(24);
+    // 24 acks in a few groups: as many flushes as groups, the biggest carrying several acks.
+    expect(flushes.length).toBeLessThan(12);
+    expect(Math.max(...flushes)).toBeGreaterThan(1);
   });
 
   it('a handler failing inside a group rolls the group back; each of its events is then handled alone, each applied once', async () => {

@@ -468,20 +468,28 @@ export class IdempotentConsumer {
       await this.handleEachAlone(events.map(({ msg }) => msg));
       return;
     }
+    // Each event's after-commit step first, then every ack in one synchronous pass: nats.js writes
+    // what is queued in one turn as one socket write, so the group's acks travel together (an
+    // await between two acks flushed each on its own: a write per event; docs/performance.md#events).
+    const settled: Array<{ msg: JsMsg; event: ConsumedEvent; outcome: 'handled' | 'duplicate' }> = [];
     for (const [i, { msg, event }] of events.entries()) {
-      if (outcomes[i] === 'given back') {
+      const outcome = outcomes[i]!;
+      if (outcome === 'given back') {
         this.nak(msg);
         continue;
       }
       try {
-        await this.options.afterCommit?.(event);
-        this.ack(msg);
-        if (outcomes[i] === 'handled') this.logger.debug({ eventId: event.id, eventType: event.type }, 'consumer: event handled');
-        else this.logger.info({ eventId: event.id, eventType: event.type }, 'consumer: duplicate event skipped');
+        if (this.options.afterCommit) await this.options.afterCommit(event);
+        settled.push({ msg, event, outcome });
       } catch (err) {
         this.logger.warn({ err, eventId: event.id, retryInMs: this.retryInitialMs }, 'consumer: after-commit step failed; event will be redelivered');
         this.nak(msg, this.retryInitialMs);
       }
+    }
+    for (const { msg, event, outcome } of settled) {
+      this.ack(msg);
+      if (outcome === 'handled') this.logger.debug({ eventId: event.id, eventType: event.type }, 'consumer: event handled');
+      else this.logger.info({ eventId: event.id, eventType: event.type }, 'consumer: duplicate event skipped');
     }
   }
 
