@@ -11,7 +11,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createDb, createLogger, eventTransaction, Code } from '@coinvoice/runtime';
 import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { ledgerHandler } from '../src/events/ledger-consumer';
+import { ledgerGroupHandler } from '../src/events/ledger-consumer';
 import {
   addressFor,
   balanceOf,
@@ -229,7 +229,7 @@ test('20 credits in concurrent transactions (the ledger handler on 20 connection
   const project = h.auth.addProject('live');
   await activate(project, [{ currency: 'USDT', address: addressFor('USDT', 'live'), threshold: '10' }]);
   const pool = createDb({ url: h.svc.database.url, schema: 'payout', max: 20 });
-  const handle = ledgerHandler({ logger: createLogger({ service: 'test', level: 'silent' }) });
+  const handle = ledgerGroupHandler({ logger: createLogger({ service: 'test', level: 'silent' }) });
   try {
     await Promise.all(
       Array.from({ length: 20 }, (_, i) => {
@@ -248,7 +248,7 @@ test('20 credits in concurrent transactions (the ledger handler on 20 connection
             paidAt: timestampFromDate(new Date()),
           }),
         );
-        return eventTransaction(pool, (tx) => handle(tx, { id: randomUUID(), type: 'invoice.paid', subject: 'test.invoice.paid', payload, deliveryCount: 1 } as never));
+        return eventTransaction(pool, (tx) => handle(tx, [{ id: randomUUID(), type: 'invoice.paid', subject: 'test.invoice.paid', payload, deliveryCount: 1 } as never]));
       }),
     );
   } finally {

@@ -203,12 +203,6 @@ export function ledgerGroupHandler(options: Pick<LedgerConsumerOptions, 'logger'
   };
 }
 
-/** Applies one invoice.paid inside the consumer's transaction: a group of one. */
-export function ledgerHandler(options: Pick<LedgerConsumerOptions, 'logger' | 'onCredited' | 'onAutoSwept'>) {
-  const group = ledgerGroupHandler(options);
-  return (tx: EventTransaction, event: ConsumedEvent): Promise<void> => group(tx, [event]);
-}
-
 /** The consumer as a Worker: makes sure the invoice stream exists (invoice may start later), then consumes. */
 export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
   const namespace = EventNamespace.of(options.namespace);
