@@ -38,6 +38,8 @@ const PAID_IN_BACKFILL = Number(process.env.BENCH_WATCHER_PAID ?? 100);
 const LATENCY_SAMPLES = Number(process.env.BENCH_WATCHER_SAMPLES ?? 20);
 const CONFIRMATIONS = 3;
 const POLL_MS = Number(process.env.BENCH_WATCHER_POLL_MS ?? 500);
+/** The watcher's WATCHER_FULL_RELOAD: each round waits one full read of the watched set (its loaded invoices are older than the incremental read reaches). */
+const FULL_RELOAD_MS = Number(process.env.BENCH_WATCHER_FULL_RELOAD_MS ?? 60_000);
 const FUNDED_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80' as const;
 
 async function json(url: string, init: RequestInit = {}): Promise<Record<string, unknown>> {
@@ -107,6 +109,7 @@ async function main(): Promise<void> {
         CHAIN_ETHEREUM_CONFIRMATIONS: String(CONFIRMATIONS),
         ...fastNode.env,
         CHAIN_ETHEREUM_POLL_MS: String(POLL_MS),
+        WATCHER_FULL_RELOAD: String(FULL_RELOAD_MS),
         // Email (the sign-up code) goes to a mailbox folder of this run's own.
         SMTP_URL: '',
         MAILBOX_DIR: mailboxDir,
@@ -186,8 +189,8 @@ async function main(): Promise<void> {
       await fillOpenInvoices(openInvoices, paidHere[0]!.id);
       while ((await cursor()) < Number(await publicClient.getBlockNumber({ cacheTime: 0 }))) await new Promise((r) => setTimeout(r, 100));
       // The loaded copies are older than the watcher's incremental read reaches back: its next
-      // full read of the set (once a minute) takes them in.
-      await new Promise((r) => setTimeout(r, 62_000));
+      // full read of the set (every WATCHER_FULL_RELOAD) takes them in.
+      await new Promise((r) => setTimeout(r, FULL_RELOAD_MS + 2_000));
       process.kill(watcher.pid, 'SIGSTOP');
       const start = Number(await publicClient.getBlockNumber({ cacheTime: 0 }));
       const gap = Math.floor(BLOCKS / PAID_IN_BACKFILL);

@@ -35,6 +35,7 @@ const TINY: Record<string, NodeJS.ProcessEnv> = {
     BENCH_WATCHER_PAID: '2',
     BENCH_WATCHER_SAMPLES: '2',
     BENCH_WATCHER_POLL_MS: '200',
+    BENCH_WATCHER_FULL_RELOAD_MS: '2000',
     // The 2-second-block network (bench/src/fast-chain.ts): a few invoices and blocks.
     BENCH_FAST_INVOICES: '4',
     BENCH_FAST_BLOCKS: '10',
@@ -73,7 +74,6 @@ test.each(Object.keys(TINY))('npm run %s runs to its end with tiny parameters', 
       ...TINY[script],
     },
     maxBuffer: 16 * 1024 * 1024,
-    // bench:watcher waits a minute for the watcher's full read of its open invoices (bench/src/watcher.ts).
     timeout: 170_000,
   });
   expect(stdout).not.toBe('');

@@ -106,6 +106,11 @@ export const invoiceSettings = {
    * (docs/watcher.md): bounds a block's cost; each address is checked every watched/N heights.
    */
   WATCHER_RECONCILE_PER_BLOCK: setting.int({ default: 500, min: 1, max: 100_000 }),
+  /**
+   * How often a watcher reads its whole watched set again (docs/watcher.md#why-the-incremental-read-is-complete):
+   * in between it reads only the invoices created since; the full read drops the addresses whose window ended.
+   */
+  WATCHER_FULL_RELOAD: durationSetting('1m'),
   /** The chain families' nodes and watchers (services/chains/src/<family>/family.ts). */
   ...chainWatcherSettings,
   ...xpubSettings(),

@@ -60,6 +60,13 @@ test('INVOICE_RATE_TABLE replaces the shipped table; an invalid one stops the st
   expect(configError({ INVOICE_RATE_TABLE: 'not json' }).variable).toBe('INVOICE_RATE_TABLE');
 });
 
+test('a watcher reads its whole watched set every WATCHER_FULL_RELOAD: a minute unless set', () => {
+  expect(load({}).WATCHER_FULL_RELOAD).toBe(60_000);
+  expect(load({ WATCHER_FULL_RELOAD: '5m' }).WATCHER_FULL_RELOAD).toBe(300_000);
+  expect(load({ WATCHER_FULL_RELOAD: '2000' }).WATCHER_FULL_RELOAD).toBe(2_000);
+  expect(configError({ WATCHER_FULL_RELOAD: 'hourly' }).variable).toBe('WATCHER_FULL_RELOAD');
+});
+
 test('sweeper settings are bounded', () => {
   expect(configError({ INVOICE_SWEEP_INTERVAL_MS: '0' }).variable).toBe('INVOICE_SWEEP_INTERVAL_MS');
   expect(configError({ INVOICE_SWEEP_BATCH_SIZE: 'many' }).variable).toBe('INVOICE_SWEEP_BATCH_SIZE');

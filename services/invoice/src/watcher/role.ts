@@ -92,6 +92,7 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
         standbyRetryMs: Math.min(2_000, source.pollMs * 2),
         reconcileDepth: confirmations,
         reconcilePerBlock: config.WATCHER_RECONCILE_PER_BLOCK,
+        watchedFullReloadMs: config.WATCHER_FULL_RELOAD,
         houseSenders: houseSendersOf(chain, config),
       });
       return { routes() {}, workers: [watcher] };

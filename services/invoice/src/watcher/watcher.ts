@@ -67,7 +67,7 @@ export interface ChainWatcherOptions {
    */
   reconcilePerBlock: number;
   /** How often the watched set is read whole (else only new invoices are added). */
-  watchedFullReloadMs?: number;
+  watchedFullReloadMs: number;
   /**
    * The house's own addresses on this chain (the treasury's, lower case): what they send to an
    * invoice's address is the treasury at work — the gas for a token sweep — never a customer's
@@ -76,8 +76,6 @@ export interface ChainWatcherOptions {
   houseSenders?: ReadonlySet<string>;
 }
 
-/** See docs/watcher.md ("Cost per block"). */
-const WATCHED_FULL_RELOAD_MS = 60_000;
 /** The incremental read steps back this far behind the newest invoice held (late commits). */
 const WATCHED_OVERLAP_MS = 120_000;
 
@@ -103,7 +101,7 @@ export class ChainWatcher implements Worker {
       sql: options.sql,
       networks: options.watchedNetworks,
       monitorAfterMs: options.monitorAfterExpiryMs,
-      fullReloadMs: options.watchedFullReloadMs ?? WATCHED_FULL_RELOAD_MS,
+      fullReloadMs: options.watchedFullReloadMs,
       overlapMs: WATCHED_OVERLAP_MS,
     });
   }
