@@ -1,3 +1,4 @@
+import { useCompileCache } from '../../deploy/local/src/compile-cache';
 import { portAnswers, RESOLVED_DB_ENV, RESOLVED_NATS_ENV } from './infra';
 
 type Stoppable = { stop(): Promise<unknown> };
@@ -33,5 +34,7 @@ export default async function globalSetup(): Promise<void> {
   const [db, nats] = await Promise.all([resolvePostgres(), resolveNats()]);
   process.env[RESOLVED_DB_ENV] = db;
   process.env[RESOLVED_NATS_ENV] = nats;
+  // The workers inherit it, and so does every process a test starts.
+  useCompileCache();
   (globalThis as { __coinvoiceContainers?: Stoppable[] }).__coinvoiceContainers = started;
 }

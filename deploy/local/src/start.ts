@@ -4,11 +4,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { useCompileCache } from './compile-cache';
 import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
 import { ensureSandboxCredentials } from './sandbox-credentials';
 import { CHAIN_SOURCES, configuredChains, createLocalDeveloper, REPO_ROOT, shownSource, startSystem, treasuryNetworks, type RunningSystem } from './system';
 
 async function main(): Promise<void> {
+  useCompileCache(); // for every process started from here
   const dataDir = path.resolve(process.env.COINVOICE_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
   const gatewayPort = Number(process.env.GATEWAY_PORT ?? 8080);
   if (!Number.isInteger(gatewayPort) || gatewayPort < 0 || gatewayPort > 65535) {

@@ -122,10 +122,12 @@ export async function createLocalDeveloper(
   return { projectId: developer.projectId, apiKey: developer.apiKey };
 }
 
+/**
+ * Every service's migrations, at once: each service has a schema of its own and locks only it
+ * (services/runtime/src/migrations.ts), as the Kubernetes Jobs run them side by side.
+ */
 export async function migrateAll(databaseUrl: string, env: NodeJS.ProcessEnv): Promise<void> {
-  for (const name of SERVICES) {
-    await runToCompletion(serviceEntry(name), ['migrate'], { ...env, DATABASE_URL: databaseUrl });
-  }
+  await Promise.all(SERVICES.map((name) => runToCompletion(serviceEntry(name), ['migrate'], { ...env, DATABASE_URL: databaseUrl })));
 }
 
 interface Managed {
