@@ -20,6 +20,7 @@ module.exports = {
   moduleNameMapper: {
     '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
     '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',
+    '^@coinvoice/runtime/migrate-service$': '<rootDir>/services/runtime/src/migrate-service.ts',
     '^@coinvoice/domain/(.*)$': '<rootDir>/services/domain/src/$1',
     '^@coinvoice/chains/(.*)$': '<rootDir>/services/chains/src/$1',
     '^@coinvoice/client$': '<rootDir>/packages/client/src/index.ts',

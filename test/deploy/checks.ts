@@ -159,7 +159,7 @@ const DEFINITIONS: Record<ServiceName, { settings: Settings; requiredInProductio
   notifier: notifierService,
 };
 
-/** `<service> migrate` reads these only (migrateService in services/runtime/src/service.ts). */
+/** `<service> migrate` reads these only (migrateService in services/runtime/src/migrate-service.ts). */
 const MIGRATE_SETTINGS: Settings = {
   APP_ENV: commonSettings.APP_ENV,
   DATABASE_URL: commonSettings.DATABASE_URL,

@@ -1,6 +1,6 @@
 import { previousKeksSetting, SecretBox, secretsKekSetting } from '@coinvoice/domain/secrets-at-rest';
 import { createSsrfGuard, ssrfModeOf, webhookDestinationSettings, webhookUrlPolicyOf } from '@coinvoice/domain/ssrf';
-import { migrationsDirOf, setting, type ServiceDefinition, allowCallers, createRpcClient, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, rateLimitSetting } from '@coinvoice/runtime';
+import { setting, type ServiceDefinition, allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, rateLimitSetting } from '@coinvoice/runtime';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain/passwords';
@@ -13,6 +13,7 @@ import { ProjectStore } from './store/projects';
 import { reencryptSecrets } from './store/secrets';
 import { SignUpStore } from './store/sign-ups';
 import { SigningKeyStore } from './store/signing-keys';
+import { authSchema } from './schema';
 
 export const authSettings = {
   /** The same switch the notifier reads: in production, webhooks may not point at private networks. */
@@ -51,7 +52,7 @@ export interface AuthServiceOptions {
 /** The auth service process: what it serves and the background work it runs. */
 export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefinition<typeof authSettings> {
   return {
-    name: 'auth',
+    ...authSchema,
     rpcServices: [AuthService.typeName],
     callers: [
       allowCallers(AuthService, {
@@ -82,9 +83,6 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
       }),
     ],
     settings: authSettings,
-    migrationsDir: migrationsDirOf(__dirname),
-    // Counters shared by every replica (rate limits that guard secrets), from the runtime.
-    builtInMigrations: [RATE_LIMITS_MIGRATION],
     async build({ config, sql, logger, rpcTls }) {
       const box = new SecretBox(config.SECRETS_KEK, config.SECRETS_KEK_PREVIOUS);
       // Rows from before encryption (or under an older KEK) are sealed with the current KEK now.

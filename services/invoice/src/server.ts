@@ -1,4 +1,4 @@
-import { allowCallers, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { allowCallers, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { InvoiceHandlers } from './handlers';
 import { InvoiceWrites } from './invoice-writes';
@@ -8,7 +8,6 @@ import { CoinbaseFeed, KrakenFeed } from './rates/feeds';
 import { LiveRateBook } from './rates/live-rate-book';
 import { InvoicePricing } from './rates/pricing';
 import { checkInvoiceConfig, invoiceSettings, ratesSourceOf, requiredInProduction, type InvoiceConfig, type XpubVariable } from './settings';
-import { invoiceIdempotencyKeys } from './store/idempotency';
 import { ExpirySweeper } from './sweeper';
 import { chainSources, confirmationsRequired } from '@coinvoice/chains/watchers';
 import { networkLabel } from '@coinvoice/chains/currencies';
@@ -16,6 +15,7 @@ import { CRYPTO_CODES } from '@coinvoice/chains/coin';
 import { evmNodeConfig } from '@coinvoice/chains/evm/family';
 import { isEvmChain, type EvmTokenCode } from '@coinvoice/chains/evm/networks';
 import { PayMethodCatalog, type PayMethodPolicy } from './domain/pay-methods';
+import { invoiceSchema } from './schema';
 
 export { invoiceSettings } from './settings';
 
@@ -42,7 +42,7 @@ export function payMethodPolicy(config: InvoiceConfig): PayMethodPolicy {
 
 /** The invoice service process: what it serves and the background work it runs. */
 export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
-  name: 'invoice',
+  ...invoiceSchema,
   rpcServices: [InvoiceService.typeName],
   // The gateway; and the payout service for its ledger check.
   callers: [
@@ -61,9 +61,6 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
     }),
   ],
   settings: invoiceSettings,
-  migrationsDir: migrationsDirOf(__dirname),
-  // idempotency_keys, whose one DDL is the runtime's.
-  builtInMigrations: [invoiceIdempotencyKeys.migration],
   checkConfig: checkInvoiceConfig,
   requiredInProduction,
   async build({ config, sql, logger, metrics: registry }) {

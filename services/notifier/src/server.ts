@@ -1,4 +1,4 @@
-import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMIT_COUNTERS_DDL, rateLimitCleaner, sqlMigration, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { Counter } from 'prom-client';
@@ -14,12 +14,13 @@ import { ProjectUpdatesListener } from './events/project-updates';
 import { projectEventsRetention } from './project-events-retention';
 import { webhookLogRetention } from './webhook-log-retention';
 import { notifierSettings } from './settings';
+import { notifierSchema } from './schema';
 
 export { notifierSettings } from './settings';
 
 /** The notifier service process: what it serves and the background work it runs. */
 export const notifierService: ServiceDefinition<typeof notifierSettings> = {
-  name: 'notifier',
+  ...notifierSchema,
   rpcServices: [NotifierService.typeName],
   callers: [
     allowCallers(NotifierService, {
@@ -39,9 +40,6 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
   // Webhooks are sent for invoice and payout events those services signed; auth's signed
   // project updates invalidate the cached project contexts.
   consumesEventsOf: ['invoice', 'payout', 'auth'],
-  migrationsDir: migrationsDirOf(__dirname),
-  // The runtime's rate limit counters (the test-event limit), in this service's migration range.
-  builtInMigrations: [sqlMigration(40, 'rate_limits', RATE_LIMIT_COUNTERS_DDL)],
   build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
     const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }), {

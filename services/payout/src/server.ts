@@ -1,5 +1,5 @@
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
-import { allowCallers, createRpcClient, migrationsDirOf, PostgresRateLimitStore, RATE_LIMITS_MIGRATION, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -10,15 +10,15 @@ import { PayoutHandlers } from './handlers';
 import { LedgerInvariantWorker, type LedgerCheckDeps } from './invariants/ledger-check';
 import { createPayoutMetrics } from './metrics';
 import { payoutSettings } from './settings';
-import { payoutIdempotencyKeys } from './store/idempotency';
 import { CodeExpirySweeper } from './sweeper';
 import { EthereumTreasuryBalances, TronTreasuryBalances, UtxoTreasuryBalances } from './treasury';
+import { payoutSchema } from './schema';
 
 export { payoutSettings } from './settings';
 
 /** The payout service process: what it serves and the background work it runs. */
 export const payoutService: ServiceDefinition<typeof payoutSettings> = {
-  name: 'payout',
+  ...payoutSchema,
   rpcServices: [PayoutService.typeName],
   // Only the gateway; operator actions also carry the operator's token, verified again here.
   callers: [
@@ -51,10 +51,6 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   checkConfig: requireMainChainIds,
   // The ledger credits invoice.paid / invoice.late_payment only when the invoice service signed them.
   consumesEventsOf: ['invoice'],
-  migrationsDir: migrationsDirOf(__dirname),
-  // Counters shared by every replica (rate limits that guard secrets) and idempotency_keys, whose
-  // one DDL each is the runtime's.
-  builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
   build({ config, sql, nats, logger, metrics: registry, rpcTls, eventVerifier }) {
     const metrics = createPayoutMetrics(registry);
     // A short deadline: RequestPayout waits for it before answering.

@@ -13,10 +13,10 @@ import { createHash } from 'node:crypto';
 import type { Queryable, Sql, TransactionSql } from './db';
 import { Code, errors, serviceError } from './errors';
 import type { Logger } from './log';
-import { sqlMigration, type MigrationFile } from './migrations';
+import { IDEMPOTENCY_RETENTION_HOURS, idempotencyKeysMigration } from './built-in-migrations';
+import type { MigrationFile } from './migrations';
 import { fail, pass, type Check } from './validation';
 
-export const IDEMPOTENCY_RETENTION_HOURS = 24;
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 
 /** An Idempotency-Key header value: 1–255 printable ASCII characters. */
@@ -56,33 +56,6 @@ export interface StoredResponse<T> {
   load(resourceId: string): Promise<T | undefined>;
 }
 
-/** The version of the built-in migration that creates `idempotency_keys` (IdempotencyKeys.migration). */
-export const IDEMPOTENCY_KEYS_MIGRATION_VERSION = 110;
-
-/**
- * The table, for a service whose keys create rows of `table`, named in `<resource>_id`. "If not
- * exists": databases that created it in a migration file of their own (invoice and payout 0002,
- * before this DDL had one owner) have it already, in exactly this shape.
- */
-function idempotencyKeysDdl(resource: string, table: string): string {
-  return `-- Idempotency-Key of a creating RPC, per project, kept ${IDEMPOTENCY_RETENTION_HOURS} h (runtime idempotency.ts). The row is
--- claimed first in the creating transaction, so a concurrent duplicate waits on the primary key and then replays.
-create table if not exists idempotency_keys (
-  project_id   uuid not null,
-  key          text not null,
-  -- sha-256 of the merchant's request fields: the same key with another body is refused.
-  request_hash text not null,
-  ${resource}_id uuid not null references ${table} (id) deferrable initially deferred,
-  -- The first response (the created resource's proto message, binary), replayed as it was.
-  response     bytea,
-  created_at   timestamptz not null default now(),
-  expires_at   timestamptz not null,
-  primary key (project_id, key)
-);
-create index if not exists idempotency_keys_expires_at_idx on idempotency_keys (expires_at);
-`;
-}
-
 export class IdempotencyKeys {
   private readonly column: string;
   /** The built-in migration that creates the table (ServiceDefinition.builtInMigrations). */
@@ -96,9 +69,8 @@ export class IdempotencyKeys {
     private readonly resource: string,
     table: string,
   ) {
-    for (const name of [resource, table]) if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`invalid SQL name ${JSON.stringify(name)}`);
+    this.migration = idempotencyKeysMigration(resource, table);
     this.column = `${resource}_id`;
-    this.migration = sqlMigration(IDEMPOTENCY_KEYS_MIGRATION_VERSION, 'idempotency_keys', idempotencyKeysDdl(resource, table));
   }
 
   /**

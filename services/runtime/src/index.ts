@@ -17,6 +17,8 @@ export * from './rpc/proto-enum';
 export * from './admin';
 export * from './lifecycle';
 export * from './service';
+export * from './migrate-service';
+export * from './built-in-migrations';
 export * from './worker';
 export * from './validation';
 export * from './paging';

@@ -16,7 +16,6 @@ import type { Setting } from './config';
 import type { Queryable, Sql } from './db';
 import { ErrorDetailSchema, RateLimitExceededSchema } from './gen/coinvoice/common/v1/error_pb';
 import type { Logger } from './log';
-import { sqlMigration } from './migrations';
 import type { Worker } from './worker';
 
 export interface RateLimitPolicy {
@@ -34,28 +33,6 @@ export interface RateLimitStore {
   /** Counts one call of `key` under `policy` and says whether it is within the limit. */
   consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision>;
 }
-
-/**
- * The counter table, as migration 5 of each service that counts in Postgres (auth, payout:
- * ServiceDefinition.builtInMigrations). The text, comments included, is what those services kept
- * as their own 0005_rate_limits.sql but for the comment's citation, which names its older checksum
- * (`-- supersedes`): databases that applied the file, or the earlier built-in migration, go on.
- */
-export const RATE_LIMIT_COUNTERS_DDL = `-- supersedes sha256:d27652a3b0f4fb88aa29d3779e033ccd31d7327dc53149e220089bfd93b860e0
--- Rate limit counters (docs/architecture.md#rate-limits), shared by every replica: runtime rate-limit.ts
--- (RATE_LIMIT_COUNTERS_DDL) counts here; keys are SHA-256 hashes, never IPs or emails.
-create table rate_limit_counters (
-  -- policy name ':' SHA-256 of the key
-  bucket       text not null,
-  window_start timestamptz not null,
-  expires_at   timestamptz not null,
-  hits         integer not null,
-  primary key (bucket, window_start)
-);
-create index rate_limit_counters_expires_idx on rate_limit_counters (expires_at);
-`;
-
-export const RATE_LIMITS_MIGRATION = sqlMigration(5, 'rate_limits', RATE_LIMIT_COUNTERS_DDL);
 
 function bucketOf(policy: RateLimitPolicy, key: string): string {
   return `${policy.name}:${createHash('sha256').update(key, 'utf8').digest('hex')}`;

@@ -4,10 +4,8 @@
  * port, and an orderly stop. Each service's main.ts only describes what is its own.
  *
  * `node main.js migrate` applies the service's migrations and exits (a Kubernetes Job, npm run
- * migrate, and the local launcher use it); `node main.js` serves.
+ * migrate, and the local launcher use it; migrate-service.ts); `node main.js` serves.
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { NatsConnection } from 'nats';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
@@ -17,10 +15,9 @@ import { connectNats, ensureServiceStream, pingNats, type StreamSettings } from 
 import { processedEventsRetention } from './events/consumer';
 import { OutboxRelay } from './events/outbox';
 import { eventKeySettings, EventVerifier, signerOf } from './events/signing';
-import { DEAD_LETTER_EVENTS_MIGRATION, EVENT_TABLES_MIGRATION } from './events/tables';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
-import { migrate, type MigrationFile } from './migrations';
+import { runMigrate, type ServiceSchema } from './migrate-service';
 import { callerPolicy, grpcHealthPortSetting, rpcTlsOf, rpcTlsSettings, type ServiceCallers } from './internal-calls';
 import { HealthMonitor } from './rpc/health';
 import { startRpcServer, type RpcRouter } from './rpc/server';
@@ -60,18 +57,12 @@ export interface ServiceParts {
   workers?: Worker[];
 }
 
-export interface ServiceDefinition<S extends Settings> {
+/** A service: its schema (migrate-service.ts) and how it serves. */
+export interface ServiceDefinition<S extends Settings> extends ServiceSchema {
   name: ServiceName;
   /** Fully-qualified names of the gRPC services served, for grpc.health.v1 per-service checks. */
   rpcServices: string[];
   settings: S;
-  /** Absolute path of the folder of NNNN_name.sql migrations. */
-  migrationsDir: string;
-  /**
-   * Migrations the runtime supplies besides the event tables (always migration 1), e.g.
-   * RATE_LIMITS_MIGRATION for a service that counts rate limits in Postgres.
-   */
-  builtInMigrations?: MigrationFile[];
   /**
    * Which processes may call each RPC (by certificate name), checked on every call when mutual
    * TLS is on (always in production).
@@ -93,22 +84,6 @@ export interface ServiceDefinition<S extends Settings> {
    * lets a manifest check find a missing one without starting the process.
    */
   requiredInProduction?(env: Env): string[];
-}
-
-/** The folder holding the package.json above `dir`: the same answer from src/ (tests) and dist/. */
-export function packageRoot(dir: string): string {
-  let current = dir;
-  while (!existsSync(path.join(current, 'package.json'))) {
-    const parent = path.dirname(current);
-    if (parent === current) throw new Error(`no package.json above ${dir}`);
-    current = parent;
-  }
-  return current;
-}
-
-/** Where a service keeps its plain-SQL migrations: src/store/migrations in its package. */
-export function migrationsDirOf(dir: string): string {
-  return path.join(packageRoot(dir), 'src', 'store', 'migrations');
 }
 
 export function serviceSettings(name: ServiceName) {
@@ -140,25 +115,6 @@ export function loadServiceConfig<S extends Settings>(definition: ServiceDefinit
   }
   definition.checkConfig?.(config);
   return config;
-}
-
-export async function migrateService<S extends Settings>(definition: ServiceDefinition<S>, env: Env = process.env): Promise<void> {
-  const config = loadConfig(
-    { APP_ENV: commonSettings.APP_ENV, DATABASE_URL: commonSettings.DATABASE_URL, LOG_LEVEL: commonSettings.LOG_LEVEL },
-    env,
-  );
-  const logger = createLogger({ service: definition.name, level: config.LOG_LEVEL });
-  const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: 1 });
-  try {
-    await migrate(sql, {
-      schema: definition.name,
-      dir: definition.migrationsDir,
-      builtIn: [EVENT_TABLES_MIGRATION, DEAD_LETTER_EVENTS_MIGRATION, ...(definition.builtInMigrations ?? [])],
-      logger,
-    });
-  } finally {
-    await sql.end({ timeout: 5 });
-  }
 }
 
 /** Starts everything; resolves once the process is serving. */
@@ -220,14 +176,9 @@ export async function startService<S extends Settings>(
 
 /** The whole of a service's main.ts: `runService(definition)`. */
 export function runService<S extends Settings>(definition: ServiceDefinition<S>): void {
+  // A service's main.ts sends `migrate` to runMigrate before loading the service; this is for one that does not.
   if (process.argv[2] === 'migrate') {
-    migrateService(definition).then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`${definition.name}: migration failed: ${err instanceof Error ? err.message : String(err)}\n`);
-        process.exit(1);
-      },
-    );
+    runMigrate(definition);
     return;
   }
   runMain({ name: definition.name, start: () => startService(definition) });

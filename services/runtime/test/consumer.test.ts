@@ -10,9 +10,9 @@ import { headers as natsHeaders, nanos, type JetStreamManager, type MsgHdrs, typ
 import { Registry } from 'prom-client';
 import { createDb, type Sql } from '../src/db';
 import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
-import { DEAD_LETTER_EVENTS_DDL, IdempotentConsumer, type ConsumedEvent, type EventHandler, type IdempotentConsumerOptions, type StatementHandler } from '../src/events/consumer';
+import { IdempotentConsumer, type ConsumedEvent, type EventHandler, type IdempotentConsumerOptions, type StatementHandler } from '../src/events/consumer';
 import { EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
-import { EVENT_TABLES_DDL } from '../src/events/tables';
+import { DEAD_LETTER_EVENTS_DDL, EVENT_TABLES_DDL } from '../src/events/tables';
 import { createLogger, currentRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
 import { signInto, testEventKeys } from '../../../test/support/event-keys';

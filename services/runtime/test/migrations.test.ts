@@ -11,7 +11,7 @@ import { migrate, MigrationError } from '../src/migrations';
 import { commonSettings, loadConfig } from '../src/config';
 import { processedEventsRetention } from '../src/events/consumer';
 import { EVENT_TABLES_DDL, EVENT_TABLES_MIGRATION } from '../src/events/tables';
-import { RATE_LIMIT_COUNTERS_DDL, RATE_LIMITS_MIGRATION } from '../src/rate-limit';
+import { RATE_LIMIT_COUNTERS_DDL, RATE_LIMITS_MIGRATION } from '../src/built-in-migrations';
 import { IdempotencyKeys } from '../src/idempotency';
 import { createLogger } from '../src/log';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';

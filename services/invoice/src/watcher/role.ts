@@ -4,9 +4,8 @@
  * port for probes and /metrics) instead of the invoice API. Which adapter reads the chain, how
  * often, and how many confirmations it needs is the chain family's (services/chains, `sources`).
  */
-import { ConfigError, migrationsDirOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { ConfigError, type ServiceDefinition } from '@coinvoice/runtime';
 import { chainSources, isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
-import { invoiceIdempotencyKeys } from '../store/idempotency';
 import { invoiceSettings, xpubVariable } from '../settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 import { familyOf, SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
@@ -16,6 +15,7 @@ import { createWatcherMetrics } from './metrics';
 import { ChainWatcher } from './watcher';
 import { paymentCountsByStatus } from '../store/payments';
 import type { ConfigOf } from '@coinvoice/runtime';
+import { invoiceSchema } from '../schema';
 
 type InvoiceConfig = ConfigOf<typeof invoiceSettings>;
 
@@ -62,7 +62,8 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
     throw new ConfigError('watch <chain>', `a chain with a watcher: ${WATCHED_CHAINS.join(', ')}`, chain);
   }
   return {
-    name: 'invoice',
+    // The serve role's schema exactly: whichever role starts first leaves the same one.
+    ...invoiceSchema,
     rpcServices: [],
     // A watcher serves grpc.health.v1 only: no RPC of its own for anyone to call.
     callers: [],
@@ -70,9 +71,6 @@ export function watcherService(chain: string): ServiceDefinition<typeof invoiceS
     // A live invoice's chain is the main chain: a production watcher of a test chain never starts.
     // Production takes only each EVM network's main chain id (docs/networks.md#configuration).
     checkConfig: requireMainChainIds,
-    migrationsDir: migrationsDirOf(__dirname),
-    // The serve role's migrations exactly: whichever role starts first leaves the same schema.
-    builtInMigrations: [invoiceIdempotencyKeys.migration],
     build({ config, sql, logger, metrics: registry }) {
       const source = chainSources(config)[chain];
       const adapter = source?.adapter();

@@ -6,10 +6,9 @@
  * and /metrics) instead of the payout API. It holds nothing secret: the signer signs.
  */
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
-import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, startService, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { ConfigError, createRpcClient, startService, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
-import { payoutIdempotencyKeys } from '../store/idempotency';
 import { TREASURY_NETWORKS, type TreasuryNetwork } from '../treasury';
 import { EvmNode } from './evm-node';
 import { createProcessorMetrics } from './metrics';
@@ -18,6 +17,7 @@ import { EVM_ASSETS, processorSettings } from './settings';
 import { takeInAccountedDeposits } from './sweep-intake';
 import { tronProcessorService } from './tron/role';
 import { utxoProcessorService } from './utxo/role';
+import { payoutSchema } from '../schema';
 
 /** The networks with a processor (docs/treasury.md#processor): one module per chain family. */
 export const PROCESSED_NETWORKS = TREASURY_NETWORKS;
@@ -68,14 +68,12 @@ export function requireProcessorNode(network: string, config: ConfigOf<typeof pr
 export function processorService(network: string): ServiceDefinition<typeof processorSettings> {
   if (network !== 'ethereum') throw new ConfigError('process <network>', 'ethereum (this definition is the EVM processor\'s)', network);
   return {
-    name: 'payout',
+    // The serve role's schema exactly: whichever role starts first leaves the same one.
+    ...payoutSchema,
     rpcServices: [],
     // A processor serves grpc.health.v1 only: no RPC of its own for anyone to call.
     callers: [],
     settings: processorSettings,
-    migrationsDir: migrationsDirOf(__dirname),
-    // The serve role's migrations exactly: whichever role starts first leaves the same schema.
-    builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
     checkConfig(config) {
       // Before any connection: a processor without its node stops at once, with one line.
       requireProcessorNode(network, config);

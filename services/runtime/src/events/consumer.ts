@@ -47,45 +47,6 @@ import { eventTransaction, type EventTransaction, type JsonValue } from './outbo
 import { GroupCommit } from '../group-commit';
 import { SIGNATURE_HEADER, type EventRejection, type EventVerifier } from './signing';
 
-/**
- * DDL of the processed-events table. Each service that consumes events copies it into its first
- * migration (`migrations/0001_*.sql`), next to the outbox DDL.
- */
-export const PROCESSED_EVENTS_DDL = `-- Idempotent consumers (coinvoice runtime, events/consumer.ts): one row per event a consumer
--- has applied, written in the same transaction as the effect.
-create table processed_events (
-  consumer_name text not null,
-  event_id      text not null,
-  processed_at  timestamptz not null default now(),
-  primary key (consumer_name, event_id)
-);
--- For the retention sweep (deleteProcessedEvents).
-create index processed_events_processed_at_idx on processed_events (processed_at);
-`;
-
-/**
- * DDL of the dead letters: messages a consumer refused to act on (a missing or wrong signature),
- * kept whole for an operator to inspect; the message itself is terminated in JetStream. A
- * built-in migration of every service (DEAD_LETTER_EVENTS_MIGRATION, events/tables.ts).
- */
-export const DEAD_LETTER_EVENTS_DDL = `-- Dead letters (coinvoice runtime, events/consumer.ts): messages a consumer refused (unsigned or
--- wrongly signed events), never acted on; one row per message (stream, sequence).
-create table dead_letter_events (
-  id              bigint generated always as identity primary key,
-  consumer_name   text not null,
-  stream          text not null,
-  stream_sequence bigint not null,
-  subject         text not null,
-  event_id        text,
-  reason          text not null,
-  headers         jsonb not null,
-  body            bytea not null,
-  received_at     timestamptz not null default now(),
-  unique (consumer_name, stream, stream_sequence)
-);
-create index dead_letter_events_received_at_idx on dead_letter_events (received_at);
-`;
-
 export interface ConsumedEvent {
   /** The event id (the message's Nats-Msg-Id, the outbox row's event_id). */
   id: string;

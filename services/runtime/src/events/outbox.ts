@@ -37,26 +37,6 @@ import type { EventSigner } from './signing';
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
 export type JsonObject = { [key: string]: JsonValue };
 
-/**
- * DDL of the outbox table. Each service copies it into its first migration
- * (`migrations/0001_*.sql`); unqualified names land in the service's schema.
- */
-export const OUTBOX_DDL = `-- Transactional outbox (coinvoice runtime, events/outbox.ts): events written in the same
--- transaction as the state change, relayed to NATS JetStream with msgID = event_id.
-create table outbox (
-  seq          bigint generated always as identity primary key,
-  event_id     uuid not null unique,
-  event_type   text not null,
-  event_key    text,
-  payload      jsonb not null,
-  request_id   text,
-  created_at   timestamptz not null default now(),
-  published_at timestamptz
-);
--- The relay's queue: unpublished rows in order, kept small by marking and the retention sweep.
-create index outbox_unpublished_idx on outbox (seq) where published_at is null;
-`;
-
 export interface NewEvent {
   /** `<service>.<name>`, e.g. `invoice.paid`. */
   type: string;
@@ -421,7 +401,6 @@ export class OutboxRelay {
       await this.sleep(this.pollIntervalMs, true);
     }
   }
-
 
   private wake(evenFromBackoff = false): void {
     this.wakeRequested = true;

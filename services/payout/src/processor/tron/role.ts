@@ -6,15 +6,15 @@
  * settings are the invoice watcher's (services/chains tron/family.ts), so one ConfigMap configures both.
  */
 import { tronFamily } from '@coinvoice/chains/tron/family';
-import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, setting, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { ConfigError, createRpcClient, setting, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { payoutSettings } from '../../settings';
-import { payoutIdempotencyKeys } from '../../store/idempotency';
 import { signerSettings } from '../../signer/settings';
 import { createProcessorMetrics } from '../metrics';
 import { processorSettings } from '../settings';
 import { TronNode } from './node';
 import { TronProcessor } from './processor';
+import { payoutSchema } from '../../schema';
 
 const watcherSettings = tronFamily.watcherSettings;
 
@@ -49,14 +49,12 @@ function requireTronNode(config: TronProcessorConfig): void {
 
 export function tronProcessorService(): ServiceDefinition<typeof tronProcessorSettings> {
   return {
-    name: 'payout',
+    // The serve role's schema exactly: whichever role starts first leaves the same one.
+    ...payoutSchema,
     rpcServices: [],
     // A processor serves grpc.health.v1 only: no RPC of its own for anyone to call.
     callers: [],
     settings: tronProcessorSettings,
-    migrationsDir: migrationsDirOf(__dirname),
-    // The serve role's migrations exactly: whichever role starts first leaves the same schema.
-    builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
     checkConfig(config) {
       requireTronNode(config);
       if (config.APP_ENV === 'production' && !config.SIGNER_URL.startsWith('https:')) {

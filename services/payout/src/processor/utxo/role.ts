@@ -8,17 +8,17 @@
  */
 import { utxoFamily } from '@coinvoice/chains/utxo/family';
 import { BTC, LTC } from '@coinvoice/chains/utxo/coins';
-import { ConfigError, createRpcClient, migrationsDirOf, RATE_LIMITS_MIGRATION, setting, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { ConfigError, createRpcClient, setting, type ConfigOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { maxFeeRateSettings } from '../../domain/fee-rate';
 import { payoutSettings } from '../../settings';
-import { payoutIdempotencyKeys } from '../../store/idempotency';
 import { createProcessorMetrics } from '../metrics';
 import { processorSettings } from '../settings';
 import { takeInAccountedDeposits } from '../sweep-intake';
 import { EsploraClient } from './esplora';
 import { UtxoProcessor, type UtxoNetwork } from './processor';
+import { payoutSchema } from '../../schema';
 
 const watcherSettings = utxoFamily.watcherSettings;
 
@@ -67,14 +67,12 @@ function requireEsplora(network: UtxoNetwork, config: UtxoProcessorConfig): void
 
 export function utxoProcessorService(network: UtxoNetwork): ServiceDefinition<typeof utxoProcessorSettings> {
   return {
-    name: 'payout',
+    // The serve role's schema exactly: whichever role starts first leaves the same one.
+    ...payoutSchema,
     rpcServices: [],
     // A processor serves grpc.health.v1 only: no RPC of its own for anyone to call.
     callers: [],
     settings: utxoProcessorSettings,
-    migrationsDir: migrationsDirOf(__dirname),
-    // The serve role's migrations exactly: whichever role starts first leaves the same schema.
-    builtInMigrations: [RATE_LIMITS_MIGRATION, payoutIdempotencyKeys.migration],
     checkConfig(config) {
       requireEsplora(network, config);
       if (config.APP_ENV === 'production' && !config.SIGNER_URL.startsWith('https:')) {

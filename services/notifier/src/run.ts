@@ -1,0 +1,4 @@
+import { runService } from '@coinvoice/runtime';
+import { notifierService } from './server';
+
+runService(notifierService);
