@@ -8,7 +8,7 @@ import { authService, authSettings } from './server';
 import { reencryptSecrets } from './store/secrets';
 
 /**
- * `node main.js` serves; `migrate` applies migrations (runService); and the admin commands, run
+ * `node main.js` serves (`migrate` never reaches this file: main.ts runs it); and the admin commands, run
  * as a Kubernetes Job or exec:
  *   grant-operator <email> / revoke-operator <email>  operator rights, audit-logged
  *   rotate-kek   re-encrypts every secret at rest with SECRETS_KEK (the old KEK in SECRETS_KEK_PREVIOUS)

@@ -2,7 +2,7 @@ import { createLogger, loadServiceConfig, runMain, runService, startService } fr
 import { invoiceService } from './server';
 import { requireChainSource, verifyChainSource, watcherService } from './watcher/role';
 
-// `main.js watch <chain>`: the chain watcher role; `main.js [migrate]`: the invoice API (serve).
+// `main.js watch <chain>`: the chain watcher role; `main.js`: the invoice API (serve). (`migrate` is main.ts's.)
 if (process.argv[2] === 'watch') {
   const chain = process.argv[3] ?? '';
   runMain({

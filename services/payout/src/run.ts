@@ -4,7 +4,7 @@ import { payoutService } from './server';
 import type * as SignerRole from './signer/role';
 
 // `main.js process <network>`: the payout processor role (docs/treasury.md#processor);
-// `main.js sign [migrate|xpub]`: the signer role (docs/treasury.md); `main.js [migrate]`: the payout API (serve).
+// `main.js sign [migrate|xpub]`: the signer role (docs/treasury.md); `main.js`: the payout API (serve). (`migrate` is main.ts's.)
 if (process.argv[2] === 'process') {
   const network = process.argv[3] ?? '';
   runMain({
