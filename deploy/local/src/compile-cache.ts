@@ -11,6 +11,6 @@ import path from 'node:path';
 export const COMPILE_CACHE_DIR = path.resolve(__dirname, '..', '..', '..', 'node_modules', '.cache', 'coinvoice-compile');
 
 /** Sets NODE_COMPILE_CACHE for the processes this one starts, unless the environment chose already. */
-export function useCompileCache(env: NodeJS.ProcessEnv = process.env): void {
-  env.NODE_COMPILE_CACHE ??= COMPILE_CACHE_DIR;
+export function useCompileCache(): void {
+  process.env.NODE_COMPILE_CACHE ??= COMPILE_CACHE_DIR;
 }

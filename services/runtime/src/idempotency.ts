@@ -7,7 +7,7 @@
  *
  * The table is the same in every service that has one except for the column naming the created
  * resource (invoice_id, payout_id) and the table it references: both are parameters here, and its
- * one DDL is this file's (`IdempotencyKeys.migration`, a built-in migration of those services).
+ * one DDL is built-in-migrations.ts's (`idempotencyKeysMigration`, a built-in migration of those services).
  */
 import { createHash } from 'node:crypto';
 import type { Queryable, Sql, TransactionSql } from './db';

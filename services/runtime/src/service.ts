@@ -17,7 +17,7 @@ import { OutboxRelay } from './events/outbox';
 import { eventKeySettings, EventVerifier, signerOf } from './events/signing';
 import { runMain, type Running } from './lifecycle';
 import { createLogger, type Logger } from './log';
-import { runMigrate, type ServiceSchema } from './migrate-service';
+import type { ServiceSchema } from './migrate-service';
 import { callerPolicy, grpcHealthPortSetting, rpcTlsOf, rpcTlsSettings, type ServiceCallers } from './internal-calls';
 import { HealthMonitor } from './rpc/health';
 import { startRpcServer, type RpcRouter } from './rpc/server';
@@ -174,12 +174,7 @@ export async function startService<S extends Settings>(
   return { running, logger, grpcPort: rpc.port, adminPort: admin.port };
 }
 
-/** The whole of a service's main.ts: `runService(definition)`. */
+/** A service's serve command (its run.ts): `runService(definition)`. `migrate` never gets here: main.ts runs it (migrate-service.ts). */
 export function runService<S extends Settings>(definition: ServiceDefinition<S>): void {
-  // A service's main.ts sends `migrate` to runMigrate before loading the service; this is for one that does not.
-  if (process.argv[2] === 'migrate') {
-    runMigrate(definition);
-    return;
-  }
   runMain({ name: definition.name, start: () => startService(definition) });
 }
