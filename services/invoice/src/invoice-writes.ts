@@ -6,8 +6,8 @@
  * The rules themselves (what may be created, paid, seen) are the handlers' and the domain's; this
  * module only decides how many rows a statement carries.
  */
-import { toBinary, fromBinary } from '@bufbuild/protobuf';
-import { enqueueEvents, errors, eventTransaction, GroupCommit, invalidRequest, type BatchOutcome, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { fromBinary } from '@bufbuild/protobuf';
+import { encodeBinary, enqueueEvents, errors, eventTransaction, GroupCommit, invalidRequest, type BatchOutcome, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { InvoiceSchema, type Invoice } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import type { AddressDeriver } from '@coinvoice/chains/addresses';
 import { Decimal, formatPlain, type Decimal as DecimalValue } from '@coinvoice/domain/money';
@@ -125,7 +125,7 @@ export class InvoiceWrites {
         tx,
         idempotent
           .filter(({ n }) => !replays.has(n))
-          .map(({ n, idempotency }) => ({ projectId: idempotency.projectId, key: idempotency.key, response: toBinary(InvoiceSchema, created.get(rows[n]!.id)!) })),
+          .map(({ n, idempotency }) => ({ projectId: idempotency.projectId, key: idempotency.key, response: encodeBinary(InvoiceSchema, created.get(rows[n]!.id)!) })),
       );
       const outcomes: Array<BatchOutcome<CreatedInvoice>> = [];
       for (const [n, item] of items.entries()) {

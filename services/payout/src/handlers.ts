@@ -25,9 +25,9 @@
  * Another project's payout is not_found, as if it did not exist.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { fromBinary, toBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
+import { fromBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
-import { enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { encodeBinary, enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import { formatPlain } from '@coinvoice/domain/money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -277,7 +277,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       await this.emailCode(row, email, issued.code);
       const payout = payoutToProto(row);
       if (request.idempotencyKey !== undefined) {
-        await payoutIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, toBinary(PayoutSchema, payout));
+        await payoutIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, encodeBinary(PayoutSchema, payout));
       }
       return { created: payout };
     });

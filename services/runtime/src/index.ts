@@ -28,3 +28,4 @@ export * from './advisory-lock';
 export * from './rate-limit';
 export * from './internal-calls';
 export * from './group-commit';
+export * from './protobuf-binary';

@@ -15,7 +15,6 @@ import {
   create,
   fromBinary,
   isMessage,
-  toBinary,
   type DescMessage,
   type DescMethod,
   type DescMethodStreaming,
@@ -37,6 +36,7 @@ import {
 } from '@connectrpc/connect';
 import { BatchService, CallRequestSchema, type CallResponse } from '../gen/coinvoice/rpc/v1/batch_pb';
 import { currentRequestId, REQUEST_ID_HEADER } from '../log';
+import { encodeBinary } from '../protobuf-binary';
 import { decodeStatusDetails, STATUS_DETAILS_KEY } from './status-details';
 import type { RpcTls } from './tls';
 
@@ -97,7 +97,7 @@ function codecOf(method: DescMethod): MethodCodec {
       path: `/${method.parent.typeName}/${method.name}`,
       procedure: `${method.parent.typeName}/${method.name}`,
       serialize: (message) => {
-        const bytes = toBinary(method.input, message);
+        const bytes = encodeBinary(method.input, message);
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       },
       deserialize: (bytes) => fromBinary(method.output, bytes),

@@ -10,7 +10,6 @@ import {
   create,
   fromBinary,
   isMessage,
-  toBinary,
   type DescMessage,
   type DescMethod,
   type DescService,
@@ -22,6 +21,7 @@ import { Code, ConnectError, createContextValues, type ContextValues, type Handl
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { isDatabaseUnavailableError } from '../db';
 import { serviceError } from '../errors';
+import { encodeBinary } from '../protobuf-binary';
 import { BatchService, CallResponseSchema, type BatchedResult, type CallRequest } from '../gen/coinvoice/rpc/v1/batch_pb';
 import { Health } from '../gen/grpc/health/v1/health_pb';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '../log';
@@ -138,7 +138,7 @@ function statusOf(error: ConnectError): Partial<grpc.StatusObject> {
 
 function serializerOf(schema: DescMessage): (message: MessageShape<DescMessage>) => Buffer {
   return (message) => {
-    const bytes = toBinary(schema, message);
+    const bytes = encodeBinary(schema, message);
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   };
 }
@@ -327,7 +327,7 @@ function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispa
             checkCaller,
             async (context) => {
               const output = await handler(request, context);
-              resolve({ case: 'response', value: toBinary(method.output, messageOf(method.output, output as MessageInitShape<DescMessage>)) });
+              resolve({ case: 'response', value: encodeBinary(method.output, messageOf(method.output, output as MessageInitShape<DescMessage>)) });
             },
             (error) => resolve(failureOf(error)),
             requestId,

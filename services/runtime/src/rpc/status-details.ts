@@ -4,7 +4,8 @@
  * ErrorDetail our services attach. The message is three fields; it is written and read here with
  * protobuf-es' wire codec rather than generated from a vendored google/rpc proto.
  */
-import { create, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { encodeBinary } from '../protobuf-binary';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError } from '@connectrpc/connect';
 
@@ -19,7 +20,7 @@ interface PackedDetail {
 function packedDetailsOf(error: ConnectError): PackedDetail[] {
   return error.details.map((detail) =>
     'desc' in detail
-      ? { typeName: detail.desc.typeName, value: toBinary(detail.desc, create(detail.desc as DescMessage, detail.value) as MessageShape<DescMessage>) }
+      ? { typeName: detail.desc.typeName, value: encodeBinary(detail.desc, create(detail.desc as DescMessage, detail.value) as MessageShape<DescMessage>) }
       : { typeName: detail.type, value: detail.value },
   );
 }

@@ -1,0 +1,184 @@
+/**
+ * encodeBinary (services/runtime/src/protobuf-binary.ts) writes exactly what @bufbuild/protobuf's
+ * toBinary writes, for every message type this project defines (and the well-known types inside
+ * them), filled at random many times over: every scalar type at its edges, fields with explicit
+ * presence set to their zero value, empty and long lists, maps, every oneof case, nesting, strings
+ * beyond ASCII (lone surrogates too), and unknown fields kept from a decoded message.
+ */
+import { create, fromBinary, ScalarType, toBinary, type DescField, type DescFile, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { encodeBinary } from '../src/protobuf-binary';
+import { file_grpc_health_v1_health } from '../src/gen/grpc/health/v1/health_pb';
+import { file_coinvoice_invoice_v1_invoice } from '../src/gen/coinvoice/invoice/v1/invoice_pb';
+import { file_coinvoice_invoice_v1_events } from '../src/gen/coinvoice/invoice/v1/events_pb';
+import { file_coinvoice_auth_v1_auth } from '../src/gen/coinvoice/auth/v1/auth_pb';
+import { file_coinvoice_auth_v1_events } from '../src/gen/coinvoice/auth/v1/events_pb';
+import { file_coinvoice_rpc_v1_batch } from '../src/gen/coinvoice/rpc/v1/batch_pb';
+import { file_coinvoice_common_v1_error } from '../src/gen/coinvoice/common/v1/error_pb';
+import { file_coinvoice_payout_v1_events } from '../src/gen/coinvoice/payout/v1/events_pb';
+import { file_coinvoice_payout_v1_payout } from '../src/gen/coinvoice/payout/v1/payout_pb';
+import { file_coinvoice_notifier_v1_events } from '../src/gen/coinvoice/notifier/v1/events_pb';
+import { file_coinvoice_notifier_v1_notifier } from '../src/gen/coinvoice/notifier/v1/notifier_pb';
+import { file_coinvoice_signer_v1_signer } from '../src/gen/coinvoice/signer/v1/signer_pb';
+import { InvoiceSchema } from '../src/gen/coinvoice/invoice/v1/invoice_pb';
+
+const FILES: DescFile[] = [
+  file_grpc_health_v1_health,
+  file_coinvoice_invoice_v1_invoice,
+  file_coinvoice_invoice_v1_events,
+  file_coinvoice_auth_v1_auth,
+  file_coinvoice_auth_v1_events,
+  file_coinvoice_rpc_v1_batch,
+  file_coinvoice_common_v1_error,
+  file_coinvoice_payout_v1_events,
+  file_coinvoice_payout_v1_payout,
+  file_coinvoice_notifier_v1_events,
+  file_coinvoice_notifier_v1_notifier,
+  file_coinvoice_signer_v1_signer,
+];
+
+/** Every message type of the files, nested ones and those they refer to (well-known types) included. */
+function allMessages(): DescMessage[] {
+  const found = new Map<string, DescMessage>();
+  const visit = (message: DescMessage) => {
+    if (found.has(message.typeName)) return;
+    found.set(message.typeName, message);
+    message.nestedMessages.forEach(visit);
+    for (const field of message.fields) if (field.message) visit(field.message);
+  };
+  for (const file of FILES) file.messages.forEach(visit);
+  return [...found.values()];
+}
+
+const MESSAGES = allMessages();
+
+/** A small deterministic generator (mulberry32), so a failure names a seed that reproduces it. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const STRINGS = ['', 'a', 'BTC', '0.00020346', 'https://example.com/ok?x=1&y=2', 'Café ☕', '日本語の説明', '🎉 emoji', 'lone \ud800 surrogate', 'x'.repeat(65), 'y'.repeat(300), 'é'.repeat(70)];
+
+function pick<T>(rand: () => number, items: readonly T[]): T {
+  return items[Math.floor(rand() * items.length)]!;
+}
+
+function scalarValue(rand: () => number, scalar: ScalarType): unknown {
+  switch (scalar) {
+    case ScalarType.STRING:
+      return pick(rand, STRINGS);
+    case ScalarType.BYTES:
+      return pick(rand, [new Uint8Array(0), new Uint8Array([0]), Uint8Array.from({ length: 200 }, (_, i) => (i * 7) & 0xff)]);
+    case ScalarType.BOOL:
+      return rand() < 0.5;
+    case ScalarType.INT32:
+    case ScalarType.SINT32:
+    case ScalarType.SFIXED32:
+      return pick(rand, [0, 1, -1, 127, 128, 300, 2 ** 31 - 1, -(2 ** 31), Math.floor(rand() * 2 ** 31) - 2 ** 30]);
+    case ScalarType.UINT32:
+    case ScalarType.FIXED32:
+      return pick(rand, [0, 1, 127, 128, 16384, 2 ** 32 - 1, Math.floor(rand() * 2 ** 32)]);
+    case ScalarType.INT64:
+    case ScalarType.SINT64:
+    case ScalarType.SFIXED64:
+      return pick(rand, [0n, 1n, -1n, 1_764_300_000n, 2n ** 53n + 1n, 2n ** 63n - 1n, -(2n ** 63n), BigInt(Math.floor(rand() * 2 ** 40))]);
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
+      return pick(rand, [0n, 1n, 127n, 128n, 2n ** 32n, 2n ** 64n - 1n, BigInt(Math.floor(rand() * 2 ** 50))]);
+    case ScalarType.DOUBLE:
+      return pick(rand, [0, -0, 1.5, -2.25, Number.MAX_VALUE, Number.MIN_VALUE, Infinity, -Infinity, NaN, rand()]);
+    case ScalarType.FLOAT:
+      return pick(rand, [0, -0, 1.5, -2.25, Math.fround(rand()), Infinity, NaN]);
+  }
+}
+
+function fieldValue(rand: () => number, field: DescField, depth: number): unknown {
+  switch (field.fieldKind) {
+    case 'scalar':
+      return scalarValue(rand, field.scalar);
+    case 'enum':
+      return pick(rand, field.enum.values).number;
+    case 'message':
+      return randomMessage(rand, field.message, depth + 1);
+    case 'list': {
+      const n = pick(rand, [0, 1, 2, 5, 40]);
+      return Array.from({ length: n }, () =>
+        field.listKind === 'message' ? randomMessage(rand, field.message, depth + 1) : field.listKind === 'enum' ? pick(rand, field.enum.values).number : scalarValue(rand, field.scalar),
+      );
+    }
+    case 'map': {
+      const entries: Record<string, unknown> = {};
+      const n = pick(rand, [0, 1, 3]);
+      for (let i = 0; i < n; i++) {
+        const key = field.mapKey === ScalarType.STRING ? `${pick(rand, STRINGS)}${i}` : String(i);
+        entries[key] = field.mapKind === 'message' ? randomMessage(rand, field.message, depth + 1) : field.mapKind === 'enum' ? pick(rand, field.enum.values).number : scalarValue(rand, field.scalar);
+      }
+      return entries;
+    }
+  }
+}
+
+function randomMessage(rand: () => number, schema: DescMessage, depth = 0): MessageShape<DescMessage> {
+  const message = create(schema) as unknown as Record<string, unknown>;
+  if (depth > 3) return message as unknown as MessageShape<DescMessage>;
+  for (const oneof of schema.oneofs) {
+    if (rand() < 0.3) continue;
+    const field = pick(rand, oneof.fields);
+    message[oneof.localName] = { case: field.localName, value: fieldValue(rand, field, depth) };
+  }
+  for (const field of schema.fields) {
+    if (field.oneof || rand() < 0.25) continue;
+    message[field.localName] = fieldValue(rand, field, depth);
+  }
+  return message as unknown as MessageShape<DescMessage>;
+}
+
+function expectSameBytes(schema: DescMessage, message: MessageShape<DescMessage>): void {
+  const ours = Buffer.from(encodeBinary(schema, message));
+  const theirs = Buffer.from(toBinary(schema, message));
+  if (!ours.equals(theirs)) throw new Error(`${schema.typeName}: ${ours.toString('hex')} is not ${theirs.toString('hex')}`);
+}
+
+test('the project defines enough message types for the comparison to mean something', () => {
+  expect(MESSAGES.length).toBeGreaterThan(150);
+  const kinds = new Set(MESSAGES.flatMap((m) => m.fields.map((f) => f.fieldKind)));
+  expect([...kinds].sort()).toEqual(['enum', 'list', 'map', 'message', 'scalar']);
+  expect(MESSAGES.some((m) => m.oneofs.length > 0)).toBe(true);
+  expect(MESSAGES.some((m) => m.fields.some((f) => f.fieldKind === 'scalar' && f.presence !== 2))).toBe(true); // proto3 optional
+});
+
+test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: the same bytes as toBinary, 60 random messages', (_name, schema) => {
+  for (let seed = 1; seed <= 60; seed++) expectSameBytes(schema, randomMessage(random(seed * 7919 + schema.typeName.length), schema));
+});
+
+test('an empty message, and fields with explicit presence set to their zero value, encode as toBinary does', () => {
+  for (const schema of MESSAGES) expectSameBytes(schema, create(schema));
+  const invoice = create(InvoiceSchema, { orderId: '', orderDescription: '', transactionHash: '' });
+  const bytes = Buffer.from(encodeBinary(InvoiceSchema, invoice));
+  expect(bytes.toString('hex')).toBe('12001a00a20100'); // fields 2, 3 and 20, each present and empty
+  expect(bytes.equals(Buffer.from(toBinary(InvoiceSchema, invoice)))).toBe(true);
+});
+
+test('unknown fields of a decoded message are written back after the known ones, as toBinary does', () => {
+  const invoice = create(InvoiceSchema, { id: 'inv', priceAmount: '19.90', confirmationsRequired: 3 });
+  // Field 1000 (a varint) and field 1001 (length-delimited): unknown to Invoice.
+  const extra = Buffer.from([0xc0, 0x3e, 0x2a, 0xca, 0x3e, 0x02, 0x68, 0x69]);
+  const decoded = fromBinary(InvoiceSchema, Buffer.concat([Buffer.from(toBinary(InvoiceSchema, invoice)), extra]));
+  const ours = Buffer.from(encodeBinary(InvoiceSchema, decoded));
+  expect(ours.subarray(ours.length - extra.length).equals(extra)).toBe(true);
+  expectSameBytes(InvoiceSchema, decoded);
+});
+
+test('values out of their type refuse to encode, as toBinary refuses them', () => {
+  const bad = create(InvoiceSchema, { confirmationsRequired: -1 });
+  expect(() => toBinary(InvoiceSchema, bad)).toThrow(/uint32/);
+  expect(() => encodeBinary(InvoiceSchema, bad)).toThrow(/invalid uint32: -1/);
+  const fraction = create(InvoiceSchema, { confirmationsRequired: 1.5 });
+  expect(() => encodeBinary(InvoiceSchema, fraction)).toThrow(/invalid uint32: 1.5/);
+});
