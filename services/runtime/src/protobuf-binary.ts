@@ -9,7 +9,7 @@
  * buffer of the exact size. The output is byte for byte `toBinary`'s (field order, presence rules,
  * packed lists, map entries, unknown fields kept; `protobuf-binary.test.ts` compares them over
  * every message type this project defines); a type using what this does not plan (groups,
- * proto2 required fields) is handed to `toBinary` whole.
+ * proto2 required fields, wrapper or Struct fields) is handed to `toBinary` whole.
  */
 import { protoInt64, ScalarType, toBinary, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 
@@ -111,8 +111,18 @@ function planOf(schema: DescMessage): MessagePlan | null {
   return plan;
 }
 
+/**
+ * Message types @bufbuild/protobuf holds as something else than a message in some fields: the
+ * wrappers (a singular field holds the bare scalar) and Struct (a plain JSON object). A type that
+ * refers to one is left to `toBinary`.
+ */
+const HELD_OTHERWISE = new Set(
+  ['DoubleValue', 'FloatValue', 'Int64Value', 'UInt64Value', 'Int32Value', 'UInt32Value', 'BoolValue', 'StringValue', 'BytesValue', 'Struct'].map((name) => `google.protobuf.${name}`),
+);
+
 function planField(field: DescField): FieldPlan | null {
   if (field.presence === LEGACY_REQUIRED) return null;
+  if (field.message && HELD_OTHERWISE.has(field.message.typeName)) return null;
   const base = {
     field,
     property: field.oneof ? field.oneof.localName : field.localName,

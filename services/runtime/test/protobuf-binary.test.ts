@@ -5,7 +5,14 @@
  * presence set to their zero value, empty and long lists, maps, every oneof case, nesting, strings
  * beyond ASCII (lone surrogates too), and unknown fields kept from a decoded message.
  */
-import { create, fromBinary, ScalarType, toBinary, type DescField, type DescFile, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { create, createFileRegistry, fromBinary, ScalarType, toBinary, type DescField, type DescFile, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+  file_google_protobuf_struct,
+  file_google_protobuf_wrappers,
+} from '@bufbuild/protobuf/wkt';
 import { encodeBinary } from '../src/protobuf-binary';
 import { file_grpc_health_v1_health } from '../src/gen/grpc/health/v1/health_pb';
 import { file_coinvoice_invoice_v1_invoice } from '../src/gen/coinvoice/invoice/v1/invoice_pb';
@@ -181,4 +188,30 @@ test('values out of their type refuse to encode, as toBinary refuses them', () =
   expect(() => encodeBinary(InvoiceSchema, bad)).toThrow(/invalid uint32: -1/);
   const fraction = create(InvoiceSchema, { confirmationsRequired: 1.5 });
   expect(() => encodeBinary(InvoiceSchema, fraction)).toThrow(/invalid uint32: 1.5/);
+});
+
+test('a type holding a wrapper or a Struct field (values that are not messages) is encoded by toBinary, so the bytes still agree', () => {
+  // Built at run time: none of the project's types has such a field.
+  const file = create(FileDescriptorProtoSchema, {
+    name: 'held_otherwise.proto',
+    package: 'test.v1',
+    syntax: 'proto3',
+    dependency: ['google/protobuf/wrappers.proto', 'google/protobuf/struct.proto'],
+    messageType: [
+      {
+        name: 'Held',
+        field: [
+          { name: 'name', number: 1, type: FieldDescriptorProto_Type.MESSAGE, label: FieldDescriptorProto_Label.OPTIONAL, typeName: '.google.protobuf.StringValue', jsonName: 'name' },
+          { name: 'meta', number: 2, type: FieldDescriptorProto_Type.MESSAGE, label: FieldDescriptorProto_Label.OPTIONAL, typeName: '.google.protobuf.Struct', jsonName: 'meta' },
+          { name: 'note', number: 3, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: 'note' },
+        ],
+      },
+    ],
+  });
+  const registry = createFileRegistry(file, (name) => ({ 'google/protobuf/wrappers.proto': file_google_protobuf_wrappers, 'google/protobuf/struct.proto': file_google_protobuf_struct })[name]);
+  const schema = registry.getMessage('test.v1.Held')!;
+  const message = create(schema, { name: 'unwrapped', meta: { a: 1, b: ['x'] }, note: 'n' } as never);
+  expect((message as unknown as { name: unknown }).name).toBe('unwrapped'); // the bare scalar, not a message
+  expectSameBytes(schema, message);
+  expect(fromBinary(schema, encodeBinary(schema, message))).toEqual(message);
 });
