@@ -6,8 +6,7 @@
  * The rules themselves (what may be created, paid, seen) are the handlers' and the domain's; this
  * module only decides how many rows a statement carries.
  */
-import { fromBinary } from '@bufbuild/protobuf';
-import { encodeBinary, enqueueEvents, errors, eventTransaction, GroupCommit, invalidRequest, type BatchOutcome, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { decodeBinary, encodeBinary, enqueueEvents, errors, eventTransaction, GroupCommit, invalidRequest, type BatchOutcome, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { InvoiceSchema, type Invoice } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import type { AddressDeriver } from '@coinvoice/chains/addresses';
 import { Decimal, formatPlain, type Decimal as DecimalValue } from '@coinvoice/domain/money';
@@ -219,7 +218,7 @@ function replay(tx: TransactionSql, idempotency: NonNullable<InvoiceCreation['id
     tx,
     { projectId: idempotency.projectId, key: idempotency.key, fingerprint: idempotency.fingerprint },
     {
-      decode: (response) => fromBinary(InvoiceSchema, response),
+      decode: (response) => decodeBinary(InvoiceSchema, response),
       load: async (invoiceId) => {
         const row = await findInvoice(tx, idempotency.projectId, invoiceId);
         return row && invoiceToProto(row);

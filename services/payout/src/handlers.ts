@@ -25,9 +25,9 @@
  * Another project's payout is not_found, as if it did not exist.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { fromBinary, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
+import { type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
-import { encodeBinary, enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { decodeBinary, encodeBinary, enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
 import { formatPlain } from '@coinvoice/domain/money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -351,7 +351,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       tx,
       { projectId: request.projectId, key: request.idempotencyKey!, fingerprint: request.fingerprint },
       {
-        decode: (response) => fromBinary(PayoutSchema, response),
+        decode: (response) => decodeBinary(PayoutSchema, response),
         load: async (payoutId) => {
           const row = await findPayout(tx, request.projectId, payoutId);
           return row && payoutToProto(row);

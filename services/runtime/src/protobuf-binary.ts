@@ -11,9 +11,12 @@
  * every message type this project defines); a type using what this does not plan (groups,
  * proto2 required fields, wrapper or Struct fields) is handed to `toBinary` whole.
  */
-import { protoInt64, ScalarType, toBinary, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { TextDecoder } from 'node:util';
+import { create, fromBinary, protoInt64, ScalarType, toBinary, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 
 const LENGTH_DELIMITED = 2;
+const START_GROUP = 3;
+const END_GROUP = 4;
 const BIT64 = 1;
 const BIT32 = 5;
 const VARINT = 0;
@@ -621,4 +624,411 @@ function float32(value: unknown): number {
   if (typeof n !== 'number') throw new Error(`invalid float32: ${typeof value}`);
   if (Number.isFinite(n) && (n > FLOAT32_MAX || n < -FLOAT32_MAX)) throw new Error(`invalid float32: ${n}`);
   return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding: @bufbuild/protobuf's `fromBinary`, read the same way (the same reader semantics, so a
+// malformed input fails here exactly where it fails there), into the message `create` makes.
+
+/** Decodes protobuf binary into a message of type `schema`, as `fromBinary(schema, bytes)` does. */
+export function decodeBinary<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array): MessageShape<Desc> {
+  const plan = decodePlanOf(schema);
+  if (!plan) return fromBinary(schema, bytes);
+  const input: Input = { buf: bytes, pos: 0, len: bytes.length, view: undefined, depth: 0 };
+  const message = create(schema) as unknown as Fields;
+  readMessage(plan, message, input, bytes.length);
+  return message as unknown as MessageShape<Desc>;
+}
+
+interface DecodePlan {
+  schema: DescMessage;
+  /** Field plans by field number (a sparse array: field numbers here are small). */
+  byNumber: Array<DecodeField | undefined>;
+}
+
+interface DecodeField extends Omit<FieldPlan, 'message'> {
+  message: DecodePlan | undefined;
+  /** proto3 strings are checked to be UTF-8 (`fromBinary` refuses them otherwise). */
+  strict: boolean;
+  /** For lists: packed encodings are read whatever the field's own `packed` says. */
+  packable: boolean;
+}
+
+const decodePlans = new WeakMap<DescMessage, DecodePlan | null>();
+const PROTO3 = 999; // google.protobuf.Edition.EDITION_PROTO3
+
+/** The decoding plan of a message type, or null when it (or a type inside it) needs `fromBinary`. */
+function decodePlanOf(schema: DescMessage): DecodePlan | null {
+  if (decodePlans.has(schema)) return decodePlans.get(schema)!;
+  // proto2 and editions keep defaults and presence on a prototype chain: left to fromBinary.
+  if (schema.file.edition !== PROTO3 || !planOf(schema)) {
+    decodePlans.set(schema, null);
+    return null;
+  }
+  const plan: DecodePlan = { schema, byNumber: [] };
+  decodePlans.set(schema, plan);
+  for (const field of planOf(schema)!.fields) {
+    const f = field.field;
+    if ((f.fieldKind === 'scalar' || (f.fieldKind === 'list' && f.listKind === 'scalar')) && f.longAsString) {
+      decodePlans.set(schema, null);
+      return null;
+    }
+    if ((f.fieldKind === 'enum' || (f.fieldKind === 'list' && f.listKind === 'enum') || (f.fieldKind === 'map' && f.mapKind === 'enum')) && !f.enum.open) {
+      decodePlans.set(schema, null);
+      return null;
+    }
+    let message: DecodePlan | undefined;
+    if (f.message) {
+      const nested = decodePlanOf(f.message);
+      if (!nested) {
+        decodePlans.set(schema, null);
+        return null;
+      }
+      message = nested;
+    }
+    if (f.number > 10_000) {
+      decodePlans.set(schema, null);
+      return null;
+    }
+    plan.byNumber[f.number] = {
+      ...field,
+      message,
+      strict: f.utf8Validation,
+      packable: field.scalar !== T_STRING && field.scalar !== T_BYTES,
+    };
+  }
+  return plan;
+}
+
+interface Input {
+  buf: Uint8Array;
+  pos: number;
+  len: number;
+  view: DataView | undefined;
+  depth: number;
+}
+
+const RECURSION_LIMIT = 100;
+
+function readMessage(plan: DecodePlan, message: Fields, input: Input, length: number): void {
+  if (++input.depth > RECURSION_LIMIT) throw new Error(`cannot decode ${plan.schema.typeName} from binary: maximum recursion depth of ${RECURSION_LIMIT} reached`);
+  const end = input.pos + length;
+  const unknown: Unknown[] = (message.$unknown as Unknown[] | undefined) ?? [];
+  while (input.pos < end) {
+    const [fieldNo, wireType] = readTag(input);
+    const field = plan.byNumber[fieldNo];
+    if (!field) {
+      const start = input.pos;
+      skip(input, wireType, fieldNo, RECURSION_LIMIT - input.depth);
+      unknown.push({ no: fieldNo, wireType, data: input.buf.subarray(start, input.pos) });
+      continue;
+    }
+    readField(field, message, input, wireType);
+  }
+  if (unknown.length > 0) message.$unknown = unknown;
+  input.depth--;
+}
+
+function readField(field: DecodeField, message: Fields, input: Input, wireType: number): void {
+  switch (field.kind) {
+    case 'scalar':
+      setValue(field, message, field.field.fieldKind === 'enum' ? readVarint32(input) | 0 : readScalar(field.scalar, input, field.strict));
+      return;
+    case 'message':
+    case 'messages': {
+      const length = readVarint32(input);
+      if (field.kind === 'messages') {
+        const item = create(field.message!.schema) as unknown as Fields;
+        readMessage(field.message!, item, input, length);
+        (message[field.property] as Fields[]).push(item);
+        return;
+      }
+      // A singular message seen again is merged into the first.
+      const existing = field.oneofCase !== undefined ? oneofValue(field, message) : message[field.property];
+      const target = (existing as Fields | undefined) ?? (create(field.message!.schema) as unknown as Fields);
+      readMessage(field.message!, target, input, length);
+      setValue(field, message, target);
+      return;
+    }
+    case 'list':
+    case 'packed': {
+      const list = message[field.property] as unknown[];
+      const read = () => (field.field.fieldKind === 'list' && field.field.listKind === 'enum' ? readVarint32(input) | 0 : readScalar(field.scalar, input, field.strict));
+      if (!(wireType === LENGTH_DELIMITED && field.packable)) {
+        list.push(read());
+        return;
+      }
+      const end = readVarint32(input) + input.pos;
+      while (input.pos < end) list.push(read());
+      return;
+    }
+    case 'map':
+      readMapEntry(field, message[field.property] as Fields, input);
+      return;
+  }
+}
+
+function oneofValue(field: DecodeField, message: Fields): unknown {
+  const oneof = message[field.property] as { case: string | undefined; value?: unknown };
+  return oneof.case === field.oneofCase ? oneof.value : undefined;
+}
+
+function setValue(field: DecodeField, message: Fields, value: unknown): void {
+  if (field.oneofCase !== undefined) message[field.property] = { case: field.oneofCase, value };
+  else message[field.property] = value;
+}
+
+/** A map entry: key field 1, value field 2, read as `fromBinary` reads them (other numbers are not skipped there either). */
+function readMapEntry(field: DecodeField, map: Fields, input: Input): void {
+  const length = readVarint32(input);
+  const end = input.pos + length;
+  let key: unknown;
+  let value: unknown;
+  while (input.pos < end) {
+    const [fieldNo] = readTag(input);
+    if (fieldNo === 1) key = readScalar(field.mapKey, input, field.strict);
+    else if (fieldNo === 2) {
+      if (field.mapValue === 'message') {
+        const entryLength = readVarint32(input);
+        const item = create(field.message!.schema) as unknown as Fields;
+        readMessage(field.message!, item, input, entryLength);
+        value = item;
+      } else if (field.field.fieldKind === 'map' && field.field.mapKind === 'enum') value = readVarint32(input) | 0;
+      else value = readScalar(field.scalar, input, field.strict);
+    }
+  }
+  if (key === undefined) key = zeroOf(field.mapKey);
+  if (value === undefined) {
+    const f = field.field;
+    if (field.mapValue === 'message') value = create(field.message!.schema);
+    else if (f.fieldKind === 'map' && f.mapKind === 'enum') value = f.enum.values[0]!.number;
+    else value = zeroOf(field.scalar);
+  }
+  map[typeof key === 'string' || typeof key === 'number' ? key : String(key)] = value;
+}
+
+function zeroOf(scalar: ScalarType): unknown {
+  switch (scalar) {
+    case T_STRING:
+      return '';
+    case T_BOOL:
+      return false;
+    case T_BYTES:
+      return new Uint8Array(0);
+    case T_INT64:
+    case T_UINT64:
+    case T_SINT64:
+    case T_FIXED64:
+    case T_SFIXED64:
+      return protoInt64.zero;
+    default:
+      return 0;
+  }
+}
+
+function assertBounds(input: Input): void {
+  if (input.pos > input.len) throw new RangeError('premature EOF');
+}
+
+function readTag(input: Input): [number, number] {
+  const start = input.pos;
+  const tag = readVarint32(input);
+  const bytesRead = input.pos - start;
+  if (bytesRead > 5 || (bytesRead === 5 && input.buf[input.pos - 1]! > 0x0f)) throw new Error('illegal tag: varint overflows uint32');
+  const fieldNo = tag >>> 3;
+  const wireType = tag & 7;
+  if (fieldNo <= 0 || wireType > 5) throw new Error(`illegal tag: field no ${fieldNo} wire type ${wireType}`);
+  return [fieldNo, wireType];
+}
+
+/** An unsigned 32-bit varint; a longer one (a negative int32) has its upper bytes dropped. */
+function readVarint32(input: Input): number {
+  const { buf } = input;
+  let b = buf[input.pos++]!;
+  let result = b & 0x7f;
+  if ((b & 0x80) === 0) {
+    assertBounds(input);
+    return result;
+  }
+  b = buf[input.pos++]!;
+  result |= (b & 0x7f) << 7;
+  if ((b & 0x80) === 0) {
+    assertBounds(input);
+    return result;
+  }
+  b = buf[input.pos++]!;
+  result |= (b & 0x7f) << 14;
+  if ((b & 0x80) === 0) {
+    assertBounds(input);
+    return result;
+  }
+  b = buf[input.pos++]!;
+  result |= (b & 0x7f) << 21;
+  if ((b & 0x80) === 0) {
+    assertBounds(input);
+    return result;
+  }
+  b = buf[input.pos++]!;
+  result |= (b & 0x0f) << 28;
+  for (let read = 5; (b & 0x80) !== 0 && read < 10; read++) b = buf[input.pos++]!;
+  if ((b & 0x80) !== 0) throw new Error('invalid varint');
+  assertBounds(input);
+  return result >>> 0;
+}
+
+function readVarint64(input: Input): [number, number] {
+  const { buf } = input;
+  let lo = 0;
+  let hi = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    const b = buf[input.pos++]!;
+    lo |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) {
+      assertBounds(input);
+      return [lo, hi];
+    }
+  }
+  const middle = buf[input.pos++]!;
+  lo |= (middle & 0x0f) << 28;
+  hi = (middle & 0x70) >> 4;
+  if ((middle & 0x80) === 0) {
+    assertBounds(input);
+    return [lo, hi];
+  }
+  for (let shift = 3; shift <= 31; shift += 7) {
+    const b = buf[input.pos++]!;
+    hi |= (b & 0x7f) << shift;
+    if ((b & 0x80) === 0) {
+      assertBounds(input);
+      return [lo, hi];
+    }
+  }
+  throw new Error('invalid varint');
+}
+
+function viewOf(input: Input): DataView {
+  return (input.view ??= new DataView(input.buf.buffer, input.buf.byteOffset, input.buf.byteLength));
+}
+
+function readScalar(scalar: ScalarType, input: Input, strict: boolean): unknown {
+  switch (scalar) {
+    case T_STRING:
+      return readString(input, strict);
+    case T_BYTES: {
+      const length = readVarint32(input);
+      const start = input.pos;
+      input.pos += length;
+      assertBounds(input);
+      return input.buf.subarray(start, start + length);
+    }
+    case T_BOOL: {
+      const [lo, hi] = readVarint64(input);
+      return lo !== 0 || hi !== 0;
+    }
+    case T_INT32:
+      return readVarint32(input) | 0;
+    case T_UINT32:
+      return readVarint32(input);
+    case T_SINT32: {
+      const zze = readVarint32(input);
+      return (zze >>> 1) ^ -(zze & 1);
+    }
+    case T_INT64: {
+      const [lo, hi] = readVarint64(input);
+      return hi === 0 && lo >= 0 ? BigInt(lo) : protoInt64.dec(lo, hi);
+    }
+    case T_UINT64: {
+      const [lo, hi] = readVarint64(input);
+      return protoInt64.uDec(lo, hi);
+    }
+    case T_SINT64: {
+      let [lo, hi] = readVarint64(input);
+      const s = -(lo & 1);
+      lo = ((lo >>> 1) | ((hi & 1) << 31)) ^ s;
+      hi = (hi >>> 1) ^ s;
+      return protoInt64.dec(lo, hi);
+    }
+    case T_FIXED32:
+      return viewOf(input).getUint32((input.pos += 4) - 4, true);
+    case T_SFIXED32:
+      return viewOf(input).getInt32((input.pos += 4) - 4, true);
+    case T_FIXED64: {
+      const view = viewOf(input);
+      const lo = view.getInt32((input.pos += 4) - 4, true);
+      const hi = view.getInt32((input.pos += 4) - 4, true);
+      return protoInt64.uDec(lo, hi);
+    }
+    case T_SFIXED64: {
+      const view = viewOf(input);
+      const lo = view.getInt32((input.pos += 4) - 4, true);
+      const hi = view.getInt32((input.pos += 4) - 4, true);
+      return protoInt64.dec(lo, hi);
+    }
+    case T_FLOAT:
+      return viewOf(input).getFloat32((input.pos += 4) - 4, true);
+    case T_DOUBLE:
+      return viewOf(input).getFloat64((input.pos += 8) - 8, true);
+    default:
+      throw new Error(`protobuf decoding: unknown scalar type ${scalar}`);
+  }
+}
+
+let strictDecoder: TextDecoder | undefined;
+let lenientDecoder: TextDecoder | undefined;
+
+/** Short ASCII strings byte by byte; the rest through a TextDecoder, strict (refusing what is not UTF-8) as `fromBinary`. */
+function readString(input: Input, strict: boolean): string {
+  const length = readVarint32(input);
+  const start = input.pos;
+  input.pos += length;
+  assertBounds(input);
+  const { buf } = input;
+  if (length <= 64) {
+    let text = '';
+    let i = start;
+    for (; i < start + length; i++) {
+      const b = buf[i]!;
+      if (b >= 0x80) break;
+      text += String.fromCharCode(b);
+    }
+    if (i === start + length) return text;
+  }
+  const bytes = buf.subarray(start, start + length);
+  return strict ? (strictDecoder ??= new TextDecoder('utf-8', { fatal: true })).decode(bytes) : (lenientDecoder ??= new TextDecoder('utf-8')).decode(bytes);
+}
+
+/** Skips an unknown field's value, as `fromBinary` does (groups within the recursion budget). */
+function skip(input: Input, wireType: number, fieldNo: number, recursionLimit: number): void {
+  switch (wireType) {
+    case VARINT:
+      while (input.buf[input.pos++]! & 0x80) {
+        // continuation bytes
+      }
+      break;
+    case BIT64:
+      input.pos += 8;
+      break;
+    case BIT32:
+      input.pos += 4;
+      break;
+    case LENGTH_DELIMITED: {
+      const length = readVarint32(input);
+      input.pos += length;
+      break;
+    }
+    case START_GROUP:
+      if (recursionLimit <= 0) throw new Error('maximum recursion depth reached');
+      for (;;) {
+        const [fn, wt] = readTag(input);
+        if (wt === END_GROUP) {
+          if (fn !== fieldNo) throw new Error('invalid end group tag');
+          break;
+        }
+        skip(input, wt, fn, recursionLimit - 1);
+      }
+      break;
+    default:
+      throw new Error(`cant skip wire type ${wireType}`);
+  }
+  assertBounds(input);
 }

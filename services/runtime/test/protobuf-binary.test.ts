@@ -1,6 +1,6 @@
 /**
  * encodeBinary (services/runtime/src/protobuf-binary.ts) writes exactly what @bufbuild/protobuf's
- * toBinary writes, for every message type this project defines (and the well-known types inside
+ * toBinary writes, and decodeBinary reads what fromBinary reads (or refuses what it refuses), for every message type this project defines (and the well-known types inside
  * them), filled at random many times over: every scalar type at its edges, fields with explicit
  * presence set to their zero value, empty and long lists, maps, every oneof case, nesting, strings
  * beyond ASCII (lone surrogates too), and unknown fields kept from a decoded message.
@@ -13,7 +13,7 @@ import {
   file_google_protobuf_struct,
   file_google_protobuf_wrappers,
 } from '@bufbuild/protobuf/wkt';
-import { encodeBinary } from '../src/protobuf-binary';
+import { decodeBinary, encodeBinary } from '../src/protobuf-binary';
 import { file_grpc_health_v1_health } from '../src/gen/grpc/health/v1/health_pb';
 import { file_coinvoice_invoice_v1_invoice } from '../src/gen/coinvoice/invoice/v1/invoice_pb';
 import { file_coinvoice_invoice_v1_events } from '../src/gen/coinvoice/invoice/v1/events_pb';
@@ -214,4 +214,68 @@ test('a type holding a wrapper or a Struct field (values that are not messages) 
   expect((message as unknown as { name: unknown }).name).toBe('unwrapped'); // the bare scalar, not a message
   expectSameBytes(schema, message);
   expect(fromBinary(schema, encodeBinary(schema, message))).toEqual(message);
+});
+
+/** Both decoders on the same bytes: the same message, or both refuse. */
+function expectSameDecoding(schema: DescMessage, bytes: Uint8Array): 'decoded' | 'refused' {
+  let theirs: unknown;
+  let theirError: unknown;
+  try {
+    theirs = fromBinary(schema, bytes);
+  } catch (err) {
+    theirError = err;
+  }
+  if (theirError !== undefined) {
+    expect(() => decodeBinary(schema, bytes)).toThrow();
+    return 'refused';
+  }
+  const ours = decodeBinary(schema, bytes);
+  expect(ours).toEqual(theirs);
+  return 'decoded';
+}
+
+test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: decodeBinary reads what fromBinary reads, 40 random messages', (_name, schema) => {
+  for (let seed = 1; seed <= 40; seed++) {
+    const bytes = toBinary(schema, randomMessage(random(seed * 104729 + schema.typeName.length), schema));
+    expect(expectSameDecoding(schema, bytes)).toBe('decoded');
+  }
+});
+
+test('malformed and unusual input: truncated, corrupted, repeated (merged) — decodeBinary decodes or refuses exactly as fromBinary', () => {
+  const outcomes = { decoded: 0, refused: 0 };
+  for (const schema of MESSAGES) {
+    for (let seed = 1; seed <= 12; seed++) {
+      const rand = random(seed * 15485863 + schema.typeName.length);
+      const bytes = Buffer.from(toBinary(schema, randomMessage(rand, schema)));
+      const variants: Uint8Array[] = [Buffer.concat([bytes, bytes])]; // a message twice: singular fields merge, lists append
+      if (bytes.length > 0) {
+        const at = Math.floor(rand() * bytes.length);
+        variants.push(bytes.subarray(0, at)); // truncated
+        const flipped = Buffer.from(bytes);
+        flipped[at] = flipped[at]! ^ (1 << Math.floor(rand() * 8));
+        variants.push(flipped);
+        variants.push(Buffer.concat([bytes.subarray(0, at), Buffer.from([Math.floor(rand() * 256)]), bytes.subarray(at)]));
+      }
+      for (const variant of variants) outcomes[expectSameDecoding(schema, variant)]++;
+    }
+  }
+  // Both kinds of outcome were exercised.
+  expect(outcomes.decoded).toBeGreaterThan(500);
+  expect(outcomes.refused).toBeGreaterThan(100);
+});
+
+test('decodeBinary keeps unknown fields, refuses a string that is not UTF-8, and bytes fields view the input', () => {
+  const invoice = create(InvoiceSchema, { id: 'inv', priceAmount: '19.90' });
+  const extra = Buffer.from([0xc0, 0x3e, 0x2a, 0xca, 0x3e, 0x02, 0x68, 0x69]);
+  const withUnknown = Buffer.concat([Buffer.from(toBinary(InvoiceSchema, invoice)), extra]);
+  const decoded = decodeBinary(InvoiceSchema, withUnknown);
+  expect(decoded).toEqual(fromBinary(InvoiceSchema, withUnknown));
+  expect((decoded as unknown as { $unknown: unknown[] }).$unknown).toHaveLength(2);
+  expect(Buffer.from(encodeBinary(InvoiceSchema, decoded)).equals(withUnknown)).toBe(true);
+
+  const notUtf8 = Buffer.from([0x0a, 0x02, 0xc3, 0x28]); // id = C3 28: an invalid two-byte sequence
+  expect(() => fromBinary(InvoiceSchema, notUtf8)).toThrow();
+  expect(() => decodeBinary(InvoiceSchema, notUtf8)).toThrow();
+  const long = 'é'.repeat(100);
+  expect(decodeBinary(InvoiceSchema, toBinary(InvoiceSchema, create(InvoiceSchema, { id: long }))).id).toBe(long);
 });

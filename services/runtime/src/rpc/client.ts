@@ -13,7 +13,6 @@
  */
 import {
   create,
-  fromBinary,
   isMessage,
   type DescMessage,
   type DescMethod,
@@ -36,7 +35,7 @@ import {
 } from '@connectrpc/connect';
 import { BatchService, CallRequestSchema, type CallResponse } from '../gen/coinvoice/rpc/v1/batch_pb';
 import { currentRequestId, REQUEST_ID_HEADER } from '../log';
-import { encodeBinary } from '../protobuf-binary';
+import { decodeBinary, encodeBinary } from '../protobuf-binary';
 import { decodeStatusDetails, STATUS_DETAILS_KEY } from './status-details';
 import type { RpcTls } from './tls';
 
@@ -100,7 +99,7 @@ function codecOf(method: DescMethod): MethodCodec {
         const bytes = encodeBinary(method.input, message);
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       },
-      deserialize: (bytes) => fromBinary(method.output, bytes),
+      deserialize: (bytes) => decodeBinary(method.output, bytes),
       read: isReadMethod(method),
     };
     codecs.set(method, codec);

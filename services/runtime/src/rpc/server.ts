@@ -8,7 +8,6 @@
  */
 import {
   create,
-  fromBinary,
   isMessage,
   type DescMessage,
   type DescMethod,
@@ -21,7 +20,7 @@ import { Code, ConnectError, createContextValues, type ContextValues, type Handl
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { isDatabaseUnavailableError } from '../db';
 import { serviceError } from '../errors';
-import { encodeBinary } from '../protobuf-binary';
+import { decodeBinary, encodeBinary } from '../protobuf-binary';
 import { BatchService, CallResponseSchema, type BatchedResult, type CallRequest } from '../gen/coinvoice/rpc/v1/batch_pb';
 import { Health } from '../gen/grpc/health/v1/health_pb';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '../log';
@@ -144,7 +143,7 @@ function serializerOf(schema: DescMessage): (message: MessageShape<DescMessage>)
 }
 
 function deserializerOf(schema: DescMessage): (bytes: Buffer) => MessageShape<DescMessage> {
-  return (bytes) => fromBinary(schema, bytes);
+  return (bytes) => decodeBinary(schema, bytes);
 }
 
 function messageOf(schema: DescMessage, value: MessageInitShape<DescMessage>): MessageShape<DescMessage> {
@@ -315,7 +314,7 @@ function definitionOf(service: DescService, impl: UntypedImpl, dispatcher: Dispa
         new Promise((resolve) => {
           let request: Message;
           try {
-            request = fromBinary(method.input, bytes);
+            request = decodeBinary(method.input, bytes);
           } catch {
             resolve(failureOf(serviceError(Code.InvalidArgument, 'malformed_request', `the request of ${service.typeName}/${method.name} could not be decoded`)));
             return;
