@@ -196,6 +196,9 @@ test('money is exact or refused: decimals per currency, JPY without minor units'
   expect(jpy.status).toBe(201);
   expect(jpy.body.priceAmount).toBe(1500);
   expect(jpy.body.priceAmountInUsd).toBe(10.35); // 1500 × 0.0069, half-up to cents
+  // From the two USD prices, never from a rounded cross rate: 10.35 USD / 2500 is exactly 0.00414 ETH
+  // (a cross rate cut to 12 digits asked 0.00414001).
+  expect(jpy.body.amountExpected).toBe(0.00414);
 
   // Below a UTXO chain's dust limit no wallet can pay: 0.30 USD is 286 sat at the shipped 105,000 (dust: 294).
   const dust = expectProblem(await create(sandbox, { priceAmount: '0.30', payCurrency: 'BTC' }), 400, 'validation_failed');

@@ -64,7 +64,7 @@ test('the median of both providers: Coinbase 100,000 and Kraken 100,200 give 100
   expect(book.price('EUR')!.usd.lte('1.1')).toBe(true);
   const pricing = new InvoicePricing({ source: 'live', table: new StaticRateProvider(), live: book });
   const rates = pricing.ratesFor('live', 'BTC', 'USD')!;
-  expect(rates.rate.toString()).toBe('100100');
+  expect(rates.coinUsd.toString()).toBe('100100');
   expect(rates.sources).toEqual(['coinbase', 'kraken']);
 });
 
@@ -141,7 +141,7 @@ test('both providers down for longer than the max age: no price at all (never a 
   const pricing = new InvoicePricing({ source: 'live', table: new StaticRateProvider(), live: book });
   expect(pricing.ratesFor('live', 'BTC', 'EUR')).toBeUndefined();
   // The sandbox falls back to the static table.
-  expect(pricing.ratesFor('sandbox', 'BTC', 'USD')).toMatchObject({ sources: ['static'], rate: new Decimal('105000') });
+  expect(pricing.ratesFor('sandbox', 'BTC', 'USD')).toMatchObject({ sources: ['static'], coinUsd: new Decimal('105000') });
   expect(book.providers().map((p) => p.lastError)).toEqual([expect.stringContaining('503'), expect.stringContaining('502')]);
   coinbase.setPrices({ BTC: '100000' });
   kraken.setPrices({ BTC: '100200' });

@@ -122,33 +122,51 @@ describe('quote', () => {
     expect(formatPlain(q.rate)).toBe('105000');
   });
 
-  it('rounds stablecoin amounts up to the token decimals (6)', () => {
-    const q = value(quoteAtRates({ priceAmount: price('10', 'EUR'), priceCurrency: 'EUR', payCurrency: 'USDT' }, { rate: new Decimal('0.925925925925'), usdRate: new Decimal('1.08') }));
-    expect(formatPlain(q.amountExpected)).toBe('10.800001');
+  it('prices in another fiat from the two USD prices: 10 EUR at 1.08 USD is 10.8 USDT, not a base unit more', () => {
+    const q = value(quoteAtRates({ priceAmount: price('10', 'EUR'), priceCurrency: 'EUR', payCurrency: 'USDT' }, { coinUsd: new Decimal('1'), usdRate: new Decimal('1.08') }));
+    expect(formatPlain(q.amountExpected)).toBe('10.8'); // 10.800001 when it was taken from the cross rate cut to 12 digits
     expect(formatPlain(q.priceAmountInUsd)).toBe('10.8');
+    // 1 / 1.08 = 0.925925…: shown with the fewest digits (12 at least) for which 10 / rate, rounded up, is 10.8.
+    expect(formatPlain(q.rate)).toBe('0.925925925926');
+  });
+
+  it('the reviewers\' cases: the default table\'s EUR, GBP, CHF and JPY prices come to the exact coin amounts', async () => {
+    const provider = new StaticRateProvider();
+    const at = async (amount: string, priceCurrency: FiatCode, payCurrency: CryptoCode) =>
+      formatPlain(value(await quote({ priceAmount: price(amount, priceCurrency), priceCurrency, payCurrency }, provider)).amountExpected);
+    expect(await at('100', 'EUR', 'USDT')).toBe('114');
+    expect(await at('100', 'GBP', 'USDC')).toBe('135');
+    expect(await at('105000', 'EUR', 'BTC')).toBe('1.14');
+    expect(await at('2500', 'CHF', 'ETH')).toBe('1.21');
+    expect(await at('100', 'EUR', 'POL')).toBe('570');
+    expect(await at('1000', 'JPY', 'USDT')).toBe('6.9');
+    expect(await at('12.34', 'EUR', 'USDT')).toBe('14.0676');
+    expect(await at('0.01', 'GBP', 'ETH')).toBe('0.0000054');
+    expect(await at('999999999999', 'JPY', 'BTC')).toBe('65714.28571422'); // 6,899,999,999.9931 USD / 105,000, rounded up
   });
 
   it('prices JPY (no minor units) and rounds its USD value half-up to cents', () => {
-    const q = value(quoteAtRates({ priceAmount: price('1500', 'JPY'), priceCurrency: 'JPY', payCurrency: 'ETH' }, { rate: new Decimal('362318.84'), usdRate: new Decimal('0.0069') }));
+    const q = value(quoteAtRates({ priceAmount: price('1500', 'JPY'), priceCurrency: 'JPY', payCurrency: 'ETH' }, { coinUsd: new Decimal('2500'), usdRate: new Decimal('0.0069') }));
     expect(formatPlain(q.priceAmountInUsd)).toBe('10.35');
-    expect(formatPlain(q.amountExpected)).toBe('0.00414001'); // 1500 / 362318.84 = 0.0041400000066…: rounded up
+    expect(formatPlain(q.amountExpected)).toBe('0.00414'); // 10.35 USD / 2500 exactly
+    expect(formatPlain(q.rate)).toBe('362318.84058'); // 2500 / 0.0069 = 362318.8405797…
   });
 
   it('rounds priceAmountInUsd half-up, not half-even', () => {
     const at = (amount: string, usdRate: string) =>
-      formatPlain(value(quoteAtRates({ priceAmount: price(amount, 'EUR'), priceCurrency: 'EUR', payCurrency: 'BTC' }, { rate: new Decimal(1), usdRate: new Decimal(usdRate) })).priceAmountInUsd);
+      formatPlain(value(quoteAtRates({ priceAmount: price(amount, 'EUR'), priceCurrency: 'EUR', payCurrency: 'BTC' }, { coinUsd: new Decimal(1), usdRate: new Decimal(usdRate) })).priceAmountInUsd);
     expect(at('0.25', '0.5')).toBe('0.13'); // 0.125: half-even would give 0.12
     expect(at('0.05', '0.1')).toBe('0.01'); // 0.005
     expect(at('0.01', '0.4')).toBe('0'); // 0.004
   });
 
   it('refuses a price whose quote would not survive as a JSON number', () => {
-    const q = quoteAtRates({ priceAmount: price('999999999999.99', 'USD'), priceCurrency: 'USD', payCurrency: 'TRX' }, { rate: new Decimal('0.27'), usdRate: new Decimal(1) });
+    const q = quoteAtRates({ priceAmount: price('999999999999.99', 'USD'), priceCurrency: 'USD', payCurrency: 'TRX' }, { coinUsd: new Decimal('0.27'), usdRate: new Decimal(1) });
     expect(q).toEqual({ ok: false, reason: 'is too large to be quoted in TRX' });
   });
   it('refuses an amount below the dust limit of a UTXO chain (BTC 294 sat, LTC 2,940 litoshi) and takes one at it', () => {
     const at = (payCurrency: CryptoCode, priceAmount: string, rate: string) =>
-      quoteAtRates({ priceAmount: price(priceAmount, 'USD'), priceCurrency: 'USD', payCurrency }, { rate: new Decimal(rate), usdRate: new Decimal(1) });
+      quoteAtRates({ priceAmount: price(priceAmount, 'USD'), priceCurrency: 'USD', payCurrency }, { coinUsd: new Decimal(rate), usdRate: new Decimal(1) });
     expect(at('BTC', '1', '341297')).toEqual({ ok: false, reason: "is too small: it comes to 0.00000293 BTC, below the smallest payable amount of 0.00000294 BTC (the chain's dust limit)" });
     expect(formatPlain(value(at('BTC', '1', '340137')).amountExpected)).toBe('0.00000294');
     expect(at('LTC', '1', '34026')).toMatchObject({ ok: false, reason: expect.stringContaining('0.00002939 LTC, below the smallest payable amount of 0.0000294 LTC') });
@@ -190,21 +208,31 @@ describe('quote properties', () => {
     fc.record({ priceCurrency: fc.constant(priceCurrency), priceAmount: priceIn(priceCurrency), payCurrency: cryptoCode }),
   );
 
-  it('amountExpected × rate never falls short of the price, and one base unit less would', () => {
+  it('amountExpected at the USD prices never falls short of the price, one base unit less would, and the shown rate gives it back', () => {
     let checked = 0;
     fc.assert(
-      fc.property(request, coinRate, fiatUsdRate, (req, rate, usdRate) => {
+      fc.property(request, coinRate, fiatUsdRate, (req, coinUsd, usdRate) => {
         const q = quoteAtRates(
           { priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency: req.payCurrency },
-          { rate: new Decimal(rate), usdRate: new Decimal(usdRate) },
+          { coinUsd: new Decimal(coinUsd), usdRate: new Decimal(usdRate) },
         );
         if (!q.ok) return; // refused as too large to carry exactly: nothing to check
         const amount = formatPlain(q.value.amountExpected);
         const decimals = cryptoCurrency(req.payCurrency).amountDecimals;
+        const priceInUsd = formatPlain(new Decimal(req.priceAmount).times(usdRate)); // exact
         expect(q.value.amountExpected.decimalPlaces()).toBeLessThanOrEqual(decimals);
+        expect(compareProduct(amount, coinUsd, priceInUsd)).toBeGreaterThanOrEqual(0);
+        // The documented relation, for the rate shown: amountExpected = priceAmount / rate, rounded up.
+        const rate = formatPlain(q.value.rate);
+        expect(q.value.rate.sd(false)).toBeLessThanOrEqual(15);
         expect(compareProduct(amount, rate, req.priceAmount)).toBeGreaterThanOrEqual(0);
         const oneUnitLess = formatPlain(q.value.amountExpected.minus(new Decimal(10).pow(-decimals)));
-        if (oneUnitLess !== '0') expect(compareProduct(oneUnitLess, rate, req.priceAmount)).toBeLessThan(0);
+        if (oneUnitLess !== '0') {
+          expect(compareProduct(oneUnitLess, rate, req.priceAmount)).toBeLessThan(0);
+          // Minimal at the USD prices, but for amounts of more than 10^12 base units, where no rate of
+          // 15 digits gives the amount back and the rate cut down to 12 digits decides (a unit more).
+          if (compareProduct(oneUnitLess, coinUsd, priceInUsd) >= 0) expect(q.value.amountExpected.times(new Decimal(10).pow(decimals)).gt(1e12)).toBe(true);
+        }
         checked++;
       }),
       { numRuns: 2000 },
@@ -218,7 +246,7 @@ describe('quote properties', () => {
       fc.property(request, coinRate, fiatUsdRate, (req, rate, usdRate) => {
         const q = quoteAtRates(
           { priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency: req.payCurrency },
-          { rate: new Decimal(rate), usdRate: new Decimal(usdRate) },
+          { coinUsd: new Decimal(rate), usdRate: new Decimal(usdRate) },
         );
         if (!q.ok) return;
         expect(formatPlain(q.value.priceAmountInUsd)).toBe(halfUpCents(req.priceAmount, usdRate));
@@ -235,9 +263,12 @@ describe('quote properties', () => {
       fc.property(anyPrice, cryptoCode, decimalString(-18, 11, 20), decimalString(-18, 11, 20), (req, payCurrency, rate, usd) => {
         const q = quoteAtRates(
           { priceAmount: price(req.priceAmount, req.priceCurrency), priceCurrency: req.priceCurrency, payCurrency },
-          { rate: new Decimal(rate), usdRate: new Decimal(usd) },
+          { coinUsd: new Decimal(rate), usdRate: new Decimal(usd) },
         );
-        if (q.ok) expect(compareProduct(formatPlain(q.value.amountExpected), rate, req.priceAmount)).toBeGreaterThanOrEqual(0);
+        if (q.ok) {
+          expect(compareProduct(formatPlain(q.value.amountExpected), rate, formatPlain(new Decimal(req.priceAmount).times(usd)))).toBeGreaterThanOrEqual(0);
+          expect(compareProduct(formatPlain(q.value.amountExpected), formatPlain(q.value.rate), req.priceAmount)).toBeGreaterThanOrEqual(0);
+        }
         else expect(q.reason).toMatch(new RegExp(`^is too large to be quoted in ${payCurrency}$|^is too small: .* below the smallest payable amount of ${formatPlain(minimumAmount(cryptoCurrency(payCurrency)))} ${payCurrency} `));
       }),
       { numRuns: 1000 },

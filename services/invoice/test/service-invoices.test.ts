@@ -133,17 +133,22 @@ describe('money', () => {
     // [price, priceCurrency, payCurrency, priceAmount, priceAmountInUsd, amountExpected, rate]
     ['0.30', 'USD', 'USDT', '0.30', '0.30', '0.3', '1'], // 0.1 + 0.2 is exactly 0.30 here
     ['0.10', 'USD', 'USDC', '0.10', '0.10', '0.1', '1'],
-    // JPY has no minor units; the cross rate 105000 / 0.0069 is cut down to 12 significant digits.
+    // JPY has no minor units; 10.35 USD / 105000 = 0.0000985714… rounded up. The rate shown,
+    // 105000 / 0.0069 = 15217391.304347…, has the fewest digits (12 at least) that give the amount back.
     ['1500', 'JPY', 'BTC', '1500', '10.35', '0.00009858', '15217391.3043'],
-    // 0.25 × 1.14 = 0.285 → half-UP 0.29; the cut-down rate makes 0.285000000000… round up to 0.285001.
-    ['0.25', 'EUR', 'USDT', '0.25', '0.29', '0.285001', '0.877192982456'],
-    ['100', 'EUR', 'ETH', '100.00', '114.00', '0.04560001', '2192.98245614'],
+    // 0.25 × 1.14 = 0.285 → half-UP 0.29 USD; the amount is 0.285 USDT exactly, from the USD prices
+    // (0.285001 when it came from the cross rate cut down to 12 digits, 0.877192982456).
+    ['0.25', 'EUR', 'USDT', '0.25', '0.29', '0.285', '0.877192982457'],
+    ['100', 'EUR', 'ETH', '100.00', '114.00', '0.0456', '2192.98245615'],
     ['5', 'GBP', 'TRX', '5.00', '6.75', '25', '0.2'],
   ])('%s %s in %s: priceAmount %s, priceAmountInUsd %s, amountExpected %s at rate %s', async (price, fiat, coin, priceAmount, inUsd, expected, rate) => {
     const invoice = await createInvoice(sandboxProject(), { priceAmount: price, priceCurrency: fiat, payCurrency: coin });
     expect(invoice).toMatchObject({ priceAmount, priceAmountInUsd: inUsd, amountExpected: expected, rate });
     // The merchant never receives less than the price at the fixed rate.
     expect(new Decimal(invoice.amountExpected).times(invoice.rate).gte(price)).toBe(true);
+    // Nor the customer asked for more: one base unit less falls short at the rate shown.
+    const unit = new Decimal(10).pow(-new Decimal(invoice.amountExpected).decimalPlaces() || 0);
+    expect(new Decimal(invoice.amountExpected).minus(unit).times(invoice.rate).lt(price)).toBe(true);
   });
 
   test('the rate is fixed at creation and stored with the invoice', async () => {

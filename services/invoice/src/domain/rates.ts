@@ -41,8 +41,10 @@ export const DEFAULT_RATE_TABLE: RateTable = {
 /** Name proposed for the env var carrying a replacement rate table as JSON (wired by the service). */
 export const RATE_TABLE_ENV = 'INVOICE_RATE_TABLE';
 
-/** Cross rates (coin in a non-USD fiat) keep this many significant digits. */
+/** Cross rates (coin in a non-USD fiat) keep at least this many significant digits when shown. */
 export const CROSS_RATE_SIGNIFICANT_DIGITS = 12;
+/** A shown rate has at most this many significant digits: it must survive as an exact JSON number. */
+const SHOWN_RATE_MAX_SIGNIFICANT_DIGITS = 15;
 /** Rates in a table: at most this many decimals (JPY in USD needs a few; 18 is generous). */
 const MAX_RATE_DECIMALS = 18;
 
@@ -159,48 +161,67 @@ export interface QuoteRequest {
 export interface Quote {
   /** priceAmount in USD, rounded half-up to cents. */
   readonly priceAmountInUsd: Decimal;
-  /** Coin to pay: priceAmount / rate rounded UP to the coin's amountDecimals (≤ 8). */
+  /** Coin to pay: priceAmount × usdRate / coinUsd rounded UP to the coin's amountDecimals (≤ 8). */
   readonly amountExpected: Decimal;
-  /** Price of one pay-currency unit in the price currency, fixed on the invoice. */
+  /**
+   * Price of one pay-currency unit in the price currency, fixed on the invoice: coinUsd / usdRate,
+   * shown with as many digits as make priceAmount / rate, rounded up, come to amountExpected.
+   */
   readonly rate: Decimal;
 }
 
-/** The rates one quote uses, as a provider answers them. */
+/** The rates one quote uses, both anchored on USD (the cross rate between them is their ratio). */
 export interface QuoteRates {
-  /** Price of one pay-currency unit in the price currency. */
-  readonly rate: Decimal;
+  /** Price of one pay-currency unit in USD. */
+  readonly coinUsd: Decimal;
   /** Price of one price-currency unit in USD. */
   readonly usdRate: Decimal;
 }
 
 /** Asks the provider for both rates and quotes at them. */
 export async function quote(request: QuoteRequest, provider: RateProvider): Promise<Parsed<Quote>> {
-  const [rate, usdRate] = await Promise.all([
-    provider.rate(request.payCurrency, request.priceCurrency),
-    provider.usdRate(request.priceCurrency),
-  ]);
-  return quoteAtRates(request, { rate, usdRate });
+  const [coinUsd, usdRate] = await Promise.all([provider.rate(request.payCurrency, 'USD'), provider.usdRate(request.priceCurrency)]);
+  return quoteAtRates(request, { coinUsd, usdRate });
 }
 
 /**
  * The pure quote arithmetic.
- * - amountExpected = priceAmount / rate rounded UP to the coin's amountDecimals, so that
- *   amountExpected × rate ≥ priceAmount: the merchant never receives less than the price.
+ * - amountExpected = priceAmount × usdRate / coinUsd, computed from the two USD prices (never from
+ *   a rounded cross rate) and rounded UP to the coin's amountDecimals: the smallest amount worth
+ *   at least the price at these rates, so the merchant never receives less and the customer is
+ *   never asked for a base unit more (100 EUR at 1.14 USD is 114 USDT, not 114.000001).
+ * - rate = coinUsd / usdRate, exact when it has at most 15 significant digits, else rounded (to the
+ *   nearest, else up or down) to the fewest digits from 12 on for which priceAmount / rate, rounded
+ *   up, is amountExpected (the
+ *   documented relation holds for the number shown). When no such rate has 15 digits or fewer
+ *   (prices of absurd size), the cross rate is cut DOWN to 12 digits and amountExpected taken from
+ *   it: a base unit more, never less.
  * - priceAmountInUsd = priceAmount × usdRate rounded half-up to cents.
  * Refused (a reason for `priceAmount`) when a result would not survive as an exact JSON number,
  * which only happens for absurdly large prices.
  */
 export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Quote> {
   const { priceAmount, payCurrency } = request;
-  if (!rates.rate.isFinite() || rates.rate.lte(0)) throw new RangeError(`rate must be positive, got ${rates.rate.toString()}`);
-  if (!rates.usdRate.isFinite() || rates.usdRate.lte(0)) throw new RangeError(`usdRate must be positive, got ${rates.usdRate.toString()}`);
+  const { coinUsd, usdRate } = rates;
+  if (!coinUsd.isFinite() || coinUsd.lte(0)) throw new RangeError(`coinUsd must be positive, got ${coinUsd.toString()}`);
+  if (!usdRate.isFinite() || usdRate.lte(0)) throw new RangeError(`usdRate must be positive, got ${usdRate.toString()}`);
   const method = request.payMethod ?? cryptoCurrency(payCurrency);
   if (method.code !== payCurrency) throw new Error(`payMethod ${method.code}@${method.chain} is not ${payCurrency}`);
   const decimals = method.amountDecimals;
+  const unit = new Decimal(10).pow(-decimals);
 
-  let amountExpected = priceAmount.div(rates.rate).toDecimalPlaces(decimals, Rounding.up);
-  // Division is rounded at 80 significant digits; make the guarantee unconditional anyway.
-  if (amountExpected.times(rates.rate).lt(priceAmount)) amountExpected = amountExpected.plus(new Decimal(10).pow(-decimals));
+  // priceAmount × usdRate is exact; one division, whose 80 significant digits cannot carry a
+  // quotient across a step of the coin's decimals (checked below with exact products anyway).
+  const priceInUsd = priceAmount.times(usdRate);
+  let amountExpected = priceInUsd.div(coinUsd).toDecimalPlaces(decimals, Rounding.up);
+  if (amountExpected.times(coinUsd).lt(priceInUsd)) amountExpected = amountExpected.plus(unit);
+
+  let rate = shownRate(priceAmount, amountExpected, unit, coinUsd, usdRate);
+  if (rate === undefined) {
+    rate = crossRate(coinUsd, usdRate);
+    amountExpected = priceAmount.div(rate).toDecimalPlaces(decimals, Rounding.up);
+    if (amountExpected.times(rate).lt(priceAmount)) amountExpected = amountExpected.plus(unit);
+  }
 
   const priceAmountInUsd = priceAmount.times(rates.usdRate).toDecimalPlaces(2, Rounding.halfUp);
 
@@ -211,7 +232,27 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
   if (amountExpected.lt(minimum)) {
     return refused(`is too small: it comes to ${formatPlain(amountExpected)} ${payCurrency}, below the smallest payable amount of ${formatPlain(minimum)} ${payCurrency} (the chain's dust limit)`);
   }
-  return ok({ priceAmountInUsd, amountExpected, rate: rates.rate });
+  return ok({ priceAmountInUsd, amountExpected, rate });
+}
+
+/**
+ * The cross rate coinUsd / usdRate as an invoice shows it: exact when it has at most 15
+ * significant digits, else rounded to the fewest digits from 12 on for which
+ * priceAmount / rate, rounded up to the coin's unit, is `amount`; undefined when none up to 15 is.
+ */
+function shownRate(priceAmount: Decimal, amount: Decimal, unit: Decimal, coinUsd: Decimal, usdRate: Decimal): Decimal | undefined {
+  const exact = coinUsd.div(usdRate);
+  const roundsTo = (rate: Decimal) => amount.times(rate).gte(priceAmount) && amount.minus(unit).times(rate).lt(priceAmount);
+  if (exact.times(usdRate).eq(coinUsd) && exact.sd(false) <= SHOWN_RATE_MAX_SIGNIFICANT_DIGITS) return roundsTo(exact) ? exact : undefined;
+  for (let digits = CROSS_RATE_SIGNIFICANT_DIGITS; digits <= SHOWN_RATE_MAX_SIGNIFICANT_DIGITS; digits++) {
+    // The nearest rate of this many digits first, then the one on the other side of the exact rate
+    // (an amount exactly at the price needs a rate at or above it: 100 EUR / 0.877192982457 → 114).
+    for (const rounding of [Rounding.halfUp, Rounding.up, Rounding.down]) {
+      const rate = exact.toSignificantDigits(digits, rounding);
+      if (roundsTo(rate)) return rate;
+    }
+  }
+  return undefined;
 }
 
 function checkRates<C extends string>(

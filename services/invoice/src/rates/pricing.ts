@@ -5,7 +5,7 @@
  * RATES_SOURCE=static, every invoice from the static table.
  */
 import type { CombinedPrice } from '../domain/live-rates';
-import { crossRate, type QuoteRates, type StaticRateProvider } from '../domain/rates';
+import { type QuoteRates, type StaticRateProvider } from '../domain/rates';
 import type { CryptoCode } from '@coinvoice/chains/coin';
 import { isCryptoCode } from '@coinvoice/chains/currencies';
 import type { FiatCode } from '@coinvoice/domain/fiat';
@@ -81,7 +81,7 @@ export class InvoicePricing {
     const { table } = this.options;
     const asOf = table.table.asOf;
     return {
-      rate: table.rateNow(payCurrency, priceCurrency),
+      coinUsd: table.rateNow(payCurrency, 'USD'),
       usdRate: table.usdRateNow(priceCurrency),
       sources: ['static'],
       quotedAt: asOf === undefined ? null : new Date(asOf),
@@ -97,5 +97,5 @@ function liveRates(book: LiveRateBook, payCurrency: CryptoCode, priceCurrency: F
   const usdRate = fiatUsd ? fiatUsd.usd : new Decimal(1);
   const sources = [...new Set([...coin.sources, ...(fiatUsd?.sources ?? [])])].sort();
   const quotedAt = fiatUsd && fiatUsd.quotedAt < coin.quotedAt ? fiatUsd.quotedAt : coin.quotedAt;
-  return { rate: crossRate(coin.usd, usdRate), usdRate, sources, quotedAt };
+  return { coinUsd: coin.usd, usdRate, sources, quotedAt };
 }
