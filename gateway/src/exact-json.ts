@@ -5,7 +5,8 @@
  * integer past 2^53, 1e400) is refused with 400 validation_failed naming the field, never rounded
  * silently. Every other number is exactly what the client wrote, so the field rules after it
  * (e.g. at most 8 decimals) judge the client's own digits. Strings with a lone surrogate are
- * refused the same way (they would reach a service altered).
+ * refused the same way (they would reach a service altered), and so is a key repeated in one
+ * object (JSON.parse would keep its last value without a word).
  */
 import { jsonNumberIsExact } from '@coinvoice/domain/json-money';
 import type { Violation } from '@coinvoice/runtime';
@@ -33,8 +34,10 @@ export function parseJsonExactly(text: string): unknown {
     }
     return parsed;
   });
-  if (inexact.length > 0 || invalidText.length > 0) {
+  const repeated = repeatedKeys(text);
+  if (inexact.length > 0 || invalidText.length > 0 || repeated.length > 0) {
     const errors: Violation[] = [
+      ...repeated.map((field) => ({ field, message: 'appears more than once in the body: a repeated key is refused, never read as its last (or first) value' })),
       ...inexact.map(({ holder, key, source }) => ({
         field: fieldOf(value, holder, key),
         message: `cannot be taken exactly as written (${truncate(source)}): a JSON number with more digits than the field allows is refused, never rounded`,
@@ -44,6 +47,51 @@ export function parseJsonExactly(text: string): unknown {
     throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', errors);
   }
   return value;
+}
+
+type Frame = { kind: 'object'; keys: Set<string>; key: string | undefined; expectKey: boolean } | { kind: 'array'; index: number };
+
+/**
+ * The dotted paths of keys that appear twice in one object of `text` (well-formed JSON: JSON.parse
+ * has read it), which JSON.parse silently resolves to the last value: {"amount":"0.0001",…,"amount":"5"}
+ * would pay out 5 while a proxy, a log or the merchant's own check read 0.0001. One pass over the
+ * text; keys compared after unescaping ("a\u0062" is "ab").
+ */
+export function repeatedKeys(text: string): string[] {
+  const repeated: string[] = [];
+  const stack: Frame[] = [];
+  const path = (): string[] => stack.flatMap((frame, i) => (i === stack.length - 1 ? [] : [frame.kind === 'object' ? (frame.key ?? '') : String(frame.index)]));
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const start = i + 1;
+      let escaped = false;
+      for (i = start; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) {
+          escaped = true;
+          i++;
+        } else if (d === 0x22) break;
+      }
+      const top = stack[stack.length - 1];
+      if (top?.kind === 'object' && top.expectKey) {
+        const raw = text.slice(start, i);
+        const key = escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
+        if (top.keys.has(key)) repeated.push([...path(), key].join('.'));
+        top.keys.add(key);
+        top.key = key;
+        top.expectKey = false;
+      }
+    } else if (c === 0x7b /* { */) stack.push({ kind: 'object', keys: new Set(), key: undefined, expectKey: true });
+    else if (c === 0x5b /* [ */) stack.push({ kind: 'array', index: 0 });
+    else if (c === 0x7d /* } */ || c === 0x5d /* ] */) stack.pop();
+    else if (c === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top?.kind === 'object') top.expectKey = true;
+      else if (top) top.index++;
+    }
+  }
+  return repeated;
 }
 
 /** The dotted path (the gateway's field names: `amount`, `items.0.amount`) of `holder[key]` in `root`. */
