@@ -147,6 +147,16 @@ describe('payment URIs', () => {
     expect(() => paymentUri(cryptoCurrency('ETH'), address, new Decimal('0.01'), { contract: null, chainId: undefined })).toThrow('no chain id');
   });
 
+  it('a token without a contract on its test chain gets the bare address, never an amount a wallet would read as the native coin', () => {
+    // The reviewers' case: a sandbox USDT invoice on tron offered `tron:T…?amount=14.067601`, i.e. 14 TRX.
+    const tronAddress = 'TUEZSdKsoDHQMeZwihtdoBiN46zxhGWYdH';
+    expect(registryPaymentTarget(payMethod('USDT', 'tron')!, 'testnet').contract).toBeNull();
+    expect(paymentUri(payMethod('USDT', 'tron')!, tronAddress, new Decimal('14.067601'), registryPaymentTarget(payMethod('USDT', 'tron')!, 'testnet'))).toBe(`tron:${tronAddress}`);
+    const evmAddress = '0x9858EfFD232B4033E47d90003D41EC34EcaEda94';
+    expect(registryPaymentTarget(payMethod('USDT', 'bsc')!, 'testnet').contract).toBeNull();
+    expect(paymentUri(payMethod('USDT', 'bsc')!, evmAddress, new Decimal('14.067601'), registryPaymentTarget(payMethod('USDT', 'bsc')!, 'testnet'))).toBe(`ethereum:${evmAddress}@97`);
+  });
+
   it('refuses an amount finer than the coin can carry', () => {
     expect(() => paymentUri(cryptoCurrency('USDT'), '0x9858EfFD232B4033E47d90003D41EC34EcaEda94', new Decimal('0.0000001'), registryPaymentTarget(cryptoCurrency('USDT'), 'mainnet'))).toThrow(RangeError);
   });

@@ -65,8 +65,12 @@ export const tronFamily: ChainFamily<typeof tronSettings, typeof tronNodeSetting
    */
   paymentUri(currency, address, amount, target) {
     toBaseUnits(amount, currency.baseUnitDecimals); // asserts the amount is payable on chain
-    const contract = currency.token ? target.contract : null;
-    return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}${contract ? `&token=${contract}` : ''}`;
+    if (!currency.token) return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}`;
+    // A token without a contract (the Nile test chain has no Tether) gets the bare address: an
+    // amount without &token= would ask a wallet for that many TRX (sandbox invoices are paid by
+    // simulation), as the EVM form does for a test chain without the issuer's contract.
+    if (target.contract === null) return `${currency.uriScheme}:${address}`;
+    return `${currency.uriScheme}:${address}?amount=${formatPlain(amount)}&token=${target.contract}`;
   },
   watcherSettings: tronSettings,
   sources: (config) => ({
