@@ -181,6 +181,10 @@ describe('validation: violations name the public fields', () => {
     ['a mainnet BTC address for a sandbox project', (p) => payoutRequest(p, { address: addressFor('BTC', 'live') }), 'address', 'is not a valid BTC testnet address: it must start with "tb1" on this network'],
     ['a BTC address for LTC', (p) => payoutRequest(p, { currency: 'LTC', address: addressFor('BTC') }), 'address', /tltc1/],
     ['no address', (p) => ({ ...payoutRequest(p), address: '' }), 'address', 'is required'],
+    // Well-formed, but nobody holds the key: the reviewers' zero-address payout was accepted.
+    ['the EVM zero address', (p) => payoutRequest(p, { currency: 'USDT', amount: '1', address: '0x0000000000000000000000000000000000000000' }), 'address', /zero address, which nobody holds the key of/],
+    ['the Tron zero address', (p) => payoutRequest(p, { currency: 'TRX', amount: '1', address: 'T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb' }), 'address', /zero address/],
+    ['the USDC contract itself', (p) => payoutRequest(p, { currency: 'USDC', amount: '1', address: '0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238' }), 'address', 'is not a destination coins can be sent to: it is the USDC contract itself (tokens sent to it are stuck there)'],
     ['a note of 501 characters', (p) => payoutRequest(p, { note: 'n'.repeat(501) }), 'note', 'must be at most 500 characters'],
     ['a note with a control character', (p) => payoutRequest(p, { note: 'bell\u0007' }), 'note', 'must not contain control characters'],
     ['a note with a bidi override', (p) => payoutRequest(p, { note: 'to \u202Eevil' }), 'note', 'must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069)'],

@@ -90,10 +90,33 @@ export function checkAddress(raw: unknown, method: CryptoCurrency | undefined, n
   if (typeof raw !== 'string') return fail('must be a string');
   if (!method || !network) return raw.length <= 128 ? pass(raw) : fail('must be at most 128 characters');
   const checked = familyOf(method.chain).validateAddress(raw, method, network);
-  if (checked.ok) return checked;
+  if (checked.ok) {
+    const lost = lostDestination(checked.value, method, network);
+    return lost === undefined ? checked : fail(`is not a destination coins can be sent to: ${lost}`);
+  }
   // The default network keeps the message from before networks; another one is named.
   const on = method.chain === DEFAULT_NETWORK[method.code] ? '' : ` on ${networkLabel(method.chain)}`;
   return fail(`is not a valid ${method.code} ${network} address${on}: it ${checked.reason}`);
+}
+
+/** The zero address of the EVM networks, and Tron's (0x41 and twenty zero bytes). */
+const EVM_ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
+const TRON_ZERO_ADDRESS = 'T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb';
+
+/**
+ * Why coins sent to `address` would be lost, if they would: well-formed destinations nobody holds a
+ * key to. The zero address passes every format check (an EVM one has no letters to checksum), and a
+ * token sent to its own contract is stuck there; both are classic ways to burn a payout.
+ */
+function lostDestination(address: string, method: CryptoCurrency, network: Network): string | undefined {
+  if ((isEvmChain(method.chain) && address === EVM_ZERO_ADDRESS) || (method.chain === 'tron' && address === TRON_ZERO_ADDRESS)) {
+    return 'it is the zero address, which nobody holds the key of (coins sent there are burned)';
+  }
+  const contract = method.token ? method.token.contract[network] : null;
+  if (contract !== null && contract !== undefined && address.toLowerCase() === contract.toLowerCase()) {
+    return `it is the ${method.code} contract itself (tokens sent to it are stuck there)`;
+  }
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
