@@ -3,6 +3,7 @@
  * application/problem+json. `build(deps)` assembles it from injected clients; main.ts connects
  * them, listens and handles signals.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { REQUEST_ID_HEADER, sanitizeRequestId, withRequestId, type Logger } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -83,9 +84,20 @@ function httpServerOptions(edge: HttpEdge): { connectionsCheckingInterval: numbe
 
 /**
  * JSON bodies: an empty body is "no body" (optional bodies), malformed JSON a 400 problem, a number
- * the parser would round a 400 naming its field (exact-json.ts).
+ * the parser would round a 400 naming its field (exact-json.ts), bytes that are not UTF-8 a 400 and
+ * a charset other than UTF-8 a 415.
  */
-function parseJsonBody(_req: unknown, body: string, done: (err: Error | null, value?: unknown) => void): void {
+function parseJsonBody(req: { headers: Record<string, string | string[] | undefined> }, raw: Buffer, done: (err: Error | null, value?: unknown) => void): void {
+  // JSON is UTF-8 (RFC 8259): another charset is refused rather than read as UTF-8, and bytes that
+  // are not UTF-8 are refused rather than turned into U+FFFD on their way to a service.
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(String(req.headers['content-type'] ?? ''))?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    return done(new HttpProblem(415, 'unsupported_media_type', `send the request body as application/json in UTF-8, not ${charset}`));
+  }
+  if (!isUtf8(raw)) {
+    return done(new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field: 'body', message: 'must be UTF-8 text: it holds bytes that are not' }]));
+  }
+  const body = raw.toString('utf8');
   if (body.trim() === '') return done(null, undefined);
   try {
     done(null, parseJsonExactly(body));
@@ -119,7 +131,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   // JSON only: Fastify's default text/plain parser would hand a string to the JSON Schema (a 400)
   // where the contract promises 415 for a body that is not JSON.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
 
   // Every handler runs with the request id current, so RPCs and logs downstream carry it.
   app.addHook('onRequest', (req, reply, done) => {

@@ -168,6 +168,23 @@ describe('payout amount', () => {
   });
 });
 
+test('JSON is UTF-8: bytes that are not UTF-8 are refused (never read as U+FFFD), another charset is 415', async () => {
+  const json = Buffer.from(JSON.stringify({ ...invoiceBody(), orderId: 'XX' }));
+  const at = json.indexOf('XX');
+  json[at] = 0xff; // the reviewers' case: raw \xff\xfe in orderId was stored as "��"
+  json[at + 1] = 0xfe;
+  const bad = expectProblem(await api.request('POST', '/api/invoice', { raw: json, headers: { ...keyAuth(), 'content-type': 'application/json' } }), 400, 'validation_failed');
+  expect(bad.errors).toEqual([{ field: 'body', message: 'must be UTF-8 text: it holds bytes that are not' }]);
+  const utf16 = await api.request('POST', '/api/invoice', { raw: JSON.stringify(invoiceBody()), headers: { ...keyAuth(), 'content-type': 'application/json; charset=utf-16' } });
+  expectProblem(utf16, 415, 'unsupported_media_type');
+  for (const charset of ['utf-8', 'UTF-8', '"utf-8"', 'utf8']) {
+    const full = { ...invoiceBody(), successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/cancel', orderId: 'café' };
+    const ok = await api.request('POST', '/api/invoice', { raw: JSON.stringify(full), headers: { ...keyAuth(), 'content-type': `application/json; charset=${charset}` } });
+    expect(ok.status).toBe(201);
+    expect(ok.body.orderId).toBe('café');
+  }
+});
+
 test('a body that is not JSON answers 415 unsupported_media_type (text/plain, form)', async () => {
   for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'text/plain; charset=utf-8']) {
     const res = await api.request('POST', '/api/invoice', { raw: JSON.stringify(invoiceBody()), headers: { ...keyAuth(), 'content-type': contentType } });

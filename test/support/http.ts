@@ -12,8 +12,8 @@ export interface JsonResponse<T = any> {
 
 export interface RequestOptions {
   headers?: Record<string, string>;
-  /** A raw body sent as is (for malformed-input tests); otherwise `body` is JSON-encoded. */
-  raw?: string;
+  /** A raw body sent as is (for malformed-input tests: text, or bytes); otherwise `body` is JSON-encoded. */
+  raw?: string | Uint8Array;
   body?: unknown;
 }
 
@@ -22,13 +22,13 @@ export class GatewayClient {
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<JsonResponse<T>> {
     const headers: Record<string, string> = { ...options.headers };
-    let payload: string | undefined;
+    let payload: string | Uint8Array | undefined;
     if (options.raw !== undefined) payload = options.raw;
     else if (options.body !== undefined) {
       payload = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: payload });
+    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: payload as string | Uint8Array<ArrayBuffer> | undefined });
     const text = await res.text();
     let body: unknown = undefined;
     if (text !== '') {
