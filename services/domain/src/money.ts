@@ -114,7 +114,7 @@ export function parseCryptoAmount(input: unknown, maxDecimals: number = MAX_CRYP
     return refused('must be a number or a decimal string');
   }
   if (parsed.ok && !isExactJsonNumber(parsed.value)) {
-    return refused('has too many significant digits to be represented exactly (at most 15)');
+    return refused('has too many significant digits to be answered exactly as a JSON number (an IEEE 754 double: 15 digits always fit, some of 16 and 17 do)');
   }
   return parsed;
 }

@@ -110,7 +110,7 @@ describe('parseCryptoAmount', () => {
   it('refuses amounts a JSON number could not carry exactly', () => {
     expect(parseCryptoAmount('123456789012.12345678')).toEqual({
       ok: false,
-      reason: 'has too many significant digits to be represented exactly (at most 15)',
+      reason: 'has too many significant digits to be answered exactly as a JSON number (an IEEE 754 double: 15 digits always fit, some of 16 and 17 do)',
     });
   });
 });
