@@ -160,8 +160,8 @@ test('the project defines enough message types for the comparison to mean someth
   expect(MESSAGES.some((m) => m.fields.some((f) => f.fieldKind === 'scalar' && f.presence !== 2))).toBe(true); // proto3 optional
 });
 
-test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: the same bytes as toBinary, 60 random messages', (_name, schema) => {
-  for (let seed = 1; seed <= 60; seed++) expectSameBytes(schema, randomMessage(random(seed * 7919 + schema.typeName.length), schema));
+test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: the same bytes as toBinary, 30 random messages', (_name, schema) => {
+  for (let seed = 1; seed <= 30; seed++) expectSameBytes(schema, randomMessage(random(seed * 7919 + schema.typeName.length), schema));
 });
 
 test('an empty message, and fields with explicit presence set to their zero value, encode as toBinary does', () => {
@@ -234,8 +234,8 @@ function expectSameDecoding(schema: DescMessage, bytes: Uint8Array): 'decoded' |
   return 'decoded';
 }
 
-test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: decodeBinary reads what fromBinary reads, 40 random messages', (_name, schema) => {
-  for (let seed = 1; seed <= 40; seed++) {
+test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: decodeBinary reads what fromBinary reads, 20 random messages', (_name, schema) => {
+  for (let seed = 1; seed <= 20; seed++) {
     const bytes = toBinary(schema, randomMessage(random(seed * 104729 + schema.typeName.length), schema));
     expect(expectSameDecoding(schema, bytes)).toBe('decoded');
   }
@@ -244,7 +244,7 @@ test.each(MESSAGES.map((m) => [m.typeName, m] as const))('%s: decodeBinary reads
 test('malformed and unusual input: truncated, corrupted, repeated (merged) — decodeBinary decodes or refuses exactly as fromBinary', () => {
   const outcomes = { decoded: 0, refused: 0 };
   for (const schema of MESSAGES) {
-    for (let seed = 1; seed <= 12; seed++) {
+    for (let seed = 1; seed <= 8; seed++) {
       const rand = random(seed * 15485863 + schema.typeName.length);
       const bytes = Buffer.from(toBinary(schema, randomMessage(rand, schema)));
       const variants: Uint8Array[] = [Buffer.concat([bytes, bytes])]; // a message twice: singular fields merge, lists append
@@ -260,8 +260,8 @@ test('malformed and unusual input: truncated, corrupted, repeated (merged) — d
     }
   }
   // Both kinds of outcome were exercised.
-  expect(outcomes.decoded).toBeGreaterThan(500);
-  expect(outcomes.refused).toBeGreaterThan(100);
+  expect(outcomes.decoded).toBeGreaterThan(400);
+  expect(outcomes.refused).toBeGreaterThan(80);
 });
 
 test('decodeBinary keeps unknown fields, refuses a string that is not UTF-8, and bytes fields view the input', () => {
