@@ -660,7 +660,7 @@ const PROTO3 = 999; // google.protobuf.Edition.EDITION_PROTO3
 /** The decoding plan of a message type, or null when it (or a type inside it) needs `fromBinary`. */
 function decodePlanOf(schema: DescMessage): DecodePlan | null {
   if (decodePlans.has(schema)) return decodePlans.get(schema)!;
-  // proto2 and editions keep defaults and presence on a prototype chain: left to fromBinary.
+  // proto2 and editions keep defaults and presence in a message's prototype: left to fromBinary.
   if (schema.file.edition !== PROTO3 || !planOf(schema)) {
     decodePlans.set(schema, null);
     return null;
