@@ -11,12 +11,10 @@
  * every message type this project defines); a type using what this does not plan (groups,
  * proto2 required fields, wrapper or Struct fields) is handed to `toBinary` whole.
  */
-import { TextDecoder } from 'node:util';
 import { create, fromBinary, protoInt64, ScalarType, toBinary, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { BinaryReader, getTextEncoding } from '@bufbuild/protobuf/wire';
 
 const LENGTH_DELIMITED = 2;
-const START_GROUP = 3;
-const END_GROUP = 4;
 const BIT64 = 1;
 const BIT32 = 5;
 const VARINT = 0;
@@ -387,11 +385,10 @@ function unknownOf(message: Fields): readonly Unknown[] {
 /** A map's key as its type's value: object keys are strings (as @bufbuild/protobuf's maps keep them). */
 function mapKeyOf(scalar: ScalarType, key: string): unknown {
   switch (scalar) {
-    case T_STRING:
-      return key;
     case T_BOOL:
       return key === 'true';
-    case T_INT64:
+    case T_STRING:
+    case T_INT64: // protoInt64 takes the decimal string as it is
     case T_UINT64:
     case T_SINT64:
     case T_FIXED64:
@@ -627,14 +624,15 @@ function float32(value: unknown): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decoding: @bufbuild/protobuf's `fromBinary`, read the same way (the same reader semantics, so a
-// malformed input fails here exactly where it fails there), into the message `create` makes.
+// Decoding: @bufbuild/protobuf's `fromBinary`, read with the library's own BinaryReader (so a
+// malformed input fails here exactly where it fails there), into the message `create` makes; what
+// is saved is its reflection layer.
 
 /** Decodes protobuf binary into a message of type `schema`, as `fromBinary(schema, bytes)` does. */
 export function decodeBinary<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array): MessageShape<Desc> {
   const plan = decodePlanOf(schema);
   if (!plan) return fromBinary(schema, bytes);
-  const input: Input = { buf: bytes, pos: 0, len: bytes.length, view: undefined, depth: 0 };
+  const input: Input = { reader: new BinaryReader(bytes), depth: 0 };
   const message = create(schema) as unknown as Fields;
   readMessage(plan, message, input, bytes.length);
   return message as unknown as MessageShape<Desc>;
@@ -701,10 +699,7 @@ function decodePlanOf(schema: DescMessage): DecodePlan | null {
 }
 
 interface Input {
-  buf: Uint8Array;
-  pos: number;
-  len: number;
-  view: DataView | undefined;
+  reader: BinaryReader;
   depth: number;
 }
 
@@ -712,15 +707,14 @@ const RECURSION_LIMIT = 100;
 
 function readMessage(plan: DecodePlan, message: Fields, input: Input, length: number): void {
   if (++input.depth > RECURSION_LIMIT) throw new Error(`cannot decode ${plan.schema.typeName} from binary: maximum recursion depth of ${RECURSION_LIMIT} reached`);
-  const end = input.pos + length;
+  const { reader } = input;
+  const end = reader.pos + length;
   const unknown: Unknown[] = (message.$unknown as Unknown[] | undefined) ?? [];
-  while (input.pos < end) {
-    const [fieldNo, wireType] = readTag(input);
+  while (reader.pos < end) {
+    const [fieldNo, wireType] = reader.tag();
     const field = plan.byNumber[fieldNo];
     if (!field) {
-      const start = input.pos;
-      skip(input, wireType, fieldNo, RECURSION_LIMIT - input.depth);
-      unknown.push({ no: fieldNo, wireType, data: input.buf.subarray(start, input.pos) });
+      unknown.push({ no: fieldNo, wireType, data: reader.skip(wireType, fieldNo, RECURSION_LIMIT - input.depth) });
       continue;
     }
     readField(field, message, input, wireType);
@@ -732,11 +726,11 @@ function readMessage(plan: DecodePlan, message: Fields, input: Input, length: nu
 function readField(field: DecodeField, message: Fields, input: Input, wireType: number): void {
   switch (field.kind) {
     case 'scalar':
-      setValue(field, message, field.field.fieldKind === 'enum' ? readVarint32(input) | 0 : readScalar(field.scalar, input, field.strict));
+      setValue(field, message, field.field.fieldKind === 'enum' ? input.reader.int32() : readScalar(field.scalar, input, field.strict));
       return;
     case 'message':
     case 'messages': {
-      const length = readVarint32(input);
+      const length = input.reader.uint32();
       if (field.kind === 'messages') {
         const item = create(field.message!.schema) as unknown as Fields;
         readMessage(field.message!, item, input, length);
@@ -753,13 +747,13 @@ function readField(field: DecodeField, message: Fields, input: Input, wireType: 
     case 'list':
     case 'packed': {
       const list = message[field.property] as unknown[];
-      const read = () => (field.field.fieldKind === 'list' && field.field.listKind === 'enum' ? readVarint32(input) | 0 : readScalar(field.scalar, input, field.strict));
+      const read = () => (field.field.fieldKind === 'list' && field.field.listKind === 'enum' ? input.reader.int32() : readScalar(field.scalar, input, field.strict));
       if (!(wireType === LENGTH_DELIMITED && field.packable)) {
         list.push(read());
         return;
       }
-      const end = readVarint32(input) + input.pos;
-      while (input.pos < end) list.push(read());
+      const end = input.reader.uint32() + input.reader.pos;
+      while (input.reader.pos < end) list.push(read());
       return;
     }
     case 'map':
@@ -780,20 +774,21 @@ function setValue(field: DecodeField, message: Fields, value: unknown): void {
 
 /** A map entry: key field 1, value field 2, read as `fromBinary` reads them (other numbers are not skipped there either). */
 function readMapEntry(field: DecodeField, map: Fields, input: Input): void {
-  const length = readVarint32(input);
-  const end = input.pos + length;
+  const { reader } = input;
+  const length = reader.uint32();
+  const end = reader.pos + length;
   let key: unknown;
   let value: unknown;
-  while (input.pos < end) {
-    const [fieldNo] = readTag(input);
+  while (reader.pos < end) {
+    const [fieldNo] = reader.tag();
     if (fieldNo === 1) key = readScalar(field.mapKey, input, field.strict);
     else if (fieldNo === 2) {
       if (field.mapValue === 'message') {
-        const entryLength = readVarint32(input);
+        const entryLength = reader.uint32();
         const item = create(field.message!.schema) as unknown as Fields;
         readMessage(field.message!, item, input, entryLength);
         value = item;
-      } else if (field.field.fieldKind === 'map' && field.field.mapKind === 'enum') value = readVarint32(input) | 0;
+      } else if (field.field.fieldKind === 'map' && field.field.mapKind === 'enum') value = reader.int32();
       else value = readScalar(field.scalar, input, field.strict);
     }
   }
@@ -826,209 +821,55 @@ function zeroOf(scalar: ScalarType): unknown {
   }
 }
 
-function assertBounds(input: Input): void {
-  if (input.pos > input.len) throw new RangeError('premature EOF');
+/** Short ASCII text byte by byte (a TextDecoder call costs more than the loop); undefined otherwise. */
+function shortAscii(bytes: Uint8Array): string | undefined {
+  if (bytes.length > 64) return undefined;
+  let text = '';
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b >= 0x80) return undefined;
+    text += String.fromCharCode(b);
+  }
+  return text;
 }
 
-function readTag(input: Input): [number, number] {
-  const start = input.pos;
-  const tag = readVarint32(input);
-  const bytesRead = input.pos - start;
-  if (bytesRead > 5 || (bytesRead === 5 && input.buf[input.pos - 1]! > 0x0f)) throw new Error('illegal tag: varint overflows uint32');
-  const fieldNo = tag >>> 3;
-  const wireType = tag & 7;
-  if (fieldNo <= 0 || wireType > 5) throw new Error(`illegal tag: field no ${fieldNo} wire type ${wireType}`);
-  return [fieldNo, wireType];
-}
-
-/** An unsigned 32-bit varint; a longer one (a negative int32) has its upper bytes dropped. */
-function readVarint32(input: Input): number {
-  const { buf } = input;
-  let b = buf[input.pos++]!;
-  let result = b & 0x7f;
-  if ((b & 0x80) === 0) {
-    assertBounds(input);
-    return result;
-  }
-  b = buf[input.pos++]!;
-  result |= (b & 0x7f) << 7;
-  if ((b & 0x80) === 0) {
-    assertBounds(input);
-    return result;
-  }
-  b = buf[input.pos++]!;
-  result |= (b & 0x7f) << 14;
-  if ((b & 0x80) === 0) {
-    assertBounds(input);
-    return result;
-  }
-  b = buf[input.pos++]!;
-  result |= (b & 0x7f) << 21;
-  if ((b & 0x80) === 0) {
-    assertBounds(input);
-    return result;
-  }
-  b = buf[input.pos++]!;
-  result |= (b & 0x0f) << 28;
-  for (let read = 5; (b & 0x80) !== 0 && read < 10; read++) b = buf[input.pos++]!;
-  if ((b & 0x80) !== 0) throw new Error('invalid varint');
-  assertBounds(input);
-  return result >>> 0;
-}
-
-function readVarint64(input: Input): [number, number] {
-  const { buf } = input;
-  let lo = 0;
-  let hi = 0;
-  for (let shift = 0; shift < 28; shift += 7) {
-    const b = buf[input.pos++]!;
-    lo |= (b & 0x7f) << shift;
-    if ((b & 0x80) === 0) {
-      assertBounds(input);
-      return [lo, hi];
-    }
-  }
-  const middle = buf[input.pos++]!;
-  lo |= (middle & 0x0f) << 28;
-  hi = (middle & 0x70) >> 4;
-  if ((middle & 0x80) === 0) {
-    assertBounds(input);
-    return [lo, hi];
-  }
-  for (let shift = 3; shift <= 31; shift += 7) {
-    const b = buf[input.pos++]!;
-    hi |= (b & 0x7f) << shift;
-    if ((b & 0x80) === 0) {
-      assertBounds(input);
-      return [lo, hi];
-    }
-  }
-  throw new Error('invalid varint');
-}
-
-function viewOf(input: Input): DataView {
-  return (input.view ??= new DataView(input.buf.buffer, input.buf.byteOffset, input.buf.byteLength));
-}
-
+/** A scalar of `scalar`'s type, through the library's reader (its semantics, its refusals). */
 function readScalar(scalar: ScalarType, input: Input, strict: boolean): unknown {
+  const { reader } = input;
   switch (scalar) {
-    case T_STRING:
-      return readString(input, strict);
-    case T_BYTES: {
-      const length = readVarint32(input);
-      const start = input.pos;
-      input.pos += length;
-      assertBounds(input);
-      return input.buf.subarray(start, start + length);
+    case T_STRING: {
+      const bytes = reader.bytes();
+      return shortAscii(bytes) ?? getTextEncoding().decodeUtf8(bytes, strict);
     }
-    case T_BOOL: {
-      const [lo, hi] = readVarint64(input);
-      return lo !== 0 || hi !== 0;
-    }
+    case T_BYTES:
+      return reader.bytes();
+    case T_BOOL:
+      return reader.bool();
     case T_INT32:
-      return readVarint32(input) | 0;
+      return reader.int32();
     case T_UINT32:
-      return readVarint32(input);
-    case T_SINT32: {
-      const zze = readVarint32(input);
-      return (zze >>> 1) ^ -(zze & 1);
-    }
-    case T_INT64: {
-      const [lo, hi] = readVarint64(input);
-      return hi === 0 && lo >= 0 ? BigInt(lo) : protoInt64.dec(lo, hi);
-    }
-    case T_UINT64: {
-      const [lo, hi] = readVarint64(input);
-      return protoInt64.uDec(lo, hi);
-    }
-    case T_SINT64: {
-      let [lo, hi] = readVarint64(input);
-      const s = -(lo & 1);
-      lo = ((lo >>> 1) | ((hi & 1) << 31)) ^ s;
-      hi = (hi >>> 1) ^ s;
-      return protoInt64.dec(lo, hi);
-    }
+      return reader.uint32();
+    case T_SINT32:
+      return reader.sint32();
+    case T_INT64:
+      return reader.int64();
+    case T_UINT64:
+      return reader.uint64();
+    case T_SINT64:
+      return reader.sint64();
     case T_FIXED32:
-      return viewOf(input).getUint32((input.pos += 4) - 4, true);
+      return reader.fixed32();
     case T_SFIXED32:
-      return viewOf(input).getInt32((input.pos += 4) - 4, true);
-    case T_FIXED64: {
-      const view = viewOf(input);
-      const lo = view.getInt32((input.pos += 4) - 4, true);
-      const hi = view.getInt32((input.pos += 4) - 4, true);
-      return protoInt64.uDec(lo, hi);
-    }
-    case T_SFIXED64: {
-      const view = viewOf(input);
-      const lo = view.getInt32((input.pos += 4) - 4, true);
-      const hi = view.getInt32((input.pos += 4) - 4, true);
-      return protoInt64.dec(lo, hi);
-    }
+      return reader.sfixed32();
+    case T_FIXED64:
+      return reader.fixed64();
+    case T_SFIXED64:
+      return reader.sfixed64();
     case T_FLOAT:
-      return viewOf(input).getFloat32((input.pos += 4) - 4, true);
+      return reader.float();
     case T_DOUBLE:
-      return viewOf(input).getFloat64((input.pos += 8) - 8, true);
+      return reader.double();
     default:
       throw new Error(`protobuf decoding: unknown scalar type ${scalar}`);
   }
-}
-
-let strictDecoder: TextDecoder | undefined;
-let lenientDecoder: TextDecoder | undefined;
-
-/** Short ASCII strings byte by byte; the rest through a TextDecoder, strict (refusing what is not UTF-8) as `fromBinary`. */
-function readString(input: Input, strict: boolean): string {
-  const length = readVarint32(input);
-  const start = input.pos;
-  input.pos += length;
-  assertBounds(input);
-  const { buf } = input;
-  if (length <= 64) {
-    let text = '';
-    let i = start;
-    for (; i < start + length; i++) {
-      const b = buf[i]!;
-      if (b >= 0x80) break;
-      text += String.fromCharCode(b);
-    }
-    if (i === start + length) return text;
-  }
-  const bytes = buf.subarray(start, start + length);
-  return strict ? (strictDecoder ??= new TextDecoder('utf-8', { fatal: true })).decode(bytes) : (lenientDecoder ??= new TextDecoder('utf-8')).decode(bytes);
-}
-
-/** Skips an unknown field's value, as `fromBinary` does (groups within the recursion budget). */
-function skip(input: Input, wireType: number, fieldNo: number, recursionLimit: number): void {
-  switch (wireType) {
-    case VARINT:
-      while (input.buf[input.pos++]! & 0x80) {
-        // continuation bytes
-      }
-      break;
-    case BIT64:
-      input.pos += 8;
-      break;
-    case BIT32:
-      input.pos += 4;
-      break;
-    case LENGTH_DELIMITED: {
-      const length = readVarint32(input);
-      input.pos += length;
-      break;
-    }
-    case START_GROUP:
-      if (recursionLimit <= 0) throw new Error('maximum recursion depth reached');
-      for (;;) {
-        const [fn, wt] = readTag(input);
-        if (wt === END_GROUP) {
-          if (fn !== fieldNo) throw new Error('invalid end group tag');
-          break;
-        }
-        skip(input, wt, fn, recursionLimit - 1);
-      }
-      break;
-    default:
-      throw new Error(`cant skip wire type ${wireType}`);
-  }
-  assertBounds(input);
 }
