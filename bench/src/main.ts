@@ -363,7 +363,9 @@ async function main(): Promise<void> {
         `load generator (autocannon, ${CONNECTIONS} connections, ${SECONDS} s per scenario) and the baseline process.\n\n` +
         `${table}\n\n${targets.map((t) => `- ${t}`).join('\n')}\n- ${backlogNote}\n\n` +
         `Where each request's CPU went, in ms per request by process (from /proc; Postgres is all its processes, ` +
-        `the load generator is autocannon in the bench's own process; the pay phase also delivers its webhooks):\n\n${cpuLines.join('\n')}\n\n<!-- notes -->${notes}`,
+        `the load generator is autocannon in the bench's own process; the pay phase also delivers its webhooks; ` +
+        `"host busy" is the whole machine from /proc/stat, the kernel's network work included — well below 100 % ` +
+        `means requests waited on each other, not on the CPU):\n\n${cpuLines.join('\n')}\n\n<!-- notes -->${notes}`,
     );
     console.log(`\nwritten to ${resultsFile}`);
   } finally {

@@ -78,4 +78,7 @@ test.each(Object.keys(TINY))('npm run %s runs to its end with tiny parameters', 
   });
   expect(stdout).not.toBe('');
   if (WRITES_RESULTS.has(script)) expect(existsSync(resultsFile)).toBe(true);
+  // Each scenario's CPU line ends with how busy the whole host was (bench/src/cpu-accounting.ts):
+  // the baseline, create, get, sandbox pay, and sandbox pay with its webhooks.
+  if (script === 'bench') expect(readFileSync(resultsFile, 'utf8').match(/ms CPU per request; host \d+% busy$/gm)?.length).toBe(5);
 }, 200_000);
