@@ -497,15 +497,9 @@ function writeScalar(scalar: ScalarType, value: unknown, out: Output): void {
       writeVarint64(lo, hi, out);
       return;
     }
-    case T_FIXED64: {
-      const { lo, hi } = int64Parts(value, true);
-      out.buf.writeInt32LE(lo, out.pos);
-      out.buf.writeInt32LE(hi, out.pos + 4);
-      out.pos += 8;
-      return;
-    }
+    case T_FIXED64:
     case T_SFIXED64: {
-      const { lo, hi } = int64Parts(value, false);
+      const { lo, hi } = int64Parts(value, scalar === T_FIXED64);
       out.buf.writeInt32LE(lo, out.pos);
       out.buf.writeInt32LE(hi, out.pos + 4);
       out.pos += 8;

@@ -211,19 +211,17 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
   const unit = new Decimal(10).pow(-decimals);
 
   // priceAmount × usdRate is exact; one division, whose 80 significant digits cannot carry a
-  // quotient across a step of the coin's decimals (checked below with exact products anyway).
+  // quotient across a step of the coin's decimals (smallestAmountWorth checks the exact product anyway).
   const priceInUsd = priceAmount.times(usdRate);
-  let amountExpected = priceInUsd.div(coinUsd).toDecimalPlaces(decimals, Rounding.up);
-  if (amountExpected.times(coinUsd).lt(priceInUsd)) amountExpected = amountExpected.plus(unit);
+  let amountExpected = smallestAmountWorth(priceInUsd, coinUsd, decimals);
 
   let rate = shownRate(priceAmount, amountExpected, unit, coinUsd, usdRate);
   if (rate === undefined) {
     rate = crossRate(coinUsd, usdRate);
-    amountExpected = priceAmount.div(rate).toDecimalPlaces(decimals, Rounding.up);
-    if (amountExpected.times(rate).lt(priceAmount)) amountExpected = amountExpected.plus(unit);
+    amountExpected = smallestAmountWorth(priceAmount, rate, decimals);
   }
 
-  const priceAmountInUsd = priceAmount.times(rates.usdRate).toDecimalPlaces(2, Rounding.halfUp);
+  const priceAmountInUsd = priceInUsd.toDecimalPlaces(2, Rounding.halfUp);
 
   if (!isExactJsonNumber(amountExpected) || !isExactJsonNumber(priceAmountInUsd)) {
     return refused(`is too large to be quoted in ${payCurrency}`);
@@ -233,6 +231,16 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
     return refused(`is too small: it comes to ${formatPlain(amountExpected)} ${payCurrency}, below the smallest payable amount of ${formatPlain(minimum)} ${payCurrency} (the chain's dust limit)`);
   }
   return ok({ priceAmountInUsd, amountExpected, rate });
+}
+
+/**
+ * The fewest coins, in steps of `decimals`, worth at least `price` at `unitPrice` per coin: the
+ * quotient rounded up, then one step more if the division's 80 significant digits fell short (the
+ * product is exact, so the guarantee is unconditional).
+ */
+function smallestAmountWorth(price: Decimal, unitPrice: Decimal, decimals: number): Decimal {
+  const amount = price.div(unitPrice).toDecimalPlaces(decimals, Rounding.up);
+  return amount.times(unitPrice).lt(price) ? amount.plus(new Decimal(10).pow(-decimals)) : amount;
 }
 
 /**
