@@ -500,8 +500,9 @@ function writeScalar(scalar: ScalarType, value: unknown, out: Output): void {
     case T_FIXED64:
     case T_SFIXED64: {
       const { lo, hi } = int64Parts(value, scalar === T_FIXED64);
-      out.buf.writeInt32LE(lo, out.pos);
-      out.buf.writeInt32LE(hi, out.pos + 4);
+      // The halves come signed (protoInt64) or, on the small-bigint path, unsigned: the same bits.
+      out.buf.writeUInt32LE(lo >>> 0, out.pos);
+      out.buf.writeUInt32LE(hi >>> 0, out.pos + 4);
       out.pos += 8;
       return;
     }

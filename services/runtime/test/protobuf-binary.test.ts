@@ -3,7 +3,9 @@
  * toBinary writes, and decodeBinary reads what fromBinary reads (or refuses what it refuses), for every message type this project defines (and the well-known types inside
  * them), filled at random many times over: every scalar type at its edges, fields with explicit
  * presence set to their zero value, empty and long lists, maps, every oneof case, nesting, strings
- * beyond ASCII (lone surrogates too), and unknown fields kept from a decoded message.
+ * beyond ASCII (lone surrogates too), and unknown fields kept from a decoded message. A type built
+ * at run time adds the scalar kinds the project's own types lack (fixed64, sfixed64…) and their
+ * range refusals.
  */
 import { create, createFileRegistry, fromBinary, ScalarType, toBinary, type DescField, type DescFile, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import {
@@ -214,6 +216,90 @@ test('a type holding a wrapper or a Struct field (values that are not messages) 
   expect((message as unknown as { name: unknown }).name).toBe('unwrapped'); // the bare scalar, not a message
   expectSameBytes(schema, message);
   expect(fromBinary(schema, encodeBinary(schema, message))).toEqual(message);
+});
+
+/**
+ * A type built at run time with every scalar type three ways — implicit presence, proto3
+ * `optional`, and a list (packed where proto3 packs) — because the project's own types leave some
+ * kinds out (no fixed64 or sfixed64 field anywhere): their encoding and range rules are compared
+ * here, not assumed.
+ */
+const SCALAR_KINDS: ReadonlyArray<[string, FieldDescriptorProto_Type]> = [
+  ['double', FieldDescriptorProto_Type.DOUBLE],
+  ['float', FieldDescriptorProto_Type.FLOAT],
+  ['int64', FieldDescriptorProto_Type.INT64],
+  ['uint64', FieldDescriptorProto_Type.UINT64],
+  ['int32', FieldDescriptorProto_Type.INT32],
+  ['fixed64', FieldDescriptorProto_Type.FIXED64],
+  ['fixed32', FieldDescriptorProto_Type.FIXED32],
+  ['bool', FieldDescriptorProto_Type.BOOL],
+  ['string', FieldDescriptorProto_Type.STRING],
+  ['bytes', FieldDescriptorProto_Type.BYTES],
+  ['uint32', FieldDescriptorProto_Type.UINT32],
+  ['sfixed32', FieldDescriptorProto_Type.SFIXED32],
+  ['sfixed64', FieldDescriptorProto_Type.SFIXED64],
+  ['sint32', FieldDescriptorProto_Type.SINT32],
+  ['sint64', FieldDescriptorProto_Type.SINT64],
+];
+
+const EVERY_SCALAR: DescMessage = (() => {
+  const field = SCALAR_KINDS.flatMap(([name, type], i) => [
+    { name: `${name}_value`, number: 3 * i + 1, type, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: `${name}Value` },
+    { name: `${name}_optional`, number: 3 * i + 2, type, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: `${name}Optional`, proto3Optional: true, oneofIndex: i },
+    { name: `${name}_list`, number: 3 * i + 3, type, label: FieldDescriptorProto_Label.REPEATED, jsonName: `${name}List` },
+  ]);
+  const file = create(FileDescriptorProtoSchema, {
+    name: 'every_scalar.proto',
+    package: 'test.v1',
+    syntax: 'proto3',
+    messageType: [{ name: 'EveryScalar', field, oneofDecl: SCALAR_KINDS.map(([name]) => ({ name: `_${name}_optional` })) }],
+  });
+  return createFileRegistry(file, () => undefined).getMessage('test.v1.EveryScalar')!;
+})();
+
+test('every scalar type, singular, optional and repeated (a type built at run time): the same bytes as toBinary and the same decoding, 200 random messages', () => {
+  expect(new Set(EVERY_SCALAR.fields.map((f) => (f.fieldKind === 'scalar' || f.fieldKind === 'list' ? f.scalar : undefined))).size).toBe(15);
+  for (let seed = 1; seed <= 200; seed++) {
+    const message = randomMessage(random(seed * 6007), EVERY_SCALAR);
+    expectSameBytes(EVERY_SCALAR, message);
+    expect(expectSameDecoding(EVERY_SCALAR, toBinary(EVERY_SCALAR, message))).toBe('decoded');
+  }
+});
+
+test('each integer type refuses what is out of its own range, as toBinary does — a value its sibling type takes included', () => {
+  // Per kind: values at and just past its edges, and the edges of the kinds it could be confused with.
+  const probes: Record<string, unknown[]> = {
+    int32: [2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1, 1.5],
+    sint32: [2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1],
+    sfixed32: [2 ** 31 - 1, 2 ** 31, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32 - 1],
+    uint32: [0, -1, 2 ** 32 - 1, 2 ** 32, 2 ** 31],
+    fixed32: [0, -1, 2 ** 32 - 1, 2 ** 32, 2 ** 31],
+    int64: [2n ** 63n - 1n, 2n ** 63n, -(2n ** 63n), -(2n ** 63n) - 1n, 2n ** 64n - 1n],
+    sint64: [2n ** 63n - 1n, 2n ** 63n, -(2n ** 63n), -(2n ** 63n) - 1n, 2n ** 64n - 1n],
+    sfixed64: [2n ** 63n - 1n, 2n ** 63n, -(2n ** 63n), -(2n ** 63n) - 1n, 2n ** 64n - 1n],
+    uint64: [0n, -1n, 2n ** 64n - 1n, 2n ** 64n, 2n ** 63n],
+    fixed64: [0n, -1n, 2n ** 64n - 1n, 2n ** 64n, 2n ** 63n],
+  };
+  const outcomes = { encoded: 0, refused: 0 };
+  for (const [kind, values] of Object.entries(probes)) {
+    for (const value of values) {
+      for (const [field, held] of [[`${kind}Value`, value], [`${kind}Optional`, value], [`${kind}List`, [value]]] as const) {
+        const message = create(EVERY_SCALAR, { [field]: held } as never);
+        let theirs: Buffer | undefined;
+        try {
+          theirs = Buffer.from(toBinary(EVERY_SCALAR, message));
+        } catch {
+          expect(() => encodeBinary(EVERY_SCALAR, message)).toThrow();
+          outcomes.refused++;
+          continue;
+        }
+        expect(`${kind} ${String(value)}: ${Buffer.from(encodeBinary(EVERY_SCALAR, message)).toString('hex')}`).toBe(`${kind} ${String(value)}: ${theirs.toString('hex')}`);
+        outcomes.encoded++;
+      }
+    }
+  }
+  expect(outcomes.encoded).toBeGreaterThan(60);
+  expect(outcomes.refused).toBeGreaterThan(40);
 });
 
 /** Both decoders on the same bytes: the same message, or both refuse. */
