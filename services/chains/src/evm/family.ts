@@ -124,7 +124,8 @@ export function evmWatcherConfig(config: ConfigOf<EvmWatcherSettings>, chain: Ev
  * a missing one is a wrong address or a node still syncing, and every payment of that token would go
  * unseen); on any other chain id (a development node such as anvil, without the issuers' contracts)
  * it passes with a warning through `warn` (no Transfer log of it can arrive). Rejects with one line
- * naming the values and variables.
+ * naming the values and variables. A node that gives no answer is asked again (START_CHECK_ATTEMPTS
+ * times in all, a second apart) before the check gives up on it.
  */
 export async function verifyEvmNode(node: EvmNodeConfig, warn?: (line: string) => void): Promise<void> {
   const prefix = settingPrefix(node.chain);
@@ -134,7 +135,7 @@ export async function verifyEvmNode(node: EvmNodeConfig, warn?: (line: string) =
   const where = `the node at ${prefix}RPC_URL`;
   let chainId: number;
   try {
-    chainId = await adapter.chainId();
+    chainId = await askPatiently(() => adapter.chainId());
   } catch (err) {
     throw new ChainSourceRefusal(`${where} did not answer eth_chainId (${err instanceof Error ? err.message : String(err)}); ${node.chain} is chain ${node.chainId} (${prefix}CHAIN_ID)`);
   }
@@ -147,7 +148,7 @@ export async function verifyEvmNode(node: EvmNodeConfig, warn?: (line: string) =
     if (expected === undefined) continue;
     let decimals: number | null;
     try {
-      decimals = await adapter.tokenDecimals(contract);
+      decimals = await askPatiently(() => adapter.tokenDecimals(contract));
     } catch (err) {
       throw new ChainSourceRefusal(`${where} did not answer decimals() of ${code} ${contract} (${prefix}${code}_CONTRACT): ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -163,6 +164,26 @@ export async function verifyEvmNode(node: EvmNodeConfig, warn?: (line: string) =
       throw new ChainSourceRefusal(
         `the ${code} contract ${contract} (${prefix}${code}_CONTRACT) has ${decimals} decimals on ${where}, but ${code} on ${node.chain} has ${expected} (services/chains/src/evm/networks.ts)`,
       );
+    }
+  }
+}
+
+/** Times the start-up check asks a node that gave no answer, and the pause between two asks. */
+export const START_CHECK_ATTEMPTS = 3;
+const START_CHECK_PAUSE_MS = 1_000;
+
+/**
+ * A question of the start-up check, asked again when the node gave no answer (a timeout, a refused
+ * connection, an error reply): a node slow for a moment as the watcher starts — a busy host, a node
+ * restarting beside it — must not stop it. A wrong answer is an answer: it is judged at once.
+ */
+async function askPatiently<T>(ask: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ask();
+    } catch (err) {
+      if (attempt >= START_CHECK_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, START_CHECK_PAUSE_MS));
     }
   }
 }
