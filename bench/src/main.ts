@@ -273,8 +273,8 @@ async function main(): Promise<void> {
     // with a live project of its own, loaded alike — static rates, then RATES_SOURCE=live against
     // local Coinbase and Kraken stand-ins. (Against the first system's create, measured on an
     // emptier database and before the pay phase's writes, the comparison failed on this alone.)
-    let liveCreate: Row | undefined;
-    let staticTwin: Row | undefined;
+    // The two rows, in the order of rateSources below: static rates, then live.
+    const twins: Row[] = [];
     if (!target) {
       await system!.stop();
       system = undefined;
@@ -317,16 +317,15 @@ async function main(): Promise<void> {
             await new Promise((r) => setTimeout(r, 200));
           }
           await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY, duration: WARM_UP_SECONDS });
-          const row = rowOf(name, await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY }));
-          rows.push(row);
-          if (rates.RATES_SOURCE === 'live') liveCreate = row;
-          else staticTwin = row;
+          twins.push(rowOf(name, await load({ url: `${lgw}/api/invoice`, method: 'POST', headers: lheaders, body: INVOICE_BODY })));
         }
+        rows.push(...twins);
       } finally {
         providers.close();
       }
     }
 
+    const [staticTwin, liveCreate] = twins;
     const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)}%`;
     const table = [
       '| scenario | req/s | p50 ms | p99 ms | errors | vs baseline |',
