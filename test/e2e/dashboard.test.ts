@@ -11,7 +11,8 @@
  * On every page: the title names the page, every input has a label and every button a name, the
  * page does not overflow a 375 px screen, and screenshots at desktop and phone width land in
  * test-artifacts/. Throughout: no console error, no failed request, nothing fetched from another
- * origin. And the assets stay under 300 KB gzipped, the first page renders within a second.
+ * origin. And the assets stay under 300 KB gzipped (the first page's render time is measured on its
+ * own, after the suite: dashboard-load.perf.test.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
@@ -583,32 +584,12 @@ test('errors are shown from the problem+json detail and field errors, never a bl
   }
 });
 
-test('the dashboard adds under 300 KB gzipped and its first page renders within a second', async () => {
+test('the dashboard adds under 300 KB gzipped', () => {
+  // How fast its first page renders is timed alone, after this suite (dashboard-load.perf.test.ts).
   const assets = readdirSync(path.join(DASHBOARD_DIST, 'assets'));
   const gzipped = assets.reduce((sum, f) => sum + gzipSync(readFileSync(path.join(DASHBOARD_DIST, 'assets', f))).length, 0);
   expect(gzipped).toBeGreaterThan(0);
   expect(gzipped).toBeLessThan(300 * 1024);
-
-  // Each attempt is a cold tab (a context of its own: no cache). A busy CI machine only ever adds
-  // time, so the fastest of three cold loads is the page's own cost; a page that really needs a
-  // second fails all three.
-  const coldLoadsMs: number[] = [];
-  for (let attempt = 0; attempt < 3 && !coldLoadsMs.some((ms) => ms < 1000); attempt += 1) {
-    const fresh = await openTab();
-    try {
-      const started = Date.now();
-      await fresh.page.goto(`${system.gatewayUrl}/dashboard/signin`);
-      await fresh.page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
-      coldLoadsMs.push(Date.now() - started);
-      // Every asset the page loaded came from the build and was served as the built file.
-      const served = await fresh.page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname));
-      for (const file of served.filter((p) => p.startsWith('/dashboard/assets/'))) expect(assets).toContain(path.basename(file));
-      expect(fresh.problems).toEqual([]);
-    } finally {
-      await fresh.context.close();
-    }
-  }
-  expect(Math.min(...coldLoadsMs)).toBeLessThan(1000);
 });
 
 test('the README quickstart starts with the dashboard, names controls the dashboard has, and keeps the curl path beside it', () => {
