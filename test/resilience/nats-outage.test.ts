@@ -205,17 +205,48 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
   expect(overallDuringOutage).toEqual({ auth: 'NOT_SERVING', invoice: 'NOT_SERVING', payout: 'NOT_SERVING', notifier: 'NOT_SERVING' });
   expect(gatewayOverallDuringOutage).toBe(503);
 
-  // Exactly one delivered invoice.paid per invoice: none lost, none twice, every webhook-id its
-  // own and every signature valid.
-  const duplicates = [...final].filter(([, reqs]) => reqs.length !== 1).map(([id, reqs]) => `${id} ×${reqs.length}`);
-  expect(duplicates).toEqual([]);
+  // Exactly one invoice.paid delivery per invoice, delivered: none lost, none twice, every
+  // webhook-id its own and every signature valid. The receiver may see a delivery more than once
+  // only as the notifier's retry of an attempt it recorded as failed — the same webhook-id, one
+  // request per recorded attempt, every attempt before the last a failure. (This receiver shares a
+  // Jest worker with the test on a loaded machine: in one CI run five answers came after the
+  // 2-s WEBHOOK_TIMEOUT_MS, and those five were sent again, as at-least-once delivery must.)
   expect(paid.filter((id) => !final.has(id))).toEqual([]);
+  type DeliveryRecord = { invoice_id: string; status: string; attempts: { number: number; status: number | null }[] };
+  const deliveries = await db!<DeliveryRecord[]>`
+    select d.event_key as invoice_id, d.status,
+           coalesce(json_agg(json_build_object('number', a.attempt_number, 'status', a.response_status) order by a.attempt_number)
+                    filter (where a.id is not null), '[]') as attempts
+    from notifier.webhook_deliveries d left join notifier.webhook_attempts a on a.delivery_id = d.id
+    where d.event_type = 'invoice.paid' and d.event_key = any(${paid}::text[])
+    group by d.id`;
+  const deliveriesOf = new Map<string, DeliveryRecord[]>();
+  for (const d of deliveries) deliveriesOf.set(d.invoice_id, [...(deliveriesOf.get(d.invoice_id) ?? []), d]);
+  const unexplained: string[] = [];
+  let retries = 0;
+  for (const id of paid) {
+    const requests = final.get(id) ?? [];
+    const [delivery, ...others] = deliveriesOf.get(id) ?? [];
+    const succeeded = (status: number | null) => status !== null && status >= 200 && status < 300;
+    const attempts = delivery?.attempts ?? [];
+    const explained =
+      delivery !== undefined &&
+      others.length === 0 &&
+      delivery.status === 'succeeded' &&
+      attempts.length === requests.length &&
+      attempts.every((attempt, i) => succeeded(attempt.status) === (i === attempts.length - 1)) &&
+      new Set(requests.map((r) => r.headers['webhook-id'])).size === 1;
+    if (!explained) unexplained.push(`${id}: ${requests.length} requests, deliveries ${JSON.stringify(deliveriesOf.get(id) ?? [])}`);
+    retries += Math.max(0, requests.length - 1);
+  }
+  expect(unexplained).toEqual([]);
+  if (retries > 0) console.log(`${retries} webhook requests were retries of attempts the notifier recorded as failed`);
   const outageRequests = paid.map((id) => final.get(id)?.[0]).filter((r) => r !== undefined);
   expect(new Set(outageRequests.map((r) => r.headers['webhook-id'])).size).toBe(paid.length);
   const wh = new Webhook(project.webhookSecret);
   for (const req of outageRequests) expect(wh.verify(req.body, webhookHeadersOf(req))).toMatchObject({ status: 'Paid', environment: 'sandbox' });
-  // Nothing but these (and the warm-up) reached the receiver.
-  expect(hooks.requests.length).toBe(paid.length + 1);
+  // Nothing but these, their recorded retries and the warm-up reached the receiver.
+  expect(hooks.requests.length).toBe(paid.length + retries + 1);
 
   // The outbox drained, and JetStream holds each event once (the relay's retries were de-duplicated).
   expect(await unpublishedOutboxRows('invoice')).toBe(0);
