@@ -8,7 +8,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchBrowser } from '../support/browser';
+import { launchBrowser, openWatchedTab } from '../support/browser';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
 
 const DASHBOARD_ASSETS = path.join(REPO_ROOT, 'dashboard', 'dist', 'assets');
@@ -37,22 +37,8 @@ test('the dashboard’s first page renders within a second, from the built asset
   // second fails all three.
   const coldLoadsMs: number[] = [];
   for (let attempt = 0; attempt < 3 && !coldLoadsMs.some((ms) => ms < 1000); attempt += 1) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const { context, page, problems } = await openWatchedTab(browser, { origin: system.gatewayUrl });
     try {
-      const page = await context.newPage();
-      const problems: string[] = [];
-      page.on('console', (m) => {
-        if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-      });
-      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-      page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
-      page.on('request', (r) => {
-        if (!r.url().startsWith(system.gatewayUrl)) problems.push(`third-party request: ${r.url()}`);
-      });
-      page.on('response', (r) => {
-        if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
-      });
-
       const started = Date.now();
       await page.goto(`${system.gatewayUrl}/dashboard/signin`);
       await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor({ timeout: 15_000 });

@@ -9,10 +9,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import postgres from 'postgres';
 import { codeInMail, mailText } from '../../deploy/local/src/mailbox';
-import { launchBrowser } from '../support/browser';
+import { launchBrowser, openWatchedTab } from '../support/browser';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture } from '../support/http';
 import { grantOperator } from '../support/operators';
 import { publishLivePayment } from '../support/events';
@@ -47,28 +47,8 @@ afterAll(async () => {
   if (system) await deleteStreams(system.namespace);
 });
 
-interface Tab {
-  context: BrowserContext;
-  page: Page;
-  problems: string[];
-}
-
 /** A tab recording console errors, page errors, failed requests and HTTP errors. */
-async function openTab(): Promise<Tab> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(UI_TIMEOUT);
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText ?? ''}`));
-  page.on('response', (r) => {
-    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
-  });
-  return { context, page, problems };
-}
+const openTab = () => openWatchedTab(browser, { timeoutMs: UI_TIMEOUT });
 
 /** Inputs without a label, buttons without a name. */
 async function unlabelled(page: Page): Promise<string[]> {

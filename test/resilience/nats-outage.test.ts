@@ -222,12 +222,12 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
     group by d.id`;
   const deliveriesOf = new Map<string, DeliveryRecord[]>();
   for (const d of deliveries) deliveriesOf.set(d.invoice_id, [...(deliveriesOf.get(d.invoice_id) ?? []), d]);
+  const succeeded = (status: number | null) => status !== null && status >= 200 && status < 300;
   const unexplained: string[] = [];
   let retries = 0;
   for (const id of paid) {
     const requests = final.get(id) ?? [];
     const [delivery, ...others] = deliveriesOf.get(id) ?? [];
-    const succeeded = (status: number | null) => status !== null && status >= 200 && status < 300;
     const attempts = delivery?.attempts ?? [];
     const explained =
       delivery !== undefined &&

@@ -1,6 +1,6 @@
 /** Debian's Chromium driven by playwright-core (never a downloaded browser build). */
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -21,4 +21,35 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/** A tab of its own (a fresh context: no cache, no storage) and what went wrong in it. */
+export interface WatchedTab {
+  context: BrowserContext;
+  page: Page;
+  /** Console errors, page errors, failed requests, HTTP errors, and requests to another origin. */
+  problems: string[];
+}
+
+/**
+ * Opens a tab that records every console error, page error, failed request and HTTP error (≥ 400),
+ * and, given `origin`, every request to anywhere else.
+ */
+export async function openWatchedTab(browser: Browser, options: { origin?: string; timeoutMs?: number } = {}): Promise<WatchedTab> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  if (options.timeoutMs !== undefined) page.setDefaultTimeout(options.timeoutMs);
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  page.on('request', (r) => {
+    if (options.origin !== undefined && !r.url().startsWith(options.origin)) problems.push(`third-party request: ${r.url()}`);
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
+  });
+  return { context, page, problems };
 }
