@@ -94,7 +94,7 @@ export const InvoiceSchema = Type.Object(
 /** How the invoice was priced, for the merchant (the dashboard's invoice page); not in the public invoice. */
 export const InvoicePricingSchema = Type.Object(
   {
-    rate: Type.Number({ description: 'Price of one payCurrency unit in priceCurrency, fixed at creation: amountExpected = priceAmount / rate, rounded up' }),
+    rate: Type.Number({ description: 'Price of one payCurrency unit in priceCurrency, fixed at creation: amountExpected = priceAmount / rate, rounded up (for amounts of more than 10^12 base units, where a rate of 15 significant digits is too coarse, to within 10^-14 of the amount; amountExpected itself is always the smallest amount worth the price, and amountExpected × rate covers priceAmount)' }),
     rateSources: Type.Array(Type.String(), {
       description: 'Where the rate came from: the providers whose quotes made it (coinbase, kraken; the median of fresh quotes) or static (the rate table)',
     }),

@@ -35,6 +35,23 @@ function compareProduct(a: string, b: string, c: string): number {
   return left < right ? -1 : left > right ? 1 : 0;
 }
 
+/** The fewest coins, in steps of 10^-decimals, whose value at `rate` is at least `price`: BigInt only. */
+function smallestWorth(price: string, rate: string, decimals: number): Decimal {
+  const [p, r] = [fraction(price), fraction(rate)];
+  // units ≥ price·10^decimals / rate = p.units·10^(decimals + r.scale) / (r.units·10^p.scale)
+  const numerator = p.units * 10n ** BigInt(decimals + r.scale);
+  const denominator = r.units * 10n ** BigInt(p.scale);
+  const units = (numerator + denominator - 1n) / denominator;
+  return new Decimal(units.toString()).div(new Decimal(10).pow(decimals));
+}
+
+/** priceAmount / rate, rounded up (`fromRate`), is the amount or below it by under 10^-14 of it, plus the rounding's unit. */
+function withinRelationBound(amount: Decimal, fromRate: Decimal, decimals: number): boolean {
+  const units = (d: Decimal) => d.times(new Decimal(10).pow(decimals));
+  const short = units(amount).minus(units(fromRate));
+  return short.gte(0) && short.lte(units(amount).times(1e-14).plus(1));
+}
+
 /** Half-up rounding of a·b to cents, computed with BigInt only. */
 function halfUpCents(a: string, b: string): string {
   const [x, y] = [fraction(a), fraction(b)];
@@ -145,6 +162,24 @@ describe('quote', () => {
     expect(await at('999999999999', 'JPY', 'BTC')).toBe('65714.28571422'); // 6,899,999,999.9931 USD / 105,000, rounded up
   });
 
+  it('very large prices in another fiat: the exact smallest amount, never the 12-digit cross rate\'s, at a 15-digit rate it covers the price at', async () => {
+    // An outside review's cases: the amount had been taken from the cross rate cut to 12 digits,
+    // 861 satoshi too many for 500 billion CAD in BTC.
+    const provider = new StaticRateProvider();
+    const at = async (amount: string, priceCurrency: FiatCode, payCurrency: CryptoCode) =>
+      value(await quote({ priceAmount: price(amount, priceCurrency), priceCurrency, payCurrency }, provider));
+    const cases: [string, FiatCode, CryptoCode, string, string][] = [
+      ['500000000000.00', 'CAD', 'BTC', '3476190.47619048', '143835.616438357'],
+      ['7000000000.00', 'EUR', 'ETH', '3192000', '2192.98245614036'],
+      ['1000000000.00', 'EUR', 'LTC', '12954545.45454546', '77.1929824561404'],
+      ['94485167.51', 'CHF', 'TRX', '423433528.470741', '0.223140495867769'],
+    ];
+    for (const [amount, priceCurrency, payCurrency, exactSmallest, nearestRate] of cases) {
+      const q = await at(amount, priceCurrency, payCurrency);
+      expect([formatPlain(q.amountExpected), formatPlain(q.rate)]).toEqual([exactSmallest, nearestRate]);
+    }
+  });
+
   it('prices JPY (no minor units) and rounds its USD value half-up to cents', () => {
     const q = value(quoteAtRates({ priceAmount: price('1500', 'JPY'), priceCurrency: 'JPY', payCurrency: 'ETH' }, { coinUsd: new Decimal('2500'), usdRate: new Decimal('0.0069') }));
     expect(formatPlain(q.priceAmountInUsd)).toBe('10.35');
@@ -222,17 +257,20 @@ describe('quote properties', () => {
         const priceInUsd = formatPlain(new Decimal(req.priceAmount).times(usdRate)); // exact
         expect(q.value.amountExpected.decimalPlaces()).toBeLessThanOrEqual(decimals);
         expect(compareProduct(amount, coinUsd, priceInUsd)).toBeGreaterThanOrEqual(0);
-        // The documented relation, for the rate shown: amountExpected = priceAmount / rate, rounded up.
+        // Minimal at the USD prices: one base unit less falls short of the price.
+        const unit = new Decimal(10).pow(-decimals);
+        const oneUnitLess = formatPlain(q.value.amountExpected.minus(unit));
+        if (oneUnitLess !== '0') expect(compareProduct(oneUnitLess, coinUsd, priceInUsd)).toBeLessThan(0);
+        // The documented relation, for the rate shown: amountExpected = priceAmount / rate, rounded up;
+        // for amounts of more than 10^12 base units, where no rate of 15 digits may give the amount
+        // back, to within 10^-14 of it, and the amount still covers the price at the rate shown.
         const rate = formatPlain(q.value.rate);
         expect(q.value.rate.sd(false)).toBeLessThanOrEqual(15);
         expect(compareProduct(amount, rate, req.priceAmount)).toBeGreaterThanOrEqual(0);
-        const oneUnitLess = formatPlain(q.value.amountExpected.minus(new Decimal(10).pow(-decimals)));
-        if (oneUnitLess !== '0') {
-          expect(compareProduct(oneUnitLess, rate, req.priceAmount)).toBeLessThan(0);
-          // Minimal at the USD prices, but for amounts of more than 10^12 base units, where no rate of
-          // 15 digits gives the amount back and the rate cut down to 12 digits decides (a unit more).
-          if (compareProduct(oneUnitLess, coinUsd, priceInUsd) >= 0) expect(q.value.amountExpected.times(new Decimal(10).pow(decimals)).gt(1e12)).toBe(true);
-        }
+        const baseUnits = q.value.amountExpected.times(new Decimal(10).pow(decimals));
+        const fromRate = smallestWorth(req.priceAmount, rate, decimals);
+        if (baseUnits.lte(1e12)) expect(formatPlain(fromRate)).toBe(amount);
+        else expect(withinRelationBound(q.value.amountExpected, fromRate, decimals)).toBe(true);
         checked++;
       }),
       { numRuns: 2000 },
@@ -266,8 +304,10 @@ describe('quote properties', () => {
           { coinUsd: new Decimal(rate), usdRate: new Decimal(usd) },
         );
         if (q.ok) {
+          const decimals = cryptoCurrency(payCurrency).amountDecimals;
           expect(compareProduct(formatPlain(q.value.amountExpected), rate, formatPlain(new Decimal(req.priceAmount).times(usd)))).toBeGreaterThanOrEqual(0);
           expect(compareProduct(formatPlain(q.value.amountExpected), formatPlain(q.value.rate), req.priceAmount)).toBeGreaterThanOrEqual(0);
+          expect(withinRelationBound(q.value.amountExpected, smallestWorth(req.priceAmount, formatPlain(q.value.rate), decimals), decimals)).toBe(true);
         }
         else expect(q.reason).toMatch(new RegExp(`^is too large to be quoted in ${payCurrency}$|^is too small: .* below the smallest payable amount of ${formatPlain(minimumAmount(cryptoCurrency(payCurrency)))} ${payCurrency} `));
       }),

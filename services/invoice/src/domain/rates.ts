@@ -192,10 +192,12 @@ export async function quote(request: QuoteRequest, provider: RateProvider): Prom
  *   never asked for a base unit more (100 EUR at 1.14 USD is 114 USDT, not 114.000001).
  * - rate = coinUsd / usdRate, exact when it has at most 15 significant digits, else rounded (to the
  *   nearest, else up or down) to the fewest digits from 12 on for which priceAmount / rate, rounded
- *   up, is amountExpected (the
- *   documented relation holds for the number shown). When no such rate has 15 digits or fewer
- *   (prices of absurd size), the cross rate is cut DOWN to 12 digits and amountExpected taken from
- *   it: a base unit more, never less.
+ *   up, is amountExpected (the documented relation holds for the number shown). When no rate of
+ *   15 digits or fewer gives the amount back (amounts of more than about 10^12 base units, where
+ *   one base unit is a smaller step than a 15-digit rate's), amountExpected stays the smallest
+ *   amount worth the price and the rate shown is priceAmount / amountExpected rounded up to 15
+ *   digits: amountExpected × rate still covers the price, and priceAmount / rate, rounded up, is
+ *   below amountExpected by under 10^-14 of it (a base unit or a few).
  * - priceAmountInUsd = priceAmount × usdRate rounded half-up to cents.
  * Refused (a reason for `priceAmount`) when a result would not survive as an exact JSON number,
  * which only happens for absurdly large prices.
@@ -213,13 +215,14 @@ export function quoteAtRates(request: QuoteRequest, rates: QuoteRates): Parsed<Q
   // priceAmount × usdRate is exact; one division, whose 80 significant digits cannot carry a
   // quotient across a step of the coin's decimals (smallestAmountWorth checks the exact product anyway).
   const priceInUsd = priceAmount.times(usdRate);
-  let amountExpected = smallestAmountWorth(priceInUsd, coinUsd, decimals);
+  const amountExpected = smallestAmountWorth(priceInUsd, coinUsd, decimals);
 
-  let rate = shownRate(priceAmount, amountExpected, unit, coinUsd, usdRate);
-  if (rate === undefined) {
-    rate = crossRate(coinUsd, usdRate);
-    amountExpected = smallestAmountWorth(priceAmount, rate, decimals);
-  }
+  // The amount is never bent to fit the shown rate: when no rate a JSON number carries gives it
+  // back, the rate shown is priceAmount / amountExpected rounded up to 15 digits, at which the
+  // amount is still worth the price (and priceAmount / rate falls short of it by < 10^-14 of it).
+  const rate =
+    shownRate(priceAmount, amountExpected, unit, coinUsd, usdRate) ??
+    priceAmount.div(amountExpected).toSignificantDigits(SHOWN_RATE_MAX_SIGNIFICANT_DIGITS, Rounding.up);
 
   const priceAmountInUsd = priceInUsd.toDecimalPlaces(2, Rounding.halfUp);
 
