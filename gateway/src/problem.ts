@@ -4,7 +4,7 @@
  * Errors from services arrive as ConnectErrors; `errorFacts`/`httpStatusOf` (runtime) map them.
  */
 import { STATUS_CODES } from 'node:http';
-import { errorFacts, httpStatusOf, type Logger, type Violation } from '@coinvoice/runtime';
+import { errorFacts, httpStatusOf, REQUEST_ID_HEADER, type Logger, type Violation } from '@coinvoice/runtime';
 import { ConnectError } from '@connectrpc/connect';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
@@ -35,6 +35,15 @@ export class HttpProblem extends Error {
   }
 }
 
+/**
+ * A `projectId` the caller may not use (another merchant's, another key's, or none at all): 404 as
+ * if the project did not exist (DESIGN §3: cross-project access answers 404), so the answer says
+ * nothing about other merchants' projects.
+ */
+export function unknownProject(message: string): HttpProblem {
+  return new HttpProblem(404, 'not_found', 'the request names a project that does not exist', [{ field: 'projectId', message }]);
+}
+
 export function problemOf(status: number, code: string, detail: string, requestId: string, errors: Violation[] = []): Problem {
   return {
     type: `${TYPE_BASE}${code}`,
@@ -45,6 +54,26 @@ export function problemOf(status: number, code: string, detail: string, requestI
     requestId,
     ...(errors.length > 0 ? { errors } : {}),
   };
+}
+
+/**
+ * The answer to a request Node's HTTP parser refused before any route saw it (Fastify's
+ * `clientErrorHandler`): 408 for headers or body not arrived in time, 431 for headers too large, 400
+ * for anything malformed (a bad header, an unknown HTTP version, Content-Length beside
+ * Transfer-Encoding). problem+json like every other error (DESIGN §7); the connection is closed.
+ */
+export function clientErrorResponse(errorCode: string | undefined, requestId: string): string {
+  const [status, code, detail] =
+    errorCode === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'the request did not arrive in time']
+      : errorCode === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'the request headers are too large']
+        : [400, 'malformed_request', 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify(problemOf(status, code, detail, requestId));
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Connection: close\r\n${REQUEST_ID_HEADER}: ${requestId}\r\n\r\n${body}`
+  );
 }
 
 export function sendProblem(reply: FastifyReply, problem: Problem, headers: Record<string, string> = {}): FastifyReply {

@@ -12,13 +12,14 @@ import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/
 import type { PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import type { Client } from '@connectrpc/connect';
 import { OptionalKind } from '@sinclair/typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiKeyVerifier } from './auth/api-keys';
 import { authHooks } from './auth/hooks';
 import { SessionVerifier } from './auth/sessions';
 import type { Backends } from './backends';
 import { parseJsonExactly } from './exact-json';
-import { handleError, HttpProblem, problemOf, sendProblem } from './problem';
+import { plainNumberSerializerFactory } from './json-numbers';
+import { clientErrorResponse, handleError, HttpProblem, problemOf, sendProblem } from './problem';
 import { OpenApiRegistry } from './openapi';
 import { checkoutRoutes, docsRoutes } from './routes/checkout';
 import { dashboardRoutes } from './routes/dashboard';
@@ -119,6 +120,14 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
+    // Requests the HTTP parser refuses get problem+json too, and their connection is closed.
+    clientErrorHandler(err: NodeJS.ErrnoException, socket) {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse(err.code, randomUUID()));
+      socket.destroy(err);
+    },
+    // Amounts in plain notation in every schema-serialized body (json-numbers.ts).
+    schemaController: { compilersFactory: { buildSerializer: plainNumberSerializerFactory() } },
     ajv: {
       // Strict at the edge: no coercion, no silently dropped fields, every problem reported.
       customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: true },
@@ -150,14 +159,21 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   app.setErrorHandler(handleError(deps.logger));
   const routeMethods = new RouteMethods();
   app.addHook('onRoute', (route) => routeMethods.add(route.url, route.method));
+  const methodNotAllowed = (req: FastifyRequest, reply: FastifyReply, path: string, allowed: string[]) =>
+    sendProblem(reply, problemOf(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${req.method}`, req.id), { allow: allowed.join(', ') });
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0]!;
     const allowed = routeMethods.allowed(path);
-    if (allowed.length > 0) {
-      const problem = problemOf(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${req.method}`, req.id);
-      return sendProblem(reply, problem, { allow: allowed.join(', ') });
-    }
+    if (allowed.length > 0) return methodNotAllowed(req, reply, path, allowed);
     return sendProblem(reply, problemOf(404, 'not_found', `no route ${req.method} ${path}`, req.id));
+  });
+  // A parameter route matched a path that is a route of its own for other methods (route-methods.ts).
+  app.addHook('onRequest', (req, reply, done) => {
+    const routeUrl = req.routeOptions.url;
+    const path = routeUrl?.includes(':') ? req.url.split('?')[0]! : undefined;
+    const allowed = path === undefined ? undefined : routeMethods.shadowedStaticRoute(routeUrl!, path, req.method);
+    if (allowed === undefined) return done();
+    methodNotAllowed(req, reply, path!, allowed);
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

@@ -75,6 +75,7 @@ test('headers and 1 byte of a 1,000-byte body: answered 408 and closed at the re
   socket.write('{');
   const { afterMs, received } = await closed;
   expect(received).toMatch(/^HTTP\/1\.1 408 /);
+  expectProblemAnswer(received, 408, 'request_timeout');
   expect(afterMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
   // Node checks timeouts on an interval (the gateway sets it to a quarter of the timeout).
   expect(afterMs).toBeLessThan(REQUEST_TIMEOUT_MS * 3);
@@ -86,6 +87,29 @@ test('headers that never finish: closed at the request timeout too', async () =>
   const { afterMs, received } = await closed;
   expect(received).toMatch(/^HTTP\/1\.1 408 /);
   expect(afterMs).toBeLessThan(REQUEST_TIMEOUT_MS * 3);
+});
+
+/** A raw HTTP answer that is problem+json (DESIGN §7) with this status and code, on a closed connection. */
+function expectProblemAnswer(received: string, status: number, code: string) {
+  const [head = '', body = ''] = received.split('\r\n\r\n');
+  expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+  expect(head).toMatch(/\r\ncontent-type: application\/problem\+json/i);
+  expect(head).toMatch(/\r\nconnection: close/i);
+  const requestId = /\r\nx-request-id: ([^\r]+)/i.exec(head)?.[1];
+  expect(Buffer.byteLength(body)).toBe(Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]));
+  expect(JSON.parse(body)).toEqual({ type: `https://docs.coinvoice.dev/errors/${code}`, title: expect.any(String), status, detail: expect.any(String), code, requestId });
+}
+
+test.each([
+  ['an unknown HTTP version', 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n', 400, 'malformed_request'],
+  ['a header line without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header\r\n\r\n', 400, 'malformed_request'],
+  ['Content-Length beside Transfer-Encoding (request smuggling)', 'POST /api/merchant/login HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'malformed_request'],
+  ['headers over Node\'s 16 KiB', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+])('%s: answered problem+json and closed', async (_what, request, status, code) => {
+  const { socket, closed } = await openSocket();
+  socket.write(request);
+  const { received } = await closed;
+  expectProblemAnswer(received, status, code);
 });
 
 test('a request that arrives in time is answered, and its idle keep-alive connection is closed after the keep-alive timeout', async () => {

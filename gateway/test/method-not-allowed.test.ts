@@ -18,8 +18,14 @@ afterAll(async () => {
 test.each([
   ['DELETE', '/api/invoice/0b0b0b0b-0000-4000-8000-000000000000', 'GET, HEAD'],
   ['PUT', '/api/invoice', 'POST'],
-  // GET /api/payout/{id} (issue 23) also matches this path: GET is answered there (a payout id).
-  ['DELETE', '/api/payout/request', 'GET, HEAD, POST'],
+  // A path that is a route of its own is that resource, though GET /api/payout/{id} matches it too:
+  // "request" and "verify" are not payout ids (an outside review had GET answered 400 on the id).
+  ['DELETE', '/api/payout/request', 'POST'],
+  ['GET', '/api/payout/request', 'POST'],
+  ['HEAD', '/api/payout/verify', 'POST'],
+  ['PUT', '/api/payout/verify', 'POST'],
+  ['POST', '/api/payout/balance', 'GET, HEAD'],
+  ['POST', '/api/payout/history', 'GET, HEAD'],
   ['POST', '/api/rates', 'GET, HEAD'],
   ['PATCH', '/api/checkout/some-id/qr.svg', 'GET, HEAD'],
   ['POST', '/dashboard/invoices/123', 'GET, HEAD'],
@@ -28,7 +34,13 @@ test.each([
   expect(res.status).toBe(405);
   expect(res.headers.get('allow')).toBe(allow);
   expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  if (method === 'HEAD') return; // no body
   expect(await res.json()).toMatchObject({ status: 405, code: 'method_not_allowed', detail: `${url} answers ${allow}, not ${method}` });
+});
+
+test('a payout id is still answered by GET /api/payout/{id} (405 only for the paths that are routes of their own)', async () => {
+  const res = await fetch(`${base}/api/payout/0b0b0b0b-0000-4000-8000-000000000000`);
+  expect(res.status).toBe(401); // reached the route: it asks for authentication
 });
 
 test('an unknown path is 404 whatever the method', async () => {

@@ -172,14 +172,17 @@ test('POST /api/invoice with a session names a project of the merchant; a live o
   const missing = await api.post('/api/invoice', body, { headers: bearer(merchant.token) });
   expect(missing.status).toBe(400);
   expect(missing.body.errors).toEqual([expect.objectContaining({ field: 'projectId' })]);
-  expect((await api.post('/api/invoice', { ...body, projectId: othersProject.id }, { headers: bearer(merchant.token) })).status).toBe(403);
+  // Another merchant's project, or none: 404 as if it did not exist (DESIGN §3).
+  const foreign = await api.post('/api/invoice', { ...body, projectId: othersProject.id }, { headers: bearer(merchant.token) });
+  expect([foreign.status, foreign.body.code, foreign.body.errors]).toEqual([404, 'not_found', [{ field: 'projectId', message: 'is not one of your projects' }]]);
   const unverified = await api.post('/api/invoice', { ...body, projectId: live.id }, { headers: bearer(merchant.token) });
   expect(unverified.status).toBe(403);
   expect(unverified.body.code).toBe('email_not_verified');
   // An API key's project may be named, never another one.
   const keyed = await createProjectWithKey(api, other, 'sandbox');
   expect((await api.post('/api/invoice', { ...body, projectId: keyed.id }, { headers: apiKeyHeader(keyed.key) })).status).toBe(201);
-  expect((await api.post('/api/invoice', { ...body, projectId: othersProject.id }, { headers: apiKeyHeader(keyed.key) })).status).toBe(403);
+  const otherThanKeys = await api.post('/api/invoice', { ...body, projectId: othersProject.id }, { headers: apiKeyHeader(keyed.key) });
+  expect([otherThanKeys.status, otherThanKeys.body.code, otherThanKeys.body.errors]).toEqual([404, 'not_found', [{ field: 'projectId', message: 'is not the project of this API key' }]]);
 
   await markEmailVerifiedByEmail(system, merchant.email);
   const created = await api.post('/api/invoice', { ...body, projectId: live.id }, { headers: bearer(merchant.token) });

@@ -20,6 +20,7 @@ let api: GatewayClient;
 let db: postgres.Sql;
 let sandbox: ProjectFixture;
 let live: ProjectFixture;
+let merchantToken: string;
 
 beforeAll(async () => {
   // Two invoice replicas: their sweepers race for the same expired invoices.
@@ -27,6 +28,7 @@ beforeAll(async () => {
   api = new GatewayClient(system.gatewayUrl);
   db = postgres(system.database.url, { max: 2, onnotice: () => undefined });
   const merchant = await registerMerchant(api);
+  merchantToken = merchant.token;
   await markEmailVerified(system, merchant.merchantId);
   [sandbox, live] = await Promise.all([createProjectWithKey(api, merchant, 'sandbox', { name: 'Sandbox Shop' }), createProjectWithKey(api, merchant, 'live', { name: 'Live Shop' })]);
 }, 120_000);
@@ -160,6 +162,23 @@ test('sandbox pay takes amountReceived and transactionHash; a live key is refuse
   expectProblem(await api.post(`/api/invoice/${liveInv.id}/sandbox/pay`, {}, { headers: apiKeyHeader(live.key) }), 403, 'sandbox_key_required');
   const tooPrecise = await api.post(`/api/invoice/${(await create(sandbox)).body.id}/sandbox/pay`, { amountReceived: 0.000000001 }, { headers: apiKeyHeader(sandbox.key) });
   expect(expectProblem(tooPrecise, 400).errors).toEqual([expect.objectContaining({ field: 'amountReceived' })]);
+});
+
+test('an amount under 10^-6 is written in plain notation in every invoice body, as in its webhook (never 1e-8)', async () => {
+  const inv = (await create(sandbox, { priceAmount: '0.01', payCurrency: 'ETH' })).body;
+  const paid = await api.post(`/api/invoice/${inv.id}/sandbox/pay`, { amountReceived: 0.00000001 }, { headers: apiKeyHeader(sandbox.key) });
+  expect(paid.status).toBe(200);
+  const bodies = [
+    paid.text,
+    (await api.get(`/api/invoice/${inv.id}`, { headers: apiKeyHeader(sandbox.key) })).text,
+    (await api.get(`/api/merchant/invoices/${inv.id}`, { headers: { authorization: `Bearer ${merchantToken}` } })).text,
+    (await api.get(`/api/checkout/${inv.id}`)).text,
+  ];
+  for (const text of bodies) {
+    expect(text).toContain('"amountReceived":0.00000001');
+    expect(text).not.toMatch(/[:,[]-?\d+(\.\d+)?e[-+]?\d/i);
+    expect(JSON.parse(text).amountReceived).toBe(1e-8);
+  }
 });
 
 test('1,000 invoices created concurrently get 1,000 distinct valid addresses', async () => {

@@ -358,7 +358,7 @@ describe('2. request → emailed code → verify → admin complete', () => {
     expect(logsText()).toContain(payoutId);
   });
 
-  test('the merchant JWT works too, with its own projectId; a projectId of another merchant answers 403 naming projectId', async () => {
+  test('the merchant JWT works too, with its own projectId; a projectId of another merchant answers 404 naming projectId, as if it did not exist', async () => {
     const { merchant, project } = await liveFundedShop('BTC', 0.01);
     const stranger = await sandboxShop();
     const auth = bearer(merchant.token);
@@ -366,12 +366,12 @@ describe('2. request → emailed code → verify → admin complete', () => {
 
     const missing = expectProblem(await api.post('/api/payout/request', body, { headers: auth }), 400, 'validation_failed');
     expect(missing.errors).toEqual([{ field: 'projectId', message: expect.stringContaining('is required') }]);
-    const foreign = expectProblem(await api.post('/api/payout/request', { ...body, projectId: stranger.project.id }, { headers: auth }), 403, 'forbidden');
+    const foreign = expectProblem(await api.post('/api/payout/request', { ...body, projectId: stranger.project.id }, { headers: auth }), 404, 'not_found');
     expect(foreign.errors).toEqual([{ field: 'projectId', message: 'is not one of your projects' }]);
-    const unknown = expectProblem(await api.post('/api/payout/request', { ...body, projectId: randomUUID() }, { headers: auth }), 403, 'forbidden');
+    const unknown = expectProblem(await api.post('/api/payout/request', { ...body, projectId: randomUUID() }, { headers: auth }), 404, 'not_found');
     expect(unknown.errors).toEqual(foreign.errors);
-    // An API key naming another project: 403 too.
-    const otherKey = expectProblem(await requestPayout(project.key, { ...body, projectId: stranger.project.id }), 403, 'forbidden');
+    // An API key naming another project: 404 too.
+    const otherKey = expectProblem(await requestPayout(project.key, { ...body, projectId: stranger.project.id }), 404, 'not_found');
     expect(otherKey.errors).toEqual([{ field: 'projectId', message: 'is not the project of this API key' }]);
 
     const created = await api.post('/api/payout/request', { ...body, projectId: project.id }, { headers: auth });
@@ -380,7 +380,9 @@ describe('2. request → emailed code → verify → admin complete', () => {
     expectProblem(await api.post('/api/payout/verify', { payoutId: created.body.id, code }, { headers: auth }), 400, 'validation_failed');
     expect((await api.post('/api/payout/verify', { payoutId: created.body.id, code, projectId: project.id }, { headers: auth })).body.status).toBe('Pending');
     // History and cancel for the JWT name the project too; the stranger's project is refused.
-    expectProblem(await api.get(`/api/payout/history?projectId=${stranger.project.id}`, { headers: auth }), 403, 'forbidden');
+    expectProblem(await api.get(`/api/payout/history?projectId=${stranger.project.id}`, { headers: auth }), 404, 'not_found');
+    expectProblem(await api.get(`/api/payout/balance?projectId=${stranger.project.id}`, { headers: auth }), 404, 'not_found');
+    expectProblem(await api.get(`/api/payout/balance?projectId=${randomUUID()}`, { headers: auth }), 404, 'not_found');
     const listed = await api.get(`/api/payout/history?projectId=${project.id}&status=Pending`, { headers: auth });
     expect(listed.body.items.map((p: { id: string }) => p.id)).toEqual([created.body.id]);
     const cancelled = await api.post(`/api/payout/${created.body.id}/cancel`, { projectId: project.id }, { headers: auth });
@@ -535,7 +537,7 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     ['BTC on ethereum', () => ({ ...valid(), network: 'ethereum' }), 400, 'network'],
     ['an EVM address for USDT on tron', () => ({ ...valid(), currency: 'USDT', network: 'tron', address: addressFor('USDT') }), 400, 'address'],
     ['a network that is not a string', () => ({ ...valid(), network: 56 }), 400, 'network'],
-    ['a projectId of another merchant', () => ({ ...valid(), projectId: other.project.id }), 403, 'projectId'],
+    ['a projectId of another merchant', () => ({ ...valid(), projectId: other.project.id }), 404, 'projectId'],
     ['a malformed projectId', () => ({ ...valid(), projectId: 'nope' }), 400, 'projectId'],
     ['an unknown field', () => ({ ...valid(), memo: 'x' }), 400, 'memo'],
   ];
@@ -687,7 +689,7 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
         const problem = expectProblem(res, res.status);
         if (res.status === 409) expect(problem.code).toBe('insufficient_balance');
         else {
-          expect([400, 403]).toContain(res.status);
+          expect([400, 404]).toContain(res.status);
           expect(problem.errors.length).toBeGreaterThan(0);
           for (const e of problem.errors) expect(fields).toContain(e.field.split('.')[0]);
         }

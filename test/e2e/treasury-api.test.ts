@@ -127,7 +127,7 @@ test('GET /api/payout/{id}: with the API key or the merchant JWT; another projec
 
   expectProblem(await api.get(`/api/payout/${id}`, { headers: apiKeyHeader(other.project.key) }), 404, 'not_found');
   expectProblem(await api.get(`/api/payout/${randomUUID()}`, { headers: apiKeyHeader(shop.project.key) }), 404, 'not_found');
-  expectProblem(await api.get(`/api/payout/${id}?projectId=${shop.project.id}`, { headers: bearer(other.merchant.token) }), 403, 'forbidden');
+  expectProblem(await api.get(`/api/payout/${id}?projectId=${shop.project.id}`, { headers: bearer(other.merchant.token) }), 404, 'not_found');
   expectProblem(await api.get(`/api/payout/${id}`, { headers: bearer(shop.merchant.token) }), 400, 'validation_failed');
   expectProblem(await api.get(`/api/payout/${id}`), 401);
   expectProblem(await api.get('/api/payout/not-a-uuid', { headers: apiKeyHeader(shop.project.key) }), 400, 'validation_failed');

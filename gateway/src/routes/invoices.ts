@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { apiKeyPrincipal, merchantPrincipal, type authHooks } from '../auth/hooks';
 import type { ProjectEnvironment } from '../auth/principal';
 import { environmentName, environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
-import { HttpProblem, withRuleViolations } from '../problem';
+import { HttpProblem, unknownProject, withRuleViolations } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import {
   CreateInvoiceBody,
@@ -122,8 +122,6 @@ interface InvoicingProject {
   paymentTolerancePercent: string;
 }
 
-const forbiddenProject = (message: string) =>
-  new HttpProblem(403, 'forbidden', 'the request names a project the caller may not use', [{ field: 'projectId', message }]);
 
 /**
  * The project an invoice is created in. With an API key: the key's (a `projectId` must name it).
@@ -133,7 +131,7 @@ const forbiddenProject = (message: string) =>
 async function invoicingProject(auth: InvoiceRouteDeps['auth'], req: FastifyRequest, projectId: string | undefined): Promise<InvoicingProject> {
   const principal = req.principal;
   if (principal?.kind === 'api_key') {
-    if (projectId !== undefined && projectId.toLowerCase() !== principal.projectId.toLowerCase()) throw forbiddenProject('is not the project of this API key');
+    if (projectId !== undefined && projectId.toLowerCase() !== principal.projectId.toLowerCase()) throw unknownProject('is not the project of this API key');
     return principal;
   }
   if (principal?.kind !== 'merchant') throw new Error('POST /api/invoice requires x-api-key or bearer authentication but no hook set it');
@@ -147,7 +145,7 @@ async function invoicingProject(auth: InvoiceRouteDeps['auth'], req: FastifyRequ
     project = (await auth.getProject({ merchantId: principal.merchantId, projectId })).project;
   } catch (err) {
     const code = ConnectError.from(err).code;
-    if (code === Code.NotFound || code === Code.InvalidArgument) throw forbiddenProject('is not one of your projects');
+    if (code === Code.NotFound || code === Code.InvalidArgument) throw unknownProject('is not one of your projects');
     throw err;
   }
   if (!project) throw new Error('project missing from a service response');

@@ -3,9 +3,9 @@
  * API key (the key's project) or a merchant JWT (then `projectId` is required and must be one of
  * the merchant's projects); and the operators' claim, complete and reject (admin JWT).
  *
- * Which project: an API key names its own; a `projectId` naming another project answers 403
- * `forbidden` on the field projectId. With a JWT, a `projectId` that is not the merchant's (another
- * merchant's, or none at all) answers the same 403, so the answer says nothing about other
+ * Which project: an API key names its own; a `projectId` naming another project answers 404
+ * `not_found` on the field projectId. With a JWT, a `projectId` that is not the merchant's (another
+ * merchant's, or none at all) answers the same 404, so the answer says nothing about other
  * merchants' projects. The project's environment (sandbox or live) comes from the key or from auth.
  */
 import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
@@ -15,7 +15,7 @@ import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
 import { environmentName, environmentOf, isoTime, isoTimeOrNull, publicNames } from '../json';
-import { HttpProblem, withRuleViolations } from '../problem';
+import { HttpProblem, unknownProject, withRuleViolations } from '../problem';
 import { IdParams, parseLimit } from '../schemas/common';
 import { IdempotencyKeyHeaders } from '../schemas/invoice';
 import {
@@ -97,15 +97,13 @@ interface ProjectScope {
   environment: 'live' | 'sandbox';
 }
 
-const forbiddenProject = (message: string) =>
-  new HttpProblem(403, 'forbidden', 'the request names a project the caller may not use', [{ field: 'projectId', message }]);
 
 /** The project a payout request acts on (see the file comment). */
 async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, projectId: string | undefined): Promise<ProjectScope> {
   const principal = req.principal;
   if (principal?.kind === 'api_key') {
     if (projectId !== undefined && projectId.toLowerCase() !== principal.projectId.toLowerCase()) {
-      throw forbiddenProject('is not the project of this API key');
+      throw unknownProject('is not the project of this API key');
     }
     return { projectId: principal.projectId, environment: principal.environment };
   }
@@ -121,7 +119,7 @@ async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, proje
     return { projectId: project.id, environment: environmentName(project.environment) };
   } catch (err) {
     const code = ConnectError.from(err).code;
-    if (code === Code.NotFound || code === Code.InvalidArgument) throw forbiddenProject('is not one of your projects');
+    if (code === Code.NotFound || code === Code.InvalidArgument) throw unknownProject('is not one of your projects');
     throw err;
   }
 }

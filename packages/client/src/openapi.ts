@@ -3564,7 +3564,7 @@ export interface operations {
                         /** @description Live invoices only: confirmations a payment needs before the invoice is Paid */
                         confirmationsRequired?: number;
                         pricing: {
-                            /** @description Price of one payCurrency unit in priceCurrency, fixed at creation: amountExpected = priceAmount / rate, rounded up */
+                            /** @description Price of one payCurrency unit in priceCurrency, fixed at creation: amountExpected = priceAmount / rate, rounded up (for amounts of more than 10^12 base units, where a rate of 15 significant digits is too coarse, to within 10^-14 of the amount; amountExpected itself is always the smallest amount worth the price, and amountExpected × rate covers priceAmount) */
                             rate: number;
                             /** @description Where the rate came from: the providers whose quotes made it (coinbase, kraken; the median of fresh quotes) or static (the rate table) */
                             rateSources: string[];

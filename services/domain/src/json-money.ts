@@ -19,7 +19,7 @@ import Decimal from 'decimal.js';
  *   the body verbatim, so it must be a number and nothing else.
  */
 export function decimalAsJsonNumber(decimal: string): string {
-  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d{1,2}))?$/.exec(decimal);
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d{1,3}))?$/.exec(decimal);
   if (!match) throw new Error(`not a decimal number: ${JSON.stringify(decimal.slice(0, 40))}`);
   const [, sign = '', whole = '', fraction = '', exponentText] = match;
   const exponent = exponentText === undefined ? 0 : Number(exponentText);
