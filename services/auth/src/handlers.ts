@@ -208,7 +208,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
         return { merchant: merchantMessage(outcome.merchant), token: session.token, expiresAt: timestampFromDate(session.expiresAt) };
       }
       case 'wrong':
-        throw invalidVerificationCode('is wrong');
+        throw wrongSignUpConfirmation();
       case 'expired':
         throw errors.conflict('verification_code_expired', 'no valid sign-up code is pending: register again for a new one');
     }
@@ -606,6 +606,17 @@ function isUuid(id: string): boolean {
 function requireId(id: string, what: string): string {
   if (!isUuid(id)) throw errors.notFound(what);
   return id;
+}
+
+/**
+ * A sign-up confirmation refused: a wrong code, a password other than the one registered with, or an
+ * email with no pending sign-up (none, or its code already used: the account exists) — one answer,
+ * so nothing tells which emails have an account; it names both things the caller may have mistyped.
+ */
+function wrongSignUpConfirmation() {
+  return serviceError(Code.InvalidArgument, 'invalid_verification_code', 'the verification code or the password is wrong', [
+    { field: 'code', message: 'is wrong, or the password is not the one registered with' },
+  ]);
 }
 
 function invalidVerificationCode(reason: string) {

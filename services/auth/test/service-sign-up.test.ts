@@ -154,8 +154,8 @@ describe('ConfirmRegistration', () => {
     expect(wrongCode).toEqual({
       connectCode: Code.InvalidArgument,
       code: 'invalid_verification_code',
-      message: 'the verification code is wrong',
-      violations: [{ field: 'code', message: 'is wrong' }],
+      message: 'the verification code or the password is wrong',
+      violations: [{ field: 'code', message: 'is wrong, or the password is not the one registered with' }],
     });
     expect(unknownEmail).toEqual(wrongCode);
     expect(registered).toEqual(wrongCode);
