@@ -37,7 +37,7 @@ export class HttpProblem extends Error {
 
 /**
  * A `projectId` the caller may not use (another merchant's, another key's, or none at all): 404 as
- * if the project did not exist (DESIGN §3: cross-project access answers 404), so the answer says
+ * if the project did not exist (docs/architecture.md#errors: cross-project access answers 404), so the answer says
  * nothing about other merchants' projects.
  */
 export function unknownProject(message: string): HttpProblem {
@@ -60,7 +60,7 @@ export function problemOf(status: number, code: string, detail: string, requestI
  * The answer to a request Node's HTTP parser refused before any route saw it (Fastify's
  * `clientErrorHandler`): 408 for headers or body not arrived in time, 431 for headers too large, 400
  * for anything malformed (a bad header, an unknown HTTP version, Content-Length beside
- * Transfer-Encoding). problem+json like every other error (DESIGN §7); the connection is closed.
+ * Transfer-Encoding). problem+json like every other error (docs/architecture.md#errors); the connection is closed.
  */
 export function clientErrorResponse(errorCode: string | undefined, requestId: string): string {
   const [status, code, detail] =

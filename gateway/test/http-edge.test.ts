@@ -89,7 +89,7 @@ test('headers that never finish: closed at the request timeout too', async () =>
   expect(afterMs).toBeLessThan(REQUEST_TIMEOUT_MS * 3);
 });
 
-/** A raw HTTP answer that is problem+json (DESIGN §7) with this status and code, on a closed connection. */
+/** A raw HTTP answer that is problem+json (docs/architecture.md#errors) with this status and code, on a closed connection. */
 function expectProblemAnswer(received: string, status: number, code: string) {
   const [head = '', body = ''] = received.split('\r\n\r\n');
   expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));

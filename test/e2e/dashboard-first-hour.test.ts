@@ -172,7 +172,7 @@ test('POST /api/invoice with a session names a project of the merchant; a live o
   const missing = await api.post('/api/invoice', body, { headers: bearer(merchant.token) });
   expect(missing.status).toBe(400);
   expect(missing.body.errors).toEqual([expect.objectContaining({ field: 'projectId' })]);
-  // Another merchant's project, or none: 404 as if it did not exist (DESIGN §3).
+  // Another merchant's project, or none: 404 as if it did not exist (docs/architecture.md#errors).
   const foreign = await api.post('/api/invoice', { ...body, projectId: othersProject.id }, { headers: bearer(merchant.token) });
   expect([foreign.status, foreign.body.code, foreign.body.errors]).toEqual([404, 'not_found', [{ field: 'projectId', message: 'is not one of your projects' }]]);
   const unverified = await api.post('/api/invoice', { ...body, projectId: live.id }, { headers: bearer(merchant.token) });
