@@ -42,11 +42,10 @@ export class RouteMethods {
   }
 
   /**
-   * For a request a parameter route (`routeUrl`) answered: the methods of the route of its own at
-   * `path` when there is one and it does not answer `method` (the request is then 405), else undefined.
+   * For a request a parameter route answered: the methods of the route of its own at `path` when
+   * there is one and it does not answer `method` (the request is then 405), else undefined.
    */
-  shadowedStaticRoute(routeUrl: string, path: string, method: string): string[] | undefined {
-    if (!routeUrl.includes(':')) return undefined;
+  shadowedStaticRoute(path: string, method: string): string[] | undefined {
     const own = this.staticRoutes.get(path);
     return own && !own.has(method) ? [...own].sort() : undefined;
   }

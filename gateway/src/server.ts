@@ -169,11 +169,11 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   });
   // A parameter route matched a path that is a route of its own for other methods (route-methods.ts).
   app.addHook('onRequest', (req, reply, done) => {
-    const routeUrl = req.routeOptions.url;
-    const path = routeUrl?.includes(':') ? req.url.split('?')[0]! : undefined;
-    const allowed = path === undefined ? undefined : routeMethods.shadowedStaticRoute(routeUrl!, path, req.method);
+    if (!req.routeOptions.url?.includes(':')) return done();
+    const path = req.url.split('?')[0]!;
+    const allowed = routeMethods.shadowedStaticRoute(path, req.method);
     if (allowed === undefined) return done();
-    methodNotAllowed(req, reply, path!, allowed);
+    methodNotAllowed(req, reply, path, allowed);
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

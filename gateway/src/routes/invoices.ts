@@ -122,7 +122,6 @@ interface InvoicingProject {
   paymentTolerancePercent: string;
 }
 
-
 /**
  * The project an invoice is created in. With an API key: the key's (a `projectId` must name it).
  * With a merchant JWT (the dashboard): the named project of that merchant; a live one only with a

@@ -97,7 +97,6 @@ interface ProjectScope {
   environment: 'live' | 'sandbox';
 }
 
-
 /** The project a payout request acts on (see the file comment). */
 async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, projectId: string | undefined): Promise<ProjectScope> {
   const principal = req.principal;
