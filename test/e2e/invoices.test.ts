@@ -12,7 +12,7 @@ import postgres from 'postgres';
 import { decodeSegwitV0 } from '../../services/invoice/test/support/independent-codecs';
 import { publishedEvents } from '../support/events';
 import { markEmailVerified } from '../support/accounts';
-import { apiKeyHeader, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
 
 let system: BootedSystem;
@@ -171,7 +171,7 @@ test('an amount under 10^-6 is written in plain notation in every invoice body, 
   const bodies = [
     paid.text,
     (await api.get(`/api/invoice/${inv.id}`, { headers: apiKeyHeader(sandbox.key) })).text,
-    (await api.get(`/api/merchant/invoices/${inv.id}`, { headers: { authorization: `Bearer ${merchantToken}` } })).text,
+    (await api.get(`/api/merchant/invoices/${inv.id}`, { headers: bearer(merchantToken) })).text,
     (await api.get(`/api/checkout/${inv.id}`)).text,
   ];
   for (const text of bodies) {
