@@ -47,6 +47,7 @@ export function projectJson(p: Project | undefined) {
     webhookUrl: project.webhookUrl ?? null,
     invoiceLifetimeMinutes: project.invoiceLifetimeMinutes,
     paymentTolerancePercent: decimalToJsonNumber(project.paymentTolerancePercent || '0'),
+    previousWebhookSecretExpiresAt: isoTimeOrNull(project.previousWebhookSecretExpiresAt),
     createdAt: isoTime(project.createdAt),
   };
 }

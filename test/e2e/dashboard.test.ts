@@ -248,11 +248,26 @@ describe('the merchant journey', () => {
     const saved = await api.get(`/api/merchant/projects/${projectId}`, { headers: bearer(merchant.token) });
     expect(saved.body).toMatchObject({ invoiceLifetimeMinutes: 45, paymentTolerancePercent: 1.25 });
     await page.getByRole('button', { name: 'Rotate webhook secret' }).click();
-    await page.getByRole('group', { name: 'Confirm rotation' }).getByRole('button', { name: 'Yes, rotate the secret' }).click();
+    const confirmRotation = page.getByRole('group', { name: 'Confirm rotation' });
+    // The replaced secret keeps signing for the time chosen (docs/webhook-delivery.md#secret-rotation).
+    expect(await confirmRotation.getByLabel('The old secret keeps signing for').inputValue()).toBe('1440');
+    await confirmRotation.getByLabel('The old secret keeps signing for').selectOption('60');
+    await confirmRotation.getByRole('button', { name: 'Yes, rotate the secret' }).click();
     const rotatedSecret = (await page.getByTestId('webhook-secret').textContent())!.trim();
     expect(rotatedSecret).toMatch(/^whsec_/);
     expect(rotatedSecret).not.toBe(webhookSecret);
+    await page.getByTestId('previous-secret').waitFor();
+    const overlapUntil = (await api.get(`/api/merchant/projects/${projectId}`, { headers: bearer(merchant.token) })).body.previousWebhookSecretExpiresAt;
+    expect(Date.parse(overlapUntil) - Date.now()).toBeGreaterThan(59 * 60_000);
+    expect(Date.parse(overlapUntil) - Date.now()).toBeLessThanOrEqual(60 * 60_000);
+    expect(await page.getByTestId('previous-secret').locator('time').getAttribute('datetime')).toBe(overlapUntil);
     await checkPage(tab, 'project-settings-rotated', `Settings — ${name}`);
+    // Stopped early: the notice goes, and the project says so.
+    await page.getByRole('button', { name: 'Stop the previous secret now' }).click();
+    await page.getByTestId('previous-secret').waitFor({ state: 'detached' });
+    expect((await api.get(`/api/merchant/projects/${projectId}`, { headers: bearer(merchant.token) })).body.previousWebhookSecretExpiresAt).toBeNull();
+    // The new secret is still shown until the page is left.
+    expect((await page.getByTestId('webhook-secret').textContent())!.trim()).toBe(rotatedSecret);
 
     await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'API keys' }).click();
     await page.getByText('No keys yet.').waitFor();

@@ -15,7 +15,7 @@ import { Value } from '@sinclair/typebox/value';
 import { headers as natsHeaders } from 'nats';
 import { Webhook } from 'standardwebhooks';
 import { InvoicePaidWebhook } from '../../gateway/src/schemas/webhook-events';
-import { signWebhook } from '../../services/notifier/src/domain/signing';
+import { generateWebhookSecret, signWebhook } from '../../services/notifier/src/domain/signing';
 import { bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
 import { signInto, systemEventKeys } from '../support/event-keys';
 import { testNatsUrl } from '../support/infra';
@@ -115,8 +115,72 @@ describe('invoice.paid', () => {
     const other = await merchantWithProject(r.url);
     expect(() => new Webhook(other.project.webhookSecret).verify(req.body, headersOf(req))).toThrow();
     // A replay signed correctly but 10 minutes old: refused for its timestamp.
-    const old = signWebhook({ id: headersOf(req)['webhook-id'] ?? '', timestamp: new Date(Date.now() - 10 * 60_000), body: req.body, secret: project.webhookSecret });
+    const old = signWebhook({ id: headersOf(req)['webhook-id'] ?? '', timestamp: new Date(Date.now() - 10 * 60_000), body: req.body, secrets: [project.webhookSecret] });
     expect(() => wh.verify(req.body, old)).toThrow(/timestamp too old/i);
+  });
+
+  test('a rotation keeps the replaced secret signing next to the new one until it ends (docs/webhook-delivery.md#secret-rotation)', async () => {
+    const r = await receiver();
+    const { merchant, project } = await merchantWithProject(r.url);
+    const path = `/api/merchant/projects/${project.id}`;
+    const verifies = (secret: string, req: ReceivedRequest) => {
+      try {
+        new Webhook(secret).verify(req.body, headersOf(req));
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const signatures = (req: ReceivedRequest) => headersOf(req)['webhook-signature']!.split(' ');
+    // The next invoice.paid signed as auth's rotation says (it reaches the notifier within milliseconds).
+    const webhookSignedWith = (secret: string) =>
+      eventually(async () => {
+        const paid = await createAndPay(api, project.key);
+        const [req] = await r.waitFor(1, 10_000, (q) => invoiceIdOf(q) === paid.id);
+        return req && verifies(secret, req) ? req : undefined;
+      }, 10_000, `a webhook signed with the secret ${secret.slice(0, 10)}…`);
+
+    // Out of range, or a field it does not know: refused, nothing rotated.
+    for (const body of [{ previousSecretExpiresInMinutes: 1441 }, { previousSecretExpiresInMinutes: -1 }, { previousSecretExpiresInMinutes: 1.5 }, { overlap: 5 }]) {
+      expectProblem(await api.post(`${path}/webhook-secret/rotate`, body, { headers: bearer(merchant.token) }), 400, 'validation_failed');
+    }
+    const first = await webhookSignedWith(project.webhookSecret);
+    expect(signatures(first)).toHaveLength(1);
+
+    // Default: the replaced secret signs for a day.
+    const rotated = await api.post(`${path}/webhook-secret/rotate`, undefined, { headers: bearer(merchant.token) });
+    expect(rotated.status).toBe(200);
+    expect(Object.keys(rotated.body).sort()).toEqual(['previousSecretExpiresAt', 'webhookSecret']);
+    const until = Date.parse(rotated.body.previousSecretExpiresAt);
+    expect(until - Date.now()).toBeGreaterThan(1439 * 60_000);
+    expect(until - Date.now()).toBeLessThanOrEqual(1440 * 60_000);
+    expect((await api.get(path, { headers: bearer(merchant.token) })).body.previousWebhookSecretExpiresAt).toBe(rotated.body.previousSecretExpiresAt);
+    const both = await webhookSignedWith(rotated.body.webhookSecret);
+    expect(signatures(both)).toHaveLength(2);
+    expect(verifies(project.webhookSecret, both)).toBe(true);
+    expect(verifies(generateWebhookSecret(), both)).toBe(false);
+
+    // Ended early: the next attempts carry the new secret's signature alone.
+    const ended = await api.delete(`${path}/webhook-secret/previous`, { headers: bearer(merchant.token) });
+    expect(ended.status).toBe(200);
+    expect(ended.body).toMatchObject({ id: project.id, previousWebhookSecretExpiresAt: null });
+    const alone = await eventually(async () => {
+      const paid = await createAndPay(api, project.key);
+      const [req] = await r.waitFor(1, 10_000, (q) => invoiceIdOf(q) === paid.id);
+      return req && !verifies(project.webhookSecret, req) ? req : undefined;
+    }, 10_000, 'a webhook the old secret no longer verifies');
+    expect(signatures(alone)).toHaveLength(1);
+    expect(verifies(rotated.body.webhookSecret, alone)).toBe(true);
+
+    // A leaked secret: 0 minutes, the replaced one stops at once.
+    const leaked = await api.post(`${path}/webhook-secret/rotate`, { previousSecretExpiresInMinutes: 0 }, { headers: bearer(merchant.token) });
+    expect(leaked.body).toEqual({ webhookSecret: expect.stringMatching(/^whsec_/), previousSecretExpiresAt: null });
+    const fresh = await webhookSignedWith(leaked.body.webhookSecret);
+    expect(signatures(fresh)).toHaveLength(1);
+    expect(verifies(rotated.body.webhookSecret, fresh)).toBe(false);
+    // Another merchant cannot end (or learn about) this project's previous secret.
+    const stranger = await registerMerchant(api);
+    expectProblem(await api.delete(`${path}/webhook-secret/previous`, { headers: bearer(stranger.token) }), 404, 'not_found');
   });
 
   test('an invoice without orderId sends orderId "" (as the public Invoice has it)', async () => {

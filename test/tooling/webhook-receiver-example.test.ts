@@ -39,7 +39,7 @@ test('verifies a signed delivery and prints it; refuses an altered one', async (
   const url = (await receiver.waitFor(/receiving webhooks on (http:\/\/127\.0\.0\.1:\d+)\//))[1]!;
   const body = JSON.stringify({ invoiceId: '5b0f7d1e-3c9a-4e44-9d7c-2f3a1b6c8e90', status: 'Paid' });
   // As the delivery worker sends them; fetch computes content-length from what it sends.
-  const { 'content-length': _length, ...headers } = webhookDeliveryHeaders({ id: 'evt-1', eventType: 'invoice.paid', timestamp: new Date(), body, secret });
+  const { 'content-length': _length, ...headers } = webhookDeliveryHeaders({ id: 'evt-1', eventType: 'invoice.paid', timestamp: new Date(), body, secrets: [secret] });
 
   const ok = await fetch(`${url}/coinvoice`, { method: 'POST', headers, body });
   expect(ok.status).toBe(204);

@@ -3,7 +3,7 @@ import { api } from '../api';
 import { ProjectFrame } from '../project-frame';
 import { AutoSweepSection } from './auto-sweep';
 import type { Project } from '../types';
-import { ErrorMessage, Field, SecretOnce, Time, useAction } from '../ui';
+import { ErrorMessage, Field, SecretOnce, SelectField, Time, useAction } from '../ui';
 
 function EditProject({ project, onSaved }: { project: Project; onSaved: () => void }) {
   const [name, setName] = useState(project.name);
@@ -53,26 +53,54 @@ function EditProject({ project, onSaved }: { project: Project; onSaved: () => vo
   );
 }
 
-function RotateSecret({ project }: { project: Project }) {
+/** How long the replaced secret keeps signing next to the new one (docs/webhook-delivery.md#secret-rotation). */
+const OVERLAP_CHOICES: Array<[minutes: string, label: string]> = [
+  ['1440', '24 hours'],
+  ['60', '1 hour'],
+  ['0', 'Stop it now (the old secret leaked)'],
+];
+
+function RotateSecret({ project, onChanged }: { project: Project; onChanged: () => void }) {
   const [confirming, setConfirming] = useState(false);
+  const [overlap, setOverlap] = useState(OVERLAP_CHOICES[0]![0]);
   const [secret, setSecret] = useState<string | null>(null);
-  const action = useAction(async () => {
-    const res = await api.post<{ webhookSecret: string }>(`/api/merchant/projects/${project.id}/webhook-secret/rotate`);
+  const rotate = useAction(async () => {
+    const res = await api.post<{ webhookSecret: string }>(`/api/merchant/projects/${project.id}/webhook-secret/rotate`, { previousSecretExpiresInMinutes: Number(overlap) });
     setSecret(res.webhookSecret);
     setConfirming(false);
+    onChanged();
+  });
+  const endPrevious = useAction(async () => {
+    await api.delete(`/api/merchant/projects/${project.id}/webhook-secret/previous`);
+    onChanged();
   });
   return (
     <section aria-labelledby="rotate-secret">
       <h2 id="rotate-secret">Webhook signing secret</h2>
-      <p>Rotating replaces the secret at once: webhooks sent after that are signed with the new one.</p>
+      <p>
+        Rotating creates a new secret that signs every webhook from then on. The old one can keep signing next to it (a second <code>v1,</code> signature)
+        for a while, so your endpoint accepts webhooks with either secret while you deploy the new one.
+      </p>
+      {project.previousWebhookSecretExpiresAt && (
+        <div class="confirm" role="group" aria-label="Previous secret">
+          <p data-testid="previous-secret">
+            The previous secret also signs webhooks until <Time iso={project.previousWebhookSecretExpiresAt} />.
+          </p>
+          <button type="button" disabled={endPrevious.busy} onClick={() => void endPrevious.run()}>
+            Stop the previous secret now
+          </button>
+          <ErrorMessage error={endPrevious.error} />
+        </div>
+      )}
       {!confirming ? (
         <button type="button" onClick={() => setConfirming(true)}>
           Rotate webhook secret
         </button>
       ) : (
         <div class="confirm" role="group" aria-label="Confirm rotation">
-          <p>Your endpoint will reject webhooks until it uses the new secret. Rotate now?</p>
-          <button type="button" class="danger" disabled={action.busy} onClick={() => void action.run()}>
+          <SelectField label="The old secret keeps signing for" value={overlap} onValue={setOverlap} options={OVERLAP_CHOICES} />
+          <p>{overlap === '0' ? 'Your endpoint will reject webhooks until it uses the new secret.' : 'Deploy the new secret before then.'} Rotate now?</p>
+          <button type="button" class="danger" disabled={rotate.busy} onClick={() => void rotate.run()}>
             Yes, rotate the secret
           </button>
           <button type="button" onClick={() => setConfirming(false)}>
@@ -80,7 +108,7 @@ function RotateSecret({ project }: { project: Project }) {
           </button>
         </div>
       )}
-      <ErrorMessage error={action.error} />
+      <ErrorMessage error={rotate.error} />
       {secret && (
         <SecretOnce label="Webhook secret" secret={secret} testId="webhook-secret" warning="Store the new signing secret now; it is not shown again." />
       )}
@@ -94,7 +122,7 @@ export function ProjectSettingsPage({ params }: { params: { id: string } }) {
       {(project, reload) => (
         <>
           <EditProject project={project} onSaved={reload} />
-          <RotateSecret project={project} />
+          <RotateSecret project={project} onChanged={reload} />
           <AutoSweepSection project={project} />
         </>
       )}

@@ -5,7 +5,7 @@ import { jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
-import { apiKeyJson, environmentOf, isoTime, merchantJson, projectJson } from '../json';
+import { apiKeyJson, environmentOf, isoTime, isoTimeOrNull, merchantJson, projectJson } from '../json';
 import {
   ApiKeyParams,
   ApiKeySchema,
@@ -23,6 +23,8 @@ import {
   ProjectSchema,
   RegisterBody,
   RegisterResponse,
+  RotatedWebhookSecretSchema,
+  RotateWebhookSecretBody,
   SessionSchema,
   UpdateProjectBody,
 } from '../schemas/merchant';
@@ -198,18 +200,38 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
     },
   });
 
-  app.post<{ Params: { id: string } }>('/api/merchant/projects/:id/webhook-secret/rotate', {
+  app.post<{ Params: { id: string }; Body: RotateWebhookSecretBody }>('/api/merchant/projects/:id/webhook-secret/rotate', {
     schema: {
       tags: ['dashboard'],
-      summary: 'Replace the project’s webhook signing secret; the new one is shown once',
+      summary: 'Replace the project’s webhook signing secret; the new one is shown once, and the replaced one keeps signing for a while (default a day)',
       security: bearer,
       params: ProjectParams,
-      response: { 200: Type.Object({ webhookSecret: Type.String() }) },
+      body: RotateWebhookSecretBody,
+      response: { 200: RotatedWebhookSecretSchema },
     },
     onRequest: hooks.merchant,
     handler: async (req) => {
-      const res = await auth.rotateWebhookSecret({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
-      return { webhookSecret: res.webhookSecret };
+      const res = await auth.rotateWebhookSecret({
+        merchantId: merchantPrincipal(req).merchantId,
+        projectId: req.params.id,
+        previousSecretExpiresInMinutes: req.body?.previousSecretExpiresInMinutes,
+      });
+      return { webhookSecret: res.webhookSecret, previousSecretExpiresAt: isoTimeOrNull(res.previousSecretExpiresAt) };
+    },
+  });
+
+  app.delete<{ Params: { id: string } }>('/api/merchant/projects/:id/webhook-secret/previous', {
+    schema: {
+      tags: ['dashboard'],
+      summary: 'Stop the secret the last rotation replaced from signing webhooks, now (the current secret alone signs from the next attempt on)',
+      security: bearer,
+      params: ProjectParams,
+      response: { 200: ProjectSchema },
+    },
+    onRequest: hooks.merchant,
+    handler: async (req) => {
+      const res = await auth.endPreviousWebhookSecret({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      return projectJson(res.project);
     },
   });
 

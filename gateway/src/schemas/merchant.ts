@@ -52,6 +52,9 @@ export const ProjectSchema = Type.Object(
     webhookUrl: Type.Union([Type.String(), Type.Null()]),
     invoiceLifetimeMinutes: Type.Integer(),
     paymentTolerancePercent: Type.Number({ description: 'Live invoices: a payment this many percent below amountExpected still pays (0 to 5)' }),
+    previousWebhookSecretExpiresAt: Type.Union([Timestamp, Type.Null()], {
+      description: 'Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does',
+    }),
     createdAt: Timestamp,
   },
   { $id: 'Project' },
@@ -65,6 +68,27 @@ const PaymentTolerancePercent = Type.Number({
   minimum: 0,
   maximum: 5,
   description: 'Percent below amountExpected a live payment may fall short and still pay the invoice (0 to 5, at most 2 decimals; default 0). Fixed on each invoice at creation.',
+});
+
+export const RotateWebhookSecretBody = Type.Optional(
+  Type.Object(
+    {
+      previousSecretExpiresInMinutes: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: 1440,
+          description:
+            'How long the replaced secret keeps signing webhooks next to the new one, so your receiver can switch without a failed delivery (0 to 1440 minutes; default 1440). 0 stops it at once, for a secret that leaked.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+export type RotateWebhookSecretBody = Static<typeof RotateWebhookSecretBody>;
+export const RotatedWebhookSecretSchema = Type.Object({
+  webhookSecret: Type.String({ description: 'The new whsec_… signing secret; shown only here' }),
+  previousSecretExpiresAt: Type.Union([Timestamp, Type.Null()], { description: 'Until when the replaced secret signs too; null when it stopped at once' }),
 });
 
 export const CreateProjectBody = Type.Object(

@@ -194,9 +194,26 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the project’s webhook signing secret; the new one is shown once */
+        /** Replace the project’s webhook signing secret; the new one is shown once, and the replaced one keeps signing for a while (default a day) */
         post: operations["postApiMerchantProjectsIdWebhookSecretRotate"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/merchant/projects/{id}/webhook-secret/previous": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Stop the secret the last rotation replaced from signing webhooks, now (the current secret alone signs from the next attempt on) */
+        delete: operations["deleteApiMerchantProjectsIdWebhookSecretPrevious"];
         options?: never;
         head?: never;
         patch?: never;
@@ -834,7 +851,7 @@ export interface webhooks {
         put?: never;
         /**
          * An invoice was paid (in the sandbox: a simulated payment)
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoicePaid"];
         delete?: never;
@@ -854,7 +871,7 @@ export interface webhooks {
         put?: never;
         /**
          * An unpaid invoice passed its expiredAt
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceExpired"];
         delete?: never;
@@ -874,7 +891,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: payments covering the price are on chain, awaiting confirmations
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceConfirming"];
         delete?: never;
@@ -894,7 +911,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: less than the price was received (amount so far, amountRemaining)
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoicePartiallyPaid"];
         delete?: never;
@@ -914,7 +931,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, another asset, or another network); amount, currency and network are the payment’s
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceLatePayment"];
         delete?: never;
@@ -934,7 +951,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: a chain reorg removed payments before Paid; status is where the invoice moved back to
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceReopened"];
         delete?: never;
@@ -954,7 +971,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout was requested and its amount held; it awaits the emailed code
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutRequested"];
         delete?: never;
@@ -974,7 +991,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout is verified (Pending) and waits to be sent: confirmed with its code, or created by the project’s auto-sweep
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutVerified"];
         delete?: never;
@@ -994,7 +1011,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout was sent on chain (Completed); its amount left the balance
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutCompleted"];
         delete?: never;
@@ -1014,7 +1031,7 @@ export interface webhooks {
         put?: never;
         /**
          * An operator refused a payout (Rejected); its amount is available again
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutRejected"];
         delete?: never;
@@ -1034,7 +1051,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout was cancelled; its amount is available again
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutCancelled"];
         delete?: never;
@@ -1958,6 +1975,8 @@ export interface operations {
                             invoiceLifetimeMinutes: number;
                             /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                             paymentTolerancePercent: number;
+                            /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                            previousWebhookSecretExpiresAt: string | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601 UTC timestamp
@@ -2061,6 +2080,8 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
+                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601 UTC timestamp
@@ -2184,6 +2205,8 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
+                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601 UTC timestamp
@@ -2290,6 +2313,8 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
+                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601 UTC timestamp
@@ -2391,6 +2416,122 @@ export interface operations {
             };
             cookie?: never;
         };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description How long the replaced secret keeps signing webhooks next to the new one, so your receiver can switch without a failed delivery (0 to 1440 minutes; default 1440). 0 stops it at once, for a secret that leaked. */
+                    previousSecretExpiresInMinutes?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The new whsec_… signing secret; shown only here */
+                        webhookSecret: string;
+                        /** @description Until when the replaced secret signs too; null when it stopped at once */
+                        previousSecretExpiresAt: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteApiMerchantProjectsIdWebhookSecretPrevious: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
         requestBody?: never;
         responses: {
             /** @description Success */
@@ -2400,7 +2541,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        webhookSecret: string;
+                        /**
+                         * Format: uuid
+                         * @description A UUID
+                         */
+                        id: string;
+                        name: string;
+                        environment: "live" | "sandbox";
+                        webhookUrl: string | null;
+                        invoiceLifetimeMinutes: number;
+                        /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
+                        paymentTolerancePercent: number;
+                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        previousWebhookSecretExpiresAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC timestamp
+                         */
+                        createdAt: string;
                     };
                 };
             };

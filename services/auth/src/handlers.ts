@@ -19,7 +19,7 @@
  * passed to the logger, only ids.
  */
 import { isWellFormedOneTimeCode, issueOneTimeCode, oneTimeCodeMatches } from '@coinvoice/domain/credentials/one-time-code';
-import { Code, errors, serviceError, enforceRateLimit, enqueueEvent, eventTransaction, type EventTransaction, type RateLimitPolicy, type RateLimitStore, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { Code, errors, invalidRequest, serviceError, enforceRateLimit, enqueueEvent, eventTransaction, type EventTransaction, type RateLimitPolicy, type RateLimitStore, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
 import { EmailCodePurpose, type NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type {
@@ -41,6 +41,7 @@ import type {
   VerifyOperatorTokenRequest,
   RevokeApiKeyRequest,
   RotateWebhookSecretRequest,
+  EndPreviousWebhookSecretRequest,
   UpdateProjectRequest,
   VerifyApiKeyRequest,
 } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -56,7 +57,7 @@ import {
   validateRegistrationConfirmation,
   type Validated,
 } from './domain/validation';
-import { generateWebhookSecret } from './domain/webhook-secrets';
+import { generateWebhookSecret, PREVIOUS_WEBHOOK_SECRET_DEFAULT_MINUTES, PREVIOUS_WEBHOOK_SECRET_MAX_MINUTES } from './domain/webhook-secrets';
 import type { WebhookUrlPolicy } from './domain/webhook-url-policy';
 import { hashApiKey, issueApiKey, parseApiKey } from '@coinvoice/domain/credentials/api-keys';
 import type { SessionSubject } from '@coinvoice/domain/credentials/jwt';
@@ -375,18 +376,18 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     });
     if (!project) throw errors.notFound('merchant');
     this.deps.logger.info({ merchantId, projectId: project.id, environment: project.environment }, 'project created');
-    return { project: projectMessage(project), webhookSecret };
+    return { project: projectMessage(project, this.now()), webhookSecret };
   }
 
   async listProjects(req: ListProjectsRequest) {
     if (!isUuid(req.merchantId)) return { projects: [] };
     const projects = await this.deps.projects.listByMerchant(req.merchantId);
-    return { projects: projects.map(projectMessage) };
+    return { projects: projects.map((project) => projectMessage(project, this.now())) };
   }
 
   async getProject(req: GetProjectRequest) {
     const project = await this.ownedProject(req.merchantId, req.projectId);
-    return { project: projectMessage(project) };
+    return { project: projectMessage(project, this.now()) };
   }
 
   async updateProject(req: UpdateProjectRequest) {
@@ -411,21 +412,40 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     });
     if (!project) throw errors.notFound('project');
     if (changesSomething) this.deps.logger.info({ merchantId, projectId, fields: Object.keys(changes) }, 'project updated');
-    return { project: projectMessage(project) };
+    return { project: projectMessage(project, this.now()) };
   }
 
   async rotateWebhookSecret(req: RotateWebhookSecretRequest) {
     const merchantId = requireId(req.merchantId, 'project');
     const projectId = requireId(req.projectId, 'project');
+    const overlapMinutes = req.previousSecretExpiresInMinutes ?? PREVIOUS_WEBHOOK_SECRET_DEFAULT_MINUTES;
+    if (!Number.isInteger(overlapMinutes) || overlapMinutes < 0 || overlapMinutes > PREVIOUS_WEBHOOK_SECRET_MAX_MINUTES) {
+      throw invalidRequest([{ field: 'previousSecretExpiresInMinutes', message: `must be a whole number of minutes from 0 to ${PREVIOUS_WEBHOOK_SECRET_MAX_MINUTES}` }]);
+    }
     const webhookSecret = generateWebhookSecret();
     const project = await eventTransaction(this.deps.sql, async (tx) => {
-      const updated = await this.deps.projects.replaceWebhookSecret(tx, merchantId, projectId, webhookSecret);
+      const updated = await this.deps.projects.replaceWebhookSecret(tx, merchantId, projectId, webhookSecret, overlapMinutes * 60_000);
       if (updated) await enqueueEvent(tx, projectUpdatedEvent(updated, { webhookSecretRotated: true }));
       return updated;
     });
     if (!project) throw errors.notFound('project');
-    this.deps.logger.info({ merchantId, projectId }, 'webhook secret rotated');
-    return { webhookSecret };
+    const previousUntil = project.previous_webhook_secret_expires_at;
+    this.deps.logger.info({ merchantId, projectId, previousSecretExpiresAt: previousUntil }, 'webhook secret rotated');
+    return { webhookSecret, ...(previousUntil === null ? {} : { previousSecretExpiresAt: timestampFromDate(previousUntil) }) };
+  }
+
+  async endPreviousWebhookSecret(req: EndPreviousWebhookSecretRequest) {
+    const merchantId = requireId(req.merchantId, 'project');
+    const projectId = requireId(req.projectId, 'project');
+    const ended = await eventTransaction(this.deps.sql, async (tx) => {
+      const result = await this.deps.projects.endPreviousWebhookSecret(tx, merchantId, projectId);
+      // The notifiers forget the project's context: the next attempt is signed with the current secret alone.
+      if (result?.ended) await enqueueEvent(tx, projectUpdatedEvent(result.row, { webhookSecretRotated: true }));
+      return result;
+    });
+    if (!ended) throw errors.notFound('project');
+    if (ended.ended) this.deps.logger.info({ merchantId, projectId }, 'previous webhook secret ended');
+    return { project: projectMessage(ended.row, this.now()) };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -513,6 +533,9 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       merchantEmail: context.merchant_email,
       ...(context.webhook_url === null ? {} : { webhookUrl: context.webhook_url }),
       webhookSecret: context.webhook_secret,
+      ...(context.previous_webhook_secret === null || context.previous_webhook_secret_expires_at === null
+        ? {}
+        : { previousWebhookSecret: context.previous_webhook_secret, previousWebhookSecretExpiresAt: timestampFromDate(context.previous_webhook_secret_expires_at) }),
       invoiceLifetimeMinutes: context.invoice_lifetime_minutes,
       merchantEmailVerified: context.merchant_email_verified,
     };

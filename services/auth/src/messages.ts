@@ -40,7 +40,8 @@ export function merchantMessage(row: MerchantRow): Merchant {
   });
 }
 
-export function projectMessage(row: ProjectRow): Project {
+export function projectMessage(row: ProjectRow, now: Date): Project {
+  const previousUntil = row.previous_webhook_secret_expires_at;
   return create(ProjectSchema, {
     id: row.id,
     merchantId: row.merchant_id,
@@ -50,6 +51,8 @@ export function projectMessage(row: ProjectRow): Project {
     invoiceLifetimeMinutes: row.invoice_lifetime_minutes,
     paymentTolerancePercent: canonicalPercent(row.payment_tolerance_percent),
     createdAt: timestampFromDate(row.created_at),
+    // A previous secret whose overlap has run out signs nothing: not shown.
+    ...(previousUntil !== null && previousUntil > now ? { previousWebhookSecretExpiresAt: timestampFromDate(previousUntil) } : {}),
   });
 }
 

@@ -68,6 +68,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
         getProject: ['gateway'],
         updateProject: ['gateway'],
         rotateWebhookSecret: ['gateway'],
+        endPreviousWebhookSecret: ['gateway'],
         createApiKey: ['gateway'],
         listApiKeys: ['gateway'],
         revokeApiKey: ['gateway'],

@@ -188,6 +188,99 @@ describe('UpdateProject and RotateWebhookSecret', () => {
   });
 });
 
+describe('RotateWebhookSecret: the replaced secret signs on for a while (docs/webhook-delivery.md#secret-rotation)', () => {
+  const minutesFromNow = (at: Date) => (at.getTime() - Date.now()) / 60_000;
+
+  it('keeps the replaced secret for a day by default: in the project, in the context the notifier signs with', async () => {
+    const { project, webhookSecret: original } = await createProject(alice, { webhookUrl: 'https://overlap.example.com/h' });
+    expect(project.previousWebhookSecretExpiresAt).toBeUndefined();
+    expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeUndefined();
+
+    const rotated = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
+    const until = timestampDate(rotated.previousSecretExpiresAt!);
+    expect(minutesFromNow(until)).toBeGreaterThan(1439);
+    expect(minutesFromNow(until)).toBeLessThanOrEqual(1440);
+    const context = await client.getProjectContext({ projectId: project.id });
+    expect(context.webhookSecret).toBe(rotated.webhookSecret);
+    expect(context.previousWebhookSecret).toBe(original);
+    expect(timestampDate(context.previousWebhookSecretExpiresAt!)).toEqual(until);
+    expect(timestampDate((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt!)).toEqual(until);
+    // Never in plaintext at rest.
+    expect((await auth.db`select previous_webhook_secret from projects where id = ${project.id}`)[0]!.previous_webhook_secret).not.toContain(original.slice(6));
+
+    // A second rotation: the secret it replaces is the previous one now; the original signs no more.
+    const again = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 30 });
+    const second = await client.getProjectContext({ projectId: project.id });
+    expect(second.webhookSecret).toBe(again.webhookSecret);
+    expect(second.previousWebhookSecret).toBe(rotated.webhookSecret);
+    expect(minutesFromNow(timestampDate(again.previousSecretExpiresAt!))).toBeGreaterThan(29);
+    expect(minutesFromNow(timestampDate(again.previousSecretExpiresAt!))).toBeLessThanOrEqual(30);
+  });
+
+  it('0 minutes stops the replaced secret at once (a leaked secret)', async () => {
+    const { project } = await createProject(alice, { webhookUrl: 'https://leaked.example.com/h' });
+    await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
+    const rotated = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 0 });
+    expect(rotated.previousSecretExpiresAt).toBeUndefined();
+    const context = await client.getProjectContext({ projectId: project.id });
+    expect(context.previousWebhookSecret).toBeUndefined();
+    expect(context.previousWebhookSecretExpiresAt).toBeUndefined();
+    expect((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
+    const [row] = await auth.db`select previous_webhook_secret, previous_webhook_secret_kek_id, previous_webhook_secret_expires_at from projects where id = ${project.id}`;
+    expect(row).toEqual({ previous_webhook_secret: null, previous_webhook_secret_kek_id: null, previous_webhook_secret_expires_at: null });
+  });
+
+  it('refuses an overlap outside 0 to 1440 minutes, changing nothing', async () => {
+    const { project, webhookSecret } = await createProject(alice);
+    for (const minutes of [-1, 1441, 100_000]) {
+      expect(await rpcError(client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: minutes }))).toMatchObject({
+        connectCode: Code.InvalidArgument,
+        code: 'validation_failed',
+        violations: [{ field: 'previousSecretExpiresInMinutes', message: 'must be a whole number of minutes from 0 to 1440' }],
+      });
+    }
+    expect((await client.getProjectContext({ projectId: project.id })).webhookSecret).toBe(webhookSecret);
+  });
+
+  it('an overlap that ran out hands nothing out: not in the context, not in the project', async () => {
+    const { project } = await createProject(alice);
+    await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 1 });
+    expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeDefined();
+    // A minute later, as Postgres' clock sees it.
+    await auth.db`update projects set previous_webhook_secret_expires_at = now() - interval '1 millisecond' where id = ${project.id}`;
+    const context = await client.getProjectContext({ projectId: project.id });
+    expect(context.previousWebhookSecret).toBeUndefined();
+    expect(context.previousWebhookSecretExpiresAt).toBeUndefined();
+    expect((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
+    expect((await client.listProjects({ merchantId: alice })).projects.find((p) => p.id === project.id)!.previousWebhookSecretExpiresAt).toBeUndefined();
+  });
+
+  it('EndPreviousWebhookSecret stops it now and tells the notifiers; another merchant\'s project is not_found', async () => {
+    const { project } = await createProject(alice, { webhookUrl: 'https://end.example.com/h' });
+    const watcher = new SubjectWatcher(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
+    try {
+      await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
+      await watcher.waitFor(1);
+      expect(await rpcError(client.endPreviousWebhookSecret({ merchantId: bob, projectId: project.id }))).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
+      expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeDefined();
+
+      const ended = await client.endPreviousWebhookSecret({ merchantId: alice, projectId: project.id });
+      expect(ended.project!.id).toBe(project.id);
+      expect(ended.project!.previousWebhookSecretExpiresAt).toBeUndefined();
+      expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeUndefined();
+      const [, received] = await watcher.waitFor(2);
+      expect(decodeEvent(ProjectUpdatedSchema, received!.msg)).toMatchObject({ projectId: project.id, webhookSecretRotated: true });
+
+      // Nothing left to end: answered alike, no further event.
+      expect((await client.endPreviousWebhookSecret({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(watcher.messages).toHaveLength(2);
+    } finally {
+      await watcher.close();
+    }
+  });
+});
+
 describe('GetProjectContext (internal)', () => {
   it('returns the project with its merchant email, webhook URL and secret', async () => {
     const owner = await register(auth, { email: 'Owner.Context@Example.com' });

@@ -44,7 +44,7 @@ import {
 import type { DeliveryState } from './domain/delivery-state';
 import { autoSweepVerificationEmail, emailVerificationEmail, payoutVerificationEmail, signUpAttemptEmail, type Mailer } from './email';
 import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
-import { webhookDeliveryHeaders } from './domain/signing';
+import { signingSecrets, webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
 import { currentProjectEventSeq, listProjectEvents } from './store/project-events';
 import {
@@ -237,11 +237,11 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, afterSeq: req.cursor, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
     const now = new Date();
     return {
-      // Signed now with the current secret, as the next delivery attempt would be.
+      // Signed now with the secrets in force, as the next delivery attempt would be.
       events: rows.map((row) => ({
         eventId: row.event_id,
         eventType: row.event_type,
-        headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: now, body: row.body, secret: project.webhookSecret }),
+        headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: now, body: row.body, secrets: signingSecrets(project, now) }),
         body: row.body,
       })),
       cursor: rows.at(-1)?.seq ?? req.cursor,

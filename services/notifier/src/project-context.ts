@@ -10,6 +10,7 @@
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 
 export interface ProjectContext {
   projectId: string;
@@ -17,6 +18,11 @@ export interface ProjectContext {
   /** Undefined when the project has no webhook. */
   webhookUrl: string | undefined;
   webhookSecret: string;
+  /**
+   * The secret the last rotation replaced, signing next to webhookSecret until `expiresAt`
+   * (docs/webhook-delivery.md#secret-rotation); undefined when none is in force.
+   */
+  previousWebhookSecret: { secret: string; expiresAt: Date } | undefined;
   merchantEmail: string;
 }
 
@@ -119,6 +125,10 @@ export class AuthProjectDirectory implements ProjectDirectory {
         environment: environmentName(res.environment),
         webhookUrl: res.webhookUrl === undefined || res.webhookUrl === '' ? undefined : res.webhookUrl,
         webhookSecret: res.webhookSecret,
+        previousWebhookSecret:
+          res.previousWebhookSecret === undefined || res.previousWebhookSecretExpiresAt === undefined
+            ? undefined
+            : { secret: res.previousWebhookSecret, expiresAt: timestampDate(res.previousWebhookSecretExpiresAt) },
         merchantEmail: res.merchantEmail,
       };
     } catch (err) {

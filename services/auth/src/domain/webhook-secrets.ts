@@ -11,6 +11,13 @@ export const WEBHOOK_SECRET_MAX_BYTES = 32;
 /** 32 bytes: a full 256-bit HMAC-SHA256 key. */
 export const WEBHOOK_SECRET_DEFAULT_BYTES = 32;
 
+/**
+ * After a rotation the replaced secret signs next to the new one (docs/webhook-delivery.md#secret-rotation):
+ * a day unless the merchant says otherwise, never longer; 0 stops it at once.
+ */
+export const PREVIOUS_WEBHOOK_SECRET_DEFAULT_MINUTES = 1440;
+export const PREVIOUS_WEBHOOK_SECRET_MAX_MINUTES = 1440;
+
 export function generateWebhookSecret(byteLength: number = WEBHOOK_SECRET_DEFAULT_BYTES): string {
   if (!Number.isInteger(byteLength) || byteLength < WEBHOOK_SECRET_MIN_BYTES || byteLength > WEBHOOK_SECRET_MAX_BYTES) {
     throw new RangeError(`webhook secrets are ${WEBHOOK_SECRET_MIN_BYTES}–${WEBHOOK_SECRET_MAX_BYTES} random bytes`);

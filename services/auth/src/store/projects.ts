@@ -8,9 +8,20 @@ import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
 import type { ProjectEnvironment } from '@coinvoice/domain/environment';
 import { isForeignKeyViolation } from './pg-errors';
 import type { ProjectContextRow, ProjectRow } from './rows';
-import { openStored, webhookSecretContext } from './secrets';
+import { openStored, previousWebhookSecretContext, webhookSecretContext } from './secrets';
 
-const PROJECT_COLUMNS = ['id', 'merchant_id', 'name', 'environment', 'webhook_url', 'invoice_lifetime_minutes', 'payment_tolerance_percent', 'created_at', 'updated_at'];
+const PROJECT_COLUMNS = [
+  'id',
+  'merchant_id',
+  'name',
+  'environment',
+  'webhook_url',
+  'invoice_lifetime_minutes',
+  'payment_tolerance_percent',
+  'previous_webhook_secret_expires_at',
+  'created_at',
+  'updated_at',
+];
 
 export interface NewProject {
   merchantId: string;
@@ -87,26 +98,77 @@ export class ProjectStore {
     return row;
   }
 
-  /** Replaces the webhook secret of the merchant's project; undefined when not theirs. */
-  async replaceWebhookSecret(tx: TransactionSql, merchantId: string, projectId: string, secret: string): Promise<ProjectRow | undefined> {
+  /**
+   * Replaces the webhook secret of the merchant's project; undefined when not theirs. The replaced
+   * secret keeps signing next to the new one for `previousValidMs` (0: it stops now), replacing any
+   * earlier previous secret (docs/webhook-delivery.md#secret-rotation).
+   */
+  async replaceWebhookSecret(tx: TransactionSql, merchantId: string, projectId: string, secret: string, previousValidMs: number): Promise<ProjectRow | undefined> {
+    const [current] = await tx<{ webhook_secret: string; webhook_secret_kek_id: string | null }[]>`
+      select webhook_secret, webhook_secret_kek_id from projects
+      where id = ${projectId} and merchant_id = ${merchantId}
+      for update`;
+    if (!current) return undefined;
+    const previous =
+      previousValidMs > 0
+        ? this.box.encrypt(openStored(this.box, current.webhook_secret, current.webhook_secret_kek_id, webhookSecretContext(projectId)), previousWebhookSecretContext(projectId))
+        : null;
     const [row] = await tx<ProjectRow[]>`
       update projects
-      set webhook_secret = ${this.box.encrypt(secret, webhookSecretContext(projectId))}, webhook_secret_kek_id = ${this.box.current.id}, updated_at = now()
+      set webhook_secret = ${this.box.encrypt(secret, webhookSecretContext(projectId))}, webhook_secret_kek_id = ${this.box.current.id},
+          previous_webhook_secret = ${previous}, previous_webhook_secret_kek_id = ${previous === null ? null : this.box.current.id},
+          previous_webhook_secret_expires_at = ${previous === null ? null : tx`now() + ${previousValidMs}::bigint * interval '1 millisecond'`},
+          updated_at = now()
       where id = ${projectId} and merchant_id = ${merchantId}
       returning ${tx(PROJECT_COLUMNS)}`;
     return row;
   }
 
+  /** Stops the previous webhook secret of the merchant's project now; undefined when not theirs. */
+  async endPreviousWebhookSecret(tx: TransactionSql, merchantId: string, projectId: string): Promise<{ row: ProjectRow; ended: boolean } | undefined> {
+    const [row] = await tx<(ProjectRow & { ended: boolean })[]>`
+      with before as (
+        select id, (previous_webhook_secret_expires_at > now()) as in_force from projects
+        where id = ${projectId} and merchant_id = ${merchantId}
+        for update
+      )
+      update projects p
+      set previous_webhook_secret = null, previous_webhook_secret_kek_id = null, previous_webhook_secret_expires_at = null,
+          updated_at = case when p.previous_webhook_secret is null then p.updated_at else now() end
+      from before
+      where p.id = before.id
+      returning ${tx(PROJECT_COLUMNS.map((column) => `p.${column}`))}, coalesce(before.in_force, false) as ended`;
+    if (!row) return undefined;
+    const { ended, ...project } = row;
+    return { row: project, ended };
+  }
+
   /** A project with its merchant's email and the webhook secret, for other services. */
   async findContext(projectId: string): Promise<ProjectContextRow | undefined> {
-    const [row] = await this.sql<(ProjectContextRow & { webhook_secret_kek_id: string | null })[]>`
+    const [row] = await this.sql<
+      (Omit<ProjectContextRow, 'previous_webhook_secret'> & {
+        webhook_secret_kek_id: string | null;
+        previous_webhook_secret: string | null;
+        previous_webhook_secret_kek_id: string | null;
+      })[]
+    >`
       select p.id, p.merchant_id, p.name, p.environment, p.webhook_url, p.invoice_lifetime_minutes, p.payment_tolerance_percent::text,
              p.created_at, p.updated_at, p.webhook_secret, p.webhook_secret_kek_id,
+             -- Only while in force: an expired previous secret is never handed out.
+             case when p.previous_webhook_secret_expires_at > now() then p.previous_webhook_secret end as previous_webhook_secret,
+             case when p.previous_webhook_secret_expires_at > now() then p.previous_webhook_secret_kek_id end as previous_webhook_secret_kek_id,
+             case when p.previous_webhook_secret_expires_at > now() then p.previous_webhook_secret_expires_at end as previous_webhook_secret_expires_at,
              m.email as merchant_email, (m.email_verified_at is not null) as merchant_email_verified
       from projects p join merchants m on m.id = p.merchant_id
       where p.id = ${projectId}`;
     if (!row) return undefined;
-    const { webhook_secret_kek_id: kekId, ...context } = row;
-    return { ...context, webhook_secret: openStored(this.box, row.webhook_secret, kekId, webhookSecretContext(row.id)) };
+    const { webhook_secret_kek_id: kekId, previous_webhook_secret_kek_id: previousKekId, ...context } = row;
+    return {
+      ...context,
+      webhook_secret: openStored(this.box, row.webhook_secret, kekId, webhookSecretContext(row.id)),
+      previous_webhook_secret:
+        row.previous_webhook_secret === null ? null : openStored(this.box, row.previous_webhook_secret, previousKekId, previousWebhookSecretContext(row.id)),
+    };
   }
 }
+

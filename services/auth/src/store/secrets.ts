@@ -1,6 +1,6 @@
 /**
  * Where the auth service's secrets at rest live and how they are (re-)encrypted: webhook secrets
- * (projects.webhook_secret) and JWT signing keys (signing_keys.private_key_pem), each sealed with
+ * (projects.webhook_secret, and projects.previous_webhook_secret while a rotation's overlap lasts) and JWT signing keys (signing_keys.private_key_pem), each sealed with
  * the runtime SecretBox and bound to its row (the context names table, column and row id).
  */
 import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
@@ -8,6 +8,7 @@ import type { Sql } from '@coinvoice/runtime';
 
 
 export const webhookSecretContext = (projectId: string) => `projects.webhook_secret:${projectId.toLowerCase()}`;
+export const previousWebhookSecretContext = (projectId: string) => `projects.previous_webhook_secret:${projectId.toLowerCase()}`;
 export const signingKeyContext = (kid: string) => `signing_keys.private_key_pem:${kid}`;
 
 /** Opens a stored value: encrypted, or plaintext written before encryption (kek id null). */
@@ -29,14 +30,22 @@ export async function reencryptSecrets(sql: Sql, box: SecretBox, batchSize = 200
   const current = box.current.id;
   for (;;) {
     const done = await sql.begin(async (tx) => {
-      const rows = await tx<{ id: string; webhook_secret: string; webhook_secret_kek_id: string | null }[]>`
-        select id, webhook_secret, webhook_secret_kek_id from projects
-        where webhook_secret_kek_id is distinct from ${current}
+      const rows = await tx<
+        { id: string; webhook_secret: string; webhook_secret_kek_id: string | null; previous_webhook_secret: string | null; previous_webhook_secret_kek_id: string | null }[]
+      >`
+        select id, webhook_secret, webhook_secret_kek_id, previous_webhook_secret, previous_webhook_secret_kek_id from projects
+        where webhook_secret_kek_id is distinct from ${current} or previous_webhook_secret_kek_id <> ${current}
         order by id limit ${batchSize} for update skip locked`;
       for (const row of rows) {
         const context = webhookSecretContext(row.id);
         const plain = openStored(box, row.webhook_secret, row.webhook_secret_kek_id, context);
         await tx`update projects set webhook_secret = ${box.encrypt(plain, context)}, webhook_secret_kek_id = ${current} where id = ${row.id}`;
+        if (row.previous_webhook_secret !== null && row.previous_webhook_secret_kek_id !== null) {
+          // The secret a rotation replaced, still signing for a while: re-wrapped alike.
+          const previousContext = previousWebhookSecretContext(row.id);
+          const previous = box.decrypt(row.previous_webhook_secret, previousContext);
+          await tx`update projects set previous_webhook_secret = ${box.encrypt(previous, previousContext)}, previous_webhook_secret_kek_id = ${current} where id = ${row.id}`;
+        }
       }
       report.webhookSecrets += rows.length;
       return rows.length < batchSize;

@@ -29,7 +29,7 @@ import { WebhookDeliveryFailedSchema } from '@coinvoice/runtime/gen/coinvoice/no
 import { applyDeliveryEvent, deliveryEventForAttempt, type WebhookDelivery } from '../domain/delivery-state';
 import { destinationHost, Slots } from '../domain/delivery-slots';
 import { classifyAttempt, type AttemptResult, type RandomSource, type RetrySchedule } from '../domain/retry-schedule';
-import { webhookDeliveryHeaders } from '../domain/signing';
+import { signingSecrets, webhookDeliveryHeaders, type SigningSecrets } from '../domain/signing';
 import type { SsrfGuard } from '@coinvoice/domain/ssrf';
 import type { ProjectContext, ProjectDirectory } from '../project-context';
 import {
@@ -382,7 +382,7 @@ export class DeliveryWorker implements Worker {
     if (token === null) throw new Error(`delivery ${row.id} was claimed without a lease token`);
     const log = this.logger.child({ deliveryId: row.id, eventId: row.event_id, eventType: row.event_type, projectId: row.project_id });
 
-    let secret: string | undefined;
+    let secrets: SigningSecrets | undefined;
     let projectKnown = true;
     // Every attempt goes to the project's webhook URL now: a merchant who fixes a broken URL gets
     // the pending retries there, not at the old address.
@@ -391,7 +391,7 @@ export class DeliveryWorker implements Worker {
       const project = fresh ?? (await this.options.projects.get(row.project_id));
       if (project === undefined) projectKnown = false;
       else {
-        secret = project.webhookSecret;
+        secrets = signingSecrets(project, new Date());
         url = project.webhookUrl;
       }
     } catch (err) {
@@ -411,7 +411,7 @@ export class DeliveryWorker implements Worker {
       this.dueAgainAt(dueAt);
       return;
     }
-    const record = !projectKnown || secret === undefined ? projectGone(row) : url === undefined ? noWebhookUrl() : await this.attempt({ ...row, url }, secret);
+    const record = !projectKnown || secrets === undefined ? projectGone(row) : url === undefined ? noWebhookUrl() : await this.attempt({ ...row, url }, secrets);
     const sentTo = url ?? row.url;
     const outcome = classifyAttempt(record.result);
     const delivery = toDomain(row);
@@ -473,12 +473,12 @@ export class DeliveryWorker implements Worker {
     else log.info({ ...fields, error: record.error, nextAttemptAt: next.nextAttemptAt }, 'webhook attempt failed; retry scheduled');
   }
 
-  private async attempt(row: DeliveryRow, secret: string): Promise<AttemptRecord> {
+  private async attempt(row: DeliveryRow, secrets: SigningSecrets): Promise<AttemptRecord> {
     const attemptedAt = new Date();
     const started = performance.now();
     let headers: Record<string, string> = {};
     try {
-      headers = webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: attemptedAt, body: row.body, secret });
+      headers = webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: attemptedAt, body: row.body, secrets });
     } catch (err) {
       return failed(attemptedAt, headers, `cannot sign: ${err instanceof Error ? err.message : String(err)}`);
     }

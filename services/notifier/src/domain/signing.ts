@@ -5,7 +5,10 @@
  *
  *   webhook-id:        the event id (the same on every retry, so receivers can deduplicate)
  *   webhook-timestamp: unix seconds of this attempt
- *   webhook-signature: "v1," + base64(HMAC-SHA256(secret bytes, `${id}.${timestamp}.${body}`))
+ *   webhook-signature: "v1," + base64(HMAC-SHA256(secret bytes, `${id}.${timestamp}.${body}`)), one per
+ *                      signing secret, space-separated: after a rotation the replaced secret signs
+ *                      too until its overlap ends (docs/webhook-delivery.md#secret-rotation), and a
+ *                      receiver accepts a delivery any one of them verifies
  *   webhook-event-type: the event type (e.g. invoice.paid), docs/architecture.md#webhook-event-type: bodies of different
  *                      events arrive at the same URL, so the receiver dispatches on this header
  *
@@ -56,19 +59,32 @@ export function unixSeconds(at: Date): number {
   return Math.floor(at.getTime() / 1000);
 }
 
+/** The secrets a project's deliveries are signed with at `now`: the current one first. */
+export type SigningSecrets = readonly [string, ...string[]];
+
+/**
+ * The secrets that sign a project's attempt at `now`: the current one, and the one the last
+ * rotation replaced while its overlap lasts (docs/webhook-delivery.md#secret-rotation).
+ */
+export function signingSecrets(project: { webhookSecret: string; previousWebhookSecret: { secret: string; expiresAt: Date } | undefined }, now: Date): SigningSecrets {
+  const previous = project.previousWebhookSecret;
+  return previous !== undefined && previous.expiresAt > now && previous.secret !== project.webhookSecret ? [project.webhookSecret, previous.secret] : [project.webhookSecret];
+}
+
 /**
  * The three headers for one delivery attempt. `body` must be the exact bytes sent (and stored):
  * the receiver verifies the raw body it got, so re-serialising would break the signature.
  */
-export function signWebhook(params: { id: string; timestamp: Date; body: string; secret: string }): WebhookSignatureHeaders {
+export function signWebhook(params: { id: string; timestamp: Date; body: string; secrets: SigningSecrets }): WebhookSignatureHeaders {
   if (params.id === '' || /\s/.test(params.id)) throw new Error('webhook id must be non-empty without whitespace');
   // The key checked here (prefix, clean base64) and handed over as bytes: the package would read a
   // secret without the prefix, or with stray characters, as some other key.
-  const signer = new Webhook(decodeWebhookSecret(params.secret), { format: 'raw' });
+  const signatures = params.secrets.map((secret) => new Webhook(decodeWebhookSecret(secret), { format: 'raw' }).sign(params.id, params.timestamp, params.body));
   return {
     'webhook-id': params.id,
     'webhook-timestamp': String(unixSeconds(params.timestamp)),
-    'webhook-signature': signer.sign(params.id, params.timestamp, params.body),
+    // Standard Webhooks: several signatures are space-delimited.
+    'webhook-signature': signatures.join(' '),
   };
 }
 
@@ -85,7 +101,7 @@ export function webhookDeliveryHeaders(params: {
   eventType: string;
   timestamp: Date;
   body: string;
-  secret: string;
+  secrets: SigningSecrets;
 }): WebhookDeliveryHeaders & { 'content-type': string; 'content-length': string; 'user-agent': string } {
   if (!EVENT_TYPE.test(params.eventType)) throw new Error(`webhook event type must look like invoice.paid, got "${params.eventType}"`);
   return {

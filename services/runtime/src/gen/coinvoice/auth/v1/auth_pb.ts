@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file coinvoice/auth/v1/auth.proto.
  */
 export const file_coinvoice_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Chxjb2ludm9pY2UvYXV0aC92MS9hdXRoLnByb3RvEhFjb2ludm9pY2UuYXV0aC52MSKNAQoITWVyY2hhbnQSCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghpc19hZG1pbhgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5lbWFpbF92ZXJpZmllZBgGIAEoCCKOAgoHUHJvamVjdBIKCgJpZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEjUKC2Vudmlyb25tZW50GAQgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgFIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GAggASgJQg4KDF93ZWJob29rX3VybCLYAQoGQXBpS2V5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRCgNKd2sSCwoDa2lkGAEgASgJEgsKA2t0eRgCIAEoCRILCgNjcnYYAyABKAkSCQoBeBgEIAEoCRILCgNhbGcYBSABKAkSCwoDdXNlGAYgASgJIlsKF1JlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJY2xpZW50X2lwGAQgASgJIo0BChhSZWdpc3Rlck1lcmNoYW50UmVzcG9uc2USDQoFZW1haWwYBCABKAkSMwoPY29kZV9leHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEoECAEQAkoECAIQA0oECAMQBFIIbWVyY2hhbnRSBXRva2VuUgpleHBpcmVzX2F0Il4KGkNvbmZpcm1SZWdpc3RyYXRpb25SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBGNvZGUYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIosBChtDb25maXJtUmVnaXN0cmF0aW9uUmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudBINCgV0b2tlbhgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJCCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJIk4KDUxvZ2luUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoSR2V0TWVyY2hhbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIkQKE0dldE1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudCIQCg5HZXRKd2tzUmVxdWVzdCI3Cg9HZXRKd2tzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLmNvaW52b2ljZS5hdXRoLnYxLkp3ayIZChdSb3RhdGVTaWduaW5nS2V5UmVxdWVzdCI/ChhSb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhYuY29pbnZvaWNlLmF1dGgudjEuSndrIuABChRDcmVhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEjUKC2Vudmlyb25tZW50GAMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBSABKAlIAYgBAUIOCgxfd2ViaG9va191cmxCHAoaX3BheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQiXAoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0EhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIioKE0xpc3RQcm9qZWN0c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiRAoUTGlzdFByb2plY3RzUmVzcG9uc2USLAoIcHJvamVjdHMYASADKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IjwKEUdldFByb2plY3RSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQQoSR2V0UHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0Io8CChRVcGRhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgt3ZWJob29rX3VybBgEIAEoCUgBiAEBEiUKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBUgCiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlIA4gBAUIHCgVfbmFtZUIOCgxfd2ViaG9va191cmxCGwoZX2ludm9pY2VfbGlmZXRpbWVfbWludXRlc0IcChpfcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudCJEChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKwoHcHJvamVjdBgBIAEoCzIaLmNvaW52b2ljZS5hdXRoLnYxLlByb2plY3QiRQoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSI1ChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USFgoOd2ViaG9va19zZWNyZXQYASABKAkiTAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBG5hbWUYAyABKAkiTwoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleRILCgNrZXkYAiABKAkiPQoSTGlzdEFwaUtleXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQgoTTGlzdEFwaUtleXNSZXNwb25zZRIrCghhcGlfa2V5cxgBIAMoCzIZLmNvaW52b2ljZS5hdXRoLnYxLkFwaUtleSJOChNSZXZva2VBcGlLZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDgoGa2V5X2lkGAMgASgJIkIKFFJldm9rZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5jb2ludm9pY2UuYXV0aC52MS5BcGlLZXkiIgoTVmVyaWZ5QXBpS2V5UmVxdWVzdBILCgNrZXkYASABKAki4QEKFFZlcmlmeUFwaUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhQKDHByb2plY3RfbmFtZRgDIAEoCRI1CgtlbnZpcm9ubWVudBgEIAEoDjIgLmNvaW52b2ljZS5jb21tb24udjEuRW52aXJvbm1lbnQSEwoLbWVyY2hhbnRfaWQYBSABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAYgASgFEiEKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYByABKAkiLgoYR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkirgIKGUdldFByb2plY3RDb250ZXh0UmVzcG9uc2USEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxwcm9qZWN0X25hbWUYAiABKAkSNQoLZW52aXJvbm1lbnQYAyABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhMKC21lcmNoYW50X2lkGAQgASgJEhYKDm1lcmNoYW50X2VtYWlsGAUgASgJEhgKC3dlYmhvb2tfdXJsGAYgASgJSACIAQESFgoOd2ViaG9va19zZWNyZXQYByABKAkSIAoYaW52b2ljZV9saWZldGltZV9taW51dGVzGAggASgFEh8KF21lcmNoYW50X2VtYWlsX3ZlcmlmaWVkGAkgASgIQg4KDF93ZWJob29rX3VybCI3ChJWZXJpZnlFbWFpbFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDAoEY29kZRgCIAEoCSJEChNWZXJpZnlFbWFpbFJlc3BvbnNlEi0KCG1lcmNoYW50GAEgASgLMhsuY29pbnZvaWNlLmF1dGgudjEuTWVyY2hhbnQiNQoeUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIiEKH1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uUmVzcG9uc2UiJAoNTG9nb3V0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSIQCg5Mb2dvdXRSZXNwb25zZSJcChVDaGFuZ2VQYXNzd29yZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGAoQY3VycmVudF9wYXNzd29yZBgCIAEoCRIUCgxuZXdfcGFzc3dvcmQYAyABKAkiVwoWQ2hhbmdlUGFzc3dvcmRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCh1MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdCJDChFTZXNzaW9uUmV2b2NhdGlvbhITCgttZXJjaGFudF9pZBgBIAEoCRIZChFtaW5fc2Vzc2lvbl9lcG9jaBgCIAEoBSJbCh5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVzcG9uc2USOQoLcmV2b2NhdGlvbnMYASADKAsyJC5jb2ludm9pY2UuYXV0aC52MS5TZXNzaW9uUmV2b2NhdGlvbiIrChpWZXJpZnlPcGVyYXRvclRva2VuUmVxdWVzdBINCgV0b2tlbhgBIAEoCSJBChtWZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFZW1haWwYAiABKAky0BEKC0F1dGhTZXJ2aWNlEmsKEFJlZ2lzdGVyTWVyY2hhbnQSKi5jb2ludm9pY2UuYXV0aC52MS5SZWdpc3Rlck1lcmNoYW50UmVxdWVzdBorLmNvaW52b2ljZS5hdXRoLnYxLlJlZ2lzdGVyTWVyY2hhbnRSZXNwb25zZRJ0ChNDb25maXJtUmVnaXN0cmF0aW9uEi0uY29pbnZvaWNlLmF1dGgudjEuQ29uZmlybVJlZ2lzdHJhdGlvblJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5Db25maXJtUmVnaXN0cmF0aW9uUmVzcG9uc2USSgoFTG9naW4SHy5jb2ludm9pY2UuYXV0aC52MS5Mb2dpblJlcXVlc3QaIC5jb2ludm9pY2UuYXV0aC52MS5Mb2dpblJlc3BvbnNlElwKC0dldE1lcmNoYW50EiUuY29pbnZvaWNlLmF1dGgudjEuR2V0TWVyY2hhbnRSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuR2V0TWVyY2hhbnRSZXNwb25zZRJQCgdHZXRKd2tzEiEuY29pbnZvaWNlLmF1dGgudjEuR2V0Sndrc1JlcXVlc3QaIi5jb2ludm9pY2UuYXV0aC52MS5HZXRKd2tzUmVzcG9uc2USawoQUm90YXRlU2lnbmluZ0tleRIqLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVNpZ25pbmdLZXlSZXF1ZXN0GisuY29pbnZvaWNlLmF1dGgudjEuUm90YXRlU2lnbmluZ0tleVJlc3BvbnNlEmIKDUNyZWF0ZVByb2plY3QSJy5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVQcm9qZWN0UmVxdWVzdBooLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZVByb2plY3RSZXNwb25zZRJfCgxMaXN0UHJvamVjdHMSJi5jb2ludm9pY2UuYXV0aC52MS5MaXN0UHJvamVjdHNSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuTGlzdFByb2plY3RzUmVzcG9uc2USWQoKR2V0UHJvamVjdBIkLmNvaW52b2ljZS5hdXRoLnYxLkdldFByb2plY3RSZXF1ZXN0GiUuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdFJlc3BvbnNlEmIKDVVwZGF0ZVByb2plY3QSJy5jb2ludm9pY2UuYXV0aC52MS5VcGRhdGVQcm9qZWN0UmVxdWVzdBooLmNvaW52b2ljZS5hdXRoLnYxLlVwZGF0ZVByb2plY3RSZXNwb25zZRJ0ChNSb3RhdGVXZWJob29rU2VjcmV0Ei0uY29pbnZvaWNlLmF1dGgudjEuUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USXwoMQ3JlYXRlQXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElwKC0xpc3RBcGlLZXlzEiUuY29pbnZvaWNlLmF1dGgudjEuTGlzdEFwaUtleXNSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuTGlzdEFwaUtleXNSZXNwb25zZRJfCgxSZXZva2VBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USXwoMVmVyaWZ5QXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5QXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUFwaUtleVJlc3BvbnNlEm4KEUdldFByb2plY3RDb250ZXh0EisuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0GiwuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdENvbnRleHRSZXNwb25zZRJcCgtWZXJpZnlFbWFpbBIlLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUVtYWlsUmVxdWVzdBomLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUVtYWlsUmVzcG9uc2USgAEKF1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uEjEuY29pbnZvaWNlLmF1dGgudjEuUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0GjIuY29pbnZvaWNlLmF1dGgudjEuUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXNwb25zZRJNCgZMb2dvdXQSIC5jb2ludm9pY2UuYXV0aC52MS5Mb2dvdXRSZXF1ZXN0GiEuY29pbnZvaWNlLmF1dGgudjEuTG9nb3V0UmVzcG9uc2USZQoOQ2hhbmdlUGFzc3dvcmQSKC5jb2ludm9pY2UuYXV0aC52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaKS5jb2ludm9pY2UuYXV0aC52MS5DaGFuZ2VQYXNzd29yZFJlc3BvbnNlEn0KFkxpc3RTZXNzaW9uUmV2b2NhdGlvbnMSMC5jb2ludm9pY2UuYXV0aC52MS5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdBoxLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RTZXNzaW9uUmV2b2NhdGlvbnNSZXNwb25zZRJ0ChNWZXJpZnlPcGVyYXRvclRva2VuEi0uY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5T3BlcmF0b3JUb2tlblJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
+  fileDesc("Chxjb2ludm9pY2UvYXV0aC92MS9hdXRoLnByb3RvEhFjb2ludm9pY2UuYXV0aC52MSKNAQoITWVyY2hhbnQSCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghpc19hZG1pbhgEIAEoCBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5lbWFpbF92ZXJpZmllZBgGIAEoCCLWAgoHUHJvamVjdBIKCgJpZBgBIAEoCRITCgttZXJjaGFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEjUKC2Vudmlyb25tZW50GAQgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgFIAEoCUgAiAEBEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GAggASgJEkYKInByZXZpb3VzX3dlYmhvb2tfc2VjcmV0X2V4cGlyZXNfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF93ZWJob29rX3VybCLYAQoGQXBpS2V5EgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJRCgNKd2sSCwoDa2lkGAEgASgJEgsKA2t0eRgCIAEoCRILCgNjcnYYAyABKAkSCQoBeBgEIAEoCRILCgNhbGcYBSABKAkSCwoDdXNlGAYgASgJIlsKF1JlZ2lzdGVyTWVyY2hhbnRSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJY2xpZW50X2lwGAQgASgJIo0BChhSZWdpc3Rlck1lcmNoYW50UmVzcG9uc2USDQoFZW1haWwYBCABKAkSMwoPY29kZV9leHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEoECAEQAkoECAIQA0oECAMQBFIIbWVyY2hhbnRSBXRva2VuUgpleHBpcmVzX2F0Il4KGkNvbmZpcm1SZWdpc3RyYXRpb25SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBGNvZGUYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIosBChtDb25maXJtUmVnaXN0cmF0aW9uUmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudBINCgV0b2tlbhgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJCCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoJY2xpZW50X2lwGAMgASgJIk4KDUxvZ2luUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoSR2V0TWVyY2hhbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIkQKE0dldE1lcmNoYW50UmVzcG9uc2USLQoIbWVyY2hhbnQYASABKAsyGy5jb2ludm9pY2UuYXV0aC52MS5NZXJjaGFudCIQCg5HZXRKd2tzUmVxdWVzdCI3Cg9HZXRKd2tzUmVzcG9uc2USJAoEa2V5cxgBIAMoCzIWLmNvaW52b2ljZS5hdXRoLnYxLkp3ayIZChdSb3RhdGVTaWduaW5nS2V5UmVxdWVzdCI/ChhSb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USIwoDa2V5GAEgASgLMhYuY29pbnZvaWNlLmF1dGgudjEuSndrIuABChRDcmVhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEjUKC2Vudmlyb25tZW50GAMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBIYCgt3ZWJob29rX3VybBgEIAEoCUgAiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBSABKAlIAYgBAUIOCgxfd2ViaG9va191cmxCHAoaX3BheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQiXAoVQ3JlYXRlUHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0EhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIioKE0xpc3RQcm9qZWN0c1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiRAoUTGlzdFByb2plY3RzUmVzcG9uc2USLAoIcHJvamVjdHMYASADKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IjwKEUdldFByb2plY3RSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkiQQoSR2V0UHJvamVjdFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0Io8CChRVcGRhdGVQcm9qZWN0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgt3ZWJob29rX3VybBgEIAEoCUgBiAEBEiUKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgFIAEoBUgCiAEBEiYKGXBheW1lbnRfdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlIA4gBAUIHCgVfbmFtZUIOCgxfd2ViaG9va191cmxCGwoZX2ludm9pY2VfbGlmZXRpbWVfbWludXRlc0IcChpfcGF5bWVudF90b2xlcmFuY2VfcGVyY2VudCJEChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USKwoHcHJvamVjdBgBIAEoCzIaLmNvaW52b2ljZS5hdXRoLnYxLlByb2plY3QinQEKGlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSLwoicHJldmlvdXNfc2VjcmV0X2V4cGlyZXNfaW5fbWludXRlcxgDIAEoBUgAiAEBQiUKI19wcmV2aW91c19zZWNyZXRfZXhwaXJlc19pbl9taW51dGVzInUKG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIWCg53ZWJob29rX3NlY3JldBgBIAEoCRI+ChpwcmV2aW91c19zZWNyZXRfZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiSgofRW5kUHJldmlvdXNXZWJob29rU2VjcmV0UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIk8KIEVuZFByZXZpb3VzV2ViaG9va1NlY3JldFJlc3BvbnNlEisKB3Byb2plY3QYASABKAsyGi5jb2ludm9pY2UuYXV0aC52MS5Qcm9qZWN0IkwKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJIk8KFENyZWF0ZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5jb2ludm9pY2UuYXV0aC52MS5BcGlLZXkSCwoDa2V5GAIgASgJIj0KEkxpc3RBcGlLZXlzUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJIkIKE0xpc3RBcGlLZXlzUmVzcG9uc2USKwoIYXBpX2tleXMYASADKAsyGS5jb2ludm9pY2UuYXV0aC52MS5BcGlLZXkiTgoTUmV2b2tlQXBpS2V5UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEg4KBmtleV9pZBgDIAEoCSJCChRSZXZva2VBcGlLZXlSZXNwb25zZRIqCgdhcGlfa2V5GAEgASgLMhkuY29pbnZvaWNlLmF1dGgudjEuQXBpS2V5IiIKE1ZlcmlmeUFwaUtleVJlcXVlc3QSCwoDa2V5GAEgASgJIuEBChRWZXJpZnlBcGlLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIUCgxwcm9qZWN0X25hbWUYAyABKAkSNQoLZW52aXJvbm1lbnQYBCABKA4yIC5jb2ludm9pY2UuY29tbW9uLnYxLkVudmlyb25tZW50EhMKC21lcmNoYW50X2lkGAUgASgJEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgGIAEoBRIhChlwYXltZW50X3RvbGVyYW5jZV9wZXJjZW50GAcgASgJIi4KGEdldFByb2plY3RDb250ZXh0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIrgDChlHZXRQcm9qZWN0Q29udGV4dFJlc3BvbnNlEhIKCnByb2plY3RfaWQYASABKAkSFAoMcHJvamVjdF9uYW1lGAIgASgJEjUKC2Vudmlyb25tZW50GAMgASgOMiAuY29pbnZvaWNlLmNvbW1vbi52MS5FbnZpcm9ubWVudBITCgttZXJjaGFudF9pZBgEIAEoCRIWCg5tZXJjaGFudF9lbWFpbBgFIAEoCRIYCgt3ZWJob29rX3VybBgGIAEoCUgAiAEBEhYKDndlYmhvb2tfc2VjcmV0GAcgASgJEiAKGGludm9pY2VfbGlmZXRpbWVfbWludXRlcxgIIAEoBRIfChdtZXJjaGFudF9lbWFpbF92ZXJpZmllZBgJIAEoCBIkChdwcmV2aW91c193ZWJob29rX3NlY3JldBgKIAEoCUgBiAEBEkYKInByZXZpb3VzX3dlYmhvb2tfc2VjcmV0X2V4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF93ZWJob29rX3VybEIaChhfcHJldmlvdXNfd2ViaG9va19zZWNyZXQiNwoSVmVyaWZ5RW1haWxSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEgwKBGNvZGUYAiABKAkiRAoTVmVyaWZ5RW1haWxSZXNwb25zZRItCghtZXJjaGFudBgBIAEoCzIbLmNvaW52b2ljZS5hdXRoLnYxLk1lcmNoYW50IjUKHlJlc2VuZEVtYWlsVmVyaWZpY2F0aW9uUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSIhCh9SZXNlbmRFbWFpbFZlcmlmaWNhdGlvblJlc3BvbnNlIiQKDUxvZ291dFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkiEAoOTG9nb3V0UmVzcG9uc2UiXAoVQ2hhbmdlUGFzc3dvcmRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhgKEGN1cnJlbnRfcGFzc3dvcmQYAiABKAkSFAoMbmV3X3Bhc3N3b3JkGAMgASgJIlcKFkNoYW5nZVBhc3N3b3JkUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiHwodTGlzdFNlc3Npb25SZXZvY2F0aW9uc1JlcXVlc3QiQwoRU2Vzc2lvblJldm9jYXRpb24SEwoLbWVyY2hhbnRfaWQYASABKAkSGQoRbWluX3Nlc3Npb25fZXBvY2gYAiABKAUiWwoeTGlzdFNlc3Npb25SZXZvY2F0aW9uc1Jlc3BvbnNlEjkKC3Jldm9jYXRpb25zGAEgAygLMiQuY29pbnZvaWNlLmF1dGgudjEuU2Vzc2lvblJldm9jYXRpb24iKwoaVmVyaWZ5T3BlcmF0b3JUb2tlblJlcXVlc3QSDQoFdG9rZW4YASABKAkiQQobVmVyaWZ5T3BlcmF0b3JUb2tlblJlc3BvbnNlEhMKC21lcmNoYW50X2lkGAEgASgJEg0KBWVtYWlsGAIgASgJMtYSCgtBdXRoU2VydmljZRJrChBSZWdpc3Rlck1lcmNoYW50EiouY29pbnZvaWNlLmF1dGgudjEuUmVnaXN0ZXJNZXJjaGFudFJlcXVlc3QaKy5jb2ludm9pY2UuYXV0aC52MS5SZWdpc3Rlck1lcmNoYW50UmVzcG9uc2USdAoTQ29uZmlybVJlZ2lzdHJhdGlvbhItLmNvaW52b2ljZS5hdXRoLnYxLkNvbmZpcm1SZWdpc3RyYXRpb25SZXF1ZXN0Gi4uY29pbnZvaWNlLmF1dGgudjEuQ29uZmlybVJlZ2lzdHJhdGlvblJlc3BvbnNlEkoKBUxvZ2luEh8uY29pbnZvaWNlLmF1dGgudjEuTG9naW5SZXF1ZXN0GiAuY29pbnZvaWNlLmF1dGgudjEuTG9naW5SZXNwb25zZRJcCgtHZXRNZXJjaGFudBIlLmNvaW52b2ljZS5hdXRoLnYxLkdldE1lcmNoYW50UmVxdWVzdBomLmNvaW52b2ljZS5hdXRoLnYxLkdldE1lcmNoYW50UmVzcG9uc2USUAoHR2V0SndrcxIhLmNvaW52b2ljZS5hdXRoLnYxLkdldEp3a3NSZXF1ZXN0GiIuY29pbnZvaWNlLmF1dGgudjEuR2V0Sndrc1Jlc3BvbnNlEmsKEFJvdGF0ZVNpZ25pbmdLZXkSKi5jb2ludm9pY2UuYXV0aC52MS5Sb3RhdGVTaWduaW5nS2V5UmVxdWVzdBorLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVNpZ25pbmdLZXlSZXNwb25zZRJiCg1DcmVhdGVQcm9qZWN0EicuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaKC5jb2ludm9pY2UuYXV0aC52MS5DcmVhdGVQcm9qZWN0UmVzcG9uc2USXwoMTGlzdFByb2plY3RzEiYuY29pbnZvaWNlLmF1dGgudjEuTGlzdFByb2plY3RzUmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlElkKCkdldFByb2plY3QSJC5jb2ludm9pY2UuYXV0aC52MS5HZXRQcm9qZWN0UmVxdWVzdBolLmNvaW52b2ljZS5hdXRoLnYxLkdldFByb2plY3RSZXNwb25zZRJiCg1VcGRhdGVQcm9qZWN0EicuY29pbnZvaWNlLmF1dGgudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaKC5jb2ludm9pY2UuYXV0aC52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2USdAoTUm90YXRlV2ViaG9va1NlY3JldBItLmNvaW52b2ljZS5hdXRoLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gi4uY29pbnZvaWNlLmF1dGgudjEuUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEoMBChhFbmRQcmV2aW91c1dlYmhvb2tTZWNyZXQSMi5jb2ludm9pY2UuYXV0aC52MS5FbmRQcmV2aW91c1dlYmhvb2tTZWNyZXRSZXF1ZXN0GjMuY29pbnZvaWNlLmF1dGgudjEuRW5kUHJldmlvdXNXZWJob29rU2VjcmV0UmVzcG9uc2USXwoMQ3JlYXRlQXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElwKC0xpc3RBcGlLZXlzEiUuY29pbnZvaWNlLmF1dGgudjEuTGlzdEFwaUtleXNSZXF1ZXN0GiYuY29pbnZvaWNlLmF1dGgudjEuTGlzdEFwaUtleXNSZXNwb25zZRJfCgxSZXZva2VBcGlLZXkSJi5jb2ludm9pY2UuYXV0aC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GicuY29pbnZvaWNlLmF1dGgudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USXwoMVmVyaWZ5QXBpS2V5EiYuY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5QXBpS2V5UmVxdWVzdBonLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUFwaUtleVJlc3BvbnNlEm4KEUdldFByb2plY3RDb250ZXh0EisuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdENvbnRleHRSZXF1ZXN0GiwuY29pbnZvaWNlLmF1dGgudjEuR2V0UHJvamVjdENvbnRleHRSZXNwb25zZRJcCgtWZXJpZnlFbWFpbBIlLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUVtYWlsUmVxdWVzdBomLmNvaW52b2ljZS5hdXRoLnYxLlZlcmlmeUVtYWlsUmVzcG9uc2USgAEKF1Jlc2VuZEVtYWlsVmVyaWZpY2F0aW9uEjEuY29pbnZvaWNlLmF1dGgudjEuUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXF1ZXN0GjIuY29pbnZvaWNlLmF1dGgudjEuUmVzZW5kRW1haWxWZXJpZmljYXRpb25SZXNwb25zZRJNCgZMb2dvdXQSIC5jb2ludm9pY2UuYXV0aC52MS5Mb2dvdXRSZXF1ZXN0GiEuY29pbnZvaWNlLmF1dGgudjEuTG9nb3V0UmVzcG9uc2USZQoOQ2hhbmdlUGFzc3dvcmQSKC5jb2ludm9pY2UuYXV0aC52MS5DaGFuZ2VQYXNzd29yZFJlcXVlc3QaKS5jb2ludm9pY2UuYXV0aC52MS5DaGFuZ2VQYXNzd29yZFJlc3BvbnNlEn0KFkxpc3RTZXNzaW9uUmV2b2NhdGlvbnMSMC5jb2ludm9pY2UuYXV0aC52MS5MaXN0U2Vzc2lvblJldm9jYXRpb25zUmVxdWVzdBoxLmNvaW52b2ljZS5hdXRoLnYxLkxpc3RTZXNzaW9uUmV2b2NhdGlvbnNSZXNwb25zZRJ0ChNWZXJpZnlPcGVyYXRvclRva2VuEi0uY29pbnZvaWNlLmF1dGgudjEuVmVyaWZ5T3BlcmF0b3JUb2tlblJlcXVlc3QaLi5jb2ludm9pY2UuYXV0aC52MS5WZXJpZnlPcGVyYXRvclRva2VuUmVzcG9uc2ViBnByb3RvMw", [file_coinvoice_common_v1_environment, file_google_protobuf_timestamp]);
 
 /**
  * A merchant account.
@@ -120,6 +120,14 @@ export type Project = Message<"coinvoice.auth.v1.Project"> & {
    * @generated from field: string payment_tolerance_percent = 8;
    */
   paymentTolerancePercent: string;
+
+  /**
+   * Until when the secret the last rotation replaced still signs deliveries next to the current
+   * one; absent when no previous secret is in force.
+   *
+   * @generated from field: google.protobuf.Timestamp previous_webhook_secret_expires_at = 9;
+   */
+  previousWebhookSecretExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -742,6 +750,14 @@ export type RotateWebhookSecretRequest = Message<"coinvoice.auth.v1.RotateWebhoo
    * @generated from field: string project_id = 2;
    */
   projectId: string;
+
+  /**
+   * How long the replaced secret keeps signing deliveries next to the new one, 0 to 1440 minutes
+   * (absent: 1440, a day); 0 stops it at once (a leaked secret).
+   *
+   * @generated from field: optional int32 previous_secret_expires_in_minutes = 3;
+   */
+  previousSecretExpiresInMinutes?: number | undefined;
 };
 
 /**
@@ -761,6 +777,13 @@ export type RotateWebhookSecretResponse = Message<"coinvoice.auth.v1.RotateWebho
    * @generated from field: string webhook_secret = 1;
    */
   webhookSecret: string;
+
+  /**
+   * Until when the replaced secret signs too; absent when it stopped at once.
+   *
+   * @generated from field: google.protobuf.Timestamp previous_secret_expires_at = 2;
+   */
+  previousSecretExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -769,6 +792,45 @@ export type RotateWebhookSecretResponse = Message<"coinvoice.auth.v1.RotateWebho
  */
 export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
   messageDesc(file_coinvoice_auth_v1_auth, 25);
+
+/**
+ * @generated from message coinvoice.auth.v1.EndPreviousWebhookSecretRequest
+ */
+export type EndPreviousWebhookSecretRequest = Message<"coinvoice.auth.v1.EndPreviousWebhookSecretRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.EndPreviousWebhookSecretRequest.
+ * Use `create(EndPreviousWebhookSecretRequestSchema)` to create a new message.
+ */
+export const EndPreviousWebhookSecretRequestSchema: GenMessage<EndPreviousWebhookSecretRequest> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 26);
+
+/**
+ * @generated from message coinvoice.auth.v1.EndPreviousWebhookSecretResponse
+ */
+export type EndPreviousWebhookSecretResponse = Message<"coinvoice.auth.v1.EndPreviousWebhookSecretResponse"> & {
+  /**
+   * @generated from field: coinvoice.auth.v1.Project project = 1;
+   */
+  project?: Project | undefined;
+};
+
+/**
+ * Describes the message coinvoice.auth.v1.EndPreviousWebhookSecretResponse.
+ * Use `create(EndPreviousWebhookSecretResponseSchema)` to create a new message.
+ */
+export const EndPreviousWebhookSecretResponseSchema: GenMessage<EndPreviousWebhookSecretResponse> = /*@__PURE__*/
+  messageDesc(file_coinvoice_auth_v1_auth, 27);
 
 /**
  * @generated from message coinvoice.auth.v1.CreateApiKeyRequest
@@ -797,7 +859,7 @@ export type CreateApiKeyRequest = Message<"coinvoice.auth.v1.CreateApiKeyRequest
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 26);
+  messageDesc(file_coinvoice_auth_v1_auth, 28);
 
 /**
  * @generated from message coinvoice.auth.v1.CreateApiKeyResponse
@@ -821,7 +883,7 @@ export type CreateApiKeyResponse = Message<"coinvoice.auth.v1.CreateApiKeyRespon
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 27);
+  messageDesc(file_coinvoice_auth_v1_auth, 29);
 
 /**
  * @generated from message coinvoice.auth.v1.ListApiKeysRequest
@@ -843,7 +905,7 @@ export type ListApiKeysRequest = Message<"coinvoice.auth.v1.ListApiKeysRequest">
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 28);
+  messageDesc(file_coinvoice_auth_v1_auth, 30);
 
 /**
  * @generated from message coinvoice.auth.v1.ListApiKeysResponse
@@ -860,7 +922,7 @@ export type ListApiKeysResponse = Message<"coinvoice.auth.v1.ListApiKeysResponse
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 29);
+  messageDesc(file_coinvoice_auth_v1_auth, 31);
 
 /**
  * @generated from message coinvoice.auth.v1.RevokeApiKeyRequest
@@ -887,7 +949,7 @@ export type RevokeApiKeyRequest = Message<"coinvoice.auth.v1.RevokeApiKeyRequest
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 30);
+  messageDesc(file_coinvoice_auth_v1_auth, 32);
 
 /**
  * @generated from message coinvoice.auth.v1.RevokeApiKeyResponse
@@ -906,7 +968,7 @@ export type RevokeApiKeyResponse = Message<"coinvoice.auth.v1.RevokeApiKeyRespon
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 31);
+  messageDesc(file_coinvoice_auth_v1_auth, 33);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyApiKeyRequest
@@ -925,7 +987,7 @@ export type VerifyApiKeyRequest = Message<"coinvoice.auth.v1.VerifyApiKeyRequest
  * Use `create(VerifyApiKeyRequestSchema)` to create a new message.
  */
 export const VerifyApiKeyRequestSchema: GenMessage<VerifyApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 32);
+  messageDesc(file_coinvoice_auth_v1_auth, 34);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyApiKeyResponse
@@ -976,7 +1038,7 @@ export type VerifyApiKeyResponse = Message<"coinvoice.auth.v1.VerifyApiKeyRespon
  * Use `create(VerifyApiKeyResponseSchema)` to create a new message.
  */
 export const VerifyApiKeyResponseSchema: GenMessage<VerifyApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 33);
+  messageDesc(file_coinvoice_auth_v1_auth, 35);
 
 /**
  * @generated from message coinvoice.auth.v1.GetProjectContextRequest
@@ -993,7 +1055,7 @@ export type GetProjectContextRequest = Message<"coinvoice.auth.v1.GetProjectCont
  * Use `create(GetProjectContextRequestSchema)` to create a new message.
  */
 export const GetProjectContextRequestSchema: GenMessage<GetProjectContextRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 34);
+  messageDesc(file_coinvoice_auth_v1_auth, 36);
 
 /**
  * @generated from message coinvoice.auth.v1.GetProjectContextResponse
@@ -1051,6 +1113,19 @@ export type GetProjectContextResponse = Message<"coinvoice.auth.v1.GetProjectCon
    * @generated from field: bool merchant_email_verified = 9;
    */
   merchantEmailVerified: boolean;
+
+  /**
+   * The secret the last rotation replaced, while it still signs next to webhook_secret (until
+   * previous_webhook_secret_expires_at); both absent otherwise.
+   *
+   * @generated from field: optional string previous_webhook_secret = 10;
+   */
+  previousWebhookSecret?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp previous_webhook_secret_expires_at = 11;
+   */
+  previousWebhookSecretExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -1058,7 +1133,7 @@ export type GetProjectContextResponse = Message<"coinvoice.auth.v1.GetProjectCon
  * Use `create(GetProjectContextResponseSchema)` to create a new message.
  */
 export const GetProjectContextResponseSchema: GenMessage<GetProjectContextResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 35);
+  messageDesc(file_coinvoice_auth_v1_auth, 37);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyEmailRequest
@@ -1080,7 +1155,7 @@ export type VerifyEmailRequest = Message<"coinvoice.auth.v1.VerifyEmailRequest">
  * Use `create(VerifyEmailRequestSchema)` to create a new message.
  */
 export const VerifyEmailRequestSchema: GenMessage<VerifyEmailRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 36);
+  messageDesc(file_coinvoice_auth_v1_auth, 38);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyEmailResponse
@@ -1097,7 +1172,7 @@ export type VerifyEmailResponse = Message<"coinvoice.auth.v1.VerifyEmailResponse
  * Use `create(VerifyEmailResponseSchema)` to create a new message.
  */
 export const VerifyEmailResponseSchema: GenMessage<VerifyEmailResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 37);
+  messageDesc(file_coinvoice_auth_v1_auth, 39);
 
 /**
  * @generated from message coinvoice.auth.v1.ResendEmailVerificationRequest
@@ -1114,7 +1189,7 @@ export type ResendEmailVerificationRequest = Message<"coinvoice.auth.v1.ResendEm
  * Use `create(ResendEmailVerificationRequestSchema)` to create a new message.
  */
 export const ResendEmailVerificationRequestSchema: GenMessage<ResendEmailVerificationRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 38);
+  messageDesc(file_coinvoice_auth_v1_auth, 40);
 
 /**
  * @generated from message coinvoice.auth.v1.ResendEmailVerificationResponse
@@ -1127,7 +1202,7 @@ export type ResendEmailVerificationResponse = Message<"coinvoice.auth.v1.ResendE
  * Use `create(ResendEmailVerificationResponseSchema)` to create a new message.
  */
 export const ResendEmailVerificationResponseSchema: GenMessage<ResendEmailVerificationResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 39);
+  messageDesc(file_coinvoice_auth_v1_auth, 41);
 
 /**
  * @generated from message coinvoice.auth.v1.LogoutRequest
@@ -1144,7 +1219,7 @@ export type LogoutRequest = Message<"coinvoice.auth.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 40);
+  messageDesc(file_coinvoice_auth_v1_auth, 42);
 
 /**
  * @generated from message coinvoice.auth.v1.LogoutResponse
@@ -1157,7 +1232,7 @@ export type LogoutResponse = Message<"coinvoice.auth.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 41);
+  messageDesc(file_coinvoice_auth_v1_auth, 43);
 
 /**
  * @generated from message coinvoice.auth.v1.ChangePasswordRequest
@@ -1184,7 +1259,7 @@ export type ChangePasswordRequest = Message<"coinvoice.auth.v1.ChangePasswordReq
  * Use `create(ChangePasswordRequestSchema)` to create a new message.
  */
 export const ChangePasswordRequestSchema: GenMessage<ChangePasswordRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 42);
+  messageDesc(file_coinvoice_auth_v1_auth, 44);
 
 /**
  * @generated from message coinvoice.auth.v1.ChangePasswordResponse
@@ -1208,7 +1283,7 @@ export type ChangePasswordResponse = Message<"coinvoice.auth.v1.ChangePasswordRe
  * Use `create(ChangePasswordResponseSchema)` to create a new message.
  */
 export const ChangePasswordResponseSchema: GenMessage<ChangePasswordResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 43);
+  messageDesc(file_coinvoice_auth_v1_auth, 45);
 
 /**
  * @generated from message coinvoice.auth.v1.ListSessionRevocationsRequest
@@ -1221,7 +1296,7 @@ export type ListSessionRevocationsRequest = Message<"coinvoice.auth.v1.ListSessi
  * Use `create(ListSessionRevocationsRequestSchema)` to create a new message.
  */
 export const ListSessionRevocationsRequestSchema: GenMessage<ListSessionRevocationsRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 44);
+  messageDesc(file_coinvoice_auth_v1_auth, 46);
 
 /**
  * Tokens of this merchant whose session epoch ("sv" claim) is below min_session_epoch are revoked.
@@ -1245,7 +1320,7 @@ export type SessionRevocation = Message<"coinvoice.auth.v1.SessionRevocation"> &
  * Use `create(SessionRevocationSchema)` to create a new message.
  */
 export const SessionRevocationSchema: GenMessage<SessionRevocation> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 45);
+  messageDesc(file_coinvoice_auth_v1_auth, 47);
 
 /**
  * @generated from message coinvoice.auth.v1.ListSessionRevocationsResponse
@@ -1262,7 +1337,7 @@ export type ListSessionRevocationsResponse = Message<"coinvoice.auth.v1.ListSess
  * Use `create(ListSessionRevocationsResponseSchema)` to create a new message.
  */
 export const ListSessionRevocationsResponseSchema: GenMessage<ListSessionRevocationsResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 46);
+  messageDesc(file_coinvoice_auth_v1_auth, 48);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyOperatorTokenRequest
@@ -1279,7 +1354,7 @@ export type VerifyOperatorTokenRequest = Message<"coinvoice.auth.v1.VerifyOperat
  * Use `create(VerifyOperatorTokenRequestSchema)` to create a new message.
  */
 export const VerifyOperatorTokenRequestSchema: GenMessage<VerifyOperatorTokenRequest> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 47);
+  messageDesc(file_coinvoice_auth_v1_auth, 49);
 
 /**
  * @generated from message coinvoice.auth.v1.VerifyOperatorTokenResponse
@@ -1301,7 +1376,7 @@ export type VerifyOperatorTokenResponse = Message<"coinvoice.auth.v1.VerifyOpera
  * Use `create(VerifyOperatorTokenResponseSchema)` to create a new message.
  */
 export const VerifyOperatorTokenResponseSchema: GenMessage<VerifyOperatorTokenResponse> = /*@__PURE__*/
-  messageDesc(file_coinvoice_auth_v1_auth, 48);
+  messageDesc(file_coinvoice_auth_v1_auth, 50);
 
 /**
  * AuthService owns merchants, session tokens (EdDSA JWTs), projects, webhook secrets and API keys.
@@ -1426,6 +1501,16 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof RotateWebhookSecretRequestSchema;
     output: typeof RotateWebhookSecretResponseSchema;
+  },
+  /**
+   * Stops the secret the last rotation replaced from signing any more deliveries, now.
+   *
+   * @generated from rpc coinvoice.auth.v1.AuthService.EndPreviousWebhookSecret
+   */
+  endPreviousWebhookSecret: {
+    methodKind: "unary";
+    input: typeof EndPreviousWebhookSecretRequestSchema;
+    output: typeof EndPreviousWebhookSecretResponseSchema;
   },
   /**
    * Creates an API key for a project; the plain key is returned only here.
