@@ -3,6 +3,7 @@ import { createSsrfGuard, ssrfModeOf, webhookDestinationSettings, webhookUrlPoli
 import { setting, type ServiceDefinition, allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, rateLimitSetting } from '@coinvoice/runtime';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
+import { previousSecretEraser } from './previous-secret-eraser';
 import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain/passwords';
 import type { WebhookUrlPolicy } from './domain/webhook-url-policy';
 import { AuthHandlers } from './handlers';
@@ -115,7 +116,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
         routes(router) {
           router.service(AuthService, handlers);
         },
-        workers: [rateLimitCleaner(sql, logger)],
+        workers: [rateLimitCleaner(sql, logger), previousSecretEraser({ sql, logger })],
       };
     },
   };

@@ -4,13 +4,14 @@
  * merchant's project answers not_found exactly like a missing one).
  */
 import { toJson } from '@bufbuild/protobuf';
-import { Code } from '@coinvoice/runtime';
+import { Code, createLogger } from '@coinvoice/runtime';
 import { GetProjectResponseSchema, ListProjectsResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { ProjectUpdatedSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/events_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { webhookSecretKey } from '../src/domain/webhook-secrets';
 import { defineAuthService } from '../src/server';
+import { previousSecretEraser } from '../src/previous-secret-eraser';
 import {
   aboutKey,
   decodeEvent,
@@ -253,6 +254,33 @@ describe('RotateWebhookSecret: the replaced secret signs on for a while (docs/we
     expect(context.previousWebhookSecretExpiresAt).toBeUndefined();
     expect((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
     expect((await client.listProjects({ merchantId: alice })).projects.find((p) => p.id === project.id)!.previousWebhookSecretExpiresAt).toBeUndefined();
+  });
+
+  it('an expired previous secret is erased from the database (the eraser), an unexpired one is kept', async () => {
+    const expired = await createProject(alice);
+    const kept = await createProject(alice);
+    await client.rotateWebhookSecret({ merchantId: alice, projectId: expired.project.id, previousSecretExpiresInMinutes: 1 });
+    await client.rotateWebhookSecret({ merchantId: alice, projectId: kept.project.id, previousSecretExpiresInMinutes: 1 });
+    const eraser = previousSecretEraser({ sql: auth.db, logger: createLogger({ service: 'test', level: 'silent' }) });
+    while ((await eraser.processBatch()) > 0); // what earlier tests left expired
+    await auth.db`update projects set previous_webhook_secret_expires_at = now() - interval '1 second' where id = ${expired.project.id}`;
+    const [before] = await auth.db<{ updated_at: Date }[]>`select updated_at from projects where id = ${expired.project.id}`;
+
+    expect(await eraser.processBatch()).toBe(1);
+    expect(await eraser.processBatch()).toBe(0);
+    const rows = await auth.db<{ id: string; previous_webhook_secret: string | null; previous_webhook_secret_kek_id: string | null; previous_webhook_secret_expires_at: Date | null; updated_at: Date }[]>`
+      select id, previous_webhook_secret, previous_webhook_secret_kek_id, previous_webhook_secret_expires_at, updated_at from projects
+      where id in ${auth.db([expired.project.id, kept.project.id])}`;
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(expired.project.id)).toEqual({
+      id: expired.project.id,
+      previous_webhook_secret: null,
+      previous_webhook_secret_kek_id: null,
+      previous_webhook_secret_expires_at: null,
+      updated_at: before!.updated_at,
+    });
+    expect(byId.get(kept.project.id)!.previous_webhook_secret).toMatch(/^v1\./);
+    expect((await client.getProjectContext({ projectId: kept.project.id })).previousWebhookSecret).toBe(kept.webhookSecret);
   });
 
   it('EndPreviousWebhookSecret stops it now and tells the notifiers; another merchant\'s project is not_found', async () => {

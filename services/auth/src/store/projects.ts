@@ -172,3 +172,20 @@ export class ProjectStore {
   }
 }
 
+/**
+ * Erases up to `limit` previous webhook secrets whose overlap has ended (their expiry passed, by
+ * Postgres' clock); says how many. The project's updated_at stays: the merchant changed nothing.
+ */
+export async function eraseExpiredPreviousWebhookSecrets(sql: Sql, limit: number): Promise<number> {
+  const erased = await sql`
+    update projects
+    set previous_webhook_secret = null, previous_webhook_secret_kek_id = null, previous_webhook_secret_expires_at = null
+    where id in (
+      select id from projects
+      where previous_webhook_secret_expires_at <= now()
+      order by previous_webhook_secret_expires_at
+      limit ${limit}
+      for update skip locked
+    )`;
+  return erased.count;
+}

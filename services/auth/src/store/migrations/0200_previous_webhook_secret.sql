@@ -10,3 +10,6 @@ alter table projects add constraint projects_previous_webhook_secret_complete ch
   (previous_webhook_secret is null and previous_webhook_secret_kek_id is null and previous_webhook_secret_expires_at is null)
   or (previous_webhook_secret like 'v1.%' and previous_webhook_secret_kek_id is not null and previous_webhook_secret_expires_at is not null)
 );
+-- What the eraser looks for (services/auth/src/previous-secret-eraser.ts): few rows, by expiry.
+create index projects_previous_webhook_secret_expiry_idx on projects (previous_webhook_secret_expires_at)
+  where previous_webhook_secret_expires_at is not null;
