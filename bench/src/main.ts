@@ -23,6 +23,7 @@ import { startRateProviders } from './rate-providers';
 import { cpuPerRequest, sampleCpu } from './cpu-accounting';
 import { RESULTS_FILE } from './results-file';
 import { signUp } from './sign-up';
+import { statementSampler } from './pg-statements';
 import { CONNECTIONS, load, SECONDS } from './load';
 
 const WEBHOOK_SAMPLES = Number(process.env.BENCH_WEBHOOK_SAMPLES ?? 200);
@@ -262,6 +263,9 @@ async function main(): Promise<void> {
     let payIndex = 0;
     // The pay phase's CPU leaves out the webhooks still queued when it ends: measured again once
     // every one has arrived, per paid invoice (the whole cost of a payment and its webhook).
+    const statementsFile = process.env.BENCH_PG_STATEMENTS;
+    const statements = statementsFile ? await statementSampler(admin) : undefined;
+    await statements?.reset();
     const payStartCpu = sampleCpu(processes);
     const { row: payRow, result: pay } = await measured('sandbox pay (POST …/sandbox/pay)', processes, {
       url: gw,
@@ -273,6 +277,10 @@ async function main(): Promise<void> {
     // The pay phase queued one webhook per paid invoice; sample low-load latency only once they
     // have all arrived (else the samples queue behind the backlog), and report how long that took.
     const paidOk = pay['2xx'];
+    if (statements && statementsFile) {
+      await statements.write(statementsFile, `the pay phase: ${paidOk} invoices paid`);
+      await statements.reset();
+    }
     const drainStart = performance.now();
     const drainDeadline = Date.now() + 60_000;
     while (receiver.arrivals.size < paidOk && Date.now() < drainDeadline) await new Promise((r) => setTimeout(r, 50));
@@ -280,6 +288,7 @@ async function main(): Promise<void> {
     const payAndWebhooksCpu = cpuPerRequest(payStartCpu, sampleCpu(processes), paidOk);
     const backlogNote = `${receiver.arrivals.size} of ${paidOk} webhooks of the pay phase had arrived ${(drainMs / 1000).toFixed(1)} s after it ended`;
     console.log(backlogNote);
+    if (statements && statementsFile) await statements.write(`${statementsFile}.drain`, `after the pay phase, until its webhooks had arrived: ${backlogNote}`);
     // Pay-to-webhook at low load: one pay at a time, timed from the pay request to the receiver.
     const latencies: number[] = [];
     for (let i = 0; i < WEBHOOK_SAMPLES; i++) {
