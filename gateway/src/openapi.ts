@@ -155,7 +155,7 @@ export class OpenApiRegistry {
           operationId: `webhook${name.replace(/(^|[._])(.)/g, (_m, _sep: string, c: string) => c.toUpperCase())}`,
           summary: event.summary,
           description:
-            'Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.',
+            'Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.',
           // Sent by coinvoice to the merchant's URL: the signature authenticates it, not a credential.
           security: [],
           parameters: [

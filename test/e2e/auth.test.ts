@@ -407,6 +407,12 @@ describe('projects and webhook secrets', () => {
     const created = await api.post('/api/merchant/projects', { name: 'Shop', environment: 'sandbox', webhookUrl: 'https://example.com/hook' }, { headers: bearer(merchant.token) });
     expect(created.status).toBe(201);
     expect(created.body.webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+    // Answers that carry a credential are never stored on the way.
+    expect(created.headers.get('cache-control')).toBe('no-store');
+    expect((await api.post('/api/merchant/login', { email: merchant.email, password: merchant.password })).headers.get('cache-control')).toBe('no-store');
+    const key = await api.post(`/api/merchant/projects/${created.body.id}/api-keys`, { name: 'k' }, { headers: bearer(merchant.token) });
+    expect(key.status).toBe(201);
+    expect(key.headers.get('cache-control')).toBe('no-store');
     expect(created.body).toMatchObject({ name: 'Shop', environment: 'sandbox', webhookUrl: 'https://example.com/hook', invoiceLifetimeMinutes: 60 });
     const fetched = await api.get(`/api/merchant/projects/${created.body.id}`, { headers: bearer(merchant.token) });
     expect(fetched.status).toBe(200);

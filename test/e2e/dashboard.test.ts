@@ -263,7 +263,7 @@ describe('the merchant journey', () => {
     expect(await page.getByTestId('previous-secret').locator('time').getAttribute('datetime')).toBe(overlapUntil);
     await checkPage(tab, 'project-settings-rotated', `Settings — ${name}`);
     // Stopped early: the notice goes, and the project says so.
-    await page.getByRole('button', { name: 'Stop the previous secret now' }).click();
+    await page.getByRole('button', { name: 'Stop the replaced secrets now' }).click();
     await page.getByTestId('previous-secret').waitFor({ state: 'detached' });
     expect((await api.get(`/api/merchant/projects/${projectId}`, { headers: bearer(merchant.token) })).body.previousWebhookSecretExpiresAt).toBeNull();
     // The new secret is still shown until the page is left.

@@ -119,7 +119,7 @@ describe('invoice.paid', () => {
     expect(() => wh.verify(req.body, old)).toThrow(/timestamp too old/i);
   });
 
-  test('a rotation keeps the replaced secret signing next to the new one until it ends (docs/webhook-delivery.md#secret-rotation)', async () => {
+  test('a rotation keeps the replaced secrets signing next to the new one until they end (docs/webhook-delivery.md#secret-rotation)', async () => {
     const r = await receiver();
     const { merchant, project } = await merchantWithProject(r.url);
     const path = `/api/merchant/projects/${project.id}`;
@@ -140,16 +140,19 @@ describe('invoice.paid', () => {
         return req && verifies(secret, req) ? req : undefined;
       }, 10_000, `a webhook signed with the secret ${secret.slice(0, 10)}…`);
 
-    // Out of range, or a field it does not know: refused, nothing rotated.
+    // Out of range, a field it does not know, the setting in the query string: refused, nothing rotated.
     for (const body of [{ previousSecretExpiresInMinutes: 1441 }, { previousSecretExpiresInMinutes: -1 }, { previousSecretExpiresInMinutes: 1.5 }, { overlap: 5 }]) {
       expectProblem(await api.post(`${path}/webhook-secret/rotate`, body, { headers: bearer(merchant.token) }), 400, 'validation_failed');
     }
+    expectProblem(await api.post(`${path}/webhook-secret/rotate?previousSecretExpiresInMinutes=0`, undefined, { headers: bearer(merchant.token) }), 400, 'validation_failed');
     const first = await webhookSignedWith(project.webhookSecret);
     expect(signatures(first)).toHaveLength(1);
 
     // Default: the replaced secret signs for a day.
     const rotated = await api.post(`${path}/webhook-secret/rotate`, undefined, { headers: bearer(merchant.token) });
     expect(rotated.status).toBe(200);
+    // A secret in the body: never stored on the way.
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
     expect(Object.keys(rotated.body).sort()).toEqual(['previousSecretExpiresAt', 'webhookSecret']);
     const until = Date.parse(rotated.body.previousSecretExpiresAt);
     expect(until - Date.now()).toBeGreaterThan(1439 * 60_000);
@@ -159,6 +162,13 @@ describe('invoice.paid', () => {
     expect(signatures(both)).toHaveLength(2);
     expect(verifies(project.webhookSecret, both)).toBe(true);
     expect(verifies(generateWebhookSecret(), both)).toBe(false);
+
+    // Rotated again (a retry whose first answer was lost, say): the secret the receiver checks still signs.
+    const retried = await api.post(`${path}/webhook-secret/rotate`, undefined, { headers: bearer(merchant.token) });
+    const three = await webhookSignedWith(retried.body.webhookSecret);
+    expect(signatures(three)).toHaveLength(3);
+    expect(verifies(project.webhookSecret, three)).toBe(true);
+    expect(verifies(rotated.body.webhookSecret, three)).toBe(true);
 
     // Ended early: the next attempts carry the new secret's signature alone.
     const ended = await api.delete(`${path}/webhook-secret/previous`, { headers: bearer(merchant.token) });
@@ -170,14 +180,15 @@ describe('invoice.paid', () => {
       return req && !verifies(project.webhookSecret, req) ? req : undefined;
     }, 10_000, 'a webhook the old secret no longer verifies');
     expect(signatures(alone)).toHaveLength(1);
-    expect(verifies(rotated.body.webhookSecret, alone)).toBe(true);
+    expect(verifies(retried.body.webhookSecret, alone)).toBe(true);
+    expect(verifies(rotated.body.webhookSecret, alone)).toBe(false);
 
     // A leaked secret: 0 minutes, the replaced one stops at once.
     const leaked = await api.post(`${path}/webhook-secret/rotate`, { previousSecretExpiresInMinutes: 0 }, { headers: bearer(merchant.token) });
     expect(leaked.body).toEqual({ webhookSecret: expect.stringMatching(/^whsec_/), previousSecretExpiresAt: null });
     const fresh = await webhookSignedWith(leaked.body.webhookSecret);
     expect(signatures(fresh)).toHaveLength(1);
-    expect(verifies(rotated.body.webhookSecret, fresh)).toBe(false);
+    expect(verifies(retried.body.webhookSecret, fresh)).toBe(false);
     // Another merchant cannot end (or learn about) this project's previous secret.
     const stranger = await registerMerchant(api);
     expectProblem(await api.delete(`${path}/webhook-secret/previous`, { headers: bearer(stranger.token) }), 404, 'not_found');

@@ -82,12 +82,12 @@ function RotateSecret({ project, onChanged }: { project: Project; onChanged: () 
         for a while, so your endpoint accepts webhooks with either secret while you deploy the new one.
       </p>
       {project.previousWebhookSecretExpiresAt && (
-        <div class="confirm" role="group" aria-label="Previous secret">
+        <div class="confirm" role="group" aria-label="Replaced secrets">
           <p data-testid="previous-secret">
-            The previous secret also signs webhooks until <Time iso={project.previousWebhookSecretExpiresAt} />.
+            Replaced secrets also sign webhooks, the last of them until <Time iso={project.previousWebhookSecretExpiresAt} />.
           </p>
           <button type="button" disabled={endPrevious.busy} onClick={() => void endPrevious.run()}>
-            Stop the previous secret now
+            Stop the replaced secrets now
           </button>
           <ErrorMessage error={endPrevious.error} />
         </div>

@@ -5,6 +5,7 @@ import { jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
+import { noStore } from '../no-store';
 import { apiKeyJson, environmentOf, isoTime, isoTimeOrNull, merchantJson, projectJson } from '../json';
 import {
   ApiKeyParams,
@@ -23,6 +24,7 @@ import {
   ProjectSchema,
   RegisterBody,
   RegisterResponse,
+  NoQuery,
   RotatedWebhookSecretSchema,
   RotateWebhookSecretBody,
   SessionSchema,
@@ -65,6 +67,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       body: ConfirmRegistrationBody,
       response: { 201: ConfirmRegistrationResponse },
     },
+    onSend: noStore,
     handler: async (req, reply) => {
       const res = await auth.confirmRegistration({ ...req.body, clientIp: req.ip });
       return reply.code(201).send({ merchant: merchantJson(res.merchant), token: res.token, expiresAt: isoTime(res.expiresAt) });
@@ -73,6 +76,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
 
   app.post<{ Body: LoginBody }>('/api/merchant/login', {
     schema: { tags: ['dashboard'], summary: 'Log in and get a session token', body: LoginBody, response: { 200: SessionSchema } },
+    onSend: noStore,
     handler: async (req) => {
       const res = await auth.login({ ...req.body, clientIp: req.ip });
       return { token: res.token, expiresAt: isoTime(res.expiresAt) };
@@ -124,6 +128,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       response: { 200: SessionSchema },
     },
     onRequest: hooks.merchant,
+    onSend: noStore,
     handler: async (req) => {
       const res = await auth.changePassword({ merchantId: merchantPrincipal(req).merchantId, ...req.body });
       return { token: res.token, expiresAt: isoTime(res.expiresAt) };
@@ -145,6 +150,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       response: { 201: CreatedProjectSchema },
     },
     onRequest: hooks.merchant,
+    onSend: noStore,
     handler: async (req, reply) => {
       const res = await auth.createProject({
         merchantId: merchantPrincipal(req).merchantId,
@@ -203,13 +209,15 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
   app.post<{ Params: { id: string }; Body: RotateWebhookSecretBody }>('/api/merchant/projects/:id/webhook-secret/rotate', {
     schema: {
       tags: ['dashboard'],
-      summary: 'Replace the project’s webhook signing secret; the new one is shown once, and the replaced one keeps signing for a while (default a day)',
+      summary: 'Replace the project’s webhook signing secret; the new one is shown once, and the replaced one keeps signing next to it for a while (default a day)',
       security: bearer,
       params: ProjectParams,
+      querystring: NoQuery,
       body: RotateWebhookSecretBody,
       response: { 200: RotatedWebhookSecretSchema },
     },
     onRequest: hooks.merchant,
+    onSend: noStore,
     handler: async (req) => {
       const res = await auth.rotateWebhookSecret({
         merchantId: merchantPrincipal(req).merchantId,
@@ -223,9 +231,10 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
   app.delete<{ Params: { id: string } }>('/api/merchant/projects/:id/webhook-secret/previous', {
     schema: {
       tags: ['dashboard'],
-      summary: 'Stop the secret the last rotation replaced from signing webhooks, now (the current secret alone signs from the next attempt on)',
+      summary: 'Stop every secret rotations replaced from signing webhooks, now (the current secret alone signs from the next attempt on)',
       security: bearer,
       params: ProjectParams,
+      querystring: NoQuery,
       response: { 200: ProjectSchema },
     },
     onRequest: hooks.merchant,
@@ -245,6 +254,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
       response: { 201: CreatedApiKeySchema },
     },
     onRequest: hooks.merchant,
+    onSend: noStore,
     handler: async (req, reply) => {
       const res = await auth.createApiKey({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id, name: req.body.name });
       const meta = apiKeyJson(res.apiKey);

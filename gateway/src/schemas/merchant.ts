@@ -53,7 +53,7 @@ export const ProjectSchema = Type.Object(
     invoiceLifetimeMinutes: Type.Integer(),
     paymentTolerancePercent: Type.Number({ description: 'Live invoices: a payment this many percent below amountExpected still pays (0 to 5)' }),
     previousWebhookSecretExpiresAt: Type.Union([Timestamp, Type.Null()], {
-      description: 'Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does',
+      description: 'Until when the last of the secrets rotations replaced still signs webhooks next to the current one (more v1 signatures); null when none does',
     }),
     createdAt: Timestamp,
   },
@@ -70,6 +70,9 @@ const PaymentTolerancePercent = Type.Number({
   description: 'Percent below amountExpected a live payment may fall short and still pay the invoice (0 to 5, at most 2 decimals; default 0). Fixed on each invoice at creation.',
 });
 
+/** A route that takes no query parameters refuses them rather than ignoring one sent by mistake. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const RotateWebhookSecretBody = Type.Optional(
   Type.Object(
     {
@@ -78,7 +81,7 @@ export const RotateWebhookSecretBody = Type.Optional(
           minimum: 0,
           maximum: 1440,
           description:
-            'How long the replaced secret keeps signing webhooks next to the new one, so your receiver can switch without a failed delivery (0 to 1440 minutes; default 1440). 0 stops it at once, for a secret that leaked.',
+            'How long the replaced secret keeps signing webhooks next to the new one, so your receiver can switch without a failed delivery (0 to 1440 minutes; default 1440). 0: it stops at once, for a secret that leaked. Secrets replaced earlier keep their own expiry (at most three sign next to the current one); DELETE …/webhook-secret/previous stops them all.',
         }),
       ),
     },

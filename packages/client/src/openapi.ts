@@ -194,7 +194,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the project’s webhook signing secret; the new one is shown once, and the replaced one keeps signing for a while (default a day) */
+        /** Replace the project’s webhook signing secret; the new one is shown once, and the replaced one keeps signing next to it for a while (default a day) */
         post: operations["postApiMerchantProjectsIdWebhookSecretRotate"];
         delete?: never;
         options?: never;
@@ -212,7 +212,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Stop the secret the last rotation replaced from signing webhooks, now (the current secret alone signs from the next attempt on) */
+        /** Stop every secret rotations replaced from signing webhooks, now (the current secret alone signs from the next attempt on) */
         delete: operations["deleteApiMerchantProjectsIdWebhookSecretPrevious"];
         options?: never;
         head?: never;
@@ -851,7 +851,7 @@ export interface webhooks {
         put?: never;
         /**
          * An invoice was paid (in the sandbox: a simulated payment)
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoicePaid"];
         delete?: never;
@@ -871,7 +871,7 @@ export interface webhooks {
         put?: never;
         /**
          * An unpaid invoice passed its expiredAt
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceExpired"];
         delete?: never;
@@ -891,7 +891,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: payments covering the price are on chain, awaiting confirmations
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceConfirming"];
         delete?: never;
@@ -911,7 +911,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: less than the price was received (amount so far, amountRemaining)
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoicePartiallyPaid"];
         delete?: never;
@@ -931,7 +931,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: a confirmed payment invoice.paid did not include (after expiry, after Paid, another asset, or another network); amount, currency and network are the payment’s
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceLatePayment"];
         delete?: never;
@@ -951,7 +951,7 @@ export interface webhooks {
         put?: never;
         /**
          * Live: a chain reorg removed payments before Paid; status is where the invoice moved back to
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookInvoiceReopened"];
         delete?: never;
@@ -971,7 +971,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout was requested and its amount held; it awaits the emailed code
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutRequested"];
         delete?: never;
@@ -991,7 +991,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout is verified (Pending) and waits to be sent: confirmed with its code, or created by the project’s auto-sweep
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutVerified"];
         delete?: never;
@@ -1011,7 +1011,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout was sent on chain (Completed); its amount left the balance
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutCompleted"];
         delete?: never;
@@ -1031,7 +1031,7 @@ export interface webhooks {
         put?: never;
         /**
          * An operator refused a payout (Rejected); its amount is available again
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutRejected"];
         delete?: never;
@@ -1051,7 +1051,7 @@ export interface webhooks {
         put?: never;
         /**
          * A payout was cancelled; its amount is available again
-         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation a second, space-separated v1 signature made with the replaced secret, and either verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
+         * @description Signed per the Standard Webhooks specification: headers webhook-id (the event id, the same on every retry), webhook-timestamp (unix seconds) and webhook-signature (v1,<base64 HMAC-SHA256 of "id.timestamp.body"> with the project’s whsec_ secret; for a while after a rotation more, space-separated v1 signatures made with the replaced secrets, and any one verifies); webhook-event-type names the event. Answer 2xx within 10 s; anything else is retried with backoff.
          */
         post: operations["webhookPayoutCancelled"];
         delete?: never;
@@ -1975,7 +1975,7 @@ export interface operations {
                             invoiceLifetimeMinutes: number;
                             /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                             paymentTolerancePercent: number;
-                            /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                            /** @description Until when the last of the secrets rotations replaced still signs webhooks next to the current one (more v1 signatures); null when none does */
                             previousWebhookSecretExpiresAt: string | null;
                             /**
                              * Format: date-time
@@ -2080,7 +2080,7 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
-                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        /** @description Until when the last of the secrets rotations replaced still signs webhooks next to the current one (more v1 signatures); null when none does */
                         previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time
@@ -2205,7 +2205,7 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
-                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        /** @description Until when the last of the secrets rotations replaced still signs webhooks next to the current one (more v1 signatures); null when none does */
                         previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time
@@ -2313,7 +2313,7 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
-                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        /** @description Until when the last of the secrets rotations replaced still signs webhooks next to the current one (more v1 signatures); null when none does */
                         previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time
@@ -2419,7 +2419,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    /** @description How long the replaced secret keeps signing webhooks next to the new one, so your receiver can switch without a failed delivery (0 to 1440 minutes; default 1440). 0 stops it at once, for a secret that leaked. */
+                    /** @description How long the replaced secret keeps signing webhooks next to the new one, so your receiver can switch without a failed delivery (0 to 1440 minutes; default 1440). 0: it stops at once, for a secret that leaked. Secrets replaced earlier keep their own expiry (at most three sign next to the current one); DELETE …/webhook-secret/previous stops them all. */
                     previousSecretExpiresInMinutes?: number;
                 };
             };
@@ -2552,7 +2552,7 @@ export interface operations {
                         invoiceLifetimeMinutes: number;
                         /** @description Live invoices: a payment this many percent below amountExpected still pays (0 to 5) */
                         paymentTolerancePercent: number;
-                        /** @description Until when the secret the last rotation replaced still signs webhooks next to the current one (a second v1 signature); null when none does */
+                        /** @description Until when the last of the secrets rotations replaced still signs webhooks next to the current one (more v1 signatures); null when none does */
                         previousWebhookSecretExpiresAt: string | null;
                         /**
                          * Format: date-time

@@ -376,18 +376,18 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     });
     if (!project) throw errors.notFound('merchant');
     this.deps.logger.info({ merchantId, projectId: project.id, environment: project.environment }, 'project created');
-    return { project: projectMessage(project, this.now()), webhookSecret };
+    return { project: projectMessage(project), webhookSecret };
   }
 
   async listProjects(req: ListProjectsRequest) {
     if (!isUuid(req.merchantId)) return { projects: [] };
     const projects = await this.deps.projects.listByMerchant(req.merchantId);
-    return { projects: projects.map((project) => projectMessage(project, this.now())) };
+    return { projects: projects.map(projectMessage) };
   }
 
   async getProject(req: GetProjectRequest) {
     const project = await this.ownedProject(req.merchantId, req.projectId);
-    return { project: projectMessage(project, this.now()) };
+    return { project: projectMessage(project) };
   }
 
   async updateProject(req: UpdateProjectRequest) {
@@ -412,7 +412,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     });
     if (!project) throw errors.notFound('project');
     if (changesSomething) this.deps.logger.info({ merchantId, projectId, fields: Object.keys(changes) }, 'project updated');
-    return { project: projectMessage(project, this.now()) };
+    return { project: projectMessage(project) };
   }
 
   async rotateWebhookSecret(req: RotateWebhookSecretRequest) {
@@ -423,13 +423,13 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       throw invalidRequest([{ field: 'previousSecretExpiresInMinutes', message: `must be a whole number of minutes from 0 to ${PREVIOUS_WEBHOOK_SECRET_MAX_MINUTES}` }]);
     }
     const webhookSecret = generateWebhookSecret();
-    const project = await eventTransaction(this.deps.sql, async (tx) => {
-      const updated = await this.deps.projects.replaceWebhookSecret(tx, merchantId, projectId, webhookSecret, overlapMinutes * 60_000);
-      if (updated) await enqueueEvent(tx, projectUpdatedEvent(updated, { webhookSecretRotated: true }));
-      return updated;
+    const rotated = await eventTransaction(this.deps.sql, async (tx) => {
+      const result = await this.deps.projects.replaceWebhookSecret(tx, merchantId, projectId, webhookSecret, overlapMinutes * 60_000);
+      if (result) await enqueueEvent(tx, projectUpdatedEvent(result.row, { webhookSecretRotated: true }));
+      return result;
     });
-    if (!project) throw errors.notFound('project');
-    const previousUntil = project.previous_webhook_secret_expires_at;
+    if (!rotated) throw errors.notFound('project');
+    const { previousUntil } = rotated;
     this.deps.logger.info({ merchantId, projectId, previousSecretExpiresAt: previousUntil }, 'webhook secret rotated');
     return { webhookSecret, ...(previousUntil === null ? {} : { previousSecretExpiresAt: timestampFromDate(previousUntil) }) };
   }
@@ -437,15 +437,15 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   async endPreviousWebhookSecret(req: EndPreviousWebhookSecretRequest) {
     const merchantId = requireId(req.merchantId, 'project');
     const projectId = requireId(req.projectId, 'project');
-    const ended = await eventTransaction(this.deps.sql, async (tx) => {
-      const result = await this.deps.projects.endPreviousWebhookSecret(tx, merchantId, projectId);
+    const result = await eventTransaction(this.deps.sql, async (tx) => {
+      const ended = await this.deps.projects.endPreviousWebhookSecrets(tx, merchantId, projectId);
       // The notifiers forget the project's context: the next attempt is signed with the current secret alone.
-      if (result?.ended) await enqueueEvent(tx, projectUpdatedEvent(result.row, { webhookSecretRotated: true }));
-      return result;
+      if (ended && ended.ended > 0) await enqueueEvent(tx, projectUpdatedEvent(ended.row, { webhookSecretRotated: true }));
+      return ended;
     });
-    if (!ended) throw errors.notFound('project');
-    if (ended.ended) this.deps.logger.info({ merchantId, projectId }, 'previous webhook secret ended');
-    return { project: projectMessage(ended.row, this.now()) };
+    if (!result) throw errors.notFound('project');
+    if (result.ended > 0) this.deps.logger.info({ merchantId, projectId, ended: result.ended }, 'replaced webhook secrets stopped');
+    return { project: projectMessage(result.row) };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -533,9 +533,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       merchantEmail: context.merchant_email,
       ...(context.webhook_url === null ? {} : { webhookUrl: context.webhook_url }),
       webhookSecret: context.webhook_secret,
-      ...(context.previous_webhook_secret === null || context.previous_webhook_secret_expires_at === null
-        ? {}
-        : { previousWebhookSecret: context.previous_webhook_secret, previousWebhookSecretExpiresAt: timestampFromDate(context.previous_webhook_secret_expires_at) }),
+      previousWebhookSecrets: context.previous_webhook_secrets.map((previous) => ({ secret: previous.secret, expiresAt: timestampFromDate(previous.expires_at) })),
       invoiceLifetimeMinutes: context.invoice_lifetime_minutes,
       merchantEmailVerified: context.merchant_email_verified,
     };

@@ -40,7 +40,7 @@ export function merchantMessage(row: MerchantRow): Merchant {
   });
 }
 
-export function projectMessage(row: ProjectRow, now: Date): Project {
+export function projectMessage(row: ProjectRow): Project {
   const previousUntil = row.previous_webhook_secret_expires_at;
   return create(ProjectSchema, {
     id: row.id,
@@ -51,8 +51,8 @@ export function projectMessage(row: ProjectRow, now: Date): Project {
     invoiceLifetimeMinutes: row.invoice_lifetime_minutes,
     paymentTolerancePercent: canonicalPercent(row.payment_tolerance_percent),
     createdAt: timestampFromDate(row.created_at),
-    // A previous secret whose overlap has run out signs nothing: not shown.
-    ...(previousUntil !== null && previousUntil > now ? { previousWebhookSecretExpiresAt: timestampFromDate(previousUntil) } : {}),
+    // Only replaced secrets still in force count (the store asks Postgres' clock).
+    ...(previousUntil === null ? {} : { previousWebhookSecretExpiresAt: timestampFromDate(previousUntil) }),
   });
 }
 

@@ -53,7 +53,7 @@ if (action !== undefined) {
   void withDatabase(async (sql) => {
     const box = new SecretBox(keys.SECRETS_KEK, keys.SECRETS_KEK_PREVIOUS);
     const report = await reencryptSecrets(sql, box);
-    process.stdout.write(`rotate-kek: ${report.webhookSecrets} webhook secret(s) and ${report.signingKeys} signing key(s) now under key ${box.current.id}\n`);
+    process.stdout.write(`rotate-kek: ${report.webhookSecrets} webhook secret(s), ${report.previousWebhookSecrets} replaced webhook secret(s) still signing and ${report.signingKeys} signing key(s) now under key ${box.current.id}\n`);
   });
 } else if (command === 'local-developer') {
   const settings = loadConfig({

@@ -89,7 +89,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
       const box = new SecretBox(config.SECRETS_KEK, config.SECRETS_KEK_PREVIOUS);
       // Rows from before encryption (or under an older KEK) are sealed with the current KEK now.
       const resealed = await reencryptSecrets(sql, box);
-      if (resealed.webhookSecrets + resealed.signingKeys > 0) logger.info({ ...resealed, kekId: box.current.id }, 'secrets at rest re-encrypted');
+      if (resealed.webhookSecrets + resealed.previousWebhookSecrets + resealed.signingKeys > 0) logger.info({ ...resealed, kekId: box.current.id }, 'secrets at rest re-encrypted');
       const sessions = new SessionTokens(new SigningKeyStore(sql, box), config.SESSION_TTL_SECONDS);
       await sessions.ensureSigningKey();
       const handlers = new AuthHandlers({

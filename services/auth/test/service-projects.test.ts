@@ -189,13 +189,15 @@ describe('UpdateProject and RotateWebhookSecret', () => {
   });
 });
 
-describe('RotateWebhookSecret: the replaced secret signs on for a while (docs/webhook-delivery.md#secret-rotation)', () => {
+describe('RotateWebhookSecret: replaced secrets sign on for a while (docs/webhook-delivery.md#secret-rotation)', () => {
   const minutesFromNow = (at: Date) => (at.getTime() - Date.now()) / 60_000;
+  const previousOf = async (projectId: string) =>
+    (await client.getProjectContext({ projectId })).previousWebhookSecrets.map((p) => ({ secret: p.secret, expiresAt: timestampDate(p.expiresAt!) }));
 
   it('keeps the replaced secret for a day by default: in the project, in the context the notifier signs with', async () => {
     const { project, webhookSecret: original } = await createProject(alice, { webhookUrl: 'https://overlap.example.com/h' });
     expect(project.previousWebhookSecretExpiresAt).toBeUndefined();
-    expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeUndefined();
+    expect(await previousOf(project.id)).toEqual([]);
 
     const rotated = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
     const until = timestampDate(rotated.previousSecretExpiresAt!);
@@ -203,32 +205,51 @@ describe('RotateWebhookSecret: the replaced secret signs on for a while (docs/we
     expect(minutesFromNow(until)).toBeLessThanOrEqual(1440);
     const context = await client.getProjectContext({ projectId: project.id });
     expect(context.webhookSecret).toBe(rotated.webhookSecret);
-    expect(context.previousWebhookSecret).toBe(original);
-    expect(timestampDate(context.previousWebhookSecretExpiresAt!)).toEqual(until);
+    expect(await previousOf(project.id)).toEqual([{ secret: original, expiresAt: until }]);
     expect(timestampDate((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt!)).toEqual(until);
     // Never in plaintext at rest.
-    expect((await auth.db`select previous_webhook_secret from projects where id = ${project.id}`)[0]!.previous_webhook_secret).not.toContain(original.slice(6));
-
-    // A second rotation: the secret it replaces is the previous one now; the original signs no more.
-    const again = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 30 });
-    const second = await client.getProjectContext({ projectId: project.id });
-    expect(second.webhookSecret).toBe(again.webhookSecret);
-    expect(second.previousWebhookSecret).toBe(rotated.webhookSecret);
-    expect(minutesFromNow(timestampDate(again.previousSecretExpiresAt!))).toBeGreaterThan(29);
-    expect(minutesFromNow(timestampDate(again.previousSecretExpiresAt!))).toBeLessThanOrEqual(30);
+    const stored = await auth.db<{ secret: string }[]>`select secret from previous_webhook_secrets where project_id = ${project.id}`;
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.secret).toMatch(/^v1\./);
+    expect(stored[0]!.secret).not.toContain(original.slice(6));
   });
 
-  it('0 minutes stops the replaced secret at once (a leaked secret)', async () => {
-    const { project } = await createProject(alice, { webhookUrl: 'https://leaked.example.com/h' });
-    await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
+  it('a rotation retried (its answer lost) keeps the secret the receiver still checks: every replaced secret signs until its own expiry, three at most', async () => {
+    const { project, webhookSecret: deployed } = await createProject(alice, { webhookUrl: 'https://retry.example.com/h' });
+    const first = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
+    const second = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 30 });
+    const context = await client.getProjectContext({ projectId: project.id });
+    expect(context.webhookSecret).toBe(second.webhookSecret);
+    // The one ending last first.
+    expect((await previousOf(project.id)).map((p) => p.secret)).toEqual([deployed, first.webhookSecret]);
+    expect(minutesFromNow(timestampDate(second.previousSecretExpiresAt!))).toBeGreaterThan(29);
+    expect(minutesFromNow(timestampDate(second.previousSecretExpiresAt!))).toBeLessThanOrEqual(30);
+    // The project shows when the last of them stops.
+    expect(timestampDate((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt!)).toEqual(
+      timestampDate(first.previousSecretExpiresAt!),
+    );
+
+    // Two more: four replaced, the three ending last are kept (the 30-minute one goes).
+    const third = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 60 });
+    const fourth = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 120 });
+    expect((await client.getProjectContext({ projectId: project.id })).webhookSecret).toBe(fourth.webhookSecret);
+    expect((await previousOf(project.id)).map((p) => p.secret)).toEqual([deployed, third.webhookSecret, second.webhookSecret]);
+    expect(await auth.db`select id from previous_webhook_secrets where project_id = ${project.id}`).toHaveLength(3);
+  });
+
+  it('0 minutes: the replaced secret does not sign at all (a leaked secret); those replaced before keep their expiry', async () => {
+    const { project, webhookSecret: original } = await createProject(alice, { webhookUrl: 'https://leaked.example.com/h' });
+    const first = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
     const rotated = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 0 });
     expect(rotated.previousSecretExpiresAt).toBeUndefined();
-    const context = await client.getProjectContext({ projectId: project.id });
-    expect(context.previousWebhookSecret).toBeUndefined();
-    expect(context.previousWebhookSecretExpiresAt).toBeUndefined();
-    expect((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
-    const [row] = await auth.db`select previous_webhook_secret, previous_webhook_secret_kek_id, previous_webhook_secret_expires_at from projects where id = ${project.id}`;
-    expect(row).toEqual({ previous_webhook_secret: null, previous_webhook_secret_kek_id: null, previous_webhook_secret_expires_at: null });
+    expect((await previousOf(project.id)).map((p) => p.secret)).toEqual([original]);
+    expect((await previousOf(project.id)).map((p) => p.secret)).not.toContain(first.webhookSecret);
+
+    const fresh = await createProject(alice);
+    await client.rotateWebhookSecret({ merchantId: alice, projectId: fresh.project.id, previousSecretExpiresInMinutes: 0 });
+    expect(await previousOf(fresh.project.id)).toEqual([]);
+    expect((await client.getProject({ merchantId: alice, projectId: fresh.project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
+    expect(await auth.db`select id from previous_webhook_secrets where project_id = ${fresh.project.id}`).toHaveLength(0);
   });
 
   it('refuses an overlap outside 0 to 1440 minutes, changing nothing', async () => {
@@ -241,68 +262,57 @@ describe('RotateWebhookSecret: the replaced secret signs on for a while (docs/we
       });
     }
     expect((await client.getProjectContext({ projectId: project.id })).webhookSecret).toBe(webhookSecret);
+    expect(await previousOf(project.id)).toEqual([]);
   });
 
   it('an overlap that ran out hands nothing out: not in the context, not in the project', async () => {
     const { project } = await createProject(alice);
     await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id, previousSecretExpiresInMinutes: 1 });
-    expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeDefined();
+    expect(await previousOf(project.id)).toHaveLength(1);
     // A minute later, as Postgres' clock sees it.
-    await auth.db`update projects set previous_webhook_secret_expires_at = now() - interval '1 millisecond' where id = ${project.id}`;
-    const context = await client.getProjectContext({ projectId: project.id });
-    expect(context.previousWebhookSecret).toBeUndefined();
-    expect(context.previousWebhookSecretExpiresAt).toBeUndefined();
+    await auth.db`update previous_webhook_secrets set expires_at = now() - interval '1 millisecond' where project_id = ${project.id}`;
+    expect(await previousOf(project.id)).toEqual([]);
     expect((await client.getProject({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
     expect((await client.listProjects({ merchantId: alice })).projects.find((p) => p.id === project.id)!.previousWebhookSecretExpiresAt).toBeUndefined();
   });
 
-  it('an expired previous secret is erased from the database (the eraser), an unexpired one is kept', async () => {
+  it('an expired replaced secret is erased from the database (the eraser), one in force is kept', async () => {
     const expired = await createProject(alice);
     const kept = await createProject(alice);
     await client.rotateWebhookSecret({ merchantId: alice, projectId: expired.project.id, previousSecretExpiresInMinutes: 1 });
     await client.rotateWebhookSecret({ merchantId: alice, projectId: kept.project.id, previousSecretExpiresInMinutes: 1 });
     const eraser = previousSecretEraser({ sql: auth.db, logger: createLogger({ service: 'test', level: 'silent' }) });
     while ((await eraser.processBatch()) > 0); // what earlier tests left expired
-    await auth.db`update projects set previous_webhook_secret_expires_at = now() - interval '1 second' where id = ${expired.project.id}`;
-    const [before] = await auth.db<{ updated_at: Date }[]>`select updated_at from projects where id = ${expired.project.id}`;
+    await auth.db`update previous_webhook_secrets set expires_at = now() - interval '1 second' where project_id = ${expired.project.id}`;
 
     expect(await eraser.processBatch()).toBe(1);
     expect(await eraser.processBatch()).toBe(0);
-    const rows = await auth.db<{ id: string; previous_webhook_secret: string | null; previous_webhook_secret_kek_id: string | null; previous_webhook_secret_expires_at: Date | null; updated_at: Date }[]>`
-      select id, previous_webhook_secret, previous_webhook_secret_kek_id, previous_webhook_secret_expires_at, updated_at from projects
-      where id in ${auth.db([expired.project.id, kept.project.id])}`;
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    expect(byId.get(expired.project.id)).toEqual({
-      id: expired.project.id,
-      previous_webhook_secret: null,
-      previous_webhook_secret_kek_id: null,
-      previous_webhook_secret_expires_at: null,
-      updated_at: before!.updated_at,
-    });
-    expect(byId.get(kept.project.id)!.previous_webhook_secret).toMatch(/^v1\./);
-    expect((await client.getProjectContext({ projectId: kept.project.id })).previousWebhookSecret).toBe(kept.webhookSecret);
+    expect(await auth.db`select id from previous_webhook_secrets where project_id = ${expired.project.id}`).toHaveLength(0);
+    expect(await auth.db`select id from previous_webhook_secrets where project_id = ${kept.project.id}`).toHaveLength(1);
+    expect((await previousOf(kept.project.id)).map((p) => p.secret)).toEqual([kept.webhookSecret]);
   });
 
-  it('EndPreviousWebhookSecret stops it now and tells the notifiers; another merchant\'s project is not_found', async () => {
+  it('EndPreviousWebhookSecret stops them all now and tells the notifiers; another merchant\'s project is not_found', async () => {
     const { project } = await createProject(alice, { webhookUrl: 'https://end.example.com/h' });
     const watcher = new SubjectWatcher(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
     try {
       await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
-      await watcher.waitFor(1);
+      await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
+      await watcher.waitFor(2);
       expect(await rpcError(client.endPreviousWebhookSecret({ merchantId: bob, projectId: project.id }))).toMatchObject({ connectCode: Code.NotFound, code: 'not_found' });
-      expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeDefined();
+      expect(await previousOf(project.id)).toHaveLength(2);
 
       const ended = await client.endPreviousWebhookSecret({ merchantId: alice, projectId: project.id });
       expect(ended.project!.id).toBe(project.id);
       expect(ended.project!.previousWebhookSecretExpiresAt).toBeUndefined();
-      expect((await client.getProjectContext({ projectId: project.id })).previousWebhookSecret).toBeUndefined();
-      const [, received] = await watcher.waitFor(2);
+      expect(await previousOf(project.id)).toEqual([]);
+      const [, , received] = await watcher.waitFor(3);
       expect(decodeEvent(ProjectUpdatedSchema, received!.msg)).toMatchObject({ projectId: project.id, webhookSecretRotated: true });
 
       // Nothing left to end: answered alike, no further event.
       expect((await client.endPreviousWebhookSecret({ merchantId: alice, projectId: project.id })).project!.previousWebhookSecretExpiresAt).toBeUndefined();
       await new Promise((r) => setTimeout(r, 300));
-      expect(watcher.messages).toHaveLength(2);
+      expect(watcher.messages).toHaveLength(3);
     } finally {
       await watcher.close();
     }

@@ -52,27 +52,27 @@ test('sealed under KEK A; rotated to B with rotate-kek; readable with B alone; p
   expect((await db`select webhook_secret_kek_id from projects where id = ${projectId}`)[0]!.webhook_secret_kek_id).toBe(kekFromBytes(keyA).id);
   await auth.client.rotateWebhookSecret({ merchantId: merchant.id, projectId }).then((r) => r.webhookSecret);
   const current = (await auth.client.getProjectContext({ projectId })).webhookSecret;
-  // The replaced secret signs on for a day (docs/webhook-delivery.md#secret-rotation): sealed too, in a column of its own.
-  expect((await auth.client.getProjectContext({ projectId })).previousWebhookSecret).toBe('whsec_cGxhaW4=');
-  const [previousRow] = await db<{ previous_webhook_secret: string; previous_webhook_secret_kek_id: string }[]>`
-    select previous_webhook_secret, previous_webhook_secret_kek_id from projects where id = ${projectId}`;
-  expect(previousRow!.previous_webhook_secret).toMatch(/^v1\./);
-  expect(previousRow!.previous_webhook_secret_kek_id).toBe(kekFromBytes(keyA).id);
+  // The replaced secret signs on for a day (docs/webhook-delivery.md#secret-rotation): sealed too, in a row of its own.
+  expect((await auth.client.getProjectContext({ projectId })).previousWebhookSecrets.map((p) => p.secret)).toEqual(['whsec_cGxhaW4=']);
+  const [previousRow] = await db<{ secret: string; secret_kek_id: string }[]>`select secret, secret_kek_id from previous_webhook_secrets where project_id = ${projectId}`;
+  expect(previousRow!.secret).toMatch(/^v1\./);
+  expect(previousRow!.secret_kek_id).toBe(kekFromBytes(keyA).id);
   await auth.dispose();
 
   // Rotation: B current, A previous; the command re-wraps everything under B.
   const report = await reencryptSecrets(db, new SecretBox(kekFromBytes(keyB), [kekFromBytes(keyA)]));
   expect(report.webhookSecrets).toBeGreaterThanOrEqual(1);
+  expect(report.previousWebhookSecrets).toBe(1);
   expect(report.signingKeys).toBeGreaterThanOrEqual(1);
   const kekIds = await db<{ id: string | null }[]>`
     select webhook_secret_kek_id as id from projects
-    union all select previous_webhook_secret_kek_id from projects where previous_webhook_secret is not null
+    union all select secret_kek_id from previous_webhook_secrets
     union all select private_key_kek_id from signing_keys`;
   expect(new Set(kekIds.map((r) => r.id))).toEqual(new Set([kekFromBytes(keyB).id]));
 
   auth = await authWith({ SECRETS_KEK: b64(keyB) });
   expect((await auth.client.getProjectContext({ projectId })).webhookSecret).toBe(current);
-  expect((await auth.client.getProjectContext({ projectId })).previousWebhookSecret).toBe('whsec_cGxhaW4=');
+  expect((await auth.client.getProjectContext({ projectId })).previousWebhookSecrets.map((p) => p.secret)).toEqual(['whsec_cGxhaW4=']);
   expect((await auth.client.getJwks({})).keys.map((k) => k.kid)).toEqual(jwksBefore);
   await auth.dispose();
 

@@ -19,10 +19,10 @@ export interface ProjectContext {
   webhookUrl: string | undefined;
   webhookSecret: string;
   /**
-   * The secret the last rotation replaced, signing next to webhookSecret until `expiresAt`
-   * (docs/webhook-delivery.md#secret-rotation); undefined when none is in force.
+   * The secrets rotations replaced that still sign next to webhookSecret, each until its
+   * `expiresAt` (docs/webhook-delivery.md#secret-rotation); empty when none does.
    */
-  previousWebhookSecret: { secret: string; expiresAt: Date } | undefined;
+  previousWebhookSecrets: ReadonlyArray<{ secret: string; expiresAt: Date }>;
   merchantEmail: string;
 }
 
@@ -125,10 +125,10 @@ export class AuthProjectDirectory implements ProjectDirectory {
         environment: environmentName(res.environment),
         webhookUrl: res.webhookUrl === undefined || res.webhookUrl === '' ? undefined : res.webhookUrl,
         webhookSecret: res.webhookSecret,
-        previousWebhookSecret:
-          res.previousWebhookSecret === undefined || res.previousWebhookSecretExpiresAt === undefined
-            ? undefined
-            : { secret: res.previousWebhookSecret, expiresAt: timestampDate(res.previousWebhookSecretExpiresAt) },
+        previousWebhookSecrets: res.previousWebhookSecrets.map((previous) => {
+          if (previous.expiresAt === undefined) throw new Error('auth answered a replaced webhook secret without its expiry');
+          return { secret: previous.secret, expiresAt: timestampDate(previous.expiresAt) };
+        }),
         merchantEmail: res.merchantEmail,
       };
     } catch (err) {

@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 function project(webhookUrl: string | undefined): ProjectContext {
-  return { projectId: randomUUID(), environment: 'sandbox', webhookUrl, webhookSecret: 'whsec_test', previousWebhookSecret: undefined, merchantEmail: 'm@example.com' };
+  return { projectId: randomUUID(), environment: 'sandbox', webhookUrl, webhookSecret: 'whsec_test', previousWebhookSecrets: [], merchantEmail: 'm@example.com' };
 }
 
 /** The consumer's handler with a project directory that knows `context` only, and this replica's worker as `dispatch`. */

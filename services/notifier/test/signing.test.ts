@@ -87,12 +87,22 @@ describe('after a rotation (docs/webhook-delivery.md#secret-rotation)', () => {
     expect(both['webhook-signature']).toBe(`${current['webhook-signature']} ${old['webhook-signature']}`);
   });
 
-  test('the replaced secret signs until its overlap ends, not a millisecond later', () => {
-    const project = { webhookSecret: secret, previousWebhookSecret: { secret: previous, expiresAt: new Date(at.getTime() + 60_000) } };
-    expect(signingSecrets(project, at)).toEqual([secret, previous]);
-    expect(signingSecrets(project, new Date(at.getTime() + 59_999))).toEqual([secret, previous]);
-    expect(signingSecrets(project, new Date(at.getTime() + 60_000))).toEqual([secret]);
-    expect(signingSecrets({ webhookSecret: secret, previousWebhookSecret: undefined }, at)).toEqual([secret]);
+  test('each replaced secret signs until its own expiry, not a millisecond later; the current one always, first', () => {
+    const older = 'whsec_b2xkZXIgc2VjcmV0LCByZXBsYWNlZCBiZWZvcmUgdGhhdA==';
+    const project = {
+      webhookSecret: secret,
+      previousWebhookSecrets: [
+        { secret: older, expiresAt: new Date(at.getTime() + 120_000) },
+        { secret: previous, expiresAt: new Date(at.getTime() + 60_000) },
+      ],
+    };
+    expect(signingSecrets(project, at)).toEqual([secret, older, previous]);
+    expect(signingSecrets(project, new Date(at.getTime() + 59_999))).toEqual([secret, older, previous]);
+    expect(signingSecrets(project, new Date(at.getTime() + 60_000))).toEqual([secret, older]);
+    expect(signingSecrets(project, new Date(at.getTime() + 120_000))).toEqual([secret]);
+    expect(signingSecrets({ webhookSecret: secret, previousWebhookSecrets: [] }, at)).toEqual([secret]);
+    // A secret listed twice signs once.
+    expect(signingSecrets({ webhookSecret: secret, previousWebhookSecrets: [{ secret, expiresAt: new Date(at.getTime() + 1) }] }, at)).toEqual([secret]);
   });
 });
 

@@ -42,7 +42,7 @@ beforeAll(async () => {
     sql,
     logger: createLogger({ service: 'notifier', level: 'silent' }),
     // Each delivery below is its project's only one, to the project's current webhook URL.
-    projects: { get: async (projectId) => ({ projectId, environment: 'sandbox', webhookUrl: webhookUrls.get(projectId), webhookSecret: secret, previousWebhookSecret: undefined, merchantEmail: 'm@example.com' }) },
+    projects: { get: async (projectId) => ({ projectId, environment: 'sandbox', webhookUrl: webhookUrls.get(projectId), webhookSecret: secret, previousWebhookSecrets: [], merchantEmail: 'm@example.com' }) },
     guard: createSsrfGuard({ mode: 'production', resolve: resolver }),
     sender: recordingSender,
     schedule: parseRetrySchedule('20ms'),

@@ -18,10 +18,21 @@ const PROJECT_COLUMNS = [
   'webhook_url',
   'invoice_lifetime_minutes',
   'payment_tolerance_percent',
-  'previous_webhook_secret_expires_at',
   'created_at',
   'updated_at',
 ];
+
+/** At most this many replaced secrets sign next to the current one; a rotation beyond drops the one ending first. */
+export const MAX_PREVIOUS_WEBHOOK_SECRETS = 3;
+
+/**
+ * A project row's columns, and when the last of its replaced secrets stops signing (null when none
+ * is in force), for `select … from projects <alias>` and `update projects <alias> … returning`.
+ */
+function projectColumns(q: Queryable, alias: string) {
+  return q`${q(PROJECT_COLUMNS.map((column) => `${alias}.${column}`))},
+    (select max(s.expires_at) from previous_webhook_secrets s where s.project_id = ${q(alias)}.id and s.expires_at > now()) as previous_webhook_secret_expires_at`;
+}
 
 export interface NewProject {
   merchantId: string;
@@ -59,7 +70,7 @@ export class ProjectStore {
         insert into projects (id, merchant_id, name, environment, webhook_url, webhook_secret, webhook_secret_kek_id, payment_tolerance_percent)
         values (${id}, ${project.merchantId}, ${project.name}, ${project.environment}, ${project.webhookUrl}, ${secret}, ${this.box.current.id},
                 ${project.paymentTolerancePercent}::numeric)
-        returning ${this.sql(PROJECT_COLUMNS)}`;
+        returning ${this.sql(PROJECT_COLUMNS)}, null::timestamptz as previous_webhook_secret_expires_at`;
       return row;
     } catch (err) {
       if (isForeignKeyViolation(err, 'projects_merchant_id_fkey')) return undefined;
@@ -70,16 +81,16 @@ export class ProjectStore {
   /** Oldest first. */
   async listByMerchant(merchantId: string): Promise<ProjectRow[]> {
     return this.sql<ProjectRow[]>`
-      select ${this.sql(PROJECT_COLUMNS)} from projects
-      where merchant_id = ${merchantId}
-      order by created_at, id`;
+      select ${projectColumns(this.sql, 'p')} from projects p
+      where p.merchant_id = ${merchantId}
+      order by p.created_at, p.id`;
   }
 
   /** The merchant's project; undefined when it does not exist or belongs to someone else. */
   async findOwned(merchantId: string, projectId: string, db: Queryable = this.sql): Promise<ProjectRow | undefined> {
     const [row] = await db<ProjectRow[]>`
-      select ${db(PROJECT_COLUMNS)} from projects
-      where id = ${projectId} and merchant_id = ${merchantId}`;
+      select ${projectColumns(db, 'p')} from projects p
+      where p.id = ${projectId} and p.merchant_id = ${merchantId}`;
     return row;
   }
 
@@ -92,100 +103,102 @@ export class ProjectStore {
     if (changes.paymentTolerancePercent !== undefined) columns.payment_tolerance_percent = changes.paymentTolerancePercent;
     if (Object.keys(columns).length === 0) return this.findOwned(merchantId, projectId, tx);
     const [row] = await tx<ProjectRow[]>`
-      update projects set ${tx(columns)}, updated_at = now()
-      where id = ${projectId} and merchant_id = ${merchantId}
-      returning ${tx(PROJECT_COLUMNS)}`;
+      update projects p set ${tx(columns)}, updated_at = now()
+      where p.id = ${projectId} and p.merchant_id = ${merchantId}
+      returning ${projectColumns(tx, 'p')}`;
     return row;
   }
 
   /**
    * Replaces the webhook secret of the merchant's project; undefined when not theirs. The replaced
-   * secret keeps signing next to the new one for `previousValidMs` (0: it stops now), replacing any
-   * earlier previous secret (docs/webhook-delivery.md#secret-rotation).
+   * secret keeps signing next to the new one for `previousValidMs` (0: not at all), as do those
+   * replaced before it until their own expiry, at most MAX_PREVIOUS_WEBHOOK_SECRETS of them
+   * (docs/webhook-delivery.md#secret-rotation). Also says until when the replaced one signs.
    */
-  async replaceWebhookSecret(tx: TransactionSql, merchantId: string, projectId: string, secret: string, previousValidMs: number): Promise<ProjectRow | undefined> {
+  async replaceWebhookSecret(
+    tx: TransactionSql,
+    merchantId: string,
+    projectId: string,
+    secret: string,
+    previousValidMs: number,
+  ): Promise<{ row: ProjectRow; previousUntil: Date | null } | undefined> {
+    // Under the project's lock: concurrent rotations apply one after the other.
     const [current] = await tx<{ webhook_secret: string; webhook_secret_kek_id: string | null }[]>`
       select webhook_secret, webhook_secret_kek_id from projects
       where id = ${projectId} and merchant_id = ${merchantId}
       for update`;
     if (!current) return undefined;
-    const previous =
-      previousValidMs > 0
-        ? this.box.encrypt(openStored(this.box, current.webhook_secret, current.webhook_secret_kek_id, webhookSecretContext(projectId)), previousWebhookSecretContext(projectId))
-        : null;
+    let previousUntil: Date | null = null;
+    if (previousValidMs > 0) {
+      const replaced = openStored(this.box, current.webhook_secret, current.webhook_secret_kek_id, webhookSecretContext(projectId));
+      const id = randomUUID();
+      const [kept] = await tx<{ expires_at: Date }[]>`
+        insert into previous_webhook_secrets (id, project_id, secret, secret_kek_id, expires_at)
+        values (${id}, ${projectId}, ${this.box.encrypt(replaced, previousWebhookSecretContext(id))}, ${this.box.current.id},
+                now() + ${previousValidMs}::bigint * interval '1 millisecond')
+        returning expires_at`;
+      previousUntil = kept!.expires_at;
+    }
+    // Beyond the cap, the replaced secrets that would stop first go now; expired ones go too.
+    await tx`
+      delete from previous_webhook_secrets
+      where project_id = ${projectId}
+        and (expires_at <= now() or id in (
+          select id from previous_webhook_secrets where project_id = ${projectId} and expires_at > now()
+          order by expires_at desc, created_at desc offset ${MAX_PREVIOUS_WEBHOOK_SECRETS}))`;
     const [row] = await tx<ProjectRow[]>`
-      update projects
-      set webhook_secret = ${this.box.encrypt(secret, webhookSecretContext(projectId))}, webhook_secret_kek_id = ${this.box.current.id},
-          previous_webhook_secret = ${previous}, previous_webhook_secret_kek_id = ${previous === null ? null : this.box.current.id},
-          previous_webhook_secret_expires_at = ${previous === null ? null : tx`now() + ${previousValidMs}::bigint * interval '1 millisecond'`},
-          updated_at = now()
-      where id = ${projectId} and merchant_id = ${merchantId}
-      returning ${tx(PROJECT_COLUMNS)}`;
-    return row;
+      update projects p
+      set webhook_secret = ${this.box.encrypt(secret, webhookSecretContext(projectId))}, webhook_secret_kek_id = ${this.box.current.id}, updated_at = now()
+      where p.id = ${projectId} and p.merchant_id = ${merchantId}
+      returning ${projectColumns(tx, 'p')}`;
+    return row && { row, previousUntil };
   }
 
-  /** Stops the previous webhook secret of the merchant's project now; undefined when not theirs. */
-  async endPreviousWebhookSecret(tx: TransactionSql, merchantId: string, projectId: string): Promise<{ row: ProjectRow; ended: boolean } | undefined> {
-    const [row] = await tx<(ProjectRow & { ended: boolean })[]>`
-      with before as (
-        select id, (previous_webhook_secret_expires_at > now()) as in_force from projects
-        where id = ${projectId} and merchant_id = ${merchantId}
-        for update
-      )
-      update projects p
-      set previous_webhook_secret = null, previous_webhook_secret_kek_id = null, previous_webhook_secret_expires_at = null,
-          updated_at = case when p.previous_webhook_secret is null then p.updated_at else now() end
-      from before
-      where p.id = before.id
-      returning ${tx(PROJECT_COLUMNS.map((column) => `p.${column}`))}, coalesce(before.in_force, false) as ended`;
-    if (!row) return undefined;
-    const { ended, ...project } = row;
-    return { row: project, ended };
+  /** Stops every replaced secret of the merchant's project from signing, now; undefined when not theirs. */
+  async endPreviousWebhookSecrets(tx: TransactionSql, merchantId: string, projectId: string): Promise<{ row: ProjectRow; ended: number } | undefined> {
+    const [owned] = await tx<{ id: string }[]>`select id from projects where id = ${projectId} and merchant_id = ${merchantId} for update`;
+    if (!owned) return undefined;
+    const ended = await tx<{ in_force: boolean }[]>`
+      delete from previous_webhook_secrets where project_id = ${projectId}
+      returning (expires_at > now()) as in_force`;
+    const endedInForce = ended.filter((r) => r.in_force).length;
+    const [row] = await tx<ProjectRow[]>`
+      update projects p set updated_at = case when ${endedInForce > 0} then now() else p.updated_at end
+      where p.id = ${projectId}
+      returning ${projectColumns(tx, 'p')}`;
+    return { row: row!, ended: endedInForce };
   }
 
   /** A project with its merchant's email and the webhook secret, for other services. */
   async findContext(projectId: string): Promise<ProjectContextRow | undefined> {
-    const [row] = await this.sql<
-      (Omit<ProjectContextRow, 'previous_webhook_secret'> & {
-        webhook_secret_kek_id: string | null;
-        previous_webhook_secret: string | null;
-        previous_webhook_secret_kek_id: string | null;
-      })[]
-    >`
-      select p.id, p.merchant_id, p.name, p.environment, p.webhook_url, p.invoice_lifetime_minutes, p.payment_tolerance_percent::text,
-             p.created_at, p.updated_at, p.webhook_secret, p.webhook_secret_kek_id,
-             -- Only while in force: an expired previous secret is never handed out.
-             case when p.previous_webhook_secret_expires_at > now() then p.previous_webhook_secret end as previous_webhook_secret,
-             case when p.previous_webhook_secret_expires_at > now() then p.previous_webhook_secret_kek_id end as previous_webhook_secret_kek_id,
-             case when p.previous_webhook_secret_expires_at > now() then p.previous_webhook_secret_expires_at end as previous_webhook_secret_expires_at,
+    const [row] = await this.sql<(Omit<ProjectContextRow, 'previous_webhook_secrets'> & { webhook_secret_kek_id: string | null })[]>`
+      select ${projectColumns(this.sql, 'p')}, p.webhook_secret, p.webhook_secret_kek_id,
              m.email as merchant_email, (m.email_verified_at is not null) as merchant_email_verified
       from projects p join merchants m on m.id = p.merchant_id
       where p.id = ${projectId}`;
     if (!row) return undefined;
-    const { webhook_secret_kek_id: kekId, previous_webhook_secret_kek_id: previousKekId, ...context } = row;
+    // Only those in force: an expired replaced secret is never handed out.
+    const previous = await this.sql<{ id: string; secret: string; secret_kek_id: string; expires_at: Date }[]>`
+      select id, secret, secret_kek_id, expires_at from previous_webhook_secrets
+      where project_id = ${projectId} and expires_at > now()
+      order by expires_at desc, created_at desc`;
+    const { webhook_secret_kek_id: kekId, ...context } = row;
     return {
       ...context,
       webhook_secret: openStored(this.box, row.webhook_secret, kekId, webhookSecretContext(row.id)),
-      previous_webhook_secret:
-        row.previous_webhook_secret === null ? null : openStored(this.box, row.previous_webhook_secret, previousKekId, previousWebhookSecretContext(row.id)),
+      previous_webhook_secrets: previous.map((p) => ({ secret: this.box.decrypt(p.secret, previousWebhookSecretContext(p.id)), expires_at: p.expires_at })),
     };
   }
+
 }
 
 /**
- * Erases up to `limit` previous webhook secrets whose overlap has ended (their expiry passed, by
- * Postgres' clock); says how many. The project's updated_at stays: the merchant changed nothing.
+ * Erases up to `limit` replaced webhook secrets whose overlap has ended (their expiry passed, by
+ * Postgres' clock); says how many.
  */
 export async function eraseExpiredPreviousWebhookSecrets(sql: Sql, limit: number): Promise<number> {
   const erased = await sql`
-    update projects
-    set previous_webhook_secret = null, previous_webhook_secret_kek_id = null, previous_webhook_secret_expires_at = null
-    where id in (
-      select id from projects
-      where previous_webhook_secret_expires_at <= now()
-      order by previous_webhook_secret_expires_at
-      limit ${limit}
-      for update skip locked
-    )`;
+    delete from previous_webhook_secrets
+    where id in (select id from previous_webhook_secrets where expires_at <= now() order by expires_at limit ${limit} for update skip locked)`;
   return erased.count;
 }

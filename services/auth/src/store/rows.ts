@@ -43,7 +43,7 @@ export interface ProjectRow {
   invoice_lifetime_minutes: number;
   /** numeric(4,2) as a decimal string. */
   payment_tolerance_percent: string;
-  /** Until when the secret the last rotation replaced still signs; null when none (may be past). */
+  /** Until when the last of the replaced secrets in force signs (docs/webhook-delivery.md#secret-rotation); null when none is. */
   previous_webhook_secret_expires_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -52,8 +52,8 @@ export interface ProjectRow {
 /** Everything other services need about a project (GetProjectContext), secret included. */
 export interface ProjectContextRow extends ProjectRow {
   webhook_secret: string;
-  /** Opened, and only while in force (previous_webhook_secret_expires_at is then set and future). */
-  previous_webhook_secret: string | null;
+  /** The replaced secrets in force, opened; the one ending last first. */
+  previous_webhook_secrets: Array<{ secret: string; expires_at: Date }>;
   merchant_email: string;
   merchant_email_verified: boolean;
 }

@@ -1,6 +1,6 @@
 /**
  * Where the auth service's secrets at rest live and how they are (re-)encrypted: webhook secrets
- * (projects.webhook_secret, and projects.previous_webhook_secret while a rotation's overlap lasts) and JWT signing keys (signing_keys.private_key_pem), each sealed with
+ * (projects.webhook_secret, and previous_webhook_secrets.secret while a rotation's overlap lasts) and JWT signing keys (signing_keys.private_key_pem), each sealed with
  * the runtime SecretBox and bound to its row (the context names table, column and row id).
  */
 import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
@@ -8,7 +8,7 @@ import type { Sql } from '@coinvoice/runtime';
 
 
 export const webhookSecretContext = (projectId: string) => `projects.webhook_secret:${projectId.toLowerCase()}`;
-export const previousWebhookSecretContext = (projectId: string) => `projects.previous_webhook_secret:${projectId.toLowerCase()}`;
+export const previousWebhookSecretContext = (id: string) => `previous_webhook_secrets.secret:${id.toLowerCase()}`;
 export const signingKeyContext = (kid: string) => `signing_keys.private_key_pem:${kid}`;
 
 /** Opens a stored value: encrypted, or plaintext written before encryption (kek id null). */
@@ -18,6 +18,8 @@ export function openStored(box: SecretBox, stored: string, kekId: string | null,
 
 export interface ReencryptionReport {
   webhookSecrets: number;
+  /** Replaced webhook secrets still kept for a rotation's overlap. */
+  previousWebhookSecrets: number;
   signingKeys: number;
 }
 
@@ -26,28 +28,35 @@ export interface ReencryptionReport {
  * one, in batches, each row under its lock. Safe to run on several replicas at once.
  */
 export async function reencryptSecrets(sql: Sql, box: SecretBox, batchSize = 200): Promise<ReencryptionReport> {
-  const report: ReencryptionReport = { webhookSecrets: 0, signingKeys: 0 };
+  const report: ReencryptionReport = { webhookSecrets: 0, previousWebhookSecrets: 0, signingKeys: 0 };
   const current = box.current.id;
   for (;;) {
     const done = await sql.begin(async (tx) => {
-      const rows = await tx<
-        { id: string; webhook_secret: string; webhook_secret_kek_id: string | null; previous_webhook_secret: string | null; previous_webhook_secret_kek_id: string | null }[]
-      >`
-        select id, webhook_secret, webhook_secret_kek_id, previous_webhook_secret, previous_webhook_secret_kek_id from projects
-        where webhook_secret_kek_id is distinct from ${current} or previous_webhook_secret_kek_id <> ${current}
+      const rows = await tx<{ id: string; webhook_secret: string; webhook_secret_kek_id: string | null }[]>`
+        select id, webhook_secret, webhook_secret_kek_id from projects
+        where webhook_secret_kek_id is distinct from ${current}
         order by id limit ${batchSize} for update skip locked`;
       for (const row of rows) {
         const context = webhookSecretContext(row.id);
         const plain = openStored(box, row.webhook_secret, row.webhook_secret_kek_id, context);
         await tx`update projects set webhook_secret = ${box.encrypt(plain, context)}, webhook_secret_kek_id = ${current} where id = ${row.id}`;
-        if (row.previous_webhook_secret !== null && row.previous_webhook_secret_kek_id !== null) {
-          // The secret a rotation replaced, still signing for a while: re-wrapped alike.
-          const previousContext = previousWebhookSecretContext(row.id);
-          const previous = box.decrypt(row.previous_webhook_secret, previousContext);
-          await tx`update projects set previous_webhook_secret = ${box.encrypt(previous, previousContext)}, previous_webhook_secret_kek_id = ${current} where id = ${row.id}`;
-        }
       }
       report.webhookSecrets += rows.length;
+      return rows.length < batchSize;
+    });
+    if (done) break;
+  }
+  for (;;) {
+    const done = await sql.begin(async (tx) => {
+      const rows = await tx<{ id: string; secret: string }[]>`
+        select id, secret from previous_webhook_secrets
+        where secret_kek_id <> ${current}
+        order by id limit ${batchSize} for update skip locked`;
+      for (const row of rows) {
+        const context = previousWebhookSecretContext(row.id);
+        await tx`update previous_webhook_secrets set secret = ${box.encrypt(box.decrypt(row.secret, context), context)}, secret_kek_id = ${current} where id = ${row.id}`;
+      }
+      report.previousWebhookSecrets += rows.length;
       return rows.length < batchSize;
     });
     if (done) break;

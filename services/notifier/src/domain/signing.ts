@@ -6,9 +6,9 @@
  *   webhook-id:        the event id (the same on every retry, so receivers can deduplicate)
  *   webhook-timestamp: unix seconds of this attempt
  *   webhook-signature: "v1," + base64(HMAC-SHA256(secret bytes, `${id}.${timestamp}.${body}`)), one per
- *                      signing secret, space-separated: after a rotation the replaced secret signs
- *                      too until its overlap ends (docs/webhook-delivery.md#secret-rotation), and a
- *                      receiver accepts a delivery any one of them verifies
+ *                      signing secret, space-separated: after a rotation the replaced secrets sign
+ *                      too until their overlap ends (docs/webhook-delivery.md#secret-rotation), and
+ *                      a receiver accepts a delivery any one of them verifies
  *   webhook-event-type: the event type (e.g. invoice.paid), docs/architecture.md#webhook-event-type: bodies of different
  *                      events arrive at the same URL, so the receiver dispatches on this header
  *
@@ -63,12 +63,15 @@ export function unixSeconds(at: Date): number {
 export type SigningSecrets = readonly [string, ...string[]];
 
 /**
- * The secrets that sign a project's attempt at `now`: the current one, and the one the last
- * rotation replaced while its overlap lasts (docs/webhook-delivery.md#secret-rotation).
+ * The secrets that sign a project's attempt at `now`: the current one first, then those rotations
+ * replaced, each until its expiry (docs/webhook-delivery.md#secret-rotation).
  */
-export function signingSecrets(project: { webhookSecret: string; previousWebhookSecret: { secret: string; expiresAt: Date } | undefined }, now: Date): SigningSecrets {
-  const previous = project.previousWebhookSecret;
-  return previous !== undefined && previous.expiresAt > now && previous.secret !== project.webhookSecret ? [project.webhookSecret, previous.secret] : [project.webhookSecret];
+export function signingSecrets(
+  project: { webhookSecret: string; previousWebhookSecrets: ReadonlyArray<{ secret: string; expiresAt: Date }> },
+  now: Date,
+): SigningSecrets {
+  const previous = project.previousWebhookSecrets.filter((p) => p.expiresAt > now).map((p) => p.secret);
+  return [project.webhookSecret, ...new Set(previous.filter((secret) => secret !== project.webhookSecret))];
 }
 
 /**

@@ -87,7 +87,8 @@ export type ProjectUpdated = Message<"coinvoice.auth.v1.ProjectUpdated"> & {
   invoiceLifetimeMinutes: number;
 
   /**
-   * True when this update rotated the webhook secret.
+   * True when this update changed which secrets sign the webhooks: a rotation, or replaced secrets
+   * stopped early.
    *
    * @generated from field: bool webhook_secret_rotated = 6;
    */
