@@ -7,6 +7,7 @@ import { STATUS_CODES } from 'node:http';
 import { errorFacts, httpStatusOf, REQUEST_ID_HEADER, type Logger, type Violation } from '@coinvoice/runtime';
 import { ConnectError } from '@connectrpc/connect';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { wordsOfPattern } from './schemas/common';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const TYPE_BASE = 'https://docs.coinvoice.dev/errors/';
@@ -126,7 +127,8 @@ function collapseAnyOf(issues: AjvIssue[]): AjvIssue[] {
 
 /**
  * The schema's words for a broken rule. Bounds are said as the services say them ("must be greater
- * than 0", not Ajv's "must be > 0"): one wording for one rule, whichever side checked it.
+ * than 0", not Ajv's "must be > 0"): one wording for one rule, whichever side checked it; a pattern
+ * by what it means (patternString), never by its regular expression.
  */
 function messageOf(issue: AjvIssue): string {
   const limit = String(issue.params.limit);
@@ -143,6 +145,12 @@ function messageOf(issue: AjvIssue): string {
       return `must be less than ${limit}`;
     case 'maximum':
       return `must be at most ${limit}`;
+    case 'minLength':
+      return limit === '1' ? 'must not be empty' : `must be at least ${limit} characters`;
+    case 'maxLength':
+      return `must be at most ${limit} characters`;
+    case 'pattern':
+      return wordsOfPattern(String(issue.params.pattern)) ?? 'is not in the expected form';
     default:
       return issue.message ?? 'is invalid';
   }

@@ -25,7 +25,7 @@ import { API_KEY_HEADER, type ApiKeyVerifier } from '../auth/api-keys';
 import type { authHooks } from '../auth/hooks';
 import type { SessionVerifier } from '../auth/sessions';
 import { HttpProblem } from '../problem';
-import { Uuid } from '../schemas/common';
+import { patternString, Uuid } from '../schemas/common';
 
 export interface EventStreamRouteDeps {
   auth: Client<typeof AuthService>;
@@ -177,7 +177,7 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
         { additionalProperties: false },
       ),
       headers: Type.Object({
-        'last-event-id': Type.Optional(Type.String({ pattern: CURSOR.source, description: 'Resume after this event id (the SSE reconnection header)' })),
+        'last-event-id': Type.Optional(patternString(CURSOR.source, 'must be an event id this stream sent', { description: 'Resume after this event id (the SSE reconnection header)' })),
       }),
       response: {
         200: {

@@ -2,7 +2,20 @@
  * JSON Schemas (TypeBox) shared by routes. They validate requests at the edge and are the source
  * of the OpenAPI document, so a field is described once.
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type StringOptions } from '@sinclair/typebox';
+
+/** What each input pattern means, in the words a refusal says (problem.ts), never "must match pattern …". */
+const PATTERN_WORDS = new Map<string, string>();
+
+/** A string schema with a pattern, and the words a value that does not match it is refused with. */
+export function patternString(pattern: string, words: string, options: Omit<StringOptions, 'pattern'> = {}) {
+  PATTERN_WORDS.set(pattern, words);
+  return Type.String({ ...options, pattern });
+}
+
+export function wordsOfPattern(pattern: string): string | undefined {
+  return PATTERN_WORDS.get(pattern);
+}
 
 export const Uuid = Type.String({ format: 'uuid', description: 'A UUID' });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp' });
@@ -25,7 +38,7 @@ export const ProblemSchema = Type.Object(
 
 /** Query string parameters are strings on the wire; numbers are validated as digit strings. */
 // 1 to 100 exactly: a larger page size is refused (400), never cut down to 100 silently.
-export const LimitParam = Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'Page size, 1 to 100 (default 20)' }));
+export const LimitParam = Type.Optional(patternString('^(100|[1-9][0-9]?)$', 'must be a whole number from 1 to 100', { description: 'Page size, 1 to 100 (default 20)' }));
 export const CursorParam = Type.Optional(Type.String({ maxLength: 512, description: 'Opaque cursor from nextCursor' }));
 
 /** The page size of a schema-validated LimitParam (1 to 100), 20 when absent. */

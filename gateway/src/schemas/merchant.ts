@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { EnvironmentName, Timestamp, Uuid } from './common';
+import { EnvironmentName, patternString, Timestamp, Uuid } from './common';
 
 const Email = Type.String({ maxLength: 254, description: 'Email address (unique, case-insensitive)' });
 const Password = Type.String({ maxLength: 128, description: 'Password, 8 to 128 characters' });
@@ -22,7 +22,7 @@ export const MerchantSchema = Type.Object(
 );
 
 export const VerifyEmailBody = Type.Object(
-  { code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code emailed at registration (or by the resend route)' }) },
+  { code: patternString('^[0-9]{6}$', 'must be the 6 digits of the emailed code', { description: 'The 6-digit code emailed at registration (or by the resend route)' }) },
   { additionalProperties: false },
 );
 
@@ -37,7 +37,7 @@ export const RegisterResponse = Type.Object({
 export const ConfirmRegistrationBody = Type.Object(
   {
     email: Email,
-    code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code emailed by POST /api/merchant/register' }),
+    code: patternString('^[0-9]{6}$', 'must be the 6 digits of the emailed code', { description: 'The 6-digit code emailed by POST /api/merchant/register' }),
     password: Type.String({ maxLength: 128, description: 'The password given to POST /api/merchant/register' }),
   },
   { additionalProperties: false },

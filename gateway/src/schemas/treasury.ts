@@ -4,10 +4,10 @@
  * decimal strings: thresholds, balances and sums are not the seed's payout numbers.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+import { CursorParam, LimitParam, patternString, Timestamp, Uuid } from './common';
 import { OperatorPayoutListSchema } from './payouts';
 
-const DecimalString = (description: string) => Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description });
+const DecimalString = (description: string) => patternString('^[0-9]+(\\.[0-9]+)?$', 'must be a plain decimal number such as "10.50"', { description });
 
 export const AutoSweepEntrySchema = Type.Object(
   {
@@ -82,7 +82,7 @@ export const SweepTaskQuery = Type.Object(
   {
     invoiceId: Type.Optional(Type.String({ format: 'uuid', description: 'Only the tasks of this invoice' })),
     status: Type.Optional(SweepTaskStatus),
-    network: Type.Optional(Type.String({ pattern: '^[a-z][a-z0-9-]{0,31}$', description: 'e.g. ethereum' })),
+    network: Type.Optional(patternString('^[a-z][a-z0-9-]{0,31}$', 'must be a network name such as ethereum', { description: 'e.g. ethereum' })),
     limit: LimitParam,
     cursor: CursorParam,
   },
@@ -143,4 +143,4 @@ export const TreasuryNetworkSchema = Type.Object(
 
 export const TreasurySchema = Type.Object({ networks: Type.Array(TreasuryNetworkSchema) });
 
-export const NetworkParams = Type.Object({ network: Type.String({ pattern: '^[a-z][a-z0-9-]{0,31}$', description: 'e.g. ethereum' }) }, { additionalProperties: false });
+export const NetworkParams = Type.Object({ network: patternString('^[a-z][a-z0-9-]{0,31}$', 'must be a network name such as ethereum', { description: 'e.g. ethereum' }) }, { additionalProperties: false });

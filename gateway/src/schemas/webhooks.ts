@@ -1,6 +1,6 @@
 /** The webhook delivery log of the dashboard (/api/merchant/projects/{id}/webhook-deliveries). */
 import { Type, type Static } from '@sinclair/typebox';
-import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+import { CursorParam, LimitParam, patternString, Timestamp, Uuid } from './common';
 import { WEBHOOK_EVENTS } from './webhook-events';
 
 export const DeliveryStatusName = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
@@ -58,7 +58,7 @@ export const EndpointHealthSchema = Type.Object(
 export const WebhookDeliveryListQuery = Type.Object(
   {
     status: Type.Optional(DeliveryStatusName),
-    eventType: Type.Optional(Type.String({ maxLength: 100, pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$', description: 'e.g. invoice.paid' })),
+    eventType: Type.Optional(patternString('^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$', 'must be an event type such as invoice.paid', { maxLength: 100, description: 'e.g. invoice.paid' })),
     invoiceId: Type.Optional(Type.String({ format: 'uuid', description: 'Only deliveries about this invoice (their body’s invoiceId)' })),
     limit: LimitParam,
     cursor: CursorParam,
