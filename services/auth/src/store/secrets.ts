@@ -4,7 +4,7 @@
  * the runtime SecretBox and bound to its row (the context names table, column and row id).
  */
 import type { SecretBox } from '@coinvoice/domain/secrets-at-rest';
-import type { Sql } from '@coinvoice/runtime';
+import type { Sql, TransactionSql } from '@coinvoice/runtime';
 
 
 export const webhookSecretContext = (projectId: string) => `projects.webhook_secret:${projectId.toLowerCase()}`;
@@ -30,37 +30,29 @@ export interface ReencryptionReport {
 export async function reencryptSecrets(sql: Sql, box: SecretBox, batchSize = 200): Promise<ReencryptionReport> {
   const report: ReencryptionReport = { webhookSecrets: 0, previousWebhookSecrets: 0, signingKeys: 0 };
   const current = box.current.id;
-  for (;;) {
-    const done = await sql.begin(async (tx) => {
-      const rows = await tx<{ id: string; webhook_secret: string; webhook_secret_kek_id: string | null }[]>`
-        select id, webhook_secret, webhook_secret_kek_id from projects
-        where webhook_secret_kek_id is distinct from ${current}
-        order by id limit ${batchSize} for update skip locked`;
-      for (const row of rows) {
-        const context = webhookSecretContext(row.id);
-        const plain = openStored(box, row.webhook_secret, row.webhook_secret_kek_id, context);
-        await tx`update projects set webhook_secret = ${box.encrypt(plain, context)}, webhook_secret_kek_id = ${current} where id = ${row.id}`;
-      }
-      report.webhookSecrets += rows.length;
-      return rows.length < batchSize;
-    });
-    if (done) break;
-  }
-  for (;;) {
-    const done = await sql.begin(async (tx) => {
-      const rows = await tx<{ id: string; secret: string }[]>`
-        select id, secret from previous_webhook_secrets
-        where secret_kek_id <> ${current}
-        order by id limit ${batchSize} for update skip locked`;
-      for (const row of rows) {
-        const context = previousWebhookSecretContext(row.id);
-        await tx`update previous_webhook_secrets set secret = ${box.encrypt(box.decrypt(row.secret, context), context)}, secret_kek_id = ${current} where id = ${row.id}`;
-      }
-      report.previousWebhookSecrets += rows.length;
-      return rows.length < batchSize;
-    });
-    if (done) break;
-  }
+  report.webhookSecrets = await inBatches(sql, batchSize, async (tx) => {
+    const rows = await tx<{ id: string; webhook_secret: string; webhook_secret_kek_id: string | null }[]>`
+      select id, webhook_secret, webhook_secret_kek_id from projects
+      where webhook_secret_kek_id is distinct from ${current}
+      order by id limit ${batchSize} for update skip locked`;
+    for (const row of rows) {
+      const context = webhookSecretContext(row.id);
+      const plain = openStored(box, row.webhook_secret, row.webhook_secret_kek_id, context);
+      await tx`update projects set webhook_secret = ${box.encrypt(plain, context)}, webhook_secret_kek_id = ${current} where id = ${row.id}`;
+    }
+    return rows.length;
+  });
+  report.previousWebhookSecrets = await inBatches(sql, batchSize, async (tx) => {
+    const rows = await tx<{ id: string; secret: string }[]>`
+      select id, secret from previous_webhook_secrets
+      where secret_kek_id <> ${current}
+      order by id limit ${batchSize} for update skip locked`;
+    for (const row of rows) {
+      const context = previousWebhookSecretContext(row.id);
+      await tx`update previous_webhook_secrets set secret = ${box.encrypt(box.decrypt(row.secret, context), context)}, secret_kek_id = ${current} where id = ${row.id}`;
+    }
+    return rows.length;
+  });
   await sql.begin(async (tx) => {
     const rows = await tx<{ kid: string; private_key_pem: string; private_key_kek_id: string | null }[]>`
       select kid, private_key_pem, private_key_kek_id from signing_keys
@@ -75,3 +67,12 @@ export async function reencryptSecrets(sql: Sql, box: SecretBox, batchSize = 200
   return report;
 }
 
+/** Runs `batch` (each in its own transaction) until one handles fewer than `batchSize` rows; the rows handled in all. */
+async function inBatches(sql: Sql, batchSize: number, batch: (tx: TransactionSql) => Promise<number>): Promise<number> {
+  let handled = 0;
+  for (;;) {
+    const rows = await sql.begin(batch);
+    handled += rows;
+    if (rows < batchSize) return handled;
+  }
+}
