@@ -351,6 +351,25 @@ describe('outbox', () => {
     process.stdout.write(`outbox: commit → stored in JetStream in ${latencyMs} ms (poll interval ${pollIntervalMs} ms)\n`);
   });
 
+  it('is woken by a commit made through a wrapper of its pool (as a test\'s query-counting proxy is)', async () => {
+    const pollIntervalMs = 30_000;
+    await newRelay({ pollIntervalMs }).start();
+    await sleep(300);
+
+    // Another object than the relay's pool, forwarding everything to it.
+    const wrapped = new Proxy(sql, {
+      get: (target, prop) => {
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    expect(wrapped).not.toBe(sql);
+    const started = Date.now();
+    const id = await eventTransaction(wrapped, (tx) => enqueueEvent(tx, { type: 'invoice.paid', payload: { invoiceId: 'inv_wrapped' } }));
+    await waitFor('the event in the stream', async () => (await storedEvents()).some((e) => e.msgId === id), 5000);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
   it('leaves the pool as it was: sql.begin is postgres.js\'s own, not swapped', async () => {
     const pool = newPool();
     const begin = pool.begin;

@@ -57,13 +57,19 @@ declare const eventTransactionBrand: unique symbol;
  */
 export type EventTransaction = TransactionSql & { readonly [eventTransactionBrand]: true };
 
-/** Transactions that wrote outbox rows; when one commits, the relays on its pool are woken. */
+/** Transactions that wrote outbox rows; when one commits, the relays of this process are woken. */
 const transactionsWithEvents = new WeakSet<object>();
-const relaysOf = new WeakMap<Sql, Set<() => void>>();
+/**
+ * The running relays of this process (one per service process; several only in tests). Not keyed
+ * by pool: a pool seen through a wrapper (a proxy counting queries, say) is another object, and a
+ * relay keyed by the one a wrapper hides was never woken, its events left at the poll. A relay
+ * woken for another pool's commit finds nothing and sleeps again: one empty select.
+ */
+const relaysInProcess = new Set<() => void>();
 
 /**
  * Runs `fn` in a transaction of `sql` (`sql.begin`) in which events may be enqueued; after it
- * commits, if it enqueued any, the relays on that pool in this process are woken at once.
+ * commits, if it enqueued any, the relays of this process are woken at once.
  *
  * Why no NOTIFY: Postgres serialises the commits of all transactions that sent NOTIFY on one
  * global lock, held through each commit's fsync — one NOTIFY per event would cap every
@@ -78,20 +84,8 @@ export async function eventTransaction<T>(sql: Sql, fn: (tx: EventTransaction) =
     used = tx;
     return fn(tx as EventTransaction);
   })) as T;
-  if (used && transactionsWithEvents.has(used)) for (const wake of relaysOf.get(sql) ?? []) wake();
+  if (used && transactionsWithEvents.has(used)) for (const wake of relaysInProcess) wake();
   return result;
-}
-
-/** Registers a relay to be woken after an event transaction on `sql` commits; returns the unregister. */
-function wakeAfterEventCommits(sql: Sql, wake: () => void): () => void {
-  let relays = relaysOf.get(sql);
-  if (!relays) {
-    relays = new Set();
-    relaysOf.set(sql, relays);
-  }
-  const set = relays;
-  set.add(wake);
-  return () => set.delete(wake);
 }
 
 /**
@@ -242,12 +236,14 @@ export class OutboxRelay {
     this.coalesceMs = options.coalesceMs ?? 5;
   }
 
-  /** Starts relaying in the background, woken by commits of this pool and by the poll interval. */
+  /** Starts relaying in the background, woken by this process's event commits and by the poll interval. */
   async start(): Promise<void> {
     if (this.running) return;
     await this.resolveSchema();
     this.running = true;
-    this.stopWaking = wakeAfterEventCommits(this.sql, () => this.wake());
+    const wake = () => this.wake();
+    relaysInProcess.add(wake);
+    this.stopWaking = () => relaysInProcess.delete(wake);
     this.loop = this.run();
     void this.wakeOnNatsReconnect();
   }
