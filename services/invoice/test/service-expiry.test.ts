@@ -6,6 +6,8 @@
  * Lifetimes are whole minutes, so the tests let time pass honestly by moving an invoice's
  * created_at and expired_at back in SQL rather than by a test-only setting.
  */
+import { toJson } from '@bufbuild/protobuf';
+import { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { InvoiceStatus, InvoiceService, type Invoice } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { createRpcClient } from '@coinvoice/runtime';
 import { startTestService, type TestService } from '../../../test/support/service';
@@ -72,7 +74,8 @@ describe('with the sweeper running (every 100 ms)', () => {
       currency: 'LTC',
       environment: 'sandbox',
       payNetwork: 'litecoin',
-      expiredAt: new Date(Number(expired.expiredAt!.seconds) * 1000 + expired.expiredAt!.nanos / 1e6).toISOString(),
+      // Protobuf JSON: "…:46Z" on a whole second, not toISOString's "…:46.000Z".
+      expiredAt: toJson(TimestampSchema, expired.expiredAt!),
     });
 
     expect(await rejection(h.client.payInvoice({ projectId: project.projectId, invoiceId: doomed.id }))).toMatchObject({

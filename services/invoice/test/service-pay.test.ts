@@ -4,7 +4,8 @@
  * paid invoices and other projects' invoices are refused with their codes.
  */
 import { randomUUID } from 'node:crypto';
-import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { toJson } from '@bufbuild/protobuf';
+import { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { Code, errorFacts } from '@coinvoice/runtime';
 import { InvoiceStatus, type Invoice } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import {
@@ -66,7 +67,8 @@ test('50 concurrent pay calls: exactly one succeeds, the rest invoice_not_payabl
     environment: 'sandbox',
     payNetwork: 'ethereum',
     transactionHash: paid.transactionHash,
-    paidAt: timestampDate(paid.paidAt!).toISOString(),
+    // Protobuf JSON: "…:46Z" on a whole second, not toISOString's "…:46.000Z".
+    paidAt: toJson(TimestampSchema, paid.paidAt!),
   });
 
   // Get shows the same Paid invoice.
