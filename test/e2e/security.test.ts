@@ -53,6 +53,7 @@ beforeAll(async () => {
       // merchants from one address.
       RATE_LIMIT_LOGIN_PER_ACCOUNT: '10/15m',
       RATE_LIMIT_LOGIN_PER_IP: '50/15m',
+      RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT: '10/15m',
       RATE_LIMIT_REGISTER_PER_IP: '25/1h',
       RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT: '10/1h',
       RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT: '20/1h',
@@ -370,6 +371,40 @@ describe('2. login and registration are rate limited across replicas', () => {
     // Another account is not affected.
     const other = await registerMerchant(api);
     expect((await api2.post('/api/merchant/login', { email: other.email, password: other.password }, { headers: ip })).status).toBe(200);
+  });
+
+  test('a session token cannot try current passwords faster than a login: password changes answer 429 from the 11th, the right one too, across replicas; login is not locked', async () => {
+    const merchant = await registerMerchant(api);
+    const statuses: number[] = [];
+    let firstRefusal: Awaited<ReturnType<GatewayClient['post']>> | undefined;
+    for (let i = 0; i < 14; i++) {
+      // A fresh client IP each time: the limit is the account's, not an address's.
+      const res = await [api, api2][i % 2]!.post(
+        '/api/merchant/password',
+        { currentPassword: `wrong-password-${i}`, newPassword: 'attacker-chosen-password' },
+        { headers: { ...bearer(merchant.token), ...freshIp() } },
+      );
+      statuses.push(res.status);
+      if (res.status === 429 && !firstRefusal) firstRefusal = res;
+    }
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
+    expect(statuses.slice(10)).toEqual(Array(4).fill(429));
+    expectRateLimited(firstRefusal!, 'password-change', 10, 900);
+    // The right current password waits as well: the guess that would take the account over.
+    for (const client of [api, api2]) {
+      expectRateLimited(
+        await client.post('/api/merchant/password', { currentPassword: merchant.password, newPassword: 'attacker-chosen-password' }, { headers: bearer(merchant.token) }),
+        'password-change',
+        10,
+        900,
+      );
+    }
+    // Nothing changed: the owner's password still logs in, the session still works.
+    expect((await api.post('/api/merchant/login', { email: merchant.email, password: merchant.password }, { headers: freshIp() })).status).toBe(200);
+    expect((await api.get('/api/merchant/me', { headers: bearer(merchant.token) })).status).toBe(200);
+    // Another merchant's password change is not affected.
+    const other = await registerMerchant(api);
+    expect((await api2.post('/api/merchant/password', { currentPassword: other.password, newPassword: 'a-new-long-password' }, { headers: bearer(other.token) })).status).toBe(200);
   });
 
   test('registrations per client IP, alternating two gateways: the 26th answers 429', async () => {

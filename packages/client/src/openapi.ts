@@ -1837,6 +1837,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT (default 10 per 15 minutes per merchant, right or wrong current password) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Its state: `"<name>";r=<remaining>;t=<seconds until reset>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A dependency is unavailable; retry shortly */
             503: {
                 headers: {

@@ -101,6 +101,7 @@ export interface AuthHandlerDeps {
     store: RateLimitStore;
     loginPerAccount: RateLimitPolicy;
     loginPerIp: RateLimitPolicy;
+    passwordChangePerAccount: RateLimitPolicy;
     registerPerIp: RateLimitPolicy;
     emailCodePerAccount: RateLimitPolicy;
   };
@@ -304,6 +305,8 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   async changePassword(req: ChangePasswordRequest) {
     const merchantId = requireId(req.merchantId, 'merchant');
     const input = validated(validatePasswordChange({ currentPassword: req.currentPassword, newPassword: req.newPassword }));
+    // Every attempt counts, right or wrong, as a login's does: this route checks the same password.
+    await this.limit(this.deps.rateLimits.passwordChangePerAccount, merchantId);
     const merchant = await this.deps.merchants.findCredentialsById(merchantId);
     if (!merchant) throw errors.notFound('merchant');
     if (!(await this.deps.passwords.verify(input.currentPassword, merchant.password_hash))) {

@@ -27,6 +27,11 @@ export const authSettings = {
   NOTIFIER_URL: setting.url(['http:', 'https:'], { devDefault: 'http://127.0.0.1:50054' }),
   /** Login attempts per account (normalised email) and client IP, right or wrong, shared by every replica. */
   RATE_LIMIT_LOGIN_PER_ACCOUNT: rateLimitSetting('login-account', '10/15m'),
+  /**
+   * Password changes per merchant, right or wrong: the current password asked there is the login's
+   * own, so a stolen session token must not try it faster than a login could (only changes wait).
+   */
+  RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT: rateLimitSetting('password-change', '10/15m'),
   /** Login attempts per client IP. */
   RATE_LIMIT_LOGIN_PER_IP: rateLimitSetting('login-ip', '50/15m'),
   /** Registrations per client IP. */
@@ -106,6 +111,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
           store: new PostgresRateLimitStore(sql),
           loginPerAccount: config.RATE_LIMIT_LOGIN_PER_ACCOUNT,
           loginPerIp: config.RATE_LIMIT_LOGIN_PER_IP,
+          passwordChangePerAccount: config.RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT,
           registerPerIp: config.RATE_LIMIT_REGISTER_PER_IP,
           emailCodePerAccount: config.RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT,
         },
