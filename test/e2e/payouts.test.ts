@@ -422,6 +422,23 @@ describe('2. request → emailed code → verify → admin complete', () => {
     expect(await balances(project.key)).toEqual({ BTC: { available: 0.007, pending: 0.003, total: 0.01 } });
     expectProblem(await requestPayout(project.key, { ...body, amount: 0.004 }, key), 422, 'idempotency_key_reused');
   });
+
+  test('a payout to a coinvoice invoice’s deposit address (another merchant’s, in any letter case) is 400 naming address, nothing held (docs/treasury.md#house-addresses)', async () => {
+    const { project } = await fundedShop('BTC', 0.01);
+    const supplier = await sandboxShop();
+    const invoice = await api.post(
+      '/api/invoice',
+      { priceAmount: '5.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+      { headers: apiKeyHeader(supplier.project.key) },
+    );
+    expect(invoice.status).toBe(201);
+    for (const address of [invoice.body.address as string, (invoice.body.address as string).toUpperCase()]) {
+      const refused = expectProblem(await requestPayout(project.key, { amount: 0.001, currency: 'BTC', address }), 400, 'validation_failed');
+      expect(refused.errors).toEqual([{ field: 'address', message: expect.stringContaining('is a coinvoice invoice’s deposit address') }]);
+    }
+    expect(await balances(project.key)).toEqual({ BTC: { available: 0.01, pending: 0, total: 0.01 } });
+    expect((await requestPayout(project.key, { amount: 0.001, currency: 'BTC', address: addressFor('BTC') })).status).toBe(201);
+  });
 });
 
 describe('3. concurrency', () => {

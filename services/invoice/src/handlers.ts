@@ -28,6 +28,8 @@ import {
   type ListCurrenciesResponseSchema,
   type ListLedgerCreditsRequest,
   type ListAccountedDepositsRequest,
+  type FindHouseAddressRequest,
+  type FindHouseAddressResponseSchema,
   type ListAccountedDepositsResponseSchema,
   type ListLedgerCreditsResponseSchema,
   type InvoiceService,
@@ -48,7 +50,8 @@ import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
 import { checkoutToProto, invoiceToProto, INVOICE_STATUS, payMethodOf } from './proto';
-import { findInvoiceById, listInvoices } from './store/invoices';
+import { findInvoiceById, isIssuedAddress, listInvoices } from './store/invoices';
+import { toEip55 } from '@coinvoice/chains/evm/address';
 import type { InvoiceWrites } from './invoice-writes';
 import { ledgerPaymentId, listAccountedDeposits, listLedgerCredits } from './store/payments';
 import { paymentsOfInvoice, paymentsOfInvoices, readInOneSnapshot } from './store/payments';
@@ -70,6 +73,8 @@ export interface InvoiceHandlerDeps {
   payMethods: PayMethodCatalog;
   /** CreateInvoice, PayInvoice and GetInvoice, group-committed (docs/performance.md#group-commit). */
   writes: InvoiceWrites;
+  /** The EVM treasury addresses of this service's keys, lower case (treasuries.ts houseSendersOf). */
+  evmTreasuries: ReadonlySet<string>;
 }
 
 const invoiceNotFound = () => errors.notFound('invoice');
@@ -228,6 +233,18 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
         rowId: BigInt(row.id),
       })),
     };
+  }
+
+  /** docs/treasury.md#house-addresses: the payout service refuses to pay out to these. */
+  async findHouseAddress(req: FindHouseAddressRequest): Reply<typeof FindHouseAddressResponseSchema> {
+    const address = req.address.trim();
+    if (address === '' || address.length > 128) return { kind: '' };
+    // The forms one address takes: an EVM address in any letter case (stored in EIP-55), a bech32
+    // one upper or lower case (stored lower); a base58 one only as it is.
+    const evm = /^0x[0-9a-fA-F]{40}$/.test(address) ? toEip55(address) : undefined;
+    if (evm && this.deps.evmTreasuries.has(evm.toLowerCase())) return { kind: 'treasury' };
+    const forms = [...new Set([address, address.toLowerCase(), ...(evm ? [evm] : [])])];
+    return { kind: (await isIssuedAddress(this.deps.sql, forms)) ? 'deposit' : '' };
   }
 
   async listCurrencies(): Reply<typeof ListCurrenciesResponseSchema> {

@@ -16,6 +16,7 @@ import { evmNodeConfig } from '@coinvoice/chains/evm/family';
 import { isEvmChain, type EvmTokenCode } from '@coinvoice/chains/evm/networks';
 import { PayMethodCatalog, type PayMethodPolicy } from './domain/pay-methods';
 import { invoiceSchema } from './schema';
+import { houseSendersOf } from './treasuries';
 
 export { invoiceSettings } from './settings';
 
@@ -58,6 +59,8 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       listLedgerCredits: ['payout'],
       // The payout processor's sweep intake (docs/treasury.md#sweep-tasks).
       listAccountedDeposits: ['payout', 'payout-processor'],
+      // The payout API's destination check (docs/treasury.md#house-addresses).
+      findHouseAddress: ['payout'],
     }),
   ],
   settings: invoiceSettings,
@@ -117,6 +120,7 @@ export const invoiceService: ServiceDefinition<typeof invoiceSettings> = {
       metrics,
       confirmationsFor: (chain) => confirmationsRequired(chain, config),
       payMethods,
+      evmTreasuries: houseSendersOf('ethereum', config),
     });
     const sweeper = new ExpirySweeper({
       sql,

@@ -22,7 +22,8 @@ import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { loadConfig, loadServiceConfig } from '@coinvoice/runtime';
 import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
 import { throwawayXpubs } from '../../../test/support/xpubs';
-import { houseSendersOf, watcherService } from '../src/watcher/role';
+import { watcherService } from '../src/watcher/role';
+import { houseSendersOf } from '../src/treasuries';
 import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
 
 const CONFIRMATIONS = 2;

@@ -6,6 +6,7 @@
  * row's lock, so concurrent credits cannot create two. Sandbox rules are kept and never acted on
  * (the seed: sandbox invoices "ignore auto-sweep configuration").
  */
+import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
 import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -78,6 +79,8 @@ export interface AutoSweepDeps {
   merchantEmail(scope: { projectId: string; environment: ProjectEnvironment }): Promise<string>;
   /** Told of every sweep payout created outside the ledger consumer (metrics, logs). */
   onSwept?: (payout: PayoutRow) => void;
+  /** A destination coinvoice holds itself is refused (docs/treasury.md#house-addresses). */
+  houseAddress: HouseAddressLookup;
 }
 
 /** What a verification attempt decided; errors are thrown only after its transaction committed. */
@@ -100,7 +103,13 @@ export class AutoSweepHandlers {
     );
     const scope = { projectId: request.projectId, environment: request.environment };
     const active = await activeRules(this.deps.sql, request.projectId);
-    const needsCode = planAutoSweep(active, request.rules).confirm.length > 0;
+    const { confirm } = planAutoSweep(active, request.rules);
+    // A new destination only: one already confirmed was checked when it was set.
+    for (const rule of confirm) {
+      const at = req.entries.findIndex((entry) => typeof entry.address === 'string' && entry.address.trim().toLowerCase() === rule.address.toLowerCase());
+      await refuseHouseDestination(this.deps.houseAddress, rule.address, `entries[${Math.max(at, 0)}].address`);
+    }
+    const needsCode = confirm.length > 0;
     if (needsCode) await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.codePerProject, request.projectId.toLowerCase());
     // Auth before the transaction: a slow call must not hold locks.
     const email = needsCode ? await this.deps.merchantEmail(scope) : undefined;

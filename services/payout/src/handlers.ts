@@ -4,7 +4,7 @@
  * - RequestPayout: validation_failed (violations by public field: amount, currency, network,
  *   address, note, projectId, environment, idempotencyKey), not_found (auth does not know the project),
  *   insufficient_balance (FailedPrecondition → 409), idempotency_key_reused (FailedPrecondition,
- *   HTTP 422 by code), service_unavailable when auth cannot be asked.
+ *   HTTP 422 by code), service_unavailable when auth or invoice (FindHouseAddress) cannot be asked.
  * - VerifyPayout: validation_failed (code not 6 digits: costs no attempt), not_found,
  *   invalid_verification_code (InvalidArgument → 400, violation on `code` with the attempts left;
  *   the 5th cancels the payout), verification_code_expired (FailedPrecondition; the payout is
@@ -24,6 +24,7 @@
  *   errors are listed in services/payout/README.md.
  * Another project's payout is not_found, as if it did not exist.
  */
+import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
@@ -135,6 +136,8 @@ export interface PayoutHandlerDeps {
   treasury: Pick<TreasuryDeps, 'autoMax' | 'balances' | 'unconfiguredReason'>;
   /** Told of each auto-sweep payout created by a configuration change (metrics). */
   onAutoSwept?: (payout: PayoutRow) => void;
+  /** Whether coinvoice holds an address itself: no payout goes there (docs/treasury.md#house-addresses). */
+  houseAddress: HouseAddressLookup;
 }
 
 const payoutNotFound = () => errors.notFound('payout');
@@ -159,6 +162,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       rateLimits: { store: deps.rateLimits.store, verifyPerProject: deps.rateLimits.autoSweepVerifyPerProject, codePerProject: deps.rateLimits.autoSweepCodePerProject },
       merchantEmail: (scope) => this.merchantEmail(scope),
       onSwept: deps.onAutoSwept,
+      houseAddress: deps.houseAddress,
     });
     this.treasury = new TreasuryHandlers({ sql: deps.sql, logger: deps.logger, operator: (token) => this.operator(token), ...deps.treasury });
   }
@@ -221,6 +225,8 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     );
     if (req.validateOnly) return {};
     await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, request.projectId.toLowerCase());
+    // After the limit: whether an address is coinvoice's is asked at the request rate only.
+    await refuseHouseDestination(this.deps.houseAddress, request.address, 'address');
     // Auth before the transaction: a slow call must not hold locks.
     const email = await this.merchantEmail(request);
 

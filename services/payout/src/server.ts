@@ -1,3 +1,4 @@
+import { houseAddressLookup } from './house-addresses';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 import { allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -59,6 +60,8 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
     const notifier = createRpcClient(NotifierService, config.NOTIFIER_URL, { timeoutMs: 15_000, tls: rpcTls });
     // A page of invoices' credits at a time: a slow answer only delays the hourly check.
     const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { timeoutMs: 30_000, tls: rpcTls });
+    // Asked by RequestPayout before it answers: a short deadline, as for auth.
+    const invoicesNow = createRpcClient(InvoiceService, config.INVOICE_URL, { timeoutMs: 3_000, tls: rpcTls });
     const ledgerCheck: LedgerCheckDeps = {
       sql,
       reportedCredits: (afterInvoiceId) => invoices.listLedgerCredits({ afterInvoiceId }),
@@ -116,6 +119,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
         unconfiguredReason: (network) => `${network === 'tron' ? 'CHAIN_TRON_API_URL' : `CHAIN_${network.toUpperCase()}_RPC_URL`} is not set: the balance is not read`,
       },
       onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
+      houseAddress: houseAddressLookup(sql, invoicesNow),
     });
     const ledger = ledgerConsumer({
       sql,

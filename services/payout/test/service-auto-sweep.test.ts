@@ -163,6 +163,23 @@ test('destinations are checked like payout addresses for the project network; th
   expect(h.notifier.autoSweepEmails.at(-1)).toMatchObject({ environment: 'sandbox' });
 });
 
+
+test('a destination coinvoice holds itself (an invoice deposit address) is refused, named by its entry; no change awaits a code (docs/treasury.md#house-addresses)', async () => {
+  const live = h.auth.addProject('live');
+  const deposit = addressFor('ETH', 'live');
+  h.invoice.houseAddresses.set(deposit.toLowerCase(), 'deposit');
+  const emails = h.notifier.autoSweepEmails.length;
+  const error = await rejection(
+    setRules(live, [
+      { currency: 'BTC', address: addressFor('BTC', 'live'), threshold: '1' },
+      { currency: 'ETH', address: deposit, threshold: '1' },
+    ]),
+  );
+  expect(error).toMatchObject({ code: 'validation_failed', violations: [{ field: 'entries[1].address', message: expect.stringContaining('deposit address') }] });
+  expect(await getRules(live)).toMatchObject({ entries: [] });
+  expect((await getRules(live)).pendingChange).toBeUndefined();
+  expect(h.notifier.autoSweepEmails).toHaveLength(emails);
+});
 test('a live balance reaching its threshold is swept once: a verified auto_sweep payout of the whole balance, held', async () => {
   const project = h.auth.addProject('live');
   const address = addressFor('USDT', 'live');

@@ -101,6 +101,59 @@ test('the notifier down: no payout, nothing held, unavailable', async () => {
   expect(rows).toHaveLength(0);
 });
 
+describe('a destination coinvoice holds itself is refused (docs/treasury.md#house-addresses)', () => {
+  test('an invoice deposit address (asked of the invoice service, in any letter case): 400 on address, nothing held, no payout', async () => {
+    const project = h.auth.addProject('live');
+    await h.credit(project, 'ETH', '1');
+    const deposit = addressFor('ETH', 'live');
+    h.invoice.houseAddresses.set(deposit.toLowerCase(), 'deposit');
+    expect(await rejection(h.client.requestPayout(payoutRequest(project, { currency: 'ETH', amount: '0.008', address: deposit })))).toMatchObject({
+      code: 'validation_failed',
+      violations: [{ field: 'address', message: expect.stringContaining('is a coinvoice invoice’s deposit address') }],
+    });
+    expect(h.invoice.asked).toContain(deposit);
+    expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '1', pending: '0', total: '1' });
+    expect(await h.sql`select 1 from payouts where project_id = ${project.id}`).toHaveLength(0);
+    // validate_only (the gateway's early check) does not ask: the rule is the request's.
+    const asked = h.invoice.asked.length;
+    await h.client.requestPayout({ ...payoutRequest(project, { currency: 'ETH', amount: '0.008', address: deposit }), validateOnly: true });
+    expect(h.invoice.asked).toHaveLength(asked);
+  });
+
+  test('a treasury address this service recorded (any network, any case), and a UTXO treasury change address: 400 on address', async () => {
+    const project = h.auth.addProject('live');
+    await h.credit(project, 'ETH', '1');
+    await h.credit(project, 'BTC', '1');
+    const treasury = addressFor('ETH', 'live');
+    await h.sql`insert into treasury_networks (network, address) values ('polygon', ${treasury.toLowerCase()}) on conflict (network) do update set address = excluded.address`;
+    expect(await rejection(h.client.requestPayout(payoutRequest(project, { currency: 'ETH', amount: '0.01', address: treasury })))).toMatchObject({
+      violations: [{ field: 'address', message: expect.stringContaining('is a coinvoice treasury address') }],
+    });
+    const change = addressFor('BTC', 'live');
+    await h.sql`
+      insert into utxo_coins (network, txid, vout, amount, address, branch, address_index, change_of_batch)
+      values ('bitcoin', ${'cd'.repeat(32)}, 1, 5000, ${change}, 1, 7, null)`;
+    expect(await rejection(h.client.requestPayout(payoutRequest(project, { currency: 'BTC', amount: '0.001', address: change })))).toMatchObject({
+      violations: [{ field: 'address', message: expect.stringContaining('is a coinvoice treasury address') }],
+    });
+    expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '1', pending: '0', total: '1' });
+    // Any other address is paid out as before.
+    expect((await h.client.requestPayout(payoutRequest(project, { currency: 'ETH', amount: '0.01', address: addressFor('ETH', 'live') }))).payout).toBeDefined();
+  });
+
+  test('the invoice service down: unavailable, nothing held', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '0.05');
+    h.invoice.down = true;
+    try {
+      expect(await rejection(h.client.requestPayout(payoutRequest(project, { amount: '0.01' })))).toMatchObject({ connectCode: Code.Unavailable, code: 'service_unavailable' });
+    } finally {
+      h.invoice.down = false;
+    }
+    expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.05', pending: '0', total: '0.05' });
+  });
+});
+
 test('a live payout needs a verified merchant email; a sandbox one does not', async () => {
   const live = h.auth.addProject('live');
   live.emailVerified = false;

@@ -248,3 +248,12 @@ function target(event: InvoiceEvent): InvoiceStatusName {
   }
   return to;
 }
+
+/**
+ * Whether any invoice (any project, environment or network) was given one of `addresses` — the
+ * forms one address may take (docs/treasury.md#house-addresses). One probe of the address index.
+ */
+export async function isIssuedAddress(sql: Queryable, addresses: readonly string[]): Promise<boolean> {
+  const rows = await sql`select 1 from invoices where address = any(${addresses as string[]}::text[]) limit 1`;
+  return rows.length > 0;
+}

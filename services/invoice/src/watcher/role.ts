@@ -6,11 +6,9 @@
  */
 import { ConfigError, type ServiceDefinition } from '@coinvoice/runtime';
 import { chainSources, isChainName, WATCHED_CHAINS } from '@coinvoice/chains/watchers';
-import { invoiceSettings, xpubVariable } from '../settings';
+import { invoiceSettings } from '../settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
-import { familyOf, SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
-import { evmFamily } from '@coinvoice/chains/evm/family';
-import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
+import { houseSendersOf } from '../treasuries';
 import { createWatcherMetrics } from './metrics';
 import { ChainWatcher } from './watcher';
 import { paymentCountsByStatus } from '../store/payments';
@@ -36,24 +34,6 @@ export function requireChainSource(chain: string, config: InvoiceConfig): void {
 export async function verifyChainSource(chain: string, config: InvoiceConfig, warn?: (line: string) => void): Promise<void> {
   const source = isChainName(chain) ? chainSources(config)[chain] : undefined;
   await source?.verify?.(warn);
-}
-
-/**
- * The treasury addresses of the account keys of every EVM coin when `chain` is an EVM network
- * (docs/treasury.md#keys; one key's treasury is the same address on every EVM network, and it
- * recovers wrong-network payments there too): what they send to a deposit address is a token
- * sweep's gas, not a payment. Lower case.
- */
-export function houseSendersOf(chain: string, config: InvoiceConfig): Set<string> {
-  const senders = new Set<string>();
-  if (!isChainName(chain) || familyOf(chain) !== evmFamily) return senders;
-  for (const coin of SUPPORTED_CRYPTO) {
-    if (familyOf(coin.chain) !== evmFamily) continue;
-    const xpub = config[xpubVariable(coin.code, 'mainnet')];
-    const treasury = xpub ? treasuryAddressOf(xpub) : undefined;
-    if (treasury) senders.add(treasury.toLowerCase());
-  }
-  return senders;
 }
 
 /** The watcher process for one chain, as a runtime ServiceDefinition (health, admin, relay). */

@@ -21,6 +21,7 @@ import { PayoutService, type Payout } from '@coinvoice/runtime/gen/coinvoice/pay
 import { waitFor } from '../../../../test/support/async';
 import { AuthStandIn } from '../../../../test/support/auth-stand-in';
 import { NotifierStandIn } from '../../../../test/support/notifier-stand-in';
+import { InvoiceHouseStandIn } from '../../../../test/support/invoice-house-stand-in';
 import { startTestService } from '../../../../test/support/service';
 import { openServiceHarness, type ServiceHarnessBase } from '../../../../test/support/service-harness';
 import { payoutService } from '../../src/server';
@@ -67,6 +68,8 @@ export interface Harness extends ServiceHarnessBase {
   auth: FakeAuth;
   /** Receives the verification emails (the codes). */
   notifier: NotifierStandIn;
+  /** Answers FindHouseAddress: the addresses a test makes coinvoice's own. */
+  invoice: InvoiceHouseStandIn;
   client: PayoutClient;
   /** Publishes an invoice.paid as the invoice service's relay would; returns the event id. */
   publishInvoicePaid(paid: InvoicePaidInput, options?: { eventId?: string }): Promise<string>;
@@ -103,13 +106,15 @@ export const FAST_SWEEP = {
 export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<Harness> {
   const auth = await new FakeAuth().start();
   const notifier = await new NotifierStandIn().start();
-  const svc = await startTestService(payoutService, { env: { AUTH_URL: auth.url, NOTIFIER_URL: notifier.url, ...FAST_SWEEP, ...env } });
+  const invoice = await new InvoiceHouseStandIn().start();
+  const svc = await startTestService(payoutService, { env: { AUTH_URL: auth.url, NOTIFIER_URL: notifier.url, INVOICE_URL: invoice.url, ...FAST_SWEEP, ...env } });
   const client = createRpcClient(PayoutService, svc.url, { timeoutMs: 30_000 });
   const base = await openServiceHarness(svc, { schema: 'payout', poolSize: 4, natsName: 'payout-test', streams: ['invoice', 'payout'] });
   const harness: Harness = {
     ...base,
     auth,
     notifier,
+    invoice,
     client,
     async publishInvoicePaid(paid, options = {}) {
       const id = options.eventId ?? randomUUID();
@@ -144,6 +149,7 @@ export async function startPayoutHarness(env: NodeJS.ProcessEnv = {}): Promise<H
       await base.dispose();
       await auth.stop();
       await notifier.stop();
+      await invoice.stop();
     },
   };
   return harness;

@@ -1,0 +1,48 @@
+/**
+ * FindHouseAddress (docs/treasury.md#house-addresses): the payout service asks it before paying out,
+ * so no payout strands coins on an address coinvoice holds — an invoice's deposit address (any
+ * project, environment or network, in any letter case it may be written) or an EVM treasury
+ * address of the service's keys.
+ */
+import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
+import { throwawayXpubs } from '../../../test/support/xpubs';
+import { createRequest, liveProject, sandboxProject, startInvoiceHarness, type Harness } from './support/harness';
+
+let h: Harness;
+const xpubs = throwawayXpubs();
+
+beforeAll(async () => {
+  h = await startInvoiceHarness({ env: { ...xpubs } });
+});
+
+afterAll(async () => {
+  await h?.dispose();
+});
+
+const kindOf = async (address: string) => (await h.client.findHouseAddress({ address })).kind;
+
+test('an invoice deposit address is "deposit" as issued, and an EVM one in lower or upper case; a bech32 one in upper case', async () => {
+  const eth = (await h.client.createInvoice(createRequest(liveProject(), { payCurrency: 'ETH' }))).invoice!;
+  expect(eth.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+  expect(await kindOf(eth.address)).toBe('deposit');
+  expect(await kindOf(eth.address.toLowerCase())).toBe('deposit');
+  expect(await kindOf(`0x${eth.address.slice(2).toUpperCase()}`)).toBe('deposit');
+  expect(await kindOf(` ${eth.address} `)).toBe('deposit');
+
+  const btc = (await h.client.createInvoice(createRequest(sandboxProject(), { payCurrency: 'BTC' }))).invoice!;
+  expect(await kindOf(btc.address)).toBe('deposit');
+  expect(await kindOf(btc.address.toUpperCase())).toBe('deposit');
+
+  const trx = (await h.client.createInvoice(createRequest(liveProject(), { payCurrency: 'TRX' }))).invoice!;
+  expect(await kindOf(trx.address)).toBe('deposit');
+});
+
+test('the EVM treasury of the configured key is "treasury"; an unknown address, an empty or an absurd one is nobody\'s', async () => {
+  const treasury = treasuryAddressOf(xpubs.INVOICE_XPUB_ETH)!;
+  expect(await kindOf(treasury)).toBe('treasury');
+  expect(await kindOf(treasury.toLowerCase())).toBe('treasury');
+  expect(await kindOf('0x000000000000000000000000000000000000dEaD')).toBe('');
+  expect(await kindOf('bc1q2hx9vru3a5cfpsaval472y69ljx7wfxf6kq9ay')).toBe('');
+  expect(await kindOf('')).toBe('');
+  expect(await kindOf('x'.repeat(5000))).toBe('');
+});
