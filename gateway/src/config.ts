@@ -1,4 +1,5 @@
 import { bindHostSetting, commonSettings, ConfigError, eventKeySettings, rpcTlsSettings, setting, SERVICE_PORTS, type ConfigOf, type Setting } from '@coinvoice/runtime';
+import { BlockList, isIP } from 'node:net';
 import { gatewayRateLimitSettings } from './rate-limits';
 
 /**
@@ -14,9 +15,56 @@ const trustProxySetting: Setting<boolean | string[]> = {
     if (value === 'false') return false;
     if (value === 'true') return true;
     const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
-    return entries.length > 0 && entries.every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e)) ? entries : undefined;
+    return entries.length > 0 && entries.every((e) => proxyRange(e) !== undefined) ? entries : undefined;
   },
 };
+
+interface ProxyRange {
+  address: string;
+  family: 'ipv4' | 'ipv6';
+  prefix: number;
+}
+
+/** An address or CIDR of GATEWAY_TRUST_PROXY, or undefined when it is neither. */
+function proxyRange(entry: string): ProxyRange | undefined {
+  const [address = '', prefixText, ...rest] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return undefined;
+  const bits = version === 4 ? 32 : 128;
+  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) return undefined;
+  const prefix = prefixText === undefined ? bits : Number(prefixText);
+  return prefix <= bits ? { address, family: version === 4 ? 'ipv4' : 'ipv6', prefix } : undefined;
+}
+
+/** Networks no client on the internet sends from: an ingress inside them may be trusted whole. */
+const PRIVATE_NETWORKS: ReadonlyArray<Omit<ProxyRange, 'address'> & { network: string }> = [
+  { network: '10.0.0.0', prefix: 8, family: 'ipv4' },
+  { network: '172.16.0.0', prefix: 12, family: 'ipv4' },
+  { network: '192.168.0.0', prefix: 16, family: 'ipv4' },
+  { network: '100.64.0.0', prefix: 10, family: 'ipv4' },
+  { network: '127.0.0.0', prefix: 8, family: 'ipv4' },
+  { network: '169.254.0.0', prefix: 16, family: 'ipv4' },
+  { network: 'fc00::', prefix: 7, family: 'ipv6' },
+  { network: 'fe80::', prefix: 10, family: 'ipv6' },
+  { network: '::1', prefix: 128, family: 'ipv6' },
+];
+
+/** The widest public range production trusts: a load balancer's block, not the internet. */
+const MAX_PUBLIC_PREFIX_BITS = { ipv4: 16, ipv6: 48 } as const;
+
+/**
+ * Whether trusting `range` would let clients on the internet name their own IP: a public range
+ * wider than a /16 (IPv6 /48), unless it lies inside one private network.
+ */
+function trustsTheInternet(range: ProxyRange): boolean {
+  if (range.prefix >= MAX_PUBLIC_PREFIX_BITS[range.family]) return false;
+  return !PRIVATE_NETWORKS.some((net) => {
+    if (net.family !== range.family || range.prefix < net.prefix) return false;
+    const block = new BlockList();
+    block.addSubnet(net.network, net.prefix, net.family);
+    return block.check(range.address, range.family);
+  });
+}
 
 const backend = (port: number) => setting.url(['http:', 'https:'], { devDefault: `http://127.0.0.1:${port}` });
 
@@ -61,6 +109,14 @@ export function refuseUnsafeGatewayConfig(config: ConfigOf<typeof gatewaySetting
       'GATEWAY_TRUST_PROXY',
       'false or the ingress addresses/CIDRs in production (true lets any client choose its IP with X-Forwarded-For)',
       'true',
+    );
+  }
+  const wide = Array.isArray(config.GATEWAY_TRUST_PROXY) ? config.GATEWAY_TRUST_PROXY.find((entry) => trustsTheInternet(proxyRange(entry)!)) : undefined;
+  if (config.APP_ENV === 'production' && wide !== undefined) {
+    throw new ConfigError(
+      'GATEWAY_TRUST_PROXY',
+      `the ingress addresses/CIDRs in production: ${wide} is public and wider than a /${MAX_PUBLIC_PREFIX_BITS.ipv4} (IPv6 /${MAX_PUBLIC_PREFIX_BITS.ipv6}), so clients inside it could choose their IP with X-Forwarded-For`,
+      wide,
     );
   }
 }

@@ -58,7 +58,7 @@ test('the gateway in production names a missing backend URL', () => {
   expect(stderrLines).toEqual(['config: AUTH_URL is required: expected a URL starting with http:// or https://']);
 });
 
-test('the gateway in production refuses GATEWAY_TRUST_PROXY=true (any client could choose its IP); the ingress addresses are taken', () => {
+test('the gateway in production refuses GATEWAY_TRUST_PROXY=true or a range holding the internet (any client could choose its IP); the ingress addresses are taken', () => {
   const production = {
     APP_ENV: 'production',
     AUTH_URL: 'https://auth:50051',
@@ -77,6 +77,26 @@ test('the gateway in production refuses GATEWAY_TRUST_PROXY=true (any client cou
   ]);
   // Named ingress addresses pass this check (the process then fails later, on the missing TLS files).
   expect(run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: '10.0.0.0/8' }).stderrLines.join('\n')).not.toContain('GATEWAY_TRUST_PROXY');
+  // A range that holds the internet trusts everyone as much as `true` does (an outside review
+  // started production with 0.0.0.0/1,128.0.0.0/1): public ranges wider than a /16 (IPv6 /48) are
+  // refused, naming the entry; private networks, a load balancer's /24 or single addresses are not.
+  for (const [value, wide] of [
+    ['0.0.0.0/1,128.0.0.0/1', '0.0.0.0/1'],
+    ['10.1.2.3,2001:db8::/32', '2001:db8::/32'],
+    ['192.168.0.0/15', '192.168.0.0/15'],
+  ]) {
+    const refused = run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: value });
+    expect(refused.status).toBe(1);
+    expect(refused.stderrLines).toEqual([
+      `config: GATEWAY_TRUST_PROXY="${wide}" is invalid: expected the ingress addresses/CIDRs in production: ${wide} is public and wider than a /16 (IPv6 /48), so clients inside it could choose their IP with X-Forwarded-For`,
+    ]);
+  }
+  const ingresses = '172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,203.0.113.0/24,198.51.100.7,fd00::/8,2001:db8:1::/48,::1';
+  expect(run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: ingresses }).stderrLines.join('\n')).not.toContain('GATEWAY_TRUST_PROXY');
+  // Not an address or CIDR at all: refused in any environment.
+  for (const value of ['10.0.0.0/33', 'fe80::/129']) {
+    expect(run('gateway/dist/main.js', { GATEWAY_TRUST_PROXY: value }).stderrLines[0]).toMatch(/^config: GATEWAY_TRUST_PROXY=".*" is invalid: expected false, true, or comma-separated proxy addresses\/CIDRs$/);
+  }
 });
 
 test.each(entries)('%s refuses a stream replica count or max age it cannot use', (entry) => {
