@@ -145,6 +145,8 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
     schema: {
       tags: ['dashboard'],
       summary: 'Create a project (live or sandbox); the webhook secret is shown once',
+      description:
+        'An account holds at most MAX_PROJECTS_PER_MERCHANT projects (default 100; projects are not deleted): one more answers 409 too_many_projects.',
       security: bearer,
       body: CreateProjectBody,
       response: { 201: CreatedProjectSchema },
@@ -248,6 +250,8 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
     schema: {
       tags: ['dashboard'],
       summary: 'Create an API key for the project; the key is shown once',
+      description:
+        'A project holds at most MAX_ACTIVE_API_KEYS_PER_PROJECT unrevoked keys (default 20): one more answers 409 too_many_api_keys (revoke one first).',
       security: bearer,
       params: ProjectParams,
       body: CreateApiKeyBody,

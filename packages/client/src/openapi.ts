@@ -159,7 +159,10 @@ export interface paths {
         /** List your projects */
         get: operations["getApiMerchantProjects"];
         put?: never;
-        /** Create a project (live or sandbox); the webhook secret is shown once */
+        /**
+         * Create a project (live or sandbox); the webhook secret is shown once
+         * @description An account holds at most MAX_PROJECTS_PER_MERCHANT projects (default 100; projects are not deleted): one more answers 409 too_many_projects.
+         */
         post: operations["postApiMerchantProjects"];
         delete?: never;
         options?: never;
@@ -229,7 +232,10 @@ export interface paths {
         /** List the project’s API keys (never the keys themselves) */
         get: operations["getApiMerchantProjectsIdApiKeys"];
         put?: never;
-        /** Create an API key for the project; the key is shown once */
+        /**
+         * Create an API key for the project; the key is shown once
+         * @description A project holds at most MAX_ACTIVE_API_KEYS_PER_PROJECT unrevoked keys (default 20): one more answers 409 too_many_api_keys (revoke one first).
+         */
         post: operations["postApiMerchantProjectsIdApiKeys"];
         delete?: never;
         options?: never;

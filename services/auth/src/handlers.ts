@@ -106,6 +106,11 @@ export interface AuthHandlerDeps {
     emailCodePerAccount: RateLimitPolicy;
   };
   webhookUrlPolicy: WebhookUrlPolicy;
+  /**
+   * What one account may hold: every project and active key multiplies the per-project and
+   * per-key limits (API calls, event streams, test webhooks, payout requests).
+   */
+  limits: { projectsPerMerchant: number; activeApiKeysPerProject: number };
   logger: Logger;
   lastUsedIntervalSeconds?: number;
   now?: () => Date;
@@ -376,8 +381,11 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       webhookUrl: input.webhookUrl ?? null,
       webhookSecret,
       paymentTolerancePercent: input.paymentTolerancePercent ?? '0',
-    });
+    }, this.deps.limits.projectsPerMerchant);
     if (!project) throw errors.notFound('merchant');
+    if (project === 'limit_reached') {
+      throw errors.conflict('too_many_projects', `an account has at most ${this.deps.limits.projectsPerMerchant} projects`);
+    }
     this.deps.logger.info({ merchantId, projectId: project.id, environment: project.environment }, 'project created');
     return { project: projectMessage(project), webhookSecret };
   }
@@ -469,7 +477,10 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
       name: input.name,
       keyHash: issued.hash,
       displayPrefix: issued.displayPrefix,
-    });
+    }, this.deps.limits.activeApiKeysPerProject);
+    if (apiKey === 'limit_reached') {
+      throw errors.conflict('too_many_api_keys', `a project has at most ${this.deps.limits.activeApiKeysPerProject} active API keys: revoke one first`);
+    }
     this.deps.logger.info({ projectId: project.id, keyId: apiKey.id }, 'api key created');
     return { apiKey: apiKeyMessage(apiKey), key: issued.key };
   }

@@ -38,6 +38,10 @@ export const authSettings = {
   RATE_LIMIT_REGISTER_PER_IP: rateLimitSetting('register-ip', '10/1h'),
   /** Email verification attempts and code resends per merchant; sign-up confirmations per email. */
   RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT: rateLimitSetting('email-code', '10/1h'),
+  /** Projects per merchant account (projects are never deleted); one more is 409 too_many_projects. */
+  MAX_PROJECTS_PER_MERCHANT: setting.int({ default: 100, min: 1, max: 100_000 }),
+  /** Unrevoked API keys per project; one more is 409 too_many_api_keys. */
+  MAX_ACTIVE_API_KEYS_PER_PROJECT: setting.int({ default: 20, min: 1, max: 10_000 }),
   /** How long an email verification (or sign-up) code is valid. Default 24 h. */
   EMAIL_CODE_TTL_MS: setting.int({ default: 24 * 60 * 60_000, min: 60_000, max: 7 * 24 * 60 * 60_000 }),
   /** Lifetime of a session JWT; also how long a retired signing key stays in the JWKS. Default 12 h. */
@@ -116,6 +120,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
           emailCodePerAccount: config.RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT,
         },
         webhookUrlPolicy: options.webhookUrlPolicy ?? webhookUrlPolicyOf(createSsrfGuard({ mode: ssrfModeOf(config) })),
+        limits: { projectsPerMerchant: config.MAX_PROJECTS_PER_MERCHANT, activeApiKeysPerProject: config.MAX_ACTIVE_API_KEYS_PER_PROJECT },
         logger,
       });
       return {

@@ -38,6 +38,9 @@ export async function ensureLocalDeveloper(
   deps: { box: SecretBox; passwords: PasswordHasher },
   input: { email: string; password: string },
 ): Promise<LocalDeveloperOutcome> {
+  // Every `npm start` issues a key: the API's caps (MAX_ACTIVE_API_KEYS_PER_PROJECT) are for the
+  // public API, not this local command, which must never stop a start.
+  const UNCAPPED = Number.MAX_SAFE_INTEGER;
   const email = checkEmail(input.email);
   if (!email.ok) return { ok: false, reason: `"${input.email}" ${email.message}` };
   const password = checkNewPassword(input.password);
@@ -60,9 +63,9 @@ export async function ensureLocalDeveloper(
       webhookUrl: null,
       webhookSecret: generateWebhookSecret(),
       paymentTolerancePercent: '0',
-    }));
-  if (!project) return { ok: false, reason: `could not create a sandbox project for ${email.value}` };
+    }, UNCAPPED));
+  if (!project || project === 'limit_reached') return { ok: false, reason: `could not create a sandbox project for ${email.value}` };
   const issued = issueApiKey('sandbox');
-  await new ApiKeyStore(sql).create({ projectId: project.id, name: LOCAL_DEVELOPER_KEY_NAME, keyHash: issued.hash, displayPrefix: issued.displayPrefix });
+  await new ApiKeyStore(sql).create({ projectId: project.id, name: LOCAL_DEVELOPER_KEY_NAME, keyHash: issued.hash, displayPrefix: issued.displayPrefix }, UNCAPPED);
   return { ok: true, developer: { merchantId: merchant.id, projectId: project.id, apiKey: issued.key } };
 }

@@ -24,13 +24,20 @@ export interface RevokedApiKey {
 export class ApiKeyStore {
   constructor(private readonly sql: Sql) {}
 
-  async create(key: NewApiKey): Promise<ApiKeyRow> {
-    const [row] = await this.sql<ApiKeyRow[]>`
-      insert into api_keys (project_id, name, key_hash, display_prefix)
-      values (${key.projectId}, ${key.name}, ${key.keyHash}, ${key.displayPrefix})
-      returning ${this.sql(API_KEY_COLUMNS)}`;
-    if (!row) throw new Error('insert into api_keys returned no row');
-    return row;
+  /** Creates the project's key unless it has `maxActive` unrevoked keys already ('limit_reached'). */
+  async create(key: NewApiKey, maxActive: number): Promise<ApiKeyRow | 'limit_reached'> {
+    return this.sql.begin(async (tx) => {
+      // The project's row lock serialises its key creations: the count below cannot race another.
+      await tx`select 1 from projects where id = ${key.projectId} for update`;
+      const [counted] = await tx<{ n: number }[]>`select count(*)::int as n from api_keys where project_id = ${key.projectId} and revoked_at is null`;
+      if ((counted?.n ?? 0) >= maxActive) return 'limit_reached';
+      const [row] = await tx<ApiKeyRow[]>`
+        insert into api_keys (project_id, name, key_hash, display_prefix)
+        values (${key.projectId}, ${key.name}, ${key.keyHash}, ${key.displayPrefix})
+        returning ${tx(API_KEY_COLUMNS)}`;
+      if (!row) throw new Error('insert into api_keys returned no row');
+      return row;
+    });
   }
 
   /** Newest first, revoked keys included. */

@@ -61,21 +61,27 @@ export class ProjectStore {
   ) {}
 
   /** The new project, or undefined when the merchant does not exist. */
-  async create(project: NewProject): Promise<ProjectRow | undefined> {
+  /**
+   * Creates the merchant's project unless it has `maxPerMerchant` already ('limit_reached');
+   * undefined when the merchant does not exist.
+   */
+  async create(project: NewProject, maxPerMerchant: number): Promise<ProjectRow | 'limit_reached' | undefined> {
     // The id first: the sealed secret is bound to its row.
     const id = randomUUID();
     const secret = this.box.encrypt(project.webhookSecret, webhookSecretContext(id));
-    try {
-      const [row] = await this.sql<ProjectRow[]>`
+    return this.sql.begin(async (tx) => {
+      // The merchant's row lock serialises its creations: the count below cannot race another.
+      const [merchant] = await tx`select 1 from merchants where id = ${project.merchantId} for update`;
+      if (!merchant) return undefined;
+      const [counted] = await tx<{ n: number }[]>`select count(*)::int as n from projects where merchant_id = ${project.merchantId}`;
+      if ((counted?.n ?? 0) >= maxPerMerchant) return 'limit_reached';
+      const [row] = await tx<ProjectRow[]>`
         insert into projects (id, merchant_id, name, environment, webhook_url, webhook_secret, webhook_secret_kek_id, payment_tolerance_percent)
         values (${id}, ${project.merchantId}, ${project.name}, ${project.environment}, ${project.webhookUrl}, ${secret}, ${this.box.current.id},
                 ${project.paymentTolerancePercent}::numeric)
-        returning ${this.sql(PROJECT_COLUMNS)}, null::timestamptz as previous_webhook_secret_expires_at`;
+        returning ${tx(PROJECT_COLUMNS)}, null::timestamptz as previous_webhook_secret_expires_at`;
       return row;
-    } catch (err) {
-      if (isForeignKeyViolation(err, 'projects_merchant_id_fkey')) return undefined;
-      throw err;
-    }
+    });
   }
 
   /** Oldest first. */
