@@ -36,7 +36,7 @@ const RATE_LIMITED_ROUTES: Record<string, string> = {
   'post /api/merchant/password': 'RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT (default 10 per 15 minutes per merchant, right or wrong current password)',
   'post /api/merchant/email/verify': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour, with resends)',
   'post /api/merchant/email/verification': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour, with verify attempts)',
-  'post /api/payout/request': 'RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project)',
+  'post /api/payout/request': 'RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project; a replay of an answered request’s Idempotency-Key does not count)',
   'post /api/payout/verify': 'RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT (default 20 per hour per project, across its payouts)',
   'get /api/checkout/{id}': 'RATE_LIMIT_CHECKOUT_PER_IP (default 300 per minute per client IP)',
   'post /api/merchant/projects/{id}/webhook-test': 'RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT (default 10 per minute per project)',

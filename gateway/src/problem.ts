@@ -42,7 +42,7 @@ export class HttpProblem extends Error {
  * nothing about other merchants' projects.
  */
 export function unknownProject(message: string): HttpProblem {
-  return new HttpProblem(404, 'not_found', 'the request names a project that does not exist', [{ field: 'projectId', message }]);
+  return new HttpProblem(404, 'not_found', 'the request names a project this caller cannot use', [{ field: 'projectId', message }]);
 }
 
 export function problemOf(status: number, code: string, detail: string, requestId: string, errors: Violation[] = []): Problem {

@@ -373,6 +373,9 @@ describe('2. request → emailed code → verify → admin complete', () => {
     // An API key naming another project: 404 too.
     const otherKey = expectProblem(await requestPayout(project.key, { ...body, projectId: stranger.project.id }), 404, 'not_found');
     expect(otherKey.errors).toEqual([{ field: 'projectId', message: 'is not the project of this API key' }]);
+    // The detail never claims the project does not exist (it may: it is another's); it says the same
+    // for a foreign, an unknown and another key's project.
+    for (const problem of [foreign, unknown, otherKey]) expect(problem.detail).toBe('the request names a project this caller cannot use');
 
     const created = await api.post('/api/payout/request', { ...body, projectId: project.id }, { headers: auth });
     expect(created.status).toBe(201);

@@ -5191,7 +5191,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project; a replay of an answered request’s Idempotency-Key does not count); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */

@@ -224,6 +224,14 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       }),
     );
     if (req.validateOnly) return {};
+    // A retry of a request already answered (its Idempotency-Key stored) is answered before the
+    // limit counts it: a client recovering from a lost answer learns its payout, and spends none of
+    // the project's requests on it (the key-reused refusal likewise creates nothing).
+    if (request.idempotencyKey !== undefined && (await payoutIdempotencyKeys.find(this.deps.sql, request.projectId, request.idempotencyKey))) {
+      const payout = await this.deps.sql.begin((tx) => this.replay(tx, request));
+      this.deps.metrics?.idempotentReplays.inc();
+      return { payout, idempotentReplay: true };
+    }
     await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, request.projectId.toLowerCase());
     // After the limit: whether an address is coinvoice's is asked at the request rate only.
     await refuseHouseDestination(this.deps.houseAddress, request.address, 'address');

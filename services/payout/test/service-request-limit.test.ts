@@ -1,0 +1,37 @@
+/**
+ * RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT counts new requests only: an outside review retried one
+ * request with its Idempotency-Key and, after 21 replays, got 429 for an hour — a client recovering
+ * from a lost answer could not learn its payout's id, and the replays spent the project's budget.
+ */
+import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { addressFor, balanceOf, payoutRequest, rejection, startPayoutHarness, type Harness } from './support/harness';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startPayoutHarness({ RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT: '2/1h' });
+});
+
+afterAll(async () => {
+  await h?.dispose();
+});
+
+test('replays of an answered request are answered whatever the limit, and do not count; new requests do', async () => {
+  const project = h.auth.addProject('sandbox');
+  await h.credit(project, 'BTC', '0.05');
+  const request = payoutRequest(project, { amount: '0.001', address: addressFor('BTC'), idempotencyKey: 'order-77' });
+  const first = await h.client.requestPayout(request);
+  expect(first.payout!.status).toBe(PayoutStatus.AWAITING_VERIFICATION);
+  for (let i = 0; i < 5; i++) {
+    const again = await h.client.requestPayout(request);
+    expect(again).toMatchObject({ idempotentReplay: true, payout: { id: first.payout!.id } });
+  }
+  // The same key with another body is refused as before, and costs nothing either.
+  expect(await rejection(h.client.requestPayout({ ...request, amount: '0.002' }))).toMatchObject({ code: 'idempotency_key_reused' });
+  // One request of the two counted so far: a second new one passes, a third is limited.
+  expect((await h.client.requestPayout(payoutRequest(project, { amount: '0.001', address: addressFor('BTC') }))).payout).toBeDefined();
+  expect(await rejection(h.client.requestPayout(payoutRequest(project, { amount: '0.001', address: addressFor('BTC') })))).toMatchObject({ code: 'rate_limited' });
+  // The retry still gets its payout.
+  expect((await h.client.requestPayout(request)).payout!.id).toBe(first.payout!.id);
+  expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.048', pending: '0.002', total: '0.05' });
+});
