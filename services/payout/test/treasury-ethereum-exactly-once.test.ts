@@ -129,6 +129,36 @@ test('a reorg that drops the mined transfer does not complete the payout: the st
   expect((await world.chainTransactions(payout.id))[0]!.transaction_hash).toBe(before!.transaction_hash);
 });
 
+test('a reorg deeper than the confirmations drops a Completed payout\'s transfer: its stored bytes are sent again (an incident), and the next payout is not stuck behind the gap', async () => {
+  await start();
+  const snapshot = await world.anvil.testClient.snapshot();
+  const lost = await world.payout('ETH', '0.3');
+  await mineBlocks(world, 1);
+  const done = await world.waitForStatus(lost.id, 'Completed', 60_000);
+  const [confirmed] = await world.chainTransactions(lost.id);
+  expect(confirmed).toMatchObject({ status: 'confirmed' });
+
+  // Deeper than CHAIN_ETHEREUM_CONFIRMATIONS (1): the completed transfer leaves the chain and
+  // anvil's pool; the treasury's nonce on chain falls below the processor's next one.
+  await world.anvil.testClient.revert({ id: snapshot });
+  await mineBlocks(world, 3);
+  expect(await world.anvil.publicClient.getBalance({ address: lost.address })).toBe(0n);
+
+  // The processor sends the same bytes again (anvil mines them): the payee is paid once.
+  await waitFor('the lost transfer mined again', async () => (await world.anvil.publicClient.getBalance({ address: lost.address })) === parseEther('0.3'), 30_000);
+  expect(await world.anvil.publicClient.getTransaction({ hash: done.transaction_hash as `0x${string}` })).toMatchObject({ hash: done.transaction_hash });
+  await waitFor('the incident logged', async () => processor!.logs.some((l) => l.includes('INCIDENT: a transaction recorded confirmed is no longer on the chain')));
+  expect(await metricsOf(processor!)).toContain('payout_processor_nonce_resyncs_total{network="ethereum",outcome="lost_rebroadcast"} 1');
+
+  // The next payout takes the nonce after it and completes: nothing waits on a gap.
+  const next = await world.payout('ETH', '0.2');
+  await mineBlocks(world, 1);
+  await expectPaidOnce(next, 'ETH', '0.2');
+  expect(await world.anvil.publicClient.getBalance({ address: lost.address })).toBe(parseEther('0.3'));
+  expect(await world.events(lost.id, 'payout.completed')).toBe(1);
+  expect(await world.signer.payoutSignatures(lost.id)).toHaveLength(1);
+});
+
 test('a transaction not mined within PAYOUT_REPLACE_AFTER is replaced (same nonce, higher fee) and the payout completes once', async () => {
   await start({ PAYOUT_REPLACE_AFTER: '2s' });
   await world.anvil.testClient.setAutomine(false);

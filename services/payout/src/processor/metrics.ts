@@ -50,7 +50,7 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     }),
     nonceResyncs: new Counter({
       name: 'payout_processor_nonce_resyncs_total',
-      help: 'A nonce used by a transaction the processor did not make: next_moved (next nonce moved up to the chain\'s), superseded (a signed transaction of ours can never be mined; its payout rejected); alert on any',
+      help: 'A nonce used by a transaction the processor did not make: next_moved (next nonce moved up to the chain\'s), superseded (a signed transaction of ours can never be mined; its payout rejected); or one of ours recorded confirmed that the chain lost in a deep reorg: lost_rebroadcast (its stored bytes sent again); alert on any',
       labelNames: ['network', 'outcome'] as const,
       registers: [registry],
     }),

@@ -42,7 +42,9 @@ import {
   markBroadcast,
   openSweepGroups,
   openTransactions,
+  confirmedFromNonce,
   saveTreasury,
+  sendersInFlight,
   signedTransactions,
   stuckTransactions,
   takeNonce,
@@ -110,6 +112,8 @@ export class EvmProcessor extends RoundLoop {
   private readonly unreplaceable = new Set<string>();
   /** The chain's nonce (latest block) per address, read at most once a round. */
   private readonly chainNonces = new Map<string, bigint>();
+  /** Lost confirmed transactions already reported: the incident is logged once per process. */
+  private readonly restoredLost = new Set<string>();
   /** Whether new transfers wait for the base fee to fall under SIGNER_MAX_FEE_PER_GAS_WEI. */
   private waitingForFees = false;
 
@@ -138,6 +142,7 @@ export class EvmProcessor extends RoundLoop {
     const treasury = await this.setUp();
     const head = await this.options.node.blockNumber();
     await this.resyncNonce(treasury);
+    await this.restoreLostTransactions(treasury);
     await this.record(head);
     await this.rebroadcastSigned();
     await this.replaceStuck();
@@ -218,6 +223,43 @@ export class EvmProcessor extends RoundLoop {
       { address, chainNonce: chain.toString() },
       'the chain\'s nonce of a processor address is ahead of the processor\'s: a transaction it did not make (an operator\'s transfer with the seed?); next nonce moved up to the chain\'s',
     );
+  }
+
+  /**
+   * A reorg deeper than the confirmation count can take transactions recorded `confirmed` off the
+   * chain: the chain's nonce falls below them, a Completed payout is unpaid, a confirmed sweep
+   * unmoved, and every later transfer of the address waits for a nonce nobody sends. Their stored
+   * bytes are sent again — the same transactions, for the same payouts and sweeps; no new
+   * signature — for the treasury and every address with a transfer in flight, each round, as an
+   * incident (docs/treasury.md#deep-reorgs).
+   */
+  private async restoreLostTransactions(treasury: string): Promise<void> {
+    const { sql, network, node, metrics } = this.options;
+    const addresses = new Set([treasury.toLowerCase(), ...(await sendersInFlight(sql, network)).map((a) => a.toLowerCase())]);
+    for (const address of addresses) {
+      const lost = await confirmedFromNonce(sql, network, address, await this.chainNonce(address));
+      for (const row of lost) {
+        const receipt = await node.receipt(row.transaction_hash);
+        if (receipt && (await node.blockHashAt(receipt.blockNumber)) === receipt.blockHash) continue;
+        try {
+          await node.sendRawTransaction(row.raw_transaction);
+        } catch (err) {
+          // Known to the node already (its mempool kept it), or refused: tried again next round.
+          if (!(err instanceof EvmNodeError) || err.rpcCode === undefined) throw err;
+          if (!(await node.knowsTransaction(row.transaction_hash))) {
+            this.logger.warn({ transactionHash: row.transaction_hash, refusal: err.message }, 'a confirmed transaction the chain lost was refused when sent again; tried again next round');
+            continue;
+          }
+        }
+        if (this.restoredLost.has(row.transaction_hash)) continue;
+        this.restoredLost.add(row.transaction_hash);
+        metrics.nonceResyncs.inc({ network, outcome: 'lost_rebroadcast' });
+        this.logger.error(
+          { transactionHash: row.transaction_hash, purpose: row.purpose, payoutId: row.payout_id, from: address, nonce: row.nonce, chainNonce: (await this.chainNonce(address)).toString() },
+          'INCIDENT: a transaction recorded confirmed is no longer on the chain (a reorg deeper than the confirmation count); its stored bytes were sent again',
+        );
+      }
+    }
   }
 
   private async recordNonce(openRows: ChainTransactionRow[], head: bigint): Promise<void> {

@@ -125,6 +125,21 @@ export function openTransactions(sql: Queryable, network: string): Promise<Chain
     order by from_address, nonce, id`;
 }
 
+/** The addresses with a transfer in flight: the ones a nonce gap below them would hold up. */
+export async function sendersInFlight(sql: Queryable, network: string): Promise<string[]> {
+  const rows = await sql<{ from_address: string }[]>`
+    select distinct from_address from chain_transactions where network = ${network} and status in ('signed', 'broadcast', 'mined')`;
+  return rows.map((r) => r.from_address);
+}
+
+/** An address's transfers recorded `confirmed` at or above `nonce`, lowest nonce first. */
+export function confirmedFromNonce(sql: Queryable, network: string, address: string, nonce: bigint): Promise<ChainTransactionRow[]> {
+  return sql<ChainTransactionRow[]>`
+    select * from chain_transactions
+    where network = ${network} and from_address = ${address.toLowerCase()} and nonce >= ${nonce.toString()} and status = 'confirmed'
+    order by nonce, id`;
+}
+
 /** Stored `signed` rows, oldest first: not yet accepted by a node (or not known to be). */
 export function signedTransactions(sql: Queryable, network: string): Promise<ChainTransactionRow[]> {
   return sql<ChainTransactionRow[]>`select * from chain_transactions where network = ${network} and status = 'signed' order by id`;
