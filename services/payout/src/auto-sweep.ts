@@ -7,6 +7,7 @@
  * (the seed: sandbox invoices "ignore auto-sweep configuration").
  */
 import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
+import type { PayoutMinimums } from './domain/requests';
 import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -81,6 +82,8 @@ export interface AutoSweepDeps {
   onSwept?: (payout: PayoutRow) => void;
   /** A destination coinvoice holds itself is refused (docs/treasury.md#house-addresses). */
   houseAddress: HouseAddressLookup;
+  /** PAYOUT_MIN_<CODE>: a live rule's threshold is at least the smallest live payout. */
+  liveMinimums: PayoutMinimums;
 }
 
 /** What a verification attempt decided; errors are thrown only after its transaction committed. */
@@ -99,7 +102,7 @@ export class AutoSweepHandlers {
 
   async set(req: SetAutoSweepRequest) {
     const request = requireValid(
-      validateAutoSweepConfig({ projectId: req.projectId, environment: environmentFromProto(req.environment), entries: req.entries }),
+      validateAutoSweepConfig({ projectId: req.projectId, environment: environmentFromProto(req.environment), entries: req.entries, liveMinimums: this.deps.liveMinimums }),
     );
     const scope = { projectId: request.projectId, environment: request.environment };
     const active = await activeRules(this.deps.sql, request.projectId);

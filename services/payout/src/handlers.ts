@@ -25,6 +25,7 @@
  * Another project's payout is not_found, as if it did not exist.
  */
 import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
+import type { PayoutMinimums } from './domain/requests';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
@@ -138,6 +139,8 @@ export interface PayoutHandlerDeps {
   onAutoSwept?: (payout: PayoutRow) => void;
   /** Whether coinvoice holds an address itself: no payout goes there (docs/treasury.md#house-addresses). */
   houseAddress: HouseAddressLookup;
+  /** PAYOUT_MIN_<CODE>: the smallest live payout (and live auto-sweep threshold) per coin. */
+  liveMinimums: PayoutMinimums;
 }
 
 const payoutNotFound = () => errors.notFound('payout');
@@ -163,6 +166,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       merchantEmail: (scope) => this.merchantEmail(scope),
       onSwept: deps.onAutoSwept,
       houseAddress: deps.houseAddress,
+      liveMinimums: deps.liveMinimums,
     });
     this.treasury = new TreasuryHandlers({ sql: deps.sql, logger: deps.logger, operator: (token) => this.operator(token), ...deps.treasury });
   }
@@ -221,6 +225,7 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         note: req.note,
         idempotencyKey: req.idempotencyKey,
         network: req.network,
+        liveMinimums: this.deps.liveMinimums,
       }),
     );
     if (req.validateOnly) return {};

@@ -120,6 +120,16 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       },
       onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
       houseAddress: houseAddressLookup(sql, invoicesNow),
+      liveMinimums: {
+        BTC: config.PAYOUT_MIN_BTC,
+        LTC: config.PAYOUT_MIN_LTC,
+        ETH: config.PAYOUT_MIN_ETH,
+        USDT: config.PAYOUT_MIN_USDT,
+        USDC: config.PAYOUT_MIN_USDC,
+        TRX: config.PAYOUT_MIN_TRX,
+        POL: config.PAYOUT_MIN_POL,
+        BNB: config.PAYOUT_MIN_BNB,
+      },
     });
     const ledger = ledgerConsumer({
       sql,

@@ -56,4 +56,17 @@ export const payoutSettings = {
   PAYOUT_AUTO_MAX_BTC: assetAmountSetting('0'),
   PAYOUT_AUTO_MAX_LTC: assetAmountSetting('0'),
   PAYOUT_AUTO_MAX_TRX: assetAmountSetting('0'),
+  /**
+   * The smallest live payout of each coin, on every network (auto-sweep thresholds too): the
+   * treasury pays each transfer's network fee, so a payout worth less than it costs the house more
+   * than it moves. Set them above your networks' usual fees; sandbox payouts are simulated.
+   */
+  PAYOUT_MIN_BTC: assetAmountSetting('0.0001'),
+  PAYOUT_MIN_LTC: assetAmountSetting('0.0005'),
+  PAYOUT_MIN_ETH: assetAmountSetting('0.001'),
+  PAYOUT_MIN_USDT: assetAmountSetting('1'),
+  PAYOUT_MIN_USDC: assetAmountSetting('1'),
+  PAYOUT_MIN_TRX: assetAmountSetting('1'),
+  PAYOUT_MIN_POL: assetAmountSetting('1'),
+  PAYOUT_MIN_BNB: assetAmountSetting('0.001'),
 } as const;

@@ -164,6 +164,15 @@ test('destinations are checked like payout addresses for the project network; th
 });
 
 
+test('a live rule\'s threshold is at least the smallest live payout (PAYOUT_MIN_<COIN>); a sandbox rule\'s is not', async () => {
+  const live = h.auth.addProject('live');
+  const error = await rejection(setRules(live, [{ currency: 'ETH', address: addressFor('ETH', 'live'), threshold: '0.0005' }]));
+  expect(error).toMatchObject({ code: 'validation_failed', violations: [{ field: 'entries[0].threshold', message: expect.stringContaining('must be at least 0.001 ETH for a live payout') }] });
+  const sandbox = h.auth.addProject('sandbox');
+  await activate(sandbox, [{ currency: 'ETH', address: addressFor('ETH', 'sandbox'), threshold: '0.0005' }]);
+  expect((await getRules(sandbox)).entries).toHaveLength(1);
+});
+
 test('a destination coinvoice holds itself (an invoice deposit address) is refused, named by its entry; no change awaits a code (docs/treasury.md#house-addresses)', async () => {
   const live = h.auth.addProject('live');
   const deposit = addressFor('ETH', 'live');

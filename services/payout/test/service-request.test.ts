@@ -101,6 +101,25 @@ test('the notifier down: no payout, nothing held, unavailable', async () => {
   expect(rows).toHaveLength(0);
 });
 
+test('a live payout is at least PAYOUT_MIN_<COIN> (the treasury pays its network fee), on every network of the coin; a sandbox one is not', async () => {
+  const live = h.auth.addProject('live');
+  await h.credit(live, 'ETH', '1');
+  await h.credit(live, 'USDT', '100', undefined, 'tron');
+  // An outside review paid out 0.00000001 ETH: 2,100 times its value in gas.
+  expect(await rejection(h.client.requestPayout(payoutRequest(live, { currency: 'ETH', amount: '0.00000001', address: addressFor('ETH', 'live') })))).toMatchObject({
+    code: 'validation_failed',
+    violations: [{ field: 'amount', message: "must be at least 0.001 ETH for a live payout (PAYOUT_MIN_ETH: the treasury pays each payout's network fee)" }],
+  });
+  expect(await rejection(h.client.requestPayout(payoutRequest(live, { currency: 'USDT', network: 'tron', amount: '0.99', address: addressFor('TRX', 'live') })))).toMatchObject({
+    violations: [{ field: 'amount', message: expect.stringContaining('must be at least 1 USDT for a live payout') }],
+  });
+  expect(await balanceOf(h, live, 'ETH')).toEqual({ available: '1', pending: '0', total: '1' });
+  expect((await h.client.requestPayout(payoutRequest(live, { currency: 'ETH', amount: '0.001', address: addressFor('ETH', 'live') }))).payout).toMatchObject({ amount: '0.001' });
+  const sandbox = h.auth.addProject('sandbox');
+  await h.credit(sandbox, 'ETH', '1');
+  expect((await h.client.requestPayout(payoutRequest(sandbox, { currency: 'ETH', amount: '0.00000001', address: addressFor('ETH', 'sandbox') }))).payout).toMatchObject({ amount: '0.00000001' });
+});
+
 describe('a destination coinvoice holds itself is refused (docs/treasury.md#house-addresses)', () => {
   test('an invoice deposit address (asked of the invoice service, in any letter case): 400 on address, nothing held, no payout', async () => {
     const project = h.auth.addProject('live');

@@ -9,7 +9,7 @@ import type { CryptoCurrency } from '@coinvoice/chains/coin';
 import { findCryptoCurrency, minimumAmount } from '@coinvoice/chains/currencies';
 import { Decimal, formatPlain, Rounding } from '@coinvoice/domain/money';
 import { checkUuid, fail, pass, RequestFields, type Check, type Validated } from '@coinvoice/runtime';
-import { checkAddress, checkPayoutAmount, checkPayoutNetwork } from './requests';
+import { checkAddress, checkPayoutAmount, checkPayoutNetwork, type PayoutMinimums } from './requests';
 import { isWellFormedCode } from './code';
 
 /**
@@ -41,6 +41,8 @@ export function validateAutoSweepConfig(input: {
   projectId?: unknown;
   environment?: unknown;
   entries: readonly { currency?: unknown; network?: unknown; address?: unknown; threshold?: unknown }[];
+  /** PAYOUT_MIN_<CODE>: a live rule's threshold is at least the smallest live payout. */
+  liveMinimums?: PayoutMinimums;
 }): Validated<AutoSweepConfigRequest> {
   const fields = new RequestFields();
   const projectId = fields.take('projectId', checkUuid(input.projectId));
@@ -59,7 +61,7 @@ export function validateAutoSweepConfig(input: {
     }
     if (method) seen.add(ruleKey(method.code, method.chain));
     const address = fields.take(`${at}.address`, checkAddress(entry.address, method, environment && networkOf(environment)));
-    const threshold = fields.take(`${at}.threshold`, checkPayoutAmount(entry.threshold, method ?? coin));
+    const threshold = fields.take(`${at}.threshold`, checkPayoutAmount(entry.threshold, method ?? coin, environment === 'live' ? input.liveMinimums : undefined));
     if (method && address && threshold) rules.push({ currency: method.code, network: method.chain, address, threshold: formatPlain(threshold) });
   });
   return fields.result(() => ({ projectId: projectId!, environment: environment!, rules: rules.sort(byRule) }));

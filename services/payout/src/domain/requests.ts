@@ -10,7 +10,7 @@ import { bidiControlViolation, checkOptionalOneOf, checkPageSize, checkIdempoten
 import { PAY_NETWORKS, type CryptoCurrency } from '@coinvoice/chains/coin';
 import { DEFAULT_NETWORK, familyOf, findCryptoCurrency, isPayNetwork, minimumAmount, networkLabel, networksCarrying, payMethod } from '@coinvoice/chains/currencies';
 import { isEvmChain } from '@coinvoice/chains/evm/networks';
-import { MAX_CRYPTO_DECIMALS, MAX_INTEGER_DIGITS, formatPlain, parseCryptoAmount, type Decimal } from '@coinvoice/domain/money';
+import { Decimal, MAX_CRYPTO_DECIMALS, MAX_INTEGER_DIGITS, formatPlain, parseCryptoAmount } from '@coinvoice/domain/money';
 import type { Network } from '@coinvoice/domain/project-network';
 import { isWellFormedCode } from './code';
 import { PAYOUT_STATUSES, type PayoutStatusName } from './status';
@@ -47,7 +47,7 @@ function checkCurrency(raw: unknown): Check<CryptoCurrency> {
  * USDT/USDC/TRX: every payout must be a whole number of the chain's base units), at most 12
  * integer digits, and exactly representable as the JSON number the API answers with.
  */
-export function checkPayoutAmount(raw: unknown, coin: CryptoCurrency | undefined): Check<Decimal> {
+export function checkPayoutAmount(raw: unknown, coin: CryptoCurrency | undefined, liveMinimums?: PayoutMinimums): Check<Decimal> {
   if (raw === undefined || raw === null || raw === '') return fail('is required');
   // A huge number converted at the edge is long; say what is wrong with it, not its length.
   if (typeof raw === 'string' && /^\d{13,}(\.\d+)?$/.test(raw)) return fail(`must have at most ${MAX_INTEGER_DIGITS} digits before the decimal point`);
@@ -61,8 +61,18 @@ export function checkPayoutAmount(raw: unknown, coin: CryptoCurrency | undefined
   if (coin && parsed.value.lt(minimumAmount(coin))) {
     return fail(`must be at least ${formatPlain(minimumAmount(coin))} ${coin.code} (the chain's dust limit: a smaller output cannot be sent)`);
   }
+  const liveMinimum = coin && liveMinimums?.[coin.code];
+  if (coin && liveMinimum && parsed.value.lt(liveMinimum)) {
+    return fail(`must be at least ${formatPlain(new Decimal(liveMinimum))} ${coin.code} for a live payout (PAYOUT_MIN_${coin.code}: the treasury pays each payout's network fee)`);
+  }
   return parsed;
 }
+
+/**
+ * The smallest live payout per coin code (PAYOUT_MIN_<CODE>, every network of the coin): a payout
+ * worth less than its network fee costs the house more than it moves. Sandbox payouts have none.
+ */
+export type PayoutMinimums = Readonly<Partial<Record<string, string>>>;
 
 /**
  * The registry entry a payout (or an auto-sweep rule) of `coin` is sent with: on `raw`, or absent,
@@ -133,6 +143,8 @@ export interface RequestPayoutInput {
   idempotencyKey?: unknown;
   /** Optional: the currency's default network when absent. */
   network?: unknown;
+  /** PAYOUT_MIN_<CODE>, applied to live payouts. */
+  liveMinimums?: PayoutMinimums;
 }
 
 export interface NewPayoutRequest {
@@ -157,7 +169,7 @@ export function validateRequestPayout(input: RequestPayoutInput): Validated<NewP
   const coin = fields.take('currency', checkCurrency(input.currency));
   const currency = fields.take('network', checkPayoutNetwork(input.network, coin));
   // With an unsupported currency or network the amount and address are still checked for their shape.
-  const amount = fields.take('amount', checkPayoutAmount(input.amount, currency ?? coin));
+  const amount = fields.take('amount', checkPayoutAmount(input.amount, currency ?? coin, environment === 'live' ? input.liveMinimums : undefined));
   const address = fields.take('address', checkAddress(input.address, currency, environment && networkOf(environment)));
   const note =
     input.note === undefined || input.note === null || input.note === ''
