@@ -1,7 +1,8 @@
 /**
  * The operators' Treasury page (docs/treasury.md): per network the treasury address
  * and its balances read from the node, the pause switch, deposits awaiting sweep, payouts in
- * flight with their confirmations, and the approval queue (payouts above the automatic maximum).
+ * flight with their confirmations, the approval queue (payouts above the automatic maximum), and
+ * the payouts the signer refused to sign (docs/treasury.md#signer-refusals).
  */
 import type { ComponentChildren } from 'preact';
 import { api } from '../api';
@@ -44,7 +45,17 @@ function ApproveButton({ payout, onDone }: { payout: OperatorPayout; onDone: () 
   );
 }
 
-function PayoutTable({ label, payouts, action }: { label: string; payouts: OperatorPayout[]; action?: (p: OperatorPayout) => ComponentChildren }) {
+function PayoutTable<P extends OperatorPayout>({
+  label,
+  payouts,
+  action,
+  actionHeading = 'Decision',
+}: {
+  label: string;
+  payouts: P[];
+  action?: (p: P) => ComponentChildren;
+  actionHeading?: string;
+}) {
   if (payouts.length === 0) return <Empty>None.</Empty>;
   return (
     <TableWrap label={label}>
@@ -53,7 +64,7 @@ function PayoutTable({ label, payouts, action }: { label: string; payouts: Opera
           <th scope="col">Requested</th>
           <th scope="col">Amount</th>
           <th scope="col">Address</th>
-          <th scope="col">{action ? 'Decision' : 'Transaction'}</th>
+          <th scope="col">{action ? actionHeading : 'Transaction'}</th>
         </tr>
       </thead>
       <tbody>
@@ -121,6 +132,21 @@ function NetworkSection({ network, onChange }: { network: TreasuryNetwork; onCha
       <PayoutTable label={`${network.network} approval queue`} payouts={network.approvalQueue} action={(p) => <ApproveButton payout={p} onDone={onChange} />} />
       <h3>In flight</h3>
       <PayoutTable label={`${network.network} payouts in flight`} payouts={network.inFlight} />
+      <h3>Refused by the signer</h3>
+      <p class="muted">Not sent: reject them in the Operator queue, or raise the signer's limit.</p>
+      <PayoutTable
+        label={`${network.network} payouts refused by the signer`}
+        payouts={network.refusedBySigner}
+        actionHeading="Refusal"
+        action={(p) => (
+          <>
+            <span data-testid="signer-refusal">{p.signerRefusal}</span>
+            <div class="muted">
+              since <Time iso={p.signerRefusedAt} />
+            </div>
+          </>
+        )}
+      />
     </section>
   );
 }

@@ -57,6 +57,7 @@ function treasuryNetworkJson(n: TreasuryNetwork | undefined) {
     pendingSweeps: n.pendingSweeps.map((s) => ({ asset: s.asset, count: Number(s.count), amount: s.amount })),
     inFlight: n.inFlight.map(withProject),
     approvalQueue: n.approvalQueue.map(withProject),
+    refusedBySigner: n.refusedBySigner.map((p) => ({ ...withProject(p), signerRefusal: p.signerRefusal ?? '', signerRefusedAt: isoTime(p.signerRefusedAt) })),
   };
 }
 

@@ -137,6 +137,17 @@ export const TreasuryNetworkSchema = Type.Object(
     approvalQueue: Type.Array(TreasuryPayout, {
       description: 'Live verified Pending payouts above PAYOUT_AUTO_MAX_<ASSET>, neither approved nor claimed, oldest first: approve them with POST /api/admin/payouts/{id}/approve',
     }),
+    refusedBySigner: Type.Array(
+      Type.Object({
+        ...TreasuryPayout.properties,
+        signerRefusal: Type.String({ description: 'Why the signer refused to sign it, e.g. above SIGNER_MAX_PAYOUT_<ASSET> or the day’s limit' }),
+        signerRefusedAt: Timestamp,
+      }),
+      {
+        description:
+          'Live Pending payouts the signer refused to sign, oldest refusal first (docs/treasury.md#signer-refusals): unsent until an operator rejects them (POST /api/admin/payouts/{id}/reject) or the signer’s limits allow them; signed later, they leave this list',
+      },
+    ),
   },
   { $id: 'TreasuryNetwork' },
 );

@@ -7298,6 +7298,56 @@ export interface operations {
                                  */
                                 projectId: string;
                             }[];
+                            /** @description Live Pending payouts the signer refused to sign, oldest refusal first (docs/treasury.md#signer-refusals): unsent until an operator rejects them (POST /api/admin/payouts/{id}/reject) or the signer’s limits allow them; signed later, they leave this list */
+                            refusedBySigner: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                id: string;
+                                /** @description Requested amount, in currency */
+                                amount: number;
+                                /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
+                                currency: string;
+                                /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                                network: string;
+                                /** @description Destination wallet address (checksum-validated; canonical form) */
+                                address: string;
+                                /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                                note: string;
+                                status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                                /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                                transactionHash: string | null;
+                                /** @description The operator’s reason for a rejection; null unless Rejected */
+                                adminNote: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 UTC timestamp
+                                 */
+                                createdAt: string;
+                                /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                                environment: "live" | "sandbox";
+                                /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                                processing: boolean;
+                                /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                                confirmations: number | null;
+                                /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                                origin: "merchant" | "auto_sweep";
+                                /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                                approvedAt: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID
+                                 */
+                                projectId: string;
+                                /** @description Why the signer refused to sign it, e.g. above SIGNER_MAX_PAYOUT_<ASSET> or the day’s limit */
+                                signerRefusal: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 UTC timestamp
+                                 */
+                                signerRefusedAt: string;
+                            }[];
                         }[];
                     };
                 };
@@ -7482,6 +7532,56 @@ export interface operations {
                              * @description A UUID
                              */
                             projectId: string;
+                        }[];
+                        /** @description Live Pending payouts the signer refused to sign, oldest refusal first (docs/treasury.md#signer-refusals): unsent until an operator rejects them (POST /api/admin/payouts/{id}/reject) or the signer’s limits allow them; signed later, they leave this list */
+                        refusedBySigner: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description Requested amount, in currency */
+                            amount: number;
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
+                            currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
+                            /** @description Destination wallet address (checksum-validated; canonical form) */
+                            address: string;
+                            /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                            note: string;
+                            status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                            transactionHash: string | null;
+                            /** @description The operator’s reason for a rejection; null unless Rejected */
+                            adminNote: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                            environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                            /** @description Why the signer refused to sign it, e.g. above SIGNER_MAX_PAYOUT_<ASSET> or the day’s limit */
+                            signerRefusal: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            signerRefusedAt: string;
                         }[];
                     };
                 };
@@ -7675,6 +7775,56 @@ export interface operations {
                              * @description A UUID
                              */
                             projectId: string;
+                        }[];
+                        /** @description Live Pending payouts the signer refused to sign, oldest refusal first (docs/treasury.md#signer-refusals): unsent until an operator rejects them (POST /api/admin/payouts/{id}/reject) or the signer’s limits allow them; signed later, they leave this list */
+                        refusedBySigner: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            id: string;
+                            /** @description Requested amount, in currency */
+                            amount: number;
+                            /** @description Coin code: BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB */
+                            currency: string;
+                            /** @description The network the payout is sent on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron); its (currency, network) balance pays it */
+                            network: string;
+                            /** @description Destination wallet address (checksum-validated; canonical form) */
+                            address: string;
+                            /** @description Merchant’s note, up to 500 characters ("" when none was given) */
+                            note: string;
+                            status: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
+                            /** @description The on-chain transaction that sends the funds: set while a Pending payout is in flight (sent by coinvoice, counting confirmations) and when Completed; null before anything was sent */
+                            transactionHash: string | null;
+                            /** @description The operator’s reason for a rejection; null unless Rejected */
+                            adminNote: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            createdAt: string;
+                            /** @description The project’s environment: sandbox payouts complete by themselves once verified (simulated transaction hash) */
+                            environment: "live" | "sandbox";
+                            /** @description true while a Pending payout is being sent (an operator claimed it): it can no longer be cancelled (409 payout_in_flight) */
+                            processing: boolean;
+                            /** @description Confirmations of the transaction in flight (while Pending with a transactionHash); null when none was sent by coinvoice */
+                            confirmations: number | null;
+                            /** @description Who asked for the payout: the merchant (POST /api/payout/request), or the project’s auto-sweep configuration (created already verified) */
+                            origin: "merchant" | "auto_sweep";
+                            /** @description When an operator approved the payout (payouts above the automatic maximum wait for it); null otherwise */
+                            approvedAt: string | null;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                            /** @description Why the signer refused to sign it, e.g. above SIGNER_MAX_PAYOUT_<ASSET> or the day’s limit */
+                            signerRefusal: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC timestamp
+                             */
+                            signerRefusedAt: string;
                         }[];
                     };
                 };

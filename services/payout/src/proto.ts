@@ -40,6 +40,8 @@ export function payoutToProto(row: PayoutRow): Payout {
     ...(row.confirmations === null ? {} : { confirmations: row.confirmations }),
     origin: row.origin,
     ...(row.approved_at === null ? {} : { approvedAt: timestampFromDate(row.approved_at) }),
+    ...(row.signer_refusal === null ? {} : { signerRefusal: row.signer_refusal }),
+    ...(row.signer_refused_at === null ? {} : { signerRefusedAt: timestampFromDate(row.signer_refused_at) }),
   });
 }
 

@@ -24,7 +24,7 @@ import { TronNode } from './processor/tron/node';
 import { USDT_TRON } from '@coinvoice/chains/tron/coins';
 import { approvePayout, lockPayout } from './store/payouts';
 import { availableBalance } from './processor/utxo/store';
-import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, setPaused, treasuryNetworks, type SweepTaskRow, type TreasuryNetworkRow } from './store/treasury';
+import { awaitingApproval, listSweepTasks, payoutsInFlight, pendingSweeps, refusedBySigner, setPaused, treasuryNetworks, type SweepTaskRow, type TreasuryNetworkRow } from './store/treasury';
 
 export const SWEEP_TASK_STATUSES = ['pending', 'sent', 'confirmed', 'skipped_dust'] as const;
 
@@ -156,8 +156,9 @@ export class TreasuryHandlers {
   ): Promise<MessageInitShape<typeof TreasuryNetworkSchema>> {
     const assets = treasuryAssetsOf(name);
     const codes = assets.map((c) => c.code);
-    const [inFlight, queues, balances] = await Promise.all([
+    const [inFlight, refused, queues, balances] = await Promise.all([
       payoutsInFlight(this.deps.sql, name, codes),
+      refusedBySigner(this.deps.sql, name),
       Promise.all(codes.map((code) => awaitingApproval(this.deps.sql, name, code, this.deps.autoMax[code] ?? '0'))),
       this.balances(name, recorded?.address, codes),
     ]);
@@ -171,6 +172,7 @@ export class TreasuryHandlers {
       pendingSweeps: sweeps.filter((s) => s.network === name).map((s) => ({ asset: s.asset, count: BigInt(s.count), amount: assetAmount(s.asset, s.amount) })),
       inFlight: inFlight.map(payoutToProto),
       approvalQueue: approvalQueue.map(payoutToProto),
+      refusedBySigner: refused.map(payoutToProto),
     };
   }
 

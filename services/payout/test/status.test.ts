@@ -156,6 +156,8 @@ function row(status: PayoutStatusName, extra: Partial<PayoutRow> = {}): PayoutRo
     approved_at: null,
     approved_by: null,
     confirmations: null,
+    signer_refusal: null,
+    signer_refused_at: null,
     ...extra,
   };
 }

@@ -7,7 +7,7 @@
 import { parseEther } from 'viem';
 import { tokenUnits } from '../../../test/support/anvil';
 import { secretsOfTestSeed, TEST_MNEMONIC } from './support/signer';
-import { balanceOf, sleep, waitFor } from './support/harness';
+import { balanceOf, OPERATOR_TOKEN, sleep, waitFor } from './support/harness';
 import { activeProcessor, freshAddress, metricsOf, setBlacklisted, startTreasuryWorld, type ProcessorProcess, type TreasuryWorld } from './support/treasury';
 
 let world: TreasuryWorld;
@@ -117,6 +117,16 @@ test('a payout the signer refuses stays Pending and unclaimed, the refusal count
   expect(await metricsOf(processor)).toMatch(/payout_processor_signer_refusals_total\{network="ethereum",purpose="payout"\} 1/);
   // Refused, not lost: nothing holds the treasury's nonces for it.
   expect(await world.h.sql`select 1 from payout_sign_attempts where payout_id = ${refused.id}`).toEqual([]);
+  // An operator sees it and why on the Treasury page (an outside review approved such a payout and
+  // it stayed Pending for good, listed nowhere); the payout sent after it is not listed.
+  const { networks } = await world.h.client.getTreasury({ operatorToken: OPERATOR_TOKEN });
+  const ethereum = networks.find((n) => n.network === 'ethereum')!;
+  expect(ethereum.refusedBySigner.map((p) => p.id)).toEqual([refused.id]);
+  expect(ethereum.refusedBySigner[0]).toMatchObject({ signerRefusal: expect.stringContaining('exceed SIGNER_MAX_PAYOUT_USDC'), signerRefusedAt: expect.anything() });
+  // Rejected by the operator, it leaves the list.
+  await world.h.client.rejectPayout({ payoutId: refused.id, adminNote: 'above the signer limit', operatorToken: OPERATOR_TOKEN });
+  const after = (await world.h.client.getTreasury({ operatorToken: OPERATOR_TOKEN })).networks.find((n) => n.network === 'ethereum')!;
+  expect(after.refusedBySigner).toEqual([]);
 });
 
 test('a USDT payout on bsc is not the Ethereum processor\'s: it stays Pending and unclaimed, nothing is signed or sent, while an ethereum one after it completes', async () => {

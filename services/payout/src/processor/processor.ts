@@ -26,6 +26,7 @@ import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
 import { stageOf } from '../domain/status';
 import { applyTrigger } from '../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../store/payouts';
+import { recordSignerRefusal } from '../store/treasury';
 import { erc20TransferData, EvmNodeError, type EvmFees, type EvmNode, type EvmReceipt } from './evm-node';
 import { clampFees, ETH_TRANSFER_GAS, payoutGasLimit, replacementFees, type SignerCaps } from './fees';
 import type { ProcessorMetrics } from './metrics';
@@ -779,9 +780,11 @@ export class EvmProcessor extends RoundLoop {
         }, `payout:${payout.id}`);
         await tx`delete from payout_sign_attempts where payout_id = ${payout.id}`;
         const claimed = await applyTrigger(tx, locked, 'claim', { claimedBy: this.processorId });
-        await tx`update payouts set transaction_hash = ${signed.transaction_hash}, confirmations = 0 where id = ${claimed.id}`;
+        await tx`
+          update payouts set transaction_hash = ${signed.transaction_hash}, confirmations = 0, signer_refusal = null, signer_refused_at = null
+          where id = ${claimed.id}`;
         return signed;
-      }));
+      }), (refusal) => recordSignerRefusal(sql, payout.id, refusal));
       if (!row) {
         // Refused (the signer signed nothing) or no longer claimable: nothing to hold the queue for.
         await sql`delete from payout_sign_attempts where payout_id = ${payout.id}`;

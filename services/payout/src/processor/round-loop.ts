@@ -148,12 +148,16 @@ export class SignerRefused extends Error {
   }
 }
 
-/** The transaction's result, or undefined when it rolled back because the signer refused. */
-export async function refusable<T>(transaction: Promise<T>): Promise<T | undefined> {
+/**
+ * The transaction's result, or undefined when it rolled back because the signer refused; then
+ * `onRefused` is told the refusal (after the rollback: it may write rows the transaction locked).
+ */
+export async function refusable<T>(transaction: Promise<T>, onRefused?: (refusal: string) => Promise<void>): Promise<T | undefined> {
   try {
     return await transaction;
   } catch (err) {
-    if (err instanceof SignerRefused) return undefined;
-    throw err;
+    if (!(err instanceof SignerRefused)) throw err;
+    await onRefused?.(err.message);
+    return undefined;
   }
 }

@@ -44,6 +44,9 @@ export interface PayoutRow {
   approved_by: string | null;
   /** Confirmations of the in-flight transaction (the processor's); null when none was sent. */
   confirmations: number | null;
+  /** The signer's last refusal to sign it (migration 0800), and when; cleared once it is signed. */
+  signer_refusal: string | null;
+  signer_refused_at: Date | null;
 }
 
 export interface NewPayoutRow {

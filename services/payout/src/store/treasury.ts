@@ -91,6 +91,24 @@ export async function awaitingApproval(sql: Queryable, network: string, currency
     order by created_at, id limit 500`;
 }
 
+/**
+ * Live Pending payouts of a network the signer refused to sign (docs/treasury.md#signer-refusals),
+ * oldest refusal first: unsent until an operator rejects them or the signer's limits allow them.
+ */
+export async function refusedBySigner(sql: Queryable, network: string): Promise<PayoutRow[]> {
+  return sql<PayoutRow[]>`
+    select * from payouts
+    where signer_refusal is not null and status = 'Pending' and network = ${network} and environment = 'live'
+    order by signer_refused_at, id limit 500`;
+}
+
+/** Records the signer's refusal of a payout (after the refused transaction rolled back). */
+export async function recordSignerRefusal(sql: Queryable, payoutId: string, refusal: string): Promise<void> {
+  await sql`
+    update payouts set signer_refusal = ${refusal.slice(0, 500)}, signer_refused_at = now()
+    where id = ${payoutId} and status = 'Pending'`;
+}
+
 /** Flips a network's pause switch; undefined when no processor ever recorded the network. */
 export async function setPaused(tx: TransactionSql | Queryable, network: string, paused: boolean, operatorId: string): Promise<TreasuryNetworkRow | undefined> {
   const [row] = await tx<TreasuryNetworkRow[]>`

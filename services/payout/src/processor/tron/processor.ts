@@ -27,6 +27,7 @@ import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../../store
 import { claimablePayouts } from '../claimable';
 import type { ProcessorMetrics } from '../metrics';
 import { describe, refusable, RoundLoop, SignerRefused } from '../round-loop';
+import { recordSignerRefusal } from '../../store/treasury';
 import { isPaused, saveTreasury } from '../store';
 import type { NodeTransaction, TronNode } from './node';
 
@@ -258,7 +259,9 @@ export class TronProcessor extends RoundLoop {
           const signature = await this.sign(payout.id, built.rawDataHex, built.txid);
           await tx`delete from tron_sign_attempts where payout_id = ${payout.id}`;
           const claimed = ours ? locked : await applyTrigger(tx, locked, 'claim', { claimedBy: this.processorId });
-          await tx`update payouts set transaction_hash = ${built.txid}, confirmations = 0 where id = ${claimed.id}`;
+          await tx`
+            update payouts set transaction_hash = ${built.txid}, confirmations = 0, signer_refusal = null, signer_refused_at = null
+            where id = ${claimed.id}`;
           const [stored] = await tx<TronTransactionRow[]>`
             insert into tron_transactions (payout_id, asset, amount, to_address, txid, raw_data, raw_data_hex, expiration_ms, fee_limit_sun, signature, status)
             values (${payout.id}, ${asset}, ${amount.toString()}::numeric, ${payout.address}, ${built.txid}, ${tx.json(built.rawData as never)},
@@ -266,6 +269,7 @@ export class TronProcessor extends RoundLoop {
             returning *`;
           return stored;
         }),
+        (refusal) => recordSignerRefusal(sql, payout.id, refusal),
       );
       if (!row) continue;
       inFlight.trx += asset === 'TRX' ? amount + TRX_TRANSFER_RESERVE_SUN : this.options.feeLimitSun;
