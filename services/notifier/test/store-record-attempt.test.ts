@@ -141,6 +141,26 @@ test("a redelivery's success closes the original still pending, and wakes the re
   expect(await notificationsSince(from)).toBe(1);
 });
 
+test('concurrent redeliveries: one closed in flight by another\'s success stays succeeded and still shows its own attempt (count, time, answer)', async () => {
+  const projectId = `record-${randomUUID()}`;
+  const eventId = randomUUID();
+  const original = await leasedDelivery({ projectId, eventId, attemptCount: 1 });
+  const first = await leasedDelivery({ projectId, eventId, redeliveryOf: original.id, eventKey: original.event_key });
+  const second = await leasedDelivery({ projectId, eventId, redeliveryOf: original.id, eventKey: original.event_key });
+  expect(await recordAttempt(recorder.sql, ended(first, first.lease_token, 'success'))).toEqual({ ours: true, deliveredMeanwhile: false });
+  expect(await deliveryNow(second.id)).toMatchObject({ status: 'succeeded', delivered_by: first.id, attempt_count: 0, last_response_status: null });
+  // The second was already sending: its answer arrives after the first closed it (an outside review
+  // saw such rows listed as succeeded with no attempt, and a "lease lost" warning with one replica).
+  const late = ended(second, second.lease_token, 'success');
+  expect(await recordAttempt(recorder.sql, late)).toEqual({ ours: false, deliveredMeanwhile: true });
+  expect(await deliveryNow(second.id)).toMatchObject({ status: 'succeeded', delivered_by: first.id, attempt_count: 1, last_response_status: 204, last_attempt_at: late.update.lastAttemptAt });
+  const [attempts] = await h.sql<{ n: number }[]>`select count(*)::int as n from webhook_attempts where delivery_id = ${second.id}`;
+  expect(attempts?.n).toBe(1);
+  // A lease taken over by another replica is still no such case.
+  const taken = await leasedDelivery();
+  expect(await recordAttempt(recorder.sql, ended(taken, randomUUID(), 'success'))).toEqual({ ours: false, deliveredMeanwhile: false });
+});
+
 test("an original's first attempt wakes the replicas when it ends only if a later original of its invoice waits behind it", async () => {
   const projectId = `record-${randomUUID()}`;
   const alone = await leasedDelivery({ projectId });

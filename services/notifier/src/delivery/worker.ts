@@ -454,20 +454,22 @@ export class DeliveryWorker implements Worker {
     };
     // One statement (docs/webhook-delivery.md#recording); a transaction only when the delivery gave
     // up, for its notifier.webhook_delivery_failed event.
-    const kept =
+    const recorded =
       next.state === 'failed'
         ? await eventTransaction(this.options.sql, async (tx) => {
-            const { ours } = await recordAttempt(tx, ended);
-            if (ours) await enqueueEvent(tx, deliveryFailedEvent(row, sentTo, next, record));
-            return ours;
+            const result = await recordAttempt(tx, ended);
+            if (result.ours) await enqueueEvent(tx, deliveryFailedEvent(row, sentTo, next, record));
+            return result;
           })
-        : (await recordAttempt(this.options.sql, ended)).ours;
+        : await recordAttempt(this.options.sql, ended);
+    const kept = recorded.ours;
 
     // Its retry is claimed here or by any replica when it comes due (a sleeping worker must wake for it).
     if (kept && next.state === 'pending' && next.nextAttemptAt !== null) this.dueAgainAt(next.nextAttemptAt);
     this.options.onAttempt?.({ delivery: row, outcome: success ? 'success' : 'failure', durationMs: record.durationMs });
     const fields = { attempt: attemptNumber, status: record.responseStatus, durationMs: record.durationMs };
-    if (!kept) log.warn(fields, 'delivery worker: lease was lost during the attempt (another replica took it over); attempt logged only');
+    if (recorded.deliveredMeanwhile) log.info(fields, 'webhook attempt ended after another delivery of its event had delivered it; attempt logged');
+    else if (!kept) log.warn(fields, 'delivery worker: lease was lost during the attempt (another replica took it over); attempt logged only');
     else if (success) log.info(fields, 'webhook delivered');
     else if (next.state === 'failed') log.warn({ ...fields, error: record.error }, 'webhook delivery failed: retries exhausted');
     else log.info({ ...fields, error: record.error, nextAttemptAt: next.nextAttemptAt }, 'webhook attempt failed; retry scheduled');

@@ -336,6 +336,8 @@ export interface EndedAttempt {
  * - the attempt row and the endpoint's health, always (an attempt whose lease was lost is still logged);
  * - the delivery's next state, only while `leaseToken` is still its lease and it is pending
  *   (another replica may have taken it over when the lease ran out): `ours` says whether it was;
+ *   closed meanwhile by another delivery of its event that succeeded (`deliveredMeanwhile`), it
+ *   stays succeeded and shows this attempt's count, time and answer;
  * - if ours and it succeeded: every other pending delivery of its event is closed as delivered by
  *   it (the receiver has the event; what waited behind them may go);
  * - if ours and it was an original's first attempt: whether a later original of its project and
@@ -344,10 +346,10 @@ export interface EndedAttempt {
  * The replicas are woken (NOTIFY, at commit) when something was closed or waits behind it. Inside
  * `tx` when the caller has more to write in the same transaction (the failure event).
  */
-export async function recordAttempt(q: Queryable, ended: EndedAttempt): Promise<{ ours: boolean }> {
+export async function recordAttempt(q: Queryable, ended: EndedAttempt): Promise<{ ours: boolean; deliveredMeanwhile: boolean }> {
   const { delivery: d, update: u, attempt: a, success } = ended;
   const releasesKey = d.attempt_count === 0 && d.redelivery_of === null && d.event_key !== null;
-  const [row] = await q<{ ours: boolean }[]>`
+  const [row] = await q<{ ours: boolean; delivered_meanwhile: boolean }[]>`
     with outcome as (
       update webhook_deliveries
       set url = ${u.url}, status = ${u.status}, attempt_count = ${u.attemptCount}, next_attempt_at = ${u.nextAttemptAt},
@@ -355,6 +357,15 @@ export async function recordAttempt(q: Queryable, ended: EndedAttempt): Promise<
           last_response_status = ${u.lastResponseStatus}, last_error = ${u.lastError},
           lease_token = null, updated_at = now()
       where id = ${d.id} and lease_token = ${ended.leaseToken} and status = 'pending'
+      returning id
+    ),
+    -- Closed while in flight by another delivery of its event that succeeded first (concurrent
+    -- redeliveries): it stays succeeded (delivered_by), and still shows the attempt it made.
+    delivered_meanwhile as (
+      update webhook_deliveries
+      set attempt_count = greatest(attempt_count, ${u.attemptCount}), last_attempt_at = ${u.lastAttemptAt},
+          last_response_status = ${u.lastResponseStatus}, updated_at = now()
+      where id = ${d.id} and not exists (select 1 from outcome) and status = 'succeeded' and delivered_by is not null
       returning id
     ),
     attempt as (
@@ -390,10 +401,10 @@ export async function recordAttempt(q: Queryable, ended: EndedAttempt): Promise<
         and id <> ${d.id}
       limit 1
     )
-    select exists (select 1 from outcome) as ours,
+    select exists (select 1 from outcome) as ours, exists (select 1 from delivered_meanwhile) as delivered_meanwhile,
            case when exists (select 1 from closed) or exists (select 1 from waiting)
                 then pg_notify(${DELIVERIES_CHANNEL}, '') end as woke`;
-  return { ours: row?.ours === true };
+  return { ours: row?.ours === true, deliveredMeanwhile: row?.delivered_meanwhile === true };
 }
 
 /** Gives a claimed delivery back without an attempt (e.g. auth unreachable): due again at `dueAt`. */
