@@ -36,6 +36,19 @@ function proxyRange(entry: string): ProxyRange | undefined {
   return prefix <= bits ? { address, family: version === 4 ? 'ipv4' : 'ipv6', prefix } : undefined;
 }
 
+/** `::ffff:a.b.c.d/n` (n ≥ 96) as `a.b.c.d/(n − 96)`; undefined for any other range. */
+function ipv4MappedRange(range: ProxyRange): ProxyRange | undefined {
+  if (range.family !== 'ipv6' || range.prefix < 96) return undefined;
+  const mapped = new BlockList();
+  mapped.addSubnet('::ffff:0:0', 96, 'ipv6');
+  if (!mapped.check(range.address, 'ipv6')) return undefined;
+  // The URL parser writes the address canonically: "::ffff:" and two hex groups.
+  const groups = new URL(`http://[${range.address}]/`).hostname.slice(1, -1).split(':');
+  const low = groups.slice(-2).map((g) => parseInt(g, 16));
+  const bytes = [low[0]! >> 8, low[0]! & 0xff, low[1]! >> 8, low[1]! & 0xff];
+  return { address: bytes.join('.'), family: 'ipv4', prefix: range.prefix - 96 };
+}
+
 /** Networks no client on the internet sends from: an ingress inside them may be trusted whole. */
 const PRIVATE_NETWORKS: ReadonlyArray<Omit<ProxyRange, 'address'> & { network: string }> = [
   { network: '10.0.0.0', prefix: 8, family: 'ipv4' },
@@ -56,7 +69,9 @@ const MAX_PUBLIC_PREFIX_BITS = { ipv4: 16, ipv6: 48 } as const;
  * Whether trusting `range` would let clients on the internet name their own IP: a public range
  * wider than a /16 (IPv6 /48), unless it lies inside one private network.
  */
-function trustsTheInternet(range: ProxyRange): boolean {
+function trustsTheInternet(given: ProxyRange): boolean {
+  // An IPv4-mapped IPv6 range (::ffff:0:0/96 is all of IPv4) is judged as the IPv4 range it is.
+  const range = ipv4MappedRange(given) ?? given;
   if (range.prefix >= MAX_PUBLIC_PREFIX_BITS[range.family]) return false;
   return !PRIVATE_NETWORKS.some((net) => {
     if (net.family !== range.family || range.prefix < net.prefix) return false;

@@ -84,6 +84,8 @@ test('the gateway in production refuses GATEWAY_TRUST_PROXY=true or a range hold
     ['0.0.0.0/1,128.0.0.0/1', '0.0.0.0/1'],
     ['10.1.2.3,2001:db8::/32', '2001:db8::/32'],
     ['192.168.0.0/15', '192.168.0.0/15'],
+    // IPv4-mapped IPv6: ::ffff:0:0/96 is all of IPv4 (a second review's bypass).
+    ['::ffff:10.0.0.0/104,::ffff:0:0/96', '::ffff:0:0/96'],
   ]) {
     const refused = run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: value });
     expect(refused.status).toBe(1);
@@ -91,7 +93,7 @@ test('the gateway in production refuses GATEWAY_TRUST_PROXY=true or a range hold
       `config: GATEWAY_TRUST_PROXY="${wide}" is invalid: expected the ingress addresses/CIDRs in production: ${wide} is public and wider than a /16 (IPv6 /48), so clients inside it could choose their IP with X-Forwarded-For`,
     ]);
   }
-  const ingresses = '172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,203.0.113.0/24,198.51.100.7,fd00::/8,2001:db8:1::/48,::1';
+  const ingresses = '172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,203.0.113.0/24,198.51.100.7,fd00::/8,2001:db8:1::/48,::1,::ffff:10.0.0.0/104';
   expect(run('gateway/dist/main.js', { ...production, GATEWAY_TRUST_PROXY: ingresses }).stderrLines.join('\n')).not.toContain('GATEWAY_TRUST_PROXY');
   // Not an address or CIDR at all: refused in any environment.
   for (const value of ['10.0.0.0/33', 'fe80::/129']) {

@@ -51,7 +51,7 @@ import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
 import { checkoutToProto, invoiceToProto, INVOICE_STATUS, payMethodOf } from './proto';
 import { findInvoiceById, isIssuedAddress, listInvoices } from './store/invoices';
-import { toEip55 } from '@coinvoice/chains/evm/address';
+import { addressForms } from '@coinvoice/chains/address-forms';
 import type { InvoiceWrites } from './invoice-writes';
 import { ledgerPaymentId, listAccountedDeposits, listLedgerCredits } from './store/payments';
 import { paymentsOfInvoice, paymentsOfInvoices, readInOneSnapshot } from './store/payments';
@@ -237,13 +237,11 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
 
   /** docs/treasury.md#house-addresses: the payout service refuses to pay out to these. */
   async findHouseAddress(req: FindHouseAddressRequest): Reply<typeof FindHouseAddressResponseSchema> {
-    const address = req.address.trim();
-    if (address === '' || address.length > 128) return { kind: '' };
-    // The forms one address takes: an EVM address in any letter case (stored in EIP-55), a bech32
-    // one upper or lower case (stored lower); a base58 one only as it is.
-    const evm = /^0x[0-9a-fA-F]{40}$/.test(address) ? toEip55(address) : undefined;
-    if (evm && this.deps.evmTreasuries.has(evm.toLowerCase())) return { kind: 'treasury' };
-    const forms = [...new Set([address, address.toLowerCase(), ...(evm ? [evm] : [])])];
+    if (req.address.trim() === '' || req.address.length > 128) return { kind: '' };
+    // Every spelling of the key behind it: EVM hex in any case, Tron base58 of the same 20 bytes,
+    // bech32 in lower case (docs/treasury.md#house-addresses).
+    const forms = addressForms(req.address);
+    if (forms.some((form) => this.deps.evmTreasuries.has(form.toLowerCase()))) return { kind: 'treasury' };
     return { kind: (await isIssuedAddress(this.deps.sql, forms)) ? 'deposit' : '' };
   }
 

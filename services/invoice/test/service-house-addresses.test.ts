@@ -5,6 +5,7 @@
  * address of the service's keys.
  */
 import { treasuryAddressOf } from '@coinvoice/chains/evm/treasury';
+import { base58check } from '@coinvoice/chains/base58check';
 import { throwawayXpubs } from '../../../test/support/xpubs';
 import { createRequest, liveProject, sandboxProject, startInvoiceHarness, type Harness } from './support/harness';
 
@@ -35,6 +36,17 @@ test('an invoice deposit address is "deposit" as issued, and an EVM one in lower
 
   const trx = (await h.client.createInvoice(createRequest(liveProject(), { payCurrency: 'TRX' }))).invoice!;
   expect(await kindOf(trx.address)).toBe('deposit');
+});
+
+test('the same key in the other family\'s spelling: a Tron deposit written as an EVM address, an EVM deposit or treasury written as a Tron address (an outside review paid them out)', async () => {
+  const keyHashOfTron = (t: string) => Buffer.from(base58check.decode(t).slice(1)).toString('hex');
+  const tronOf = (evm: string) => base58check.encode(Uint8Array.of(0x41, ...Buffer.from(evm.slice(2), 'hex')));
+  const trx = (await h.client.createInvoice(createRequest(liveProject(), { payCurrency: 'TRX' }))).invoice!;
+  expect(await kindOf(`0x${keyHashOfTron(trx.address)}`)).toBe('deposit');
+  expect(await kindOf(`0x${keyHashOfTron(trx.address).toUpperCase()}`)).toBe('deposit');
+  const eth = (await h.client.createInvoice(createRequest(liveProject(), { payCurrency: 'ETH' }))).invoice!;
+  expect(await kindOf(tronOf(eth.address))).toBe('deposit');
+  expect(await kindOf(tronOf(treasuryAddressOf(xpubs.INVOICE_XPUB_ETH)!))).toBe('treasury');
 });
 
 test('the EVM treasury of the configured key is "treasury"; an unknown address, an empty or an absurd one is nobody\'s', async () => {

@@ -107,13 +107,14 @@ export class AutoSweepHandlers {
     const scope = { projectId: request.projectId, environment: request.environment };
     const active = await activeRules(this.deps.sql, request.projectId);
     const { confirm } = planAutoSweep(active, request.rules);
-    // A new destination only: one already confirmed was checked when it was set.
+    const needsCode = confirm.length > 0;
+    if (needsCode) await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.codePerProject, request.projectId.toLowerCase());
+    // A new destination only (one already confirmed was checked when it was set), after the limit
+    // counted the request: whether an address is coinvoice's is asked at the limit's rate only.
     for (const rule of confirm) {
       const at = req.entries.findIndex((entry) => typeof entry.address === 'string' && entry.address.trim().toLowerCase() === rule.address.toLowerCase());
       await refuseHouseDestination(this.deps.houseAddress, rule.address, `entries[${Math.max(at, 0)}].address`);
     }
-    const needsCode = confirm.length > 0;
-    if (needsCode) await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.codePerProject, request.projectId.toLowerCase());
     // Auth before the transaction: a slow call must not hold locks.
     const email = needsCode ? await this.deps.merchantEmail(scope) : undefined;
     const swept: PayoutRow[] = [];

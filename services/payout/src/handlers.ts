@@ -215,28 +215,32 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   }
 
   async requestPayout(req: RequestPayoutRequest): Reply<typeof RequestPayoutResponseSchema> {
-    const request = requireValid(
-      validateRequestPayout({
-        projectId: req.projectId,
-        environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})`,
-        amount: req.amount,
-        currency: req.currency,
-        address: req.address,
-        note: req.note,
-        idempotencyKey: req.idempotencyKey,
-        network: req.network,
-        liveMinimums: this.deps.liveMinimums,
-      }),
-    );
-    if (req.validateOnly) return {};
+    const input = {
+      projectId: req.projectId,
+      environment: environmentFromProto(req.environment) ?? `unspecified (${req.environment})`,
+      amount: req.amount,
+      currency: req.currency,
+      address: req.address,
+      note: req.note,
+      idempotencyKey: req.idempotencyKey,
+      network: req.network,
+    };
+    const checked = validateRequestPayout({ ...input, liveMinimums: this.deps.liveMinimums });
+    if (req.validateOnly) {
+      requireValid(checked);
+      return {};
+    }
     // A retry of a request already answered (its Idempotency-Key stored) is answered before the
     // limit counts it: a client recovering from a lost answer learns its payout, and spends none of
-    // the project's requests on it (the key-reused refusal likewise creates nothing).
-    if (request.idempotencyKey !== undefined && (await payoutIdempotencyKeys.find(this.deps.sql, request.projectId, request.idempotencyKey))) {
-      const payout = await this.deps.sql.begin((tx) => this.replay(tx, request));
+    // the project's requests on it (the key-reused refusal likewise creates nothing). It replays
+    // even when a rule of the service changed since (a PAYOUT_MIN_<COIN> raised): it was answered.
+    const answered = checked.ok ? checked : validateRequestPayout(input);
+    if (answered.ok && answered.value.idempotencyKey !== undefined && (await payoutIdempotencyKeys.find(this.deps.sql, answered.value.projectId, answered.value.idempotencyKey))) {
+      const payout = await this.deps.sql.begin((tx) => this.replay(tx, answered.value));
       this.deps.metrics?.idempotentReplays.inc();
       return { payout, idempotentReplay: true };
     }
+    const request = requireValid(checked);
     await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, request.projectId.toLowerCase());
     // After the limit: whether an address is coinvoice's is asked at the request rate only.
     await refuseHouseDestination(this.deps.houseAddress, request.address, 'address');

@@ -5,6 +5,7 @@
  * payouts and auto-sweep destinations are refused there.
  */
 import type { Client } from '@connectrpc/connect';
+import { addressForms } from '@coinvoice/chains/address-forms';
 import { errors, type Queryable } from '@coinvoice/runtime';
 import type { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 
@@ -16,15 +17,18 @@ export type HouseAddressLookup = (address: string) => Promise<HouseAddressKind |
 /**
  * The treasury addresses this service knows (each network's, as its processor recorded the
  * signer's answer, and the UTXO treasuries' change), then the invoice service's issued addresses and
- * the EVM treasuries of its keys. Compared without letter case: bech32 and EVM addresses are
- * case-insensitive, and a base58 address differing only in case is another key nobody could hold.
+ * the EVM treasuries of its keys. Compared in every form of the key behind the address
+ * (`addressForms`: EVM hex and Tron base58 of the same 20 bytes) and without letter case: bech32
+ * and EVM addresses are case-insensitive, and a base58 address differing only in case is another
+ * key nobody could hold.
  */
 export function houseAddressLookup(sql: Queryable, invoices: Pick<Client<typeof InvoiceService>, 'findHouseAddress'>): HouseAddressLookup {
   return async (address) => {
+    const forms = addressForms(address).map((form) => form.toLowerCase());
     const own = await sql`
-      select 1 from treasury_networks where lower(address) = lower(${address})
+      select 1 from treasury_networks where lower(address) = any(${forms}::text[])
       union all
-      select 1 from utxo_coins where branch = 1 and lower(address) = lower(${address})
+      select 1 from utxo_coins where branch = 1 and lower(address) = any(${forms}::text[])
       limit 1`;
     if (own.length > 0) return 'treasury';
     const { kind } = await invoices.findHouseAddress({ address });

@@ -52,3 +52,17 @@ test('auto-sweep code guesses are rate limited per project like payout verificat
   console.log(`auto-sweep: ${guessesChecked} wrong codes checked for one project within seconds; rate limited: ${limited}`);
   expect(guessesChecked).toBeLessThanOrEqual(20);
 }, 120_000);
+
+test('a destination refused as coinvoice\'s own counts against the code limit like any new destination: whether an address is the house\'s is not asked past it', async () => {
+  const project = h.auth.addProject('live');
+  const deposit = addressFor('ETH', 'live');
+  h.invoice.houseAddresses.set(deposit.toLowerCase(), 'deposit');
+  const put = (address: string) =>
+    refusalOrNothing(h.client.setAutoSweep({ projectId: project.id, environment: environmentOf(project), entries: [{ currency: 'ETH', address, threshold: '1' }] }));
+  const outcomes: string[] = [];
+  for (let i = 0; i < 12; i++) outcomes.push((await put(deposit))?.code ?? 'ok');
+  // RATE_LIMIT_AUTO_SWEEP_CODE_PER_PROJECT 10/1h: ten answered (refused as the house's), then 429.
+  expect(outcomes).toEqual([...Array(10).fill('validation_failed'), 'rate_limited', 'rate_limited']);
+  const asked = h.invoice.asked.filter((a) => a === deposit).length;
+  expect(asked).toBe(10);
+});

@@ -3,8 +3,11 @@
  * request with its Idempotency-Key and, after 21 replays, got 429 for an hour — a client recovering
  * from a lost answer could not learn its payout's id, and the replays spent the project's budget.
  */
-import { PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
-import { addressFor, balanceOf, payoutRequest, rejection, startPayoutHarness, type Harness } from './support/harness';
+import { createRpcClient } from '@coinvoice/runtime';
+import { PayoutService, PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
+import { startTestService } from '../../../test/support/service';
+import { payoutService } from '../src/server';
+import { addressFor, balanceOf, FAST_SWEEP, payoutRequest, rejection, startPayoutHarness, type Harness } from './support/harness';
 
 let h: Harness;
 
@@ -34,4 +37,27 @@ test('replays of an answered request are answered whatever the limit, and do not
   // The retry still gets its payout.
   expect((await h.client.requestPayout(request)).payout!.id).toBe(first.payout!.id);
   expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.048', pending: '0.002', total: '0.05' });
+});
+
+test('an answered request replays after PAYOUT_MIN_<COIN> was raised above its amount (the service restarted with the new rule); a new one that small is refused', async () => {
+  const project = h.auth.addProject('live');
+  await h.credit(project, 'ETH', '1');
+  const request = payoutRequest(project, { currency: 'ETH', amount: '0.002', address: addressFor('ETH', 'live'), idempotencyKey: 'before-the-raise' });
+  const first = await h.client.requestPayout(request);
+  // The same database, a payout service started with a minimum of 0.01 ETH.
+  const raised = await startTestService(payoutService, {
+    database: h.svc.database,
+    namespace: h.svc.namespace,
+    env: { ...FAST_SWEEP, AUTH_URL: h.auth.url, NOTIFIER_URL: h.notifier.url, INVOICE_URL: h.invoice.url, PAYOUT_MIN_ETH: '0.01' },
+  });
+  try {
+    const client = createRpcClient(PayoutService, raised.url, { timeoutMs: 20_000 });
+    expect(await client.requestPayout(request)).toMatchObject({ idempotentReplay: true, payout: { id: first.payout!.id, amount: '0.002' } });
+    expect(await rejection(client.requestPayout({ ...request, idempotencyKey: 'after-the-raise' }))).toMatchObject({
+      code: 'validation_failed',
+      violations: [{ field: 'amount', message: expect.stringContaining('must be at least 0.01 ETH for a live payout') }],
+    });
+  } finally {
+    await raised.dispose();
+  }
 });

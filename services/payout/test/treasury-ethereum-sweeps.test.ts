@@ -8,7 +8,7 @@ import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { parseEther, type Address } from 'viem';
 import { tokenUnits } from '../../../test/support/anvil';
 import { waitFor } from './support/harness';
-import { activeProcessor, depositAddress, fundDeposit, insertSweepTask, metricsOf, startTreasuryWorld, type ProcessorProcess, type TreasuryWorld } from './support/treasury';
+import { activeProcessor, depositAddress, fundDeposit, insertSweepTask, metricsOf, mineBlocks, startTreasuryWorld, type ProcessorProcess, type TreasuryWorld } from './support/treasury';
 
 let world: TreasuryWorld;
 let processor: ProcessorProcess | undefined;
@@ -54,8 +54,9 @@ async function waitForTask(id: string, status: string, timeoutMs = 30_000): Prom
 }
 
 async function transaction(id: string) {
-  const [row] = await world.h.sql<{ purpose: string; status: string; amount: string; gas_used: string | null; effective_gas_price: string | null; gas_limit: string; max_fee_per_gas: string; to_address: string; from_address: string }[]>`
-    select purpose, status, amount::text, gas_used::text, effective_gas_price::text, gas_limit::text, max_fee_per_gas::text, to_address, from_address from chain_transactions where id = ${id}`;
+  const [row] = await world.h.sql<{ purpose: string; status: string; amount: string; gas_used: string | null; effective_gas_price: string | null; gas_limit: string; max_fee_per_gas: string; to_address: string; from_address: string; transaction_hash: string }[]>`
+    select purpose, status, amount::text, gas_used::text, effective_gas_price::text, gas_limit::text, max_fee_per_gas::text, to_address, from_address, transaction_hash
+    from chain_transactions where id = ${id}`;
   return row!;
 }
 
@@ -95,6 +96,27 @@ test('ETH deposits are swept to the treasury (balance less gas); one below SWEEP
   expect(await world.anvil.publicClient.getBalance({ address: depositAddress(2) })).toBe(parseEther('0.0005'));
   const text = await metricsOf(processor!);
   expect(text).toContain('sweep_tasks{network="ethereum",status="skipped_dust"} 1');
+});
+
+test('a confirmed ETH sweep a deep reorg took off the chain, with nothing sent after it: found by the scan of the last day\'s senders (at start, then every 5 minutes), sent again, an incident', async () => {
+  await fundDeposit(world, 'ETH', depositAddress(7), '1.5');
+  const snapshot = await world.anvil.testClient.snapshot();
+  const id = await insertSweepTask(world, { asset: 'ETH', index: 7, amount: parseEther('1.5') });
+  await start();
+  const done = await waitForTask(id, 'confirmed');
+  const sweep = await transaction(done.transaction_id!);
+  await processor!.kill();
+  // Deeper than the confirmations: the sweep leaves the chain; the deposit holds its coins again.
+  await world.anvil.testClient.revert({ id: snapshot });
+  await mineBlocks(world, 3);
+  expect(await world.anvil.publicClient.getBalance({ address: depositAddress(7) })).toBe(parseEther('1.5'));
+  // A second review found this silent: no transfer after it is held up, so no nonce gap shows it.
+  await start();
+  await waitFor('the sweep mined again', async () => (await world.anvil.publicClient.getBalance({ address: depositAddress(7) })) < parseEther('1.5'), 30_000);
+  expect(await world.anvil.publicClient.getTransaction({ hash: sweep.transaction_hash as `0x${string}` })).toMatchObject({ hash: sweep.transaction_hash });
+  expect(processor!.logs.some((l) => l.includes('INCIDENT: a transaction recorded confirmed is no longer on the chain'))).toBe(true);
+  expect(await metricsOf(processor!)).toContain('payout_processor_nonce_resyncs_total{network="ethereum",outcome="lost_rebroadcast"} 1');
+  expect((await waitForTask(id, 'confirmed')).transaction_id).toBe(done.transaction_id);
 });
 
 test('token deposits: an exact gas top-up from the treasury, then transfer(treasury, balance); two deposits of one address are one sweep', async () => {

@@ -44,6 +44,7 @@ import {
   openSweepGroups,
   openTransactions,
   confirmedFromNonce,
+  recentSenders,
   saveTreasury,
   sendersInFlight,
   signedTransactions,
@@ -56,6 +57,10 @@ import {
 } from './store';
 
 type SignRequest = MessageInitShape<typeof SignEvmTransactionRequestSchema>;
+
+/** How often, and how far back, every recent sender is checked for lost transactions (docs/treasury.md#deep-reorgs). */
+const LOST_SCAN_INTERVAL_MS = 5 * 60_000;
+const LOST_SCAN_LOOKBACK_MS = 24 * 3_600_000;
 
 /**
  * Gas of a payout whose estimate reverts (e.g. a blacklisted destination, a contract refusing ETH):
@@ -115,6 +120,8 @@ export class EvmProcessor extends RoundLoop {
   private readonly chainNonces = new Map<string, bigint>();
   /** Lost confirmed transactions already reported: the incident is logged once per process. */
   private readonly restoredLost = new Set<string>();
+  /** When the last day's senders were last checked for lost transactions (restoreLostTransactions). */
+  private lostScanAt = 0;
   /** Whether new transfers wait for the base fee to fall under SIGNER_MAX_FEE_PER_GAS_WEI. */
   private waitingForFees = false;
 
@@ -237,28 +244,37 @@ export class EvmProcessor extends RoundLoop {
   private async restoreLostTransactions(treasury: string): Promise<void> {
     const { sql, network, node, metrics } = this.options;
     const addresses = new Set([treasury.toLowerCase(), ...(await sendersInFlight(sql, network)).map((a) => a.toLowerCase())]);
+    // Every few minutes also each address that sent in the last day (a deposit's sweep, with nothing
+    // after it to be held up): a node call per address, so not every round.
+    if (Date.now() - this.lostScanAt >= LOST_SCAN_INTERVAL_MS) {
+      this.lostScanAt = Date.now();
+      for (const address of await recentSenders(sql, network, LOST_SCAN_LOOKBACK_MS)) addresses.add(address.toLowerCase());
+    }
     for (const address of addresses) {
       const lost = await confirmedFromNonce(sql, network, address, await this.chainNonce(address));
       for (const row of lost) {
         const receipt = await node.receipt(row.transaction_hash);
         if (receipt && (await node.blockHashAt(receipt.blockNumber)) === receipt.blockHash) continue;
+        // The incident first, whatever the node makes of the bytes: it pages once per transaction.
+        const first = !this.restoredLost.has(row.transaction_hash);
+        if (first) {
+          this.restoredLost.add(row.transaction_hash);
+          metrics.nonceResyncs.inc({ network, outcome: 'lost_rebroadcast' });
+          this.logger.error(
+            { transactionHash: row.transaction_hash, purpose: row.purpose, payoutId: row.payout_id, from: address, nonce: row.nonce, chainNonce: (await this.chainNonce(address)).toString() },
+            'INCIDENT: a transaction recorded confirmed is no longer on the chain (a reorg deeper than the confirmation count); its stored bytes are sent again',
+          );
+        }
         try {
           await node.sendRawTransaction(row.raw_transaction);
         } catch (err) {
-          // Known to the node already (its mempool kept it), or refused: tried again next round.
+          // Known to the node already (its mempool kept it), or refused (e.g. its fee cap now under
+          // the base fee: the signer signs no new version of a completed payout): tried every round.
           if (!(err instanceof EvmNodeError) || err.rpcCode === undefined) throw err;
-          if (!(await node.knowsTransaction(row.transaction_hash))) {
-            this.logger.warn({ transactionHash: row.transaction_hash, refusal: err.message }, 'a confirmed transaction the chain lost was refused when sent again; tried again next round');
-            continue;
+          if (first && !(await node.knowsTransaction(row.transaction_hash))) {
+            this.logger.error({ transactionHash: row.transaction_hash, refusal: err.message }, 'INCIDENT: the node refuses the lost transaction\'s stored bytes; sent again every round (an operator may have to send it)');
           }
         }
-        if (this.restoredLost.has(row.transaction_hash)) continue;
-        this.restoredLost.add(row.transaction_hash);
-        metrics.nonceResyncs.inc({ network, outcome: 'lost_rebroadcast' });
-        this.logger.error(
-          { transactionHash: row.transaction_hash, purpose: row.purpose, payoutId: row.payout_id, from: address, nonce: row.nonce, chainNonce: (await this.chainNonce(address)).toString() },
-          'INCIDENT: a transaction recorded confirmed is no longer on the chain (a reorg deeper than the confirmation count); its stored bytes were sent again',
-        );
       }
     }
   }

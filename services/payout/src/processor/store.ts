@@ -132,6 +132,14 @@ export async function sendersInFlight(sql: Queryable, network: string): Promise<
   return rows.map((r) => r.from_address);
 }
 
+/** The addresses that sent a transfer recorded `confirmed` within the last `withinMs`. */
+export async function recentSenders(sql: Queryable, network: string, withinMs: number): Promise<string[]> {
+  const rows = await sql<{ from_address: string }[]>`
+    select distinct from_address from chain_transactions
+    where network = ${network} and status = 'confirmed' and updated_at > now() - make_interval(secs => ${withinMs / 1000})`;
+  return rows.map((r) => r.from_address);
+}
+
 /** An address's transfers recorded `confirmed` at or above `nonce`, lowest nonce first. */
 export function confirmedFromNonce(sql: Queryable, network: string, address: string, nonce: bigint): Promise<ChainTransactionRow[]> {
   return sql<ChainTransactionRow[]>`
