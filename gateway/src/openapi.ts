@@ -34,6 +34,7 @@ const RATE_LIMITED_ROUTES: Record<string, string> = {
   'post /api/merchant/register/confirm': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour per email), besides 5 attempts per code',
   'post /api/merchant/login': 'RATE_LIMIT_LOGIN_PER_ACCOUNT (default 10 per 15 minutes per account and client IP, right or wrong password: another client’s failures never lock the owner out) and RATE_LIMIT_LOGIN_PER_IP (default 50 per 15 minutes)',
   'post /api/merchant/password': 'RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT (default 10 per 15 minutes per merchant, right or wrong current password)',
+  'post /api/merchant/projects/{id}/api-keys': 'RATE_LIMIT_API_KEY_CREATE_PER_PROJECT (default 20 per hour per project, revoked keys included)',
   'post /api/merchant/email/verify': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour, with resends)',
   'post /api/merchant/email/verification': 'RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT (default 10 per hour, with verify attempts)',
   'post /api/payout/request': 'RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project; a replay of an answered request’s Idempotency-Key does not count)',

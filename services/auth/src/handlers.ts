@@ -102,6 +102,7 @@ export interface AuthHandlerDeps {
     loginPerAccount: RateLimitPolicy;
     loginPerIp: RateLimitPolicy;
     passwordChangePerAccount: RateLimitPolicy;
+    apiKeyCreatePerProject: RateLimitPolicy;
     registerPerIp: RateLimitPolicy;
     emailCodePerAccount: RateLimitPolicy;
   };
@@ -471,6 +472,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
         throw errors.forbidden('email_not_verified', 'verify your email address before creating live API keys');
       }
     }
+    await this.limit(this.deps.rateLimits.apiKeyCreatePerProject, project.id);
     const issued = issueApiKey(project.environment);
     const apiKey = await this.deps.apiKeys.create({
       projectId: project.id,

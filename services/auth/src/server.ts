@@ -40,6 +40,11 @@ export const authSettings = {
   RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT: rateLimitSetting('email-code', '10/1h'),
   /** Projects per merchant account (projects are never deleted); one more is 409 too_many_projects. */
   MAX_PROJECTS_PER_MERCHANT: setting.int({ default: 100, min: 1, max: 100_000 }),
+  /**
+   * API keys created per project (revoked or not): each new key starts a fresh RATE_LIMIT_API_PER_KEY
+   * allowance, so revoke-and-create must not lift a project's API ceiling without end.
+   */
+  RATE_LIMIT_API_KEY_CREATE_PER_PROJECT: rateLimitSetting('api-key-create-project', '20/1h'),
   /** Unrevoked API keys per project; one more is 409 too_many_api_keys. */
   MAX_ACTIVE_API_KEYS_PER_PROJECT: setting.int({ default: 20, min: 1, max: 10_000 }),
   /** How long an email verification (or sign-up) code is valid. Default 24 h. */
@@ -116,6 +121,7 @@ export function defineAuthService(options: AuthServiceOptions = {}): ServiceDefi
           loginPerAccount: config.RATE_LIMIT_LOGIN_PER_ACCOUNT,
           loginPerIp: config.RATE_LIMIT_LOGIN_PER_IP,
           passwordChangePerAccount: config.RATE_LIMIT_PASSWORD_CHANGE_PER_ACCOUNT,
+          apiKeyCreatePerProject: config.RATE_LIMIT_API_KEY_CREATE_PER_PROJECT,
           registerPerIp: config.RATE_LIMIT_REGISTER_PER_IP,
           emailCodePerAccount: config.RATE_LIMIT_EMAIL_CODE_PER_ACCOUNT,
         },

@@ -11,7 +11,7 @@ import { register, rpcError, startAuth, type StartedAuth } from './support/auth'
 let auth: StartedAuth;
 
 beforeAll(async () => {
-  auth = await startAuth({ env: { MAX_PROJECTS_PER_MERCHANT: '3', MAX_ACTIVE_API_KEYS_PER_PROJECT: '2' } });
+  auth = await startAuth({ env: { MAX_PROJECTS_PER_MERCHANT: '3', MAX_ACTIVE_API_KEYS_PER_PROJECT: '2', RATE_LIMIT_API_KEY_CREATE_PER_PROJECT: '14/1h' } });
 });
 
 afterAll(async () => {
@@ -55,4 +55,21 @@ test('10 concurrent key creations on one project: exactly 2 made; revoking one f
   expect(keys.filter((k) => k.revokedAt === undefined)).toHaveLength(2);
   const second = (await newProject(merchant, 'Second')).project!;
   expect((await create(second.id)).key).toMatch(/^SBX_/);
+});
+
+test('revoke-and-create cannot mint fresh per-key allowances without end: RATE_LIMIT_API_KEY_CREATE_PER_PROJECT counts every creation', async () => {
+  const merchant = (await register(auth)).merchant.id;
+  const project = (await newProject(merchant)).project!;
+  const outcomes: string[] = [];
+  for (let i = 0; i < 16; i++) {
+    try {
+      const { apiKey } = await auth.client.createApiKey({ merchantId: merchant, projectId: project.id, name: `k${i}` });
+      outcomes.push('created');
+      await auth.client.revokeApiKey({ merchantId: merchant, projectId: project.id, keyId: apiKey!.id });
+    } catch (err) {
+      outcomes.push((await rpcError(Promise.reject(err))).code);
+    }
+  }
+  // The earlier test's key creations were another project's: this one has its own 14.
+  expect(outcomes).toEqual([...Array(14).fill('created'), 'rate_limited', 'rate_limited']);
 });
