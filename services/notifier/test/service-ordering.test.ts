@@ -121,7 +121,8 @@ test('a successful redelivery releases what waits behind the held event, which i
   });
   await new Promise((resolve) => setTimeout(resolve, 6_000));
   expect(r.requests.map(typeOf)).toEqual(['invoice.confirming', 'invoice.confirming', 'invoice.paid']);
-  expect(await deliveryOf(project.id, confirmingId, true)).toMatchObject({ status: 'succeeded', attempt_count: 0 });
+  // It stays closed as delivered by the redelivery, and shows the one attempt it made (the hung one).
+  expect(await deliveryOf(project.id, confirmingId, true)).toMatchObject({ status: 'succeeded', delivered_by: redelivery.delivery?.id, attempt_count: 1, next_attempt_at: null });
 });
 
 test('issue 28 as reported: confirming rejected, paid delivered, the merchant fixes the receiver and redelivers: confirming arrives once more, never a third time', async () => {
