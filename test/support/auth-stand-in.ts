@@ -2,11 +2,9 @@
  * A stand-in for the auth service's GetProjectContext, for testing the services that ask it
  * (notifier, payout): a real gRPC server on 127.0.0.1 answering from projects the test sets.
  */
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { startStandInServer, type StandInServer } from './grpc-stand-in';
 import { AuthService, type GetProjectContextResponseSchema } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 
 export type ProjectContextReply = MessageInitShape<typeof GetProjectContextResponseSchema>;
@@ -22,36 +20,32 @@ export class AuthStandIn<Project> {
   calls = 0;
   /** When set, every call fails with Unavailable (auth down). */
   down = false;
-  private server: http2.Http2Server | undefined;
+  private server: StandInServer | undefined;
   url = '';
 
   /** `contextOf` builds the answer for a known project. */
   constructor(private readonly contextOf: (projectId: string, project: Project) => ProjectContextReply) {}
 
   async start(): Promise<this> {
-    const handler = connectNodeAdapter({
-      routes: (router) => {
-        router.rpc(AuthService.method.getProjectContext, async (req) => {
-          this.calls++;
-          if (this.down) throw new ConnectError('auth is down (test)', Code.Unavailable);
-          const project = this.projects.get(req.projectId);
-          if (!project) throw new ConnectError('project not found', Code.NotFound);
-          return this.contextOf(req.projectId, project);
-        });
-        router.rpc(AuthService.method.verifyOperatorToken, async (req) => {
-          const merchantId = this.operatorTokens.get(req.token);
-          if (!merchantId) throw new ConnectError('the operator session token is invalid', Code.Unauthenticated);
-          return { merchantId, email: 'operator@example.com' };
-        });
-      },
+    this.server = await startStandInServer((router) => {
+      router.rpc(AuthService.method.getProjectContext, async (req) => {
+        this.calls++;
+        if (this.down) throw new ConnectError('auth is down (test)', Code.Unavailable);
+        const project = this.projects.get(req.projectId);
+        if (!project) throw new ConnectError('project not found', Code.NotFound);
+        return this.contextOf(req.projectId, project);
+      });
+      router.rpc(AuthService.method.verifyOperatorToken, async (req) => {
+        const merchantId = this.operatorTokens.get(req.token);
+        if (!merchantId) throw new ConnectError('the operator session token is invalid', Code.Unauthenticated);
+        return { merchantId, email: 'operator@example.com' };
+      });
     });
-    this.server = http2.createServer(handler);
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = this.server.url;
     return this;
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await this.server?.stop();
   }
 }

@@ -3,10 +3,8 @@
  * SendEmailVerificationEmail, SendSignUpAttemptEmail), for testing the services that send them: a
  * real gRPC server on 127.0.0.1 keeping every request, as the notifier would have emailed it.
  */
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { startStandInServer, type StandInServer } from './grpc-stand-in';
 import {
   EmailCodePurpose,
   NotifierService,
@@ -23,37 +21,33 @@ export class NotifierStandIn {
   readonly signUpAttemptEmails: SendSignUpAttemptEmailRequest[] = [];
   /** When set, every call fails with Unavailable (notifier down). */
   down = false;
-  private server: http2.Http2Server | undefined;
+  private server: StandInServer | undefined;
   url = '';
 
   async start(): Promise<this> {
-    const handler = connectNodeAdapter({
-      routes: (router) => {
-        router.rpc(NotifierService.method.sendPayoutVerificationEmail, async (req) => {
-          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
-          this.payoutEmails.push(req);
-          return { messageId: `<${this.payoutEmails.length}@test>` };
-        });
-        router.rpc(NotifierService.method.sendAutoSweepVerificationEmail, async (req) => {
-          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
-          this.autoSweepEmails.push(req);
-          return { messageId: `<a${this.autoSweepEmails.length}@test>` };
-        });
-        router.rpc(NotifierService.method.sendEmailVerificationEmail, async (req) => {
-          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
-          this.verificationEmails.push(req);
-          return { messageId: `<v${this.verificationEmails.length}@test>` };
-        });
-        router.rpc(NotifierService.method.sendSignUpAttemptEmail, async (req) => {
-          if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
-          this.signUpAttemptEmails.push(req);
-          return { messageId: `<s${this.signUpAttemptEmails.length}@test>` };
-        });
-      },
+    this.server = await startStandInServer((router) => {
+      router.rpc(NotifierService.method.sendPayoutVerificationEmail, async (req) => {
+        if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+        this.payoutEmails.push(req);
+        return { messageId: `<${this.payoutEmails.length}@test>` };
+      });
+      router.rpc(NotifierService.method.sendAutoSweepVerificationEmail, async (req) => {
+        if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+        this.autoSweepEmails.push(req);
+        return { messageId: `<a${this.autoSweepEmails.length}@test>` };
+      });
+      router.rpc(NotifierService.method.sendEmailVerificationEmail, async (req) => {
+        if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+        this.verificationEmails.push(req);
+        return { messageId: `<v${this.verificationEmails.length}@test>` };
+      });
+      router.rpc(NotifierService.method.sendSignUpAttemptEmail, async (req) => {
+        if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
+        this.signUpAttemptEmails.push(req);
+        return { messageId: `<s${this.signUpAttemptEmails.length}@test>` };
+      });
     });
-    this.server = http2.createServer(handler);
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = this.server.url;
     return this;
   }
 
@@ -73,6 +67,6 @@ export class NotifierStandIn {
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await this.server?.stop();
   }
 }

@@ -6,8 +6,6 @@
  * row's lock, so concurrent credits cannot create two. Sandbox rules are kept and never acted on
  * (the seed: sandbox invoices "ignore auto-sweep configuration").
  */
-import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
-import type { PayoutMinimums } from './domain/requests';
 import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -43,6 +41,8 @@ import { hold, lockBalance, type BalanceKey } from './store/ledger';
 import type { PayoutRow } from './store/payouts';
 import { checkUuid, RequestFields } from '@coinvoice/runtime';
 import { checkEnvironment } from '@coinvoice/domain/project-network';
+import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
+import type { PayoutMinimums } from './domain/requests';
 
 /** The note of a sweep payout, shown to the merchant in the history. */
 export const AUTO_SWEEP_NOTE = 'auto-sweep';

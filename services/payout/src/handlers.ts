@@ -24,8 +24,6 @@
  *   errors are listed in services/payout/README.md.
  * Another project's payout is not_found, as if it did not exist.
  */
-import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
-import type { PayoutMinimums } from './domain/requests';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
@@ -104,6 +102,8 @@ import { applyTrigger } from './transitions';
 import { checkLedgerInvariants, type LedgerCheckDeps } from './invariants/ledger-check';
 import type { PayoutChainCheck } from '@coinvoice/chains/payout-check';
 import { isEvmChain } from '@coinvoice/chains/evm/networks';
+import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
+import type { PayoutMinimums } from './domain/requests';
 
 type Reply<Schema extends DescMessage> = Promise<MessageInitShape<Schema>>;
 

@@ -1,4 +1,3 @@
-import { houseAddressLookup } from './house-addresses';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 import { allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -14,6 +13,7 @@ import { payoutSettings } from './settings';
 import { CodeExpirySweeper } from './sweeper';
 import { EthereumTreasuryBalances, TronTreasuryBalances, UtxoTreasuryBalances } from './treasury';
 import { payoutSchema } from './schema';
+import { houseAddressLookup } from './house-addresses';
 
 export { payoutSettings } from './settings';
 

@@ -253,8 +253,7 @@ export class EvmProcessor extends RoundLoop {
     for (const address of addresses) {
       const lost = await confirmedFromNonce(sql, network, address, await this.chainNonce(address));
       for (const row of lost) {
-        const receipt = await node.receipt(row.transaction_hash);
-        if (receipt && (await node.blockHashAt(receipt.blockNumber)) === receipt.blockHash) continue;
+        if (await this.canonicalReceipt(row.transaction_hash)) continue;
         // The incident first, whatever the node makes of the bytes: it pages once per transaction.
         const first = !this.restoredLost.has(row.transaction_hash);
         if (first) {
@@ -279,13 +278,19 @@ export class EvmProcessor extends RoundLoop {
     }
   }
 
+  /** A transaction's receipt in a block still on the chain; a receipt of a reorged block (the node has not cleaned it up) is none. */
+  private async canonicalReceipt(hash: string): Promise<EvmReceipt | undefined> {
+    const { node } = this.options;
+    const receipt = await node.receipt(hash);
+    return receipt && (await node.blockHashAt(receipt.blockNumber)) === receipt.blockHash ? receipt : undefined;
+  }
+
   private async recordNonce(openRows: ChainTransactionRow[], head: bigint): Promise<void> {
     const { node, sql, network, confirmations } = this.options;
     let mined: { row: ChainTransactionRow; receipt: EvmReceipt } | undefined;
     for (const row of openRows) {
-      const receipt = await node.receipt(row.transaction_hash);
-      // A receipt of a block that is no longer canonical (a reorg the node has not cleaned up) is no receipt.
-      if (receipt && (await node.blockHashAt(receipt.blockNumber)) === receipt.blockHash) {
+      const receipt = await this.canonicalReceipt(row.transaction_hash);
+      if (receipt) {
         mined = { row, receipt };
         break;
       }
