@@ -16,7 +16,8 @@ export type HouseAddressLookup = (address: string) => Promise<HouseAddressKind |
 
 /**
  * The treasury addresses this service knows (each network's, as its processor recorded the
- * signer's answer, and the UTXO treasuries' change), then the invoice service's issued addresses and
+ * signer's answer, and the UTXO treasuries' change: every batch's change address from the moment the
+ * batch is built, not only once its change is a coin), then the invoice service's issued addresses and
  * the EVM treasuries of its keys. Compared in every form of the key behind the address
  * (`addressForms`: EVM hex and Tron base58 of the same 20 bytes) and without letter case: bech32
  * and EVM addresses are case-insensitive, and a base58 address differing only in case is another
@@ -29,6 +30,8 @@ export function houseAddressLookup(sql: Queryable, invoices: Pick<Client<typeof 
       select 1 from treasury_networks where lower(address) = any(${forms}::text[])
       union all
       select 1 from utxo_coins where branch = 1 and lower(address) = any(${forms}::text[])
+      union all
+      select 1 from utxo_batches where lower(change_address) = any(${forms}::text[])
       limit 1`;
     if (own.length > 0) return 'treasury';
     const { kind } = await invoices.findHouseAddress({ address });

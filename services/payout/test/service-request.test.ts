@@ -139,7 +139,7 @@ describe('a destination coinvoice holds itself is refused (docs/treasury.md#hous
     expect(h.invoice.asked).toHaveLength(asked);
   });
 
-  test('a treasury address this service recorded (any network, any case), and a UTXO treasury change address: 400 on address', async () => {
+  test('a treasury address this service recorded (any network, any case), and a UTXO treasury change address, confirmed or of a batch still open: 400 on address', async () => {
     const project = h.auth.addProject('live');
     await h.credit(project, 'ETH', '1');
     await h.credit(project, 'BTC', '1');
@@ -155,7 +155,15 @@ describe('a destination coinvoice holds itself is refused (docs/treasury.md#hous
     expect(await rejection(h.client.requestPayout(payoutRequest(project, { currency: 'BTC', amount: '0.001', address: change })))).toMatchObject({
       violations: [{ field: 'address', message: expect.stringContaining('is a coinvoice treasury address') }],
     });
+    // The change address of a batch still open (built or broadcast, its change not yet a coin), in another letter case.
+    const openChange = addressFor('LTC', 'live');
+    await h.credit(project, 'LTC', '1');
+    await h.sql`insert into utxo_batches (network, change_index, change_address) values ('litecoin', 3, ${openChange})`;
+    expect(await rejection(h.client.requestPayout(payoutRequest(project, { currency: 'LTC', amount: '0.01', address: openChange.toUpperCase() })))).toMatchObject({
+      violations: [{ field: 'address', message: expect.stringContaining('is a coinvoice treasury address') }],
+    });
     expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '1', pending: '0', total: '1' });
+    expect(await balanceOf(h, project, 'LTC')).toEqual({ available: '1', pending: '0', total: '1' });
     // Any other address is paid out as before.
     expect((await h.client.requestPayout(payoutRequest(project, { currency: 'ETH', amount: '0.01', address: addressFor('ETH', 'live') }))).payout).toBeDefined();
   });

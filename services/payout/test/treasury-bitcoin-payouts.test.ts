@@ -33,10 +33,24 @@ test('three payouts requested together go out in ONE transaction: exact outputs,
     await world.payout('BTC', '0.0025'),
     await world.payout('BTC', '0.00031234'),
   ];
+  // A batch built before utxo_batches.change_address existed (migration 0810): its change address is
+  // filled in at the processor's start, from the account key (docs/treasury.md#house-addresses).
+  const [earlier] = await world.h.sql<{ id: string }[]>`
+    insert into utxo_batches (network, status, change_index, failure_reason) values ('bitcoin', 'abandoned', 40, 'built before 0810') returning id::text`;
   processor = await world.startProcessor();
   await activeProcessor(processor);
+  await waitFor('the earlier batch\'s change address recorded', async () => {
+    const [row] = await world.h.sql<{ change_address: string | null }[]>`select change_address from utxo_batches where id = ${earlier!.id}`;
+    return row!.change_address !== null;
+  });
+  expect(await world.h.sql`select change_address from utxo_batches where id = ${earlier!.id}`).toEqual([{ change_address: accountAddress('bitcoin', 1, 40) }]);
 
   const txid = await waitForBroadcast(world);
+  // The batch's change address is recorded from the moment it is built, before its change is a coin:
+  // payouts refuse it as a destination from then on.
+  expect(await world.h.sql`select change_index, change_address from utxo_batches where id <> ${earlier!.id}`).toEqual([
+    { change_index: 1, change_address: accountAddress('bitcoin', 1, 1) },
+  ]);
   for (const p of payouts) expect(await world.payoutRow(p.id)).toMatchObject({ status: 'Pending', claimed_by: 'processor:bitcoin', transaction_hash: txid, confirmations: 0 });
   world.esplora.mine();
   await waitFor('one confirmation counted', async () => (await world.payoutRow(payouts[0]!.id)).confirmations === 1);

@@ -47,6 +47,7 @@ import {
   signedVersions,
   stuckVersions,
   takeChangeIndex,
+  recordChangeAddresses,
   type BatchPayoutRow,
   type BatchRow,
   type CoinRow,
@@ -131,6 +132,7 @@ export class UtxoProcessor extends RoundLoop {
     // The xpub and the address come from the same key, or the change would go where the signer cannot spend.
     if (keys.address(1, 0) !== answer.address.toLowerCase()) throw new Error(`the signer's ${network} treasury address is not account/1/0 of its account xpub`);
     await saveTreasury(sql, network, answer.address);
+    await recordChangeAddresses(sql, network, (index) => keys.address(1, index));
     this.treasury = { address: answer.address, keys };
     this.logger.info({ treasury: answer.address }, 'treasury address and account key from the signer');
     return this.treasury;
@@ -470,13 +472,16 @@ export class UtxoProcessor extends RoundLoop {
       const spent = await lockAvailableCoins(tx, network, plan.inputs.map((c) => c.id));
       if (!spent) return undefined;
       const changeIndex = plan.change === null ? null : await takeChangeIndex(tx, network);
-      const [batch] = await tx<BatchRow[]>`insert into utxo_batches (network, change_index) values (${network}, ${changeIndex}) returning *`;
+      // The change address recorded with its index: from now on no payout may pay it (docs/treasury.md#house-addresses).
+      const changeAddress = changeIndex === null ? null : treasury.keys.address(1, changeIndex);
+      const [batch] = await tx<BatchRow[]>`
+        insert into utxo_batches (network, change_index, change_address) values (${network}, ${changeIndex}, ${changeAddress}) returning *`;
       for (const [i, payout] of locked.entries()) {
         await tx`insert into utxo_batch_payouts (batch_id, payout_id, output_index, address, amount) values (${batch!.id}, ${payout.id}, ${i}, ${payout.address}, ${plan.payouts[i]!.amount.toString()})`;
         await applyTrigger(tx, payout, 'claim', { claimedBy: this.processorId });
       }
       await tx`update utxo_coins set batch_id = ${batch!.id}, updated_at = now() where id in ${tx(plan.inputs.map((c) => c.id))}`;
-      const changeOutput = changeIndex === null ? [] : [{ address: treasury.keys.address(1, changeIndex), amount: plan.change! }];
+      const changeOutput = changeAddress === null ? [] : [{ address: changeAddress, amount: plan.change! }];
       const psbt = buildPsbt(
         plan.inputs.map((c) => ({ txid: c.txid, vout: c.vout, amount: c.amount, address: c.address })),
         [...locked.map((p, i) => ({ address: p.address, amount: plan.payouts[i]!.amount })), ...changeOutput],

@@ -23,6 +23,7 @@ export interface BatchRow {
   network: string;
   status: 'open' | 'confirmed' | 'abandoned';
   change_index: number | null;
+  change_address: string | null;
   confirmed_txid: string | null;
 }
 
@@ -104,6 +105,18 @@ export async function takeChangeIndex(tx: TransactionSql, network: string): Prom
     on conflict (network) do update set next_index = utxo_change_indexes.next_index + 1
     returning next_index - 1 as index`;
   return row!.index;
+}
+
+/**
+ * Records the change address of batches built before `utxo_batches.change_address` existed
+ * (migration 0810), derived from the account key: the house-address check reads the column.
+ */
+export async function recordChangeAddresses(sql: Queryable, network: string, changeAddress: (index: number) => string): Promise<void> {
+  const rows = await sql<{ id: string; change_index: number }[]>`
+    select id, change_index from utxo_batches where network = ${network} and change_index is not null and change_address is null`;
+  for (const row of rows) {
+    await sql`update utxo_batches set change_address = ${changeAddress(row.change_index)} where id = ${row.id} and change_address is null`;
+  }
 }
 
 export function openBatches(sql: Queryable, network: string): Promise<BatchRow[]> {
