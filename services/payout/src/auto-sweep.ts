@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
-import { enforceRateLimit, enqueueEvent, errors, eventTransaction, requireValid, serviceError, type EventTransaction, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql } from '@coinvoice/runtime';
+import { enforceRateLimit, enqueueEvent, errors, eventTransaction, PeriodicBatchWorker, requireValid, serviceError, type EventTransaction, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql } from '@coinvoice/runtime';
 import { formatPlain } from '@coinvoice/domain/money';
 import { environmentFromProto, environmentToProto, type ProjectEnvironment } from '@coinvoice/domain/environment';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -30,8 +30,11 @@ import {
   insertSweepPayout,
   liveRule,
   lockAutoSweep,
+  markRuleChecked,
   pendingChange,
   removeRules,
+  removeUncheckedRule,
+  uncheckedRules,
   replaceChange,
   upsertRules,
   useChangeAttempt,
@@ -260,4 +263,52 @@ function ruleInit(rule: AutoSweepRule) {
 
 function plural(n: number): string {
   return n === 1 ? '1 attempt' : `${n} attempts`;
+}
+
+export interface AutoSweepDestinationCheckOptions {
+  sql: Sql;
+  logger: Logger;
+  houseAddress: HouseAddressLookup;
+  intervalMs: number;
+  batchSize: number;
+  onSwept?: (payout: PayoutRow) => void;
+}
+
+/**
+ * Rules stored before destinations were checked against coinvoice's own addresses
+ * (docs/treasury.md#house-addresses) sweep nothing (`liveRule`) until this worker has looked at them:
+ * a rule whose destination is coinvoice's is removed — its sweeps would strand the coins — and any
+ * other is marked checked and swept at once if its balance is already over the threshold. The
+ * invoice service unreachable, the round fails and is retried at the next interval.
+ */
+export class AutoSweepDestinationCheck extends PeriodicBatchWorker {
+  constructor(private readonly options: AutoSweepDestinationCheckOptions) {
+    super({ ...options, component: 'auto-sweep-destination-check', failureMessage: 'checking stored auto-sweep destinations failed; retrying at the next interval' });
+  }
+
+  async processBatch(): Promise<number> {
+    const rules = await uncheckedRules(this.options.sql, this.options.batchSize);
+    for (const rule of rules) {
+      // Asked outside any transaction: a slow call must not hold the rule's or the balance's lock.
+      const house = await this.options.houseAddress(rule.address);
+      const swept = await eventTransaction(this.options.sql, async (tx) => {
+        if (house !== undefined) {
+          if (await removeUncheckedRule(tx, rule)) {
+            this.logger.warn(
+              { projectId: rule.projectId, environment: rule.environment, currency: rule.currency, network: rule.network, address: rule.address, kind: house },
+              'auto-sweep rule removed: its destination is an address coinvoice holds, where swept coins would be credited to no one',
+            );
+          }
+          return undefined;
+        }
+        if (!(await markRuleChecked(tx, rule))) return undefined;
+        return sweepIfDue(tx, { projectId: rule.projectId, environment: rule.environment, currency: rule.currency, network: rule.network });
+      });
+      if (swept) {
+        this.options.onSwept?.(swept);
+        this.logger.info({ payoutId: swept.id, projectId: swept.project_id, currency: swept.currency, network: swept.network, amount: swept.amount }, 'auto-sweep payout created');
+      }
+    }
+    return rules.length;
+  }
 }

@@ -14,6 +14,7 @@ import { CodeExpirySweeper } from './sweeper';
 import { EthereumTreasuryBalances, TronTreasuryBalances, UtxoTreasuryBalances } from './treasury';
 import { payoutSchema } from './schema';
 import { houseAddressLookup } from './house-addresses';
+import { AutoSweepDestinationCheck } from './auto-sweep';
 
 export { payoutSettings } from './settings';
 
@@ -62,6 +63,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
     const invoices = createRpcClient(InvoiceService, config.INVOICE_URL, { timeoutMs: 30_000, tls: rpcTls });
     // Asked by RequestPayout before it answers: a short deadline, as for auth.
     const invoicesNow = createRpcClient(InvoiceService, config.INVOICE_URL, { timeoutMs: 3_000, tls: rpcTls });
+    const houseAddress = houseAddressLookup(sql, invoicesNow);
     const ledgerCheck: LedgerCheckDeps = {
       sql,
       reportedCredits: (afterInvoiceId) => invoices.listLedgerCredits({ afterInvoiceId }),
@@ -119,7 +121,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
         unconfiguredReason: (network) => `${network === 'tron' ? 'CHAIN_TRON_API_URL' : `CHAIN_${network.toUpperCase()}_RPC_URL`} is not set: the balance is not read`,
       },
       onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
-      houseAddress: houseAddressLookup(sql, invoicesNow),
+      houseAddress,
       liveMinimums: {
         BTC: config.PAYOUT_MIN_BTC,
         LTC: config.PAYOUT_MIN_LTC,
@@ -148,11 +150,19 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       batchSize: config.PAYOUT_SWEEP_BATCH_SIZE,
       metrics,
     });
+    const destinationCheck = new AutoSweepDestinationCheck({
+      sql,
+      logger,
+      houseAddress,
+      intervalMs: config.PAYOUT_SWEEP_INTERVAL_MS,
+      batchSize: config.PAYOUT_SWEEP_BATCH_SIZE,
+      onSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
+    });
     return {
       routes(router) {
         router.service(PayoutService, handlers);
       },
-      workers: [ledger, sweeper, rateLimitCleaner(sql, logger), new LedgerInvariantWorker({ ...ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS })],
+      workers: [ledger, sweeper, destinationCheck, rateLimitCleaner(sql, logger), new LedgerInvariantWorker({ ...ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS })],
     };
   },
 };

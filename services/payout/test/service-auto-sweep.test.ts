@@ -19,6 +19,8 @@ import {
   ledgerSums,
   rejection,
   startPayoutHarness,
+  sleep,
+  waitFor,
   wrongCode,
   type FakeProject,
   type Harness,
@@ -189,6 +191,41 @@ test('a destination coinvoice holds itself (an invoice deposit address) is refus
   expect((await getRules(live)).pendingChange).toBeUndefined();
   expect(h.notifier.autoSweepEmails).toHaveLength(emails);
 });
+test('rules stored before destinations were checked sweep nothing until checked: one pointing at a house address is removed, the others are checked and swept at once (docs/treasury.md#house-addresses)', async () => {
+  const project = h.auth.addProject('live');
+  const deposit = addressFor('ETH', 'live');
+  const foreign = addressFor('USDT', 'live');
+  h.invoice.houseAddresses.set(deposit.toLowerCase(), 'deposit');
+  h.invoice.down = true; // the check cannot run yet: the rules stay unchecked
+  try {
+    // As migration 0820 leaves rules stored before it: house_checked_at null.
+    await h.sql`
+      insert into auto_sweep_settings (project_id, environment, currency, network, address, threshold)
+      values (${project.id}, 'live', 'ETH', 'ethereum', ${deposit}, 0.5), (${project.id}, 'live', 'USDT', 'ethereum', ${foreign}, 10)`;
+    await h.credit(project, 'ETH', '0.75');
+    await h.credit(project, 'USDT', '12');
+    // A new threshold for the same destination does not count as a check.
+    await setRules(project, [
+      { currency: 'ETH', address: deposit, threshold: '0.5' },
+      { currency: 'USDT', address: foreign, threshold: '11' },
+    ]);
+    expect(await h.sql`select currency from auto_sweep_settings where project_id = ${project.id} and house_checked_at is null order by currency`).toEqual([{ currency: 'ETH' }, { currency: 'USDT' }]);
+    await sleep(500); // several rounds of the worker, each failing on the invoice service
+    expect(await sweepPayouts(project)).toEqual([]);
+  } finally {
+    h.invoice.down = false;
+  }
+  await waitFor('the unchecked rules checked', async () => (await h.sql`select 1 from auto_sweep_settings where project_id = ${project.id} and house_checked_at is null`).length === 0);
+  expect((await getRules(project)).entries).toEqual([expect.objectContaining({ currency: 'USDT', address: foreign, threshold: '11' })]);
+  const [sweep, ...more] = await sweepPayouts(project);
+  expect(more).toEqual([]);
+  expect(sweep).toMatchObject({ currency: 'USDT', amount: '12', address: foreign, status: 'Pending', origin: 'auto_sweep' });
+  expect(await balanceOf(h, project, 'ETH')).toEqual({ available: '0.75', pending: '0', total: '0.75' });
+  // The next credit of ETH sweeps nothing: its rule is gone.
+  await h.credit(project, 'ETH', '0.5');
+  expect(await sweepPayouts(project)).toHaveLength(1);
+});
+
 test('a live balance reaching its threshold is swept once: a verified auto_sweep payout of the whole balance, held', async () => {
   const project = h.auth.addProject('live');
   const address = addressFor('USDT', 'live');

@@ -47,10 +47,12 @@ export async function removeRules(tx: TransactionSql, projectId: string, rules: 
 export async function upsertRules(tx: TransactionSql, projectId: string, environment: ProjectEnvironment, rules: readonly AutoSweepRule[]): Promise<void> {
   for (const rule of rules) {
     await tx`
-      insert into auto_sweep_settings (project_id, environment, currency, network, address, threshold)
-      values (${projectId}, ${environment}, ${rule.currency}, ${rule.network}, ${rule.address}, ${rule.threshold}::numeric)
+      insert into auto_sweep_settings (project_id, environment, currency, network, address, threshold, house_checked_at)
+      values (${projectId}, ${environment}, ${rule.currency}, ${rule.network}, ${rule.address}, ${rule.threshold}::numeric, now())
       on conflict (project_id, currency, network) do update set
         address = excluded.address, threshold = excluded.threshold, environment = excluded.environment,
+        -- A new threshold for the same destination keeps its check (or its lack of one: the check comes).
+        house_checked_at = case when auto_sweep_settings.address = excluded.address then auto_sweep_settings.house_checked_at else excluded.house_checked_at end,
         activated_at = case when auto_sweep_settings.address = excluded.address then auto_sweep_settings.activated_at else now() end,
         updated_at = now()`;
   }
@@ -87,12 +89,46 @@ export async function useChangeAttempt(tx: TransactionSql, projectId: string): P
   return row.code_attempts_left;
 }
 
-/** The rule of a live balance's (currency, network), if the project has one. */
+/**
+ * The rule of a live balance's (currency, network), if the project has one whose destination has
+ * been checked against coinvoice's own addresses (a rule stored before that check waits for it).
+ */
 export async function liveRule(tx: TransactionSql, projectId: string, currency: string, network: string): Promise<AutoSweepRule | undefined> {
   const [row] = await tx<AutoSweepRule[]>`
     select currency, network, address, threshold::text as threshold from auto_sweep_settings
-    where project_id = ${projectId} and currency = ${currency} and network = ${network} and environment = 'live'`;
+    where project_id = ${projectId} and currency = ${currency} and network = ${network} and environment = 'live'
+      and house_checked_at is not null`;
   return row;
+}
+
+export interface UncheckedRule extends AutoSweepRule {
+  projectId: string;
+  environment: ProjectEnvironment;
+}
+
+/** Rules whose destination was never checked against coinvoice's own addresses (stored before the check). */
+export function uncheckedRules(sql: Queryable, limit: number): Promise<UncheckedRule[]> {
+  return sql<UncheckedRule[]>`
+    select project_id::text as "projectId", environment, currency, network, address, threshold::text as threshold
+    from auto_sweep_settings where house_checked_at is null order by project_id, currency, network limit ${limit}`;
+}
+
+/** Marks `rule` checked; false when it changed meanwhile (set again: checked then). */
+export async function markRuleChecked(tx: TransactionSql, rule: UncheckedRule): Promise<boolean> {
+  const rows = await tx`
+    update auto_sweep_settings set house_checked_at = now()
+    where project_id = ${rule.projectId} and currency = ${rule.currency} and network = ${rule.network}
+      and address = ${rule.address} and house_checked_at is null`;
+  return rows.count === 1;
+}
+
+/** Removes `rule` as it was read (a rule set again meanwhile stays); true when it was removed. */
+export async function removeUncheckedRule(tx: TransactionSql, rule: UncheckedRule): Promise<boolean> {
+  const rows = await tx`
+    delete from auto_sweep_settings
+    where project_id = ${rule.projectId} and currency = ${rule.currency} and network = ${rule.network}
+      and address = ${rule.address} and house_checked_at is null`;
+  return rows.count === 1;
 }
 
 /**
