@@ -51,10 +51,11 @@ test('every metric an alert reads is registered by a service', () => {
   }
 });
 
-test('the UTXO treasury\'s alerts: fees above PAYOUT_MAX_FEE_RATE (the processor\'s gauge) and a batch that can never be mined', () => {
+test('the UTXO treasury\'s alerts: fees above PAYOUT_MAX_FEE_RATE (the processor\'s gauge), a batch that can never be mined, a confirmed batch lost in a deep reorg', () => {
   const byName = new Map(rules.map((r) => [r.alert, r]));
   expect(byName.get('CoinvoiceUtxoTreasuryWaitingForFees')?.expr).toBe('max by (network) (payout_processor_fee_cap_waiting{network=~"bitcoin|litecoin"}) > 0');
   // The EVM alert no longer speaks of SIGNER_MAX_FEE_PER_GAS_WEI for Bitcoin or Litecoin.
   expect(byName.get('CoinvoiceProcessorWaitingForFees')?.expr).toContain('network!~"bitcoin|litecoin"');
   expect(byName.get('CoinvoiceUtxoBatchAbandoned')).toMatchObject({ labels: { severity: 'page' }, expr: expect.stringContaining('payout_processor_batches_abandoned_total') });
+  expect(byName.get('CoinvoiceUtxoBatchLostInReorg')).toMatchObject({ labels: { severity: 'page' }, expr: expect.stringContaining('payout_processor_lost_rebroadcasts_total') });
 });

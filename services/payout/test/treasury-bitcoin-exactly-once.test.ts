@@ -163,6 +163,33 @@ test('a mined version that leaves the chain (reorg) is followed again, never com
   expect(await expectPaidOnce(payouts)).toBe(txid);
 });
 
+test('a confirmed batch a reorg deeper than the confirmation count takes off the chain: an incident, its stored bytes sent again, each payee paid once (docs/treasury.md#deep-reorgs)', async () => {
+  const env = { CHAIN_BITCOIN_CONFIRMATIONS: '2' };
+  await start(env);
+  const payouts = await twoPayouts();
+  const txid = await waitForBroadcast(world);
+  world.esplora.mine();
+  world.esplora.mine();
+  for (const p of payouts) await world.waitForStatus(p.id, 'Completed');
+  const stored = () => world.h.sql<{ status: string; raw_transaction: string }[]>`select status, raw_transaction from utxo_transactions where txid = ${txid}`;
+  const [before] = await stored();
+  // Both blocks replaced by empty ones, and the node's mempool loses the transaction (a restart, an eviction).
+  world.esplora.reorg(2, []);
+  world.esplora.drop(txid);
+  expect(world.minedPaying(payouts[0]!.address)).toEqual([]);
+  await waitFor('the incident', async () => processor!.logs.some((l) => l.includes('INCIDENT: a batch transaction recorded confirmed is no longer in a block')));
+  // The same bytes, in the mempool again: nothing new was signed.
+  await waitFor('the lost transaction sent again', async () => world.esplora.mempool.has(txid));
+  expect(await stored()).toEqual([{ status: 'confirmed', raw_transaction: before!.raw_transaction }]);
+  expect(world.transaction(txid)!.hex).toBe(before!.raw_transaction);
+  expect(await metricsOf(processor!)).toContain('payout_processor_lost_rebroadcasts_total{network="bitcoin"} 1');
+  world.esplora.mine();
+  await sleep(1_000); // more rounds and tips: the incident is raised once, nothing else is sent
+  expect(processor!.logs.filter((l) => l.includes('INCIDENT: a batch transaction recorded confirmed'))).toHaveLength(1);
+  // Mined again: each payee paid exactly once by the one transaction, each payout completed once.
+  expect(await expectPaidOnce(payouts)).toBe(txid);
+});
+
 test('an input spent by a transaction the processor did not make: once that spend is final, no version can be mined; the batch is abandoned, its payouts rejected (holds released), alerted', async () => {
   await start();
   // The smallest coin that covers the payout (every earlier change is larger): the batch spends it.

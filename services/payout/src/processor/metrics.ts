@@ -17,6 +17,7 @@ export interface ProcessorMetrics {
   feeCapWaiting: Gauge<'network'>;
   treasuryBelowMinimum: Gauge<'network' | 'asset'>;
   payoutsStuck: Gauge<'network'>;
+  lostRebroadcasts: Counter<'network'>;
   batchesAbandoned: Counter<'network'>;
 }
 
@@ -64,6 +65,12 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
       name: 'treasury_balance_below_minimum',
       help: '1 while the treasury holds less of the asset than TREASURY_MIN_BALANCE_<ASSET>, else 0',
       labelNames: ['network', 'asset'] as const,
+      registers: [registry],
+    }),
+    lostRebroadcasts: new Counter({
+      name: 'payout_processor_lost_rebroadcasts_total',
+      help: 'UTXO batch transactions recorded confirmed that a reorg deeper than the confirmation count took off the chain; their stored bytes sent again (docs/treasury.md#deep-reorgs); alert on any',
+      labelNames: ['network'] as const,
       registers: [registry],
     }),
     batchesAbandoned: new Counter({

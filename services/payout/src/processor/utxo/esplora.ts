@@ -70,6 +70,14 @@ export class EsploraClient {
     return height;
   }
 
+  /** `GET /blocks/tip/hash`: the tip changes with every block and every reorg. */
+  async tipHash(): Promise<string> {
+    const { status, body } = await this.request('/blocks/tip/hash');
+    const hash = body.trim();
+    if (status !== 200 || !HASH.test(hash)) throw new EsploraUnavailable('/blocks/tip/hash: not a block hash');
+    return hash;
+  }
+
   /** `GET /tx/:txid/status`; unknown (404) when neither mined nor in the node's mempool. */
   async txStatus(txid: string): Promise<TxStatus> {
     const body = await this.json(`/tx/${txid}/status`);

@@ -40,6 +40,7 @@ import {
   batchPayouts,
   batchVersions,
   builtVersions,
+  confirmedVersionsFrom,
   insertDepositCoin,
   lockAvailableCoins,
   markVersionBroadcast,
@@ -102,8 +103,15 @@ interface Treasury {
   keys: AccountAddresses;
 }
 
+/** How far below the tip the deep-reorg scan looks: about a day of Bitcoin blocks. */
+const LOST_SCAN_BLOCKS = 144;
+
 export class UtxoProcessor extends RoundLoop {
   private treasury: Treasury | undefined;
+  /** The tip the deep-reorg scan last looked from: a chain that did not move lost nothing. */
+  private lostScanTip: string | undefined;
+  /** Confirmed transactions found lost (the incident is raised once each). */
+  private readonly restoredLost = new Set<string>();
   private readonly intakeFailures = new FailureStreak();
   /** Versions the signer refused, until when they are left alone. */
   private readonly refused = new Map<string, number>();
@@ -144,6 +152,7 @@ export class UtxoProcessor extends RoundLoop {
     await this.takeInDeposits(treasury);
     const tip = await this.options.esplora.tipHeight();
     for (const batch of await openBatches(this.options.sql, this.options.network)) await this.record(batch, tip, treasury);
+    await this.restoreLostBatches(tip);
     for (const version of await builtVersions(this.options.sql, this.options.network)) await this.sign(version);
     for (const version of await signedVersions(this.options.sql, this.options.network)) await this.broadcast(version, 're-broadcast');
     await this.replaceStuck(treasury);
@@ -224,6 +233,40 @@ export class UtxoProcessor extends RoundLoop {
     if (final) {
       this.logger.info({ batchId: batch.id, txid, block: status.height }, 'batch confirmed: its payouts completed, its change is a coin');
     }
+  }
+
+  /**
+   * A reorg deeper than the confirmation count can take a batch recorded confirmed off the chain:
+   * its payouts read Completed but are unpaid, and its change — a coin in `utxo_coins` — is gone.
+   * At every new tip the versions confirmed in the last LOST_SCAN_BLOCKS blocks are looked up; one
+   * the chain no longer has mined is an incident (once), and its stored signed bytes are sent again:
+   * the same transaction, same inputs and outputs, never a new signature
+   * (docs/treasury.md#deep-reorgs). The money stays accounted as it was.
+   */
+  private async restoreLostBatches(tip: number): Promise<void> {
+    const { esplora, sql, network, metrics } = this.options;
+    const tipHash = await esplora.tipHash();
+    if (tipHash === this.lostScanTip) return;
+    for (const version of await confirmedVersionsFrom(sql, network, tip - LOST_SCAN_BLOCKS)) {
+      const txid = version.txid!;
+      const status = await esplora.txStatus(txid);
+      if (status.known && status.confirmed) continue;
+      const first = !this.restoredLost.has(txid);
+      if (first) {
+        this.restoredLost.add(txid);
+        metrics.lostRebroadcasts.inc({ network });
+        this.logger.error(
+          { txid, batchId: version.batch_id, recordedHeight: version.block_height, inMempool: status.known },
+          'INCIDENT: a batch transaction recorded confirmed is no longer in a block (a reorg deeper than the confirmation count); its stored bytes are sent again',
+        );
+      }
+      const result = await esplora.broadcast(version.raw_transaction!);
+      if (!result.accepted && first && !(await esplora.txStatus(txid)).known) {
+        // An input spent by another transaction in the new chain, say: the payees are unpaid.
+        this.logger.error({ txid, batchId: version.batch_id, refusal: result.reason }, 'INCIDENT: the node refuses the lost batch transaction\'s stored bytes; sent again at every new tip (an operator must pay its payees)');
+      }
+    }
+    this.lostScanTip = tipHash;
   }
 
   /** A payout of a mined batch: confirmations counted; at the count, completed once with the txid (hold debited). */
