@@ -278,6 +278,49 @@ describe('a payout already signed', () => {
   });
 });
 
+describe('input amounts (a segwit v0 signature commits to its own input\'s amount only)', () => {
+  it('two requests for one transaction saying other input amounts: the second is refused, so no valid transaction burns a fee neither showed', async () => {
+    const a = deposit(1_000_000);
+    const b = deposit(1_000_000);
+    const payout = await btcPayout();
+    const outputs = [{ address: payout.address, value: 100_000 }, { address: testAddress(btc, 'bitcoin', 1, 5), value: 898_000 }];
+    // Each request honest about one input and saying 0 for the other: a "fee" of 2,000 sat each,
+    // where the transaction made of both answers' signatures pays 1,002,000 sat.
+    const saying = (amounts: [number, number]) =>
+      utxoRequest({
+        psbt: unsignedPsbt(btc, 'bitcoin', { coins: [{ ...a, value: amounts[0] }, { ...b, value: amounts[1] }], outputs }),
+        coins: [a, b],
+        payouts: [{ payoutId: payout.id, outputIndex: 0 }],
+        change: { outputIndex: 1, addressIndex: 5 },
+      });
+    const first = await client.signUtxoTransaction(saying([1_000_000, 0]));
+    expect(first.fee).toBe(2_000n);
+    await refusedWith(saying([0, 1_000_000]), 'input_amount_mismatch');
+    // Its one answer is no transaction: input 1's signature commits to 0 sat.
+    expect(btc.submit(first.rawTransaction)).toMatchObject({ accepted: false });
+    // Saying the first amounts again is the same transaction answered again (a processor asking after a crash).
+    expect((await client.signUtxoTransaction(saying([1_000_000, 0]))).rawTransaction).toBe(first.rawTransaction);
+    const [bound] = await db.owner<{ input_amounts: string[] }[]>`select input_amounts::text[] from signer.utxo_payout_signatures where payout_id = ${payout.id}`;
+    expect(bound!.input_amounts).toEqual([a, b].map((c) => `${c.txid}:${c.vout}`).sort().map((o) => (o === `${a.txid}:${a.vout}` ? '1000000' : '0')));
+  });
+
+  it('an honest replacement says the same amounts and is signed', async () => {
+    const { payout, coin, request } = await ordinary(1_500);
+    await client.signUtxoTransaction(request);
+    const replacement = (value: number, fee: number) =>
+      utxoRequest({
+        psbt: unsignedPsbt(btc, 'bitcoin', { coins: [{ ...coin, value }], outputs: [{ address: payout.address, value: 100_000 }, { address: testAddress(btc, 'bitcoin', 1, 3), value: coin.value - 100_000 - fee }] }),
+        coins: [coin],
+        payouts: [{ payoutId: payout.id, outputIndex: 0 }],
+        change: { outputIndex: 1, addressIndex: 3 },
+      });
+    // A replacement claiming more in the input than the first request said (its fee would look higher).
+    await refusedWith(replacement(coin.value + 5_000, 1_500), 'input_amount_mismatch');
+    const signed = await client.signUtxoTransaction(replacement(coin.value, 3_000));
+    expect(btc.submit(signed.rawTransaction)).toMatchObject({ accepted: true });
+  });
+});
+
 describe('Litecoin limits', () => {
   const ltcPayout = (amount: string) => insertPayout(db.owner, { asset: 'LTC', network: 'litecoin', amount, address: strangerAddress(ltc) });
   const ltcRequest = (payout: { id: string; address: string }, coin: Coin, value: number, fee: number) =>

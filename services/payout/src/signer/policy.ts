@@ -47,6 +47,7 @@ export type RefusalRule =
   | 'fee_not_positive'
   | 'fee_rate_above_cap'
   | 'inputs_mismatch'
+  | 'input_amount_mismatch'
   | 'fee_not_higher';
 
 /** A request the policy refuses: PermissionDenied (InvalidArgument for a malformed one) naming the rule. */

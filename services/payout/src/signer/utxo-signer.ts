@@ -46,6 +46,8 @@ interface CheckedTransaction {
   inputKeys: UtxoKeyPath[];
   /** Sorted outpoints. */
   inputs: string[];
+  /** The amount the PSBT says each of `inputs` holds (its witness_utxo), in the same order. */
+  inputAmounts: bigint[];
   fee: bigint;
   /** Payout id → its output's script and value. */
   payoutOutputs: Map<string, { script: Uint8Array; value: bigint; outputIndex: number }>;
@@ -122,7 +124,7 @@ export class UtxoSigner {
       throw new Refusal('invalid_request', `input_keys has ${request.inputKeys.length} keys for ${tx.inputsLength} inputs (one per input, in order)`);
     }
     const inputKeys: UtxoKeyPath[] = [];
-    const outpoints = new Set<string>();
+    const outpoints = new Map<string, bigint>();
     let inputTotal = 0n;
     for (let i = 0; i < tx.inputsLength; i++) {
       const input = tx.getInput(i);
@@ -144,7 +146,7 @@ export class UtxoSigner {
       }
       const outpoint = outpointOf(input.txid!, input.index!);
       if (outpoints.has(outpoint)) throw new Refusal('duplicate_input', `input ${i} spends ${outpoint} twice`);
-      outpoints.add(outpoint);
+      outpoints.set(outpoint, input.witnessUtxo.amount);
       inputTotal += input.witnessUtxo.amount;
       inputKeys.push(path);
     }
@@ -178,7 +180,8 @@ export class UtxoSigner {
     }
     const fee = inputTotal - outputTotal;
     if (fee <= 0n) throw new Refusal('fee_not_positive', `inputs ${inputTotal} − outputs ${outputTotal} = ${fee}: the fee must be positive`);
-    return { tx, txid: tx.id, inputKeys, inputs: [...outpoints].sort(), fee, payoutOutputs };
+    const inputs = [...outpoints.keys()].sort();
+    return { tx, txid: tx.id, inputKeys, inputs, inputAmounts: inputs.map((o) => outpoints.get(o)!), fee, payoutOutputs };
   }
 
   private async signChecked(network: UtxoTreasuryNetwork, coin: UtxoTreasuryCoin, checked: CheckedTransaction, audit: UtxoAuditEntry) {
@@ -213,6 +216,16 @@ export class UtxoSigner {
             `payout ${signature.payoutId} was signed spending ${signature.inputs.join(', ')}; only a replacement spending exactly those inputs may pay it again`,
           );
         }
+        // A segwit v0 signature commits to its own input's amount only: a request saying other
+        // amounts than the first could pair its signatures with the first's into a transaction whose
+        // real fee neither request showed (docs/treasury.md#utxo-signer-policy).
+        const saidBefore = signature.inputAmounts;
+        if (saidBefore !== null && saidBefore.some((amount, i) => amount !== checked.inputAmounts[i])) {
+          throw new Refusal(
+            'input_amount_mismatch',
+            `payout ${signature.payoutId} was signed with its inputs holding ${saidBefore.join(', ')} base units; this request says ${checked.inputAmounts.join(', ')}`,
+          );
+        }
         if (signature.txid !== checked.txid && checked.fee <= signature.fee) {
           throw new Refusal('fee_not_higher', `a replacement paying payout ${signature.payoutId} must pay more than the ${signature.fee} base units already signed, not ${checked.fee}`);
         }
@@ -238,7 +251,7 @@ export class UtxoSigner {
       if (added > 0n) await addToDailyTotal(db, coin, daily.day, added);
       await addToUtxoDailyFees(db, coin, fees.day, feeCharge);
       for (const payoutId of payoutIds) {
-        await recordUtxoPayoutSignature(db, { payoutId, network, coin, amount: amounts.get(payoutId)!, inputs: checked.inputs, fee: checked.fee, txid: checked.txid });
+        await recordUtxoPayoutSignature(db, { payoutId, network, coin, amount: amounts.get(payoutId)!, inputs: checked.inputs, inputAmounts: checked.inputAmounts, fee: checked.fee, txid: checked.txid });
       }
       await appendUtxoAudit(db, { ...audit, outcome: 'signed' });
       return { rawTransaction: Buffer.from(checked.tx.extract()).toString('hex'), txid: checked.txid, fee: checked.fee, vsize };
