@@ -163,6 +163,47 @@ test('a mined version that leaves the chain (reorg) is followed again, never com
   expect(await expectPaidOnce(payouts)).toBe(txid);
 });
 
+test('a replacement mined instead of the original by a reorg: followed, completed once with its txid, its change a coin; never taken for a stranger\'s spend', async () => {
+  await start({ CHAIN_BITCOIN_CONFIRMATIONS: '3', PAYOUT_REPLACE_AFTER: '1s' });
+  const payouts = await twoPayouts();
+  await waitFor('a replacement in the mempool', async () => {
+    const versions = await versionsOf(payouts[0]!);
+    return versions.length >= 2 && versions[1]!.txid !== null && world.esplora.mempool.has(versions[1]!.txid);
+  }, 30_000);
+  // Stop further replacements: the original is mined at once, one block deep.
+  const [original, replacement] = await versionsOf(payouts[0]!);
+  // The original left the mempool when its replacement came: mined from what the stand-in was sent.
+  const originalTx = world.esplora.everSeen(original!.txid!)!;
+  const replacementTx = world.esplora.everSeen(replacement!.txid!)!;
+  world.esplora.mine([originalTx]);
+  await waitFor('the original recorded mined', async () => (await versionsOf(payouts[0]!))[0]!.status === 'mined');
+  // The replacement is still followed: one block deep, nothing is final.
+  expect((await versionsOf(payouts[0]!))[1]!.status).toBe('broadcast');
+  // A one-block reorg whose block holds the replacement, then the depth to be final.
+  world.esplora.reorg(1, [replacementTx]);
+  world.esplora.mine();
+  world.esplora.mine();
+  for (const p of payouts) await world.waitForStatus(p.id, 'Completed');
+  const versions = await versionsOf(payouts[0]!);
+  expect(versions.map((v) => [v.txid, v.status])).toEqual([
+    [original!.txid, 'replaced'],
+    [replacement!.txid, 'confirmed'],
+    ...versions.slice(2).map((v) => [v.txid, 'replaced']),
+  ]);
+  for (const p of payouts) {
+    expect(world.minedPaying(p.address).map((t) => t.txid)).toEqual([replacement!.txid]);
+    expect(await world.payoutRow(p.id)).toMatchObject({ transaction_hash: replacement!.txid });
+    expect(await world.events(p.id, 'payout.completed')).toBe(1);
+    expect(await world.events(p.id, 'payout.rejected')).toBe(0);
+  }
+  // The replacement's change is the treasury's coin (its amount, not the original's).
+  const change = outputsOf('bitcoin', replacementTx);
+  const [coin] = await world.h.sql<{ amount: string; spent: boolean }[]>`select amount::text, spent from utxo_coins where txid = ${replacement!.txid!} and branch = 1`;
+  expect(coin).toEqual({ amount: String(replacement!.change_amount), spent: false });
+  expect([...change.values()]).toContain(BigInt(replacement!.change_amount!));
+  expect(await world.h.sql`select status from utxo_batches where confirmed_txid = ${replacement!.txid!}`).toEqual([{ status: 'confirmed' }]);
+});
+
 test('a confirmed batch a reorg deeper than the confirmation count takes off the chain: an incident, its stored bytes sent again, each payee paid once (docs/treasury.md#deep-reorgs)', async () => {
   const env = { CHAIN_BITCOIN_CONFIRMATIONS: '2' };
   await start(env);

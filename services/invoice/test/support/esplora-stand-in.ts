@@ -277,6 +277,11 @@ export class EsploraStandIn {
     this.feeEstimates = { ...estimates };
   }
 
+  /** Any transaction the stand-in was ever sent or built, served now or not (a replaced version, say): for a test to mine it. */
+  everSeen(txid: string): StandInTx | undefined {
+    return this.known.get(txid);
+  }
+
   /** The output `txid:vout` of a transaction the stand-in serves (chain or mempool), if any. */
   private outputOf(txid: string, vout: number): { script: Buffer; value: number } | undefined {
     const t = this.known.get(txid);

@@ -193,7 +193,10 @@ export class UtxoProcessor extends RoundLoop {
 
   private async record(batch: BatchRow, tip: number, treasury: Treasury): Promise<void> {
     const { esplora } = this.options;
-    const versions = (await batchVersions(this.options.sql, batch.id)).filter((v) => v.txid !== null && ['signed', 'broadcast', 'mined'].includes(v.status));
+    const all = await batchVersions(this.options.sql, batch.id);
+    // Every signed version of an open batch may be the one mined (a replacement, or the original
+    // after a reorg), a version marked replaced by an earlier build of this code included.
+    const versions = all.filter((v) => v.txid !== null && ['signed', 'broadcast', 'mined', 'replaced'].includes(v.status));
     if (versions.length === 0) return;
     const statuses = new Map<string, TxStatus>();
     for (const version of versions) {
@@ -204,7 +207,7 @@ export class UtxoProcessor extends RoundLoop {
         return;
       }
     }
-    await this.notMined(batch, versions, statuses, tip);
+    await this.notMined(batch, versions, all, statuses, tip);
   }
 
   private async recordMined(batch: BatchRow, version: VersionRow, status: { height: number; blockHash: string }, tip: number, treasury: Treasury): Promise<void> {
@@ -217,8 +220,16 @@ export class UtxoProcessor extends RoundLoop {
         update utxo_transactions set status = ${final ? 'confirmed' : 'mined'}, block_height = ${status.height}, block_hash = ${status.blockHash},
           mined_at = coalesce(mined_at, now()), broadcast_at = coalesce(broadcast_at, now()), updated_at = now()
         where id = ${version.id}`;
-      // The other versions spend the same inputs: none of them can be mined beside it.
-      await tx`update utxo_transactions set status = 'replaced', updated_at = now() where batch_id = ${batch.id} and id <> ${version.id} and status in ('built', 'signed', 'broadcast', 'mined')`;
+      // The other versions spend the same inputs: none can be mined beside it. Until it is final a
+      // reorg may still mine another of them instead, so they are followed on (a version mined
+      // earlier is out of the chain now); only at final depth are they replaced for good.
+      if (final) {
+        await tx`update utxo_transactions set status = 'replaced', updated_at = now() where batch_id = ${batch.id} and id <> ${version.id} and status in ('built', 'signed', 'broadcast', 'mined')`;
+      } else {
+        await tx`
+          update utxo_transactions set status = 'broadcast', block_height = null, block_hash = null, mined_at = null, updated_at = now()
+          where batch_id = ${batch.id} and id <> ${version.id} and status = 'mined'`;
+      }
       for (const output of await batchPayouts(tx, batch.id)) await this.recordPayout(tx, output, txid, depth, final);
       if (!final) return;
       await tx`update utxo_coins set spent = true, updated_at = now() where batch_id = ${batch.id}`;
@@ -286,7 +297,7 @@ export class UtxoProcessor extends RoundLoop {
   }
 
   /** No version is mined: one that was left the chain (followed again); the node forgot the newest (sent again); or none can ever be. */
-  private async notMined(batch: BatchRow, versions: VersionRow[], statuses: Map<string, TxStatus>, tip: number): Promise<void> {
+  private async notMined(batch: BatchRow, versions: VersionRow[], all: VersionRow[], statuses: Map<string, TxStatus>, tip: number): Promise<void> {
     const { sql } = this.options;
     const reorged = versions.filter((v) => v.status === 'mined');
     if (reorged.length > 0) {
@@ -297,7 +308,7 @@ export class UtxoProcessor extends RoundLoop {
       this.logger.warn({ batchId: batch.id, txids: reorged.map((v) => v.txid) }, 'a mined batch transaction left the chain (reorg); followed again');
     }
     if (versions.some((v) => statuses.get(v.id)?.known)) return;
-    if (await this.abandonIfUnminable(batch, versions, tip)) return;
+    if (await this.abandonIfUnminable(batch, all, tip)) return;
     const newest = versions[versions.length - 1]!;
     if (newest.status !== 'signed') await this.broadcast(newest, 're-broadcast');
   }
@@ -311,7 +322,8 @@ export class UtxoProcessor extends RoundLoop {
    */
   private async abandonIfUnminable(batch: BatchRow, versions: VersionRow[], tip: number): Promise<boolean> {
     const { sql, esplora, network, confirmations, metrics } = this.options;
-    const ours = new Set(versions.map((v) => v.txid));
+    // Every version the batch ever had, whatever its status: a spend by any of them is ours.
+    const ours = new Set(versions.flatMap((v) => (v.txid === null ? [] : [v.txid])));
     const coins = await batchCoins(sql, batch.id);
     let spentElsewhere: { coin: CoinRow; by: string } | undefined;
     for (const coin of coins) {
