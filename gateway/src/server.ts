@@ -120,6 +120,13 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,
     return503OnClosing: true,
+    // A path Fastify's router cannot decode (a malformed percent-encoding) is refused before any
+    // hook runs: problem+json and the request id as for every other refusal.
+    frameworkErrors(error, req, reply) {
+      reply.header(REQUEST_ID_HEADER, req.id);
+      const detail = error.code === 'FST_ERR_BAD_URL' ? 'the request path is not a valid URL: a percent-encoding in it is malformed' : 'the request could not be routed';
+      sendProblem(reply, problemOf(400, 'bad_request', detail, req.id));
+    },
     // Requests the HTTP parser refuses get problem+json too, and their connection is closed.
     clientErrorHandler(err: NodeJS.ErrnoException, socket) {
       if (err.code === 'ECONNRESET' || socket.destroyed) return;

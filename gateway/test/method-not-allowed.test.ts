@@ -56,3 +56,18 @@ test('a path of a parameter route with an extra segment is unknown, not another 
   const res = await fetch(`${base}/api/invoice/abc/def`, { method: 'DELETE' });
   expect(res.status).toBe(404);
 });
+
+test.each(['/api/invoice/%E0%A4%A', '/api/invoice/%', '/api/payout/%zz/cancel', '/pay/%zz'])('a path with a malformed percent-encoding (%s) → 400 problem+json with the request id, as every refusal', async (url) => {
+  const res = await fetch(`${base}${url}`, { method: url.endsWith('cancel') ? 'POST' : 'GET', headers: { 'x-request-id': 'bad-url-1' } });
+  expect(res.status).toBe(400);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(res.headers.get('x-request-id')).toBe('bad-url-1');
+  expect(await res.json()).toEqual({
+    type: expect.stringContaining('bad_request'),
+    title: 'Bad Request',
+    status: 400,
+    code: 'bad_request',
+    detail: 'the request path is not a valid URL: a percent-encoding in it is malformed',
+    requestId: 'bad-url-1',
+  });
+});
