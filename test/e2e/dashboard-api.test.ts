@@ -142,8 +142,17 @@ test('a merchant reads an invoice of theirs by id, finds invoices by order id, a
   expect(publicPart).toEqual((await api.get(`/api/invoice/${first.id}`, { headers: apiKeyHeader(sandbox.key) })).body);
   expect(pricing).toEqual({ rate: 105000, rateSources: ['static'], rateQuotedAt: '2025-06-01T00:00:00.000Z' });
   const stranger = await registerMerchant(api);
-  expectProblem(await api.get(`/api/merchant/invoices/${first.id}`, { headers: bearer(stranger.token) }), 404, 'not_found');
-  expectProblem(await api.get(`/api/merchant/invoices/${randomUUID()}`, { headers: bearer(merchant.token) }), 404, 'not_found');
+  // Another merchant's invoice is told apart from a missing one by nothing: same status, code and words.
+  const missing = await api.get(`/api/merchant/invoices/${randomUUID()}`, { headers: bearer(merchant.token) });
+  expectProblem(missing, 404, 'not_found');
+  for (const asked of [
+    await api.get(`/api/merchant/invoices/${first.id}`, { headers: bearer(stranger.token) }),
+    await api.post(`/api/merchant/invoices/${first.id}/simulate`, undefined, { headers: bearer(stranger.token) }),
+    await api.post(`/api/merchant/invoices/${randomUUID()}/simulate`, undefined, { headers: bearer(stranger.token) }),
+  ]) {
+    expectProblem(asked, 404, 'not_found');
+    expect(asked.body.detail).toBe(missing.body.detail);
+  }
   expectProblem(await api.get(`/api/merchant/invoices/${first.id}`, { headers: apiKeyHeader(sandbox.key) }), 401);
 
   const byOrder = await api.get(`/api/merchant/projects/${sandbox.id}/invoices?orderId=shared-order`, { headers: bearer(merchant.token) });

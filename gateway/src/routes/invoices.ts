@@ -283,6 +283,21 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
     },
   });
 
+  /**
+   * The project of an invoice of the signed-in merchant's. Another merchant's invoice answers the
+   * very 404 a missing one does — same code, same words — so its existence is not told.
+   */
+  async function merchantInvoiceProject(req: FastifyRequest, invoiceId: string) {
+    const owner = await invoices.getInvoiceProject({ invoiceId });
+    try {
+      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) throw new HttpProblem(404, 'not_found', 'invoice not found'); // the invoice service's own words for a missing one
+      throw err;
+    }
+    return owner;
+  }
+
   app.get<{ Params: { id: string } }>('/api/merchant/invoices/:id', {
     schema: {
       tags: ['dashboard'],
@@ -293,9 +308,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
     },
     onRequest: hooks.merchant,
     handler: async (req) => {
-      // Another merchant's invoice answers 404 as if it did not exist.
-      const owner = await invoices.getInvoiceProject({ invoiceId: req.params.id });
-      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+      const owner = await merchantInvoiceProject(req, req.params.id);
       const res = await invoices.getInvoice({ projectId: owner.projectId, invoiceId: req.params.id });
       return merchantInvoiceJson(res.invoice);
     },
@@ -312,8 +325,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
     },
     onRequest: hooks.merchant,
     handler: async (req) => {
-      const owner = await invoices.getInvoiceProject({ invoiceId: req.params.id });
-      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+      const owner = await merchantInvoiceProject(req, req.params.id);
       if (owner.environment !== Environment.SANDBOX) {
         throw new HttpProblem(403, 'sandbox_project_required', 'only invoices of sandbox projects can be simulated');
       }
