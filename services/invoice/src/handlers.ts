@@ -50,7 +50,8 @@ import type { KeyRing } from './key-ring';
 import type { InvoicePricing } from './rates/pricing';
 import type { InvoiceMetrics } from './metrics';
 import { checkoutToProto, invoiceToProto, INVOICE_STATUS, payMethodOf } from './proto';
-import { findInvoiceById, isIssuedAddress, listInvoices } from './store/invoices';
+import { findInvoiceById, isIssuedAddress, listInvoices, type InvoiceRow } from './store/invoices';
+import { shownStatus } from './domain/status';
 import { addressForms } from '@coinvoice/chains/address-forms';
 import type { InvoiceWrites } from './invoice-writes';
 import { ledgerPaymentId, listAccountedDeposits, listLedgerCredits } from './store/payments';
@@ -156,7 +157,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     const ref = requireValid(validateInvoiceRef(req));
     const found = await this.deps.writes.reads.submit(ref);
     if (!found) throw invoiceNotFound();
-    return { invoice: invoiceToProto(found.row, found.payments) };
+    return { invoice: invoiceToProto(asShownNow(found.row), found.payments) };
   }
 
   async payInvoice(req: PayInvoiceRequest): Reply<typeof PayInvoiceResponseSchema> {
@@ -189,7 +190,7 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     });
     if (!read) throw invoiceNotFound();
     const target = this.deps.payMethods.paymentTarget(payMethodOf(read.row), networkOf(read.row.environment));
-    return { checkout: checkoutToProto(read.row, read.payments, target) };
+    return { checkout: checkoutToProto(asShownNow(read.row), read.payments, target) };
   }
 
   async listLedgerCredits(req: ListLedgerCreditsRequest): Reply<typeof ListLedgerCreditsResponseSchema> {
@@ -288,4 +289,10 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
     if (!row) throw invoiceNotFound();
     return { projectId: row.project_id, environment: environmentToProto(row.environment) };
   }
+}
+
+/** The row with the status a read shows now (`shownStatus`: a sandbox invoice past expiredAt reads Expired). */
+function asShownNow(row: InvoiceRow): InvoiceRow {
+  const status = shownStatus({ environment: row.environment, status: row.status, expiredAt: row.expired_at }, new Date());
+  return status === row.status ? row : { ...row, status };
 }

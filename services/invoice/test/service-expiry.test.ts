@@ -101,7 +101,7 @@ describe('with the sweeper running (every 100 ms)', () => {
   });
 });
 
-test('an invoice past expiredAt that the sweeper has not reached yet is not payable', async () => {
+test('an invoice past expiredAt that the sweeper has not reached yet is not payable, and reads Expired (invoice and checkout) as payment refuses it', async () => {
   const h = await startInvoiceHarness({ env: { INVOICE_SWEEP_INTERVAL_MS: '3600000' } });
   try {
     const project = sandboxProject();
@@ -109,8 +109,15 @@ test('an invoice past expiredAt that the sweeper has not reached yet is not paya
     await age(h, [invoice.id], 2);
     const err = await rejection(h.client.payInvoice({ projectId: project.projectId, invoiceId: invoice.id }));
     expect(err).toMatchObject({ code: 'invoice_not_payable', message: expect.stringMatching(/^invoice expired at .*; it can no longer be paid$/) });
-    // Still Waiting in the database (not swept), and no payment event exists.
-    expect((await h.client.getInvoice({ projectId: project.projectId, invoiceId: invoice.id })).invoice!.status).toBe(InvoiceStatus.WAITING);
+    // Still Waiting in the database (not swept, no invoice.expired yet), but every read says what
+    // payment says: it is over.
+    expect(await h.sql`select status from invoices where id = ${invoice.id}`).toEqual([{ status: 'Waiting' }]);
+    expect(await expiredCount(h, invoice.id)).toBe(0);
+    expect((await h.client.getInvoice({ projectId: project.projectId, invoiceId: invoice.id })).invoice!.status).toBe(InvoiceStatus.EXPIRED);
+    expect((await h.client.getCheckout({ invoiceId: invoice.id })).checkout!.status).toBe(InvoiceStatus.EXPIRED);
+    // One not yet past expiredAt reads Waiting.
+    const fresh = (await h.client.createInvoice(createRequest(project, { lifetimeMinutes: 1 }))).invoice!;
+    expect((await h.client.getInvoice({ projectId: project.projectId, invoiceId: fresh.id })).invoice!.status).toBe(InvoiceStatus.WAITING);
     const [paid] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_type = 'invoice.paid'`;
     expect(paid?.n).toBe(0);
   } finally {

@@ -56,3 +56,14 @@ export function payDecision(invoice: { status: InvoiceStatusName; expiredAt: Dat
   }
   return { ok: true, to };
 }
+
+/**
+ * The status a read shows now. A sandbox invoice past its expiredAt is Expired from that instant —
+ * PayInvoice already refuses it (payDecision) — though the sweeper stores Expired and sends
+ * invoice.expired a moment later. A live invoice shows its stored status, derived from its
+ * payments: one mined before expiredAt may still be found, and the sweeper expires it only then.
+ */
+export function shownStatus(invoice: { environment: 'live' | 'sandbox'; status: InvoiceStatusName; expiredAt: Date }, now: Date): InvoiceStatusName {
+  if (invoice.environment !== 'sandbox' || invoice.expiredAt.getTime() > now.getTime()) return invoice.status;
+  return nextStatus(invoice.status, 'expire') ?? invoice.status;
+}
