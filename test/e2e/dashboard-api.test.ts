@@ -179,6 +179,21 @@ test('a merchant reads an invoice of theirs by id, finds invoices by order id, a
   expectProblem(await log('not-a-uuid'), 400, 'validation_failed');
 });
 
+test('projectName is the project\'s name now: an invoice made before a rename reads the new name (API key, dashboard, simulate)', async () => {
+  const project = await createProjectWithKey(api, merchant, 'sandbox');
+  const before = await createInvoice(project.key, `rename-${randomUUID().slice(0, 6)}`);
+  const original = (await api.get(`/api/invoice/${before.id}`, { headers: apiKeyHeader(project.key) })).body.projectName as string;
+  const renamed = `Renamed ${randomUUID().slice(0, 6)}`;
+  expect((await api.patch(`/api/merchant/projects/${project.id}`, { name: renamed }, { headers: bearer(merchant.token) })).status).toBe(200);
+  expect(renamed).not.toBe(original);
+  // The dashboard asks the auth service: at once.
+  expect((await api.get(`/api/merchant/invoices/${before.id}`, { headers: bearer(merchant.token) })).body.projectName).toBe(renamed);
+  // An API key's project is cached by the gateway; the rename's event drops it.
+  await eventually(async () => ((await api.get(`/api/invoice/${before.id}`, { headers: apiKeyHeader(project.key) })).body.projectName === renamed ? true : undefined), 15_000, 'the new name on GET');
+  const paid = await api.post(`/api/invoice/${before.id}/sandbox/pay`, undefined, { headers: apiKeyHeader(project.key) });
+  expect(paid.body).toMatchObject({ status: 'Paid', projectName: renamed });
+});
+
 test('send a test event: a signed webhook.test reaches the endpoint and is logged; without a webhook URL it is not delivered; another merchant’s project a 404', async () => {
   const sent = await api.post(`/api/merchant/projects/${sandbox.id}/webhook-test`, undefined, { headers: bearer(merchant.token) });
   expect(sent.status).toBe(201);

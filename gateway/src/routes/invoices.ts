@@ -88,6 +88,15 @@ export function invoiceJson(i: Invoice | undefined) {
   };
 }
 
+/**
+ * The invoice with its project's name now, not the one stored at its creation: the contract's
+ * `projectName` is the name of the project that owns the key, and a read answers current values (the
+ * key's cached project: a rename shows within API_KEY_CACHE_TTL_MS, as in new invoices).
+ */
+function withProjectName(invoice: Invoice | undefined, projectName: string): Invoice | undefined {
+  return invoice && { ...invoice, projectName };
+}
+
 /** The invoice as its merchant sees it in the dashboard: the public shape plus how it was priced. */
 export function merchantInvoiceJson(i: Invoice | undefined) {
   if (!i) throw new Error('invoice missing from a service response');
@@ -234,8 +243,9 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
     schema: { tags: ['invoices'], summary: 'Get an invoice with its current status', security: apiKeyAuth, params: IdParams, response: { 200: InvoiceSchema } },
     onRequest: hooks.apiKey,
     handler: async (req) => {
-      const res = await invoices.getInvoice({ projectId: apiKeyPrincipal(req).projectId, invoiceId: req.params.id });
-      return invoiceJson(res.invoice);
+      const project = apiKeyPrincipal(req);
+      const res = await invoices.getInvoice({ projectId: project.projectId, invoiceId: req.params.id });
+      return invoiceJson(withProjectName(res.invoice, project.projectName));
     },
   });
 
@@ -255,7 +265,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
         throw new HttpProblem(403, 'sandbox_key_required', 'simulated payments need the sandbox key of a sandbox project');
       }
       const res = await invoices.payInvoice({ projectId: project.projectId, invoiceId: req.params.id, ...sandboxPayFields(req.body) });
-      return invoiceJson(res.invoice);
+      return invoiceJson(withProjectName(res.invoice, project.projectName));
     },
   });
 
@@ -290,12 +300,12 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
   async function merchantInvoiceProject(req: FastifyRequest, invoiceId: string) {
     const owner = await invoices.getInvoiceProject({ invoiceId });
     try {
-      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+      const { project } = await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: owner.projectId });
+      return { ...owner, projectName: project?.name ?? '' };
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) throw new HttpProblem(404, 'not_found', 'invoice not found'); // the invoice service's own words for a missing one
       throw err;
     }
-    return owner;
   }
 
   app.get<{ Params: { id: string } }>('/api/merchant/invoices/:id', {
@@ -310,7 +320,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
     handler: async (req) => {
       const owner = await merchantInvoiceProject(req, req.params.id);
       const res = await invoices.getInvoice({ projectId: owner.projectId, invoiceId: req.params.id });
-      return merchantInvoiceJson(res.invoice);
+      return merchantInvoiceJson(withProjectName(res.invoice, owner.projectName));
     },
   });
 
@@ -330,7 +340,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
         throw new HttpProblem(403, 'sandbox_project_required', 'only invoices of sandbox projects can be simulated');
       }
       const res = await invoices.payInvoice({ projectId: owner.projectId, invoiceId: req.params.id, ...sandboxPayFields(req.body) });
-      return invoiceJson(res.invoice);
+      return invoiceJson(withProjectName(res.invoice, owner.projectName));
     },
   });
 }
