@@ -38,6 +38,7 @@ const EXPECTED: Cell[] = [
   ['AwaitingVerification', 'exhaust_attempts', { to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason: 'attempts_exhausted' }],
   ['AwaitingVerification', 'expire_code', { to: 'Cancelled', ledger: 'release', event: 'payout.cancelled', reason: 'code_expired' }],
   ['AwaitingVerification', 'claim', undefined],
+  ['AwaitingVerification', 'unclaim', undefined],
   ['AwaitingVerification', 'complete', undefined],
   ['AwaitingVerification', 'reject', undefined],
   ['Pending', 'verify', undefined],
@@ -45,6 +46,7 @@ const EXPECTED: Cell[] = [
   ['Pending', 'exhaust_attempts', undefined],
   ['Pending', 'expire_code', undefined],
   ['Pending', 'claim', { to: 'Sending', ledger: 'none', event: null }],
+  ['Pending', 'unclaim', undefined],
   ['Pending', 'complete', undefined],
   ['Pending', 'reject', { to: 'Rejected', ledger: 'release', event: 'payout.rejected' }],
   // Claimed: the coins may be on their way. Never cancelled by the merchant (paid twice otherwise).
@@ -53,6 +55,8 @@ const EXPECTED: Cell[] = [
   ['Sending', 'exhaust_attempts', undefined],
   ['Sending', 'expire_code', undefined],
   ['Sending', 'claim', undefined],
+  // Nothing was ever signed for it (a UTXO batch the signer refused): it may be claimed again.
+  ['Sending', 'unclaim', { to: 'Pending', ledger: 'none', event: null }],
   ['Sending', 'complete', { to: 'Completed', ledger: 'debit', event: 'payout.completed' }],
   ['Sending', 'reject', { to: 'Rejected', ledger: 'release', event: 'payout.rejected' }],
   ...(['Completed', 'Rejected', 'Cancelled'] as const).flatMap((from) => PAYOUT_TRIGGERS.map((trigger): Cell => [from, trigger, undefined])),
@@ -69,6 +73,7 @@ const STAGE_REFUSAL: Record<string, string> = {
   'Sending/cancel': 'payout_in_flight',
   'Pending/complete': 'payout_not_claimed',
   'Sending/claim': 'payout_already_claimed',
+  'Pending/unclaim': 'payout_not_claimed',
 };
 
 test.each(EXPECTED)('%s --%s--> %j', (from, trigger, expected) => {
@@ -83,6 +88,7 @@ test('source and target stages the SQL guards use', () => {
   expect(sourceStages('verify')).toEqual(['AwaitingVerification']);
   expect(sourceStages('cancel')).toEqual(['AwaitingVerification', 'Pending']);
   expect(sourceStages('claim')).toEqual(['Pending']);
+  expect(sourceStages('unclaim')).toEqual(['Sending']);
   expect(sourceStages('complete')).toEqual(['Sending']);
   expect(sourceStages('reject')).toEqual(['Pending', 'Sending']);
   expect(sourceStages('expire_code')).toEqual(['AwaitingVerification']);
@@ -92,6 +98,7 @@ test('source and target stages the SQL guards use', () => {
     exhaust_attempts: 'Cancelled',
     expire_code: 'Cancelled',
     claim: 'Sending',
+    unclaim: 'Pending',
     complete: 'Completed',
     reject: 'Rejected',
   });
@@ -201,8 +208,8 @@ function expectDocumented(eventType: string, body: unknown): void {
 
 const transitions = EXPECTED.flatMap(([from, trigger, t]) => (t && t.event !== null ? [[from, trigger, t] as const] : []));
 
-test('a claim emits no event (it is no webhook); building one from a claimed row is refused', () => {
-  expect(EXPECTED.filter(([, , t]) => t && t.event === null).map(([from, trigger]) => `${from}/${trigger}`)).toEqual(['Pending/claim']);
+test('a claim and its release emit no event (no webhook); building one from a claimed row is refused', () => {
+  expect(EXPECTED.filter(([, , t]) => t && t.event === null).map(([from, trigger]) => `${from}/${trigger}`)).toEqual(['Pending/claim', 'Sending/unclaim']);
   expect(() => transitionEvent(row('Pending', { claimed_at: at, claimed_by: 'operator' }))).toThrow(/claim emits no event/);
 });
 

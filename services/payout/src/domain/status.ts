@@ -58,7 +58,7 @@ export function statusOfStage(stage: PayoutStage): PayoutStatusName {
   return stage === 'Sending' ? 'Pending' : stage;
 }
 
-export const PAYOUT_TRIGGERS = ['verify', 'cancel', 'exhaust_attempts', 'expire_code', 'claim', 'complete', 'reject'] as const;
+export const PAYOUT_TRIGGERS = ['verify', 'cancel', 'exhaust_attempts', 'expire_code', 'claim', 'unclaim', 'complete', 'reject'] as const;
 export type PayoutTrigger = (typeof PAYOUT_TRIGGERS)[number];
 
 /** What a transition does to the payout's hold. */
@@ -105,6 +105,9 @@ export const TRANSITIONS: Readonly<Record<PayoutStage, Readonly<Partial<Record<P
     reject: { to: 'Rejected', ledger: 'release', event: 'payout.rejected' },
   },
   Sending: {
+    // Only a UTXO processor whose signer refused the batch before any version of it was signed:
+    // nothing exists that could pay it (docs/treasury.md#signer-refusals).
+    unclaim: { to: 'Pending', ledger: 'none', event: null },
     complete: { to: 'Completed', ledger: 'debit', event: 'payout.completed' },
     // Only when nothing was sent (the operator says so); the hold is released.
     reject: { to: 'Rejected', ledger: 'release', event: 'payout.rejected' },
@@ -143,6 +146,7 @@ export const REFUSAL_CODE: Readonly<Record<PayoutTrigger, string>> = {
   exhaust_attempts: 'payout_not_verifiable',
   expire_code: 'payout_not_verifiable',
   claim: 'payout_not_pending',
+  unclaim: 'payout_not_claimed',
   complete: 'payout_not_pending',
   reject: 'payout_not_pending',
 };
@@ -162,6 +166,7 @@ const STAGE_REFUSALS: ReadonlyArray<{ from: PayoutStage; trigger: PayoutTrigger;
     reason: 'payout is Pending but not claimed: claim it (Start sending) before sending the coins, then complete it',
   },
   { from: 'Sending', trigger: 'claim', code: 'payout_already_claimed', reason: 'payout is already being sent: another operator (or the processor) claimed it' },
+  { from: 'Pending', trigger: 'unclaim', code: 'payout_not_claimed', reason: 'payout is Pending and not claimed: there is no claim to release' },
 ];
 
 export type Decision = { ok: true; transition: Transition } | { ok: false; code: string; reason: string };
@@ -179,6 +184,7 @@ export function decide(from: PayoutStage, trigger: PayoutTrigger): Decision {
     exhaust_attempts: 'verified',
     expire_code: 'verified',
     claim: 'claimed',
+    unclaim: 'released from its claim',
     complete: 'completed',
     reject: 'rejected',
   };

@@ -147,6 +147,14 @@ export async function applyTransition(
   const to = targetStage(trigger);
   if (to === 'AwaitingVerification') throw new Error('no transition leads back to AwaitingVerification');
   if (to === 'Sending' && !fields.claimedBy) throw new Error('a claim names who claims');
+  if (trigger === 'unclaim') {
+    // Back to Pending as it was before the claim: verified_at and the rest stay.
+    const [row] = await tx<PayoutRow[]>`
+      update payouts set claimed_by = null, claimed_at = null, transaction_hash = null, confirmations = 0, updated_at = date_trunc('milliseconds', now())
+      where id = ${payoutId} and ${stageSql(tx)} = any(${sourceStages(trigger)})
+      returning *`;
+    return row;
+  }
   const stampColumn = STAMP_COLUMN[to];
   const [row] = await tx<PayoutRow[]>`
     update payouts set

@@ -30,6 +30,7 @@ import { claimablePayouts } from '../claimable';
 import type { ProcessorMetrics } from '../metrics';
 import { describe, FailureStreak, RoundLoop } from '../round-loop';
 import { isPaused, saveTreasury } from '../store';
+import { recordSignerRefusal } from '../../store/treasury';
 import { P2WPKH_SCRIPT_BYTES, planBatch, rateForTarget, replacementPlan, type FeeTerms, type PayoutOutput } from './coin-selection';
 import { EsploraUnavailable, type EsploraClient, type TxStatus } from './esplora';
 import { AccountAddresses, buildPsbt, hrpOf, type KeyBranch } from './psbt';
@@ -115,6 +116,11 @@ export class UtxoProcessor extends RoundLoop {
   private readonly intakeFailures = new FailureStreak();
   /** Versions the signer refused, until when they are left alone. */
   private readonly refused = new Map<string, number>();
+  /**
+   * Payouts of a batch the signer refused, dissolved before anything was signed: each is asked
+   * again at once, alone, so the one the signer will not sign holds no other back.
+   */
+  private readonly alone = new Set<string>();
   /** Things logged once until they change (a stuck version the cap leaves no room to replace, a refusal). */
   private readonly loggedOnce = new Set<string>();
   /** The fee rate of this round (read at most once a round). */
@@ -387,6 +393,7 @@ export class UtxoProcessor extends RoundLoop {
       const refusal = ConnectError.from(err);
       if (refusal.code !== Code.PermissionDenied) throw err;
       metrics.signerRefusals.inc({ network, purpose: 'payout' });
+      if (await this.dissolveRefused(batch, payouts.map((p) => p.payoutId), refusal.rawMessage)) return;
       this.refused.set(version.id, Date.now() + REFUSAL_BACKOFF_MS);
       this.logger.error({ batchId: batch.id, versionId: version.id, refusal: refusal.rawMessage }, 'the signer refused to sign a batch; asked again later with the same PSBT');
       return;
@@ -401,7 +408,7 @@ export class UtxoProcessor extends RoundLoop {
         returning *`;
       if (!row) return undefined;
       await tx`
-        update payouts set transaction_hash = ${signed.id}, confirmations = 0, updated_at = date_trunc('milliseconds', now())
+        update payouts set transaction_hash = ${signed.id}, confirmations = 0, signer_refusal = null, signer_refused_at = null, updated_at = date_trunc('milliseconds', now())
         where status = 'Pending' and claimed_by = ${this.processorId} and id in (select payout_id from utxo_batch_payouts where batch_id = ${batch.id})`;
       return row;
     });
@@ -427,6 +434,49 @@ export class UtxoProcessor extends RoundLoop {
     }
     if (version.status === 'signed' && (await markVersionBroadcast(sql, version.id))) metrics.broadcast.inc({ network, purpose: 'payout' });
     this.logger.info({ txid: version.txid, batchId: version.batch_id }, why === 'broadcast' ? 'batch transaction broadcast' : 'stored batch transaction broadcast again');
+    return true;
+  }
+
+  /**
+   * A batch the signer refused before it ever signed a version of it (no version has a txid) is
+   * dissolved (docs/treasury.md#signer-refusals): the signer bound nothing, no transaction exists,
+   * so its payouts are unclaimed with the refusal recorded on each (the Treasury page lists them),
+   * its coins freed, the batch abandoned. Each payout is then asked alone — at once if the refused
+   * batch held others, after REFUSAL_BACKOFF_MS if it was alone — so a payout above the signer's
+   * limits never holds another back, and the one refused stays visible until an operator rejects
+   * it or raises the limit. A batch with a signed version keeps its inputs: it is asked again.
+   */
+  private async dissolveRefused(batch: BatchRow, payoutIds: string[], refusal: string): Promise<boolean> {
+    const { sql, network } = this.options;
+    const reason = `the signer refused the batch before signing any version of it: ${refusal}`.slice(0, 500);
+    const dissolved = await eventTransaction(sql, async (tx) => {
+      const [locked] = await tx<BatchRow[]>`select * from utxo_batches where id = ${batch.id} and status = 'open' for update`;
+      if (!locked) return false;
+      const [signed] = await tx`select 1 from utxo_transactions where batch_id = ${batch.id} and txid is not null limit 1`;
+      if (signed) return false;
+      await tx`update utxo_transactions set status = 'failed', failure_reason = ${reason}, updated_at = now() where batch_id = ${batch.id} and status = 'built'`;
+      await tx`update utxo_coins set batch_id = null, updated_at = now() where batch_id = ${batch.id}`;
+      await tx`delete from utxo_batch_payouts where batch_id = ${batch.id}`;
+      for (const payoutId of payoutIds) {
+        const held = await lockPayout(tx, payoutId);
+        if (!held || stageOf(held.payout) !== 'Sending' || held.payout.claimed_by !== this.processorId) continue;
+        await applyTrigger(tx, held.payout, 'unclaim');
+        await recordSignerRefusal(tx, payoutId, refusal);
+      }
+      await tx`update utxo_batches set status = 'abandoned', failure_reason = ${`${reason} (payouts ${payoutIds.join(', ')})`.slice(0, 1000)}, updated_at = now() where id = ${batch.id}`;
+      return true;
+    });
+    if (!dissolved) return false;
+    for (const id of payoutIds) {
+      if (payoutIds.length > 1) this.alone.add(id);
+      else this.alone.delete(id);
+    }
+    this.logger.error(
+      { batchId: batch.id, network, payouts: payoutIds, refusal },
+      payoutIds.length > 1
+        ? 'the signer refused a batch: dissolved (nothing was signed); each of its payouts is asked again alone'
+        : 'the signer refused a payout: unclaimed with the refusal recorded (Treasury page); asked again later',
+    );
     return true;
   }
 
@@ -493,16 +543,22 @@ export class UtxoProcessor extends RoundLoop {
 
   private async pay(treasury: Treasury): Promise<void> {
     const { sql, network, asset, batchMax, batchWaitMs } = this.options;
-    const candidates = await sql<(PayoutRow & { waited_ms: number })[]>`
+    // A payout the signer refused waits REFUSAL_BACKOFF_MS, unless it was refused only as part of a
+    // batch (this.alone): then it goes at once, alone, as does every payout once refused.
+    const waiting = await sql<(PayoutRow & { waited_ms: number })[]>`
       select p.*, (extract(epoch from now() - greatest(p.verified_at, coalesce(p.approved_at, p.verified_at))) * 1000)::float8 as waited_ms
       from payouts p
       where ${claimablePayouts(sql, network, { [asset]: this.options.autoMax })}
         and not exists (select 1 from utxo_batch_payouts b where b.payout_id = p.id)
-      order by greatest(p.verified_at, coalesce(p.approved_at, p.verified_at)), p.id
+        and (p.signer_refused_at is null or p.signer_refused_at < now() - ${REFUSAL_BACKOFF_MS}::int * interval '1 millisecond'
+             or p.id = any(${[...this.alone]}::uuid[]))
+      order by (p.signer_refusal is not null) desc, greatest(p.verified_at, coalesce(p.approved_at, p.verified_at)), p.id
       limit ${batchMax}`;
-    if (candidates.length === 0) return;
+    if (waiting.length === 0) return;
+    const refusedBefore = waiting[0]!.signer_refusal !== null;
+    const candidates = refusedBefore ? waiting.slice(0, 1) : waiting;
     // A batch goes when full, or when its oldest payout has waited PAYOUT_BATCH_WAIT since it became claimable.
-    if (candidates.length < batchMax && Math.max(...candidates.map((c) => c.waited_ms)) < batchWaitMs) return;
+    if (!refusedBefore && candidates.length < batchMax && Math.max(...candidates.map((c) => c.waited_ms)) < batchWaitMs) return;
     const { rate, capped } = await this.rate();
     if (capped) return;
     const decimals = storedMethod(asset, network).baseUnitDecimals;
@@ -548,6 +604,7 @@ export class UtxoProcessor extends RoundLoop {
       return version!;
     });
     if (!built) return;
+    for (const output of plan.payouts) this.alone.delete(output.payoutId);
     this.logger.info(
       { batchId: built.batch_id, payouts: plan.payouts.length, inputs: plan.inputs.length, fee: plan.fee.toString(), rate: formatFeeRate(rate), change: plan.change?.toString() ?? null, waiting: candidates.length - plan.payouts.length },
       'batch built: payouts claimed, coins reserved, unsigned PSBT stored',
