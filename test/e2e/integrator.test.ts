@@ -7,7 +7,7 @@
  */
 import { EVM_NETWORKS } from '@coinvoice/chains/evm/networks';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createCoinvoiceClient, type Invoice, type WebhookBody } from '@coinvoice/client';
@@ -116,6 +116,27 @@ describe('the coinvoice CLI', () => {
       code: 1,
       stderr: expect.stringContaining('login failed: 401'),
     });
+  });
+
+  test('logging in again keeps the CLI key while it is active (no key per login: a project holds at most 20); a revoked one is replaced', async () => {
+    const configFile = path.join(workDir, 'config.json');
+    const first = JSON.parse(readFileSync(configFile, 'utf8')) as { apiKey: string; apiKeyId: string; projectId: string; token: string };
+    const again = await ok(['login', '--email', email, '--base-url', system.gatewayUrl]);
+    expect(again).toContain('of your last login kept');
+    const second = JSON.parse(readFileSync(configFile, 'utf8')) as typeof first;
+    expect({ apiKey: second.apiKey, apiKeyId: second.apiKeyId }).toEqual({ apiKey: first.apiKey, apiKeyId: first.apiKeyId });
+    const listed = async () =>
+      (await (await fetch(`${system.gatewayUrl}/api/merchant/projects/${first.projectId}/api-keys`, { headers: { authorization: `Bearer ${second.token}` } })).json()) as {
+        items: Array<{ id: string; name: string; revokedAt: string | null }>;
+      };
+    expect((await listed()).items.filter((k) => k.name === 'coinvoice CLI' && k.revokedAt === null).map((k) => k.id)).toEqual([first.apiKeyId]);
+    // Revoked in the dashboard: the next login makes a new key.
+    const revoked = await fetch(`${system.gatewayUrl}/api/merchant/projects/${first.projectId}/api-keys/${first.apiKeyId}`, { method: 'DELETE', headers: { authorization: `Bearer ${second.token}` } });
+    expect(revoked.status).toBeLessThan(300);
+    expect(await ok(['login', '--email', email, '--base-url', system.gatewayUrl])).toMatch(/API key .*… saved in/);
+    const third = JSON.parse(readFileSync(configFile, 'utf8')) as typeof first;
+    expect(third.apiKeyId).not.toBe(first.apiKeyId);
+    expect((await listed()).items.filter((k) => k.name === 'coinvoice CLI' && k.revokedAt === null).map((k) => k.id)).toEqual([third.apiKeyId]);
   });
 
   test('invoices create, get, list and sandbox pay', async () => {
@@ -230,6 +251,20 @@ describe('the coinvoice CLI', () => {
       stderr: expect.stringContaining(`unknown event type invoice.nope; one of: ${catalogue.join(', ')}`),
     });
     expect(await cli(['trigger'])).toMatchObject({ code: 1, stderr: expect.stringContaining('<event type> is required') });
+  });
+
+  test('listen with a key the stream refuses says why (the problem\'s code and words) and stops', async () => {
+    const configFile = path.join(workDir, 'config.json');
+    const badConfig = path.join(workDir, 'bad-key.json');
+    writeFileSync(badConfig, JSON.stringify({ ...JSON.parse(readFileSync(configFile, 'utf8')), apiKey: 'SBX_not-a-key' }), { mode: 0o600 });
+    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, 'listen', '--forward-to', 'http://127.0.0.1:9/hook'], { env: { ...env(), COINVOICE_CONFIG: badConfig } });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code, stderr }));
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/the event stream answered 401 invalid_api_key: .+ \(run `coinvoice login` again\)/);
   });
 
   test('the event stream needs a valid API key', async () => {

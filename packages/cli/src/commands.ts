@@ -24,10 +24,20 @@ export async function login(io: Io, o: { baseUrl: string; email: string; passwor
   if (!project) {
     throw new CliError(o.project ? `no project ${o.project} among yours` : 'you have no project yet: create a sandbox project first (POST /api/merchant/projects)');
   }
-  const key = unwrap(
-    await merchant.POST('/api/merchant/projects/{id}/api-keys', { params: { path: { id: project.id } }, body: { name: 'coinvoice CLI' } }),
-    'creating an API key for the CLI',
-  );
+  // The key an earlier login made for this project is used again while it is not revoked: a new
+  // key per login would use up the project's keys (MAX_ACTIVE_API_KEYS_PER_PROJECT) and its
+  // hourly key creations, and leave the old ones active.
+  const previous = previousConfig(io.configFile);
+  const keys = previous?.apiKeyId && previous.baseUrl === o.baseUrl && previous.projectId === project.id
+    ? unwrap(await merchant.GET('/api/merchant/projects/{id}/api-keys', { params: { path: { id: project.id } } }), 'listing the project\'s API keys').items
+    : [];
+  const kept = keys.find((k) => k.id === previous?.apiKeyId && k.revokedAt === null);
+  const key = kept
+    ? { id: kept.id, key: previous!.apiKey, prefix: kept.prefix }
+    : unwrap(
+        await merchant.POST('/api/merchant/projects/{id}/api-keys', { params: { path: { id: project.id } }, body: { name: 'coinvoice CLI' } }),
+        'creating an API key for the CLI',
+      );
   const config: CliConfig = {
     baseUrl: o.baseUrl,
     email: o.email,
@@ -37,10 +47,22 @@ export async function login(io: Io, o: { baseUrl: string; email: string; passwor
     projectName: project.name,
     environment: project.environment,
     apiKey: key.key,
+    apiKeyId: key.id,
   };
   writeConfig(io.configFile, config);
-  io.out(`Logged in as ${o.email}: project "${project.name}" (${project.environment}, ${project.id}), API key ${key.prefix}… saved in ${io.configFile}`);
+  io.out(
+    `Logged in as ${o.email}: project "${project.name}" (${project.environment}, ${project.id}), API key ${key.prefix}… ${kept ? 'of your last login kept' : 'saved'} in ${io.configFile}`,
+  );
   return config;
+}
+
+/** The config an earlier login wrote, if it is readable; anything else is no earlier login. */
+function previousConfig(file: string): CliConfig | undefined {
+  try {
+    return readConfig(file);
+  } catch {
+    return undefined;
+  }
 }
 
 export async function createInvoice(

@@ -13,6 +13,8 @@ export interface CliConfig {
   environment: 'live' | 'sandbox';
   /** The API key `login` created for the CLI in that project. */
   apiKey: string;
+  /** Its id: the next login of the same project keeps the key while it is not revoked (absent in configs of earlier versions). */
+  apiKeyId?: string;
 }
 
 export class CliError extends Error {}

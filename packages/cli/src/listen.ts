@@ -61,17 +61,24 @@ export async function listen(io: Io, o: ListenOptions): Promise<void> {
 
   while (!o.signal.aborted) {
     try {
-      const { response } = await client.GET('/api/events/stream', {
+      const { response, error } = await client.GET('/api/events/stream', {
         parseAs: 'stream',
         signal: o.signal,
         headers: lastEventId ? { 'last-event-id': lastEventId } : {},
       });
       if (!response.ok || !response.body) {
-        const text = await response.text().catch(() => '');
+        // The client has read the refusal's body already: its problem's code and words say why.
+        const problem = (error ?? {}) as { code?: unknown; detail?: unknown };
+        const why = [problem.code, problem.detail].filter((part) => typeof part === 'string' && part !== '').join(': ');
         const fatal = response.status === 401 || response.status === 403;
-        const message = `the event stream answered ${response.status}: ${text.slice(0, 300)}`;
+        const message = `the event stream answered ${response.status}${why ? ` ${why.slice(0, 300)}` : ''}`;
         if (fatal) throw new CliError(`${message} (run \`coinvoice login\` again)`);
-        io.out(`${message}; retrying`);
+        // A 429 says when to come back (Retry-After, seconds).
+        const retryAfterS = Number(response.headers.get('retry-after'));
+        const waitMs = Number.isFinite(retryAfterS) && retryAfterS > 0 ? Math.min(retryAfterS, 300) * 1000 : (o.reconnectDelayMs ?? 1_000);
+        io.out(`${message}; retrying in ${Math.round(waitMs / 1000)} s`);
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        continue;
       } else {
         // Events are forwarded one at a time, in order, as a delivery to one URL is.
         let chain = Promise.resolve();
