@@ -173,7 +173,7 @@ describe('the coinvoice CLI', () => {
     expect(rates.rates).toContainEqual(expect.objectContaining({ currency: 'BTC', usd: 105000 }));
     // For a person: a table, each price's age in words (the static table is from 2025-06-01).
     const table = await ok(['rates']);
-    expect(table).toContain('source: static (a quote older than 1 minute is never used)');
+    expect(table).toContain('source: static (the development table: fixed prices of a past date, not the market; RATES_SOURCE=live prices from live quotes)');
     expect(table).toMatch(/^currency\s+price in USD\s+sources\s+age$/m);
     expect(table).toMatch(/^BTC\s+105000\s+static\s+\d+ days$/m);
     expect(table).not.toContain('ageMs');

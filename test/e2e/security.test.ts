@@ -215,6 +215,8 @@ describe('1. operators are granted by command only', () => {
     const before = operator.token;
     const granted = await authCommand(system, 'grant-operator', operator.email, { OPERATOR_ACTOR: 'ops-job/test' });
     expect(granted.stdout).toContain('done');
+    // It says which database it wrote to (no password): a grant against the wrong one is seen at once.
+    expect(granted.stdout).toContain(`(database ${system.database.url.replace(/:[^:@/]*@/, ':***@')})`);
     // Its sessions ended (the admin claim is in new tokens only), on both gateways.
     await eventually(async () => ((await me(api, before)).status === 401 && (await me(api2, before)).status === 401 ? true : undefined), 3_000, 'the old token refused');
     const token = await login(operator);

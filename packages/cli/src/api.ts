@@ -15,7 +15,9 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
   if (result.data !== undefined && result.response.ok) return result.data;
   const problem = result.error as Partial<Problem> | undefined;
   const fields = (problem?.errors ?? []).map((e) => `${e.field} ${e.message}`).join('; ');
+  // A session or key that no longer works (expired after 12 hours, revoked): logging in again helps.
+  const hint = result.response.status === 401 && what !== 'login' ? ' (run `coinvoice login` again)' : '';
   throw new CliError(
-    `${what} failed: ${result.response.status} ${problem?.code ?? result.response.statusText}${problem?.detail ? `: ${problem.detail}` : ''}${fields ? ` (${fields})` : ''}`,
+    `${what} failed: ${result.response.status} ${problem?.code ?? result.response.statusText}${problem?.detail ? `: ${problem.detail}` : ''}${fields ? ` (${fields})` : ''}${hint}`,
   );
 }

@@ -194,7 +194,11 @@ export async function rates(io: Io, baseUrl: string, o: { json?: boolean } = {})
     io.out(json(answer));
     return answer;
   }
-  io.out(`source: ${answer.source} (a quote older than ${ageInWords(answer.maxAgeMs)} is never used)`);
+  io.out(
+    answer.source === 'static'
+      ? 'source: static (the development table: fixed prices of a past date, not the market; RATES_SOURCE=live prices from live quotes)'
+      : `source: ${answer.source} (a quote older than ${ageInWords(answer.maxAgeMs)} is never used)`,
+  );
   io.out(
     table(
       ['currency', 'price in USD', 'sources', 'age'],

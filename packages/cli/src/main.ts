@@ -20,7 +20,7 @@ import { CliError, configPath, readConfig } from './config';
 import { listen } from './listen';
 
 const USAGE = `usage:
-  coinvoice login --email <email> [--password <password>] [--base-url <url>] [--project <id>]
+  coinvoice login --email <email> --password <password> (or COINVOICE_PASSWORD) [--base-url <url>] [--project <id>]
   coinvoice invoices create --amount <decimal> --currency <fiat> --pay <coin> [--network <network>] --success-url <url> --cancel-url <url> [--order-id <id>] [--description <text>]
   coinvoice invoices get <id>
   coinvoice invoices list [--limit <n>] [--status Waiting|PartiallyPaid|Confirming|Paid|Expired]
@@ -70,6 +70,11 @@ async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
+  });
+  // A reader that stops early (`| head -1`) closes the pipe: the rest of the output has no one to go to.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
   });
   const io: Io = { out: (line) => process.stdout.write(`${line}\n`), configFile: configPath(env) };
   const [command, sub, arg] = positionals;

@@ -1,6 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import { previousKeksSetting, SecretBox, secretsKekSetting } from '@coinvoice/domain/secrets-at-rest';
-import { commonSettings, createDb, createLogger, loadConfig, runService } from '@coinvoice/runtime';
+import { commonSettings, createDb, createLogger, loadConfig, redactUrlPassword, runService } from '@coinvoice/runtime';
 import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain/passwords';
 import { changeOperator, OPERATOR_COMMANDS } from './operators/commands';
 import { ensureLocalDeveloper } from './operators/local-developer';
@@ -17,12 +17,15 @@ import { reencryptSecrets } from './store/secrets';
  */
 const [command, argument] = process.argv.slice(2);
 
-async function withDatabase(run: (sql: ReturnType<typeof createDb>, logger: ReturnType<typeof createLogger>) => Promise<void>): Promise<void> {
+async function withDatabase(run: (sql: ReturnType<typeof createDb>, logger: ReturnType<typeof createLogger>, database: string) => Promise<void>): Promise<void> {
   const config = loadConfig({ DATABASE_URL: commonSettings.DATABASE_URL, APP_ENV: commonSettings.APP_ENV, LOG_LEVEL: commonSettings.LOG_LEVEL });
+  // Said in what a command prints: a command run against the wrong database (DATABASE_URL unset
+  // beside a second system, or `npm start`'s embedded Postgres) is seen at once.
+  const database = redactUrlPassword(config.DATABASE_URL);
   const logger = createLogger({ service: 'auth', level: config.LOG_LEVEL });
   const sql = createDb({ url: config.DATABASE_URL, schema: 'auth', max: 1 });
   try {
-    await run(sql, logger);
+    await run(sql, logger, database);
   } catch (err) {
     process.stderr.write(`auth: ${command} failed: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 1;
@@ -39,13 +42,13 @@ if (action !== undefined) {
   }
   // Who ran it, for the audit log: OPERATOR_ACTOR (e.g. set by the Job) or the OS user and host.
   const actor = process.env.OPERATOR_ACTOR || `${userInfo().username}@${hostname()}`;
-  void withDatabase(async (sql, logger) => {
+  void withDatabase(async (sql, logger, database) => {
     const outcome = await changeOperator(sql, { action, email: argument, actor }, logger);
     if (!outcome.ok) {
-      process.stderr.write(`auth: ${command} refused: ${outcome.reason}\n`);
+      process.stderr.write(`auth: ${command} refused: ${outcome.reason} (database ${database})\n`);
       process.exitCode = 1;
     } else {
-      process.stdout.write(`${command}: ${argument} ${outcome.changed ? 'done' : 'unchanged (already so)'}; merchant ${outcome.merchantId}\n`);
+      process.stdout.write(`${command}: ${argument} ${outcome.changed ? 'done' : 'unchanged (already so)'}; merchant ${outcome.merchantId} (database ${database})\n`);
     }
   });
 } else if (command === 'rotate-kek') {
