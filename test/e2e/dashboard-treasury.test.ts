@@ -139,6 +139,9 @@ test('an operator approves from the queue, works the Treasury page (approval que
     await page.getByRole('heading', { level: 1, name: 'Treasury' }).waitFor();
     const ethereum = page.getByTestId('treasury-ethereum');
     await ethereum.getByText(treasuryAddress).waitFor();
+    // A network no processor ever ran for is not said to be running.
+    await page.getByTestId('treasury-bitcoin').getByText('Not running: no processor has recorded a treasury address').waitFor();
+    expect(await page.getByTestId('treasury-bitcoin').getByRole('button', { name: 'Pause bitcoin' }).count()).toBe(0);
     // No node in this system: the page says why the balance is unknown.
     expect(await ethereum.getByText('CHAIN_ETHEREUM_RPC_URL is not set').count()).toBe(3);
     await ethereum.getByText('12.5 in 1 deposit').waitFor();

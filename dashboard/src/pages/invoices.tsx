@@ -128,7 +128,7 @@ function InvoiceList({ project }: { project: Project }) {
         <Empty>
           {status || search
             ? 'No invoice matches these filters.'
-            : 'No invoices yet. Create one below, or with an API key of this project (POST /api/invoice).'}
+            : 'No invoices yet. Create one with the form above, or with an API key of this project (POST /api/invoice).'}
         </Empty>
       ) : (
         <>

@@ -18,7 +18,11 @@ function PauseSwitch({ network, onDone }: { network: TreasuryNetwork; onDone: ()
   return (
     <p>
       <span role="status" data-testid="treasury-state">
-        {network.paused ? `Paused${network.pausedBy ? ` by ${network.pausedBy}` : ''}: no new transfer is started.` : 'Running.'}
+        {network.address === null
+          ? 'Not running: no processor has recorded a treasury address for this network (is the treasury on? the signer and a processor for it must run).'
+          : network.paused
+            ? `Paused${network.pausedBy ? ` by ${network.pausedBy}` : ''}: no new transfer is started.`
+            : 'Running.'}
       </span>{' '}
       {network.address !== null && (
         <button type="button" class={network.paused ? 'primary' : 'danger'} disabled={toggle.busy} onClick={() => void toggle.run()}>
