@@ -8,7 +8,7 @@
  * Against the Esplora stand-in, the real signer and the real processor (support/utxo-treasury.ts).
  */
 import { OPERATOR_TOKEN, waitFor } from './support/harness';
-import { activeProcessor, type ProcessorProcess } from './support/treasury';
+import { activeProcessor, metricsOf, type ProcessorProcess } from './support/treasury';
 import { setFeeEstimates, startUtxoTreasuryWorld, type UtxoTreasuryWorld } from './support/utxo-treasury';
 
 let world: UtxoTreasuryWorld;
@@ -64,4 +64,22 @@ test('a payout above the signer\'s limit batched with another: the batch is diss
   expect(payout).toMatchObject({ id: big.id });
   expect(await world.payoutRow(big.id)).toMatchObject({ status: 'Rejected' });
   expect(await world.events(big.id, 'payout.rejected')).toBe(1);
+});
+
+test('one batch whose version cannot be signed (its stored PSBT unreadable) is left for later; the round goes on and another payout is paid', async () => {
+  processor ??= await world.startProcessor();
+  await activeProcessor(processor);
+  const [broken] = await world.h.sql<{ id: string }[]>`insert into utxo_batches (network) values ('bitcoin') returning id::text`;
+  await world.h.sql`
+    insert into utxo_transactions (batch_id, network, psbt, fee, fee_rate) values (${broken!.id}, 'bitcoin', ${Buffer.from('not a psbt').toString('base64')}, 1000, 1000)`;
+  await world.deposit(300_000n);
+  const payout = await world.payout('BTC', '0.0015');
+  await waitFor('the other payout completed', async () => {
+    if ((await world.payoutRow(payout.id)).transaction_hash) world.esplora.mine();
+    return (await world.payoutRow(payout.id)).status === 'Completed';
+  }, 30_000);
+  expect(world.minedPaying(payout.address)).toHaveLength(1);
+  expect(await metricsOf(processor)).toMatch(/payout_processor_item_errors_total\{network="bitcoin",step="sign"\} [1-9]/);
+  expect(processor.logs.filter((l) => l.includes('processor sign step failed for one item')).length).toBe(1); // logged once, not every round
+  await world.h.sql`update utxo_batches set status = 'abandoned', failure_reason = 'test: unreadable' where id = ${broken!.id}`;
 });

@@ -45,7 +45,7 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     roundErrors: new Counter({ name: 'payout_processor_round_errors_total', help: 'Processor rounds that failed (node, signer or database unavailable) and were retried', labelNames: ['network'] as const, registers: [registry] }),
     itemErrors: new Counter({
       name: 'payout_processor_item_errors_total',
-      help: 'One nonce group (record, replace) or sweep group (sweep) that failed and was left for later while the round went on with the others; alert on any increase',
+      help: 'One item that failed and was left for later while the round went on with the others: a nonce group (record, replace), a sweep group (sweep), a UTXO batch (record, sign, broadcast); alert on any increase',
       labelNames: ['network', 'step'] as const,
       registers: [registry],
     }),

@@ -73,7 +73,6 @@ const REFUSAL_BACKOFF_MS = 5 * 60_000;
 /** How long a sweep group whose step failed (e.g. its estimate reverts) is left alone. */
 const SWEEP_FAILURE_BACKOFF_MS = 60_000;
 /** A failing nonce or sweep group is logged at its first failure, then once per this interval. */
-const ITEM_FAILURE_LOG_MS = 5 * 60_000;
 /** Payouts considered per round. */
 const PAYOUTS_PER_ROUND = 50;
 
@@ -112,8 +111,6 @@ export class EvmProcessor extends RoundLoop {
   /** Payout ids / sweep groups the signer refused, until when they are left alone. */
   private readonly refused = new Map<string, number>();
   private readonly intakeFailures = new FailureStreak();
-  /** When each failing nonce / sweep group was last logged (ITEM_FAILURE_LOG_MS). */
-  private readonly itemFailureLoggedAt = new Map<string, number>();
   /** Stuck transactions whose replacement the caps leave no room for (logged once each). */
   private readonly unreplaceable = new Set<string>();
   /** The chain's nonce (latest block) per address, read at most once a round. */
@@ -186,20 +183,9 @@ export class EvmProcessor extends RoundLoop {
     }
   }
 
-  /**
-   * A failure contained to one item (a nonce group, a sweep group): counted, logged at its first
-   * failure and then every ITEM_FAILURE_LOG_MS, and the round goes on. A node that does not answer
-   * at all still fails the round (every item would fail alike).
-   */
-  private itemFailed(step: 'record' | 'replace' | 'sweep', key: string, err: unknown, context: Record<string, unknown>): void {
-    if (isTransportFailure(err)) throw err;
-    this.options.metrics.itemErrors.inc({ network: this.options.network, step });
-    const now = Date.now();
-    const loggedAt = this.itemFailureLoggedAt.get(key);
-    if (loggedAt === undefined || now - loggedAt >= ITEM_FAILURE_LOG_MS) {
-      this.itemFailureLoggedAt.set(key, now);
-      this.logger.error({ ...context, step, err: describe(err) }, `processor ${step} step failed for one item; it is left for later and the round goes on (operator attention needed)`);
-    }
+  /** A node that does not answer at all fails the round: every item would fail alike. */
+  protected isTransportFailure(err: unknown): boolean {
+    return isTransportFailure(err);
   }
 
   /** The chain's nonce of `address` at the latest block, read once a round. */

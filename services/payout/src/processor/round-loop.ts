@@ -7,6 +7,7 @@
  * the round.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { AdvisoryLockHolder, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
 import { processorClaimId } from '../domain/status';
 import type { ProcessorMetrics } from './metrics';
@@ -50,6 +51,16 @@ export class FailureStreak {
   }
 }
 
+/** The signer did not answer (down, or past the deadline): no item can be signed this round. */
+export function signerUnreachable(err: unknown): boolean {
+  return err instanceof ConnectError && (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded);
+}
+
+/** The steps of a round whose items fail alone (payout_processor_item_errors_total's `step`). */
+export type ItemStep = 'record' | 'replace' | 'sweep' | 'sign' | 'broadcast';
+
+const ITEM_FAILURE_LOG_MS = 5 * 60_000;
+
 export abstract class RoundLoop implements Worker {
   protected running = false;
   private loop: Promise<void> | undefined;
@@ -67,6 +78,28 @@ export abstract class RoundLoop implements Worker {
 
   /** One round of the network's work, run while this replica holds the lock. */
   abstract round(): Promise<void>;
+
+  /** Whether `err` says the node (or the signer) is unreachable: then every item would fail alike. */
+  protected abstract isTransportFailure(err: unknown): boolean;
+
+  /** When each failing item was last logged (ITEM_FAILURE_LOG_MS). */
+  private readonly itemFailureLoggedAt = new Map<string, number>();
+
+  /**
+   * A failure contained to one item (a nonce group, a sweep group, a UTXO batch): counted, logged at
+   * its first failure and then every ITEM_FAILURE_LOG_MS, and the round goes on with the others. An
+   * unreachable node or signer still fails the round (rethrown).
+   */
+  protected itemFailed(step: ItemStep, key: string, err: unknown, context: Record<string, unknown>): void {
+    if (this.isTransportFailure(err)) throw err;
+    this.loopOptions.metrics.itemErrors.inc({ network: this.loopOptions.network, step });
+    const now = Date.now();
+    const loggedAt = this.itemFailureLoggedAt.get(key);
+    if (loggedAt === undefined || now - loggedAt >= ITEM_FAILURE_LOG_MS) {
+      this.itemFailureLoggedAt.set(key, now);
+      this.logger.error({ ...context, step, err: describe(err) }, `processor ${step} step failed for one item; it is left for later and the round goes on (operator attention needed)`);
+    }
+  }
 
   /** How it names itself in payouts.claimed_by: operators may not finish such a payout (domain/status.ts). */
   get processorId(): string {

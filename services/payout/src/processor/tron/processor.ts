@@ -26,10 +26,10 @@ import { applyTrigger } from '../../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../../store/payouts';
 import { claimablePayouts } from '../claimable';
 import type { ProcessorMetrics } from '../metrics';
-import { describe, refusable, RoundLoop, SignerRefused } from '../round-loop';
+import { describe, refusable, RoundLoop, SignerRefused, signerUnreachable } from '../round-loop';
 import { recordSignerRefusal } from '../../store/treasury';
 import { isPaused, saveTreasury } from '../store';
-import type { NodeTransaction, TronNode } from './node';
+import { TronNodeError, type NodeTransaction, type TronNode } from './node';
 
 export const TRON_ASSETS = ['TRX', 'USDT'] as const;
 export type TronAsset = (typeof TRON_ASSETS)[number];
@@ -98,6 +98,11 @@ export class TronProcessor extends RoundLoop {
   constructor(private readonly options: TronProcessorOptions) {
     super({ network: 'tron', sql: options.sql, logger: options.logger, metrics: options.metrics, pollMs: options.pollMs });
   }
+  /** The node or the signer unreachable: the round fails (no item is contained on Tron). */
+  protected isTransportFailure(err: unknown): boolean {
+    return err instanceof TronNodeError || signerUnreachable(err);
+  }
+
 
   private async setUp(): Promise<string> {
     if (this.treasury) return this.treasury;

@@ -28,7 +28,7 @@ import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../../store
 import { applyTrigger } from '../../transitions';
 import { claimablePayouts } from '../claimable';
 import type { ProcessorMetrics } from '../metrics';
-import { describe, FailureStreak, RoundLoop } from '../round-loop';
+import { describe, FailureStreak, RoundLoop, signerUnreachable } from '../round-loop';
 import { isPaused, saveTreasury } from '../store';
 import { recordSignerRefusal } from '../../store/treasury';
 import { P2WPKH_SCRIPT_BYTES, planBatch, rateForTarget, replacementPlan, type FeeTerms, type PayoutOutput } from './coin-selection';
@@ -134,6 +134,11 @@ export class UtxoProcessor extends RoundLoop {
   constructor(private readonly options: UtxoProcessorOptions) {
     super(options);
   }
+  /** Esplora or the signer unreachable: every batch would fail alike, so the round fails. */
+  protected isTransportFailure(err: unknown): boolean {
+    return err instanceof EsploraUnavailable || signerUnreachable(err);
+  }
+
 
   private get feeTermsCap(): Omit<FeeTerms, 'rate'> {
     return { cap: this.options.maxFeeRate, dust: this.options.dust };
@@ -159,10 +164,19 @@ export class UtxoProcessor extends RoundLoop {
     const treasury = await this.setUp();
     await this.takeInDeposits(treasury);
     const tip = await this.options.esplora.tipHeight();
-    for (const batch of await openBatches(this.options.sql, this.options.network)) await this.record(batch, tip, treasury);
+    // One batch that cannot be followed, signed or sent must not stop the others, nor new payouts.
+    for (const batch of await openBatches(this.options.sql, this.options.network)) {
+      await this.record(batch, tip, treasury).catch((err: unknown) => this.itemFailed('record', `record:${batch.id}`, err, { batchId: batch.id }));
+    }
     await this.restoreLostBatches(tip);
-    for (const version of await builtVersions(this.options.sql, this.options.network)) await this.sign(version);
-    for (const version of await signedVersions(this.options.sql, this.options.network)) await this.broadcast(version, 're-broadcast');
+    for (const version of await builtVersions(this.options.sql, this.options.network)) {
+      await this.sign(version).catch((err: unknown) => this.itemFailed('sign', `sign:${version.id}`, err, { batchId: version.batch_id, versionId: version.id }));
+    }
+    for (const version of await signedVersions(this.options.sql, this.options.network)) {
+      await this.broadcast(version, 're-broadcast').catch((err: unknown) =>
+        this.itemFailed('broadcast', `broadcast:${version.id}`, err, { batchId: version.batch_id, txid: version.txid }),
+      );
+    }
     await this.replaceStuck(treasury);
     // The pause switch stops new batches; what is in flight is still followed to its end.
     if (!(await isPaused(this.options.sql, this.options.network))) await this.pay(treasury);
