@@ -304,6 +304,27 @@ describe('input amounts (a segwit v0 signature commits to its own input\'s amoun
     expect(bound!.input_amounts).toEqual([a, b].map((c) => `${c.txid}:${c.vout}`).sort().map((o) => (o === `${a.txid}:${a.vout}` ? '1000000' : '0')));
   });
 
+  it('two payouts of one address and amount, each listed by one request for the same transaction: the outpoint\'s first amount binds the second', async () => {
+    const a = deposit(1_000_000);
+    const b = deposit(1_000_000);
+    const address = strangerAddress(btc);
+    const p = await btcPayout('0.001', { address });
+    // The same script in another spelling (upper-case bech32).
+    const q = await btcPayout('0.001', { address: address.toUpperCase() });
+    const outputs = [{ address, value: 100_000 }, { address: testAddress(btc, 'bitcoin', 1, 5), value: 898_000 }];
+    const saying = (payoutId: string, amounts: [number, number]) =>
+      utxoRequest({
+        psbt: unsignedPsbt(btc, 'bitcoin', { coins: [{ ...a, value: amounts[0] }, { ...b, value: amounts[1] }], outputs }),
+        coins: [a, b],
+        payouts: [{ payoutId, outputIndex: 0 }],
+        change: { outputIndex: 1, addressIndex: 5 },
+      });
+    expect((await client.signUtxoTransaction(saying(p.id, [1_000_000, 0]))).fee).toBe(2_000n);
+    await refusedWith(saying(q.id, [0, 1_000_000]), 'input_amount_mismatch');
+    // Q stays unbound: nothing was signed for it.
+    expect(await db.owner`select 1 from signer.utxo_payout_signatures where payout_id = ${q.id}`).toEqual([]);
+  });
+
   it('an honest replacement says the same amounts and is signed', async () => {
     const { payout, coin, request } = await ordinary(1_500);
     await client.signUtxoTransaction(request);

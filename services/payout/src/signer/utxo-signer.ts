@@ -15,7 +15,7 @@ import type { SignerMetrics } from './metrics';
 import { addToDailyTotal, findPayout, lockDailyTotal } from './store';
 import { UTXO_NETWORK_COINS, type UtxoCoinLimits } from './utxo-settings';
 import { outputScriptOfAddress, type UtxoKeyPath, type UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
-import { addToUtxoDailyFees, appendUtxoAudit, findUtxoPayoutSignatures, lockUtxoDailyFees, recordUtxoPayoutSignature, type UtxoAuditEntry } from './utxo-store';
+import { addToUtxoDailyFees, appendUtxoAudit, boundInputAmounts, findUtxoPayoutSignatures, lockUtxoDailyFees, recordUtxoPayoutSignature, type UtxoAuditEntry } from './utxo-store';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -207,6 +207,15 @@ export class UtxoSigner {
       audit.amount = [...amounts.values()].reduce((a, b) => a + b, 0n);
       // The coin's daily row first: every UTXO payout signature of the coin queues behind it.
       const daily = await lockDailyTotal(db, coin);
+      // Per outpoint, across payouts: another payout of the same address and amount listed for the
+      // same transaction must not make a "first" request of its own (an outside review's bypass).
+      const saidOfInputs = await boundInputAmounts(db, checked.inputs);
+      checked.inputs.forEach((outpoint, i) => {
+        const said = saidOfInputs.get(outpoint);
+        if (said && said.amount !== checked.inputAmounts[i]) {
+          throw new Refusal('input_amount_mismatch', `input ${outpoint} was signed (payout ${said.payoutId}) as holding ${said.amount} base units; this request says ${checked.inputAmounts[i]}`);
+        }
+      });
       const earlier = await findUtxoPayoutSignatures(db, payoutIds);
       let highestEarlierFee = 0n;
       for (const signature of earlier) {

@@ -32,7 +32,28 @@ export async function recordUtxoPayoutSignature(
             ${s.inputAmounts.map((a) => a.toString())}::numeric[], ${s.fee.toString()}::numeric, ${s.txid})
     on conflict (payout_id) do update
       set txid = excluded.txid, signatures = utxo_payout_signatures.signatures + 1, last_signed_at = now(),
+          input_amounts = coalesce(utxo_payout_signatures.input_amounts, excluded.input_amounts),
           fee = greatest(utxo_payout_signatures.fee, excluded.fee)`;
+}
+
+/**
+ * The amount each of `outpoints` was said to hold at the first signature naming it, whichever
+ * payout that was (rows signed before amounts were kept say nothing). Read under the coin's daily-row
+ * lock, so two first requests naming one outpoint see each other.
+ */
+export async function boundInputAmounts(tx: TransactionSql, outpoints: readonly string[]): Promise<Map<string, { amount: bigint; payoutId: string }>> {
+  const rows = await tx<{ payoutId: string; inputs: string[]; inputAmounts: string[] }[]>`
+    select payout_id::text as "payoutId", inputs, input_amounts::text[] as "inputAmounts" from utxo_payout_signatures
+    where inputs && ${outpoints as string[]}::text[] and input_amounts is not null
+    order by first_signed_at, payout_id`;
+  const bound = new Map<string, { amount: bigint; payoutId: string }>();
+  const wanted = new Set(outpoints);
+  for (const row of rows) {
+    row.inputs.forEach((outpoint, i) => {
+      if (wanted.has(outpoint) && !bound.has(outpoint)) bound.set(outpoint, { amount: BigInt(row.inputAmounts[i]!), payoutId: row.payoutId });
+    });
+  }
+  return bound;
 }
 
 /** Today's (UTC) fee row of `coin`, locked until the transaction ends. */
