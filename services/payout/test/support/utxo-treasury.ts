@@ -130,11 +130,7 @@ export interface UtxoTreasuryWorld extends PayoutHelpers {
   processors: ProcessorProcess[];
   startProcessor(env?: NodeJS.ProcessEnv): Promise<ProcessorProcess>;
   /** A customer's payment of `sat` to deposit address account/0/`index`, mined and reported accounted. */
-  /**
-   * A confirmed deposit to account/0/index, accounted by the invoice service stand-in;
-   * `doubleSpend()` builds (does not broadcast) the customer's other spend of the coin that paid it.
-   */
-  deposit(sat: bigint, index?: number): Promise<{ txid: string; vout: number; sat: bigint; index: number; doubleSpend(): StandInTx }>;
+  deposit(sat: bigint, index?: number): Promise<{ txid: string; vout: number; sat: bigint; index: number }>;
   /** The batch transactions the processor stored, oldest first. */
   versions(): Promise<VersionView[]>;
   /** A transaction the stand-in knows (mined or in its mempool). */
@@ -220,7 +216,6 @@ export async function startUtxoTreasuryWorld(network: UtxoNetwork, options: { pr
     async deposit(sat, index = nextIndex++) {
       const address = accountAddress(network, 0, index);
       const payer = esplora.fundedPayer(Number(sat) + 5_000, 1);
-      const paidWith = payer.utxos[0]!;
       const tx = esplora.pay(payer, [{ address, value: Number(sat) }]);
       esplora.broadcast(tx);
       esplora.mine([tx]);
@@ -236,7 +231,7 @@ export async function startUtxoTreasuryWorld(network: UtxoNetwork, options: { pr
         reportedAt: timestampFromDate(new Date()),
         rowId: nextRow++,
       });
-      return { txid: tx.txid, vout: 0, sat, index, doubleSpend: () => esplora.pay(payer, [{ address: freshUtxoAddress(network), value: Number(sat) }], paidWith) };
+      return { txid: tx.txid, vout: 0, sat, index };
     },
     versions() {
       return h.sql<VersionView[]>`select id::text, batch_id::text, status, txid, fee::text, fee_rate::text, change_amount::text, change_output_index, replaces::text, psbt, vsize from utxo_transactions order by id`;

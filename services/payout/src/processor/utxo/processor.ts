@@ -121,8 +121,6 @@ export class UtxoProcessor extends RoundLoop {
    * again at once, alone, so the one the signer will not sign holds no other back.
    */
   private readonly alone = new Set<string>();
-  /** Batch inputs whose transaction the node does not know, by outpoint: the tip it was first missed at. */
-  private readonly vanishedSince = new Map<string, number>();
   /** Things logged once until they change (a stuck version the cap leaves no room to replace, a refusal). */
   private readonly loggedOnce = new Set<string>();
   /** The fee rate of this round (read at most once a round). */
@@ -347,31 +345,16 @@ export class UtxoProcessor extends RoundLoop {
     // Every version the batch ever had, whatever its status: a spend by any of them is ours.
     const ours = new Set(versions.flatMap((v) => (v.txid === null ? [] : [v.txid])));
     const coins = await batchCoins(sql, batch.id);
-    let spentElsewhere: { coin: CoinRow; why: string } | undefined;
+    let spentElsewhere: { coin: CoinRow; by: string } | undefined;
     for (const coin of coins) {
       const spend = await esplora.outspend(coin.txid, coin.vout);
       if (spend.spent && !ours.has(spend.txid) && spend.confirmed && spend.height !== undefined && tip - spend.height + 1 >= confirmations) {
-        spentElsewhere = { coin, why: `was spent by ${spend.txid}, a transaction the processor did not make` };
-        break;
-      }
-      // A coin whose own transaction the node no longer knows — in no block, in no mempool: a
-      // deposit double-spent in a reorg, or the change of a batch a deep reorg took away — is
-      // gone once it stayed unknown for the confirmation count's worth of blocks.
-      const key = `${coin.txid}:${coin.vout}`;
-      if ((await esplora.txStatus(coin.txid)).known) {
-        this.vanishedSince.delete(key);
-        continue;
-      }
-      const since = this.vanishedSince.get(key) ?? tip;
-      this.vanishedSince.set(key, since);
-      if (tip - since + 1 >= confirmations) {
-        spentElsewhere = { coin, why: `no longer exists: its transaction ${coin.txid} has been in no block and no mempool for ${tip - since + 1} blocks` };
-        this.vanishedSince.delete(key);
+        spentElsewhere = { coin, by: spend.txid };
         break;
       }
     }
     if (!spentElsewhere) return false;
-    const reason = `input ${spentElsewhere.coin.txid}:${spentElsewhere.coin.vout} ${spentElsewhere.why}; no version of the batch can ever be mined`;
+    const reason = `input ${spentElsewhere.coin.txid}:${spentElsewhere.coin.vout} was spent by ${spentElsewhere.by}, a transaction the processor did not make; no version of the batch can ever be mined`;
     await eventTransaction(sql, async (tx) => {
       await tx`update utxo_transactions set status = 'failed', failure_reason = ${reason}, updated_at = now() where batch_id = ${batch.id} and status in ('built', 'signed', 'broadcast', 'mined')`;
       await tx`update utxo_coins set spent = true, updated_at = now() where id = ${spentElsewhere.coin.id}`;
@@ -385,7 +368,7 @@ export class UtxoProcessor extends RoundLoop {
       }
     });
     metrics.batchesAbandoned.inc({ network });
-    this.logger.error({ batchId: batch.id, reason }, 'a batch can never be mined (an input spent elsewhere, or gone); its payouts rejected (operator attention needed)');
+    this.logger.error({ batchId: batch.id, reason }, 'a batch can never be mined (an input spent elsewhere); its payouts rejected (operator attention needed)');
     return true;
   }
 
