@@ -231,6 +231,30 @@ test('a confirmed batch a reorg deeper than the confirmation count takes off the
   expect(await expectPaidOnce(payouts)).toBe(txid);
 });
 
+test('a deep reorg mines the replaced version instead of the confirmed one: the incident says the payees ARE paid, and nothing is sent again', async () => {
+  await start({ CHAIN_BITCOIN_CONFIRMATIONS: '2', PAYOUT_REPLACE_AFTER: '1s' });
+  const payouts = await twoPayouts();
+  await waitFor('a replacement in the mempool', async () => {
+    const versions = await versionsOf(payouts[0]!);
+    return versions.length >= 2 && versions[1]!.txid !== null && world.esplora.mempool.has(versions[1]!.txid);
+  }, 30_000);
+  const [original] = await versionsOf(payouts[0]!);
+  const originalTx = world.esplora.everSeen(original!.txid!)!;
+  world.esplora.mine();
+  world.esplora.mine();
+  for (const p of payouts) await world.waitForStatus(p.id, 'Completed');
+  const confirmed = (await versionsOf(payouts[0]!)).find((v) => v.status === 'confirmed')!;
+  expect(confirmed.txid).not.toBe(original!.txid);
+  // Both blocks replaced; the first new one holds the original version.
+  world.esplora.reorg(2, [originalTx]);
+  world.esplora.mine();
+  await waitFor('the incident', async () => processor!.logs.some((l) => l.includes('another version of the same batch is mined instead: its payees ARE paid')));
+  await sleep(1_000);
+  expect(processor!.logs.some((l) => l.includes('an operator must pay its payees'))).toBe(false);
+  expect(world.esplora.mempool.has(confirmed.txid!)).toBe(false);
+  for (const p of payouts) expect(world.minedPaying(p.address).map((t) => t.txid)).toEqual([original!.txid]);
+});
+
 test('an input spent by a transaction the processor did not make: once that spend is final, no version can be mined; the batch is abandoned, its payouts rejected (holds released), alerted', async () => {
   await start();
   // The smallest coin that covers the payout (every earlier change is larger): the batch spends it.

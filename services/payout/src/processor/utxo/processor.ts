@@ -282,6 +282,21 @@ export class UtxoProcessor extends RoundLoop {
       const txid = version.txid!;
       const status = await esplora.txStatus(txid);
       if (status.known && status.confirmed) continue;
+      // Another version of the batch (a fee replacement, or the original) mined by the reorg pays
+      // the same payees from the same inputs: nobody may pay them again. The records still name the
+      // lost version (the payouts' hashes, the change coin): said once, for an operator to correct.
+      const sibling = await this.minedSibling(version);
+      if (sibling !== undefined) {
+        if (!this.restoredLost.has(txid)) {
+          this.restoredLost.add(txid);
+          metrics.lostRebroadcasts.inc({ network });
+          this.logger.error(
+            { txid, batchId: version.batch_id, minedVersion: sibling },
+            'INCIDENT: a batch transaction recorded confirmed left the chain and another version of the same batch is mined instead: its payees ARE paid (do not pay them again); the payouts\' transaction hashes and the batch\'s change coin still name the lost version and need an operator',
+          );
+        }
+        continue;
+      }
       const first = !this.restoredLost.has(txid);
       if (first) {
         this.restoredLost.add(txid);
@@ -298,6 +313,16 @@ export class UtxoProcessor extends RoundLoop {
       }
     }
     this.lostScanTip = tipHash;
+  }
+
+  /** The txid of another version of `version`'s batch that is in a block now, if any. */
+  private async minedSibling(version: VersionRow): Promise<string | undefined> {
+    for (const other of await batchVersions(this.options.sql, version.batch_id)) {
+      if (other.id === version.id || other.txid === null) continue;
+      const status = await this.options.esplora.txStatus(other.txid);
+      if (status.known && status.confirmed) return other.txid;
+    }
+    return undefined;
   }
 
   /** A payout of a mined batch: confirmations counted; at the count, completed once with the txid (hold debited). */
