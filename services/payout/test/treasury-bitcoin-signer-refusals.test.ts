@@ -59,6 +59,12 @@ test('a payout above the signer\'s limit batched with another: the batch is diss
   expect(networks.find((n) => n.network === 'bitcoin')!.refusedBySigner.map((p) => p.id)).toEqual([big.id]);
   // No coin stays reserved by a dissolved batch.
   expect(await world.h.sql`select 1 from utxo_coins c join utxo_batches b on b.id = c.batch_id where b.status = 'abandoned'`).toEqual([]);
+  // A dissolved batch gives its change index back (no transaction paid it): retries use up no fresh
+  // change address each (a wallet restored from the seed stops looking past 20 unused).
+  const batches = await world.h.sql<{ status: string; change_index: number }[]>`select status, change_index from utxo_batches order by id`;
+  expect(batches.filter((b) => b.status === 'abandoned').length).toBeGreaterThanOrEqual(2);
+  const signed = batches.filter((b) => b.status !== 'abandoned');
+  expect(new Set(batches.map((b) => b.change_index)).size).toBeLessThanOrEqual(signed.length + 1);
   // The operator rejects it: the hold is released, payout.rejected sent.
   const { payout } = await world.h.client.rejectPayout({ payoutId: big.id, adminNote: 'above the signer limit', operatorToken: OPERATOR_TOKEN });
   expect(payout).toMatchObject({ id: big.id });

@@ -18,7 +18,7 @@
  */
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { Transaction } from '@scure/btc-signer';
-import { eventTransaction, type EventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
+import { errorFacts, eventTransaction, type EventTransaction, type Logger, type Sql } from '@coinvoice/runtime';
 import { SignerService } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Decimal, toBaseUnits } from '@coinvoice/domain/money';
 import { formatFeeRate, type FeeRate } from '../../domain/fee-rate';
@@ -49,6 +49,7 @@ import {
   signedVersions,
   stuckVersions,
   takeChangeIndex,
+  freeChangeIndex,
   recordChangeAddresses,
   type BatchPayoutRow,
   type BatchRow,
@@ -432,7 +433,10 @@ export class UtxoProcessor extends RoundLoop {
       const refusal = ConnectError.from(err);
       if (refusal.code !== Code.PermissionDenied) throw err;
       metrics.signerRefusals.inc({ network, purpose: 'payout' });
-      if (await this.dissolveRefused(batch, payouts.map((p) => p.payoutId), refusal.rawMessage)) return;
+      // A refusal that says the signer signed these payouts before (an answer lost to a crash) must
+      // not dissolve the batch: the signature exists, and only these inputs may ever pay them.
+      const bound = ['inputs_mismatch', 'fee_not_higher', 'input_amount_mismatch'].includes(errorFacts(err).code);
+      if (!bound && (await this.dissolveRefused(batch, payouts.map((p) => p.payoutId), refusal.rawMessage))) return;
       this.refused.set(version.id, Date.now() + REFUSAL_BACKOFF_MS);
       this.logger.error({ batchId: batch.id, versionId: version.id, refusal: refusal.rawMessage }, 'the signer refused to sign a batch; asked again later with the same PSBT');
       return;
@@ -503,6 +507,7 @@ export class UtxoProcessor extends RoundLoop {
         await recordSignerRefusal(tx, payoutId, refusal);
       }
       await tx`update utxo_batches set status = 'abandoned', failure_reason = ${`${reason} (payouts ${payoutIds.join(', ')})`.slice(0, 1000)}, updated_at = now() where id = ${batch.id}`;
+      if (locked.change_index !== null) await freeChangeIndex(tx, network, locked.change_index);
       return true;
     });
     if (!dissolved) return false;

@@ -98,8 +98,16 @@ export async function lockAvailableCoins(tx: TransactionSql, network: string, id
   return rows.length === ids.length ? rows : undefined;
 }
 
-/** A fresh index on the change branch (account/1/i, i ≥ 1), under the counter row's lock. */
+/**
+ * An index on the change branch (account/1/i, i ≥ 1): one a dissolved batch gave back (never paid),
+ * else a fresh one under the counter row's lock.
+ */
 export async function takeChangeIndex(tx: TransactionSql, network: string): Promise<number> {
+  const [free] = await tx<{ index: number }[]>`
+    delete from utxo_free_change_indexes
+    where (network, change_index) = (select network, change_index from utxo_free_change_indexes where network = ${network} order by change_index limit 1 for update skip locked)
+    returning change_index as index`;
+  if (free) return free.index;
   const [row] = await tx<{ index: number }[]>`
     insert into utxo_change_indexes (network, next_index) values (${network}, 2)
     on conflict (network) do update set next_index = utxo_change_indexes.next_index + 1
@@ -117,6 +125,11 @@ export async function recordChangeAddresses(sql: Queryable, network: string, cha
   for (const row of rows) {
     await sql`update utxo_batches set change_address = ${changeAddress(row.change_index)} where id = ${row.id} and change_address is null`;
   }
+}
+
+/** Gives back the change index of a batch dissolved before anything was signed (no transaction paid it). */
+export async function freeChangeIndex(tx: TransactionSql, network: string, index: number): Promise<void> {
+  await tx`insert into utxo_free_change_indexes (network, change_index) values (${network}, ${index}) on conflict do nothing`;
 }
 
 export function openBatches(sql: Queryable, network: string): Promise<BatchRow[]> {
