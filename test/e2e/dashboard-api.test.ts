@@ -186,8 +186,9 @@ test('projectName is the project\'s name now: an invoice made before a rename re
   const renamed = `Renamed ${randomUUID().slice(0, 6)}`;
   expect((await api.patch(`/api/merchant/projects/${project.id}`, { name: renamed }, { headers: bearer(merchant.token) })).status).toBe(200);
   expect(renamed).not.toBe(original);
-  // The dashboard asks the auth service: at once.
+  // The dashboard asks the auth service: at once, for one invoice and in the list.
   expect((await api.get(`/api/merchant/invoices/${before.id}`, { headers: bearer(merchant.token) })).body.projectName).toBe(renamed);
+  expect((await api.get(`/api/merchant/projects/${project.id}/invoices`, { headers: bearer(merchant.token) })).body.items).toEqual([expect.objectContaining({ id: before.id, projectName: renamed })]);
   // An API key's project is cached by the gateway; the rename's event drops it.
   await eventually(async () => ((await api.get(`/api/invoice/${before.id}`, { headers: apiKeyHeader(project.key) })).body.projectName === renamed ? true : undefined), 15_000, 'the new name on GET');
   const paid = await api.post(`/api/invoice/${before.id}/sandbox/pay`, undefined, { headers: apiKeyHeader(project.key) });

@@ -281,7 +281,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
     onRequest: hooks.merchant,
     handler: async (req) => {
       // Ownership first: another merchant's project answers 404 as if it did not exist.
-      await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
+      const { project } = await auth.getProject({ merchantId: merchantPrincipal(req).merchantId, projectId: req.params.id });
       const res = await invoices.listInvoices({
         projectId: req.params.id,
         status: req.query.status ? invoiceStatuses.value(req.query.status) : undefined,
@@ -289,7 +289,7 @@ export function invoiceRoutes(app: FastifyInstance, { auth, invoices, hooks }: I
         pageSize: parseLimit(req.query.limit),
         cursor: req.query.cursor ?? '',
       });
-      return { items: res.invoices.map(invoiceJson), nextCursor: res.nextCursor || null };
+      return { items: res.invoices.map((invoice) => invoiceJson(withProjectName(invoice, project?.name ?? invoice.projectName))), nextCursor: res.nextCursor || null };
     },
   });
 
