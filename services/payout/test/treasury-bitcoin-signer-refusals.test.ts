@@ -37,7 +37,7 @@ test('a payout above the signer\'s limit batched with another: the batch is diss
   await activeProcessor(processor);
 
   await waitFor('the batch dissolved', async () => processor!.logs.some((l) => l.includes('the signer refused a batch: dissolved')));
-  const [first] = await world.h.sql<{ id: string; status: string; failure_reason: string }[]>`select id::text, status, failure_reason from utxo_batches order by id limit 1`;
+  const [first] = await world.h.sql<{ id: string; status: string; failure_reason: string }[]>`select id::text, status, failure_reason from utxo_batches order by utxo_batches.id limit 1`;
   expect(first).toMatchObject({ status: 'abandoned', failure_reason: expect.stringContaining('SIGNER_MAX_PAYOUT_BTC') });
   expect(await world.h.sql`select status, txid from utxo_transactions where batch_id = ${first!.id}`).toEqual([{ status: 'failed', txid: null }]);
 

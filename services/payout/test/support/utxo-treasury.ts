@@ -234,7 +234,7 @@ export async function startUtxoTreasuryWorld(network: UtxoNetwork, options: { pr
       return { txid: tx.txid, vout: 0, sat, index };
     },
     versions() {
-      return h.sql<VersionView[]>`select id::text, batch_id::text, status, txid, fee::text, fee_rate::text, change_amount::text, change_output_index, replaces::text, psbt, vsize from utxo_transactions order by id`;
+      return h.sql<VersionView[]>`select id::text, batch_id::text, status, txid, fee::text, fee_rate::text, change_amount::text, change_output_index, replaces::text, psbt, vsize from utxo_transactions order by utxo_transactions.id`; // the number, not the text column id
     },
     transaction(txid) {
       return [...esplora.blocks.flatMap((b) => b.txs), ...esplora.mempool.values()].find((t) => t.txid === txid);
