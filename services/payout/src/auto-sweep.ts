@@ -212,10 +212,7 @@ export class AutoSweepHandlers {
   }
 
   private logSwept(swept: PayoutRow[]): void {
-    for (const payout of swept) {
-      this.deps.onSwept?.(payout);
-      this.deps.logger.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, network: payout.network, amount: payout.amount }, 'auto-sweep payout created');
-    }
+    for (const payout of swept) announceSweep(payout, this.deps.logger, this.deps.onSwept);
   }
 
   private async config(sql: Sql | EventTransaction, scope: { projectId: string; environment: ProjectEnvironment }): Promise<MessageInitShape<typeof AutoSweepConfigSchema>> {
@@ -265,6 +262,12 @@ function plural(n: number): string {
   return n === 1 ? '1 attempt' : `${n} attempts`;
 }
 
+/** A sweep payout created outside the ledger consumer: told (metrics) and logged. */
+function announceSweep(payout: PayoutRow, logger: Logger, onSwept: ((payout: PayoutRow) => void) | undefined): void {
+  onSwept?.(payout);
+  logger.info({ payoutId: payout.id, projectId: payout.project_id, currency: payout.currency, network: payout.network, amount: payout.amount }, 'auto-sweep payout created');
+}
+
 export interface AutoSweepDestinationCheckOptions {
   sql: Sql;
   logger: Logger;
@@ -304,10 +307,7 @@ export class AutoSweepDestinationCheck extends PeriodicBatchWorker {
         if (!(await markRuleChecked(tx, rule))) return undefined;
         return sweepIfDue(tx, { projectId: rule.projectId, environment: rule.environment, currency: rule.currency, network: rule.network });
       });
-      if (swept) {
-        this.options.onSwept?.(swept);
-        this.logger.info({ payoutId: swept.id, projectId: swept.project_id, currency: swept.currency, network: swept.network, amount: swept.amount }, 'auto-sweep payout created');
-      }
+      if (swept) announceSweep(swept, this.logger, this.options.onSwept);
     }
     return rules.length;
   }

@@ -53,6 +53,14 @@ async function versionsOf(payout: Paid) {
   return (await world.versions()).filter((v) => v.batch_id === batch?.batch_id);
 }
 
+/** Until the batch's first fee replacement (PAYOUT_REPLACE_AFTER) is in the mempool. */
+async function waitForReplacement(payout: Paid): Promise<void> {
+  await waitFor('a replacement in the mempool', async () => {
+    const versions = await versionsOf(payout);
+    return versions.length >= 2 && versions[1]!.txid !== null && world.esplora.mempool.has(versions[1]!.txid);
+  }, 30_000);
+}
+
 /** Mines until every payout completed; then: one transaction on chain paying each exactly, each completed once. */
 async function expectPaidOnce(payouts: Paid[]): Promise<string> {
   await waitFor('every payout completed', async () => {
@@ -166,10 +174,7 @@ test('a mined version that leaves the chain (reorg) is followed again, never com
 test('a replacement mined instead of the original by a reorg: followed, completed once with its txid, its change a coin; never taken for a stranger\'s spend', async () => {
   await start({ CHAIN_BITCOIN_CONFIRMATIONS: '3', PAYOUT_REPLACE_AFTER: '1s' });
   const payouts = await twoPayouts();
-  await waitFor('a replacement in the mempool', async () => {
-    const versions = await versionsOf(payouts[0]!);
-    return versions.length >= 2 && versions[1]!.txid !== null && world.esplora.mempool.has(versions[1]!.txid);
-  }, 30_000);
+  await waitForReplacement(payouts[0]!);
   // Stop further replacements: the original is mined at once, one block deep.
   const [original, replacement] = await versionsOf(payouts[0]!);
   // The original left the mempool when its replacement came: mined from what the stand-in was sent.
@@ -234,10 +239,7 @@ test('a confirmed batch a reorg deeper than the confirmation count takes off the
 test('a deep reorg mines the replaced version instead of the confirmed one: the incident says the payees ARE paid, and nothing is sent again', async () => {
   await start({ CHAIN_BITCOIN_CONFIRMATIONS: '2', PAYOUT_REPLACE_AFTER: '1s' });
   const payouts = await twoPayouts();
-  await waitFor('a replacement in the mempool', async () => {
-    const versions = await versionsOf(payouts[0]!);
-    return versions.length >= 2 && versions[1]!.txid !== null && world.esplora.mempool.has(versions[1]!.txid);
-  }, 30_000);
+  await waitForReplacement(payouts[0]!);
   const [original] = await versionsOf(payouts[0]!);
   const originalTx = world.esplora.everSeen(original!.txid!)!;
   world.esplora.mine();

@@ -72,7 +72,6 @@ const FALLBACK_PAYOUT_GAS = 100_000n;
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
 /** How long a sweep group whose step failed (e.g. its estimate reverts) is left alone. */
 const SWEEP_FAILURE_BACKOFF_MS = 60_000;
-/** A failing nonce or sweep group is logged at its first failure, then once per this interval. */
 /** Payouts considered per round. */
 const PAYOUTS_PER_ROUND = 50;
 

@@ -207,8 +207,10 @@ export class UtxoSigner {
       audit.amount = [...amounts.values()].reduce((a, b) => a + b, 0n);
       // The coin's daily row first: every UTXO payout signature of the coin queues behind it.
       const daily = await lockDailyTotal(db, coin);
-      // Per outpoint, across payouts: another payout of the same address and amount listed for the
-      // same transaction must not make a "first" request of its own (an outside review's bypass).
+      // A segwit v0 signature commits to its own input's amount only: a request saying other amounts
+      // than an earlier one could pair its signatures with the earlier's into a transaction whose real
+      // fee neither showed. So each outpoint keeps the amount said at its first signature, whichever
+      // payouts a request lists (docs/treasury.md#utxo-signer-policy).
       const saidOfInputs = await boundInputAmounts(db, checked.inputs);
       checked.inputs.forEach((outpoint, i) => {
         const said = saidOfInputs.get(outpoint);
@@ -223,16 +225,6 @@ export class UtxoSigner {
           throw new Refusal(
             'inputs_mismatch',
             `payout ${signature.payoutId} was signed spending ${signature.inputs.join(', ')}; only a replacement spending exactly those inputs may pay it again`,
-          );
-        }
-        // A segwit v0 signature commits to its own input's amount only: a request saying other
-        // amounts than the first could pair its signatures with the first's into a transaction whose
-        // real fee neither request showed (docs/treasury.md#utxo-signer-policy).
-        const saidBefore = signature.inputAmounts;
-        if (saidBefore !== null && saidBefore.some((amount, i) => amount !== checked.inputAmounts[i])) {
-          throw new Refusal(
-            'input_amount_mismatch',
-            `payout ${signature.payoutId} was signed with its inputs holding ${saidBefore.join(', ')} base units; this request says ${checked.inputAmounts.join(', ')}`,
           );
         }
         if (signature.txid !== checked.txid && checked.fee <= signature.fee) {

@@ -7,25 +7,23 @@ export interface UtxoPayoutSignature {
   payoutId: string;
   /** Sorted "txid:vout". */
   inputs: string[];
-  /** The amount each input of `inputs` was said to hold at the first signature (null: signed before they were kept). */
-  inputAmounts: bigint[] | null;
   fee: bigint;
   txid: string;
 }
 
 /** The earlier signatures of `payoutIds`, their rows locked until the transaction ends. */
 export async function findUtxoPayoutSignatures(tx: TransactionSql, payoutIds: readonly string[]): Promise<UtxoPayoutSignature[]> {
-  const rows = await tx<{ payoutId: string; inputs: string[]; inputAmounts: string[] | null; fee: string; txid: string }[]>`
-    select payout_id::text as "payoutId", inputs, input_amounts::text[] as "inputAmounts", fee::text, txid from utxo_payout_signatures
+  const rows = await tx<{ payoutId: string; inputs: string[]; fee: string; txid: string }[]>`
+    select payout_id::text as "payoutId", inputs, fee::text, txid from utxo_payout_signatures
     where payout_id = any(${payoutIds as string[]}::uuid[]) order by payout_id for update`;
-  return rows.map((r) => ({ payoutId: r.payoutId, inputs: r.inputs, inputAmounts: r.inputAmounts?.map((a) => BigInt(a)) ?? null, fee: BigInt(r.fee), txid: r.txid }));
+  return rows.map((r) => ({ payoutId: r.payoutId, inputs: r.inputs, fee: BigInt(r.fee), txid: r.txid }));
 }
 
 export async function recordUtxoPayoutSignature(
   tx: TransactionSql,
   s: { payoutId: string; network: string; coin: UtxoTreasuryCoin; amount: bigint; inputs: string[]; inputAmounts: bigint[]; fee: bigint; txid: string },
 ): Promise<void> {
-  // The input amounts of the first signature stay: every later one was checked against them.
+  // The input amounts of the first signature stay (boundInputAmounts): every later one was checked against them.
   await tx`
     insert into utxo_payout_signatures (payout_id, network, coin, amount, inputs, input_amounts, fee, txid)
     values (${s.payoutId}, ${s.network}, ${s.coin}, ${s.amount.toString()}::numeric, ${s.inputs}::text[],

@@ -98,11 +98,11 @@ export class TronProcessor extends RoundLoop {
   constructor(private readonly options: TronProcessorOptions) {
     super({ network: 'tron', sql: options.sql, logger: options.logger, metrics: options.metrics, pollMs: options.pollMs });
   }
+
   /** The node or the signer unreachable: the round fails (no item is contained on Tron). */
   protected isTransportFailure(err: unknown): boolean {
     return err instanceof TronNodeError || signerUnreachable(err);
   }
-
 
   private async setUp(): Promise<string> {
     if (this.treasury) return this.treasury;

@@ -133,11 +133,11 @@ export class UtxoProcessor extends RoundLoop {
   constructor(private readonly options: UtxoProcessorOptions) {
     super(options);
   }
+
   /** Esplora or the signer unreachable: every batch would fail alike, so the round fails. */
   protected isTransportFailure(err: unknown): boolean {
     return err instanceof EsploraUnavailable || signerUnreachable(err);
   }
-
 
   private get feeTermsCap(): Omit<FeeTerms, 'rate'> {
     return { cap: this.options.maxFeeRate, dust: this.options.dust };
@@ -284,29 +284,27 @@ export class UtxoProcessor extends RoundLoop {
       const status = await esplora.txStatus(txid);
       if (status.known && status.confirmed) continue;
       // Another version of the batch (a fee replacement, or the original) mined by the reorg pays
-      // the same payees from the same inputs: nobody may pay them again. The records still name the
-      // lost version (the payouts' hashes, the change coin): said once, for an operator to correct.
+      // the same payees from the same inputs: nobody may pay them again, nothing is sent. The records
+      // still name the lost version (the payouts' hashes, the change coin): for an operator to correct.
       const sibling = await this.minedSibling(version);
-      if (sibling !== undefined) {
-        if (!this.restoredLost.has(txid)) {
-          this.restoredLost.add(txid);
-          metrics.lostRebroadcasts.inc({ network });
-          this.logger.error(
-            { txid, batchId: version.batch_id, minedVersion: sibling },
-            'INCIDENT: a batch transaction recorded confirmed left the chain and another version of the same batch is mined instead: its payees ARE paid (do not pay them again); the payouts\' transaction hashes and the batch\'s change coin still name the lost version and need an operator',
-          );
-        }
-        continue;
-      }
+      // The incident first, once per transaction, whatever the node makes of the bytes.
       const first = !this.restoredLost.has(txid);
       if (first) {
         this.restoredLost.add(txid);
         metrics.lostRebroadcasts.inc({ network });
-        this.logger.error(
-          { txid, batchId: version.batch_id, recordedHeight: version.block_height, inMempool: status.known },
-          'INCIDENT: a batch transaction recorded confirmed is no longer in a block (a reorg deeper than the confirmation count); its stored bytes are sent again',
-        );
+        if (sibling !== undefined) {
+          this.logger.error(
+            { txid, batchId: version.batch_id, minedVersion: sibling },
+            'INCIDENT: a batch transaction recorded confirmed left the chain and another version of the same batch is mined instead: its payees ARE paid (do not pay them again); the payouts\' transaction hashes and the batch\'s change coin still name the lost version and need an operator',
+          );
+        } else {
+          this.logger.error(
+            { txid, batchId: version.batch_id, recordedHeight: version.block_height, inMempool: status.known },
+            'INCIDENT: a batch transaction recorded confirmed is no longer in a block (a reorg deeper than the confirmation count); its stored bytes are sent again',
+          );
+        }
       }
+      if (sibling !== undefined) continue;
       const result = await esplora.broadcast(version.raw_transaction!);
       if (!result.accepted && first && !(await esplora.txStatus(txid)).known) {
         // An input spent by another transaction in the new chain, say: the payees are unpaid.

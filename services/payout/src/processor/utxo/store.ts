@@ -149,13 +149,13 @@ export function batchVersions(sql: Queryable, batchId: string): Promise<VersionR
   return sql<VersionRow[]>`select * from utxo_transactions where batch_id = ${batchId} order by id`;
 }
 
-/** Versions built and not yet signed (a process killed while the signer was asked), oldest first. */
 /** Versions recorded confirmed in a block at or above `fromHeight`: the deep-reorg scan's (docs/treasury.md#deep-reorgs). */
 export function confirmedVersionsFrom(sql: Queryable, network: string, fromHeight: number): Promise<VersionRow[]> {
   return sql<VersionRow[]>`
     select * from utxo_transactions where network = ${network} and status = 'confirmed' and block_height >= ${fromHeight} order by block_height, id`;
 }
 
+/** Versions built and not yet signed (a process killed while the signer was asked), oldest first. */
 export function builtVersions(sql: Queryable, network: string): Promise<VersionRow[]> {
   return sql<VersionRow[]>`select * from utxo_transactions where network = ${network} and status = 'built' order by id`;
 }
