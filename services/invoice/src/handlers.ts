@@ -175,11 +175,12 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   async listInvoices(req: ListInvoicesRequest): Reply<typeof ListInvoicesResponseSchema> {
     const status = req.status === undefined ? undefined : (INVOICE_STATUS.fromProto(req.status) ?? `unknown (${req.status})`);
     const query = requireValid(validateListInvoices({ projectId: req.projectId, status, orderId: req.orderId, pageSize: req.pageSize, cursor: req.cursor }));
+    const now = new Date();
     const { page, payments } = await readInOneSnapshot(this.deps.sql, async (tx) => {
-      const page = await listInvoices(tx, query);
+      const page = await listInvoices(tx, query, now);
       return { page, payments: await paymentsOfInvoices(tx, page.rows.map((row) => row.id)) };
     });
-    return { invoices: page.rows.map((row) => invoiceToProto(row, payments.get(row.id))), nextCursor: page.nextCursor };
+    return { invoices: page.rows.map((row) => invoiceToProto(asShownAt(row, now), payments.get(row.id))), nextCursor: page.nextCursor };
   }
 
   async getCheckout(req: GetCheckoutRequest): Reply<typeof GetCheckoutResponseSchema> {
@@ -291,8 +292,12 @@ export class InvoiceHandlers implements ServiceImpl<typeof InvoiceService> {
   }
 }
 
-/** The row with the status a read shows now (`shownStatus`: a sandbox invoice past expiredAt reads Expired). */
-function asShownNow(row: InvoiceRow): InvoiceRow {
-  const status = shownStatus({ environment: row.environment, status: row.status, expiredAt: row.expired_at }, new Date());
+/** The row with the status a read shows at `now` (`shownStatus`: a sandbox invoice past expiredAt reads Expired). */
+function asShownAt(row: InvoiceRow, now: Date): InvoiceRow {
+  const status = shownStatus({ environment: row.environment, status: row.status, expiredAt: row.expired_at }, now);
   return status === row.status ? row : { ...row, status };
+}
+
+function asShownNow(row: InvoiceRow): InvoiceRow {
+  return asShownAt(row, new Date());
 }

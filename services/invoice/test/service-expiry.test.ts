@@ -101,7 +101,7 @@ describe('with the sweeper running (every 100 ms)', () => {
   });
 });
 
-test('an invoice past expiredAt that the sweeper has not reached yet is not payable, and reads Expired (invoice and checkout) as payment refuses it', async () => {
+test('an invoice past expiredAt that the sweeper has not reached yet is not payable, and reads Expired (invoice, checkout, the list and its filter) as payment refuses it', async () => {
   const h = await startInvoiceHarness({ env: { INVOICE_SWEEP_INTERVAL_MS: '3600000' } });
   try {
     const project = sandboxProject();
@@ -120,6 +120,15 @@ test('an invoice past expiredAt that the sweeper has not reached yet is not paya
     expect((await h.client.getInvoice({ projectId: project.projectId, invoiceId: fresh.id })).invoice!.status).toBe(InvoiceStatus.WAITING);
     const [paid] = await h.sql<{ n: number }[]>`select count(*)::int as n from outbox where event_type = 'invoice.paid'`;
     expect(paid?.n).toBe(0);
+    // The project's list (the dashboard's) shows and filters by the same status as GET.
+    const listed = async (status?: InvoiceStatus) =>
+      (await h.client.listInvoices({ projectId: project.projectId, pageSize: 50, ...(status === undefined ? {} : { status }) })).invoices.map((i) => [i.id, i.status]);
+    expect(await listed()).toEqual([
+      [fresh.id, InvoiceStatus.WAITING],
+      [invoice.id, InvoiceStatus.EXPIRED],
+    ]);
+    expect(await listed(InvoiceStatus.EXPIRED)).toEqual([[invoice.id, InvoiceStatus.EXPIRED]]);
+    expect(await listed(InvoiceStatus.WAITING)).toEqual([[fresh.id, InvoiceStatus.WAITING]]);
   } finally {
     await h.dispose();
   }

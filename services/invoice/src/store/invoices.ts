@@ -229,15 +229,30 @@ export interface ListQuery {
   pageSize: number;
 }
 
-/** A project's invoices, newest first by (created_at, id), one page and the next page's cursor. */
-export function listInvoices(sql: Queryable, query: ListQuery): Promise<{ rows: InvoiceRow[]; nextCursor: string }> {
-  const byStatus = query.status === undefined ? sql`` : sql`and status = ${query.status}`;
+/**
+ * A project's invoices, newest first by (created_at, id), one page and the next page's cursor.
+ * The status filter matches the status a read shows at `now` (`shownStatus`), not the stored one.
+ */
+export function listInvoices(sql: Queryable, query: ListQuery, now: Date): Promise<{ rows: InvoiceRow[]; nextCursor: string }> {
+  const byStatus = query.status === undefined ? sql`` : sql`and ${shownStatusIs(sql, query.status, now)}`;
   const byOrder = query.orderId === undefined ? sql`` : sql`and order_id = ${query.orderId}`;
   return selectKeysetPage<InvoiceRow>(
     sql,
     { table: 'invoices', filters: sql`and project_id = ${query.projectId} ${byStatus} ${byOrder}`, order: 'newest_first', after: query.after, pageSize: query.pageSize },
     INVOICE_CURSORS,
   );
+}
+
+/**
+ * The SQL twin of `shownStatus` (domain/status.ts), from the same transition table: a sandbox
+ * invoice past expiredAt in a status `expire` leaves shows the status `expire` leads to.
+ */
+function shownStatusIs(sql: Queryable, status: InvoiceStatusName, now: Date) {
+  const expiring = sourceStatuses('expire');
+  const shownExpired = sql`(environment = 'sandbox' and expired_at <= ${now} and status = any(${expiring}))`;
+  if (status === target('expire')) return sql`(status = ${status} or ${shownExpired})`;
+  if (expiring.includes(status)) return sql`(status = ${status} and not ${shownExpired})`;
+  return sql`status = ${status}`;
 }
 
 function target(event: InvoiceEvent): InvoiceStatusName {
