@@ -53,3 +53,21 @@ test('20,000 watched addresses: one eth_getLogs for the block; the watched token
   expect(proxy.methods.slice(before).filter((m) => m === 'eth_getLogs')).toHaveLength(1);
   expect(ethTransfers.map((t) => [t.transactionHash, t.address, t.asset, t.amount.toFixed()])).toEqual([[ethTx, alsoOurs, 'ETH', '0.000000000000000001']]);
 }, 60_000);
+
+test('a reverted transaction to a watched address is no payment (it moved no value); a successful one beside it is', async () => {
+  const [reverting, paid] = [randomAddress(), randomAddress()];
+  // Code that reverts whatever it is sent (PUSH0 PUSH0 REVERT): an address with code — an EIP-7702
+  // delegation, say — can refuse what it is sent; the block still lists the transaction's value.
+  await anvil.testClient.setCode({ address: reverting, bytecode: '0x60006000fd' });
+  const refused = await anvil.wallet.sendTransaction({ to: reverting, value: 10n ** 15n, gas: 100_000n });
+  const refusedReceipt = await anvil.publicClient.waitForTransactionReceipt({ hash: refused, pollingInterval: 50 });
+  expect(refusedReceipt.status).toBe('reverted');
+  expect(await anvil.publicClient.getBalance({ address: reverting })).toBe(0n);
+  const accepted = await sendEth(anvil, paid, '0.001');
+
+  const watched = watching([reverting, paid]);
+  const refusedBlock = await adapter.blockAt(Number(refusedReceipt.blockNumber));
+  expect(await adapter.scanBlock(refusedBlock!, watched)).toEqual([]);
+  const acceptedBlock = await adapter.blockAt(Number((await anvil.publicClient.getTransactionReceipt({ hash: accepted })).blockNumber));
+  expect((await adapter.scanBlock(acceptedBlock!, watched)).map((t) => [t.transactionHash, t.address, t.amount.toFixed()])).toEqual([[accepted, paid, '0.001']]);
+}, 60_000);

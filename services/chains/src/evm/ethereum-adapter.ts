@@ -116,6 +116,10 @@ export class EthereumAdapter implements ChainAdapter {
       if (typeof tx !== 'object' || tx.to === null || tx.value === 0n) continue;
       const address = addresses.lookup(tx.to);
       if (!address) continue;
+      // A reverted transaction moves no value, though the block lists it with one (an address
+      // with code, e.g. an EIP-7702 delegation, can revert what it is sent). One receipt per
+      // transaction to a watched address: the cost of a payment, not of the block.
+      if (!(await this.succeeded(tx.hash, block))) continue;
       transfers.push({
         transactionHash: tx.hash,
         outputIndex: NATIVE_VALUE_INDEX,
@@ -148,6 +152,15 @@ export class EthereumAdapter implements ChainAdapter {
       });
     }
     return transfers;
+  }
+
+  /** Whether the transaction, mined in `block`, succeeded (its receipt's status). */
+  private async succeeded(hash: Hash, block: BlockRef): Promise<boolean> {
+    const receipt = await this.call(`eth_getTransactionReceipt(${hash})`, () => this.client.getTransactionReceipt({ hash }));
+    if (receipt.blockHash !== block.hash) {
+      throw new ChainSourceError('malformed', `the receipt of ${hash} names block ${receipt.blockHash}, not ${block.hash} (a reorg under the scan)`);
+    }
+    return receipt.status === 'success';
   }
 
   async balancesAt(asset: CryptoCode, addresses: readonly string[], block: BlockRef): Promise<Map<string, Decimal>> {
