@@ -49,6 +49,20 @@ test('the same key in the other family\'s spelling: a Tron deposit written as an
   expect(await kindOf(tronOf(treasuryAddressOf(xpubs.INVOICE_XPUB_ETH)!))).toBe('treasury');
 });
 
+test('the same key on the other UTXO chain or network: a BTC deposit written as ltc1/tltc1/tb1, an LTC deposit as bc1 (an outside review found them payable)', async () => {
+  const { bech32 } = await import('@scure/base');
+  const respelled = (address: string, hrp: string) => bech32.encode(hrp, bech32.decode(address as `${string}1${string}`).words);
+  const btc = (await h.client.createInvoice(createRequest(liveProject(), { payCurrency: 'BTC' }))).invoice!;
+  expect(btc.address).toMatch(/^bc1q/);
+  for (const hrp of ['ltc', 'tltc', 'tb']) expect([hrp, await kindOf(respelled(btc.address, hrp))]).toEqual([hrp, 'deposit']);
+  expect(await kindOf(respelled(btc.address, 'ltc').toUpperCase())).toBe('deposit');
+  const ltc = (await h.client.createInvoice(createRequest(sandboxProject(), { payCurrency: 'LTC' }))).invoice!;
+  expect(ltc.address).toMatch(/^tltc1q/);
+  for (const hrp of ['bc', 'tb', 'ltc']) expect([hrp, await kindOf(respelled(ltc.address, hrp))]).toEqual([hrp, 'deposit']);
+  // Another program under a UTXO prefix is nobody's.
+  expect(await kindOf(respelled('bc1q2hx9vru3a5cfpsaval472y69ljx7wfxf6kq9ay', 'ltc'))).toBe('');
+});
+
 test('the EVM treasury of the configured key is "treasury"; an unknown address, an empty or an absurd one is nobody\'s', async () => {
   const treasury = treasuryAddressOf(xpubs.INVOICE_XPUB_ETH)!;
   expect(await kindOf(treasury)).toBe('treasury');
