@@ -214,6 +214,16 @@ export function rateLimitHeaders(limit: { policy: string; limit: number; windowS
   };
 }
 
+/**
+ * The words of a dependency's transport failure (docs/integration-guide.md, the error table): a 503
+ * never reached the service; a 504 may have taken effect (no answer in time, or the connection
+ * lost mid-call).
+ */
+const UNAVAILABLE_DETAIL = {
+  503: 'a dependency is unavailable; try again shortly',
+  504: 'a dependency did not answer: the request may or may not have taken effect; read it back, or retry with the same Idempotency-Key',
+} as const;
+
 /** Fastify's error handler: every failure, whatever its source, leaves as one problem document. */
 export function handleError(logger: Logger) {
   return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
@@ -232,11 +242,7 @@ export function handleError(logger: Logger) {
       const unavailable = (status === 503 || status === 504) && !deliberateUnavailable;
       const code = unavailable ? 'service_unavailable' : facts.code;
       const headers = facts.rateLimit ? rateLimitHeaders(facts.rateLimit) : undefined;
-      return sendProblem(
-        reply,
-        problemOf(status, code, unavailable ? 'a dependency is unavailable; try again shortly' : detail, requestId, facts.violations),
-        headers,
-      );
+      return sendProblem(reply, problemOf(status, code, unavailable ? UNAVAILABLE_DETAIL[status as 503 | 504] : detail, requestId, facts.violations), headers);
     }
     const fastifyError = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
     if (fastifyError.validation) {

@@ -5,7 +5,8 @@
  *
  * What must hold, for each of auth, invoice, payout and notifier killed in turn:
  * - no answer is 409 unless the invoice really is not payable any more (it is Paid: an earlier
- *   attempt whose answer was lost did pay it);
+ *   attempt whose answer was lost — no answer, or 504 — did pay it; never after only 503s, which
+ *   say the call never reached the service);
  * - no answer is a 5xx other than 503/504, and none echoes a socket error;
  * - every invoice ends Paid, with exactly one invoice.paid event delivered to the webhook (one
  *   webhook-id; a delivery repeated with the same id is at-least-once and allowed only when the
@@ -82,8 +83,9 @@ async function createAndPay(tag: string): Promise<Outcome | undefined> {
   const paid = await withRetries(`pay ${tag}`, () => timed(() => api.post(`/api/invoice/${invoiceId}/sandbox/pay`, {}, { headers: apiKeyHeader(project.key) })));
   if (paid.final.status === 200) return { invoiceId, amountReceived: String(paid.final.body.amountReceived) };
   if (paid.final.status === 409) {
-    // Only right when an earlier attempt did pay it and its answer was lost on the way.
-    const earlierLost = paid.attempts.slice(0, -1).some(retriable);
+    // Only right when an earlier attempt did pay it and its answer was lost on the way: no answer,
+    // or 504 ("may have taken effect"). A 503 says the call never reached the service.
+    const earlierLost = paid.attempts.slice(0, -1).some((res) => res.status === 0 || res.status === 504);
     const now = await timed(() => api.get(`/api/invoice/${invoiceId}`, { headers: apiKeyHeader(project.key) }));
     if (!earlierLost || now.body?.status !== 'Paid') {
       violations.push(`pay ${tag} → 409 although the invoice was ${now.body?.status} (earlier attempt lost: ${earlierLost})`);

@@ -168,7 +168,7 @@ describe('calls made together', () => {
 });
 
 describe('a batch cut on the way', () => {
-  test('writes in it are unavailable and never repeated; reads in it are retried once on a fresh connection', async () => {
+  test('writes in it are deadline_exceeded (504: they may have taken effect) and never repeated; reads in it are retried once on a fresh connection', async () => {
     const served = await serve();
     const proxy = await new TcpProxy(served.server.port).start();
     let held = true;
@@ -184,7 +184,7 @@ describe('a batch cut on the way', () => {
       held = false;
       proxy.cut();
       const err = await write;
-      expect(err.connectCode).toBe(Code.Unavailable);
+      expect(err.connectCode).toBe(Code.DeadlineExceeded);
       expect(err.message).not.toMatch(/ECONNRESET|socket|RST_STREAM/i);
       expect((await read).invoice?.id).toBe('r');
       await sleep(200);

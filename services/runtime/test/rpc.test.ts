@@ -152,7 +152,7 @@ describe('answers', () => {
 });
 
 describe('transport failures', () => {
-  test('a connection reset mid-call is unavailable (503), never a conflict, and never echoes the socket error', async () => {
+  test('a write whose connection is reset mid-call is deadline_exceeded (504: it may have taken effect), never a 503 "retry", never a conflict, and never echoes the socket error', async () => {
     const behaviour = new Behaviour();
     const server = await serve(behaviour);
     const proxy = await new TcpProxy(server.port).start();
@@ -163,8 +163,11 @@ describe('transport failures', () => {
       while (behaviour.payCalls === 0) await sleep(5);
       proxy.cut();
       const err = await call;
-      expect(err.code).toBe(Code.Unavailable);
-      expect(httpStatusOf(err.code, errorFacts(err).code)).toBe(503);
+      // The service had the call (payCalls is 1): it may have committed before the cut. A 503 says
+      // "it never happened, retry"; a client without an idempotency key would then pay twice.
+      expect(err.code).toBe(Code.DeadlineExceeded);
+      expect(err.rawMessage).toBe('the connection to the service was lost mid-call; the call may have taken effect');
+      expect(httpStatusOf(err.code, errorFacts(err).code)).toBe(504);
       expect(err.message).not.toMatch(/ECONNRESET|socket|RST_STREAM|read /i);
       // A write is never repeated on its own: the caller decides, with its idempotency key.
       await sleep(200);
@@ -222,7 +225,7 @@ describe('transport failures', () => {
     }
   });
 
-  test('nobody listening is unavailable; a server that restarts on the same port is found again', async () => {
+  test('nobody listening is unavailable (503), for a write too (it never reached the service); a server that restarts on the same port is found again', async () => {
     const behaviour = new Behaviour();
     const server = await serve(behaviour);
     const port = server.port;

@@ -110,9 +110,13 @@ function codecOf(method: DescMethod): MethodCodec {
 /**
  * The ConnectError for a failed call. A status with `grpc-status-details-bin` is a service's own
  * answer and keeps its code and details; anything else happened on the way (reset, refused,
- * GOAWAY, RST_STREAM): it is `unavailable`, with our words rather than the socket's.
+ * GOAWAY, RST_STREAM), with our words rather than the socket's: `unavailable` when the call never
+ * reached the service, and for a write (`write`) that may have reached it — the connection lost
+ * mid-call, the process killed after its commit — `deadline_exceeded`, whose meaning is "it may
+ * have taken effect" (docs/architecture.md#transport-errors): a 503 told a client to retry a
+ * payout that existed.
  */
-export function connectErrorOf(err: grpc.ServiceError, callerAborted: boolean): ConnectError {
+export function connectErrorOf(err: grpc.ServiceError, callerAborted: boolean, write = false): ConnectError {
   const details = err.metadata?.get(STATUS_DETAILS_KEY)[0];
   if (details instanceof Buffer) {
     const answer = decodeStatusDetails(details, err.details);
@@ -123,15 +127,29 @@ export function connectErrorOf(err: grpc.ServiceError, callerAborted: boolean): 
       return new ConnectError('the service did not answer in time', Code.DeadlineExceeded);
     case grpc.status.CANCELLED:
       if (callerAborted) return new ConnectError('the call was cancelled', Code.Canceled);
-      return new ConnectError('the service could not be reached', Code.Unavailable);
+      return lostOnTheWay(err, write);
     case grpc.status.UNAVAILABLE:
     case grpc.status.INTERNAL:
     case grpc.status.UNKNOWN:
-      return new ConnectError('the service could not be reached', Code.Unavailable);
+      return lostOnTheWay(err, write);
     default:
       // A status some other gRPC server (or grpc-js itself) produced, e.g. UNIMPLEMENTED.
       return new ConnectError(err.details || grpc.status[err.code] || 'rpc failed', err.code as number as Code);
   }
+}
+
+function lostOnTheWay(err: grpc.ServiceError, write: boolean): ConnectError {
+  if (write && !neverSent(err)) return new ConnectError('the connection to the service was lost mid-call; the call may have taken effect', Code.DeadlineExceeded);
+  return new ConnectError('the service could not be reached', Code.Unavailable);
+}
+
+/**
+ * Whether grpc-js failed the call before the service could see it: no connection to send it on
+ * (its pickers' "No connection established…"), or the stream refused by the server (HTTP/2
+ * REFUSED_STREAM: not processed, RFC 9113 §8.7).
+ */
+function neverSent(err: grpc.ServiceError): boolean {
+  return err.code === grpc.status.UNAVAILABLE && (/(^|: )No connection established/.test(err.details) || err.details === 'Stream refused by server');
 }
 
 /** Transport failures worth a second try on a fresh connection (reads only). */
@@ -216,7 +234,7 @@ export function createRpcTransport(baseUrl: string, options: RpcClientOptions = 
   /** After a first attempt failed with `err`: a read that met a transport failure is tried once more. */
   async function retried(codec: MethodCodec, request: MessageShape<DescMessage>, metadata: grpc.Metadata, deadline: number, signal: AbortSignal | undefined, err: grpc.ServiceError) {
     const retry = codec.read && isTransportFailure(err) && !signal?.aborted && Date.now() < deadline;
-    if (!retry) throw connectErrorOf(err, Boolean(signal?.aborted));
+    if (!retry) throw connectErrorOf(err, Boolean(signal?.aborted), !codec.read);
     try {
       // Wait for a connection that works (the old one is gone) rather than failing fast again.
       await connected(deadline);
