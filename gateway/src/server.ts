@@ -119,7 +119,10 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     trustProxy: deps.trustProxy ?? false,
     genReqId: (req) => sanitizeRequestId(req.headers[REQUEST_ID_HEADER]) ?? randomUUID(),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // A request that reaches a closing gateway on a kept-alive connection is served, its
+    // connection then closed (docs/http-edge.md#shutdown): Fastify's own 503 body is neither
+    // problem+json nor carries a request id.
+    return503OnClosing: false,
     // A path Fastify's router cannot decode (a malformed percent-encoding) is refused before any
     // hook runs: problem+json and the request id as for every other refusal.
     frameworkErrors(error, req, reply) {
@@ -153,6 +156,19 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   app.addHook('onRequest', (req, reply, done) => {
     reply.header(REQUEST_ID_HEADER, req.id);
     withRequestId(req.id, done);
+  });
+
+  // Once the gateway is closing, every answer closes its connection: Node's server.close() ends
+  // only the connections idle at that moment, so one kept alive past an in-flight answer held the
+  // close (and the process) until the grace period's hard exit.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   // A route whose body schema is optional (sandbox pay) takes "no body" as an empty object;
