@@ -8,7 +8,7 @@
  * refused the same way (they would reach a service altered), and so is a key repeated in one
  * object (JSON.parse would keep its last value without a word).
  */
-import { jsonNumberIsExact } from '@coinvoice/domain/json-money';
+import { jsonNumberIsExact, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { Violation } from '@coinvoice/runtime';
 import { HttpProblem } from './problem';
 
@@ -16,6 +16,24 @@ const LONE_SURROGATE = /\p{Cs}/u;
 
 interface NumberSource {
   source: string;
+}
+
+/** Each parsed number's source text, by the object or array holding it and its key there. */
+const numberSources = new WeakMap<object, Map<string, string>>();
+
+const PLAIN_DECIMAL = /^-?\d+(\.\d+)?$/;
+
+/**
+ * `holder[key]`, a number of a body parseJsonExactly read, as a decimal string with the digits the
+ * client wrote: its source text when in plain notation ("1.100000000" keeps its nine decimals, so
+ * "at most 8 decimals" judges what was sent, as for a string), otherwise (an exponent, "1.1e-7")
+ * the decimal of its value. Throws for a value that is not a finite number.
+ */
+export function writtenDecimal(holder: object, key: string): string {
+  const value = (holder as Record<string, unknown>)[key];
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new Error(`${key} is not a finite number`);
+  const source = numberSources.get(holder)?.get(key);
+  return source !== undefined && PLAIN_DECIMAL.test(source) ? source : jsonNumberToDecimal(value).decimal;
 }
 
 /** The parsed body; throws SyntaxError for malformed JSON and HttpProblem for an inexact number. */
@@ -31,6 +49,9 @@ export function parseJsonExactly(text: string): unknown {
       const source = context?.source;
       if (source === undefined) throw new Error('JSON.parse gave no source text (Node 24 is required)');
       if (!jsonNumberIsExact(source, parsed)) inexact.push({ holder: this, key, source });
+      let sources = numberSources.get(this);
+      if (!sources) numberSources.set(this, (sources = new Map()));
+      sources.set(key, source);
     }
     return parsed;
   });

@@ -4,7 +4,7 @@
  * without repeats — however their strings and nesting look — pass unchanged.
  */
 import fc from 'fast-check';
-import { parseJsonExactly, repeatedKeys } from '../src/exact-json';
+import { parseJsonExactly, repeatedKeys, writtenDecimal } from '../src/exact-json';
 import { HttpProblem } from '../src/problem';
 
 function refusal(text: string): HttpProblem {
@@ -65,4 +65,19 @@ test('a key repeated anywhere in a random object is found', () => {
     }),
     { numRuns: 300 },
   );
+});
+
+test('a number keeps the digits its client wrote: "at most 8 decimals" judges 1.100000000 as nine, as it would the string (an outside review)', () => {
+  const body = parseJsonExactly('{"amount":1.100000000,"tiny":1.1e-7,"whole":12,"nested":{"amountReceived":0.000100000000},"list":[2.50]}') as {
+    nested: object;
+    list: object;
+  };
+  expect(writtenDecimal(body, 'amount')).toBe('1.100000000');
+  expect(writtenDecimal(body, 'tiny')).toBe('0.00000011');
+  expect(writtenDecimal(body, 'whole')).toBe('12');
+  expect(writtenDecimal(body.nested, 'amountReceived')).toBe('0.000100000000');
+  expect(writtenDecimal(body.list, '0')).toBe('2.50');
+  // A value that never went through the parser: the decimal of its value.
+  expect(writtenDecimal({ amount: 1.1 }, 'amount')).toBe('1.1');
+  expect(() => writtenDecimal(body, 'missing')).toThrow();
 });

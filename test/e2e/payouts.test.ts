@@ -596,6 +596,11 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
       expect(problem.errors.map((e: { field: string }) => e.field)).toEqual(['amount']);
     }
     expect(await balances(shop.project.key)).toEqual(before);
+    // A number's written decimals count as a string's do: nine are refused even when the last is 0.
+    for (const amount of ['0.001000000', '"0.001000000"']) {
+      const problem = expectProblem(await raw(amount), 400, 'validation_failed');
+      expect(problem.errors).toEqual([{ field: 'amount', message: 'must have at most 8 decimal places' }]);
+    }
     // The same value written differently is exact: taken.
     for (const amount of ['0.00100000', '1e-3', '0.1E-2']) {
       const res = await raw(amount);
@@ -615,6 +620,12 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
       'validation_failed',
     );
     expect(pay.errors.map((e: { field: string }) => e.field)).toEqual(['amountReceived']);
+    const nineDecimals = expectProblem(
+      await api.post(`/api/invoice/${invoice.body.id}/sandbox/pay`, undefined, { headers: { ...key, 'content-type': 'application/json' }, raw: '{"amountReceived":0.000100000}' }),
+      400,
+      'validation_failed',
+    );
+    expect(nineDecimals.errors).toEqual([{ field: 'amountReceived', message: 'must have at most 8 decimal places' }]);
     expect((await api.get(`/api/invoice/${invoice.body.id}`, { headers: key })).body.status).toBe('Waiting');
     const price = expectProblem(
       await api.post('/api/invoice', undefined, {

@@ -3,7 +3,8 @@
  * list and Simulate action (Bearer). Create also takes a merchant JWT with `projectId`, as the
  * payout routes do: the dashboard's "Create an invoice" form. Field for field the service description's Invoice table.
  */
-import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
+import { decimalAsJsonNumber, decimalToJsonNumber } from '@coinvoice/domain/json-money';
+import { writtenDecimal } from '../exact-json';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { InvoiceStatus, type Invoice, type InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
@@ -107,8 +108,8 @@ export function merchantInvoiceJson(i: Invoice | undefined) {
 function sandboxPayFields(body: SandboxPayBody) {
   let amountReceived: string | undefined;
   if (body?.amountReceived !== undefined) {
-    const { decimal, decimalPlaces } = jsonNumberToDecimal(body.amountReceived);
-    if (decimalPlaces > 8) {
+    const decimal = writtenDecimal(body, 'amountReceived');
+    if ((decimal.split('.')[1] ?? '').length > 8) {
       throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [
         { field: 'amountReceived', message: 'must have at most 8 decimal places' },
       ]);

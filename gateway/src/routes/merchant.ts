@@ -1,7 +1,7 @@
 /** The merchant dashboard API (/api/merchant/*): accounts, projects, API keys. Bearer JWT. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { jsonNumberToDecimal } from '@coinvoice/domain/json-money';
+import { writtenDecimal } from '../exact-json';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { Client } from '@connectrpc/connect';
 import { merchantPrincipal, type authHooks } from '../auth/hooks';
@@ -159,7 +159,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
         name: req.body.name,
         environment: environmentOf(req.body.environment),
         webhookUrl: req.body.webhookUrl,
-        paymentTolerancePercent: percentField(req.body.paymentTolerancePercent),
+        paymentTolerancePercent: percentField(req.body, 'paymentTolerancePercent'),
       });
       return reply.code(201).send({ ...projectJson(res.project), webhookSecret: res.webhookSecret });
     },
@@ -194,7 +194,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
     },
     onRequest: hooks.merchant,
     handler: async (req) => {
-      const { name, webhookUrl, invoiceLifetimeMinutes, paymentTolerancePercent } = req.body;
+      const { name, webhookUrl, invoiceLifetimeMinutes } = req.body;
       const res = await auth.updateProject({
         merchantId: merchantPrincipal(req).merchantId,
         projectId: req.params.id,
@@ -202,7 +202,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
         // null and "" both remove the webhook (the proto's empty string).
         webhookUrl: webhookUrl === null ? '' : webhookUrl,
         invoiceLifetimeMinutes,
-        paymentTolerancePercent: percentField(paymentTolerancePercent),
+        paymentTolerancePercent: percentField(req.body, 'paymentTolerancePercent'),
       });
       return projectJson(res.project);
     },
@@ -291,7 +291,7 @@ export function merchantRoutes(app: FastifyInstance, { auth, hooks }: MerchantRo
   });
 }
 
-/** A JSON number percent as the decimal string auth validates (at most 2 decimals). */
-function percentField(value: number | undefined): string | undefined {
-  return value === undefined ? undefined : jsonNumberToDecimal(value).decimal;
+/** A JSON number percent, as written (`writtenDecimal`), as the decimal string auth validates (at most 2 decimals). */
+function percentField(body: object, key: string): string | undefined {
+  return (body as Record<string, unknown>)[key] === undefined ? undefined : writtenDecimal(body, key);
 }

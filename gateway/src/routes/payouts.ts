@@ -8,7 +8,8 @@
  * merchant's, or none at all) answers the same 404, so the answer says nothing about other
  * merchants' projects. The project's environment (sandbox or live) comes from the key or from auth.
  */
-import { decimalAsJsonNumber, decimalToJsonNumber, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
+import { decimalAsJsonNumber, decimalToJsonNumber } from '@coinvoice/domain/json-money';
+import { writtenDecimal } from '../exact-json';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { PayoutStatus, type GetBalanceResponse, type Payout, type PayoutService } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
@@ -124,10 +125,12 @@ async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, proje
 }
 
 /** The amount as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit. */
-export function amountDecimal(amount: string | number, field = 'amount'): string {
+/** `holder[key]` (a string, or a JSON number as written: `writtenDecimal`) as a decimal string. */
+export function amountDecimal(holder: object, key: string, field = key): string {
+  const amount = (holder as Record<string, unknown>)[key];
   if (typeof amount === 'string') return amount;
   try {
-    return jsonNumberToDecimal(amount).decimal;
+    return writtenDecimal(holder, key);
   } catch {
     throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', [{ field, message: 'must be a finite number' }]);
   }
@@ -175,7 +178,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
             projectId: scope.projectId,
             environment: environmentOf(scope.environment),
             validateOnly: true,
-            amount: flagged.has('amount') ? '' : typeof amount === 'number' ? amountDecimal(amount) : typeof amount === 'string' ? amount : '',
+            amount: flagged.has('amount') ? '' : typeof amount === 'number' ? amountDecimal(fields, 'amount') : typeof amount === 'string' ? amount : '',
             currency: text('currency') ?? '',
             network: text('network'),
             address: text('address') ?? '',
@@ -183,7 +186,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
           });
         });
       }
-      const amount = amountDecimal(req.body.amount);
+      const amount = amountDecimal(req.body, 'amount');
       const scope = await scopeOf(auth, req, req.body.projectId);
       const res = await payouts.requestPayout({
         projectId: scope.projectId,

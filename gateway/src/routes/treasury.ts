@@ -105,7 +105,7 @@ export function treasuryRoutes(app: FastifyInstance, { auth, payouts, hooks }: T
         currency: e.currency,
         network: e.network ?? '',
         address: e.address,
-        threshold: amountDecimal(e.threshold, `entries[${i}].threshold`),
+        threshold: amountDecimal(e, 'threshold', `entries[${i}].threshold`),
       }));
       const project = await ownProject(auth, req, req.params.id);
       const res = await payouts.setAutoSweep({ projectId: project.id, environment: project.environment, entries });
