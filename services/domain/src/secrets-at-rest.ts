@@ -46,12 +46,15 @@ export const secretsKekSetting: Setting<KeyEncryptionKey> = {
   expected: '32 random bytes in base64 (openssl rand -base64 32)',
   devDefault: DEVELOPMENT_KEK_BASE64,
   parse: parseKek,
+  // A key, mistyped or not, never reaches a log line.
+  shown: false,
 };
 
 /** SECRETS_KEK_PREVIOUS: comma-separated older KEKs, still accepted for reading during a rotation. */
 export const previousKeksSetting: Setting<KeyEncryptionKey[]> = {
   expected: 'comma-separated keys of 32 bytes in base64 (may be empty)',
   default: '',
+  shown: false,
   parse(raw) {
     const keys: KeyEncryptionKey[] = [];
     for (const entry of raw.split(',').map((e) => e.trim()).filter((e) => e !== '')) {

@@ -16,6 +16,7 @@ export * from './rpc/tls';
 export * from './rpc/proto-enum';
 export * from './admin';
 export * from './lifecycle';
+export * from './published-secrets';
 export * from './service';
 export * from './migrate-service';
 export * from './built-in-migrations';

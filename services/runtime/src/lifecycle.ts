@@ -5,6 +5,7 @@
  */
 import { ConfigError } from './config';
 import type { Logger } from './log';
+import { refusePublishedSecrets } from './published-secrets';
 
 export interface Running {
   /** Stops accepting work, finishes in-flight work, releases connections. */
@@ -26,6 +27,11 @@ export function exitOnStartupError(name: string, err: unknown): never {
 
 export function runMain(options: MainOptions): void {
   const graceMs = options.graceMs ?? 10_000;
+  try {
+    refusePublishedSecrets(process.env);
+  } catch (err) {
+    exitOnStartupError(options.name, err);
+  }
   options.start().then(
     ({ running, logger }) => {
       let stopping = false;
