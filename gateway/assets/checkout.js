@@ -44,8 +44,11 @@
       setText('token-contract', c.tokenContract);
     }
     setText('address', c.address);
-    el('qr').setAttribute('src', endpoint + '/qr.svg');
-    el('qr').setAttribute('alt', 'QR code: ' + c.paymentUri);
+    // The URI asks for what is still missing: a new one (after a partial payment) loads a new code.
+    if (el('qr').getAttribute('alt') !== 'QR code: ' + c.paymentUri) {
+      el('qr').setAttribute('src', endpoint + '/qr.svg?for=' + encodeURIComponent(c.amountRemainingDecimal));
+      el('qr').setAttribute('alt', 'QR code: ' + c.paymentUri);
+    }
     el('wallet-link').setAttribute('href', c.paymentUri);
     // Live invoices: a partial payment leaves the pay panel open for the rest; once the price is
     // on the chain, the confirmations count up ("2 of 12").

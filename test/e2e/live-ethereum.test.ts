@@ -11,7 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { parseEther, type Hash } from 'viem';
 import { markEmailVerified } from '../support/accounts';
 import { createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
-import { deployTokens, forwardEthTwo, mine, mined, payTwo, sendEth, sendToken, startAnvil, type Anvil, type Tokens } from '../support/anvil';
+import { deployTokens, forwardEthTwo, mine, mined, payTwo, sendEth, sendToken, startAnvil, tokenUnits, type Anvil, type Tokens } from '../support/anvil';
 import { launchBrowser } from '../support/browser';
 import { bootSystem, type BootedSystem } from '../support/system';
 import { LiveShop, type LiveInvoice } from './live-ethereum.support';
@@ -149,6 +149,9 @@ test('USDT half, then the rest: PartiallyPaid (amountReceived = half, remaining 
   expect(partial.amountReceived).toBe(Number(half));
   const checkout = await api.get(`/api/checkout/${invoice.id}`);
   expect(checkout.body).toMatchObject({ status: 'PartiallyPaid', amountReceived: Number(half), amountRemaining: Number((invoice.amountExpected - Number(half)).toFixed(6)) });
+  // The wallet link and QR code ask for the rest, not the whole price again.
+  const restUnits = tokenUnits(invoice.amountExpectedDecimal) - tokenUnits(half);
+  expect(checkout.body.paymentUri).toBe(`ethereum:${tokens.usdt}@${anvil.chainId}/transfer?address=${invoice.address}&uint256=${restUnits}`);
   await eventually(async () => (webhooksOf(invoice.id).some(({ body }) => body.status === 'PartiallyPaid') ? true : undefined), 15_000, 'partially_paid webhook');
 
   const rest = (invoice.amountExpected - Number(half)).toFixed(6);
@@ -294,6 +297,11 @@ test('the checkout page shows the remaining amount while partially paid, "N of M
     await sendToken(anvil, tokens.usdt, invoice.address, half);
     await page.waitForFunction((text) => document.getElementById('status')?.textContent?.includes(text), `${Number(rest)} USDT remaining`, { timeout: 20_000 });
     expect(await page.textContent('#amount')).toBe(`${Number(rest)} USDT`);
+    // The wallet link and the QR code it shows ask for the rest.
+    const restUnits = `uint256=${tokenUnits(rest)}`;
+    expect(await page.getAttribute('#wallet-link', 'href')).toContain(restUnits);
+    expect(await page.getAttribute('#qr', 'alt')).toContain(restUnits);
+    expect(await page.getAttribute('#qr', 'src')).toContain('/qr.svg?for=');
     await sendToken(anvil, tokens.usdt, invoice.address, rest);
     await page.waitForSelector('#confirming:not(.hidden)', { timeout: 20_000 });
     expect(await page.textContent('#confirmations')).toBe(`1 of ${CONFIRMATIONS}`);

@@ -106,6 +106,10 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
   const method = payMethodOf(row);
   const contract = method.token ? target.contract : null;
   const counting = payments.filter((p) => paysInvoice(invoiceFacts(row), paymentFacts(p)) && isLivePayment(p.status));
+  const { amountRemaining } = deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at);
+  // The wallet is asked for what is still missing: a customer who scans again after a partial
+  // payment must not send the whole price once more (an outside review's overpayment).
+  const asked = amountRemaining.gt(0) ? amountRemaining : new Decimal(row.amount_expected);
   return create(CheckoutSchema, {
     id: row.id,
     status: INVOICE_STATUS.toProto(row.status),
@@ -121,13 +125,13 @@ export function checkoutToProto(row: InvoiceRow, payments: readonly PaymentRow[]
     successUrl: row.success_url,
     cancelUrl: row.cancel_url,
     // The resolved entry's URI: EIP-681 with @chainId off Ethereum mainnet, tron: with &token= (chains/currencies.ts).
-    paymentUri: paymentUri(method, row.address, new Decimal(row.amount_expected), target),
+    paymentUri: paymentUri(method, row.address, asked, target),
     confirmationsRequired: row.confirmations_required,
     confirmations: Math.min(confirmationsOf(counting), row.confirmations_required || Number.MAX_SAFE_INTEGER),
     payNetwork: method.chain,
     payNetworkLabel: networkLabel(method.chain),
     ...(contract === null ? {} : { tokenContract: contract }),
-    amountRemaining: formatPlain(deriveInvoiceState(invoiceFacts(row), payments.map(paymentFacts), row.expired_at).amountRemaining.toFixed()),
+    amountRemaining: formatPlain(amountRemaining.toFixed()),
   });
 }
 
