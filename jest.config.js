@@ -16,7 +16,7 @@ module.exports = {
   testPathIgnorePatterns: ['/node_modules/', '\\.perf\\.test\\.ts$', '<rootDir>/test/image/'],
   transform: { '^.+\\.(t|j|mj)sx?$': swc },
   // ESM-only dependencies are transformed to CommonJS for Jest's module system.
-  transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure|@seriousme|jose|micro-packed)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@noble|@scure|@seriousme|jose|micro-packed|eventsource-parser)/)'],
   moduleNameMapper: {
     '^@coinvoice/runtime$': '<rootDir>/services/runtime/src/index.ts',
     '^@coinvoice/runtime/gen/(.*)$': '<rootDir>/services/runtime/src/gen/$1',

@@ -2,10 +2,12 @@
  * GET /api/events/stream: the project's webhook events as they happen, as server-sent events,
  * each with the headers of a real delivery signed with the project's secret (the notifier's
  * ListProjectEvents), so `coinvoice listen` can forward it to a local URL that a webhook could not
- * reach. Starts at "now"; a reconnect with Last-Event-ID resumes after it. Authenticated by the
+ * reach. Starts at "now"; a reconnect with Last-Event-ID resumes after it. Every event carries its
+ * own id, `ready` too (where the stream started): a connection lost in the middle of a page, or
+ * before the first event, resumes exactly where its client stopped reading. Authenticated by the
  * project's API key, or by a dashboard session naming one of its merchant's projects.
  *
- *   event: ready     data: {"projectId": "…"}
+ *   event: ready     data: {"projectId": "…"}                                       id: <cursor>
  *   event: webhook   data: {"eventId", "eventType", "headers": {…}, "body": "…"}   id: <cursor>
  *   : keep-alive     (a comment every 15 s, so proxies keep the connection open)
  *
@@ -202,7 +204,7 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
           'x-accel-buffering': 'no',
           'x-request-id': req.id,
         });
-        res.write(`event: ready\ndata: ${JSON.stringify({ projectId })}\n\n`);
+        res.write(`id: ${cursor}\nevent: ready\ndata: ${JSON.stringify({ projectId })}\n\n`);
 
         let open = true;
         let wake: (() => void) | undefined;
@@ -225,7 +227,7 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
               // Revoked while the page was on its way: nothing more is sent.
               if (!open) break;
               for (const e of page.events) {
-                res.write(`id: ${page.cursor}\nevent: webhook\ndata: ${JSON.stringify({ eventId: e.eventId, eventType: e.eventType, headers: e.headers, body: e.body })}\n\n`);
+                res.write(`id: ${e.cursor}\nevent: webhook\ndata: ${JSON.stringify({ eventId: e.eventId, eventType: e.eventType, headers: e.headers, body: e.body })}\n\n`);
               }
               if (page.events.length > 0) lastWrite = Date.now();
               cursor = page.cursor;

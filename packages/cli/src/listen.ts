@@ -84,13 +84,15 @@ export async function listen(io: Io, o: ListenOptions): Promise<void> {
         let chain = Promise.resolve();
         const parser = createParser({
           onEvent: (message: EventSourceMessage) => {
+            // Every event names where the stream is (`ready`: where it started), so a reconnect
+            // resumes there, even before the first webhook.
+            if (message.id) lastEventId = message.id;
             if (message.event === 'ready' && !announced) {
               announced = true;
               io.out(`Ready! Forwarding the events of project "${config.projectName}" (${config.environment}) to ${o.forwardTo} (Ctrl-C to stop)`);
             }
             if (message.event !== 'webhook') return;
             const event = parseWebhook(message.data);
-            if (message.id) lastEventId = message.id;
             if (o.events.length > 0 && !o.events.includes(event.eventType)) return;
             chain = chain.then(async () => io.out(await forward(o.forwardTo, event)));
           },

@@ -243,6 +243,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
         eventType: row.event_type,
         headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: now, body: row.body, secrets: signingSecrets(project, now) }),
         body: row.body,
+        cursor: row.seq,
       })),
       cursor: rows.at(-1)?.seq ?? req.cursor,
     };
