@@ -80,6 +80,7 @@ function DeliveryRow({ projectId, delivery, onChanged }: { projectId: string; de
         <td>
           <code>{delivery.eventType}</code>
           {delivery.redeliveryOf && <span class="muted"> (redelivery)</span>}
+          {delivery.deliveredBy && <span class="muted" data-testid="delivered-by"> (delivered by a redelivery)</span>}
         </td>
         <td>
           <StatusBadge status={delivery.status} />

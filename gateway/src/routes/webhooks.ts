@@ -54,6 +54,7 @@ export function deliveryJson(d: WebhookDelivery | undefined) {
     nextAttemptAt: status === 'pending' ? isoTimeOrNull(d.nextAttemptAt) : null,
     createdAt: isoTime(d.createdAt),
     redeliveryOf: d.redeliveryOf ?? null,
+    deliveredBy: d.deliveredBy ?? null,
     payload: d.payload,
     lastResponseStatus: d.lastResponseStatus ?? null,
   };

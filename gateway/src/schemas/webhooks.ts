@@ -18,6 +18,9 @@ export const WebhookDeliverySchema = Type.Object(
     nextAttemptAt: Type.Union([Timestamp, Type.Null()], { description: 'When the next attempt is due; null unless pending' }),
     createdAt: Timestamp,
     redeliveryOf: Type.Union([Uuid, Type.Null()], { description: 'The delivery this one re-sends; null for an original delivery' }),
+    deliveredBy: Type.Union([Uuid, Type.Null()], {
+      description: 'The delivery of the same event that delivered it when that was another one (a redelivery that succeeded closes its original as succeeded); null otherwise',
+    }),
     payload: Type.String({ description: 'The exact JSON body sent' }),
     lastResponseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the latest attempt; null before one or without a response' }),
   },

@@ -4346,6 +4346,8 @@ export interface operations {
                             createdAt: string;
                             /** @description The delivery this one re-sends; null for an original delivery */
                             redeliveryOf: string | null;
+                            /** @description The delivery of the same event that delivered it when that was another one (a redelivery that succeeded closes its original as succeeded); null otherwise */
+                            deliveredBy: string | null;
                             /** @description The exact JSON body sent */
                             payload: string;
                             /** @description HTTP status of the latest attempt; null before one or without a response */
@@ -4466,6 +4468,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The delivery this one re-sends; null for an original delivery */
                         redeliveryOf: string | null;
+                        /** @description The delivery of the same event that delivered it when that was another one (a redelivery that succeeded closes its original as succeeded); null otherwise */
+                        deliveredBy: string | null;
                         /** @description The exact JSON body sent */
                         payload: string;
                         /** @description HTTP status of the latest attempt; null before one or without a response */
@@ -4598,6 +4602,8 @@ export interface operations {
                         createdAt: string;
                         /** @description The delivery this one re-sends; null for an original delivery */
                         redeliveryOf: string | null;
+                        /** @description The delivery of the same event that delivered it when that was another one (a redelivery that succeeded closes its original as succeeded); null otherwise */
+                        deliveredBy: string | null;
                         /** @description The exact JSON body sent */
                         payload: string;
                         /** @description HTTP status of the latest attempt; null before one or without a response */
@@ -4727,6 +4733,8 @@ export interface operations {
                             createdAt: string;
                             /** @description The delivery this one re-sends; null for an original delivery */
                             redeliveryOf: string | null;
+                            /** @description The delivery of the same event that delivered it when that was another one (a redelivery that succeeded closes its original as succeeded); null otherwise */
+                            deliveredBy: string | null;
                             /** @description The exact JSON body sent */
                             payload: string;
                             /** @description HTTP status of the latest attempt; null before one or without a response */

@@ -304,6 +304,7 @@ export function deliveryMessage(row: DeliveryRow): MessageInitShape<typeof Webho
     nextAttemptAt: row.status === 'pending' && row.next_attempt_at ? timestampFromDate(row.next_attempt_at) : undefined,
     createdAt: timestampFromDate(row.created_at),
     redeliveryOf: row.redelivery_of ?? undefined,
+    deliveredBy: row.delivered_by ?? undefined,
     payload: row.body,
     lastResponseStatus: row.last_response_status ?? undefined,
   };

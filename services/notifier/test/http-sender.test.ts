@@ -125,3 +125,13 @@ test('a pool pushed out by newer destinations lets its attempt in flight finish'
     oneDestination.close();
   }
 });
+
+test('a 2xx whose status came in time counts though its body never ends: the attempt is the status\'s, within the limit (an outside review saw it retried)', async () => {
+  const server = await receiver((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('x'); // and never ends
+  });
+  const attempt = await sender.post({ verdict: verdict(server.port), headers: {}, body: '{}', timeoutMs: 500 });
+  expect(attempt).toMatchObject({ kind: 'response', status: 200, bodyExcerpt: 'x' });
+  expect((attempt as { durationMs: number }).durationMs).toBeLessThan(500);
+});

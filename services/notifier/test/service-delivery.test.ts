@@ -123,6 +123,24 @@ test('500, 500, 200 → three attempts with the same webhook-id, each recorded w
   expect(list.endpointHealth?.lastSuccessAt).toBeDefined();
 });
 
+test('307, 500, 200: the redirect is not followed, and its attempt says so (the status alone does not); a plain failure\'s status says enough', async () => {
+  const statuses = [307, 500, 200];
+  const r = await receiver((_req, i) => ({ status: statuses[i] ?? 200, body: '' }));
+  const project = h.auth.addProject({ webhookUrl: r.url });
+  await h.publish('invoice.paid', invoicePaid(project.id));
+  await r.waitFor(3);
+  const [row] = await eventually(async () => {
+    const rows = await deliveriesOf(project.id);
+    return rows[0]?.status === 'succeeded' ? rows : undefined;
+  });
+  const got = await h.client.getWebhookDelivery({ projectId: project.id, deliveryId: row?.id ?? '' });
+  expect(got.attempts.map((a) => [a.responseStatus, a.error ?? ''])).toEqual([
+    [307, 'HTTP 307 (redirects are not followed)'],
+    [500, ''],
+    [200, ''],
+  ]);
+});
+
 test("a retry goes to the project's webhook URL of the moment: a merchant who fixes a broken URL gets the pending retries there", async () => {
   const broken = await receiver(() => ({ status: 500, body: 'down' }));
   const fixed = await receiver();

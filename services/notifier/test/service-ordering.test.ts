@@ -110,8 +110,10 @@ test('a successful redelivery releases what waits behind the held event, which i
 
   // The original is closed as delivered by the redelivery: no retry is left to send confirming again.
   const closed = await h.client.getWebhookDelivery({ projectId: project.id, deliveryId: original.id });
-  expect(closed.delivery).toMatchObject({ status: DeliveryStatus.SUCCEEDED });
+  expect(closed.delivery).toMatchObject({ status: DeliveryStatus.SUCCEEDED, deliveredBy: redelivery.delivery?.id });
   expect(closed.delivery?.nextAttemptAt).toBeUndefined();
+  // The redelivery itself delivered it: nothing names another.
+  expect((await h.client.getWebhookDelivery({ projectId: project.id, deliveryId: redelivery.delivery!.id })).delivery?.deliveredBy).toBeUndefined();
   expect(await deliveryOf(project.id, confirmingId, true)).toMatchObject({ status: 'succeeded', delivered_by: redelivery.delivery?.id, next_attempt_at: null });
 
   // The hung attempt ends (timeout) and is logged, and nothing more goes out past its retry time.

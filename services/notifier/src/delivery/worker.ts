@@ -425,6 +425,9 @@ export class DeliveryWorker implements Worker {
     const next = applyDeliveryEvent(delivery, event);
     const attemptNumber = row.attempt_count + 1;
     const success = outcome.result === 'success';
+    // The attempt's log says why an answer did not count when its status alone does not (a
+    // redirect, which is never followed); a transport failure says its own error.
+    const attemptError = record.error ?? (outcome.result === 'retryable_failure' && outcome.detail !== `HTTP ${record.responseStatus}` ? outcome.detail : null);
 
     const ended: EndedAttempt = {
       delivery: row,
@@ -449,7 +452,7 @@ export class DeliveryWorker implements Worker {
         responseStatus: record.responseStatus,
         responseBodyExcerpt: record.excerpt,
         durationMs: record.durationMs,
-        error: record.error,
+        error: attemptError,
       },
     };
     // One statement (docs/webhook-delivery.md#recording); a transaction only when the delivery gave
