@@ -29,6 +29,8 @@ export interface BackendUrls {
 
 export class Backends {
   private readonly health: Record<BackendName, Client<typeof Health>>;
+  /** The backends that answered the traffic check SERVING at least once. */
+  private readonly servedOnce = new Set<BackendName>();
 
   constructor(
     readonly urls: BackendUrls,
@@ -59,6 +61,13 @@ export class Backends {
       }),
     );
     const backends = Object.fromEntries(names.map((n, i) => [n, answers[i] as string])) as Record<BackendName, string>;
-    return { ready: answers.every((a) => a === 'SERVING'), backends };
+    if (scope === 'all') return { ready: answers.every((a) => a === 'SERVING'), backends };
+    // Traffic: ready once every backend has answered SERVING since this process started (its
+    // addresses, TLS and keys work: a misconfigured new replica gets no traffic), and ready from
+    // then on. A backend's outage later answers 503 on the requests that need it; it must not take
+    // every gateway replica out of the Service, and with them the requests that do not (invoices
+    // and checkout while the notifier is down — an outside review's cascade).
+    names.forEach((name, i) => answers[i] === 'SERVING' && this.servedOnce.add(name));
+    return { ready: this.servedOnce.size === names.length, backends };
   }
 }

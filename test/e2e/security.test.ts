@@ -24,6 +24,7 @@ import { publishLivePayment, withNats } from '../support/events';
 import { startGatewayReplica, type GatewayReplica } from '../support/gateway-replica';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
+import { TcpProxy } from '../../services/runtime/test/support/tcp-proxy';
 import { smtpMailbox } from '../support/mail';
 
 let system: BootedSystem;
@@ -595,8 +596,37 @@ describe('low findings', () => {
       expect(res.status).toBe(503);
       expect(res.body.backends.invoice).toBe('UNREACHABLE');
       expect(res.text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|:9\b|connect/i);
+      // A replica that never reached a backend gets no traffic either (a misconfigured rollout).
+      expect((await new GatewayClient(broken.url).get('/readyz?scope=traffic')).status).toBe(503);
     } finally {
       await broken.stop();
+    }
+  });
+
+  test('a backend that goes away after serving does not take the gateway out of traffic: the requests that need no notifier go on (an outside review\'s cascade)', async () => {
+    const notifierPort = Number(new URL(system.processes.notifier.grpcUrl!).port);
+    const notifier = await new TcpProxy(notifierPort).start();
+    const replica = await startGatewayReplica(system, { env: { NOTIFIER_URL: notifier.url } });
+    try {
+      const client = new GatewayClient(replica.url);
+      expect((await client.get('/readyz?scope=traffic')).status).toBe(200);
+      await notifier.stop();
+      const overall = await client.get('/readyz');
+      expect(overall.status).toBe(503);
+      expect(overall.body.backends.notifier).toBe('UNREACHABLE');
+      const traffic = await client.get('/readyz?scope=traffic');
+      expect([traffic.status, traffic.body.backends.notifier]).toEqual([200, 'UNREACHABLE']);
+      const merchant = await registerMerchant(api);
+      const project = await createProjectWithKey(api, merchant, 'sandbox');
+      const invoice = await client.post(
+        '/api/invoice',
+        { priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+        { headers: apiKeyHeader(project.key) },
+      );
+      expect(invoice.status).toBe(201);
+    } finally {
+      await replica.stop();
+      await notifier.stop().catch(() => undefined);
     }
   });
 
