@@ -55,6 +55,10 @@ async function main(): Promise<void> {
       env: { ...process.env, MAILBOX_DIR: mailboxDir },
       onChange: (s) => writeFileSync(systemFile, JSON.stringify({ gatewayUrl: s.gatewayUrl, processes: s.describe() }, null, 2)),
       onRestart: (name, reason) => console.error(`${name} stopped (${reason}); starting it again. Its log: ${path.join(logDir, `${name}.log`)}`),
+      onGiveUp: (reason) => {
+        console.error(`${reason}: not started again; stopping coinvoice`);
+        void stopAll(1);
+      },
     });
     // A local developer is a development convenience: with APP_ENV=production (the mTLS
     // rehearsal) nothing is made behind the API's back; sign up in the dashboard.

@@ -70,6 +70,8 @@ export interface SystemOptions {
   onChange?: (system: RunningSystem) => void;
   /** Told when a process died and is being started again. */
   onRestart?: (name: string, reason: string) => void;
+  /** Told when a process of the running system died too often to start again (the system is then incomplete). */
+  onGiveUp?: (reason: string) => void;
 }
 
 export interface ProcessInfo {
@@ -397,6 +399,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   });
 
   let stopping = false;
+  let ready = false;
   let fatal: string | undefined;
   const describe = () =>
     Object.fromEntries(managed.map((m) => [m.name, { ...m.info, pid: m.child?.pid ?? 0, restarts: m.restarts }]));
@@ -424,8 +427,11 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const now = Date.now();
       m.recentCrashes = [...m.recentCrashes.filter((t) => now - t < 60_000), now];
       if (m.recentCrashes.length > MAX_CRASHES_PER_MINUTE) {
-        fatal = `${m.name} keeps dying (${reason}); see ${path.join(options.logDir, `${m.name}.log`)}`;
-        options.onRestart?.(m.name, `${reason}; giving up`);
+        fatal = `${m.name} keeps dying (${reason}, ${m.recentCrashes.length} times in a minute); see ${path.join(options.logDir, `${m.name}.log`)}`;
+        // Before ready, waitReady reports it; after, the whole system goes down with it: a system
+        // missing one of its processes must not look up (it said "starting it again" and stayed
+        // without its gateway or watcher — outside reviews).
+        if (ready) options.onGiveUp?.(fatal);
         return;
       }
       options.onRestart?.(m.name, reason);
@@ -445,6 +451,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     await system.stop();
     throw err;
   }
+  ready = true;
   options.onChange?.(system);
   return system;
 }
