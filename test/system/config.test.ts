@@ -155,3 +155,13 @@ test.each([...entries, 'gateway/dist/main.js'])('%s refuses a BIND_HOST that is 
   expect(status).toBe(1);
   expect(stderrLines[0]).toMatch(/^config: BIND_HOST="everywhere" is invalid: expected an IP address to listen on/);
 });
+
+test.each(['grant-operator', 'revoke-operator', 'rotate-kek'])('auth %s names a missing setting in one line, not a stack trace (an outside review)', (command) => {
+  const result = spawnSync(process.execPath, [path.join(REPO_ROOT, 'services/auth/dist/main.js'), command, 'ops@example.com'], {
+    env: { PATH: process.env.PATH, APP_ENV: 'production' },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  expect(result.status).toBe(1);
+  expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^config: (DATABASE_URL|SECRETS_KEK) is required: expected /)]);
+});

@@ -1,6 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import { previousKeksSetting, SecretBox, secretsKekSetting } from '@coinvoice/domain/secrets-at-rest';
-import { commonSettings, createDb, createLogger, loadConfig, redactUrlPassword, runService } from '@coinvoice/runtime';
+import { commonSettings, createDb, createLogger, exitOnStartupError, loadConfig as loadSettings, redactUrlPassword, refusePublishedSecrets, runService } from '@coinvoice/runtime';
 import { OWASP_ARGON2ID_PARAMS, PasswordHasher } from './domain/passwords';
 import { changeOperator, OPERATOR_COMMANDS } from './operators/commands';
 import { ensureLocalDeveloper } from './operators/local-developer';
@@ -16,6 +16,16 @@ import { reencryptSecrets } from './store/secrets';
  *                `npm start` prints, made here rather than through the rate-limited public registration
  */
 const [command, argument] = process.argv.slice(2);
+
+/** The settings of an admin command; a bad or missing one is the one line a service prints, not a stack trace. */
+const loadConfig: typeof loadSettings = (settings, env) => {
+  try {
+    if (command !== undefined) refusePublishedSecrets(env ?? process.env);
+    return loadSettings(settings, env);
+  } catch (err) {
+    exitOnStartupError(`auth ${command}`, err);
+  }
+};
 
 async function withDatabase(run: (sql: ReturnType<typeof createDb>, logger: ReturnType<typeof createLogger>, database: string) => Promise<void>): Promise<void> {
   const config = loadConfig({ DATABASE_URL: commonSettings.DATABASE_URL, APP_ENV: commonSettings.APP_ENV, LOG_LEVEL: commonSettings.LOG_LEVEL });
