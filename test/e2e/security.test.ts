@@ -24,6 +24,7 @@ import { publishLivePayment, withNats } from '../support/events';
 import { startGatewayReplica, type GatewayReplica } from '../support/gateway-replica';
 import { apiKeyHeader, bearer, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type MerchantFixture } from '../support/http';
 import { bootSystem, type BootedSystem } from '../support/system';
+import { testNatsUrl } from '../support/infra';
 import { TcpProxy } from '../../services/runtime/test/support/tcp-proxy';
 import { smtpMailbox } from '../support/mail';
 
@@ -558,6 +559,36 @@ describe('8. sessions end on logout and password change, on every replica, withi
     for (const client of [api, api2]) expect((await me(client, changed.body.token)).status).toBe(200);
     expectProblem(await api.post('/api/merchant/login', { email: merchant.email, password: merchant.password }), 401, 'invalid_credentials');
     expect((await api.post('/api/merchant/login', { email: merchant.email, password: 'a-new-long-password' })).status).toBe(200);
+  });
+
+  test('a gateway cut off from NATS (the revocation feed) still ends sessions within about a second: it reads them from auth meanwhile (an outside review used a token for the whole outage)', async () => {
+    const natsPort = Number(new URL(testNatsUrl()).port);
+    const nats = await new TcpProxy(natsPort).start();
+    const cutOff = await startGatewayReplica(system, { env: { NATS_URL: `nats://127.0.0.1:${nats.port}` } });
+    try {
+      const client = new GatewayClient(cutOff.url);
+      const merchant = await registerMerchant(api);
+      expect((await me(client, merchant.token)).status).toBe(200);
+      await nats.stop(); // this replica's NATS is gone
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await me(client, merchant.token)).status).toBe(200);
+      expect((await api.post('/api/merchant/logout', undefined, { headers: bearer(merchant.token) })).status).toBe(204);
+      const at = Date.now();
+      let refusedAfter = Number.POSITIVE_INFINITY;
+      while (Date.now() - at < 5_000) {
+        if ((await me(client, merchant.token)).status === 401) {
+          refusedAfter = Date.now() - at;
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(refusedAfter).toBeLessThan(1_500);
+      // A session that was not ended still works through it.
+      expect((await me(client, await login(merchant, api))).status).toBe(200);
+    } finally {
+      await cutOff.stop();
+      await nats.stop().catch(() => undefined);
+    }
   });
 
   test('a gateway started after a logout refuses the old token too', async () => {

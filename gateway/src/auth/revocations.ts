@@ -60,10 +60,18 @@ export class RevocationListener {
     }
     void (async () => {
       for await (const status of this.nats.status()) {
+        if (status.type === Events.Disconnect) {
+          this.logger.warn('NATS disconnected: session revocations are read from auth until it is back');
+          sessions?.setFeedLive(false);
+        }
         if (status.type === Events.Reconnect) {
           this.logger.warn('NATS reconnected: dropping cached API key verifications, reloading session revocations');
           this.verifier.clear();
-          if (sessions) this.reloadSessionRevocations(sessions);
+          // Live again once what was revoked during the gap is loaded; until then, still polled.
+          sessions
+            ?.loadRevocations()
+            .then(() => sessions.setFeedLive(true))
+            .catch((err: unknown) => this.logger.error({ err }, 'could not reload session revocations from auth; still reading them from auth per request'));
         }
       }
     })();

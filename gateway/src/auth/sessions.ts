@@ -21,6 +21,9 @@ export interface SessionVerifierOptions {
   now?: () => Date;
 }
 
+/** While the revocation feed is down, sessions are checked against auth's list at most this often. */
+const POLL_WHILE_FEED_DOWN_MS = 1_000;
+
 export function invalidToken(detail: string): HttpProblem {
   return new HttpProblem(401, 'invalid_token', detail, [], { 'www-authenticate': 'Bearer' });
 }
@@ -37,6 +40,10 @@ export class SessionVerifier {
   private unknownKidRefetch: Promise<VerificationKeys> | undefined;
   /** Told of the merchants whose older sessions were ended (an open event stream listens). */
   private readonly revocationListeners = new Set<(merchantId: string) => void>();
+  /** False while the revocation feed (NATS) is down: revocations are then read from auth. */
+  private feedLive = true;
+  private lastPolled = 0;
+  private polling: Promise<void> | undefined;
 
   constructor(
     private readonly auth: Client<typeof AuthService>,
@@ -85,6 +92,7 @@ export class SessionVerifier {
     if (!match?.[1]) throw invalidToken('the Authorization header must be "Bearer <token>"');
     const token = match[1];
     await this.ensureRevocations();
+    if (!this.feedLive) await this.pollRevocations();
     const now = this.options.now?.() ?? new Date();
     let result = await verifyJwt(token, await this.currentKeys(), now);
     if (!result.valid && result.reason === 'unknown_key') {
@@ -95,6 +103,33 @@ export class SessionVerifier {
     }
     if (result.claims.sv < (this.minEpochs.get(result.claims.sub) ?? 0)) throw invalidToken('the session has ended (logout or password change)');
     return { kind: 'merchant', merchantId: result.claims.sub, email: result.claims.email, admin: result.claims.admin === true, token };
+  }
+
+  /**
+   * The revocation feed went down (NATS disconnected) or came back. While it is down, a logout or
+   * password change reaches no replica over NATS, so each verification reads the revocations from
+   * auth, at most once per POLL_WHILE_FEED_DOWN_MS and shared by concurrent requests: a session
+   * still ends within about a second (an outside review used a token for the whole outage). A
+   * token is refused (503) when auth cannot say either.
+   */
+  setFeedLive(live: boolean): void {
+    this.feedLive = live;
+    if (!live) this.lastPolled = 0;
+  }
+
+  private pollRevocations(): Promise<void> {
+    if (Date.now() - this.lastPolled < POLL_WHILE_FEED_DOWN_MS) return Promise.resolve();
+    this.polling ??= this.loadRevocations()
+      .then(() => {
+        this.lastPolled = Date.now();
+      })
+      .catch(() => {
+        throw new HttpProblem(503, 'service_unavailable', 'a dependency is unavailable; try again shortly');
+      })
+      .finally(() => {
+        this.polling = undefined;
+      });
+    return this.polling;
   }
 
   /** Tokens of `merchantId` below `minEpoch` are refused from now on (pushed by auth over NATS). */
