@@ -112,6 +112,14 @@ test.each(entries)('%s refuses a stream replica count or max age it cannot use',
   ]);
 });
 
+test.each(entries)('%s refuses to forget processed events before its stream does (PROCESSED_EVENTS_RETENTION_DAYS ≤ NATS_STREAM_MAX_AGE — an outside review)', (entry) => {
+  const { status, stderrLines } = run(entry, { PROCESSED_EVENTS_RETENTION_DAYS: '1', NATS_STREAM_MAX_AGE: '30d', EVENT_VERIFY_KEYS: testEventKeys().verifyKeys, EVENT_SIGNING_KEY_FILE: testEventKeys().file('auth') });
+  expect(status).toBe(1);
+  expect(stderrLines).toEqual([
+    'config: PROCESSED_EVENTS_RETENTION_DAYS="1" is invalid: expected more days than NATS_STREAM_MAX_AGE keeps events (30 d): a consumer must remember every event its stream can still deliver',
+  ]);
+});
+
 describe('event keys (docs/events.md)', () => {
   test.each(entries)('%s without EVENT_SIGNING_KEY_FILE stops with one line naming it', (entry) => {
     const { status, stderrLines } = run(entry, { EVENT_VERIFY_KEYS: testEventKeys().verifyKeys });

@@ -113,6 +113,14 @@ export function loadServiceConfig<S extends Settings>(definition: ServiceDefinit
       undefined,
     );
   }
+  // A consumer that forgot an event its stream still holds would apply it again on a replay.
+  if (config.PROCESSED_EVENTS_RETENTION_DAYS * 86_400_000 <= config.NATS_STREAM_MAX_AGE) {
+    throw new ConfigError(
+      'PROCESSED_EVENTS_RETENTION_DAYS',
+      `more days than NATS_STREAM_MAX_AGE keeps events (${Math.ceil(config.NATS_STREAM_MAX_AGE / 86_400_000)} d): a consumer must remember every event its stream can still deliver`,
+      String(config.PROCESSED_EVENTS_RETENTION_DAYS),
+    );
+  }
   definition.checkConfig?.(config);
   return config;
 }
