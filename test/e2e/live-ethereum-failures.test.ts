@@ -9,7 +9,7 @@ import { Decimal } from '@coinvoice/domain/money';
 import { createDb, type Sql } from '@coinvoice/runtime';
 import { markEmailVerified } from '../support/accounts';
 import { createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
-import { mine, sendEth, startAnvil, type Anvil } from '../support/anvil';
+import { deployTokens, forwardEthTwo, mine, sendEth, startAnvil, type Anvil } from '../support/anvil';
 import { RpcFaultProxy } from '../support/rpc-fault-proxy';
 import { bootSystem, isAlive, type BootedSystem } from '../support/system';
 import { LiveShop } from './live-ethereum.support';
@@ -181,6 +181,33 @@ test('a payment mined before expiredAt while the watcher is stopped pays the inv
   credited = credited.plus(late.amountExpectedDecimal);
   await eventually(async () => ((await liveBalance('ETH')).eq(credited) ? true : undefined), 20_000, 'late payment credited');
   expect(paidHooks(late.id)).toHaveLength(0);
+}, 60_000);
+
+test('ETH a contract wallet sent (an internal transfer: no block scan sees it) before expiredAt while the watcher was stopped: reconciliation dates it by the block that carried it, and the invoice is Paid, never Expired (an outside review saw it expire)', async () => {
+  const tokens = await deployTokens(anvil);
+  const invoice = await createInvoice('6.00');
+  const latest = await anvil.publicClient.getBlock();
+  const nextBlockTime = Math.max(Date.now(), (Number(latest.timestamp) + 1) * 1000);
+  await db`update invoices set expired_at = ${new Date(nextBlockTime + 3_000)} where id = ${invoice.id}`;
+  const active = await activeWatcher();
+  process.kill(active.pid, 'SIGSTOP');
+  let forwarded: bigint;
+  try {
+    const hash = await forwardEthTwo(anvil, tokens, invoice.address, String(invoice.amountExpected), `0x${'5'.repeat(40)}`, '0.000001');
+    forwarded = (await anvil.publicClient.getTransactionReceipt({ hash })).blockNumber;
+    // The next blocks are past expiredAt (anvil_mine spaces blocks a second apart otherwise).
+    await anvil.testClient.increaseTime({ seconds: 10 });
+    await mine(anvil, CONFIRMATIONS);
+  } finally {
+    process.kill(active.pid, 'SIGCONT');
+  }
+  const paid = await invoiceReaches(invoice.id, 'Paid');
+  const [payment] = await db<{ block_number: string; transaction_hash: string }[]>`select block_number::text, transaction_hash from payments where invoice_id = ${invoice.id}`;
+  expect(payment).toEqual({ block_number: String(forwarded), transaction_hash: expect.stringMatching(/^reconciled:0x[0-9a-f]{64}:/) });
+  expect(paid.amountReceived).toBe(invoice.amountExpected);
+  expect(receiver.requests.filter((r) => r.body.includes(invoice.id) && r.body.includes('"status":"Expired"'))).toHaveLength(0);
+  credited = credited.plus(invoice.amountExpectedDecimal);
+  await eventually(async () => ((await liveBalance('ETH')).eq(credited) ? true : undefined), 20_000, 'credited');
 }, 60_000);
 
 test('the active watcher SIGKILLed mid-backfill: the standby takes over within 10 s; every payment recorded exactly once', async () => {

@@ -30,7 +30,8 @@ import {
   upsertPayment,
 } from '../store/payments';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from '@coinvoice/chains/chain-adapter';
-import type { Chain } from '@coinvoice/chains/coin';
+import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
+import type { Decimal } from '@coinvoice/domain/money';
 import { followMempool } from './mempool';
 import { deleteHouseTransfersAbove, houseTotals, recordHouseTransfer } from './house';
 import type { WatcherMetrics } from './metrics';
@@ -81,6 +82,8 @@ const WATCHED_OVERLAP_MS = 120_000;
 
 /** Output index of a payment found by balance reconciliation (no transaction or log of its own). */
 const RECONCILED_INDEX = -2;
+/** How far back reconciliation looks for the block a missed transfer arrived in (about 9 days of Ethereum blocks). */
+const MAX_ARRIVAL_SEARCH = 65_536;
 
 export class ChainWatcher implements Worker {
   private running = false;
@@ -306,15 +309,60 @@ export class ChainWatcher implements Worker {
         const gap = onChain.minus(recorded.get(invoice.invoiceId) ?? 0).minus(fromHouse.get(invoice.address.toLowerCase()) ?? 0);
         if (gap.lte(0)) continue;
         metrics.reconciliationMismatches.inc({ chain: adapter.chain, asset });
-        this.logger.warn({ invoiceId: invoice.invoiceId, asset, height, missing: gap.toFixed() }, 'reconciliation: the address holds more than its recorded payments; recording the difference');
+        const arrived = await this.arrivedAt(invoice, asset, gap, block, head);
+        this.logger.warn(
+          { invoiceId: invoice.invoiceId, asset, height, arrivedAt: arrived.height, missing: gap.toFixed() },
+          'reconciliation: the address holds more than its recorded payments; recording the difference in the block it arrived in',
+        );
         missed.push({
           invoiceId: invoice.invoiceId,
-          transfer: { transactionHash: `reconciled:${block.hash}:${invoice.address}`, outputIndex: RECONCILED_INDEX, address: invoice.address, asset, amount: gap, block },
+          transfer: { transactionHash: `reconciled:${arrived.hash}:${invoice.address}`, outputIndex: RECONCILED_INDEX, address: invoice.address, asset, amount: gap, block: arrived },
         });
       }
     }
     this.reconciledHeight = height;
     return missed;
+  }
+
+  /**
+   * The earliest block in which `gap` was already on the address (docs/watcher.md#reconciliation):
+   * its balance read at earlier heights, going back by doubling steps, then halving between the last
+   * height without it and the first with it. A missed transfer is then dated by the block that
+   * carried it, not by when reconciliation looked: after a watcher outage, or with more addresses
+   * than a height's slice, that was past expiredAt, and an invoice paid in time was expired (an
+   * outside review). Goes back at most MAX_ARRIVAL_SEARCH blocks, and stops where the node keeps
+   * no state (the latest height known to hold it is used).
+   */
+  private async arrivedAt(invoice: { invoiceId: string; address: string }, asset: CryptoCode, gap: Decimal, found: BlockRef, head: BlockRef): Promise<BlockRef> {
+    const { adapter, sql } = this.options;
+    const holds = async (height: number): Promise<boolean> => {
+      const block = await this.canonicalAt(height, head);
+      const onChain = (await adapter.balancesAt(asset, [invoice.address], block)).get(invoice.address);
+      if (!onChain) return false;
+      const recorded = (await recordedTotals(sql, adapter.chain, asset, [invoice.invoiceId], height)).get(invoice.invoiceId) ?? 0;
+      const fromHouse = (await houseTotals(sql, adapter.chain, asset, [invoice.address], height)).get(invoice.address.toLowerCase()) ?? 0;
+      return onChain.minus(recorded).minus(fromHouse).gte(gap);
+    };
+    const tryHolds = (height: number) => holds(height).catch(() => undefined);
+    let held = found.height;
+    let without: number | undefined;
+    for (let step = 1; step <= MAX_ARRIVAL_SEARCH && without === undefined; step *= 2) {
+      const height = found.height - step;
+      const answer = height < 0 ? false : await tryHolds(height);
+      if (answer === undefined) break;
+      if (answer) held = height;
+      else without = Math.max(height, -1);
+    }
+    if (without !== undefined) {
+      while (held - without > 1) {
+        const middle = Math.floor((held + without) / 2);
+        const answer = await tryHolds(middle);
+        if (answer === undefined) break;
+        if (answer) held = middle;
+        else without = middle;
+      }
+    }
+    return held === found.height ? found : this.canonicalAt(held, head);
   }
 
   /** A transfer the treasury sent (a sweep's gas): not a payment; logged once, at debug. */
