@@ -568,6 +568,19 @@ describe('6. bad input: a 4xx problem naming the field, never a 5xx', () => {
     expect(problem.errors.map((e: { field: string }) => e.field)).toContain(field);
   });
 
+  test('an Idempotency-Key breaking any of its rules is named as the header, whichever rule (an outside review saw the service\'s proto name for one)', async () => {
+    for (const [key, message] of [
+      ['ü-key', 'must be printable ASCII'],
+      ['tab\tinside', 'must be printable ASCII'],
+      ['k'.repeat(256), 'must NOT have more than 255 characters'],
+    ] as const) {
+      const res = await api.post('/api/payout/request', valid(), { headers: { ...apiKeyHeader(shop.project.key), 'idempotency-key': key } });
+      const problem = expectProblem(res, 400, 'validation_failed');
+      expect(problem.errors).toEqual([{ field: 'idempotency-key', message: expect.any(String) }]);
+      if (message === 'must be printable ASCII') expect(problem.errors[0].message).toBe(message);
+    }
+  });
+
   test('an amount of neither type, or of a type but out of bounds, gets one message (not one per allowed type)', async () => {
     for (const [amount, message] of [
       [-1, 'must be greater than 0'],

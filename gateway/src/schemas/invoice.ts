@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { CursorParam, LimitParam, Timestamp, Uuid } from './common';
+import { CursorParam, LimitParam, patternString, Timestamp, Uuid } from './common';
 
 export const InvoiceStatusName = Type.Union(
   [Type.Literal('Waiting'), Type.Literal('Confirming'), Type.Literal('PartiallyPaid'), Type.Literal('Paid'), Type.Literal('Expired')],
@@ -135,7 +135,9 @@ export const InvoiceListSchema = Type.Object({
 });
 
 export const IdempotencyKeyHeaders = Type.Object({
+  // Every rule of the key (services/runtime/src/idempotency.ts) at the edge, so each refusal names
+  // the header alike (printable ASCII was the service's, named after its proto field).
   'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'Replays the first response for the same body within 24 h' }),
+    patternString('^[\\x20-\\x7e]+$', 'must be printable ASCII', { minLength: 1, maxLength: 255, description: 'Replays the first response for the same body within 24 h' }),
   ),
 });
