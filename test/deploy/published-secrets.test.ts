@@ -12,11 +12,17 @@ import path from 'node:path';
 import type { ISecret } from 'kubernetes-models/v1/Secret';
 import { isPublishedSecret, refusePublishedSecrets } from '@coinvoice/runtime';
 import { DEVELOPMENT_KEK_BASE64 } from '@coinvoice/domain/secrets-at-rest';
+import { signerAccountXpub } from '../../services/payout/src/signer/role';
 import { decodeSecret, loadContext, ofKind, REPO_ROOT } from './checks';
 
 const OVERLAY = path.join(REPO_ROOT, 'deploy/k8s/overlays/development');
-/** Values of the development Secrets that are addresses, not secrets (their passwords are the cluster's own). */
+/** Values of the development Secrets that are addresses, not secrets (their passwords are checked below). */
 const NOT_SECRETS = /_URL$/;
+const MNEMONICS = {
+  development: readFileSync(path.join(OVERLAY, 'signer-seed/mnemonic'), 'utf8'),
+  anvil: 'test test test test test test test test test test test junk',
+  testVector: 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about',
+};
 
 test('every secret of the development overlay, and the development KEK of the source, is on the published list', () => {
   const secrets = ofKind<ISecret>(loadContext('development').objects, 'Secret');
@@ -27,7 +33,11 @@ test('every secret of the development overlay, and the development KEK of the so
     for (const [key, value] of Object.entries(decodeSecret(secret))) {
       if (NOT_SECRETS.test(key) || value.trim() === '') continue;
       const texts =
-        key === 'SECRETS_KEK' ? [Buffer.from(value, 'base64').toString('hex')] : key === 'EVENT_VERIFY_KEYS' ? value.split(',').map((e) => e.slice(e.indexOf('=') + 1)) : [value];
+        key === 'SECRETS_KEK'
+          ? [Buffer.from(value, 'base64').toString('hex')]
+          : key === 'EVENT_VERIFY_KEYS'
+            ? value.split(',').map((e) => Buffer.from(e.slice(e.indexOf('=') + 1), 'base64url').toString('hex'))
+            : [value];
       for (const text of texts) {
         checked++;
         if (!isPublishedSecret(text)) unlisted.push(`${secret.metadata?.name}/${key}`);
@@ -41,6 +51,28 @@ test('every secret of the development overlay, and the development KEK of the so
   // In any letter case or line breaks; a key of one's own is not on it.
   expect(isPublishedSecret(` ${readFileSync(path.join(OVERLAY, 'signer-seed/mnemonic'), 'utf8').toUpperCase().replace(/ /g, '\n')} `)).toBe(true);
   expect(isPublishedSecret('xpub6CUGRUonZSQ4TWtTMmzXdrXDtypWKiKrhko4egpiMZbpiaQL2jkwSB1icqYh2cfDfVxdx4df189oLKnC5fSwqPfgyP3hooxujYzAu3fDVmz')).toBe(false);
+});
+
+test('every account xpub of every published mnemonic is on the list, for each network an INVOICE_XPUB_* takes (an outside review started production with the development mnemonic\'s BTC xpub)', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'mnemonics-'));
+  const unlisted: string[] = [];
+  for (const [name, words] of Object.entries(MNEMONICS)) {
+    const file = path.join(dir, name);
+    writeFileSync(file, words);
+    for (const network of ['ethereum', 'bitcoin', 'litecoin', 'tron']) {
+      const xpub = signerAccountXpub({ SIGNER_SEED_FILE: file }, network);
+      if (!isPublishedSecret(xpub)) unlisted.push(`${name}/${network}`);
+    }
+  }
+  expect(unlisted).toEqual([]);
+  // The invoice service itself, with the development mnemonic's BTC account.
+  const file = path.join(dir, 'development');
+  const result = spawnSync(process.execPath, [path.join(REPO_ROOT, 'services/invoice/dist/main.js')], {
+    env: { PATH: process.env.PATH, APP_ENV: 'production', DATABASE_URL: 'postgres://127.0.0.1:1/none', INVOICE_XPUB_BTC: signerAccountXpub({ SIGNER_SEED_FILE: file }, 'bitcoin') },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  expect([result.status, result.stderr.trim()]).toEqual([1, expect.stringMatching(/^config: INVOICE_XPUB_BTC is invalid \(value not shown\): expected a secret of your own/)]);
 });
 
 test('production refuses each kind (one line, the variable, never the value); development and keys of one\'s own pass', () => {
@@ -58,7 +90,12 @@ test('production refuses each kind (one line, the variable, never the value); de
   const kek = 'Y29pbnZvaWNlLWRldmVsb3BtZW50LWtlay0wMDAwMDA=';
   expect(refusal({ SECRETS_KEK: kek })).toMatch(/^config: SECRETS_KEK is invalid \(value not shown\): expected a secret of your own/);
   expect(refusal({ SECRETS_KEK: Buffer.alloc(32).toString('base64') })).toMatch(/^config: SECRETS_KEK is invalid \(value not shown\): expected 32 random bytes/);
-  expect(refusal({ SECRETS_KEK_PREVIOUS: `${Buffer.alloc(32, 7).toString('base64')},${DEVELOPMENT_KEK_BASE64}` })).toMatch(/^config: SECRETS_KEK_PREVIOUS is invalid/);
+  // Rotating away from a published KEK keeps it as the previous one: allowed (rotate-kek needs it).
+  expect(refusal({ SECRETS_KEK: Buffer.from(Array.from({ length: 32 }, (_, i) => i * 7)).toString('base64'), SECRETS_KEK_PREVIOUS: `${kek},${DEVELOPMENT_KEK_BASE64}` })).toBeUndefined();
+  // The same public key in another spelling of its base64url (the last character's unused bits).
+  expect(refusal({ EVENT_VERIFY_KEYS: 'auth=put1aP0oNs_yXj-krFmyjfbFNQ_umNcEe3mHZRSTi69' })).toMatch(/^config: EVENT_VERIFY_KEYS is invalid/);
+  expect(refusal({ DATABASE_URL: 'postgres://coinvoice:coinvoice-dev@db.internal:5432/coinvoice' })).toMatch(/^config: DATABASE_URL is invalid \(value not shown\)/);
+  expect(refusal({ DATABASE_URL: 'postgres://coinvoice:a-password-of-ours@db.internal:5432/coinvoice' })).toBeUndefined();
   expect(refusal({ EVENT_SIGNING_KEY_FILE: path.join(OVERLAY, 'event-keys/invoice.pem') })).toMatch(/^config: EVENT_SIGNING_KEY_FILE is invalid/);
   expect(refusal({ SIGNER_SEED_FILE: path.join(OVERLAY, 'signer-seed/mnemonic') })).toMatch(/^config: SIGNER_SEED_FILE is invalid/);
   expect(refusal({ TLS_KEY_FILE: path.join(OVERLAY, 'tls/payout-signer.key') })).toMatch(/^config: TLS_KEY_FILE is invalid/);
@@ -69,6 +106,14 @@ test('production refuses each kind (one line, the variable, never the value); de
   // Development runs with them (npm start, the development overlay); production with one's own.
   expect(refusal({ APP_ENV: 'development', SECRETS_KEK: kek, EVENT_SIGNING_KEY_FILE: path.join(OVERLAY, 'event-keys/invoice.pem') })).toBeUndefined();
   expect(refusal({ SECRETS_KEK: Buffer.from(Array.from({ length: 32 }, (_, i) => i * 7)).toString('base64'), EVENT_SIGNING_KEY_FILE: ownKey })).toBeUndefined();
+});
+
+test('a *_FILE variable that is not a secret file, or names a pipe or a device, is not read: production starts as in development (an outside review saw it hang on LOG_FILE=/dev/stdout)', () => {
+  const started = Date.now();
+  for (const env of [{ LOG_FILE: '/dev/zero' }, { TLS_KEY_FILE: '/dev/zero' }, { EVENT_SIGNING_KEY_FILE: '/dev/stdin' }]) {
+    expect(() => refusePublishedSecrets({ APP_ENV: 'production', ...env })).not.toThrow();
+  }
+  expect(Date.now() - started).toBeLessThan(1_000);
 });
 
 test.each([

@@ -10,9 +10,12 @@ export const InvoiceStatusName = Type.Union(
 export const ExactDecimal = (field: string) =>
   Type.String({ pattern: '^-?\\d+(\\.\\d+)?$', description: `${field} exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH)` });
 
+export const PAYMENT_TRANSACTION_DESCRIPTION =
+  'The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments)';
+
 export const PaymentSchema = Type.Object(
   {
-    transactionHash: Type.String(),
+    transactionHash: Type.String({ description: PAYMENT_TRANSACTION_DESCRIPTION }),
     amount: Type.Number({ description: 'In asset (the nearest JSON number; see amountDecimal)' }),
     amountDecimal: ExactDecimal('amount'),
     asset: Type.String({ description: 'What was sent: the invoice’s payCurrency, or another token (recorded, not credited)' }),

@@ -4,7 +4,7 @@
  * webhook tests validate real deliveries against these schemas, so the two cannot drift.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ExactDecimal } from './invoice';
+import { ExactDecimal, PAYMENT_TRANSACTION_DESCRIPTION } from './invoice';
 
 const Environment = Type.Union([Type.Literal('live'), Type.Literal('sandbox')]);
 const Uuid = Type.String({ format: 'uuid' });
@@ -88,7 +88,7 @@ export const InvoicePartiallyPaidWebhook = liveInvoiceWebhook(Type.Literal('Part
   amountRemainingDecimal: ExactDecimal('amountRemaining'),
 });
 export const InvoiceLatePaymentWebhook = liveInvoiceWebhook(LiveStatus, {
-  transactionHash: Type.String(),
+  transactionHash: Type.String({ description: PAYMENT_TRANSACTION_DESCRIPTION }),
   credited: Type.Boolean({ description: 'false for another asset, or the asset on another network, sent to the address: recorded, not credited' }),
 }, {
   network: Type.String({

@@ -3055,6 +3055,7 @@ export interface operations {
                         amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
+                            /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                             transactionHash: string;
                             /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
@@ -3244,6 +3245,7 @@ export interface operations {
                         amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
+                            /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                             transactionHash: string;
                             /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
@@ -3406,6 +3408,7 @@ export interface operations {
                         amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
+                            /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                             transactionHash: string;
                             /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
@@ -3596,6 +3599,7 @@ export interface operations {
                             amountReceivedDecimal?: string;
                             /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                             payments?: {
+                                /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                                 transactionHash: string;
                                 /** @description In asset (the nearest JSON number; see amountDecimal) */
                                 amount: number;
@@ -3737,6 +3741,7 @@ export interface operations {
                         amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
+                            /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                             transactionHash: string;
                             /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
@@ -3892,6 +3897,7 @@ export interface operations {
                         amountReceivedDecimal?: string;
                         /** @description Live invoices only: transfers to the address seen on chain, oldest first */
                         payments?: {
+                            /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                             transactionHash: string;
                             /** @description In asset (the nearest JSON number; see amountDecimal) */
                             amount: number;
@@ -8131,6 +8137,7 @@ export interface operations {
                     environment: "live" | "sandbox";
                     /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
                     amountDecimal: string;
+                    /** @description The transaction that carried the payment; `reconciled:<block hash>:<address>` for money found by balance reconciliation (an internal transfer, e.g. from a contract wallet, which no transaction names: docs/watcher.md#reconciled-payments) */
                     transactionHash: string;
                     /** @description false for another asset, or the asset on another network, sent to the address: recorded, not credited */
                     credited: boolean;

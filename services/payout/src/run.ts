@@ -1,4 +1,4 @@
-import { runMain, runService } from '@coinvoice/runtime';
+import { refusePublishedSecrets, runMain, runService } from '@coinvoice/runtime';
 import { startProcessor } from './processor/role';
 import { payoutService } from './server';
 import type * as SignerRole from './signer/role';
@@ -18,9 +18,11 @@ if (process.argv[2] === 'process') {
   if (process.argv[3] === 'xpub') {
     // The seed account's xpub, for INVOICE_XPUB_ETH/_USDT/_USDC, or (`sign xpub bitcoin|litecoin|tron`) _BTC/_LTC/_TRX (npm start asks it; so may an operator).
     try {
+      // Production gives out no xpub of a published mnemonic (one line, as a service would say it).
+      refusePublishedSecrets(process.env);
       process.stdout.write(`${signerAccountXpub(process.env, process.argv[4])}\n`);
     } catch (err) {
-      process.stderr.write(`payout sign xpub: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`${err instanceof Error && err.name === 'ConfigError' ? '' : 'payout sign xpub: '}${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;
     }
   } else if (process.argv[3] === 'migrate') {

@@ -1,8 +1,9 @@
 /**
  * Secrets anyone with this repository holds (docs/architecture.md#published-secrets): the
- * development overlay's (deploy/k8s/overlays/development: its KEK, xpubs, signer mnemonic, event
- * keys, TLS keys and certificates), the development KEK derived in source, and the well-known test
- * mnemonics. APP_ENV=production refuses to start with any of them, one line naming the variable
+ * development overlay's (deploy/k8s/overlays/development: its KEK, xpubs, signer mnemonic and the
+ * account xpubs of every network it derives, event keys, TLS keys and certificates, database
+ * password), the development KEK derived in source, and the well-known test mnemonics with their
+ * account xpubs. APP_ENV=production refuses to start with any of them, one line naming the variable
  * (the value is never shown): copying the development overlay's Secrets into production would
  * otherwise send live deposits to addresses of a published mnemonic, let anyone forge signed events,
  * and leave secrets at rest under a published key. Kept as SHA-256 of a normal form, so this file
@@ -24,7 +25,7 @@ const PUBLISHED_SECRET_FINGERPRINTS: ReadonlySet<string> = new Set([
   'c1e6a6cf7302d86cef78a9ed989ef5e9cc6c3fdea0e0aaff10a49d7b17949198',
   // anvil's default mnemonic
   'f79cd64f9cea237897b8133e4b905b361c6f166faa5a1c64c32280938f5b707e',
-  // the BIP39 test vector mnemonic
+  // the standard test-vector mnemonic (abandon … about)
   'c557eec878dfd852ba3f88087c4f350f09c55537ab5e549c3cd14320ec3cef38',
   // event-keys/auth.pem
   '1203c33becc2af3e7422f365ae31008a278ea8e08562cc3e31bb0b31cabd74f2',
@@ -34,14 +35,6 @@ const PUBLISHED_SECRET_FINGERPRINTS: ReadonlySet<string> = new Set([
   '5c1d40c754a5d88e7ddcdd2a76ed5829c229650db0621c29125b51243db4e9bd',
   // event-keys/notifier.pem
   '249fc4e0576da4050124119a82971f1a0b40e5c75fec925ddfad1066c85b6f07',
-  // the public key of event-keys/auth.pem
-  '767d2ebdfb8e9aecc02c67675f76dc71b2b4d95105f430a86cc0bf1bee8ea34d',
-  // the public key of event-keys/invoice.pem
-  '40009443a0a00735921ffb9501a0266c12633ac5d335549314eb11f8a7e283ca',
-  // the public key of event-keys/payout.pem
-  '09dde2ddceef5061543846b31966966403f08417226f382be09161600cab686a',
-  // the public key of event-keys/notifier.pem
-  '7b9ea38a590e2b8219506fc0b9ba33b534203dc9c6867692e2a64e8f0076cf8a',
   // tls/ca.crt
   '65cbc2f262f7c8eeabfda7603705e48a79d766920c84bbd57548ea1d15ffe939',
   // tls/payout-processor.crt
@@ -52,6 +45,38 @@ const PUBLISHED_SECRET_FINGERPRINTS: ReadonlySet<string> = new Set([
   'b75b5be583f95266bd652cbf24b007461c79a9bed9d477e66f088b9d3efbfc9a',
   // tls/payout-signer.key
   'ff61fe282f4fabd2986f58555952095a9046244fd5cd7539a2820efe212daa1e',
+  // the public key of event-keys/auth.pem (its bytes)
+  '41e3786ba7126d01ae6a7bfa4703f1985fc30777bec7a4f76f248976c98a7cfc',
+  // the public key of event-keys/invoice.pem (its bytes)
+  '21098b11d850001794af2e0f2c4463b387848b52c87cd4f8ef9b28719233e584',
+  // the public key of event-keys/payout.pem (its bytes)
+  '90e1d6535e748a8c7c5424c04d0d556857691593d88b9e64855a26971b849998',
+  // the public key of event-keys/notifier.pem (its bytes)
+  '94fb90565ef5f620f9a50901e92e5938fbbcbc1c8535302e44d966b8cf36868e',
+  // the development overlay's database password
+  'c24f3338c2d30d50b5c06a38fa13533554ee0f64bb0373fdbbbd744105688c06',
+  // account key 1 of the development overlay's signer mnemonic
+  'ddaa2288b2026d2972cabae35a1985fbb736cd8f97c7bbea619124cd1d8e3f52',
+  // account key 2 of the development overlay's signer mnemonic
+  'c56ffc5ca775ad8bf1c8afc588bcaa9c40e19f4271ddb7d5781ad2cf29337f74',
+  // account key 3 of the development overlay's signer mnemonic
+  '7677096a4a3693e32e40239e9c4fbf73bacc31f2548514e66e147f297c5e8105',
+  // account key 1 of anvil's default mnemonic
+  '28e5c2dc20e2e22454ea56a5c3c610afc85d4900e1c4ccb5dee327bf45a73126',
+  // account key 2 of anvil's default mnemonic
+  'f2825c6323c7a518dcebca8ad42ab7110944d6b3c1eedde542cdaea8574370ed',
+  // account key 3 of anvil's default mnemonic
+  'ea5e6c5b36e8689f6b3c223887704d38263611c6fea3b5a7692169cabf156320',
+  // account key 4 of anvil's default mnemonic
+  'ae7f6bcfddc04c75ba46e83c07204fb3aec8612c61a4d841482f56852b80ddd4',
+  // account key 1 of the standard test-vector mnemonic
+  '1346ebed2532f5f42326c53afe8dd52e3ed06ad9bc686f810ac715e020aa47b7',
+  // account key 2 of the standard test-vector mnemonic
+  '06d55da94b3833ebe30969e6a247987fa73c7eb821a4101a0122b1a512884cfa',
+  // account key 3 of the standard test-vector mnemonic
+  '42acdfacab47224d06b12432212a2c1ca7293b0a9b7b4d6bb79314db7a9fbda3',
+  // account key 4 of the standard test-vector mnemonic
+  '39deea7f00932120c4f8040534f7988336e4954d017b0215220a3f358b65c897',
 ]);
 
 /** SHA-256 of `text` trimmed, its whitespace runs made one space, lower-cased. */
@@ -69,13 +94,16 @@ function kekText(base64: string): string | undefined {
   return bytes.length === 32 ? bytes.toString('hex') : undefined;
 }
 
-/** Files named by *_FILE variables are read when at most this large (keys, certificates, a mnemonic). */
+/** The files coinvoice reads secrets from: keys, certificates, the signer's seed. */
+const SECRET_FILE_VARIABLES = ['EVENT_SIGNING_KEY_FILE', 'SIGNER_SEED_FILE', 'TLS_CA_FILE', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
+/** A secret file is read when it is a regular file of at most this size (never a pipe or a device). */
 const MAX_SECRET_FILE_BYTES = 64 * 1024;
 
 /**
- * The secrets `env` configures, each with the variable it came from: SECRETS_KEK and
- * SECRETS_KEK_PREVIOUS (as key bytes), INVOICE_XPUB_*, EVENT_VERIFY_KEYS' keys (a published private
- * half makes its public one forgeable), and the contents of every file a *_FILE variable names.
+ * The secrets `env` configures, each with the variable it came from: SECRETS_KEK (its key bytes;
+ * not SECRETS_KEK_PREVIOUS, where a published key is on its way out by `rotate-kek`),
+ * INVOICE_XPUB_*, EVENT_VERIFY_KEYS' keys (their bytes: a published private half makes its public
+ * one forgeable), the password of every *_URL, and the contents of the secret files.
  */
 function configuredSecrets(env: NodeJS.ProcessEnv): Array<{ variable: string; text: string }> {
   const found: Array<{ variable: string; text: string }> = [];
@@ -84,21 +112,32 @@ function configuredSecrets(env: NodeJS.ProcessEnv): Array<{ variable: string; te
   };
   for (const [variable, value] of Object.entries(env)) {
     if (value === undefined || value.trim() === '') continue;
-    if (variable === 'SECRETS_KEK' || variable === 'SECRETS_KEK_PREVIOUS') {
-      for (const key of value.split(',')) add(variable, kekText(key));
+    if (variable === 'SECRETS_KEK') {
+      add(variable, kekText(value));
     } else if (variable.startsWith('INVOICE_XPUB_')) {
       add(variable, value);
     } else if (variable === 'EVENT_VERIFY_KEYS') {
-      for (const entry of value.split(',')) add(variable, entry.slice(entry.indexOf('=') + 1));
-    } else if (variable.endsWith('_FILE')) {
+      for (const entry of value.split(',')) add(variable, Buffer.from(entry.slice(entry.indexOf('=') + 1).trim(), 'base64url').toString('hex'));
+    } else if (variable.endsWith('_URL')) {
+      add(variable, passwordOf(value));
+    } else if (SECRET_FILE_VARIABLES.includes(variable)) {
       try {
-        if (statSync(value.trim()).size <= MAX_SECRET_FILE_BYTES) add(variable, readFileSync(value.trim(), 'utf8'));
+        const stat = statSync(value.trim());
+        if (stat.isFile() && stat.size <= MAX_SECRET_FILE_BYTES) add(variable, readFileSync(value.trim(), 'utf8'));
       } catch {
         // Unreadable here: the setting's own check names it.
       }
     }
   }
   return found;
+}
+
+function passwordOf(url: string): string | undefined {
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -325,7 +325,7 @@ export class ChainWatcher implements Worker {
   }
 
   /**
-   * The earliest block in which `gap` was already on the address (docs/watcher.md#reconciliation):
+   * The earliest block in which `gap` was already on the address (docs/watcher.md#reconciled-payments):
    * its balance read at earlier heights, going back by doubling steps, then halving between the last
    * height without it and the first with it. A missed transfer is then dated by the block that
    * carried it, not by when reconciliation looked: after a watcher outage, or with more addresses
