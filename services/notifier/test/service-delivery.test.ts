@@ -338,3 +338,32 @@ async function failure(call: Promise<unknown>) {
   }
   throw new Error('expected the call to fail');
 }
+
+test('a receiver that answers 200 at once and trickles its body past the timeout has the event: delivered in one attempt, never sent again (a second review saw the worker retry it)', async () => {
+  const trickle = await startNotifier({ WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms' });
+  const http = await import('node:http');
+  const got: string[] = [];
+  const server = http.createServer((req, res) => {
+    got.push(String(req.headers['webhook-id']));
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('x'); // and never ends
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const project = trickle.auth.addProject({ webhookUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook` });
+    const eventId = await trickle.publish('invoice.paid', invoicePaid(project.id));
+    const [row] = await eventually(async () => {
+      const rows = await trickle.sql<{ id: string; status: string; attempt_count: number }[]>`select id, status, attempt_count from webhook_deliveries where project_id = ${project.id}`;
+      return rows[0]?.status === 'succeeded' ? rows : undefined;
+    }, 10_000);
+    expect(row).toMatchObject({ status: 'succeeded', attempt_count: 1 });
+    await new Promise((r) => setTimeout(r, 1_500)); // the retry schedule's waits, twice over
+    expect(got).toEqual([eventId]);
+    const detail = await trickle.client.getWebhookDelivery({ projectId: project.id, deliveryId: row!.id });
+    expect(detail.attempts.map((a) => [a.responseStatus, a.error ?? '', a.durationMs < 1_000])).toEqual([[200, '', true]]);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await trickle.dispose();
+  }
+}, 30_000);

@@ -413,7 +413,7 @@ export class DeliveryWorker implements Worker {
     }
     const record = !projectKnown || secrets === undefined ? projectGone(row) : url === undefined ? noWebhookUrl() : await this.attempt({ ...row, url }, secrets);
     const sentTo = url ?? row.url;
-    const outcome = classifyAttempt(record.result);
+    const outcome = classifyAttempt(record.result, this.options.timeoutMs);
     const delivery = toDomain(row);
     const event = deliveryEventForAttempt({
       delivery,
@@ -501,20 +501,25 @@ export class DeliveryWorker implements Worker {
         error,
       };
     }
-    const remaining = Math.max(1, this.options.timeoutMs - Math.round(performance.now() - started));
+    const beforePost = Math.round(performance.now() - started);
+    const remaining = Math.max(1, this.options.timeoutMs - beforePost);
     const http: HttpAttempt = await this.options.sender.post({ verdict, headers, body: row.body, timeoutMs: remaining, limitMs: this.options.timeoutMs });
     const durationMs = Math.round(performance.now() - started);
     switch (http.kind) {
-      case 'response':
+      case 'response': {
+        // The answer's time is the sender's (its status's, when the body trickled past the limit:
+        // it counts), not when the sender gave up reading.
+        const answeredMs = beforePost + http.durationMs;
         return {
           attemptedAt,
           headers,
-          result: { kind: 'response', status: http.status, durationMs },
+          result: { kind: 'response', status: http.status, durationMs: answeredMs },
           responseStatus: http.status,
           excerpt: http.bodyExcerpt,
-          durationMs,
+          durationMs: answeredMs,
           error: null,
         };
+      }
       case 'timeout':
         return { attemptedAt, headers, result: { kind: 'timeout', durationMs }, responseStatus: null, excerpt: '', durationMs, error: http.error };
       case 'connection_error':

@@ -130,7 +130,7 @@ export type AttemptFailure = 'http_status' | 'too_slow' | 'timeout' | 'connectio
  */
 export type AttemptOutcome = { result: 'success' } | { result: 'retryable_failure'; failure: AttemptFailure; detail: string };
 
-export function classifyAttempt(attempt: AttemptResult): AttemptOutcome {
+export function classifyAttempt(attempt: AttemptResult, limitMs: number = DELIVERY_TIMEOUT_MS): AttemptOutcome {
   switch (attempt.kind) {
     case 'response': {
       const { status, durationMs } = attempt;
@@ -139,8 +139,8 @@ export function classifyAttempt(attempt: AttemptResult): AttemptOutcome {
         return { result: 'retryable_failure', failure: 'http_status', detail };
       }
       // Only reachable if the client's own timeout let a late answer through.
-      if (durationMs > DELIVERY_TIMEOUT_MS) {
-        return { result: 'retryable_failure', failure: 'too_slow', detail: `HTTP ${status} after ${durationMs} ms (limit ${DELIVERY_TIMEOUT_MS} ms)` };
+      if (durationMs > limitMs) {
+        return { result: 'retryable_failure', failure: 'too_slow', detail: `HTTP ${status} after ${durationMs} ms (limit ${limitMs} ms)` };
       }
       return { result: 'success' };
     }
