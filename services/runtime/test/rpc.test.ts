@@ -225,6 +225,12 @@ describe('transport failures', () => {
     }
   });
 
+  test('a write to a host whose name does not resolve is unavailable (503): it never left (a second review saw 504 "may have taken effect")', async () => {
+    const client = createRpcClient(InvoiceService, 'http://no-such-host.invalid:50051', { timeoutMs: 2_000 });
+    const err = await rejection(client.payInvoice({ projectId: 'p', invoiceId: 'b' }));
+    expect(err.code).toBe(Code.Unavailable);
+  });
+
   test('nobody listening is unavailable (503), for a write too (it never reached the service); a server that restarts on the same port is found again', async () => {
     const behaviour = new Behaviour();
     const server = await serve(behaviour);

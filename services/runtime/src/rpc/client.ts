@@ -145,11 +145,15 @@ function lostOnTheWay(err: grpc.ServiceError, write: boolean): ConnectError {
 
 /**
  * Whether grpc-js failed the call before the service could see it: no connection to send it on
- * (its pickers' "No connection established…"), or the stream refused by the server (HTTP/2
- * REFUSED_STREAM: not processed, RFC 9113 §8.7).
+ * (its pickers' "No connection established…"), a name that does not resolve, or the stream
+ * refused by the server (HTTP/2 REFUSED_STREAM: not processed, RFC 9113 §8.7). These are grpc-js's
+ * words (1.14); services/runtime/test/rpc.test.ts fails if a version changes them.
  */
 function neverSent(err: grpc.ServiceError): boolean {
-  return err.code === grpc.status.UNAVAILABLE && (/(^|: )No connection established/.test(err.details) || err.details === 'Stream refused by server');
+  return (
+    err.code === grpc.status.UNAVAILABLE &&
+    (/(^|: )No connection established/.test(err.details) || err.details === 'Stream refused by server' || /^Name resolution failed/.test(err.details))
+  );
 }
 
 /** Transport failures worth a second try on a fresh connection (reads only). */
