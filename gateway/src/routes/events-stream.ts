@@ -114,8 +114,12 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
       for (const stream of streams) if (stream.credential.merchantId === merchantId) recheck(stream);
     }),
   ];
-  // Open streams would hold the server's close until their clients leave: end them first.
+  // Open streams would hold the server's close until their clients leave: end them first, and
+  // open no new one (a request still checking its key when the close began would otherwise open
+  // its stream after it, and hold the process until the grace period's hard exit — second review).
+  let closing = false;
   app.addHook('preClose', async () => {
+    closing = true;
     for (const stream of streams) stream.end();
   });
   app.addHook('onClose', async () => {
@@ -195,6 +199,7 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
       try {
         const resume = req.headers['last-event-id'];
         let cursor = typeof resume === 'string' && CURSOR.test(resume) ? resume : (await notifier.listProjectEvents({ projectId })).cursor;
+        if (closing) throw new HttpProblem(503, 'service_unavailable', 'this gateway is shutting down; reconnect', [], { 'retry-after': '1' });
 
         reply.hijack();
         const res = reply.raw;
