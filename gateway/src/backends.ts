@@ -67,7 +67,9 @@ export class Backends {
     // then on. A backend's outage later answers 503 on the requests that need it; it must not take
     // every gateway replica out of the Service, and with them the requests that do not (invoices
     // and checkout while the notifier is down — an outside review's cascade).
+    // Not one backend answering is this replica cut off (its node's network, its certificates):
+    // then the other replicas should have the traffic.
     names.forEach((name, i) => answers[i] === 'SERVING' && this.servedOnce.add(name));
-    return { ready: this.servedOnce.size === names.length, backends };
+    return { ready: this.servedOnce.size === names.length && answers.includes('SERVING'), backends };
   }
 }

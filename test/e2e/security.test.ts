@@ -635,9 +635,9 @@ describe('low findings', () => {
   });
 
   test('a backend that goes away after serving does not take the gateway out of traffic: the requests that need no notifier go on (an outside review\'s cascade)', async () => {
-    const notifierPort = Number(new URL(system.processes.notifier.grpcUrl!).port);
-    const notifier = await new TcpProxy(notifierPort).start();
-    const replica = await startGatewayReplica(system, { env: { NOTIFIER_URL: notifier.url } });
+    const proxyTo = (name: 'auth' | 'invoice' | 'payout' | 'notifier') => new TcpProxy(Number(new URL(system.processes[name].grpcUrl!).port)).start();
+    const [auth, invoices, payouts, notifier] = await Promise.all([proxyTo('auth'), proxyTo('invoice'), proxyTo('payout'), proxyTo('notifier')]);
+    const replica = await startGatewayReplica(system, { env: { AUTH_URL: auth.url, INVOICE_URL: invoices.url, PAYOUT_URL: payouts.url, NOTIFIER_URL: notifier.url } });
     try {
       const client = new GatewayClient(replica.url);
       expect((await client.get('/readyz?scope=traffic')).status).toBe(200);
@@ -655,9 +655,12 @@ describe('low findings', () => {
         { headers: apiKeyHeader(project.key) },
       );
       expect(invoice.status).toBe(201);
+      // Not one backend answering: this replica is cut off, the traffic should go elsewhere.
+      for (const proxy of [auth, invoices, payouts]) await proxy.stop();
+      expect((await client.get('/readyz?scope=traffic')).status).toBe(503);
     } finally {
       await replica.stop();
-      await notifier.stop().catch(() => undefined);
+      for (const proxy of [auth, invoices, payouts, notifier]) await proxy.stop().catch(() => undefined);
     }
   });
 
