@@ -6,6 +6,8 @@
  * when many credits cross it at once; sandbox projects keep their rules and are never swept.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createDb, createLogger, eventTransaction, Code } from '@coinvoice/runtime';
@@ -368,4 +370,22 @@ test('setting a destination needs the merchant email verified for live projects;
   const unverified = h.auth.addProject('live');
   unverified.emailVerified = false;
   expect(await rejection(setRules(unverified, [{ currency: 'LTC', address: addressFor('LTC', 'live'), threshold: '1' }]))).toMatchObject({ code: 'email_not_verified' });
+});
+
+test('migration 0850: rules on Bitcoin and Litecoin checked before every UTXO spelling was compared are checked again (one pointing at a house address is removed); others keep their check', async () => {
+  const project = h.auth.addProject('live');
+  const btc = addressFor('BTC', 'live');
+  const eth = addressFor('ETH', 'live');
+  // As an earlier version left them: both checked (the BTC one against fewer spellings).
+  await h.sql`
+    insert into auto_sweep_settings (project_id, environment, currency, network, address, threshold, house_checked_at)
+    values (${project.id}, 'live', 'BTC', 'bitcoin', ${btc}, 0.5, now() - interval '1 day'), (${project.id}, 'live', 'ETH', 'ethereum', ${eth}, 1, now() - interval '1 day')`;
+  const [ethBefore] = await h.sql<{ house_checked_at: Date }[]>`select house_checked_at from auto_sweep_settings where project_id = ${project.id} and currency = 'ETH'`;
+  // The address the invoice service now knows as a deposit in another spelling.
+  h.invoice.houseAddresses.set(btc.toLowerCase(), 'deposit');
+  await h.sql.unsafe(readFileSync(path.join(__dirname, '../src/store/migrations/0850_auto_sweep_utxo_recheck.sql'), 'utf8'));
+  await waitFor('the BTC rule checked again', async () => (await h.sql`select 1 from auto_sweep_settings where project_id = ${project.id} and house_checked_at is null`).length === 0);
+  expect((await getRules(project)).entries).toEqual([expect.objectContaining({ currency: 'ETH', address: eth })]);
+  const [ethAfter] = await h.sql<{ house_checked_at: Date }[]>`select house_checked_at from auto_sweep_settings where project_id = ${project.id} and currency = 'ETH'`;
+  expect(ethAfter!.house_checked_at).toEqual(ethBefore!.house_checked_at);
 });
