@@ -51,7 +51,7 @@ export const StreamedWebhookSchema = Type.Object(
   {
     eventId: Type.String({ description: 'The webhook-id header' }),
     eventType: Type.String({ description: 'e.g. invoice.paid: the webhook-event-type header' }),
-    headers: Type.Record(Type.String(), Type.String(), { description: 'Every header of a delivery, signed now: send them with the body as is' }),
+    headers: Type.Record(Type.String(), Type.String(), { description: 'Every header of a delivery, signed with the time the event was recorded (an old one fails a receiver timestamp check, as a replay does): send them with the body as is' }),
     body: Type.String({ description: 'The exact JSON body a delivery sends (the signature covers these bytes)' }),
   },
   { $id: 'StreamedWebhook', description: 'The data of each `webhook` event of the stream' },

@@ -4873,7 +4873,7 @@ export interface operations {
                         eventId: string;
                         /** @description e.g. invoice.paid: the webhook-event-type header */
                         eventType: string;
-                        /** @description Every header of a delivery, signed now: send them with the body as is */
+                        /** @description Every header of a delivery, signed with the time the event was recorded (an old one fails a receiver timestamp check, as a replay does): send them with the body as is */
                         headers: {
                             [key: string]: string;
                         };

@@ -237,11 +237,14 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, afterSeq: req.cursor, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
     const now = new Date();
     return {
-      // Signed now with the secrets in force, as the next delivery attempt would be.
+      // Signed with the secrets in force, at the time the event was recorded: a stream hands its
+      // key's holder signatures, and a fresh timestamp would make a day's events replayable to the
+      // merchant's endpoint past its timestamp check (a second review). A listener's event is
+      // seconds old; one resumed after the endpoint's tolerance is refused there, as a replay is.
       events: rows.map((row) => ({
         eventId: row.event_id,
         eventType: row.event_type,
-        headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: now, body: row.body, secrets: signingSecrets(project, now) }),
+        headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: row.created_at, body: row.body, secrets: signingSecrets(project, now) }),
         body: row.body,
         cursor: row.seq,
       })),

@@ -49,6 +49,18 @@ test('events after "now", signed like a delivery, for a project without a webhoo
   expect((await h.client.listProjectEvents({ projectId: project.id, cursor: page.cursor })).events).toEqual([]);
 });
 
+test('an event is signed with the time it was recorded, not the time it is listed: an old one fails a receiver\'s timestamp check, as a replay does (an outside review replayed a day\'s events with fresh signatures)', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
+  const eventId = await h.publish('invoice.paid', paid(project.id));
+  await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${eventId}`).length > 0 ? true : undefined));
+  const recordedAt = new Date(Date.now() - 10 * 60_000);
+  await h.sql`update project_events set created_at = ${recordedAt} where event_id = ${eventId}`;
+  const [event] = (await h.client.listProjectEvents({ projectId: project.id, cursor })).events;
+  expect(event?.headers['webhook-timestamp']).toBe(String(Math.floor(recordedAt.getTime() / 1000)));
+  expect(() => new Webhook(project.webhookSecret).verify(event!.body, event!.headers)).toThrow(/too old/i);
+});
+
 test('a listener never passes an event that commits after a later one was listed', async () => {
   const project = h.auth.addProject({ webhookUrl: undefined });
   const { cursor } = await h.client.listProjectEvents({ projectId: project.id });

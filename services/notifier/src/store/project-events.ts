@@ -9,6 +9,7 @@ export interface ProjectEventRow {
   event_id: string;
   event_type: string;
   body: string;
+  created_at: Date;
 }
 
 /**
@@ -23,7 +24,7 @@ const settled = (sql: Queryable) => sql`tx_id < pg_snapshot_xmin(pg_current_snap
 /** The project's events after `afterSeq`, oldest first, never passing one that may still commit. */
 export async function listProjectEvents(sql: Queryable, q: { projectId: string; afterSeq: string; limit: number }): Promise<ProjectEventRow[]> {
   return sql<ProjectEventRow[]>`
-    select seq::text as seq, event_id, event_type, body from project_events
+    select seq::text as seq, event_id, event_type, body, created_at from project_events
     where project_id = ${q.projectId} and seq > ${q.afterSeq} and ${settled(sql)}
     order by seq limit ${q.limit}`;
 }

@@ -785,7 +785,7 @@ export type ProjectEvent = Message<"coinvoice.notifier.v1.ProjectEvent"> & {
 
   /**
    * The headers of a delivery (content-type, webhook-id, webhook-timestamp, webhook-signature,
-   * webhook-event-type, …), signed now.
+   * webhook-event-type, …), signed with the time the event was recorded.
    *
    * @generated from field: map<string, string> headers = 3;
    */
@@ -1008,7 +1008,8 @@ export const NotifierService: GenService<{
   },
   /**
    * The project's webhook events after a cursor, oldest first, each with the headers of a real
-   * delivery signed now with the project's current secret, whether or not the project has a
+   * delivery signed with the project's current secret at the time the event was recorded (a
+   * listed event is no fresh signature to replay), whether or not the project has a
    * webhook URL: what `coinvoice listen` forwards to a local URL. Events are kept a day.
    *
    * @generated from rpc coinvoice.notifier.v1.NotifierService.ListProjectEvents
