@@ -306,6 +306,7 @@ test('redeliver from the dashboard: the same event again (same webhook-id and bo
     nextAttemptAt: expect.any(String),
     createdAt: expect.any(String),
     redeliveryOf: original.id,
+    deliveredBy: null,
     payload: original.payload,
     lastResponseStatus: null,
   });

@@ -139,21 +139,20 @@ export function connectErrorOf(err: grpc.ServiceError, callerAborted: boolean, w
 }
 
 function lostOnTheWay(err: grpc.ServiceError, write: boolean): ConnectError {
-  if (write && !neverSent(err)) return new ConnectError('the connection to the service was lost mid-call; the call may have taken effect', Code.DeadlineExceeded);
+  if (write && lostMidCall(err)) return new ConnectError('the connection to the service was lost mid-call; the call may have taken effect', Code.DeadlineExceeded);
   return new ConnectError('the service could not be reached', Code.Unavailable);
 }
 
 /**
- * Whether grpc-js failed the call before the service could see it: no connection to send it on
- * (its pickers' "No connection established…"), a name that does not resolve, or the stream
- * refused by the server (HTTP/2 REFUSED_STREAM: not processed, RFC 9113 §8.7). These are grpc-js's
- * words (1.14); services/runtime/test/rpc.test.ts fails if a version changes them.
+ * Whether the call's connection went while it was out, so the service may have run it: grpc-js's
+ * own statuses for a lost stream (a connection dropped or reset, a RST_STREAM, a cancel it did not
+ * ask for). Not a call that found no connection, a name that did not resolve, a stream the server
+ * refused (RFC 9113 §8.7: not processed) or an UNAVAILABLE the server answered itself: those never
+ * ran. These are grpc-js's words (1.14); services/runtime/test/rpc.test.ts fails if they change.
  */
-function neverSent(err: grpc.ServiceError): boolean {
-  return (
-    err.code === grpc.status.UNAVAILABLE &&
-    (/(^|: )No connection established/.test(err.details) || err.details === 'Stream refused by server' || /^Name resolution failed/.test(err.details))
-  );
+function lostMidCall(err: grpc.ServiceError): boolean {
+  if (err.code === grpc.status.CANCELLED || err.code === grpc.status.INTERNAL || err.code === grpc.status.UNKNOWN) return true;
+  return err.code === grpc.status.UNAVAILABLE && /Connection dropped|RST_STREAM|ECONNRESET|ETIMEDOUT|EPIPE|GOAWAY|socket hang up/i.test(err.details);
 }
 
 /** Transport failures worth a second try on a fresh connection (reads only). */
