@@ -5,14 +5,11 @@
  * HTTP_KEEP_ALIVE_TIMEOUT; a body over HTTP_BODY_LIMIT is 413 problem+json. Short timeouts here;
  * the defaults (30 s, 72 s, 64 KiB) are checked on the parsed configuration.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
-import path from 'node:path';
 import { loadConfig } from '@coinvoice/runtime';
 import { gatewaySettings } from '../src/config';
-import { testEventKeys } from '../../test/support/event-keys';
-import { testNatsUrl, uniqueName } from '../../test/support/infra';
-import { freePortForTest } from '../../test/support/ports';
+import { startGatewayProcess } from '../../test/support/gateway-process';
 
 const REQUEST_TIMEOUT_MS = 1_000;
 const KEEP_ALIVE_MS = 1_500;
@@ -22,26 +19,11 @@ let gateway: ChildProcess;
 let port: number;
 
 beforeAll(async () => {
-  port = await freePortForTest();
-  gateway = spawn(process.execPath, [path.join(__dirname, '..', 'dist', 'main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      GATEWAY_PORT: String(port),
-      NATS_URL: testNatsUrl(),
-      EVENT_NAMESPACE: uniqueName('edge'),
-      EVENT_VERIFY_KEYS: testEventKeys().verifyKeys,
-      HTTP_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
-      HTTP_KEEP_ALIVE_TIMEOUT: `${KEEP_ALIVE_MS}ms`,
-      HTTP_BODY_LIMIT: String(BODY_LIMIT),
-      LOG_LEVEL: 'silent',
-    },
-    stdio: 'ignore',
-  });
-  for (let i = 0; i < 200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the gateway did not start');
+  ({ process: gateway, port } = await startGatewayProcess({
+    HTTP_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+    HTTP_KEEP_ALIVE_TIMEOUT: `${KEEP_ALIVE_MS}ms`,
+    HTTP_BODY_LIMIT: String(BODY_LIMIT),
+  }));
 }, 30_000);
 
 afterAll(async () => {

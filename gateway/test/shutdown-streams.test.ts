@@ -4,16 +4,13 @@
  * gateway until the grace period's hard exit (12 s, exit code 1; a second review). Auth and the
  * notifier are gRPC stand-ins; auth answers the key check a second late.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { generateApiKey } from '@coinvoice/domain/credentials/api-keys';
 import { startStandInServer, type StandInServer } from '../../test/support/grpc-stand-in';
-import { testEventKeys } from '../../test/support/event-keys';
-import { testNatsUrl, uniqueName } from '../../test/support/infra';
-import { freePortForTest } from '../../test/support/ports';
+import { startGatewayProcess } from '../../test/support/gateway-process';
 
 let auth: StandInServer;
 let notifier: StandInServer;
@@ -33,25 +30,7 @@ beforeAll(async () => {
   notifier = await startStandInServer((router) => {
     router.rpc(NotifierService.method.listProjectEvents, async () => ({ events: [], cursor: '5' }));
   });
-  port = await freePortForTest();
-  gateway = spawn(process.execPath, [path.join(__dirname, '..', 'dist', 'main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      GATEWAY_PORT: String(port),
-      AUTH_URL: auth.url,
-      NOTIFIER_URL: notifier.url,
-      NATS_URL: testNatsUrl(),
-      EVENT_NAMESPACE: uniqueName('stopstream'),
-      EVENT_VERIFY_KEYS: testEventKeys().verifyKeys,
-      LOG_LEVEL: 'silent',
-    },
-    stdio: 'ignore',
-  });
-  for (let i = 0; i < 200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the gateway did not start');
+  ({ process: gateway, port } = await startGatewayProcess({ AUTH_URL: auth.url, NOTIFIER_URL: notifier.url }));
 }, 30_000);
 
 afterAll(async () => {

@@ -5,13 +5,10 @@
  * exit code 1), and a request sent on such a connection meanwhile got Fastify's own 503 body — not
  * problem+json, no request id (an outside review's SIGTERM under load). docs/http-edge.md#shutdown.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import path from 'node:path';
 import { generateApiKey } from '@coinvoice/domain/credentials/api-keys';
-import { testEventKeys } from '../../test/support/event-keys';
-import { testNatsUrl, uniqueName } from '../../test/support/infra';
-import { freePortForTest } from '../../test/support/ports';
+import { startGatewayProcess } from '../../test/support/gateway-process';
 
 let gateway: ChildProcess;
 let port: number;
@@ -26,24 +23,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => silentAuth.listen(0, '127.0.0.1', resolve));
   const authPort = (silentAuth.address() as { port: number }).port;
-  port = await freePortForTest();
-  gateway = spawn(process.execPath, [path.join(__dirname, '..', 'dist', 'main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      GATEWAY_PORT: String(port),
-      AUTH_URL: `http://127.0.0.1:${authPort}`,
-      NATS_URL: testNatsUrl(),
-      EVENT_NAMESPACE: uniqueName('stop'),
-      EVENT_VERIFY_KEYS: testEventKeys().verifyKeys,
-      LOG_LEVEL: 'silent',
-    },
-    stdio: 'ignore',
-  });
-  for (let i = 0; i < 200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the gateway did not start');
+  ({ process: gateway, port } = await startGatewayProcess({ AUTH_URL: `http://127.0.0.1:${authPort}` }));
 }, 30_000);
 
 afterAll(async () => {

@@ -123,13 +123,16 @@ async function balanceOf(key: string, currency: string): Promise<number | undefi
   return (res.body.balances as Array<{ currency: string; available: number }>).find((b) => b.currency === currency)?.available;
 }
 
+/** A sandbox invoice body: 10 USD paid in BTC. */
+const TEN_USD_IN_BTC = { priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' };
+
 /** A sandbox shop whose sandbox balance holds `amount` BTC (a sandbox-paid invoice). */
 async function fundedSandboxShop(amount: number) {
   const merchant = await registerMerchant(api);
   const project = await createProjectWithKey(api, merchant, 'sandbox');
   const invoice = await api.post(
     '/api/invoice',
-    { priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+    TEN_USD_IN_BTC,
     { headers: apiKeyHeader(project.key) },
   );
   expect(invoice.status).toBe(201);
@@ -651,7 +654,7 @@ describe('low findings', () => {
       const project = await createProjectWithKey(api, merchant, 'sandbox');
       const invoice = await client.post(
         '/api/invoice',
-        { priceAmount: '10.00', priceCurrency: 'USD', payCurrency: 'BTC', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' },
+        TEN_USD_IN_BTC,
         { headers: apiKeyHeader(project.key) },
       );
       expect(invoice.status).toBe(201);
