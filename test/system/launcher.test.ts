@@ -128,6 +128,10 @@ test('npm start says when no chain is watched, and how to watch one', () => {
   );
 });
 
+test('npm start warns that live invoices get addresses of development keys, for each coin without an INVOICE_XPUB_<COIN>', () => {
+  expect(system.output()).toMatch(/^WARNING: {2}development keys for BTC, LTC, ETH, USDT, USDC, TRX, POL, BNB: live invoices in these coins get addresses of key pairs the invoice service made and keeps .*never send real funds to them/m);
+});
+
 test('npm start prints the dashboard URL; it serves the app under a strict CSP, and / leads there', async () => {
   const match = /dashboard:\s+(http:\/\/\S+\/dashboard)\s/.exec(system.output());
   expect(match?.[1]).toBe(`${system.gatewayUrl}/dashboard`);

@@ -79,6 +79,7 @@ async function main(): Promise<void> {
     if (!process.env.SMTP_URL) console.log(`mailbox:  ${mailboxDir} (emails as .eml files; set SMTP_URL to send them)`);
     printWatchers(system);
     printTreasury(system);
+    printDevelopmentKeys(system);
     await printRatesWarning(system.gatewayUrl);
     if (sandbox) {
       console.log('');
@@ -108,6 +109,19 @@ function printWatchers(system: RunningSystem): void {
     const admin = processes[`watch-${chain}`]?.adminUrl;
     console.log(`watcher:  ${chain} ← ${shownSource(process.env[variable] ?? '')} (${variable}; ${replicas.join(', ')}${admin ? `; metrics ${admin}/metrics` : ''})`);
   }
+}
+
+/**
+ * Live invoices of a coin without INVOICE_XPUB_<COIN> get addresses of a key pair the invoice
+ * service made and keeps, private key included: said at start, not only in the invoice log.
+ */
+function printDevelopmentKeys(system: RunningSystem): void {
+  if (system.developmentKeyCoins.length === 0) return;
+  console.log(
+    `WARNING:  development keys for ${system.developmentKeyCoins.join(', ')}: live invoices in these coins get addresses of key pairs ` +
+      'the invoice service made and keeps (private keys included, invoice.development_keys); never send real funds to them: ' +
+      'set INVOICE_XPUB_<COIN> to your wallet account xpubs (README, "Configuration")',
+  );
 }
 
 /** The treasury's processes (docs/treasury.md), or how to get them. */

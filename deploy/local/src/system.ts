@@ -86,6 +86,8 @@ export interface RunningSystem {
   gatewayUrl: string;
   /** Where each process listens and its current pid (also written to system.json). */
   describe(): Record<string, ProcessInfo>;
+  /** The coins whose live invoices get addresses of development key pairs (no INVOICE_XPUB_<COIN>). */
+  developmentKeyCoins: readonly string[];
   stop(): Promise<void>;
 }
 
@@ -406,6 +408,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const system: RunningSystem = {
     gatewayUrl,
     describe,
+    developmentKeyCoins: SUPPORTED_CRYPTO.filter((coin) => (shared[`INVOICE_XPUB_${coin.code}`] ?? '') === '').map((coin) => coin.code),
     async stop() {
       stopping = true;
       await Promise.all(managed.map((m) => (m.child ? stopChild(m.child, 15_000) : Promise.resolve())));
