@@ -223,6 +223,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     apiKeys: deps.apiKeys,
     sessions: deps.sessions,
     streamsPerKey: deps.eventStreamsPerKey,
+    isClosing: () => closing,
   });
   payoutRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });
   treasuryRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });

@@ -40,6 +40,8 @@ export interface EventStreamRouteDeps {
   streamsPerKey: number;
   /** How often the notifier is asked for new events (default 500 ms). */
   pollIntervalMs?: number;
+  /** True once the server began to close (server.ts): no new stream opens then. */
+  isClosing: () => boolean;
 }
 
 const KEEP_ALIVE_MS = 15_000;
@@ -91,7 +93,7 @@ async function accepted(verify: () => Promise<unknown>): Promise<boolean> {
 }
 
 export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDeps): void {
-  const { auth, notifier, hooks, apiKeys, sessions, streamsPerKey, pollIntervalMs = 500 } = deps;
+  const { auth, notifier, hooks, apiKeys, sessions, streamsPerKey, pollIntervalMs = 500, isClosing } = deps;
   const streams = new Set<OpenStream>();
   /** Open streams per credential holder (the per-key limit). */
   const openPerHolder = new Map<string, number>();
@@ -114,12 +116,9 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
       for (const stream of streams) if (stream.credential.merchantId === merchantId) recheck(stream);
     }),
   ];
-  // Open streams would hold the server's close until their clients leave: end them first, and
-  // open no new one (a request still checking its key when the close began would otherwise open
-  // its stream after it, and hold the process until the grace period's hard exit — second review).
-  let closing = false;
+  // Open streams would hold the server's close until their clients leave: end them first (and the
+  // handler opens no new one once the close began: isClosing).
   app.addHook('preClose', async () => {
-    closing = true;
     for (const stream of streams) stream.end();
   });
   app.addHook('onClose', async () => {
@@ -199,7 +198,9 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
       try {
         const resume = req.headers['last-event-id'];
         let cursor = typeof resume === 'string' && CURSOR.test(resume) ? resume : (await notifier.listProjectEvents({ projectId })).cursor;
-        if (closing) throw new HttpProblem(503, 'service_unavailable', 'this gateway is shutting down; reconnect', [], { 'retry-after': '1' });
+        // A request still being let in when the close began would open its stream after it, and
+        // hold the process until the grace period's hard exit (second review).
+        if (isClosing()) throw new HttpProblem(503, 'service_unavailable', 'this gateway is shutting down; reconnect', [], { 'retry-after': '1' });
 
         reply.hijack();
         const res = reply.raw;

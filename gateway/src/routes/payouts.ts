@@ -124,8 +124,7 @@ async function scopeOf(auth: PayoutRouteDeps['auth'], req: FastifyRequest, proje
   }
 }
 
-/** The amount as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit. */
-/** `holder[key]` (a string, or a JSON number as written: `writtenDecimal`) as a decimal string. */
+/** `holder[key]` as the decimal the client wrote: a string goes on as is (the service checks its form), a number digit for digit (`writtenDecimal`). */
 export function amountDecimal(holder: object, key: string, field = key): string {
   const amount = (holder as Record<string, unknown>)[key];
   if (typeof amount === 'string') return amount;

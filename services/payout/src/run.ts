@@ -1,4 +1,4 @@
-import { refusePublishedSecrets, runMain, runService } from '@coinvoice/runtime';
+import { ConfigError, refusePublishedSecrets, runMain, runService } from '@coinvoice/runtime';
 import { startProcessor } from './processor/role';
 import { payoutService } from './server';
 import type * as SignerRole from './signer/role';
@@ -22,7 +22,7 @@ if (process.argv[2] === 'process') {
       refusePublishedSecrets(process.env);
       process.stdout.write(`${signerAccountXpub(process.env, process.argv[4])}\n`);
     } catch (err) {
-      process.stderr.write(`${err instanceof Error && err.name === 'ConfigError' ? '' : 'payout sign xpub: '}${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`${err instanceof ConfigError ? '' : 'payout sign xpub: '}${err instanceof Error ? err.message : String(err)}\n`);
       process.exitCode = 1;
     }
   } else if (process.argv[3] === 'migrate') {
