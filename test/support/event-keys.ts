@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { EventSigner, formatVerifyKeys, generateEventKeyPair, MSG_ID_HEADER, SIGNATURE_HEADER } from '@coinvoice/runtime';
+import { BATCH_SIGNATURE_HEADER, EventSigner, formatVerifyKeys, generateEventKeyPair, MSG_ID_HEADER, SIGNATURE_HEADER } from '@coinvoice/runtime';
 import { headers as natsHeaders, type MsgHdrs } from 'nats';
 
 export const EVENT_PRODUCERS = ['auth', 'invoice', 'payout', 'notifier'] as const;
@@ -68,12 +68,12 @@ export function signInto(headers: MsgHdrs, keys: EventKeys, subject: string, eve
   return headers;
 }
 
-/** A copy of a stored message's headers without its Nats-Msg-Id and signature (to publish it again under a new id). */
+/** A copy of a stored message's headers without its Nats-Msg-Id and signature (its own or its batch's) (to publish it again under a new id). */
 export function copyHeaders(original: MsgHdrs): MsgHdrs {
   const copy = natsHeaders();
   for (const [name, values] of original) {
     const lower = name.toLowerCase();
-    if (lower === MSG_ID_HEADER.toLowerCase() || lower === SIGNATURE_HEADER) continue;
+    if (lower === MSG_ID_HEADER.toLowerCase() || lower === SIGNATURE_HEADER || lower === BATCH_SIGNATURE_HEADER) continue;
     for (const value of values) copy.append(name, value);
   }
   return copy;

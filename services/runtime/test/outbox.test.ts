@@ -9,7 +9,8 @@ import type { JetStreamManager, NatsConnection } from 'nats';
 import { createDb, type Sql } from '../src/db';
 import { connectNats, ensureStream, EventNamespace } from '../src/events/bus';
 import { enqueueEvent, enqueueEvents, eventTransaction, OutboxRelay, type OutboxRelayOptions } from '../src/events/outbox';
-import { EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
+import { BATCH_SIGNATURE_HEADER, EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
+import { headers as natsHeaders } from 'nats';
 import { EVENT_TABLES_DDL } from '../src/events/tables';
 import { createLogger, withRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
@@ -173,16 +174,47 @@ describe('outbox', () => {
     await waitFor('the row to be marked published', async () => (await unpublishedCount()) === 0);
     const [stored] = await storedEvents();
     const msg = await jsm.streams.getMessage(stream, { seq: stored?.streamSeq ?? 0 });
-    const signature = msg.header.get(SIGNATURE_HEADER);
+    // Alone in its batch: signed on its own, as every consumer version verifies.
+    expect(msg.header.get(SIGNATURE_HEADER)).toMatch(/^[A-Za-z0-9+/]{86}==$/);
+    expect(msg.header.get(BATCH_SIGNATURE_HEADER)).toBe('');
     const keys = testEventKeys();
     const verifier = new EventVerifier(parseVerifyKeys(keys.verifyKeys) ?? new Map());
-    expect(verifier.check('invoice', msg.subject, id, msg.data, signature)).toBeUndefined();
+    expect(verifier.check('invoice', msg.subject, id, msg.data, msg.header)).toBeUndefined();
     // Bound to the producer, the id, the subject and the body.
-    expect(verifier.check('payout', msg.subject, id, msg.data, signature)).toBe('bad_signature');
-    expect(verifier.check('invoice', msg.subject, 'another-id', msg.data, signature)).toBe('bad_signature');
-    expect(verifier.check('invoice', `${namespace.name}.invoice.late_payment`, id, msg.data, signature)).toBe('bad_signature');
-    expect(verifier.check('invoice', msg.subject, id, new TextEncoder().encode('{"invoiceId":"inv_signed","amount":"5.00000000"}'), signature)).toBe('bad_signature');
-    expect(verifier.check('invoice', msg.subject, id, msg.data, undefined)).toBe('missing_signature');
+    expect(verifier.check('payout', msg.subject, id, msg.data, msg.header)).toBe('bad_signature');
+    expect(verifier.check('invoice', msg.subject, 'another-id', msg.data, msg.header)).toBe('bad_signature');
+    expect(verifier.check('invoice', `${namespace.name}.invoice.late_payment`, id, msg.data, msg.header)).toBe('bad_signature');
+    expect(verifier.check('invoice', msg.subject, id, new TextEncoder().encode('{"invoiceId":"inv_signed","amount":"5.00000000"}'), msg.header)).toBe('bad_signature');
+    expect(verifier.check('invoice', msg.subject, id, msg.data, natsHeaders())).toBe('missing_signature');
+  });
+
+  it('signs the events of one batch with one signature, each verifiable alone and bound to its own bytes (coinvoice-batch-signature)', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await enqueue('invoice.paid', { invoiceId: `inv_batch_${i}`, amount: `0.0000000${i + 1}` }));
+    await newRelay().start();
+    await waitFor('the rows to be published', async () => (await unpublishedCount()) === 0);
+    const stored = await storedEvents();
+    expect(stored.map((event) => event.msgId).sort()).toEqual([...ids].sort());
+    const messages = await Promise.all(stored.map((event) => jsm.streams.getMessage(stream, { seq: event.streamSeq })));
+    const verifier = new EventVerifier(parseVerifyKeys(testEventKeys().verifyKeys) ?? new Map());
+    const signatures = new Set<string>();
+    for (const msg of messages) {
+      const header = msg.header.get(BATCH_SIGNATURE_HEADER);
+      expect(header).toMatch(/^5\.[0-4]\.[A-Za-z0-9_-]{86}\.[A-Za-z0-9_-]+$/);
+      expect(msg.header.get(SIGNATURE_HEADER)).toBe('');
+      signatures.add(header.split('.')[2]!);
+      const id = msg.header.get('Nats-Msg-Id');
+      expect(verifier.check('invoice', msg.subject, id, msg.data, msg.header)).toBeUndefined();
+      // Each event's own bytes: another body, id or subject under its batch's signature does not verify.
+      expect(verifier.check('invoice', msg.subject, id, new TextEncoder().encode('{"invoiceId":"inv_batch_0","amount":"9.00000000"}'), msg.header)).toBe('bad_signature');
+      expect(verifier.check('invoice', msg.subject, `${id}-copy`, msg.data, msg.header)).toBe('bad_signature');
+      expect(verifier.check('invoice', `${namespace.name}.invoice.late_payment`, id, msg.data, msg.header)).toBe('bad_signature');
+      expect(verifier.check('payout', msg.subject, id, msg.data, msg.header)).toBe('bad_signature');
+    }
+    expect(signatures.size).toBe(1);
+    // One event's body under another's path and index: refused.
+    const [first, second] = messages;
+    expect(verifier.check('invoice', second!.subject, second!.header.get('Nats-Msg-Id'), second!.data, first!.header)).toBe('bad_signature');
   });
 
   it('still stores the event exactly once when the relay dies between publish and marking and another takes over', async () => {

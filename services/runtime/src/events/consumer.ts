@@ -45,7 +45,7 @@ import { RetentionJob } from '../periodic-worker';
 import { EVENT_HEADERS, isJetStreamApiError, JS_ERR, MSG_ID_HEADER } from './bus';
 import { eventTransaction, type EventTransaction, type JsonValue } from './outbox';
 import { GroupCommit } from '../group-commit';
-import { SIGNATURE_HEADER, type EventRejection, type EventVerifier } from './signing';
+import type { EventRejection, EventVerifier } from './signing';
 
 export interface ConsumedEvent {
   /** The event id (the message's Nats-Msg-Id, the outbox row's event_id). */
@@ -529,7 +529,7 @@ export class IdempotentConsumer {
     }
     // The type comes from the subject, which the signature covers, never from a header.
     const type = eventTypeOf(msg.subject);
-    const rejection = this.options.verifier.check(producerOf(type), msg.subject, id, msg.data, msg.headers?.get(SIGNATURE_HEADER) || undefined);
+    const rejection = this.options.verifier.check(producerOf(type), msg.subject, id, msg.data, msg.headers);
     if (rejection) {
       await this.deadLetter(msg, id, rejection);
       return undefined;

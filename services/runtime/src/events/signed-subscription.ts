@@ -13,7 +13,7 @@ import { fromJson, type DescMessage, type JsonValue, type MessageShape } from '@
 import type { NatsConnection, Subscription } from 'nats';
 import type { Logger } from '../log';
 import { MSG_ID_HEADER, type EventNamespace } from './bus';
-import { SIGNATURE_HEADER, type EventVerifier } from './signing';
+import type { EventVerifier } from './signing';
 
 export interface SignedEventSubscription<Desc extends DescMessage> {
   namespace: EventNamespace;
@@ -45,7 +45,7 @@ export function subscribeToSignedEvent<Desc extends DescMessage>(nats: NatsConne
         return;
       }
       const eventId = msg.headers?.get(MSG_ID_HEADER) ?? '';
-      const rejection = verifier.check(producer, msg.subject, eventId, msg.data, msg.headers?.get(SIGNATURE_HEADER) || undefined);
+      const rejection = verifier.check(producer, msg.subject, eventId, msg.data, msg.headers);
       if (rejection !== undefined) {
         logger.error({ subject: msg.subject, eventId, reason: rejection }, 'event refused (signature missing or wrong); ignored');
         return;

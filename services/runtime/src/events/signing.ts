@@ -13,20 +13,125 @@
  *
  * (JSON escapes line breaks, so the prefix ends unambiguously at the second "\n").
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { MsgHdrs } from 'nats';
 import { Counter, type Registry } from 'prom-client';
 import { ConfigError, type Setting } from '../config';
 
-/** The header carrying the signature (base64 of the 64 signature bytes). */
+/** The header carrying an event's own signature (base64 of the 64 signature bytes). */
 export const SIGNATURE_HEADER = 'coinvoice-signature';
+
+/**
+ * The header carrying a batch signature (docs/events.md#batch-signatures): one Ed25519 signature
+ * over the Merkle root of the events a relay publishes together, and this event's path to it, as
+ * `<events in the batch>.<this event's index>.<signature>.<path>` (base64url; the path is the
+ * sibling hashes' 32 bytes each, concatenated, empty for a batch of one).
+ */
+export const BATCH_SIGNATURE_HEADER = 'coinvoice-batch-signature';
 
 const DOMAIN = 'coinvoice-event-v1\n';
 const PRODUCER = /^[a-z][a-z0-9_]*$/;
 
 function signedBytes(subject: string, eventId: string, body: Uint8Array): Buffer {
   return Buffer.concat([Buffer.from(`${DOMAIN}${JSON.stringify([subject, eventId])}\n`, 'utf8'), body]);
+}
+
+/** An event as signed: where it goes, its id and its bytes. */
+export interface SignedEvent {
+  subject: string;
+  eventId: string;
+  body: Uint8Array;
+}
+
+/*
+ * Batch signatures (docs/events.md#batch-signatures). The tree is RFC 9162's (§2.1.1): a leaf is
+ * SHA-256(0x00 ‖ the event's signed bytes), a node SHA-256(0x01 ‖ left ‖ right), a tree of n > 1
+ * leaves splits at the largest power of two below n. The signature covers the leaf count and the
+ * root under a domain of its own, so it never verifies as an event's own signature (nor the
+ * reverse), and a path checked against a count cannot stand for a leaf of another tree shape.
+ */
+const BATCH_DOMAIN = 'coinvoice-event-batch-v1\n';
+const HASH_BYTES = 32;
+/** Batches a relay signs at most at once: more would only lengthen every event's path. */
+export const MAX_SIGNED_BATCH = 1024;
+
+function leafHash(event: SignedEvent): Buffer {
+  return createHash('sha256').update(Buffer.of(0)).update(signedBytes(event.subject, event.eventId, event.body)).digest();
+}
+
+function nodeHash(left: Buffer, right: Buffer): Buffer {
+  return createHash('sha256').update(Buffer.of(1)).update(left).update(right).digest();
+}
+
+function batchSignedBytes(count: number, root: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${BATCH_DOMAIN}${count}\n`, 'utf8'), root]);
+}
+
+/** The largest power of two below n (n > 1). */
+function split(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+/** The root of `leaves`, and into `paths[i]` each leaf's siblings from the bottom up (RFC 9162 §2.1.3.1). */
+function treeOf(leaves: readonly Buffer[], paths: Buffer[][], offset: number): Buffer {
+  if (leaves.length === 1) return leaves[0]!;
+  const k = split(leaves.length);
+  const left = treeOf(leaves.slice(0, k), paths, offset);
+  const right = treeOf(leaves.slice(k), paths, offset + k);
+  for (let i = 0; i < k; i++) paths[offset + i]!.push(right);
+  for (let i = k; i < leaves.length; i++) paths[offset + i]!.push(left);
+  return nodeHash(left, right);
+}
+
+/** The root a leaf's path leads to (RFC 9162 §2.1.3.2); undefined when the path does not fit the tree's shape. */
+function rootFromPath(leaf: Buffer, index: number, count: number, path: readonly Buffer[]): Buffer | undefined {
+  let fn = index;
+  let sn = count - 1;
+  let r = leaf;
+  for (const sibling of path) {
+    if (sn === 0) return undefined;
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(sibling, r);
+      if (fn % 2 === 0) {
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, sibling);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : undefined;
+}
+
+interface BatchSignature {
+  count: number;
+  index: number;
+  signature: Buffer;
+  path: Buffer[];
+}
+
+const BATCH_HEADER = /^([1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.([A-Za-z0-9_-]{86})\.([A-Za-z0-9_-]*)$/;
+
+function parseBatchSignature(text: string): BatchSignature | undefined {
+  const match = BATCH_HEADER.exec(text);
+  if (!match) return undefined;
+  const count = Number(match[1]);
+  const index = Number(match[2]);
+  const signature = Buffer.from(match[3]!, 'base64url');
+  const pathBytes = Buffer.from(match[4]!, 'base64url');
+  if (count > MAX_SIGNED_BATCH || index >= count || signature.length !== 64 || pathBytes.length % HASH_BYTES !== 0) return undefined;
+  // base64url that does not round-trip carries bits beyond its bytes: one value, one text.
+  if (pathBytes.toString('base64url') !== match[4]) return undefined;
+  const path: Buffer[] = [];
+  for (let at = 0; at < pathBytes.length; at += HASH_BYTES) path.push(pathBytes.subarray(at, at + HASH_BYTES));
+  return { count, index, signature, path };
 }
 
 /** A public key as EVENT_VERIFY_KEYS carries it: the 32 raw bytes, base64url (JWK `x`). */
@@ -88,6 +193,27 @@ export class EventSigner {
   signInto(headers: MsgHdrs, subject: string, eventId: string, body: Uint8Array): void {
     headers.set(SIGNATURE_HEADER, this.sign(subject, eventId, body));
   }
+
+  /**
+   * Signs events published together with one signature (docs/events.md#batch-signatures): for each
+   * event, in order, the header to set and its value. A batch of one is signed as an event of its
+   * own: what a consumer of any version verifies.
+   */
+  signBatch(events: readonly SignedEvent[]): { header: string; value: string }[] {
+    if (events.length > MAX_SIGNED_BATCH) throw new RangeError(`at most ${MAX_SIGNED_BATCH} events are signed together, not ${events.length}`);
+    if (events.length === 1) {
+      const [event] = events as [SignedEvent];
+      return [{ header: SIGNATURE_HEADER, value: this.sign(event.subject, event.eventId, event.body) }];
+    }
+    if (events.length === 0) return [];
+    const paths: Buffer[][] = events.map(() => []);
+    const root = treeOf(events.map(leafHash), paths, 0);
+    const signature = sign(null, batchSignedBytes(events.length, root), this.key).toString('base64url');
+    return paths.map((path, index) => ({
+      header: BATCH_SIGNATURE_HEADER,
+      value: `${events.length}.${index}.${signature}.${Buffer.concat(path).toString('base64url')}`,
+    }));
+  }
 }
 
 /** Why an event was refused; the `reason` label of events_rejected_total. */
@@ -119,9 +245,18 @@ export function formatVerifyKeys(keys: Record<string, string | readonly string[]
     .join(',');
 }
 
+/** Batch roots whose signature a verifier remembers having checked (a relay's batch is ≤ 1,024 events). */
+const VERIFIED_ROOTS_KEPT = 4096;
+
 /** Checks events against their producers' public keys, and counts what it refuses. */
 export class EventVerifier {
   private readonly rejected: Counter<'reason' | 'consumer'> | undefined;
+  /**
+   * Batch signatures this verifier checked and found good, by producer, count, root and signature:
+   * the other events of a batch are checked by their path alone (a hash per level, no Ed25519).
+   * Only a signature that verified is remembered; keys do not change while a process runs.
+   */
+  private readonly verifiedRoots = new Set<string>();
 
   constructor(
     private readonly keys: VerifyKeys,
@@ -155,15 +290,34 @@ export class EventVerifier {
     }
   }
 
-  /** undefined when the event is signed by a key of `producer`; else why not. */
-  check(producer: string, subject: string, eventId: string, body: Uint8Array, signature: string | undefined): EventRejection | undefined {
-    if (!signature) return 'missing_signature';
+  /**
+   * undefined when the event is signed by a key of `producer`, on its own or in a batch; else why
+   * not. `headers` are the message's: the signature is read from them.
+   */
+  check(producer: string, subject: string, eventId: string, body: Uint8Array, headers: MsgHdrs | undefined): EventRejection | undefined {
+    const own = headers?.get(SIGNATURE_HEADER) || undefined;
+    const batch = headers?.get(BATCH_SIGNATURE_HEADER) || undefined;
+    if (!own && !batch) return 'missing_signature';
     const keys = this.keys.get(producer);
     if (!keys || keys.length === 0) return 'unknown_producer';
-    const bytes = Buffer.from(signature, 'base64');
-    if (bytes.length !== 64) return 'bad_signature';
-    const message = signedBytes(subject, eventId, body);
-    return keys.some((key) => verify(null, message, key, bytes)) ? undefined : 'bad_signature';
+    if (own && batch) return 'bad_signature'; // one event, one signature: never a choice of two
+    if (own) {
+      const bytes = Buffer.from(own, 'base64');
+      if (bytes.length !== 64) return 'bad_signature';
+      const message = signedBytes(subject, eventId, body);
+      return keys.some((key) => verify(null, message, key, bytes)) ? undefined : 'bad_signature';
+    }
+    const parsed = parseBatchSignature(batch!);
+    if (!parsed) return 'bad_signature';
+    const root = rootFromPath(leafHash({ subject, eventId, body }), parsed.index, parsed.count, parsed.path);
+    if (!root) return 'bad_signature';
+    const remembered = `${producer}\n${parsed.count}\n${root.toString('base64')}\n${parsed.signature.toString('base64')}`;
+    if (this.verifiedRoots.has(remembered)) return undefined;
+    const message = batchSignedBytes(parsed.count, root);
+    if (!keys.some((key) => verify(null, message, key, parsed.signature))) return 'bad_signature';
+    if (this.verifiedRoots.size >= VERIFIED_ROOTS_KEPT) this.verifiedRoots.delete(this.verifiedRoots.values().next().value!);
+    this.verifiedRoots.add(remembered);
+    return undefined;
   }
 
   /** Counts a refusal (events_rejected_total{reason,consumer}). */
