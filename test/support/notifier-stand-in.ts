@@ -21,12 +21,18 @@ export class NotifierStandIn {
   readonly signUpAttemptEmails: SendSignUpAttemptEmailRequest[] = [];
   /** When set, every call fails with Unavailable (notifier down). */
   down = false;
+  /** When set, payout emails are answered only once it resolves (a slow SMTP server). */
+  payoutEmailsWaitFor: Promise<void> | undefined;
+  /** Payout email calls received, answered yet or not. */
+  payoutEmailCalls = 0;
   private server: StandInServer | undefined;
   url = '';
 
   async start(): Promise<this> {
     this.server = await startStandInServer((router) => {
       router.rpc(NotifierService.method.sendPayoutVerificationEmail, async (req) => {
+        this.payoutEmailCalls++;
+        if (this.payoutEmailsWaitFor) await this.payoutEmailsWaitFor;
         if (this.down) throw new ConnectError('notifier is down (test)', Code.Unavailable);
         this.payoutEmails.push(req);
         return { messageId: `<${this.payoutEmails.length}@test>` };

@@ -29,7 +29,7 @@ import { type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client, type ServiceImpl } from '@connectrpc/connect';
 import { decodeBinary, encodeBinary, enforceRateLimit, enqueueEvent, eventTransaction, errors, invalidRequest, requireValid, serviceError, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import { environmentFromProto, environmentToProto } from '@coinvoice/domain/environment';
-import { formatPlain } from '@coinvoice/domain/money';
+import { Decimal, formatPlain } from '@coinvoice/domain/money';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -84,7 +84,7 @@ import type { PayoutMetrics } from './metrics';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { balanceToProto, payoutToProto, PAYOUT_STATUS } from './proto';
 import { payoutIdempotencyKeys } from './store/idempotency';
-import { hold, listBalances } from './store/ledger';
+import { availableBalance, hold, listBalances } from './store/ledger';
 import {
   countOpenUnverified,
   findPayout,
@@ -269,17 +269,18 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       const amount = formatPlain(request.amount);
       // The (currency, network) balance: USDT on bsc pays out of the bsc balance only (docs/accounting.md).
       const key = { projectId: request.projectId, environment: request.environment, currency: request.currency.code, network: request.currency.chain };
-      const held = await hold(tx, key, payoutId, amount);
-      if (!held.ok) {
+      const insufficient = (available: string) => {
         // Thrown inside: the transaction (and the idempotency key's claim) rolls back.
         this.deps.metrics?.refusedInsufficient.inc();
-        throw errors.conflict(
+        return errors.conflict(
           'insufficient_balance',
-          `the available ${key.currency} balance on ${key.network} (${held.available}) does not cover the payout of ${amount} ${key.currency}`,
+          `the available ${key.currency} balance on ${key.network} (${available}) does not cover the payout of ${amount} ${key.currency}`,
         );
-      }
+      };
+      // Refused before a code is emailed; the hold below decides again, under the balance's lock.
+      const available = await availableBalance(tx, key);
+      if (new Decimal(available).lessThan(amount)) throw insufficient(available);
       const issued = issueCode(payoutId);
-      // The hold's ledger entry references the payout, inserted right after in this transaction.
       const row = await insertPayout(tx, {
         id: payoutId,
         projectId: request.projectId,
@@ -294,10 +295,15 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
         codeTtlMs: this.deps.codeTtlMs,
         codeAttempts: CODE_MAX_ATTEMPTS,
       });
-      await enqueueEvent(tx, payoutRequestedEvent(row));
-      // Last, inside the transaction: if the email cannot be sent the payout never existed. The
-      // code goes to the notifier in this call only, never into the outbox, a stream or a log.
+      // Inside the transaction, so that a payout whose email could not be sent never existed; and
+      // before the hold (docs/accounting.md#payout-requests): the hold locks the balance row every
+      // credit of this balance waits on, and the email may take seconds. The code goes to the
+      // notifier in this call only, never into the outbox, a stream or a log.
       await this.emailCode(row, email, issued.code);
+      // The hold's ledger entry references the payout inserted above.
+      const held = await hold(tx, key, payoutId, amount);
+      if (!held.ok) throw insufficient(held.available);
+      await enqueueEvent(tx, payoutRequestedEvent(row));
       const payout = payoutToProto(row);
       if (request.idempotencyKey !== undefined) {
         await payoutIdempotencyKeys.saveResponse(tx, request.projectId, request.idempotencyKey, encodeBinary(PayoutSchema, payout));

@@ -18,6 +18,7 @@ import {
   startPayoutHarness,
   type Harness,
 } from './support/harness';
+import { waitFor } from '../../../test/support/async';
 
 let h: Harness;
 
@@ -99,6 +100,60 @@ test('the notifier down: no payout, nothing held, unavailable', async () => {
   expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.05', pending: '0', total: '0.05' });
   const rows = await h.sql`select 1 from payouts where project_id = ${project.id}`;
   expect(rows).toHaveLength(0);
+});
+
+describe('a slow verification email (docs/accounting.md#payout-requests)', () => {
+  /** Payout emails wait until the returned function is called. */
+  function slowEmails(): () => void {
+    let answer = () => undefined as void;
+    h.notifier.payoutEmailsWaitFor = new Promise<void>((resolve) => (answer = resolve));
+    return () => {
+      h.notifier.payoutEmailsWaitFor = undefined;
+      answer();
+    };
+  }
+
+  test('holds no credit of the balance: one arriving while the email is on its way is applied at once', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '0.05');
+    const calls = h.notifier.payoutEmailCalls;
+    const answerEmails = slowEmails();
+    try {
+      const request = h.client.requestPayout(payoutRequest(project, { amount: '0.01' }));
+      await waitFor('the email call', async () => h.notifier.payoutEmailCalls > calls);
+      // The ledger's consumer credits this very balance while the request waits on its email.
+      let timer: NodeJS.Timeout | undefined;
+      const credited = await Promise.race([h.credit(project, 'BTC', '0.02').then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), 4_000)))]);
+      clearTimeout(timer);
+      expect(credited).toBe(true);
+      expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.07', pending: '0', total: '0.07' });
+      answerEmails();
+      expect((await request).payout?.status).toBe(PayoutStatus.AWAITING_VERIFICATION);
+      expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.06', pending: '0.01', total: '0.07' });
+    } finally {
+      answerEmails();
+    }
+  });
+
+  test('when the balance was taken meanwhile the hold still refuses: 409 insufficient_balance, no payout, nothing held', async () => {
+    const project = h.auth.addProject('sandbox');
+    await h.credit(project, 'BTC', '0.05');
+    const calls = h.notifier.payoutEmailCalls;
+    const answerEmails = slowEmails();
+    try {
+      const request = rejection(h.client.requestPayout(payoutRequest(project, { amount: '0.04' })));
+      await waitFor('the email call', async () => h.notifier.payoutEmailCalls > calls);
+      // What a live auto-sweep's hold does to the row (a sandbox project has none): available → pending.
+      await h.sql`update balances set available = available - 0.02, pending = pending + 0.02 where project_id = ${project.id} and currency = 'BTC'`;
+      answerEmails();
+      expect(await request).toMatchObject({ connectCode: Code.FailedPrecondition, code: 'insufficient_balance' });
+      expect(await h.sql`select 1 from payouts where project_id = ${project.id}`).toHaveLength(0);
+      expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '0.03', pending: '0.02', total: '0.05' });
+    } finally {
+      answerEmails();
+      await h.sql`update balances set available = available + pending, pending = 0 where project_id = ${project.id} and currency = 'BTC'`;
+    }
+  });
 });
 
 test('a live payout is at least PAYOUT_MIN_<COIN> (the treasury pays its network fee), on every network of the coin; a sandbox one is not', async () => {

@@ -122,6 +122,17 @@ export async function lockBalance(tx: TransactionSql, key: BalanceKey): Promise<
   return row;
 }
 
+/**
+ * What `key` has available now, read without its row lock: a payout request refuses a short
+ * balance before it emails a code, and `hold` decides again under the lock.
+ */
+export async function availableBalance(sql: Queryable, key: BalanceKey): Promise<string> {
+  const [row] = await sql<{ available: string }[]>`
+    select available from balances
+    where project_id = ${key.projectId} and environment = ${key.environment} and currency = ${key.currency} and network = ${key.network}`;
+  return formatPlain(new Decimal(row?.available ?? '0'));
+}
+
 export type HoldOutcome = { ok: true; balance: BalanceRow } | { ok: false; available: string };
 
 /**
