@@ -1,4 +1,4 @@
-import { connectNats, createLogger, createRpcClient, EventVerifier, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
+import { connectNats, createLogger, createRpcClient, EventsSide, EventVerifier, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -32,12 +32,35 @@ runMain({
     const payouts = createRpcClient(PayoutService, config.PAYOUT_URL, { tls });
     const apiKeys = new ApiKeyVerifier(auth, { ttlMs: config.API_KEY_CACHE_TTL_MS });
     const sessions = new SessionVerifier(auth);
-    const nats = await connectNats({ url: config.NATS_URL, name: 'gateway', logger });
-    const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger, eventVerifier, sessions);
-    revocations.start();
-    await revocations.ready();
-    // Subscribed first, then the list: no revocation falls between the two.
-    await sessions.ensureRevocations().catch((err: unknown) => logger.warn({ err }, 'session revocations not loaded yet; loaded at the first session request'));
+    // The revocation feed, once NATS answers (docs/architecture.md#starting-while-nats-is-down):
+    // until then session revocations are read from auth, at most once a second.
+    let startedWithoutFeed = false;
+    const feed = new EventsSide({
+      logger,
+      connect: () => connectNats({ url: config.NATS_URL, name: 'gateway', logger }),
+      onUnreachableAtStart: () => {
+        startedWithoutFeed = true;
+        sessions.setFeedLive(false);
+      },
+      async setUp(nats) {
+        const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger, eventVerifier, sessions);
+        revocations.start();
+        await revocations.ready();
+        if (startedWithoutFeed) {
+          // What was revoked before the subscription: no verification kept from then, and the list read again.
+          apiKeys.clear();
+          sessions
+            .loadRevocations()
+            .then(() => sessions.setFeedLive(true))
+            .catch((err: unknown) => logger.error({ err }, 'could not load session revocations from auth; still reading them from auth per request'));
+        } else {
+          // Subscribed first, then the list: no revocation falls between the two.
+          await sessions.ensureRevocations().catch((err: unknown) => logger.warn({ err }, 'session revocations not loaded yet; loaded at the first session request'));
+        }
+        return [{ start: () => undefined, stop: async () => revocations.stop() }];
+      },
+    });
+    await feed.start();
 
     const rateLimits = new GatewayRateLimits({ apiPerKey: config.RATE_LIMIT_API_PER_KEY, checkoutPerIp: config.RATE_LIMIT_CHECKOUT_PER_IP });
     const { app } = build({
@@ -58,8 +81,7 @@ runMain({
       running: {
         async stop() {
           await app.close();
-          revocations.stop();
-          await nats.drain().catch(() => undefined);
+          await feed.stop();
         },
       },
     };

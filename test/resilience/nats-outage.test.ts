@@ -14,7 +14,7 @@
 import { connect } from 'nats';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
-import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
 import { bootSystemOn, destroyOwnInfrastructure, startOwnInfrastructure, type OwnInfrastructure } from '../support/own-infra';
 import type { BootedSystem } from '../support/system';
 import {
@@ -47,6 +47,7 @@ let receiver: Receiver | undefined;
 let db: postgres.Sql | undefined;
 let api: GatewayClient;
 let project: ProjectFixture;
+let merchant: MerchantFixture;
 
 beforeAll(async () => {
   infra = await startOwnInfrastructure();
@@ -54,7 +55,7 @@ beforeAll(async () => {
   system = await bootSystemOn(infra, { env: FAST_SYSTEM_ENV });
   api = new GatewayClient(system.gatewayUrl);
   db = postgres(system.database.url, { max: 2, onnotice: () => undefined });
-  const merchant = await registerMerchant(api);
+  merchant = await registerMerchant(api);
   project = await createProjectWithKey(api, merchant, 'sandbox', { webhookUrl: receiver.url });
 }, 60_000);
 
@@ -274,4 +275,73 @@ test(`NATS down for ${OUTAGE_MS / 1000} s: invoices are created and paid through
   expect(processSnapshot(sys)).toEqual(before);
   expect(Object.values(processSnapshot(sys)).every((p) => p.restarts === 0)).toBe(true);
   expect(allDeliveredAfter).toBeLessThan(30_000);
+}, 120_000);
+
+test('a process started while NATS is down serves (docs/architecture.md#starting-while-nats-is-down): every one killed during an outage comes back ready, and its events go out once NATS answers', async () => {
+  const sys = system as BootedSystem;
+  const nats = (infra as OwnInfrastructure).nats;
+  const hooks = receiver as Receiver;
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const before = processSnapshot(sys);
+  const names = ['gateway', ...SERVICES];
+  let invoiceId = '';
+  await nats.stop('SIGKILL');
+  try {
+    // Every process dies while NATS is away; the launcher starts each again, as Kubernetes would.
+    const killed = Object.fromEntries(names.map((name) => [name, sys.current()[name]!.pid]));
+    for (const pid of Object.values(killed)) process.kill(pid, 'SIGKILL');
+    await waitUntil('every process started again and ready for traffic', 40_000, async () => {
+      const now = sys.current();
+      if (!names.every((name) => now[name] !== undefined && now[name].pid !== killed[name] && alive(now[name].pid))) return undefined;
+      const [gateway, admin] = await Promise.all([gatewayReadiness(sys, 'traffic'), adminReadiness(sys, 'traffic')]);
+      return gateway.status === 200 && SERVICES.every((service) => admin[service].status === 200) ? true : undefined;
+    });
+
+    // They serve: an invoice created and paid, a merchant's session accepted (its revocations read
+    // from auth while the gateway has no feed), and a logged-out session refused at once.
+    const created = await createInvoice(api, project.key, { orderId: 'started-while-nats-down' });
+    expect(created.status).toBe(201);
+    invoiceId = created.body.id;
+    expect((await payInvoice(api, project.key, invoiceId)).status).toBe(200);
+    const session = await api.post('/api/merchant/login', { email: merchant.email, password: merchant.password });
+    expect(session.status).toBe(200);
+    const bearer = { authorization: `Bearer ${session.body.token}` };
+    expect((await api.get('/api/merchant/projects', { headers: bearer })).status).toBe(200);
+    expect((await api.post('/api/merchant/logout', undefined, { headers: bearer })).status).toBe(204);
+    // "within a second" (the contract): the gateway reads revocations from auth at most once a second.
+    await waitUntil('the logged-out session refused', 5_000, async () => ((await api.get('/api/merchant/projects', { headers: bearer })).status === 401 ? true : undefined));
+
+    // NATS is really away: the event waits in the outbox, and every process says NATS is down.
+    expect(await unpublishedOutboxRows('invoice')).toBeGreaterThanOrEqual(1);
+    expect(paidWebhooksByInvoice(hooks).has(invoiceId)).toBe(false);
+    expect(await grpcHealth(sys)).toEqual({ auth: 'NOT_SERVING', invoice: 'NOT_SERVING', payout: 'NOT_SERVING', notifier: 'NOT_SERVING' });
+  } finally {
+    await nats.start();
+  }
+
+  // NATS answers: each restarted process sets its events side up (stream, relay, consumers) and the
+  // webhook of the invoice paid meanwhile arrives, once; the ledger credits it.
+  const hooksOf = await waitUntil('the webhook of the invoice paid while NATS was down', 30_000, async () => paidWebhooksByInvoice(hooks).get(invoiceId));
+  await waitUntil('every service serving overall again', 20_000, async () => {
+    const overall = await grpcHealth(sys);
+    return SERVICES.every((service) => overall[service] === 'SERVING') ? true : undefined;
+  });
+  await sleep(1_000);
+  expect(paidWebhooksByInvoice(hooks).get(invoiceId)).toHaveLength(hooksOf.length);
+  expect(new Set(hooksOf.map((req) => req.headers['webhook-id'])).size).toBe(1);
+  const credited = await waitUntil('the ledger credit of the invoice paid while NATS was down', 20_000, async () => {
+    const [row] = await db!<{ n: number }[]>`select count(*)::int as n from payout.ledger_entries where kind = 'credit_invoice' and invoice_id = ${invoiceId}`;
+    return row && row.n > 0 ? row.n : undefined;
+  });
+  expect(credited).toBe(1);
+  // Each process was started again once, and none gave up.
+  const after = processSnapshot(sys);
+  for (const name of names) expect([name, after[name]?.restarts]).toEqual([name, (before[name]?.restarts ?? 0) + 1]);
 }, 120_000);

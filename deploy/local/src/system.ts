@@ -243,6 +243,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const eventKeys = ensureEventKeys(options.eventKeyDir, SERVICES);
   const shared: NodeJS.ProcessEnv = {
     ...SERVICE_PROCESS_ENV,
+    // Every process of this system runs this one version: all of them verify batch signatures.
+    EVENT_SIGNATURES: 'batch',
     ...options.env,
     DATABASE_URL: options.databaseUrl,
     NATS_URL: options.natsUrl,

@@ -39,6 +39,11 @@ export interface ProjectDirectory {
 export interface ProjectDirectoryOptions {
   /** The longest a context is used without auth being asked again. */
   ttlMs: number;
+  /**
+   * False: nothing is kept until `startCaching` (a directory whose invalidations are not received
+   * yet must not keep what they would invalidate). Default true.
+   */
+  caching?: boolean;
   now?: () => number;
 }
 
@@ -52,14 +57,15 @@ export class AuthProjectDirectory implements ProjectDirectory {
   private readonly cached = new Map<string, { context: ProjectContext; expiresAt: number }>();
   private readonly inFlight = new Map<string, Flight>();
   private readonly now: () => number;
-  /** False once project updates can no longer be received: every ask goes to auth. */
-  private caching = true;
+  /** False while project updates are not received (not yet, or no longer): every ask goes to auth. */
+  private caching: boolean;
 
   constructor(
     private readonly auth: Pick<Client<typeof AuthService>, 'getProjectContext'>,
     private readonly options: ProjectDirectoryOptions,
   ) {
     this.now = options.now ?? Date.now;
+    this.caching = options.caching ?? true;
   }
 
   get(projectId: string): Promise<ProjectContext | undefined> {
@@ -102,6 +108,12 @@ export class AuthProjectDirectory implements ProjectDirectory {
       flight.stale = true;
       this.inFlight.delete(projectId);
     }
+  }
+
+  /** Auth's updates arrive from now on (the subscription is in place): contexts are kept again. */
+  startCaching(): void {
+    this.clear();
+    this.caching = true;
   }
 
   /** Auth's updates no longer arrive (the subscription failed): nothing is kept from now on. */

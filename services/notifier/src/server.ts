@@ -40,12 +40,13 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
   // Webhooks are sent for invoice and payout events those services signed; auth's signed
   // project updates invalidate the cached project contexts.
   consumesEventsOf: ['invoice', 'payout', 'auth'],
-  build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier }) {
+  build({ config, sql, logger, metrics, rpcTls, eventVerifier }) {
     // A short deadline: the answer is needed inside a consumer transaction and a delivery lease.
     const projects = new AuthProjectDirectory(createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 2_000, tls: rpcTls }), {
       ttlMs: config.PROJECT_CONTEXT_TTL_MS,
+      // Kept only once auth's project updates are received (the listener starts the cache).
+      caching: false,
     });
-    const projectUpdates = new ProjectUpdatesListener({ nats, namespace: config.EVENT_NAMESPACE, verifier: eventVerifier, logger, directory: projects });
     const ssrfMode = ssrfModeOf(config);
     const mailer = createMailer(config);
     const attempts = new Counter({
@@ -77,18 +78,6 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       onAttempt: ({ outcome }) => attempts.inc({ outcome }),
       onClaim: ({ scope }) => claims.inc({ scope }),
     });
-    const consumers = notifierConsumers({
-      sql,
-      nats,
-      namespace: config.EVENT_NAMESPACE,
-      stream: streamSettingsOf(config),
-      verifier: eventVerifier,
-      logger,
-      projects,
-      mailer,
-      onDeliveryCreated: (projectId) => worker.wakeFor(projectId),
-      dispatch: worker,
-    });
     const handlers = new NotifierHandlers({
       sql,
       projects,
@@ -110,20 +99,37 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       routes(router) {
         router.service(NotifierService, handlers);
       },
+      // The consumers and the listener, once NATS answers; the service stops them before these
+      // workers (a message in hand may hand the worker one more delivery).
+      eventWorkers(nats) {
+        const projectUpdates = new ProjectUpdatesListener({ nats, namespace: config.EVENT_NAMESPACE, verifier: eventVerifier, logger, directory: projects });
+        const consumers = notifierConsumers({
+          sql,
+          nats,
+          namespace: config.EVENT_NAMESPACE,
+          stream: streamSettingsOf(config),
+          verifier: eventVerifier,
+          logger,
+          projects,
+          mailer,
+          onDeliveryCreated: (projectId) => worker.wakeFor(projectId),
+          dispatch: worker,
+        });
+        return [
+          {
+            start: () => projectUpdates.start(),
+            stop: async () => projectUpdates.stop(),
+          },
+          ...consumers,
+        ];
+      },
       workers: [
         {
-          async start() {
-            await projectUpdates.start();
-            await worker.start();
-            for (const consumer of consumers) await consumer.start();
-          },
-          // Consumers first (a message in hand may hand the worker one more delivery), then the
-          // attempts in flight, then the mail transport.
+          start: () => worker.start(),
+          // The attempts in flight, then the mail transport.
           async stop() {
-            await Promise.all(consumers.map((consumer) => consumer.stop()));
             await worker.stop();
             connections.close();
-            projectUpdates.stop();
             mailer.close();
           },
         },

@@ -302,7 +302,11 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       await this.emailCode(row, email, issued.code);
       // The hold's ledger entry references the payout inserted above.
       const held = await hold(tx, key, payoutId, amount);
-      if (!held.ok) throw insufficient(held.available);
+      if (!held.ok) {
+        // An auto-sweep took the balance during the email (docs/accounting.md#payout-requests).
+        this.deps.logger.warn({ payoutId, projectId: request.projectId, currency: key.currency, network: key.network }, 'payout refused after its code was emailed: the balance was swept meanwhile');
+        throw insufficient(held.available);
+      }
       await enqueueEvent(tx, payoutRequestedEvent(row));
       const payout = payoutToProto(row);
       if (request.idempotencyKey !== undefined) {

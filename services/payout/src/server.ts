@@ -53,7 +53,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
   checkConfig: requireMainChainIds,
   // The ledger credits invoice.paid / invoice.late_payment only when the invoice service signed them.
   consumesEventsOf: ['invoice'],
-  build({ config, sql, nats, logger, metrics: registry, rpcTls, eventVerifier }) {
+  build({ config, sql, logger, metrics: registry, rpcTls, eventVerifier }) {
     const metrics = createPayoutMetrics(registry);
     // A short deadline: RequestPayout waits for it before answering.
     const auth = createRpcClient(AuthService, config.AUTH_URL, { timeoutMs: 3_000, tls: rpcTls });
@@ -133,16 +133,6 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
         BNB: config.PAYOUT_MIN_BNB,
       },
     });
-    const ledger = ledgerConsumer({
-      sql,
-      nats,
-      namespace: config.EVENT_NAMESPACE,
-      stream: streamSettingsOf(config),
-      verifier: eventVerifier,
-      logger,
-      onCredited: (credit) => metrics.credited.inc({ currency: credit.currency, environment: credit.environment }),
-      onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
-    });
     const sweeper = new CodeExpirySweeper({
       sql,
       logger,
@@ -162,7 +152,20 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       routes(router) {
         router.service(PayoutService, handlers);
       },
-      workers: [ledger, sweeper, destinationCheck, rateLimitCleaner(sql, logger), new LedgerInvariantWorker({ ...ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS })],
+      // The ledger's consumer, once NATS answers (docs/architecture.md#starting-while-nats-is-down).
+      eventWorkers: (nats) => [
+        ledgerConsumer({
+          sql,
+          nats,
+          namespace: config.EVENT_NAMESPACE,
+          stream: streamSettingsOf(config),
+          verifier: eventVerifier,
+          logger,
+          onCredited: (credit) => metrics.credited.inc({ currency: credit.currency, environment: credit.environment }),
+          onAutoSwept: (payout) => metrics.autoSweeps.inc({ currency: payout.currency }),
+        }),
+      ],
+      workers: [sweeper, destinationCheck, rateLimitCleaner(sql, logger), new LedgerInvariantWorker({ ...ledgerCheck, intervalMs: config.LEDGER_CHECK_INTERVAL_MS })],
     };
   },
 };

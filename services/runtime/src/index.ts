@@ -4,6 +4,7 @@ export * from './db';
 export * from './migrations';
 export * from './events/bus';
 export * from './events/outbox';
+export * from './events/events-side';
 export * from './events/consumer';
 export * from './events/signing';
 export * from './events/tables';

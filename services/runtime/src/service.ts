@@ -11,7 +11,8 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { startAdminServer } from './admin';
 import { bindHostSetting, commonSettings, ConfigError, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
 import { createDb, pingDb, type Sql } from './db';
-import { connectNats, ensureServiceStream, pingNats, type StreamSettings } from './events/bus';
+import { connectNats, ensureServiceStream, type StreamSettings } from './events/bus';
+import { EventsSide } from './events/events-side';
 import { processedEventsRetention } from './events/consumer';
 import { OutboxRelay } from './events/outbox';
 import { eventKeySettings, EventVerifier, signerOf } from './events/signing';
@@ -41,7 +42,6 @@ export type CommonConfig = ConfigOf<typeof commonSettings> &
 export interface ServiceDeps<C> {
   config: C & CommonConfig;
   sql: Sql;
-  nats: NatsConnection;
   logger: Logger;
   metrics: Registry;
   /** Mutual TLS material for this process's RPC clients (undefined: plaintext, development). */
@@ -55,6 +55,11 @@ export interface ServiceDeps<C> {
 export interface ServiceParts {
   routes(router: RpcRouter): void;
   workers?: Worker[];
+  /**
+   * The workers that need NATS (consumers, listeners), built once it answers: at start, or later
+   * when it was unreachable then (docs/architecture.md#starting-while-nats-is-down).
+   */
+  eventWorkers?(nats: NatsConnection): Worker[];
 }
 
 /** A service: its schema (migrate-service.ts) and how it serves. */
@@ -138,20 +143,25 @@ export async function startService<S extends Settings>(
   const eventVerifier = new EventVerifier(config.EVENT_VERIFY_KEYS, metrics);
 
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: config.DATABASE_POOL_MAX, logger });
-  const nats = await connectNats({ url: config.NATS_URL, name: definition.name, logger });
-  await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
-
   const rpcTls = rpcTlsOf(config);
-  const parts = await definition.build({ config, sql, nats, logger, metrics, rpcTls, eventVerifier });
-  const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger, keepPublishedMs: config.OUTBOX_KEEP_PUBLISHED });
+  const parts = await definition.build({ config, sql, logger, metrics, rpcTls, eventVerifier });
+  const events = new EventsSide({
+    logger,
+    connect: () => connectNats({ url: config.NATS_URL, name: definition.name, logger }),
+    async setUp(nats) {
+      await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
+      const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger, keepPublishedMs: config.OUTBOX_KEEP_PUBLISHED, signatures: config.EVENT_SIGNATURES });
+      return [relay, ...(parts.eventWorkers?.(nats) ?? [])];
+    },
+  });
   const pruner = processedEventsRetention({ sql, logger, retentionMs: config.PROCESSED_EVENTS_RETENTION_DAYS * 24 * 60 * 60_000 });
-  const workers: Worker[] = [relay, pruner, ...(parts.workers ?? [])];
+  const workers: Worker[] = [pruner, ...(parts.workers ?? [])];
 
   const health = new HealthMonitor(definition.rpcServices, [
     { name: 'postgres', check: () => pingDb(sql) },
     // Requests never need NATS (events wait in the outbox): its outage makes the process NOT_SERVING
     // overall, and still ready for traffic (the `readiness` health name).
-    { name: 'nats', check: () => pingNats(nats), neededForRequests: false },
+    { name: 'nats', check: () => events.ping(), neededForRequests: false },
   ]);
   const rpc = await startRpcServer({
     host: config.BIND_HOST,
@@ -167,15 +177,17 @@ export async function startService<S extends Settings>(
   });
   const admin = await startAdminServer({ host: config.BIND_HOST, port: config.ADMIN_PORT, metrics, readiness: () => health.report() });
   for (const worker of workers) await worker.start();
+  await events.start();
   logger.info({ grpcPort: rpc.port, adminPort: admin.port }, `${definition.name} service serving`);
 
   const running: Running = {
     async stop() {
       health.markShuttingDown();
       await rpc.close(config.SHUTDOWN_GRACE_MS);
+      // The events side first: a consumer's message in hand may still hand a worker more work.
+      await events.stop();
       await Promise.all(workers.map((w) => w.stop()));
       await admin.close();
-      await nats.drain().catch(() => undefined);
       await sql.end({ timeout: 5 });
     },
   };

@@ -91,6 +91,11 @@ describe('batch signatures', () => {
     expect(ok(`7.${index}.${signature}.${path}`)).toBe('bad_signature');
     expect(ok(`${count}.${index}.${signature}.${Buffer.from(path, 'base64url').subarray(32).toString('base64url')}`)).toBe('bad_signature');
     expect(ok(`${count}.${index}.${signature}.${path}${Buffer.alloc(32, 1).toString('base64url')}`)).toBe('bad_signature');
+    // One signature, one text: the last character's 4 spare bits changed decode to the same bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const twin = `${signature.slice(0, -1)}${alphabet[alphabet.indexOf(signature.at(-1)!) ^ 1]}`;
+    expect(Buffer.from(twin, 'base64url').equals(Buffer.from(signature, 'base64url'))).toBe(true);
+    expect(ok(`${count}.${index}.${twin}.${path}`)).toBe('bad_signature');
     // Malformed: every part is required and bounded.
     for (const malformed of ['', value.slice(1), `${count}.${index}.${signature}`, `06.${index}.${signature}.${path}`, `${count}.6.${signature}.${path}`, `${MAX_SIGNED_BATCH + 1}.0.${signature}.${path}`, `${count}.${index}.${signature.slice(1)}.${path}`, `${count}.${index}.${signature}.${path}A`]) {
       expect(ok(malformed)).toBe(malformed === '' ? 'missing_signature' : 'bad_signature');

@@ -188,10 +188,25 @@ describe('outbox', () => {
     expect(verifier.check('invoice', msg.subject, id, msg.data, natsHeaders())).toBe('missing_signature');
   });
 
-  it('signs the events of one batch with one signature, each verifiable alone and bound to its own bytes (coinvoice-batch-signature)', async () => {
+  it('signs every event of a batch on its own by default (EVENT_SIGNATURES=each: what every consumer version verifies)', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await enqueue('invoice.paid', { invoiceId: `inv_each_${i}`, amount: `0.0000000${i + 1}` }));
+    await newRelay().start();
+    await waitFor('the rows to be published', async () => (await unpublishedCount()) === 0);
+    const stored = (await storedEvents()).filter((event) => ids.includes(event.msgId ?? ''));
+    expect(stored).toHaveLength(3);
+    const verifier = new EventVerifier(parseVerifyKeys(testEventKeys().verifyKeys) ?? new Map());
+    for (const event of stored) {
+      const msg = await jsm.streams.getMessage(stream, { seq: event.streamSeq });
+      expect(msg.header.get(BATCH_SIGNATURE_HEADER)).toBe('');
+      expect(verifier.check('invoice', msg.subject, event.msgId!, msg.data, msg.header)).toBeUndefined();
+    }
+  });
+
+  it('with EVENT_SIGNATURES=batch signs the events of one batch with one signature, each verifiable alone and bound to its own bytes (coinvoice-batch-signature)', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(await enqueue('invoice.paid', { invoiceId: `inv_batch_${i}`, amount: `0.0000000${i + 1}` }));
-    await newRelay().start();
+    await newRelay({ signatures: 'batch' }).start();
     await waitFor('the rows to be published', async () => (await unpublishedCount()) === 0);
     const stored = await storedEvents();
     expect(stored.map((event) => event.msgId).sort()).toEqual([...ids].sort());

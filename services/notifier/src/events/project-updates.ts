@@ -12,11 +12,14 @@ import { Events, type NatsConnection, type Subscription } from 'nats';
 export interface ForgettingDirectory {
   forget(projectId: string): void;
   clear(): void;
+  startCaching(): void;
   stopCaching(): void;
 }
 
 export class ProjectUpdatesListener {
   private subscription: Subscription | undefined;
+  /** The subscription failed: the directory stays without a cache. */
+  private failed = false;
 
   constructor(
     private readonly deps: { nats: NatsConnection; namespace: string; verifier: EventVerifier; logger: Logger; directory: ForgettingDirectory },
@@ -37,6 +40,7 @@ export class ProjectUpdatesListener {
       // No invalidation can arrive any more (e.g. the NATS user may not subscribe): a kept secret
       // or URL could then be used for a whole TTL after a change. Ask auth every time instead.
       onSubscriptionError: () => {
+        this.failed = true;
         logger.error('notifier: auth.project_updated cannot be received; project contexts are no longer cached (every event asks auth)');
         directory.stopCaching();
       },
@@ -49,8 +53,10 @@ export class ProjectUpdatesListener {
         }
       }
     })();
-    // The server has the subscription before the first event is handled.
+    // The server has the subscription before the first event is handled; only then may contexts be
+    // kept (the notifier's directory keeps none before: docs/architecture.md#starting-while-nats-is-down).
     await nats.flush();
+    if (!this.failed) directory.startCaching();
   }
 
   stop(): void {

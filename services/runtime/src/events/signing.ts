@@ -128,7 +128,7 @@ function parseBatchSignature(text: string): BatchSignature | undefined {
   const pathBytes = Buffer.from(match[4]!, 'base64url');
   if (count > MAX_SIGNED_BATCH || index >= count || signature.length !== 64 || pathBytes.length % HASH_BYTES !== 0) return undefined;
   // base64url that does not round-trip carries bits beyond its bytes: one value, one text.
-  if (pathBytes.toString('base64url') !== match[4]) return undefined;
+  if (pathBytes.toString('base64url') !== match[4] || signature.toString('base64url') !== match[3]) return undefined;
   const path: Buffer[] = [];
   for (let at = 0; at < pathBytes.length; at += HASH_BYTES) path.push(pathBytes.subarray(at, at + HASH_BYTES));
   return { count, index, signature, path };
@@ -337,6 +337,16 @@ export const eventKeySettings = {
     devDefault: '',
     parse: (raw: string) => raw.trim(),
   } satisfies Setting<string>,
+  /**
+   * `each`: every event signed on its own, what every consumer version verifies. `batch`: the events
+   * a relay publishes together share one signature (docs/events.md#batch-signatures) — only once
+   * every consumer (payout, notifier, every gateway replica) runs a version that verifies them.
+   */
+  EVENT_SIGNATURES: {
+    expected: "each (every event signed on its own) or batch (a relay's batch signed once: every consumer must verify batch signatures, docs/events.md#batch-signatures)",
+    default: 'each',
+    parse: (raw: string) => (raw === 'each' || raw === 'batch' ? raw : undefined),
+  } satisfies Setting<'each' | 'batch'>,
   EVENT_VERIFY_KEYS: {
     expected: 'comma-separated <producer>=<Ed25519 public key, 43 characters base64url> pairs (a producer named twice: both keys, for rotation)',
     default: '',
