@@ -9,8 +9,13 @@ import { pingNats } from './bus';
 /** How long a process whose NATS was unreachable waits before it tries again. */
 const NATS_RETRY_MS = 1_000;
 
-/** nats.js's codes for a server that did not answer (as opposed to one that refused our credentials). */
-const UNREACHABLE: ReadonlySet<string> = new Set(['CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'TIMEOUT']);
+/**
+ * A server that did not answer (as opposed to one that refused us): nats.js's codes, and the
+ * socket's own for a name not resolvable yet (a Kubernetes Service not created) or a network down.
+ */
+const UNREACHABLE: ReadonlySet<string> = new Set(['CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET']);
+/** While NATS does not answer, the warning is repeated this often (attempts), so a wrong NATS_URL shows. */
+const WARN_EVERY_ATTEMPTS = 60;
 
 /** Whether `err` says NATS did not answer (rather than refused us). */
 export function isNatsUnreachable(err: unknown): boolean {
@@ -30,6 +35,7 @@ export class EventsSide {
   private stopped = false;
   private retry: NodeJS.Timeout | undefined;
   private attempting: Promise<void> | undefined;
+  private failedAttempts = 0;
 
   constructor(
     private readonly options: {
@@ -94,7 +100,9 @@ export class EventsSide {
         () => this.options.logger.info('nats answers: what needs it is set up now'),
         (err: unknown) => {
           if (this.stopped) return;
+          this.failedAttempts++;
           if (!isNatsUnreachable(err)) this.options.logger.error({ err }, 'nats answers but what needs it could not be set up; trying again');
+          else if (this.failedAttempts % WARN_EVERY_ATTEMPTS === 0) this.options.logger.warn({ err, attempts: this.failedAttempts }, 'nats still does not answer; serving requests without it');
           this.tryAgainLater();
         },
       );
