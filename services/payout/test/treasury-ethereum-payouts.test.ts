@@ -173,6 +173,25 @@ test('one active processor per network: a second stands by and takes over when t
   processor = standby;
 });
 
+test('a round\'s page of payouts the treasury cannot cover does not hold back the payout after them (docs/treasury.md#payouts-left-alone)', async () => {
+  // 50 (a round's page) approved payouts of more than the treasury holds (1,000 ETH), the oldest.
+  const uncovered = [];
+  for (let i = 0; i < 50; i++) uncovered.push(await world.payout('ETH', '5000', { approve: false }));
+  await world.h.sql`update payouts set approved_at = now(), approved_by = 'test-operator' where id in ${world.h.sql(uncovered.map((p) => p.id))}`;
+  try {
+    const coverable = await world.payout('ETH', '0.25');
+    await world.waitForStatus(coverable.id, 'Completed', 30_000);
+    expect(await world.anvil.publicClient.getBalance({ address: coverable.address })).toBe(parseEther('0.25'));
+    // The others wait, unclaimed, nothing signed for them.
+    for (const { id } of uncovered) {
+      expect(await world.payoutRow(id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
+      expect(await world.chainTransactions(id)).toEqual([]);
+    }
+  } finally {
+    for (const { id, projectId } of uncovered) await world.h.client.cancelPayout({ projectId, payoutId: id });
+  }
+});
+
 test('no log line of the processor or the signer holds the mnemonic, the seed or a private key', async () => {
   // The phrase, each pair of its words (single words are ordinary English), the seed, the account
   // xprv, the treasury's and the first deposit addresses' private keys.

@@ -97,3 +97,19 @@ test('the Treasury page shows the Tron treasury: its address, TRX and USDT balan
   expect(tron.inFlight.map((p) => p.id)).toEqual([payout.id]);
   await world.waitForStatus(payout.id, 'Completed', 30_000);
 }, 60_000);
+
+test('a round\'s page of payouts the treasury cannot cover does not hold back the payout after them (docs/treasury.md#payouts-left-alone)', async () => {
+  // 50 (a round's page) approved TRX payouts of all the treasury holds (1,000,000 TRX: not its fee reserve besides), the oldest.
+  const uncovered = [];
+  for (let i = 0; i < 50; i++) uncovered.push(await world.payout('TRX', '1000000', { network: 'tron', approve: false }));
+  await world.h.sql`update payouts set approved_at = now(), approved_by = 'test-operator' where id in ${world.h.sql(uncovered.map((p) => p.id))}`;
+  try {
+    processor = await world.startProcessor();
+    const coverable = await world.payout('TRX', '7.5', { network: 'tron' });
+    await world.waitForStatus(coverable.id, 'Completed', 30_000);
+    expect(world.tron.balanceOf(coverable.address)).toBe(7_500_000n);
+    for (const { id } of uncovered) expect(await world.payoutRow(id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
+  } finally {
+    for (const { id, projectId } of uncovered) await world.h.client.cancelPayout({ projectId, payoutId: id });
+  }
+});

@@ -31,6 +31,7 @@ import { erc20TransferData, EvmNodeError, type EvmFees, type EvmNode, type EvmRe
 import { clampFees, ETH_TRANSFER_GAS, payoutGasLimit, replacementFees, type SignerCaps } from './fees';
 import type { ProcessorMetrics } from './metrics';
 import { claimablePayouts } from './claimable';
+import { LeftAlone } from './left-alone';
 import { describe, FailureStreak, refusable, RoundLoop, SignerRefused } from './round-loop';
 import { EVM_ASSETS, type EvmAsset } from './settings';
 import {
@@ -68,6 +69,11 @@ const LOST_SCAN_LOOKBACK_MS = 24 * 3_600_000;
  * rejects the payout (docs/treasury.md#processor).
  */
 const FALLBACK_PAYOUT_GAS = 100_000n;
+/**
+ * How long a payout the treasury cannot cover now is left out of the rounds: the payouts after it
+ * get their turn (docs/treasury.md#payouts-left-alone), and it is looked at again after this.
+ */
+const UNCOVERED_BACKOFF_MS = 30_000;
 /** How long a payout or sweep the signer refused is left alone before it is asked again. */
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
 /** How long a sweep group whose step failed (e.g. its estimate reverts) is left alone. */
@@ -107,8 +113,8 @@ const minOf = (...values: bigint[]): bigint => values.reduce((a, b) => (a < b ? 
 export class EvmProcessor extends RoundLoop {
   private treasury: string | undefined;
   private chainId: bigint | undefined;
-  /** Payout ids / sweep groups the signer refused, until when they are left alone. */
-  private readonly refused = new Map<string, number>();
+  /** Payouts (`payout:<id>`) and sweep groups the signer refused, or left for a while for another reason. */
+  private readonly refused = new LeftAlone();
   private readonly intakeFailures = new FailureStreak();
   /** Stuck transactions whose replacement the caps leave no room for (logged once each). */
   private readonly unreplaceable = new Set<string>();
@@ -479,7 +485,7 @@ export class EvmProcessor extends RoundLoop {
   private async replace(old: ChainTransactionRow, fees: EvmFees): Promise<void> {
     const { sql, network, node, caps } = this.options;
     const refusalKey = `replace:${old.id}`;
-    if ((this.refused.get(refusalKey) ?? 0) > Date.now()) return;
+    if (this.refused.isLeft(refusalKey)) return;
     // The chain is past its nonce: no replacement could be mined (record() settles it at final depth).
     if (BigInt(old.nonce) < (await this.chainNonce(old.from_address))) return;
     const replacement = replacementFees(BigInt(old.max_fee_per_gas), BigInt(old.max_priority_fee_per_gas), fees, caps);
@@ -595,7 +601,7 @@ export class EvmProcessor extends RoundLoop {
       // A sweep of this address is in flight: new deposits wait until it is confirmed.
       if (group.sent > 0 || group.pending === 0) continue;
       const refusalKey = `sweep:${group.deposit_address.toLowerCase()}:${group.asset}`;
-      if ((this.refused.get(refusalKey) ?? 0) > Date.now()) continue;
+      if (this.refused.isLeft(refusalKey)) continue;
       try {
         if (group.asset === 'ETH') await this.sweepEth(group, treasury, fees);
         else if (group.asset === 'USDT' || group.asset === 'USDC') await this.sweepToken(group, group.asset, treasury, fees, treasuryNonceHeld);
@@ -604,7 +610,7 @@ export class EvmProcessor extends RoundLoop {
         // E.g. the token's transfer from this address reverts (a blacklisted deposit address): that
         // group backs off, the later deposits of every asset are still swept.
         this.itemFailed('sweep', refusalKey, err, { depositAddress: group.deposit_address, asset: group.asset });
-        this.refused.set(refusalKey, Date.now() + SWEEP_FAILURE_BACKOFF_MS);
+        this.refused.leave(refusalKey, SWEEP_FAILURE_BACKOFF_MS);
       }
     }
   }
@@ -725,10 +731,13 @@ export class EvmProcessor extends RoundLoop {
     const { sql, network, node } = this.options;
     // Attempts of payouts no longer claimable (cancelled, claimed by an operator) no longer matter.
     await sql`delete from payout_sign_attempts a using payouts p where p.id = a.payout_id and a.network = ${network} and (p.status <> 'Pending' or p.claimed_at is not null)`;
+    const leftAlone = this.refused.keys('payout:');
     const candidates = await sql<(PayoutRow & { attempted: boolean })[]>`
       select p.*, (a.payout_id is not null) as attempted from payouts p
       left join payout_sign_attempts a on a.payout_id = p.id and a.network = ${network}
       where ${claimablePayouts(sql, network, this.options.autoMax)}
+        -- Left alone for now (docs/treasury.md#payouts-left-alone), unless maybe signed for a nonce.
+        and (a.payout_id is not null or p.id <> all(${leftAlone}::uuid[]))
       order by (a.payout_id is not null) desc, p.created_at, p.id
       limit ${PAYOUTS_PER_ROUND}`;
     if (candidates.length === 0) return false;
@@ -740,7 +749,7 @@ export class EvmProcessor extends RoundLoop {
     const balanceOf = async (asset: EvmAsset) => (balances[asset] ??= asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury));
     for (const { attempted, ...payout } of candidates) {
       if (!this.running) return false;
-      if ((this.refused.get(`payout:${payout.id}`) ?? 0) > Date.now()) continue;
+      if (this.refused.isLeft(`payout:${payout.id}`)) continue;
       const asset = payout.currency as EvmAsset;
       const amount = toBaseUnits(new Decimal(payout.amount), storedMethod(asset, payout.network).baseUnitDecimals);
       const to = payout.address.toLowerCase();
@@ -762,6 +771,7 @@ export class EvmProcessor extends RoundLoop {
         this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
         // A payout maybe signed for the next nonce holds the queue until it can be sent.
         if (attempted) return true;
+        this.refused.leave(`payout:${payout.id}`, UNCOVERED_BACKOFF_MS);
         continue;
       }
       // Committed before the signer is asked: outlives a process killed before the signed bytes are stored.
@@ -850,7 +860,7 @@ export class EvmProcessor extends RoundLoop {
       const refusal = ConnectError.from(err);
       if (refusal.code !== Code.PermissionDenied) throw err;
       metrics.signerRefusals.inc({ network, purpose: t.purpose });
-      if (refusalKey) this.refused.set(refusalKey, Date.now() + REFUSAL_BACKOFF_MS);
+      if (refusalKey) this.refused.leave(refusalKey, REFUSAL_BACKOFF_MS);
       this.logger.error({ purpose: t.purpose, payoutId: t.payoutId, refusal: refusal.rawMessage }, 'the signer refused to sign; left alone for a while');
       throw new SignerRefused(refusal.rawMessage);
     }

@@ -25,6 +25,7 @@ import { stageOf } from '../../domain/status';
 import { applyTrigger } from '../../transitions';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../../store/payouts';
 import { claimablePayouts } from '../claimable';
+import { LeftAlone } from '../left-alone';
 import type { ProcessorMetrics } from '../metrics';
 import { describe, refusable, RoundLoop, SignerRefused, signerUnreachable } from '../round-loop';
 import { recordSignerRefusal } from '../../store/treasury';
@@ -34,6 +35,8 @@ import { TronNodeError, type NodeTransaction, type TronNode } from './node';
 export const TRON_ASSETS = ['TRX', 'USDT'] as const;
 export type TronAsset = (typeof TRON_ASSETS)[number];
 
+/** How long a payout the treasury cannot cover now is left out of the rounds (docs/treasury.md#payouts-left-alone). */
+const UNCOVERED_BACKOFF_MS = 30_000;
 /** How long a payout the signer refused is left alone before it is asked again. */
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
 const PAYOUTS_PER_ROUND = 50;
@@ -93,7 +96,7 @@ interface BuiltTransfer {
 
 export class TronProcessor extends RoundLoop {
   private treasury: string | undefined;
-  private readonly refused = new Map<string, number>();
+  private readonly refused = new LeftAlone();
 
   constructor(private readonly options: TronProcessorOptions) {
     super({ network: 'tron', sql: options.sql, logger: options.logger, metrics: options.metrics, pollMs: options.pollMs });
@@ -234,7 +237,7 @@ export class TronProcessor extends RoundLoop {
       select p.*, (p.claimed_by = ${this.processorId}) as ours from payouts p
       where (p.status = 'Pending' and p.claimed_by = ${this.processorId} and p.currency = any(${Object.keys(autoMax)}::text[])
              and not exists (select 1 from tron_transactions t where t.payout_id = p.id and t.status in ('signed', 'broadcast', 'mined', 'confirmed', 'failed')))
-         or (${claimablePayouts(sql, 'tron', autoMax)})
+         or (${claimablePayouts(sql, 'tron', autoMax)} and p.id <> all(${this.refused.keys()}::uuid[]))
       order by (p.claimed_by is not null) desc, p.created_at, p.id
       limit ${PAYOUTS_PER_ROUND}`;
     if (candidates.length === 0) return;
@@ -243,7 +246,7 @@ export class TronProcessor extends RoundLoop {
     let usdt: bigint | undefined;
     for (const { ours, ...payout } of candidates) {
       if (!this.running) return;
-      if ((this.refused.get(payout.id) ?? 0) > Date.now()) continue;
+      if (this.refused.isLeft(payout.id)) continue;
       const asset = payout.currency as TronAsset;
       const amount = toBaseUnits(new Decimal(payout.amount), storedMethod(asset, payout.network).baseUnitDecimals);
       // The treasury covers it beside what is leaving it; a TRC-20 call may burn up to its fee_limit.
@@ -252,6 +255,8 @@ export class TronProcessor extends RoundLoop {
       if (asset === 'USDT') usdt ??= await this.options.node.tokenBalance(this.options.usdtContract, treasury);
       if (trx < trxNeeded || (asset === 'USDT' && (usdt ?? 0n) < inFlight.usdt + amount)) {
         this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
+        // Left out of the next rounds for a while: the payouts after it get their turn.
+        this.refused.leave(payout.id, UNCOVERED_BACKOFF_MS);
         continue;
       }
       const built = await this.attemptOf(payout.id, treasury, payout.address, asset, amount);
@@ -345,7 +350,7 @@ export class TronProcessor extends RoundLoop {
       const refusal = ConnectError.from(err);
       if (refusal.code !== Code.PermissionDenied) throw err;
       this.options.metrics.signerRefusals.inc({ network: 'tron', purpose: 'payout' });
-      this.refused.set(payoutId, Date.now() + REFUSAL_BACKOFF_MS);
+      this.refused.leave(payoutId, REFUSAL_BACKOFF_MS);
       this.logger.error({ payoutId, refusal: refusal.rawMessage }, 'the signer refused to sign; left alone for a while');
       throw new SignerRefused(refusal.rawMessage);
     }

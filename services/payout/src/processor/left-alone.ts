@@ -1,0 +1,27 @@
+/**
+ * What a processor leaves alone for a while (docs/treasury.md#payouts-left-alone): a payout or
+ * sweep the signer refused, a sweep that failed, a payout the treasury cannot cover now. A payout
+ * left alone is kept out of the round's query, not only skipped in it: a queue of such payouts
+ * longer than a round's page would otherwise hide every payout after it.
+ */
+export class LeftAlone {
+  private readonly until = new Map<string, number>();
+
+  leave(key: string, forMs: number, now = Date.now()): void {
+    this.until.set(key, now + forMs);
+  }
+
+  isLeft(key: string, now = Date.now()): boolean {
+    return (this.until.get(key) ?? 0) > now;
+  }
+
+  /** The keys left alone now that start with `prefix`, without it; the expired ones are forgotten. */
+  keys(prefix = '', now = Date.now()): string[] {
+    const keys: string[] = [];
+    for (const [key, until] of this.until) {
+      if (until <= now) this.until.delete(key);
+      else if (key.startsWith(prefix)) keys.push(key.slice(prefix.length));
+    }
+    return keys;
+  }
+}
