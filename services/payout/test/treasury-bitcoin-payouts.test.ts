@@ -174,3 +174,24 @@ test('PAYOUT_BATCH_WAIT gathers payouts approved a moment apart; a full batch (P
   expect(outputsOf('bitcoin', world.transaction(pair)!).get(second.address)).toBe(20_000n);
   expect(outputsOf('bitcoin', world.transaction(alone)!).get(lone.address)).toBe(30_000n);
 });
+
+test('a whole batch of payouts the coins cannot cover does not hold back the payout after them (docs/treasury.md#payouts-left-alone)', async () => {
+  setFeeEstimates(world, { 6: 2 });
+  await world.deposit(500_000n);
+  // The two oldest claimable payouts, a batch's worth (PAYOUT_BATCH_MAX 2), each more than every coin.
+  const uncovered = [await world.payout('BTC', '21'), await world.payout('BTC', '21')];
+  try {
+    const coverable = await world.payout('BTC', '0.0004');
+    processor = await world.startProcessor({ PAYOUT_BATCH_MAX: '2' });
+    await activeProcessor(processor);
+    const txid = await waitFor('the payout after them broadcast', async () => (await world.payoutRow(coverable.id)).transaction_hash ?? undefined, 20_000);
+    expect(outputsOf('bitcoin', world.transaction(txid)!).get(coverable.address)).toBe(40_000n);
+    for (const { id } of uncovered) expect(await world.payoutRow(id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
+    world.esplora.mine();
+    world.esplora.mine();
+    await world.waitForStatus(coverable.id, 'Completed');
+  } finally {
+    // Out of the next tests' way: no longer approved (PAYOUT_AUTO_MAX_BTC is 0), so never claimable.
+    await world.h.sql`update payouts set approved_at = null, approved_by = null where id in ${world.h.sql(uncovered.map((p) => p.id))}`;
+  }
+});
