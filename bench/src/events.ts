@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     // Signed and verified as in the services: the measured cost includes Ed25519 both ways.
     const signer = EventSigner.fromPem(generateEventKeyPair().privateKeyPem);
     const verifier = new EventVerifier(parseVerifyKeys(formatVerifyKeys({ invoice: signer.publicKey })) ?? new Map());
-    const relay = new OutboxRelay({ sql, nats: nc, namespace, signer, logger });
+    const relay = new OutboxRelay({ sql, nats: nc, namespace, signer, logger, signatures: 'batch' });
     let cpu = process.cpuUsage();
     let started = performance.now();
     await relay.start();

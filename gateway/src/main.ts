@@ -1,4 +1,4 @@
-import { connectNats, createLogger, createRpcClient, EventsSide, EventVerifier, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
+import { connectNats, createLogger, createRpcClient, EVENTS_CONNECT_TIMEOUT_MS, EventsSide, EventVerifier, exitRefusedByNats, loadConfig, rpcTlsOf, runMain } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { InvoiceService } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/invoice_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -37,10 +37,12 @@ runMain({
     let startedWithoutFeed = false;
     const feed = new EventsSide({
       logger,
-      connect: () => connectNats({ url: config.NATS_URL, name: 'gateway', logger }),
+      connect: () => connectNats({ url: config.NATS_URL, name: 'gateway', logger, connectTimeoutMs: EVENTS_CONNECT_TIMEOUT_MS }),
+      onRefused: () => exitRefusedByNats(logger),
       onUnreachableAtStart: () => {
         startedWithoutFeed = true;
         sessions.setFeedLive(false);
+        apiKeys.setFeedLive(false);
       },
       async setUp(nats) {
         const revocations = new RevocationListener(nats, config.EVENT_NAMESPACE, apiKeys, logger, eventVerifier, sessions);
@@ -49,6 +51,7 @@ runMain({
         if (startedWithoutFeed) {
           // What was revoked before the subscription: no verification kept from then, and the list read again.
           apiKeys.clear();
+          apiKeys.setFeedLive(true);
           sessions
             .loadRevocations()
             .then(() => sessions.setFeedLive(true))

@@ -2,7 +2,10 @@
  * x-api-key authentication. A key with a bad checksum is refused here, without a lookup; a
  * well-formed key is verified by the auth service once and then served from a short-lived cache
  * keyed by its SHA-256. Revocations arrive over NATS and drop the cached entry at once, so a
- * revoked key stops working on every gateway replica within a second, not at cache expiry.
+ * revoked key stops working on every gateway replica within a second, not at cache expiry. While
+ * that feed is down (NATS away, or not reached yet since the start) a verification is kept for a
+ * second only (docs/architecture.md#starting-while-nats-is-down): a key revoked meanwhile stops
+ * working within a second too.
  */
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
@@ -14,9 +17,14 @@ import type { ApiKeyPrincipal } from './principal';
 
 export const API_KEY_HEADER = 'x-api-key';
 
+/** How long a verification is kept while the revocation feed is down. */
+const TTL_WITHOUT_FEED_MS = 1_000;
+
 interface CacheEntry {
   principal: ApiKeyPrincipal;
   expiresAt: number;
+  /** When auth answered it. */
+  verifiedAt: number;
 }
 
 export interface ApiKeyVerifierOptions {
@@ -44,6 +52,8 @@ export class ApiKeyVerifier {
   private readonly now: () => number;
   /** Bumped by every revocation, so a lookup that started before it is not cached after it. */
   private generation = 0;
+  /** Revocations arrive (setFeedLive). */
+  private feedLive = true;
   /** Told of revocations: what holds a key open beyond one request (an event stream) listens. */
   private readonly revocationListeners = new Set<(keyHash: string | undefined) => void>();
 
@@ -61,7 +71,8 @@ export class ApiKeyVerifier {
     // A cached key was well-formed when it was first verified: its checksum need not be re-checked.
     const hash = hashApiKey(raw);
     const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > this.now()) return cached.principal;
+    const now = this.now();
+    if (cached && cached.expiresAt > now && (this.feedLive || now - cached.verifiedAt < TTL_WITHOUT_FEED_MS)) return cached.principal;
     if (!parseApiKey(raw).wellFormed) throw invalidApiKey();
     const key = raw;
     const pending = this.inFlight.get(hash);
@@ -96,7 +107,8 @@ export class ApiKeyVerifier {
         const oldest = this.cache.keys().next().value;
         if (oldest !== undefined) this.cache.delete(oldest);
       }
-      this.cache.set(hash, { principal, expiresAt: this.now() + this.options.ttlMs });
+      const verifiedAt = this.now();
+      this.cache.set(hash, { principal, expiresAt: verifiedAt + this.options.ttlMs, verifiedAt });
     }
     return principal;
   }
@@ -122,6 +134,14 @@ export class ApiKeyVerifier {
   forgetProject(projectId: string): void {
     this.generation++;
     for (const [hash, entry] of this.cache) if (entry.principal.projectId === projectId) this.cache.delete(hash);
+  }
+
+  /**
+   * Whether revocations arrive now (the feed is subscribed and connected). While they do not, a
+   * verification is kept for a second only: a key revoked meanwhile stops working within it.
+   */
+  setFeedLive(live: boolean): void {
+    this.feedLive = live;
   }
 
   /** After a gap in the revocation feed (NATS reconnect) nothing cached can be trusted. */

@@ -61,12 +61,14 @@ export class RevocationListener {
     void (async () => {
       for await (const status of this.nats.status()) {
         if (status.type === Events.Disconnect) {
-          this.logger.warn('NATS disconnected: session revocations are read from auth until it is back');
+          this.logger.warn('NATS disconnected: session revocations are read from auth until it is back, API keys verified again every second');
           sessions?.setFeedLive(false);
+          this.verifier.setFeedLive(false);
         }
         if (status.type === Events.Reconnect) {
           this.logger.warn('NATS reconnected: dropping cached API key verifications, reloading session revocations');
           this.verifier.clear();
+          this.verifier.setFeedLive(true);
           // Live again once what was revoked during the gap is loaded; until then, still polled.
           sessions
             ?.loadRevocations()

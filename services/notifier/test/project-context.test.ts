@@ -207,4 +207,33 @@ describe('ProjectUpdatesListener', () => {
       await auth.stop();
     }
   });
+
+  it('stopped (its connection given up), it stops the caching too: no invalidation would arrive', async () => {
+    const auth = await new FakeAuth().start();
+    try {
+      const projects = new AuthProjectDirectory(createRpcClient(AuthService, auth.url, { timeoutMs: 2_000 }), { ttlMs: 60_000, caching: false });
+      const quiet = {
+        subscribe: () => ({ unsubscribe: () => undefined }) as unknown as Subscription,
+        status: () => (async function* () {})(),
+        flush: async () => undefined,
+      } as unknown as NatsConnection;
+      const listener = new ProjectUpdatesListener({ nats: quiet, namespace: 'ctx', verifier: new EventVerifier(parseVerifyKeys(testEventKeys().verifyKeys) ?? new Map()), logger: silent, directory: projects });
+      const project = auth.addProject({ webhookUrl: 'https://shop.example/hook' });
+      // Not subscribed yet: nothing kept.
+      await projects.get(project.id);
+      await projects.get(project.id);
+      expect(auth.calls).toBe(2);
+      await listener.start();
+      await projects.get(project.id);
+      await projects.get(project.id);
+      expect(auth.calls).toBe(3);
+      listener.stop();
+      auth.projects.set(project.id, { ...project, webhookUrl: 'https://shop.example/changed' });
+      expect((await projects.get(project.id))?.webhookUrl).toBe('https://shop.example/changed');
+      await projects.get(project.id);
+      expect(auth.calls).toBe(5);
+    } finally {
+      await auth.stop();
+    }
+  });
 });

@@ -12,7 +12,7 @@ import { startAdminServer } from './admin';
 import { bindHostSetting, commonSettings, ConfigError, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
 import { createDb, pingDb, type Sql } from './db';
 import { connectNats, ensureServiceStream, type StreamSettings } from './events/bus';
-import { EventsSide } from './events/events-side';
+import { EVENTS_CONNECT_TIMEOUT_MS, EventsSide, exitRefusedByNats } from './events/events-side';
 import { processedEventsRetention } from './events/consumer';
 import { OutboxRelay } from './events/outbox';
 import { eventKeySettings, EventVerifier, signerOf } from './events/signing';
@@ -147,7 +147,9 @@ export async function startService<S extends Settings>(
   const parts = await definition.build({ config, sql, logger, metrics, rpcTls, eventVerifier });
   const events = new EventsSide({
     logger,
-    connect: () => connectNats({ url: config.NATS_URL, name: definition.name, logger }),
+    connect: () => connectNats({ url: config.NATS_URL, name: definition.name, logger, connectTimeoutMs: EVENTS_CONNECT_TIMEOUT_MS }),
+    // Refused by NATS after a start without it: exit, as a start would have (the orchestrator shows it).
+    onRefused: () => exitRefusedByNats(logger),
     async setUp(nats) {
       await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
       const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger, keepPublishedMs: config.OUTBOX_KEEP_PUBLISHED, signatures: config.EVENT_SIGNATURES });

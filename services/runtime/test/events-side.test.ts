@@ -4,7 +4,9 @@
  * is a stand-in (what EventsSide calls on it); test/resilience/nats-outage.test.ts runs the whole
  * system against a real NATS that is down.
  */
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import type { NatsConnection } from 'nats';
+import { connectNats } from '../src/events/bus';
 import { EventsSide, isNatsUnreachable } from '../src/events/events-side';
 import { createLogger } from '../src/log';
 import type { Worker } from '../src/worker';
@@ -14,6 +16,10 @@ const logger = createLogger({ service: 'events-side-test', level: 'silent' });
 function unreachable(): Error {
   return Object.assign(new Error('CONNECTION_REFUSED'), { code: 'CONNECTION_REFUSED' });
 }
+
+const unexpectedRefusal = (err: unknown) => {
+  throw new Error(`onRefused called unexpectedly: ${String(err)}`);
+};
 
 function standInConnection(): NatsConnection & { drained: boolean } {
   const connection = {
@@ -47,7 +53,7 @@ async function until(what: string, probe: () => boolean, timeoutMs = 5_000): Pro
 describe('EventsSide', () => {
   it('set up at once when NATS answers at start', async () => {
     const log: string[] = [];
-    const side = new EventsSide({ logger, connect: async () => standInConnection(), setUp: async () => [recordingWorker(log, 'relay'), recordingWorker(log, 'consumer')] });
+    const side = new EventsSide({ logger, onRefused: unexpectedRefusal, connect: async () => standInConnection(), setUp: async () => [recordingWorker(log, 'relay'), recordingWorker(log, 'consumer')] });
     await side.start();
     expect(log).toEqual(['start relay', 'start consumer']);
     await expect(side.ping()).resolves.toBeUndefined();
@@ -63,6 +69,7 @@ describe('EventsSide', () => {
     const connection = standInConnection();
     const side = new EventsSide({
       logger,
+      onRefused: unexpectedRefusal,
       retryMs: 10,
       connect: async () => {
         attempts++;
@@ -75,7 +82,7 @@ describe('EventsSide', () => {
     await side.start();
     expect(toldUnreachable).toBe(1);
     expect(log).toEqual([]);
-    await expect(side.ping()).rejects.toThrow('not connected');
+    await expect(side.ping()).rejects.toThrow('nats: not set up since the process started: CONNECTION_REFUSED');
     await until('a few more attempts', () => attempts >= 3);
     expect(log).toEqual([]);
     answering = true;
@@ -92,6 +99,7 @@ describe('EventsSide', () => {
     const log: string[] = [];
     const refused = new EventsSide({
       logger,
+      onRefused: unexpectedRefusal,
       connect: async () => {
         throw Object.assign(new Error('Authorization Violation'), { code: 'AUTHORIZATION_VIOLATION' });
       },
@@ -107,6 +115,7 @@ describe('EventsSide', () => {
     });
     const failingSetUp = new EventsSide({
       logger,
+      onRefused: unexpectedRefusal,
       connect: async () => connection,
       setUp: async () => [recordingWorker(log, 'relay'), { start: () => Promise.reject(new Error('stream: permission denied')), stop: async () => undefined }],
     });
@@ -120,6 +129,7 @@ describe('EventsSide', () => {
     let attempts = 0;
     const side = new EventsSide({
       logger,
+      onRefused: unexpectedRefusal,
       retryMs: 10,
       connect: async () => {
         attempts++;
@@ -133,6 +143,97 @@ describe('EventsSide', () => {
     const after = attempts;
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(attempts).toBe(after);
+  });
+
+  it('NATS refusing us after a start without it (credentials): onRefused, no more attempts', async () => {
+    let attempts = 0;
+    const refusals: unknown[] = [];
+    const side = new EventsSide({
+      logger,
+      retryMs: 10,
+      connect: async () => {
+        attempts++;
+        if (attempts < 3) throw unreachable();
+        throw Object.assign(new Error('Authorization Violation'), { code: 'AUTHORIZATION_VIOLATION' });
+      },
+      setUp: async () => [],
+      onRefused: (err) => refusals.push(err),
+    });
+    await side.start();
+    await until('the refusal', () => refusals.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(attempts).toBe(3);
+    expect(refusals).toEqual([expect.objectContaining({ code: 'AUTHORIZATION_VIOLATION' })]);
+    await expect(side.ping()).rejects.toThrow('Authorization Violation');
+    await side.stop();
+  });
+
+  it('a set-up that fails once NATS answers after the start is tried again, its error in the health check', async () => {
+    const log: string[] = [];
+    let connects = 0;
+    let setUps = 0;
+    const side = new EventsSide({
+      logger,
+      retryMs: 10,
+      onRefused: unexpectedRefusal,
+      connect: async () => {
+        connects++;
+        if (connects === 1) throw unreachable();
+        return standInConnection();
+      },
+      setUp: async () => {
+        setUps++;
+        if (setUps < 3) throw new Error('jetstream not enabled yet');
+        return [recordingWorker(log, 'relay')];
+      },
+    });
+    await side.start();
+    await until('a failed set-up', () => setUps >= 1);
+    await until('the relay started', () => log.length > 0);
+    expect(setUps).toBe(3);
+    await expect(side.ping()).resolves.toBeUndefined();
+    await side.stop();
+  });
+
+  it('a failed set-up reports its error through the health check while it is tried again', async () => {
+    let connects = 0;
+    let setUps = 0;
+    const side = new EventsSide({
+      logger,
+      retryMs: 10,
+      onRefused: unexpectedRefusal,
+      connect: async () => {
+        connects++;
+        if (connects === 1) throw unreachable();
+        return standInConnection();
+      },
+      setUp: async () => {
+        setUps++;
+        throw new Error('stream: permission denied');
+      },
+    });
+    await side.start();
+    await until('failed set-ups', () => setUps >= 2);
+    await expect(side.ping()).rejects.toThrow('stream: permission denied');
+    await side.stop();
+  });
+
+  it('a NATS_URL whose port accepts and never answers fails an attempt within its connect timeout, as not answering', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const failure = await connectNats({ url: `nats://127.0.0.1:${(silent.address() as AddressInfo).port}`, name: 'silent-test', connectTimeoutMs: 300 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(isNatsUnreachable(failure)).toBe(true);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('tells a server that did not answer from one that refused', () => {

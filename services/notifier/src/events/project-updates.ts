@@ -59,8 +59,10 @@ export class ProjectUpdatesListener {
     if (!this.failed) directory.startCaching();
   }
 
+  /** Unsubscribes; from then on no invalidation arrives, so nothing is kept (until a new start). */
   stop(): void {
     this.subscription?.unsubscribe();
     this.subscription = undefined;
+    this.deps.directory.stopCaching();
   }
 }

@@ -98,10 +98,12 @@ export interface ConnectNatsOptions {
   name: string;
   logger?: Logger;
   /**
-   * Keep trying when no server answers at start instead of failing (default false: a service
-   * that cannot reach NATS at start exits and its orchestrator restarts it).
+   * Keep trying when no server answers at start instead of failing (default false: the caller
+   * decides, docs/architecture.md#starting-while-nats-is-down).
    */
   waitOnFirstConnect?: boolean;
+  /** How long one connection attempt may take (nats.js's default: 20 s). */
+  connectTimeoutMs?: number;
 }
 
 /** Connects to NATS; once connected it reconnects forever, logging each disconnect and reconnect. */
@@ -133,6 +135,7 @@ export async function connectNats(options: ConnectNatsOptions): Promise<NatsConn
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
     waitOnFirstConnect: options.waitOnFirstConnect ?? false,
+    ...(options.connectTimeoutMs === undefined ? {} : { timeout: options.connectTimeoutMs }),
     // nats.js otherwise builds two Error objects (their stacks captured) for every request, each
     // JetStream publish and pull included, only to enrich a timeout's message: 3 % of the invoice
     // service's CPU in sandbox pay (docs/performance.md#events). A timeout still says what timed out.
