@@ -175,7 +175,7 @@ test('PAYOUT_BATCH_WAIT gathers payouts approved a moment apart; a full batch (P
   expect(outputsOf('bitcoin', world.transaction(alone)!).get(lone.address)).toBe(30_000n);
 });
 
-test('a whole batch of payouts the coins cannot cover does not hold back the payout after them (docs/treasury.md#payouts-left-alone)', async () => {
+test('a whole batch of payouts the coins cannot cover does not hold back the payout after them (docs/treasury.md#payouts-that-cannot-go-yet)', async () => {
   setFeeEstimates(world, { 6: 2 });
   await world.deposit(500_000n);
   // The two oldest claimable payouts, a batch's worth (PAYOUT_BATCH_MAX 2), each more than every coin.
@@ -194,4 +194,39 @@ test('a whole batch of payouts the coins cannot cover does not hold back the pay
     // Out of the next tests' way: no longer approved (PAYOUT_AUTO_MAX_BTC is 0), so never claimable.
     await world.h.sql`update payouts set approved_at = null, approved_by = null where id in ${world.h.sql(uncovered.map((p) => p.id))}`;
   }
+});
+
+test('payouts waiting for coins keep their place: the change that comes back pays them before newer ones (docs/treasury.md#payouts-that-cannot-go-yet)', async () => {
+  setFeeEstimates(world, { 6: 2 });
+  const coinsTotal = async () => BigInt((await world.h.sql<{ total: string }[]>`select coalesce(sum(amount), 0)::text as total from utxo_coins where network = 'bitcoin' and batch_id is null and not spent`)[0]!.total);
+  const before = await coinsTotal();
+  await world.deposit(500_000n);
+  processor = await world.startProcessor({ PAYOUT_BATCH_MAX: '2' });
+  await activeProcessor(processor);
+  const total = await waitFor('the deposit taken in as a coin', async () => {
+    const now = await coinsTotal();
+    return now >= before + 500_000n ? now : undefined;
+  });
+  // The first payout takes every coin but 150,000 sat: its change pays the next two 0.0005-BTC payouts, not four.
+  const first = await world.payout('BTC', coinAmount(total - 150_000n));
+  const firstTxid = await waitFor('the first payout broadcast', async () => (await world.payoutRow(first.id)).transaction_hash ?? undefined, 20_000);
+  // Every coin is in the first batch until its change confirms: these two wait.
+  const older = [await world.payout('BTC', '0.0005'), await world.payout('BTC', '0.0005')];
+  await sleep(2_500);
+  for (const { id } of older) expect(await world.payoutRow(id)).toMatchObject({ claimed_by: null, transaction_hash: null });
+  await waitFor('the first payout in the mempool', async () => world.esplora.mempool.has(firstTxid));
+  world.esplora.mine();
+  world.esplora.mine();
+  await world.waitForStatus(first.id, 'Completed');
+  const newer = [await world.payout('BTC', '0.0005'), await world.payout('BTC', '0.0005')];
+  const txid = await waitFor('the older two broadcast', async () => (await world.payoutRow(older[0]!.id)).transaction_hash ?? undefined, 20_000);
+  expect((await world.payoutRow(older[1]!.id)).transaction_hash).toBe(txid);
+  // The change is spent by them: the newer ones wait for the next coins.
+  for (const { id } of newer) expect(await world.payoutRow(id)).toMatchObject({ claimed_by: null, transaction_hash: null });
+  await waitFor('the older two in the mempool', async () => world.esplora.mempool.has(txid));
+  world.esplora.mine();
+  world.esplora.mine();
+  for (const { id } of older) await world.waitForStatus(id, 'Completed', 30_000);
+  // Out of the next tests' way: no longer approved (PAYOUT_AUTO_MAX_BTC is 0), so never claimable.
+  await world.h.sql`update payouts set approved_at = null, approved_by = null where id in ${world.h.sql(newer.map((p) => p.id))}`;
 });

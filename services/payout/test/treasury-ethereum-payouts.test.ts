@@ -173,7 +173,7 @@ test('one active processor per network: a second stands by and takes over when t
   processor = standby;
 });
 
-test('a round\'s page of payouts the treasury cannot cover does not hold back the payout after them (docs/treasury.md#payouts-left-alone)', async () => {
+test('a round\'s page of payouts the treasury cannot cover does not hold back the payout after them (docs/treasury.md#payouts-that-cannot-go-yet)', async () => {
   // 50 (a round's page) approved payouts of more than the treasury holds (1,000 ETH), the oldest.
   const uncovered = [];
   for (let i = 0; i < 50; i++) uncovered.push(await world.payout('ETH', '5000', { approve: false }));
@@ -189,6 +189,24 @@ test('a round\'s page of payouts the treasury cannot cover does not hold back th
     }
   } finally {
     for (const { id, projectId } of uncovered) await world.h.client.cancelPayout({ projectId, payoutId: id });
+  }
+});
+
+test('a payout waiting for the treasury keeps its place: once funded, it goes before a newer one (docs/treasury.md#payouts-that-cannot-go-yet)', async () => {
+  await world.anvil.testClient.setBalance({ address: world.treasury, value: parseEther('500') });
+  try {
+    const older = await world.payout('ETH', '900');
+    await waitFor('the older payout looked at and found uncovered', async () => processor.logs.some((line) => line.includes(older.id) && line.includes('cannot cover')));
+    expect(await world.payoutRow(older.id)).toMatchObject({ status: 'Pending', claimed_by: null });
+    // The operator funds the treasury for it; a newer payout comes meanwhile.
+    await world.anvil.testClient.setBalance({ address: world.treasury, value: parseEther('1000') });
+    const newer = await world.payout('ETH', '200');
+    await world.waitForStatus(older.id, 'Completed', 20_000);
+    // What is left (~100 ETH) does not cover the newer one: it waits, unclaimed.
+    expect(await world.payoutRow(newer.id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
+    await world.h.client.cancelPayout({ projectId: newer.projectId, payoutId: newer.id });
+  } finally {
+    await world.anvil.testClient.setBalance({ address: world.treasury, value: parseEther('1000') });
   }
 });
 

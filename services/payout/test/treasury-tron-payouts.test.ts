@@ -98,7 +98,7 @@ test('the Treasury page shows the Tron treasury: its address, TRX and USDT balan
   await world.waitForStatus(payout.id, 'Completed', 30_000);
 }, 60_000);
 
-test('a round\'s page of payouts the treasury cannot cover does not hold back the payout after them (docs/treasury.md#payouts-left-alone)', async () => {
+test('a round\'s page of payouts the treasury cannot cover does not hold back the payout after them (docs/treasury.md#payouts-that-cannot-go-yet)', async () => {
   // 50 (a round's page) approved TRX payouts of all the treasury holds (1,000,000 TRX: not its fee reserve besides), the oldest.
   const uncovered = [];
   for (let i = 0; i < 50; i++) uncovered.push(await world.payout('TRX', '1000000', { network: 'tron', approve: false }));

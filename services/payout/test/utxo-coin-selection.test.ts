@@ -122,6 +122,18 @@ describe('coin selection', () => {
     expect(plan.vsize).toBe(p2wpkhVsize(1, [22, 22, 22, 22]));
     expect(plan.change! + plan.fee).toBe(100_000n - 60_000n);
   });
+
+  test('at most maxPayouts join, oldest first; a payout above all the coins is passed over without a selection (docs/treasury.md#payouts-that-cannot-go-yet)', () => {
+    const coins = [coin('a', 60_000n), coin('b', 50_000n)];
+    const queue = [payout('huge1', 500_000n), payout('huge2', 500_000n), payout('p1', 10_000n), payout('p2', 10_000n), payout('p3', 10_000n)];
+    const plan = planBatch(coins, queue, terms(5), { maxPayouts: 2 })!;
+    expect(plan.payouts.map((p) => p.payoutId)).toEqual(['p1', 'p2']);
+    // A thousand payouts above the coins cost no coin selection each.
+    const many = [...Array.from({ length: 1_000 }, (_, i) => payout(`huge${i}`, 10_000_000n)), payout('fits', 10_000n)];
+    const started = performance.now();
+    expect(planBatch(Array.from({ length: 200 }, (_, i) => coin(`c${i}`, 1_000n + BigInt(i))), many, terms(1), { maxPayouts: 50 })?.payouts.map((p) => p.payoutId)).toEqual(['fits']);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
 });
 
 describe('replacement (BIP125)', () => {

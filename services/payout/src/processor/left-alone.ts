@@ -1,8 +1,7 @@
 /**
- * What a processor leaves alone for a while (docs/treasury.md#payouts-left-alone): a payout or
- * sweep the signer refused, a sweep that failed, a payout the treasury cannot cover now. A payout
- * left alone is kept out of the round's query, not only skipped in it: a queue of such payouts
- * longer than a round's page would otherwise hide every payout after it.
+ * What a processor leaves alone for a while (docs/treasury.md#payouts-that-cannot-go-yet): a payout
+ * or sweep the signer refused, a sweep that failed; also what it logged lately. A payout left alone
+ * is kept out of the round's query, not only skipped in it.
  */
 export class LeftAlone {
   private readonly until = new Map<string, number>();

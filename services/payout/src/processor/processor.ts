@@ -69,17 +69,19 @@ const LOST_SCAN_LOOKBACK_MS = 24 * 3_600_000;
  * rejects the payout (docs/treasury.md#processor).
  */
 const FALLBACK_PAYOUT_GAS = 100_000n;
-/**
- * How long a payout the treasury cannot cover now is left out of the rounds: the payouts after it
- * get their turn (docs/treasury.md#payouts-left-alone), and it is looked at again after this.
- */
-const UNCOVERED_BACKOFF_MS = 30_000;
+/** How often the wait of one payout the treasury cannot cover is logged again. */
+const UNCOVERED_LOG_EVERY_MS = 5 * 60_000;
 /** How long a payout or sweep the signer refused is left alone before it is asked again. */
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
 /** How long a sweep group whose step failed (e.g. its estimate reverts) is left alone. */
 const SWEEP_FAILURE_BACKOFF_MS = 60_000;
-/** Payouts considered per round. */
+/** Payouts sent per round at most. */
 const PAYOUTS_PER_ROUND = 50;
+/**
+ * Claimable payouts looked at per round, oldest first (docs/treasury.md#payouts-that-cannot-go-yet):
+ * far more than are sent, so that the ones the treasury cannot cover never hide those after them.
+ */
+const PAYOUTS_CONSIDERED_PER_ROUND = 1_000;
 
 export interface EvmProcessorOptions {
   network: string;
@@ -115,6 +117,8 @@ export class EvmProcessor extends RoundLoop {
   private chainId: bigint | undefined;
   /** Payouts (`payout:<id>`) and sweep groups the signer refused, or left for a while for another reason. */
   private readonly refused = new LeftAlone();
+  /** Payouts whose wait for the treasury was logged lately. */
+  private readonly uncoveredLogged = new LeftAlone();
   private readonly intakeFailures = new FailureStreak();
   /** Stuck transactions whose replacement the caps leave no room for (logged once each). */
   private readonly unreplaceable = new Set<string>();
@@ -736,10 +740,10 @@ export class EvmProcessor extends RoundLoop {
       select p.*, (a.payout_id is not null) as attempted from payouts p
       left join payout_sign_attempts a on a.payout_id = p.id and a.network = ${network}
       where ${claimablePayouts(sql, network, this.options.autoMax)}
-        -- Left alone for now (docs/treasury.md#payouts-left-alone), unless maybe signed for a nonce.
+        -- Refused by the signer lately (docs/treasury.md#payouts-that-cannot-go-yet), unless maybe signed for a nonce.
         and (a.payout_id is not null or p.id <> all(${leftAlone}::uuid[]))
       order by (a.payout_id is not null) desc, p.created_at, p.id
-      limit ${PAYOUTS_PER_ROUND}`;
+      limit ${PAYOUTS_CONSIDERED_PER_ROUND}`;
     if (candidates.length === 0) return false;
     const fees = await this.currentFees();
     // Waiting for the base fee: a payout maybe signed for the next nonce still holds the queue.
@@ -747,11 +751,19 @@ export class EvmProcessor extends RoundLoop {
     const outflow = await treasuryOutflowInFlight(sql, network, treasury);
     const balances: Partial<Record<EvmAsset, bigint>> = {};
     const balanceOf = async (asset: EvmAsset) => (balances[asset] ??= asset === 'ETH' ? await node.balance(treasury) : await node.tokenBalance(this.options.contracts[asset], treasury));
+    let sent = 0;
     for (const { attempted, ...payout } of candidates) {
-      if (!this.running) return false;
+      if (!this.running || sent >= PAYOUTS_PER_ROUND) return false;
       if (this.refused.isLeft(`payout:${payout.id}`)) continue;
       const asset = payout.currency as EvmAsset;
       const amount = toBaseUnits(new Decimal(payout.amount), storedMethod(asset, payout.network).baseUnitDecimals);
+      // Not covered even before its gas: no estimate asked of the node (a long queue of such payouts is looked at every round).
+      const short = asset === 'ETH' ? (await balanceOf('ETH')) < outflow.gas + (outflow.amount.ETH ?? 0n) + amount : (await balanceOf(asset)) < (outflow.amount[asset] ?? 0n) + amount;
+      if (short) {
+        this.uncoveredWait(payout);
+        if (attempted) return true;
+        continue;
+      }
       const to = payout.address.toLowerCase();
       const call = asset === 'ETH' ? { to, data: '0x', value: amount } : { to: this.options.contracts[asset], data: erc20TransferData(to, amount), value: 0n };
       let gasLimit: bigint;
@@ -768,10 +780,10 @@ export class EvmProcessor extends RoundLoop {
       const ethNeeded = outflow.gas + gasCost + (outflow.amount.ETH ?? 0n) + (asset === 'ETH' ? amount : 0n);
       const assetNeeded = asset === 'ETH' ? ethNeeded : (outflow.amount[asset] ?? 0n) + amount;
       if ((await balanceOf('ETH')) < ethNeeded || (await balanceOf(asset)) < assetNeeded) {
-        this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
+        this.uncoveredWait(payout);
         // A payout maybe signed for the next nonce holds the queue until it can be sent.
         if (attempted) return true;
-        this.refused.leave(`payout:${payout.id}`, UNCOVERED_BACKOFF_MS);
+        // Looked at first again next round: it keeps its place for the money that comes in.
         continue;
       }
       // Committed before the signer is asked: outlives a process killed before the signed bytes are stored.
@@ -809,9 +821,17 @@ export class EvmProcessor extends RoundLoop {
       outflow.gas += gasCost;
       outflow.amount[asset] = (outflow.amount[asset] ?? 0n) + amount;
       this.logger.info({ payoutId: payout.id, asset, amount: payout.amount, transactionHash: row.transaction_hash, nonce: row.nonce }, 'payout claimed and signed');
+      sent++;
       await this.broadcast(row, 'broadcast');
     }
     return false;
+  }
+
+  /** A payout the treasury cannot cover now waits; said once every few minutes per payout, not every round. */
+  private uncoveredWait(payout: PayoutRow): void {
+    if (this.uncoveredLogged.isLeft(payout.id)) return;
+    this.uncoveredLogged.leave(payout.id, UNCOVERED_LOG_EVERY_MS);
+    this.logger.warn({ payoutId: payout.id, asset: payout.currency, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
   }
 
   // ---- signing -----------------------------------------------------------------------------

@@ -35,11 +35,14 @@ import { TronNodeError, type NodeTransaction, type TronNode } from './node';
 export const TRON_ASSETS = ['TRX', 'USDT'] as const;
 export type TronAsset = (typeof TRON_ASSETS)[number];
 
-/** How long a payout the treasury cannot cover now is left out of the rounds (docs/treasury.md#payouts-left-alone). */
-const UNCOVERED_BACKOFF_MS = 30_000;
+/** How often the wait of one payout the treasury cannot cover is logged again. */
+const UNCOVERED_LOG_EVERY_MS = 5 * 60_000;
 /** How long a payout the signer refused is left alone before it is asked again. */
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
+/** Payouts sent per round at most. */
 const PAYOUTS_PER_ROUND = 50;
+/** Payouts looked at per round, oldest first: those the treasury cannot cover never hide the ones after them (docs/treasury.md#payouts-that-cannot-go-yet). */
+const PAYOUTS_CONSIDERED_PER_ROUND = 1_000;
 /**
  * A built transaction with less time than this left is not asked for again: it might expire before
  * it is stored and broadcast. A new one is built (the signer signs it once the old one expired).
@@ -97,6 +100,8 @@ interface BuiltTransfer {
 export class TronProcessor extends RoundLoop {
   private treasury: string | undefined;
   private readonly refused = new LeftAlone();
+  /** Payouts whose wait for the treasury was logged lately. */
+  private readonly uncoveredLogged = new LeftAlone();
 
   constructor(private readonly options: TronProcessorOptions) {
     super({ network: 'tron', sql: options.sql, logger: options.logger, metrics: options.metrics, pollMs: options.pollMs });
@@ -239,13 +244,14 @@ export class TronProcessor extends RoundLoop {
              and not exists (select 1 from tron_transactions t where t.payout_id = p.id and t.status in ('signed', 'broadcast', 'mined', 'confirmed', 'failed')))
          or (${claimablePayouts(sql, 'tron', autoMax)} and p.id <> all(${this.refused.keys()}::uuid[]))
       order by (p.claimed_by is not null) desc, p.created_at, p.id
-      limit ${PAYOUTS_PER_ROUND}`;
+      limit ${PAYOUTS_CONSIDERED_PER_ROUND}`;
     if (candidates.length === 0) return;
     const inFlight = await this.inFlight();
     let trx: bigint | undefined;
     let usdt: bigint | undefined;
+    let sent = 0;
     for (const { ours, ...payout } of candidates) {
-      if (!this.running) return;
+      if (!this.running || sent >= PAYOUTS_PER_ROUND) return;
       if (this.refused.isLeft(payout.id)) continue;
       const asset = payout.currency as TronAsset;
       const amount = toBaseUnits(new Decimal(payout.amount), storedMethod(asset, payout.network).baseUnitDecimals);
@@ -254,9 +260,11 @@ export class TronProcessor extends RoundLoop {
       const trxNeeded = inFlight.trx + (asset === 'TRX' ? amount + TRX_TRANSFER_RESERVE_SUN : this.options.feeLimitSun);
       if (asset === 'USDT') usdt ??= await this.options.node.tokenBalance(this.options.usdtContract, treasury);
       if (trx < trxNeeded || (asset === 'USDT' && (usdt ?? 0n) < inFlight.usdt + amount)) {
-        this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
-        // Left out of the next rounds for a while: the payouts after it get their turn.
-        this.refused.leave(payout.id, UNCOVERED_BACKOFF_MS);
+        // Said once every few minutes per payout; looked at first again next round (it keeps its place).
+        if (!this.uncoveredLogged.isLeft(payout.id)) {
+          this.uncoveredLogged.leave(payout.id, UNCOVERED_LOG_EVERY_MS);
+          this.logger.warn({ payoutId: payout.id, asset, amount: payout.amount }, 'the treasury cannot cover this payout now; it waits (fund the treasury)');
+        }
         continue;
       }
       const built = await this.attemptOf(payout.id, treasury, payout.address, asset, amount);
@@ -285,6 +293,7 @@ export class TronProcessor extends RoundLoop {
       inFlight.trx += asset === 'TRX' ? amount + TRX_TRANSFER_RESERVE_SUN : this.options.feeLimitSun;
       if (asset === 'USDT') inFlight.usdt += amount;
       this.logger.info({ payoutId: payout.id, asset, amount: payout.amount, txid: row.txid, renewed: ours }, ours ? 'payout signed anew (its transaction expired unmined)' : 'payout claimed and signed');
+      sent++;
       await this.broadcast(row);
     }
   }

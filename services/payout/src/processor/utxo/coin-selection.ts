@@ -133,14 +133,21 @@ export function selectCoins<C extends SpendableCoin>(coins: readonly C[], payout
 /**
  * A batch of `payouts` (oldest first) that the coins can pay: each payout joins when the batch
  * with it can still be paid; one that cannot waits for the next batch and never fails the others.
+ * At most `maxPayouts` join; one more than all the coins together is passed over without a
+ * selection (a long queue of such payouts is looked at every round).
  */
-export function planBatch<C extends SpendableCoin>(coins: readonly C[], payouts: readonly PayoutOutput[], terms: FeeTerms, maxInputs?: number): SpendPlan<C> | undefined {
+export function planBatch<C extends SpendableCoin>(coins: readonly C[], payouts: readonly PayoutOutput[], terms: FeeTerms, options: { maxInputs?: number; maxPayouts?: number } = {}): SpendPlan<C> | undefined {
   let plan: SpendPlan<C> | undefined;
   const included: PayoutOutput[] = [];
+  const total = sum(coins.map((c) => c.amount));
+  let paid = 0n;
   for (const payout of payouts) {
-    const attempt = selectCoins(coins, [...included, payout], terms, maxInputs);
+    if (included.length >= (options.maxPayouts ?? Infinity)) break;
+    if (paid + payout.amount > total) continue;
+    const attempt = selectCoins(coins, [...included, payout], terms, options.maxInputs);
     if (!attempt) continue;
     included.push(payout);
+    paid += payout.amount;
     plan = attempt;
   }
   return plan;

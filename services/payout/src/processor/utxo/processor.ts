@@ -27,7 +27,6 @@ import { stageOf } from '../../domain/status';
 import { lockPayout, recordPayoutTransaction, type PayoutRow } from '../../store/payouts';
 import { applyTrigger } from '../../transitions';
 import { claimablePayouts } from '../claimable';
-import { LeftAlone } from '../left-alone';
 import type { ProcessorMetrics } from '../metrics';
 import { describe, FailureStreak, RoundLoop, signerUnreachable } from '../round-loop';
 import { isPaused, saveTreasury } from '../store';
@@ -58,9 +57,9 @@ import {
   type VersionRow,
 } from './store';
 
+/** Waiting payouts looked at per round, oldest first: those the coins cannot pay never hide the ones after them. */
+const PAYOUTS_CONSIDERED_PER_ROUND = 1_000;
 /** How long a version the signer refused is left alone before it is asked again. */
-/** How long payouts no batch could cover are left out of the rounds (docs/treasury.md#payouts-left-alone). */
-const UNCOVERED_BACKOFF_MS = 30_000;
 const REFUSAL_BACKOFF_MS = 5 * 60_000;
 
 export type UtxoNetwork = 'bitcoin' | 'litecoin';
@@ -132,8 +131,6 @@ export class UtxoProcessor extends RoundLoop {
   /** Whether payouts wait for the rate to fall under PAYOUT_MAX_FEE_RATE_<COIN>. */
   private waitingForFees = false;
   private coverFailures = new FailureStreak(5 * 60_000);
-  /** Payouts no batch could cover, left out of the next rounds for a while (docs/treasury.md#payouts-left-alone). */
-  private readonly uncovered = new LeftAlone();
 
   constructor(private readonly options: UtxoProcessorOptions) {
     super(options);
@@ -599,23 +596,21 @@ export class UtxoProcessor extends RoundLoop {
         and not exists (select 1 from utxo_batch_payouts b where b.payout_id = p.id)
         and (p.signer_refused_at is null or p.signer_refused_at < now() - ${REFUSAL_BACKOFF_MS}::int * interval '1 millisecond'
              or p.id = any(${[...this.alone]}::uuid[]))
-        and p.id <> all(${this.uncovered.keys()}::uuid[])
       order by (p.signer_refusal is not null) desc, greatest(p.verified_at, coalesce(p.approved_at, p.verified_at)), p.id
-      limit ${batchMax}`;
+      limit ${PAYOUTS_CONSIDERED_PER_ROUND}`;
     if (waiting.length === 0) return;
     const refusedBefore = waiting[0]!.signer_refusal !== null;
     const candidates = refusedBefore ? waiting.slice(0, 1) : waiting;
     // A batch goes when full, or when its oldest payout has waited PAYOUT_BATCH_WAIT since it became claimable.
     if (!refusedBefore && candidates.length < batchMax && Math.max(...candidates.map((c) => c.waited_ms)) < batchWaitMs) return;
+    // Oldest first, up to a batch: those the coins cannot pay now are passed over, and looked at
+    // first again next round (docs/treasury.md#payouts-that-cannot-go-yet).
     const { rate, capped } = await this.rate();
     if (capped) return;
     const decimals = storedMethod(asset, network).baseUnitDecimals;
     const outputs: PayoutOutput[] = candidates.map((p) => ({ payoutId: p.id, amount: toBaseUnits(new Decimal(p.amount), decimals), scriptLength: P2WPKH_SCRIPT_BYTES }));
     const coins = await availableCoins(sql, network);
-    const plan = planBatch(coins.map((c) => ({ ...c, amount: BigInt(c.amount) })), outputs, { rate, ...this.feeTermsCap });
-    // What the coins could not pay is left out for a while: the payouts after them get their turn.
-    const planned = new Set((plan?.payouts ?? []).map((p) => p.payoutId));
-    for (const candidate of candidates) if (!planned.has(candidate.id)) this.uncovered.leave(candidate.id, UNCOVERED_BACKOFF_MS);
+    const plan = planBatch(coins.map((c) => ({ ...c, amount: BigInt(c.amount) })), outputs, { rate, ...this.feeTermsCap }, { maxPayouts: batchMax });
     if (!plan) {
       if (this.coverFailures.failed()) this.logger.warn({ payouts: candidates.length, coins: coins.length }, 'the treasury\'s coins cannot pay any waiting payout at this fee rate within PAYOUT_MAX_FEE_RATE now; they wait (deposits become coins as they are accounted)');
       return;
