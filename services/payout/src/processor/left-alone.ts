@@ -3,11 +3,16 @@
  * or sweep the signer refused, a sweep that failed; also what it logged lately. A payout left alone
  * is kept out of the round's query, not only skipped in it.
  */
+/** Every this many keys left alone, the expired ones are forgotten. */
+const PRUNE_EVERY = 1_024;
+
 export class LeftAlone {
   private readonly until = new Map<string, number>();
 
   leave(key: string, forMs: number, now = Date.now()): void {
     this.until.set(key, now + forMs);
+    // Keys asked about no more (a payout sent since) are forgotten once they expire.
+    if (this.until.size % PRUNE_EVERY === 0) this.keys('', now);
   }
 
   isLeft(key: string, now = Date.now()): boolean {
