@@ -16,7 +16,7 @@ import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
 import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type MerchantFixture, type ProjectFixture } from '../support/http';
 import { bootSystemOn, destroyOwnInfrastructure, startOwnInfrastructure, type OwnInfrastructure } from '../support/own-infra';
-import type { BootedSystem } from '../support/system';
+import { isAlive, type BootedSystem } from '../support/system';
 import {
   adminReadiness,
   createInvoice,
@@ -281,14 +281,6 @@ test('a process started while NATS is down serves (docs/architecture.md#starting
   const sys = system as BootedSystem;
   const nats = (infra as OwnInfrastructure).nats;
   const hooks = receiver as Receiver;
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const before = processSnapshot(sys);
   const names = ['gateway', ...SERVICES];
   let invoiceId = '';
@@ -299,7 +291,7 @@ test('a process started while NATS is down serves (docs/architecture.md#starting
     for (const pid of Object.values(killed)) process.kill(pid, 'SIGKILL');
     await waitUntil('every process started again and ready for traffic', 40_000, async () => {
       const now = sys.current();
-      if (!names.every((name) => now[name] !== undefined && now[name].pid !== killed[name] && alive(now[name].pid))) return undefined;
+      if (!names.every((name) => now[name] !== undefined && now[name].pid !== killed[name] && isAlive(now[name].pid))) return undefined;
       const [gateway, admin] = await Promise.all([gatewayReadiness(sys, 'traffic'), adminReadiness(sys, 'traffic')]);
       return gateway.status === 200 && SERVICES.every((service) => admin[service].status === 200) ? true : undefined;
     });

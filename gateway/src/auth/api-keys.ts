@@ -22,8 +22,7 @@ const TTL_WITHOUT_FEED_MS = 1_000;
 
 interface CacheEntry {
   principal: ApiKeyPrincipal;
-  expiresAt: number;
-  /** When auth answered it. */
+  /** When auth answered it: kept for the TTL, a second while the revocation feed is down. */
   verifiedAt: number;
 }
 
@@ -72,7 +71,7 @@ export class ApiKeyVerifier {
     const hash = hashApiKey(raw);
     const cached = this.cache.get(hash);
     const now = this.now();
-    if (cached && cached.expiresAt > now && (this.feedLive || now - cached.verifiedAt < TTL_WITHOUT_FEED_MS)) return cached.principal;
+    if (cached && now - cached.verifiedAt < (this.feedLive ? this.options.ttlMs : TTL_WITHOUT_FEED_MS)) return cached.principal;
     if (!parseApiKey(raw).wellFormed) throw invalidApiKey();
     const key = raw;
     const pending = this.inFlight.get(hash);
@@ -107,8 +106,7 @@ export class ApiKeyVerifier {
         const oldest = this.cache.keys().next().value;
         if (oldest !== undefined) this.cache.delete(oldest);
       }
-      const verifiedAt = this.now();
-      this.cache.set(hash, { principal, expiresAt: verifiedAt + this.options.ttlMs, verifiedAt });
+      this.cache.set(hash, { principal, verifiedAt: this.now() });
     }
     return principal;
   }

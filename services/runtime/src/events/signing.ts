@@ -189,9 +189,16 @@ export class EventSigner {
     return sign(null, signedBytes(subject, eventId, body), this.key).toString('base64');
   }
 
-  /** Sets the signature header of a message about to be published. */
-  signInto(headers: MsgHdrs, subject: string, eventId: string, body: Uint8Array): void {
-    headers.set(SIGNATURE_HEADER, this.sign(subject, eventId, body));
+  /**
+   * The signature header of each event, in order (EVENT_SIGNATURES): `each` signs every event on
+   * its own, `batch` the events together (signBatch).
+   */
+  signatureHeaders(events: readonly SignedEvent[], signatures: 'each' | 'batch'): { header: string; value: string }[] {
+    return signatures === 'batch' ? this.signBatch(events) : events.map((event) => this.ownSignature(event));
+  }
+
+  private ownSignature(event: SignedEvent): { header: string; value: string } {
+    return { header: SIGNATURE_HEADER, value: this.sign(event.subject, event.eventId, event.body) };
   }
 
   /**
@@ -201,10 +208,7 @@ export class EventSigner {
    */
   signBatch(events: readonly SignedEvent[]): { header: string; value: string }[] {
     if (events.length > MAX_SIGNED_BATCH) throw new RangeError(`at most ${MAX_SIGNED_BATCH} events are signed together, not ${events.length}`);
-    if (events.length === 1) {
-      const [event] = events as [SignedEvent];
-      return [{ header: SIGNATURE_HEADER, value: this.sign(event.subject, event.eventId, event.body) }];
-    }
+    if (events.length === 1) return [this.ownSignature(events[0]!)];
     if (events.length === 0) return [];
     const paths: Buffer[][] = events.map(() => []);
     const root = treeOf(events.map(leafHash), paths, 0);
