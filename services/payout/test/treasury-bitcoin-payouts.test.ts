@@ -185,6 +185,8 @@ test('a whole batch of payouts the coins cannot cover does not hold back the pay
     processor = await world.startProcessor({ PAYOUT_BATCH_MAX: '2' });
     await activeProcessor(processor);
     const txid = await waitFor('the payout after them broadcast', async () => (await world.payoutRow(coverable.id)).transaction_hash ?? undefined, 20_000);
+    // The batch's txid is stored before its broadcast (docs/treasury.md#utxo): wait for the stand-in to hold it.
+    await waitFor('the payout after them in the mempool', async () => world.esplora.mempool.has(txid));
     expect(outputsOf('bitcoin', world.transaction(txid)!).get(coverable.address)).toBe(40_000n);
     for (const { id } of uncovered) expect(await world.payoutRow(id)).toMatchObject({ status: 'Pending', claimed_by: null, transaction_hash: null });
     world.esplora.mine();
