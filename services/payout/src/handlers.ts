@@ -95,6 +95,7 @@ import {
   lockPayout,
   lockProjectPayouts,
   recordPayoutTransaction,
+  treasuryTransactionOf,
   useAttempt,
   type PayoutRow,
 } from './store/payouts';
@@ -151,6 +152,14 @@ type VerifyOutcome =
   | { kind: 'wrong_code'; attemptsLeft: number }
   | { kind: 'attempts_exhausted' }
   | { kind: 'expired' };
+
+/** How a refused completion names the treasury's transaction (store/payouts.ts treasuryTransactionOf). */
+const TREASURY_TRANSFER_WORDS: Record<string, string> = {
+  payout: 'transfer for another payout',
+  sweep: 'sweep',
+  gas_top_up: 'gas top-up',
+  'utxo batch': 'payout batch (its outputs complete their own payouts)',
+};
 
 export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
   private readonly autoSweep: AutoSweepHandlers;
@@ -528,6 +537,12 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       const transactionHash = this.completionHash(payout, complete.transactionHash);
       // Not claimed, or no longer claimed: the table's 409, whatever hash it carries.
       if (transactionHash === undefined || transactionHash !== hash) return applyTrigger(tx, payout, 'complete');
+      // The treasury's transfer for another payout (or a sweep) paying the same address and amount
+      // would complete this one too, and leave its own payout in flight for good.
+      const treasury = await treasuryTransactionOf(tx, transactionHash);
+      if (treasury !== undefined && treasury.payoutId !== payout.id) {
+        throw errors.conflict('transaction_already_used', `this transaction is the treasury's ${TREASURY_TRANSFER_WORDS[treasury.kind] ?? treasury.kind}: it completes only what it was signed for`);
+      }
       if (!(await recordPayoutTransaction(tx, transactionHash, payout.id))) {
         throw errors.conflict('transaction_already_used', 'this transaction already completed another payout: one transaction pays one payout');
       }

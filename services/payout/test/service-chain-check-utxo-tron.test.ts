@@ -153,3 +153,42 @@ test('a source that cannot be asked is chain_unavailable (503), never a completi
   expect(await balanceOf(h, project, 'BTC')).toEqual({ available: '99.98', pending: '0.02', total: '100' });
   expect((await complete(payoutId, right.txid)).payout!.status).toBe(PayoutStatus.COMPLETED);
 });
+
+test('the treasury\'s own UTXO batch or Tron transfer completes no other payout by hand, though it pays the address and amount (docs/accounting.md#completing-a-payout-by-hand)', async () => {
+  // BTC: a batch version the UTXO processor stored before its broadcast (0600_utxo_treasury.sql),
+  // mined, paying this payout's address exactly its amount — for the batch's own payout.
+  const btc = await claimedPayout('BTC', '0.03');
+  const batchTx = bitcoin.pay(bitcoin.fundedPayer(10_000_000, 1), [{ address: btc.address, value: 3_000_000 }]);
+  bitcoin.mine([batchTx]);
+  const [batch] = await h.sql<{ id: string }[]>`insert into utxo_batches (network, status) values ('bitcoin', 'open') returning id::text`;
+  await h.sql`
+    insert into utxo_transactions (batch_id, network, psbt, fee, fee_rate, txid, raw_transaction, status)
+    values (${batch!.id}, 'bitcoin', 'cHNidP8B', 1000, 2000, ${batchTx.txid}, ${batchTx.hex}, 'mined')`;
+  // Upper case too: the hash is compared as stored.
+  for (const spelling of [batchTx.txid, batchTx.txid.toUpperCase()]) {
+    expect(await rejection(complete(btc.payoutId, spelling))).toMatchObject({
+      connectCode: Code.FailedPrecondition,
+      code: 'transaction_already_used',
+      message: expect.stringContaining('payout batch'),
+    });
+  }
+  expect(await balanceOf(h, btc.project, 'BTC')).toEqual({ available: '99.97', pending: '0.03', total: '100' });
+
+  // TRX: the Tron processor's transfer for ANOTHER payout of the same address and amount.
+  const trx = await claimedPayout('TRX', '12');
+  const other = await claimedPayout('TRX', '12');
+  const transfer = tron.transfer(trx.address, 12_000_000);
+  tron.mine([transfer]);
+  await h.sql`
+    insert into tron_transactions (payout_id, asset, amount, to_address, txid, raw_data, raw_data_hex, expiration_ms, signature, status)
+    values (${other.payoutId}, 'TRX', 12000000, ${trx.address}, ${transfer.txID}, '{}'::jsonb, 'ab', 0, 'cd', 'mined')`;
+  expect(await rejection(complete(trx.payoutId, transfer.txID))).toMatchObject({
+    code: 'transaction_already_used',
+    message: expect.stringContaining('another payout'),
+  });
+  expect(await balanceOf(h, trx.project, 'TRX')).toEqual({ available: '88', pending: '12', total: '100' });
+  // A transfer nobody signed for the treasury still completes it.
+  const byHand = tron.transfer(trx.address, 12_000_000);
+  tron.mine([byHand]);
+  expect((await complete(trx.payoutId, byHand.txID)).payout!.status).toBe(PayoutStatus.COMPLETED);
+});

@@ -5,12 +5,13 @@
  * (payout_processor_item_errors_total{step="record"}, alert on it) and left for later; the round
  * goes on, so pay and sweep still run.
  *
- * The operator mistake that gets there: two payouts to the same address for the same amount; the
+ * The operator mistake that got there: two payouts to the same address for the same amount; the
  * processor sends A; an operator, settling B by hand, completes B citing A's transaction (it does
- * pay B's address and amount). When A's transaction reaches its confirmations the processor cannot
- * complete A — and payout C below must still be paid.
+ * pay B's address and amount). That completion is refused now
+ * (docs/accounting.md#completing-a-payout-by-hand); a hand completion stored before the refusal
+ * existed still leaves such a row, and payout C below must still be paid.
  */
-import { OPERATOR_TOKEN, waitFor } from './support/harness';
+import { OPERATOR_TOKEN, rejection, waitFor } from './support/harness';
 import { activeProcessor, freshAddress, metricsOf, mineBlocks, startTreasuryWorld, type ProcessorProcess, type TreasuryWorld } from './support/treasury';
 
 let world: TreasuryWorld;
@@ -36,8 +37,14 @@ test('a payout whose completion cannot be recorded does not stop the processor f
     return row.confirmations !== null && row.confirmations >= 1 ? row : undefined;
   }, 20_000);
 
-  // The operator completes B by hand with A's transaction: it pays B's address and amount.
-  await world.h.client.completePayout({ payoutId: b.id, transactionHash: sentA.transaction_hash!, operatorToken: OPERATOR_TOKEN });
+  // The operator completes B by hand with A's transaction: it pays B's address and amount, and is refused.
+  expect(await rejection(world.h.client.completePayout({ payoutId: b.id, transactionHash: sentA.transaction_hash!, operatorToken: OPERATOR_TOKEN }))).toMatchObject({
+    code: 'transaction_already_used',
+    message: expect.stringContaining('transfer for another payout'),
+  });
+  expect(await world.payoutRow(b.id)).toMatchObject({ status: 'Pending', transaction_hash: null });
+  // The same completion as stored before that refusal existed: B completed by A's hash.
+  await world.h.sql`insert into payout_transactions (transaction_hash, payout_id) values (${sentA.transaction_hash!}, ${b.id})`;
   await mineBlocks(world, 3);
 
   const c = await world.payout('ETH', '0.1');

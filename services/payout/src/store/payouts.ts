@@ -190,6 +190,23 @@ export async function recordPayoutTransaction(tx: TransactionSql, transactionHas
   return inserted.length === 1;
 }
 
+/**
+ * The treasury's own transaction with this hash, when the processors signed one: an EVM payout,
+ * sweep or gas top-up (`chain_transactions`), a Tron payout (`tron_transactions`) or a UTXO batch
+ * (`utxo_transactions`, paying its payouts by output). Stored before any broadcast, so a hash an
+ * operator can see on chain is here from then on; such a transfer completes only what it was signed
+ * for (docs/accounting.md#completing-a-payout-by-hand). `payoutId` is null for a sweep, a top-up
+ * or a batch.
+ */
+export async function treasuryTransactionOf(tx: TransactionSql, transactionHash: string): Promise<{ kind: string; payoutId: string | null } | undefined> {
+  const [row] = await tx<{ kind: string; payout_id: string | null }[]>`
+    select purpose as kind, payout_id::text from chain_transactions where transaction_hash = ${transactionHash}
+    union all select 'payout', payout_id::text from tron_transactions where txid = ${transactionHash}
+    union all select 'utxo batch', null from utxo_transactions where txid = ${transactionHash}
+    limit 1`;
+  return row && { kind: row.kind, payoutId: row.payout_id };
+}
+
 /** Counts one wrong code against a locked AwaitingVerification payout; returns the attempts left. */
 export async function useAttempt(tx: TransactionSql, payoutId: string): Promise<number> {
   const [row] = await tx<{ code_attempts_left: number }[]>`
