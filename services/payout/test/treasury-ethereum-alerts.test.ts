@@ -1,7 +1,8 @@
 /**
  * The processor's alert gauges (deploy/k8s/monitoring/prometheus-rules.yaml): the treasury below
- * TREASURY_MIN_BALANCE_<ASSET> (CoinvoiceTreasuryBelowMinimum) and payouts in flight longer than
- * PAYOUT_STUCK_AFTER (CoinvoicePayoutStuck), on a real node with the real signer.
+ * TREASURY_MIN_BALANCE_<ASSET> (CoinvoiceTreasuryBelowMinimum), payouts in flight longer than
+ * PAYOUT_STUCK_AFTER (CoinvoicePayoutStuck) and rounds that no longer succeed
+ * (CoinvoiceProcessorRoundsFailing), on a real node with the real signer.
  */
 import { activeProcessor, metricsOf, mineBlocks, startTreasuryWorld, type ProcessorProcess, type TreasuryWorld } from './support/treasury';
 import { sleep, waitFor } from './support/harness';
@@ -42,4 +43,33 @@ test('the treasury below its minimum, and a payout in flight past PAYOUT_STUCK_A
     return (await world.payoutRow(payout.id)).status === 'Completed';
   });
   await waitFor('the stuck gauge back to 0', async () => (await metricsOf(processor)).includes('payouts_stuck{network="ethereum"} 0'));
+}, 90_000);
+
+test('while the signer is down every round fails and the last-success stamp stands still, though nothing is claimed (docs/treasury.md#processor); it moves on once the signer is back', async () => {
+  const stamp = async () => Number(/payout_processor_last_round_success_timestamp_seconds\{network="ethereum"\} (\S+)/.exec(await metricsOf(processor))?.[1] ?? 'NaN');
+  const errors = async () => Number(/payout_processor_round_errors_total\{network="ethereum"\} (\S+)/.exec(await metricsOf(processor))?.[1] ?? '0');
+  // Stamped by every round that ends without error.
+  const before = await stamp();
+  expect(before).toBeGreaterThan(Date.now() / 1_000 - 60);
+  await waitFor('a later round stamped', async () => (await stamp()) > before);
+
+  await world.signer.kill();
+  let payout: { id: string } | undefined;
+  try {
+    payout = await world.payout('ETH', '0.1');
+    const errorsAtStart = await errors();
+    await waitFor('failed rounds counted', async () => (await errors()) >= errorsAtStart + 2);
+    const frozen = await stamp();
+    await waitFor('more failed rounds', async () => (await errors()) >= errorsAtStart + 5);
+    expect(await stamp()).toBe(frozen);
+    // Nothing claimed: payouts_stuck cannot see this.
+    expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: null });
+    expect(await metricsOf(processor)).toContain('payouts_stuck{network="ethereum"} 0');
+    expect(await metricsOf(processor)).toContain('payout_processor_active{network="ethereum"} 1');
+  } finally {
+    await world.signer.restart();
+  }
+  const frozen = await stamp();
+  await waitFor('a round stamped again', async () => (await stamp()) > frozen);
+  await world.waitForStatus(payout!.id, 'Completed', 30_000);
 }, 90_000);

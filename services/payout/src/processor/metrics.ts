@@ -12,6 +12,7 @@ export interface ProcessorMetrics {
   failed: Counter<'network' | 'purpose'>;
   signerRefusals: Counter<'network' | 'purpose'>;
   roundErrors: Counter<'network'>;
+  lastRoundSucceeded: Gauge<'network'>;
   itemErrors: Counter<'network' | 'step'>;
   nonceResyncs: Counter<'network' | 'outcome'>;
   feeCapWaiting: Gauge<'network'>;
@@ -43,6 +44,12 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     failed: new Counter({ name: 'treasury_transactions_failed_total', help: 'Transactions mined and reverted, by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     signerRefusals: new Counter({ name: 'payout_processor_signer_refusals_total', help: 'Requests the signer refused (PermissionDenied), by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     roundErrors: new Counter({ name: 'payout_processor_round_errors_total', help: 'Processor rounds that failed (node, signer or database unavailable) and were retried', labelNames: ['network'] as const, registers: [registry] }),
+    lastRoundSucceeded: new Gauge({
+      name: 'payout_processor_last_round_success_timestamp_seconds',
+      help: 'Unix time of the active processor\'s last round that ended without error (set when it became active, before its first round): old while rounds fail or hang',
+      labelNames: ['network'] as const,
+      registers: [registry],
+    }),
     itemErrors: new Counter({
       name: 'payout_processor_item_errors_total',
       help: 'One item that failed and was left for later while the round went on with the others: a nonce group (record, replace), a sweep group (sweep), a UTXO batch (record, sign, broadcast); alert on any increase',

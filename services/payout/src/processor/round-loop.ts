@@ -131,6 +131,7 @@ export abstract class RoundLoop implements Worker {
       if (await this.holdLock()) {
         try {
           await this.round();
+          this.loopOptions.metrics.lastRoundSucceeded.set({ network: this.loopOptions.network }, Date.now() / 1_000);
           const failedRounds = this.roundFailures.recovered();
           if (failedRounds > 0) this.logger.info({ failedRounds }, 'processor recovered');
         } catch (err) {
@@ -152,6 +153,8 @@ export abstract class RoundLoop implements Worker {
       if (state === 'busy') return false;
       if (state === 'taken') {
         metrics.active.set({ network }, 1);
+        // Counted from here: a replica whose first rounds fail is as alerted as one that stopped succeeding.
+        metrics.lastRoundSucceeded.set({ network }, Date.now() / 1_000);
         this.logger.info('active processor for the network (advisory lock taken)');
       }
       return true;
