@@ -122,7 +122,7 @@ describe('the coinvoice CLI', () => {
     const configFile = path.join(workDir, 'config.json');
     const first = JSON.parse(readFileSync(configFile, 'utf8')) as { apiKey: string; apiKeyId: string; projectId: string; token: string };
     const again = await ok(['login', '--email', email, '--base-url', system.gatewayUrl]);
-    expect(again).toContain('of your last login kept');
+    expect(again).toContain('of an earlier login to this project kept');
     const second = JSON.parse(readFileSync(configFile, 'utf8')) as typeof first;
     expect({ apiKey: second.apiKey, apiKeyId: second.apiKeyId }).toEqual({ apiKey: first.apiKey, apiKeyId: first.apiKeyId });
     const listed = async () =>
@@ -137,6 +137,35 @@ describe('the coinvoice CLI', () => {
     const third = JSON.parse(readFileSync(configFile, 'utf8')) as typeof first;
     expect(third.apiKeyId).not.toBe(first.apiKeyId);
     expect((await listed()).items.filter((k) => k.name === 'coinvoice CLI' && k.revokedAt === null).map((k) => k.id)).toEqual([third.apiKeyId]);
+  });
+
+  test('switching to another project and back keeps each project\'s CLI key: no new key per switch', async () => {
+    const configFile = path.join(workDir, 'config.json');
+    type Saved = { apiKey: string; apiKeyId: string; projectId: string; token: string };
+    const first = JSON.parse(readFileSync(configFile, 'utf8')) as Saved;
+    const headers = { authorization: `Bearer ${first.token}`, 'content-type': 'application/json' };
+    const created = await fetch(`${system.gatewayUrl}/api/merchant/projects`, { method: 'POST', headers, body: JSON.stringify({ name: 'CLI second', environment: 'sandbox', webhookUrl: 'https://shop.example/hooks' }) });
+    expect(created.status).toBe(201);
+    const other = ((await created.json()) as { id: string }).id;
+    const activeCliKeys = async (projectId: string) =>
+      ((await (await fetch(`${system.gatewayUrl}/api/merchant/projects/${projectId}/api-keys`, { headers })).json()) as { items: Array<{ id: string; name: string; revokedAt: string | null }> }).items
+        .filter((k) => k.name === 'coinvoice CLI' && k.revokedAt === null)
+        .map((k) => k.id);
+
+    expect(await ok(['login', '--email', email, '--base-url', system.gatewayUrl, '--project', other])).toMatch(/API key .*… saved in/);
+    const onOther = JSON.parse(readFileSync(configFile, 'utf8')) as Saved;
+    for (let round = 0; round < 2; round++) {
+      expect(await ok(['login', '--email', email, '--base-url', system.gatewayUrl, '--project', first.projectId])).toContain('of an earlier login to this project kept');
+      expect(JSON.parse(readFileSync(configFile, 'utf8'))).toMatchObject({ projectId: first.projectId, apiKey: first.apiKey, apiKeyId: first.apiKeyId });
+      expect(await ok(['login', '--email', email, '--base-url', system.gatewayUrl, '--project', other])).toContain('of an earlier login to this project kept');
+      expect(JSON.parse(readFileSync(configFile, 'utf8'))).toMatchObject({ projectId: other, apiKey: onOther.apiKey, apiKeyId: onOther.apiKeyId });
+    }
+    expect(await activeCliKeys(first.projectId)).toEqual([first.apiKeyId]);
+    expect(await activeCliKeys(other)).toEqual([onOther.apiKeyId]);
+    // The kept key is the one in force: an unknown invoice is 404 with it, not 401.
+    expect(await cli(['invoices', 'get', '00000000-0000-4000-8000-000000000000'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/404/) });
+    // Back to the first project for the tests below.
+    await ok(['login', '--email', email, '--base-url', system.gatewayUrl, '--project', first.projectId]);
   });
 
   test('invoices create, get, list and sandbox pay', async () => {

@@ -4,7 +4,7 @@
  */
 import type { paths } from '@coinvoice/client';
 import { apiKeyClient, merchantClient, unwrap } from './api';
-import { CliError, readConfig, writeConfig, type CliConfig } from './config';
+import { CliError, projectKeyRef, readConfig, writeConfig, type CliConfig } from './config';
 import { ageInWords, table } from './format';
 
 export interface Io {
@@ -26,18 +26,22 @@ export async function login(io: Io, o: { baseUrl: string; email: string; passwor
   }
   // The key an earlier login made for this project is used again while it is not revoked: a new
   // key per login would use up the project's keys (MAX_ACTIVE_API_KEYS_PER_PROJECT) and its
-  // hourly key creations, and leave the old ones active.
+  // hourly key creations, and leave the old ones active — also after logins to other projects.
   const previous = previousConfig(io.configFile);
-  const keys = previous?.apiKeyId && previous.baseUrl === o.baseUrl && previous.projectId === project.id
+  const projectKeys = { ...knownProjectKeys(previous) };
+  const ref = projectKeyRef(o.baseUrl, project.id);
+  const earlier = projectKeys[ref];
+  const keys = earlier
     ? unwrap(await merchant.GET('/api/merchant/projects/{id}/api-keys', { params: { path: { id: project.id } } }), 'listing the project\'s API keys').items
     : [];
-  const kept = keys.find((k) => k.id === previous?.apiKeyId && k.revokedAt === null);
+  const kept = keys.find((k) => k.id === earlier?.apiKeyId && k.revokedAt === null);
   const key = kept
-    ? { id: kept.id, key: previous!.apiKey, prefix: kept.prefix }
+    ? { id: kept.id, key: earlier!.apiKey, prefix: kept.prefix }
     : unwrap(
         await merchant.POST('/api/merchant/projects/{id}/api-keys', { params: { path: { id: project.id } }, body: { name: 'coinvoice CLI' } }),
         'creating an API key for the CLI',
       );
+  projectKeys[ref] = { apiKey: key.key, apiKeyId: key.id };
   const config: CliConfig = {
     baseUrl: o.baseUrl,
     email: o.email,
@@ -48,12 +52,24 @@ export async function login(io: Io, o: { baseUrl: string; email: string; passwor
     environment: project.environment,
     apiKey: key.key,
     apiKeyId: key.id,
+    projectKeys,
   };
   writeConfig(io.configFile, config);
   io.out(
-    `Logged in as ${o.email}: project "${project.name}" (${project.environment}, ${project.id}), API key ${key.prefix}… ${kept ? 'of your last login kept' : 'saved'} in ${io.configFile}`,
+    `Logged in as ${o.email}: project "${project.name}" (${project.environment}, ${project.id}), API key ${key.prefix}… ${kept ? 'of an earlier login to this project kept' : 'saved'} in ${io.configFile}`,
   );
   return config;
+}
+
+/** The CLI keys an earlier config holds: its projectKeys, and its current key (configs of earlier versions had only that). */
+function knownProjectKeys(previous: CliConfig | undefined): Record<string, { apiKey: string; apiKeyId: string }> {
+  if (!previous) return {};
+  const known: Record<string, { apiKey: string; apiKeyId: string }> = {};
+  for (const [ref, entry] of Object.entries(previous.projectKeys ?? {})) {
+    if (typeof entry?.apiKey === 'string' && typeof entry.apiKeyId === 'string') known[ref] = { apiKey: entry.apiKey, apiKeyId: entry.apiKeyId };
+  }
+  if (previous.apiKeyId) known[projectKeyRef(previous.baseUrl, previous.projectId)] = { apiKey: previous.apiKey, apiKeyId: previous.apiKeyId };
+  return known;
 }
 
 /** The config an earlier login wrote, if it is readable; anything else is no earlier login. */

@@ -15,6 +15,17 @@ export interface CliConfig {
   apiKey: string;
   /** Its id: the next login of the same project keeps the key while it is not revoked (absent in configs of earlier versions). */
   apiKeyId?: string;
+  /**
+   * The key `login` made in every project it was used with, by `projectKeyRef`: switching to
+   * another project and back keeps each project's key instead of minting one per switch (the
+   * file being the only place its secret is kept).
+   */
+  projectKeys?: Record<string, { apiKey: string; apiKeyId: string }>;
+}
+
+/** Where a project's CLI key is kept in `projectKeys`: one gateway's project. */
+export function projectKeyRef(baseUrl: string, projectId: string): string {
+  return `${baseUrl} ${projectId}`;
 }
 
 export class CliError extends Error {}
