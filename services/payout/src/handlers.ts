@@ -250,7 +250,19 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       return { payout, idempotentReplay: true };
     }
     const request = requireValid(checked);
-    await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, request.projectId.toLowerCase());
+    const limited = request.projectId.toLowerCase();
+    try {
+      await enforceRateLimit(this.deps.rateLimits.store, this.deps.rateLimits.requestPerProject, limited);
+    } catch (refused) {
+      // A retry sent while the first request with its key is still in flight was counted before
+      // that key was stored: it waits for the first and answers its outcome, never a 429, and its
+      // count is taken back (docs/accounting.md#payout-requests).
+      const replayed = await this.replayOfConcurrentTwin(request);
+      if (replayed === undefined) throw refused;
+      await this.deps.rateLimits.store.refund(this.deps.rateLimits.requestPerProject, limited);
+      this.deps.metrics?.idempotentReplays.inc();
+      return { payout: replayed, idempotentReplay: true };
+    }
     // After the limit: whether an address is coinvoice's is asked at the request rate only.
     await refuseHouseDestination(this.deps.houseAddress, request.address, 'address');
     // Auth before the transaction: a slow call must not hold locks.
@@ -324,6 +336,8 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       return { created: payout };
     });
     if ('replayOf' in outcome) {
+      // Counted above while its twin was in flight; a replay spends none of the project's requests.
+      await this.deps.rateLimits.store.refund(this.deps.rateLimits.requestPerProject, limited);
       this.deps.metrics?.idempotentReplays.inc();
       return { payout: outcome.replayOf, idempotentReplay: true };
     }
@@ -333,6 +347,14 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
       'payout requested; amount held, verification code issued',
     );
     return { payout: outcome.created, idempotentReplay: false };
+  }
+
+  /** The answer of a request in flight with this request's Idempotency-Key, once it has committed; undefined when there is none. */
+  private async replayOfConcurrentTwin(request: NewPayoutRequest): Promise<Payout | undefined> {
+    if (request.idempotencyKey === undefined) return undefined;
+    const claim = { projectId: request.projectId, key: request.idempotencyKey, requestHash: request.fingerprint, resourceId: randomUUID() };
+    if (!(await payoutIdempotencyKeys.heldByAnother(this.deps.sql, claim))) return undefined;
+    return this.deps.sql.begin((tx) => this.replay(tx, request));
   }
 
   private async emailCode(row: PayoutRow, email: string, code: string): Promise<void> {

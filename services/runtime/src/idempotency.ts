@@ -104,6 +104,24 @@ export class IdempotencyKeys {
     return claims.map((c) => won.has(`${c.projectId.toLowerCase()} ${c.key}`));
   }
 
+  /**
+   * Whether another request holds (projectId, key) — claimed, in flight or answered — waiting for
+   * an in-flight one to commit or roll back: a claim that would block on it is tried and undone.
+   * Then `find` or `replay` sees the other's outcome.
+   */
+  async heldByAnother(sql: Sql, claim: IdempotencyClaim): Promise<boolean> {
+    const undo = Symbol('undo');
+    try {
+      await sql.begin(async (tx) => {
+        if (await this.claim(tx, claim)) throw undo;
+      });
+      return true;
+    } catch (err) {
+      if (err === undo) return false;
+      throw err;
+    }
+  }
+
   async find(sql: Queryable, projectId: string, key: string): Promise<IdempotencyRecord | undefined> {
     const [row] = await sql<IdempotencyRecord[]>`
       select request_hash, ${sql(this.column)} as resource_id, response from idempotency_keys

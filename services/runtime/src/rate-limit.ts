@@ -32,6 +32,11 @@ export type RateLimitDecision =
 export interface RateLimitStore {
   /** Counts one call of `key` under `policy` and says whether it is within the limit. */
   consume(policy: RateLimitPolicy, key: string): Promise<RateLimitDecision>;
+  /**
+   * Takes back one counted call of `key` in the current window (a call that turned out to be the
+   * replay of another); nothing when the window has ended meanwhile.
+   */
+  refund(policy: RateLimitPolicy, key: string): Promise<void>;
 }
 
 function bucketOf(policy: RateLimitPolicy, key: string): string {
@@ -62,6 +67,14 @@ export class PostgresRateLimitStore implements RateLimitStore {
     return decision(policy, row.hits, row.reset_seconds);
   }
 
+  async refund(policy: RateLimitPolicy, key: string): Promise<void> {
+    const w = policy.windowSeconds;
+    await this.sql`
+      update rate_limit_counters set hits = hits - 1
+      where bucket = ${bucketOf(policy, key)} and hits > 0
+        and window_start = to_timestamp(floor(extract(epoch from clock_timestamp()) / ${w}) * ${w})`;
+  }
+
   /** Deletes windows that have ended. */
   async deleteExpired(): Promise<number> {
     const rows = await this.sql`delete from rate_limit_counters where expires_at < now() returning 1`;
@@ -90,6 +103,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
     }
     entry.hits += 1;
     return decision(policy, entry.hits, (entry.windowEnd - now) / 1000);
+  }
+
+  async refund(policy: RateLimitPolicy, key: string): Promise<void> {
+    const entry = this.windows.get(`${policy.name}:${key}`);
+    if (entry && entry.windowEnd > this.now() && entry.hits > 0) entry.hits -= 1;
   }
 
   private evictExpired(now: number): void {

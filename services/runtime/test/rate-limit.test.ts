@@ -26,6 +26,21 @@ test('memory: the limit per window and key, then the next window', async () => {
   expect((await store.consume(policy, 'a')).allowed).toBe(true);
 });
 
+test('memory: a refund takes back one call of the current window, never below zero, nothing once the window has ended', async () => {
+  let now = 2_000_000;
+  const store = new MemoryRateLimitStore(100, () => now);
+  const policy = { name: 'p', limit: 2, windowSeconds: 10 };
+  await store.consume(policy, 'a');
+  await store.consume(policy, 'a');
+  await store.refund(policy, 'a');
+  expect(await store.consume(policy, 'a')).toMatchObject({ allowed: true, remaining: 0 });
+  await store.refund(policy, 'b');
+  expect(await store.consume(policy, 'b')).toMatchObject({ allowed: true, remaining: 1 });
+  now += 10_000;
+  await store.refund(policy, 'a');
+  expect(await store.consume(policy, 'a')).toMatchObject({ allowed: true, remaining: 1 });
+});
+
 describe('postgres', () => {
   let database: TestDatabase;
   let pools: Sql[];
@@ -53,5 +68,18 @@ describe('postgres', () => {
     // Keys are stored hashed.
     const rows = await pools[0]!`select bucket from rate_limit_counters`;
     expect(JSON.stringify(rows)).not.toContain('ada@example.com');
+  });
+
+  test('a refund takes back one call of the current window: the next call passes again', async () => {
+    const policy = { name: 'payout-request', limit: 2, windowSeconds: 3600 };
+    const store = new PostgresRateLimitStore(pools[0]!);
+    for (let i = 0; i < 3; i++) await store.consume(policy, 'project');
+    expect((await store.consume(policy, 'project')).allowed).toBe(false);
+    // Four counted: two refunds bring it back to the limit, a third below it.
+    for (let i = 0; i < 3; i++) await store.refund(policy, 'project');
+    expect(await store.consume(policy, 'project')).toMatchObject({ allowed: true, remaining: 0 });
+    // Another key's count is not touched, and a refund of a key never counted is nothing.
+    await store.refund(policy, 'other');
+    expect(await store.consume(policy, 'other')).toMatchObject({ allowed: true, remaining: 1 });
   });
 });
