@@ -10,9 +10,10 @@
  */
 import { jsonNumberIsExact, jsonNumberToDecimal } from '@coinvoice/domain/json-money';
 import type { Violation } from '@coinvoice/runtime';
-import { HttpProblem } from './problem';
+import { boundedFieldName, HttpProblem, MAX_PROBLEM_ERRORS } from './problem';
 
 const LONE_SURROGATE = /\p{Cs}/u;
+
 
 interface NumberSource {
   source: string;
@@ -43,12 +44,13 @@ export function parseJsonExactly(text: string): unknown {
   const value: unknown = JSON.parse(text, function (this: object, key: string, parsed: unknown, context?: NumberSource) {
     // A "\ud800" escape makes a lone surrogate, which protobuf's UTF-8 encoding would silently turn
     // into U+FFFD on its way to a service: refused here, for every string field at once.
-    if (typeof parsed === 'string' && LONE_SURROGATE.test(parsed)) invalidText.push({ holder: this, key });
+    const room = inexact.length + invalidText.length < MAX_PROBLEM_ERRORS;
+    if (room && typeof parsed === 'string' && LONE_SURROGATE.test(parsed)) invalidText.push({ holder: this, key });
     if (typeof parsed === 'number') {
       // The reviver's `this` is the object or array holding the value: where it sits in the body.
       const source = context?.source;
       if (source === undefined) throw new Error('JSON.parse gave no source text (Node 24 is required)');
-      if (!jsonNumberIsExact(source, parsed)) inexact.push({ holder: this, key, source });
+      if (room && !jsonNumberIsExact(source, parsed)) inexact.push({ holder: this, key, source });
       let sources = numberSources.get(this);
       if (!sources) numberSources.set(this, (sources = new Map()));
       sources.set(key, source);
@@ -64,7 +66,7 @@ export function parseJsonExactly(text: string): unknown {
         message: `cannot be taken exactly as written (${truncate(source)}): a JSON number with more digits than the field allows is refused, never rounded`,
       })),
       ...invalidText.map(({ holder, key }) => ({ field: fieldOf(value, holder, key), message: 'must be valid Unicode text' })),
-    ];
+    ].slice(0, MAX_PROBLEM_ERRORS);
     throw new HttpProblem(400, 'validation_failed', 'the request body is invalid', errors);
   }
   return value;
@@ -79,6 +81,7 @@ type Frame = { kind: 'object'; keys: Set<string>; key: string | undefined; expec
  * text; keys compared after unescaping ("a\u0062" is "ab").
  */
 export function repeatedKeys(text: string): string[] {
+  // At most MAX_PROBLEM_ERRORS (docs/http-edge.md#bounded-answers): the scan stops there.
   const repeated: string[] = [];
   const stack: Frame[] = [];
   const path = (): string[] => stack.flatMap((frame, i) => (i === stack.length - 1 ? [] : [frame.kind === 'object' ? (frame.key ?? '') : String(frame.index)]));
@@ -98,7 +101,10 @@ export function repeatedKeys(text: string): string[] {
       if (top?.kind === 'object' && top.expectKey) {
         const raw = text.slice(start, i);
         const key = escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
-        if (top.keys.has(key)) repeated.push([...path(), key].join('.'));
+        if (top.keys.has(key)) {
+          repeated.push(fieldName([...path(), key]));
+          if (repeated.length === MAX_PROBLEM_ERRORS) return repeated;
+        }
         top.keys.add(key);
         top.key = key;
         top.expectKey = false;
@@ -118,10 +124,15 @@ export function repeatedKeys(text: string): string[] {
 /** The dotted path (the gateway's field names: `amount`, `items.0.amount`) of `holder[key]` in `root`. */
 function fieldOf(root: unknown, holder: object, key: string): string {
   if (key === '') return 'body';
-  if (root === holder) return key;
+  if (root === holder) return fieldName([key]);
   const path = pathTo(root, holder, []);
-  if (path === undefined) return key;
-  return [...path, key].join('.');
+  if (path === undefined) return fieldName([key]);
+  return fieldName([...path, key]);
+}
+
+/** A dotted field name (problem.ts cuts a long one). */
+function fieldName(path: string[]): string {
+  return boundedFieldName(path.join('.'));
 }
 
 function pathTo(node: unknown, target: object, path: string[]): string[] | undefined {

@@ -22,6 +22,19 @@ export interface Problem {
   errors?: Violation[];
 }
 
+/**
+ * The most problems one answer names, and the longest field name it quotes
+ * (docs/http-edge.md#bounded-answers): 64 KiB of repeated keys under a 32,000-character key once
+ * made a 180 MB answer. The first problems are enough for a client to correct its request.
+ */
+export const MAX_PROBLEM_ERRORS = 50;
+const MAX_FIELD_NAME = 100;
+
+/** A field name cut at MAX_FIELD_NAME characters (a key of a body may be 64 KiB long). */
+export function boundedFieldName(field: string): string {
+  return field.length > MAX_FIELD_NAME ? `${field.slice(0, MAX_FIELD_NAME)}…` : field;
+}
+
 /** An error the gateway itself decides on (auth, validation it does before calling a service). */
 export class HttpProblem extends Error {
   constructor(
@@ -53,7 +66,7 @@ export function problemOf(status: number, code: string, detail: string, requestI
     detail,
     code,
     requestId,
-    ...(errors.length > 0 ? { errors } : {}),
+    ...(errors.length > 0 ? { errors: errors.slice(0, MAX_PROBLEM_ERRORS).map((e) => ({ field: boundedFieldName(e.field), message: e.message })) } : {}),
   };
 }
 

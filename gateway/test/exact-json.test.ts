@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { parseJsonExactly, repeatedKeys, writtenDecimal } from '../src/exact-json';
-import { HttpProblem } from '../src/problem';
+import { HttpProblem, MAX_PROBLEM_ERRORS, problemOf } from '../src/problem';
 
 function refusal(text: string): HttpProblem {
   try {
@@ -80,4 +80,36 @@ test('a number keeps the digits its client wrote: "at most 8 decimals" judges 1.
   // A value that never went through the parser: the decimal of its value.
   expect(writtenDecimal({ amount: 1.1 }, 'amount')).toBe('1.1');
   expect(() => writtenDecimal(body, 'missing')).toThrow();
+});
+
+test('a body of 64 KiB repeating one key under a 32,000-character key costs a bounded answer (docs/http-edge.md#bounded-answers)', () => {
+  const inner = Array.from({ length: 5_500 }, () => '"a":0').join(',');
+  const text = `{"${'A'.repeat(32_000)}":{${inner}}}`;
+  expect(text.length).toBeLessThanOrEqual(65_536);
+  const started = process.hrtime.bigint();
+  const problem = refusal(text);
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  expect(problem.errors).toHaveLength(MAX_PROBLEM_ERRORS);
+  for (const { field } of problem.errors) expect(field).toBe(`${'A'.repeat(100)}…`);
+  expect(JSON.stringify(problem.errors).length).toBeLessThan(20_000);
+  // It took 14 s before; a generous bound on a slow host.
+  expect(ms).toBeLessThan(1_000);
+});
+
+test('thousands of inexact numbers or broken strings are named up to the bound, the first ones first', () => {
+  const numbers = `[${Array.from({ length: 6_000 }, () => '1e400').join(',')}]`;
+  const byNumbers = refusal(numbers).errors;
+  expect(byNumbers).toHaveLength(MAX_PROBLEM_ERRORS);
+  expect(byNumbers.slice(0, 2).map((e) => e.field)).toEqual(['0', '1']);
+  const strings = `{"items":[${Array.from({ length: 6_000 }, () => '"\\ud800"').join(',')}]}`;
+  expect(refusal(strings).errors.map((e) => e.field).slice(0, 2)).toEqual(['items.0', 'items.1']);
+  expect(refusal(strings).errors).toHaveLength(MAX_PROBLEM_ERRORS);
+});
+
+test('every problem answer is bounded the same way, whatever named its problems (a schema with allErrors, a service)', () => {
+  const errors = Array.from({ length: 8_000 }, (_, i) => ({ field: `${'k'.repeat(300)}${i}`, message: 'is not a field of this request' }));
+  const problem = problemOf(400, 'validation_failed', 'the request body is invalid', 'req-1', errors);
+  expect(problem.errors).toHaveLength(MAX_PROBLEM_ERRORS);
+  expect(problem.errors![0]).toEqual({ field: `${'k'.repeat(100)}…`, message: 'is not a field of this request' });
+  expect(problemOf(400, 'validation_failed', 'x', 'req-2', [{ field: 'amount', message: 'is required' }]).errors).toEqual([{ field: 'amount', message: 'is required' }]);
 });
