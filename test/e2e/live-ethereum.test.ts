@@ -8,7 +8,8 @@
  */
 import { Decimal } from '@coinvoice/domain/money';
 import { Webhook } from 'standardwebhooks';
-import { parseEther, type Hash } from 'viem';
+import { parseEther, type Address, type Hash } from 'viem';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { markEmailVerified } from '../support/accounts';
 import { createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { deployTokens, forwardEthTwo, mine, mined, payTwo, sendEth, sendToken, startAnvil, tokenUnits, type Anvil, type Tokens } from '../support/anvil';
@@ -263,6 +264,43 @@ test('ETH reaching two invoices as internal transfers of one contract call (no t
   expect(metrics).toMatch(/^watcher_reconciliation_mismatches_total\{chain="ethereum",asset="ETH"\} [2-9]/m);
   expect(metrics).toMatch(/^watcher_payments\{chain="ethereum",status="final"\} [1-9]/m);
   expect(metrics).toMatch(/^watcher_head_lag_blocks\{chain="ethereum"\} \d+/m);
+});
+
+test('a payment arriving without a transaction of its own AFTER the address was swept is still found and credited (docs/watcher.md#what-left-an-address)', async () => {
+  const invoice = await createInvoice(live, 'ETH', '5.00');
+  const elsewhere = privateKeyToAddress(generatePrivateKey());
+  await forwardEthTwo(anvil, tokens, invoice.address, String(invoice.amountExpected), elsewhere, '0.001');
+  await mine(anvil, CONFIRMATIONS + 1);
+  await invoiceReaches(invoice.id, (i) => i.status === 'Paid', 'Paid by reconciliation');
+  ethCredited = ethCredited.plus(invoice.amountExpectedDecimal);
+  await balanceReaches('ETH', ethCredited);
+
+  // A sweep: nearly everything leaves the deposit address (what the treasury's sweep does; here
+  // the address is impersonated on anvil instead of signed for).
+  const address = invoice.address as Address;
+  const balance = await anvil.publicClient.getBalance({ address });
+  const maxFeePerGas = 5_000_000_000n;
+  await anvil.testClient.impersonateAccount({ address });
+  try {
+    const sweep = await anvil.wallet.sendTransaction({ account: address, chain: null, to: elsewhere, value: balance - 21_000n * maxFeePerGas, gas: 21_000n, maxFeePerGas, maxPriorityFeePerGas: 1_000_000_000n });
+    await mined(anvil, sweep);
+  } finally {
+    await anvil.testClient.stopImpersonatingAccount({ address });
+  }
+  await mine(anvil, CONFIRMATIONS + 1);
+  // Then a customer's contract wallet pays 0.001 ETH more, as an internal transfer: far less than
+  // what was swept out, so balance minus recorded payments alone stays negative.
+  await forwardEthTwo(anvil, tokens, invoice.address, '0.001', elsewhere, '0.001');
+  await mine(anvil, CONFIRMATIONS + 1);
+  const found = await invoiceReaches(invoice.id, (i) => i.payments?.length === 2, 'the late internal transfer recorded', 30_000);
+  expect(found.payments).toEqual([
+    expect.objectContaining({ asset: 'ETH', amount: invoice.amountExpected }),
+    expect.objectContaining({ asset: 'ETH', amount: 0.001, transactionHash: expect.stringMatching(/^reconciled:0x/) }),
+  ]);
+  expect(found.status).toBe('Paid');
+  // Credited to the merchant like any late payment in the invoice's asset.
+  ethCredited = ethCredited.plus('0.001');
+  await balanceReaches('ETH', ethCredited);
 });
 
 test('the project\'s paymentTolerancePercent (fixed on each invoice at creation): 99.5 % of the amount pays with 1 % tolerance', async () => {

@@ -105,6 +105,14 @@ export interface ChainAdapter {
    */
   balancesAt(asset: CryptoCode, addresses: readonly string[], block: BlockRef): Promise<Map<string, Decimal>>;
 
+  /**
+   * What left watched addresses in exactly this block (account chains: a sweep's value and fee,
+   * a token transfer from them), each as an ObservedTransfer whose `address` is the watched one
+   * it left. Reconciliation adds it back (docs/watcher.md#what-left-an-address). Absent where
+   * the block scan sees every payment (UTXO chains).
+   */
+  outflowsOf?(block: BlockRef, addresses: WatchedAddresses): Promise<ObservedTransfer[]>;
+
   /** Unmined transfers to watched addresses (UTXO mempools); absent on account chains. */
   pendingTransfers?(addresses: WatchedAddresses): Promise<ObservedTransfer[]>;
 

@@ -6,7 +6,7 @@
  * Every answer is checked before use: a null block, a block whose hash is not the one asked for,
  * or a log of another block is a ChainSourceError, never an empty result.
  */
-import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient } from 'viem';
+import { createPublicClient, http, parseAbiItem, type Block, type Hash, type PublicClient, type TransactionReceipt } from 'viem';
 import type { CryptoCode } from '../coin';
 import { EVM_NETWORKS, sharedTokenContract, type EvmChain, type EvmNetworkEntry, type EvmTokenCode } from './networks';
 import { fromBaseUnits, type Decimal } from '@coinvoice/domain/money';
@@ -29,6 +29,18 @@ const TRANSFER = parseAbiItem('event Transfer(address indexed from, address inde
 
 type FullBlock = Block<bigint, true, 'latest'>;
 
+/**
+ * What a mined transaction cost its sender in fees, in wei: gas used at its effective price, the
+ * blob gas of a type-3 transaction, and the L1 data fee OP-stack networks (Base, Optimism) add to
+ * the receipt (a hex quantity, viem's generic client leaves it as the node wrote it).
+ */
+function feeOf(receipt: TransactionReceipt): bigint {
+  const l1Fee = (receipt as { l1Fee?: unknown }).l1Fee;
+  const l1 = typeof l1Fee === 'bigint' ? l1Fee : typeof l1Fee === 'string' && /^0x[0-9a-f]+$/i.test(l1Fee) ? BigInt(l1Fee) : 0n;
+  const blob = receipt.blobGasUsed !== undefined && receipt.blobGasPrice !== undefined ? receipt.blobGasUsed * receipt.blobGasPrice : 0n;
+  return receipt.gasUsed * receipt.effectiveGasPrice + blob + l1;
+}
+
 export class EthereumAdapter implements ChainAdapter {
   readonly chain: EvmChain;
   readonly assets: readonly CryptoCode[];
@@ -39,6 +51,8 @@ export class EthereumAdapter implements ChainAdapter {
   private readonly tokenOf: Map<string, { asset: EvmTokenCode; decimals: number }>;
   /** The last full blocks fetched by number, reused by scanBlock (by hash) to save a round trip. */
   private readonly recent = new Map<string, FullBlock>();
+  /** What left watched addresses in the last blocks scanned (outflowsOf). */
+  private readonly outflowsByBlock = new Map<string, ObservedTransfer[]>();
 
   constructor(private readonly options: EthereumAdapterOptions) {
     // Blocks and logs go as requests of their own (a block with its transactions is large);
@@ -109,17 +123,39 @@ export class EthereumAdapter implements ChainAdapter {
    * matched in memory against the watched addresses (docs/watcher.md, "Cost per block").
    */
   async scanBlock(block: BlockRef, addresses: WatchedAddresses): Promise<ObservedTransfer[]> {
-    if (addresses.size === 0) return [];
+    return (await this.scan(block, addresses)).transfers;
+  }
+
+  /**
+   * What left watched addresses in this block (docs/watcher.md#what-left-an-address): from the
+   * same scan as scanBlock's (kept for the last 64 blocks scanned), so no call of its own.
+   */
+  async outflowsOf(block: BlockRef, addresses: WatchedAddresses): Promise<ObservedTransfer[]> {
+    return this.outflowsByBlock.get(block.hash) ?? (await this.scan(block, addresses)).outflows;
+  }
+
+  private async scan(block: BlockRef, addresses: WatchedAddresses): Promise<{ transfers: ObservedTransfer[]; outflows: ObservedTransfer[] }> {
+    if (addresses.size === 0) return { transfers: [], outflows: [] };
     const full = this.recent.get(block.hash) ?? (await this.blockByHash(block.hash));
     const transfers: ObservedTransfer[] = [];
+    const outflows: ObservedTransfer[] = [];
     for (const tx of full.transactions) {
-      if (typeof tx !== 'object' || tx.to === null || tx.value === 0n) continue;
+      if (typeof tx !== 'object') continue;
+      const spender = addresses.lookup(tx.from);
+      if (spender) {
+        // A transaction sent from a watched address (a sweep): its value unless it reverted, and
+        // its fee in any case. One receipt per such transaction: the cost of a spend, not of the block.
+        const receipt = await this.receipt(tx.hash, block);
+        const spent = (receipt.status === 'success' ? tx.value : 0n) + feeOf(receipt);
+        if (spent > 0n) outflows.push({ transactionHash: tx.hash, outputIndex: NATIVE_VALUE_INDEX, address: spender, asset: this.native, amount: fromBaseUnits(spent, NATIVE_DECIMALS), block });
+      }
+      if (tx.to === null || tx.value === 0n) continue;
       const address = addresses.lookup(tx.to);
       if (!address) continue;
       // A reverted transaction moves no value, though the block lists it with one (an address
       // with code, e.g. an EIP-7702 delegation, can revert what it is sent). One receipt per
       // transaction to a watched address: the cost of a payment, not of the block.
-      if (!(await this.succeeded(tx.hash, block))) continue;
+      if ((await this.receipt(tx.hash, block)).status !== 'success') continue;
       transfers.push({
         transactionHash: tx.hash,
         outputIndex: NATIVE_VALUE_INDEX,
@@ -138,9 +174,12 @@ export class EthereumAdapter implements ChainAdapter {
         throw new ChainSourceError('malformed', `a log of block ${log.blockHash} answered a query for ${block.hash}`);
       }
       const token = this.tokenOf.get(log.address.toLowerCase());
-      const address = addresses.lookup(log.args.to);
-      if (!token || !address || log.args.value === 0n) continue;
+      if (!token || log.args.value === 0n) continue;
       if (log.logIndex === null || log.transactionHash === null) throw new ChainSourceError('malformed', 'a mined log without index or hash');
+      const spender = addresses.lookup(log.args.from);
+      if (spender) outflows.push({ transactionHash: log.transactionHash, outputIndex: log.logIndex, address: spender, asset: token.asset, amount: fromBaseUnits(log.args.value, token.decimals), block });
+      const address = addresses.lookup(log.args.to);
+      if (!address) continue;
       transfers.push({
         transactionHash: log.transactionHash,
         outputIndex: log.logIndex,
@@ -151,16 +190,18 @@ export class EthereumAdapter implements ChainAdapter {
         sender: log.args.from.toLowerCase(),
       });
     }
-    return transfers;
+    this.outflowsByBlock.set(block.hash, outflows);
+    if (this.outflowsByBlock.size > 64) this.outflowsByBlock.delete(this.outflowsByBlock.keys().next().value!);
+    return { transfers, outflows };
   }
 
-  /** Whether the transaction, mined in `block`, succeeded (its receipt's status). */
-  private async succeeded(hash: Hash, block: BlockRef): Promise<boolean> {
+  /** The receipt of a transaction mined in `block` (its status, gas used and price). */
+  private async receipt(hash: Hash, block: BlockRef): Promise<TransactionReceipt> {
     const receipt = await this.call(`eth_getTransactionReceipt(${hash})`, () => this.client.getTransactionReceipt({ hash }));
     if (receipt.blockHash !== block.hash) {
       throw new ChainSourceError('malformed', `the receipt of ${hash} names block ${receipt.blockHash}, not ${block.hash} (a reorg under the scan)`);
     }
-    return receipt.status === 'success';
+    return receipt;
   }
 
   async balancesAt(asset: CryptoCode, addresses: readonly string[], block: BlockRef): Promise<Map<string, Decimal>> {

@@ -31,9 +31,10 @@ import {
 } from '../store/payments';
 import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransfer } from '@coinvoice/chains/chain-adapter';
 import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
-import type { Decimal } from '@coinvoice/domain/money';
+import { Decimal } from '@coinvoice/domain/money';
 import { followMempool } from './mempool';
 import { deleteHouseTransfersAbove, houseTotals, recordHouseTransfer } from './house';
+import { deleteOutflowsAbove, outflowTotals, recordOutflow } from './outflows';
 import type { WatcherMetrics } from './metrics';
 import { WatchedSet } from './watched-set';
 
@@ -223,6 +224,7 @@ export class ChainWatcher implements Worker {
       for (const found of await Promise.all(blocks.map((block) => adapter.scanBlock(block, addresses)))) {
         for (const transfer of found) (this.fromHouse(transfer) ? house : transfers).push(transfer);
       }
+      const outflows = adapter.outflowsOf ? (await Promise.all(blocks.map((block) => adapter.outflowsOf!(block, addresses)))).flat() : [];
       if (blocks.length === 0) {
         // The next block does not extend our cursor: a reorg; rewind and carry on.
         const rewound = await this.rewind(height, head);
@@ -240,6 +242,8 @@ export class ChainWatcher implements Worker {
         }
         // Kept so reconciliation subtracts it: the house's money is never a merchant's.
         for (const transfer of house) await recordHouseTransfer(tx, chain, transfer);
+        // Kept so reconciliation adds it back: a sweep must not hide a later payment.
+        for (const outflow of outflows) await recordOutflow(tx, chain, outflow);
         await saveBlocks(tx, chain, blocks, this.options.finalityDepth + 16);
         await saveCursor(tx, chain, top);
         for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth, this.options.confirmations)) touched.add(row.invoice_id);
@@ -281,12 +285,12 @@ export class ChainWatcher implements Worker {
    * Reconciliation at each newly confirmed height: a slice of the watched addresses (round robin,
    * `reconcilePerBlock` of them) has its on-chain balance of its invoice's asset compared with the
    * payments recorded up to that height plus what the house sent it up to that height (the sweep
-   * gas the block scan saw from a treasury, house.ts: never a payment). A balance above them is
+   * gas the block scan saw from a treasury, house.ts: never a payment) minus what left it (a
+   * sweep, outflows.ts). A balance above them is
    * money the block scan missed (an internal ETH transfer from a contract wallet, a node that
    * returned incomplete logs): recorded as a payment in the reconciled block, so it confirms,
-   * counts and reorgs like any other. (A balance below them is the merchant spending from the
-   * address: not a payment.) The reconciled block is at most a poll's worth of blocks after the
-   * transfer, which only matters for a transfer in the very last blocks before expiredAt. With
+   * counts and reorgs like any other. (A balance below them is not a payment.) The reconciled
+   * block is at most a poll's worth of blocks after the transfer, which only matters for a transfer in the very last blocks before expiredAt. With
    * more watched addresses than the slice, each is checked every size/slice heights.
    */
   private async reconcile(head: BlockRef): Promise<Array<{ invoiceId: string; transfer: ObservedTransfer }>> {
@@ -301,12 +305,11 @@ export class ChainWatcher implements Worker {
       const mine = watched.filter((w) => w.asset === asset);
       if (mine.length === 0) continue;
       const balances = await adapter.balancesAt(asset, mine.map((w) => w.address), block);
-      const recorded = await recordedTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.invoiceId), height);
-      const fromHouse = await houseTotals(this.options.sql, adapter.chain, asset, mine.map((w) => w.address), height);
+      const expected = await this.expectedBalances(asset, mine, height);
       for (const invoice of mine) {
         const onChain = balances.get(invoice.address);
         if (!onChain) continue;
-        const gap = onChain.minus(recorded.get(invoice.invoiceId) ?? 0).minus(fromHouse.get(invoice.address.toLowerCase()) ?? 0);
+        const gap = onChain.minus(expected.get(invoice.invoiceId)!);
         if (gap.lte(0)) continue;
         metrics.reconciliationMismatches.inc({ chain: adapter.chain, asset });
         const arrived = await this.arrivedAt(invoice, asset, gap, block, head);
@@ -339,9 +342,7 @@ export class ChainWatcher implements Worker {
       const block = await this.canonicalAt(height, head);
       const onChain = (await adapter.balancesAt(asset, [invoice.address], block)).get(invoice.address);
       if (!onChain) return false;
-      const recorded = (await recordedTotals(sql, adapter.chain, asset, [invoice.invoiceId], height)).get(invoice.invoiceId) ?? 0;
-      const fromHouse = (await houseTotals(sql, adapter.chain, asset, [invoice.address], height)).get(invoice.address.toLowerCase()) ?? 0;
-      return onChain.minus(recorded).minus(fromHouse).gte(gap);
+      return onChain.minus((await this.expectedBalances(asset, [invoice], height)).get(invoice.invoiceId)!).gte(gap);
     };
     const tryHolds = (height: number) => holds(height).catch(() => undefined);
     let held = found.height;
@@ -363,6 +364,25 @@ export class ChainWatcher implements Worker {
       }
     }
     return held === found.height ? found : this.canonicalAt(held, head);
+  }
+
+  /**
+   * Per invoice: the balance its address should hold of `asset` at `height` by what the scan saw —
+   * its recorded payments, plus what the house sent it (sweep gas), minus what left it (sweeps,
+   * docs/watcher.md#what-left-an-address). Above it is a payment the scan missed.
+   */
+  private async expectedBalances(asset: CryptoCode, invoices: ReadonlyArray<{ invoiceId: string; address: string }>, height: number): Promise<Map<string, Decimal>> {
+    const { adapter, sql } = this.options;
+    const addresses = invoices.map((w) => w.address);
+    const recorded = await recordedTotals(sql, adapter.chain, asset, invoices.map((w) => w.invoiceId), height);
+    const fromHouse = await houseTotals(sql, adapter.chain, asset, addresses, height);
+    const left = await outflowTotals(sql, adapter.chain, asset, addresses, height);
+    return new Map(
+      invoices.map((w) => {
+        const address = w.address.toLowerCase();
+        return [w.invoiceId, new Decimal(recorded.get(w.invoiceId) ?? 0).plus(fromHouse.get(address) ?? 0).minus(left.get(address) ?? 0)];
+      }),
+    );
   }
 
   /** A transfer the treasury sent (a sweep's gas): not a payment; logged once, at debug. */
@@ -422,6 +442,7 @@ export class ChainWatcher implements Worker {
     const outcomes = await eventTransaction(this.options.sql, async (tx) => {
       const orphaned = await orphanPaymentsAbove(tx, chain, forkBlock.height);
       await deleteHouseTransfersAbove(tx, chain, forkBlock.height);
+      await deleteOutflowsAbove(tx, chain, forkBlock.height);
       await deleteBlocksAbove(tx, chain, forkBlock.height);
       await saveCursor(tx, chain, forkBlock);
       metrics.paymentsOrphaned.inc({ chain }, orphaned.length);
