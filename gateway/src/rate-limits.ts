@@ -4,7 +4,7 @@
  * count in memory per replica; the limits that guard secrets (login, registration, payout and
  * email codes) are counted by the services in Postgres and hold across replicas.
  */
-import { MemoryRateLimitStore, rateLimitSetting, type RateLimitPolicy, type RateLimitStore } from '@coinvoice/runtime';
+import { clientAddressKey, MemoryRateLimitStore, rateLimitSetting, type RateLimitPolicy, type RateLimitStore } from '@coinvoice/runtime';
 import type { onRequestAsyncHookHandler } from 'fastify';
 import { HttpProblem, rateLimitHeaders } from './problem';
 
@@ -35,7 +35,7 @@ export class GatewayRateLimits {
 
   /** onRequest hook of the public checkout routes. */
   readonly checkout: onRequestAsyncHookHandler = async (request) => {
-    await this.enforce(this.options.checkoutPerIp, request.ip);
+    await this.enforce(this.options.checkoutPerIp, clientAddressKey(request.ip));
   };
 
   private async enforce(policy: RateLimitPolicy, key: string): Promise<void> {

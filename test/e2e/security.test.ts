@@ -380,6 +380,20 @@ describe('2. login and registration are rate limited across replicas', () => {
     expect((await api2.post('/api/merchant/login', { email: other.email, password: other.password }, { headers: ip })).status).toBe(200);
   });
 
+  test('an IPv6 client is counted by its /64: wrong passwords from a fresh address of the same /64 each time answer 429 from the 11th; another /64 is not refused (docs/http-edge.md#client-addresses)', async () => {
+    const merchant = await registerMerchant(api);
+    const statuses: number[] = [];
+    for (let i = 0; i < 14; i++) {
+      const ip = { 'x-forwarded-for': `2001:db8:77:${nextIp}:${(i + 1).toString(16)}::${(i * 7 + 3).toString(16)}` };
+      statuses.push((await [api, api2][i % 2]!.post('/api/merchant/login', { email: merchant.email, password: `wrong-password-${i}` }, { headers: ip })).status);
+    }
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
+    expect(statuses.slice(10)).toEqual(Array(4).fill(429));
+    const otherNetwork = { 'x-forwarded-for': `2001:db8:77:${nextIp + 1}::1` };
+    nextIp += 2;
+    expect((await api.post('/api/merchant/login', { email: merchant.email, password: merchant.password }, { headers: otherNetwork })).status).toBe(200);
+  });
+
   test('a session token cannot try current passwords faster than a login: password changes answer 429 from the 11th, the right one too, across replicas; login is not locked', async () => {
     const merchant = await registerMerchant(api);
     const statuses: number[] = [];

@@ -19,7 +19,7 @@
  * passed to the logger, only ids.
  */
 import { isWellFormedOneTimeCode, issueOneTimeCode, oneTimeCodeMatches } from '@coinvoice/domain/credentials/one-time-code';
-import { Code, errors, invalidRequest, serviceError, enforceRateLimit, enqueueEvent, eventTransaction, type EventTransaction, type RateLimitPolicy, type RateLimitStore, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
+import { Code, clientAddressKey, errors, invalidRequest, serviceError, enforceRateLimit, enqueueEvent, eventTransaction, type EventTransaction, type RateLimitPolicy, type RateLimitStore, type Logger, type Sql, type TransactionSql } from '@coinvoice/runtime';
 import type { Client, ServiceImpl } from '@connectrpc/connect';
 import { EmailCodePurpose, type NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import type {
@@ -607,9 +607,9 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   }
 }
 
-/** The client's IP as the gateway saw it; calls without one (internal) share one key. */
+/** The client's address as the gateway saw it, as per-address limits count it (an IPv6 /64; internal calls share one key). */
 function clientKey(ip: string): string {
-  return ip === '' ? 'unknown' : ip;
+  return clientAddressKey(ip);
 }
 
 function subjectOf(merchant: MerchantRow): SessionSubject {

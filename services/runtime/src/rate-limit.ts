@@ -10,6 +10,7 @@
  * set with that in mind. Keys are stored as SHA-256 (no IPs or emails in the counter table).
  */
 import { createHash } from 'node:crypto';
+import { isIPv6 } from 'node:net';
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Setting } from './config';
@@ -118,6 +119,39 @@ export class MemoryRateLimitStore implements RateLimitStore {
       this.windows.delete(bucket);
     }
   }
+}
+
+/**
+ * What a per-address limit counts a client by (docs/http-edge.md#client-addresses): an IPv4 address
+ * as it is, an IPv6 address by its /64 — one subscriber's network, every address of which it
+ * controls (RFC 6177), so counting single IPv6 addresses is no limit at all. An IPv4-mapped IPv6
+ * address (::ffff:192.0.2.1) is its IPv4 address; a zone (%eth0) is left out. Anything else
+ * (no address: an internal call) is counted as itself.
+ */
+export function clientAddressKey(ip: string): string {
+  if (ip === '') return 'unknown';
+  const address = ip.split('%')[0]!.toLowerCase();
+  if (!isIPv6(address)) return address;
+  const groups = ipv6Groups(address);
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16).padStart(4, '0')).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address ("::" expanded, a dotted IPv4 tail as two groups). */
+function ipv6Groups(address: string): number[] {
+  let text = address;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
+  const all = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
+  return all.map((g) => parseInt(g, 16));
 }
 
 /** The error a refused call fails with (RESOURCE_EXHAUSTED → 429). */

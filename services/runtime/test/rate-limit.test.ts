@@ -3,7 +3,7 @@
  * Postgres counter shared by several pools (replicas) under concurrency, with the RateLimitExceeded
  * detail a refusal carries to the gateway.
  */
-import { createDb, enforceRateLimit, errorFacts, MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_COUNTERS_DDL, rateLimitSetting, type Sql } from '../src';
+import { clientAddressKey, createDb, enforceRateLimit, errorFacts, MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_COUNTERS_DDL, rateLimitSetting, type Sql } from '../src';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/infra';
 
 test('"<count>/<window>" settings', () => {
@@ -82,4 +82,17 @@ describe('postgres', () => {
     await store.refund(policy, 'other');
     expect(await store.consume(policy, 'other')).toMatchObject({ allowed: true, remaining: 1 });
   });
+});
+
+test('per-address limits count an IPv6 client by its /64 (every address of which it controls), IPv4 as it is (docs/http-edge.md#client-addresses)', () => {
+  const same64 = ['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:0DB8:0001:0002:0:0:0:9', '2001:db8:1:2::1%eth0', '2001:db8:1:2::192.0.2.1'];
+  for (const ip of same64) expect(clientAddressKey(ip)).toBe('2001:0db8:0001:0002::/64');
+  expect(clientAddressKey('2001:db8:1:3::1')).toBe('2001:0db8:0001:0003::/64');
+  expect(clientAddressKey('::1')).toBe('0000:0000:0000:0000::/64');
+  expect(clientAddressKey('fe80::1')).toBe('fe80:0000:0000:0000::/64');
+  // IPv4, also as an IPv4-mapped IPv6 address (how a dual-stack socket reports it).
+  expect(clientAddressKey('192.0.2.7')).toBe('192.0.2.7');
+  expect(clientAddressKey('::ffff:192.0.2.7')).toBe('192.0.2.7');
+  expect(clientAddressKey('::ffff:c000:207')).toBe('192.0.2.7');
+  expect(clientAddressKey('')).toBe('unknown');
 });
