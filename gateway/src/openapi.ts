@@ -41,6 +41,7 @@ const RATE_LIMITED_ROUTES: Record<string, string> = {
   'post /api/payout/verify': 'RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT (default 20 per hour per project, across its payouts)',
   'get /api/checkout/{id}': 'RATE_LIMIT_CHECKOUT_PER_IP (default 300 per minute per client IP)',
   'post /api/merchant/projects/{id}/webhook-test': 'RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT (default 10 per minute per project)',
+  'post /api/merchant/projects/{id}/webhook-deliveries/{deliveryId}/redeliver': 'RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT (default 60 per minute per project)',
   'get /api/events/stream': 'EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions, per gateway replica)',
 };
 

@@ -4662,6 +4662,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT (default 60 per minute per project) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    /** @description The limit that refused the call: `"<name>";q=<limit>;w=<window seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Its state: `"<name>";r=<remaining>;t=<seconds until reset>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A dependency is unavailable; retry shortly */
             503: {
                 headers: {

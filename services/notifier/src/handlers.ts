@@ -88,7 +88,7 @@ export interface NotifierHandlerDeps {
   /** Wakes this replica's worker after a redelivery committed. */
   onDeliveryCreated?: () => void;
   /** The limit of test events per project (each one is a delivery that takes a slot). */
-  testEvents: { store: RateLimitStore; perProject: RateLimitPolicy };
+  testEvents: { store: RateLimitStore; perProject: RateLimitPolicy; redeliveriesPerProject: RateLimitPolicy };
 }
 
 export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
@@ -152,6 +152,7 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
       throw errors.conflict('webhook_not_configured', 'the project has no webhook URL: set one before redelivering');
     }
     const url = project.webhookUrl;
+    await enforceRateLimit(this.deps.testEvents.store, this.deps.testEvents.redeliveriesPerProject, original.project_id.toLowerCase());
     const row = await this.deps.sql.begin((tx) => insertRedelivery(tx, original, url));
     this.deps.onDeliveryCreated?.();
     this.deps.logger.info({ deliveryId: row.id, redeliveryOf: original.id, eventId: row.event_id }, 'notifier: redelivery queued');

@@ -85,7 +85,11 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
       mailer,
       logRetentionDays: config.WEBHOOK_LOG_RETENTION_DAYS,
       onDeliveryCreated: () => worker.wake(),
-      testEvents: { store: new PostgresRateLimitStore(sql), perProject: config.RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT },
+      testEvents: {
+        store: new PostgresRateLimitStore(sql),
+        perProject: config.RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT,
+        redeliveriesPerProject: config.RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT,
+      },
     });
     logger.info(
       {

@@ -73,6 +73,11 @@ export const notifierSettings = {
   /** Test events (the dashboard's "Send a test event") per project; beyond it 429 with Retry-After. */
   RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT: rateLimitSetting('webhook-test-project', '10/1m'),
   /**
+   * Manual redeliveries per project: each is a signed POST to the project's URL, like a test
+   * event, so one session cannot make coinvoice send them without end; beyond it 429.
+   */
+  RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT: rateLimitSetting('webhook-redeliver-project', '60/1m'),
+  /**
    * How long each webhook attempt keeps what it sent and received (headers, body, response
    * excerpt); after it only the summary stays: time, URL, status code, duration, error.
    */

@@ -3,7 +3,7 @@
  * on real Postgres and NATS with a small replica (8 slots, 2 per project, 3 per host) and real
  * receivers on distinct loopback hosts (127.0.0.1 and 127.0.0.3 slow ones, 127.0.0.2 the other merchant's):
  * slots are counted per project and per host of the URL actually called, never per saved URL, and
- * test events are limited per project.
+ * test events and redeliveries are limited per project.
  */
 import { randomUUID } from 'node:crypto';
 import { create, toJson, type JsonValue } from '@bufbuild/protobuf';
@@ -23,6 +23,7 @@ beforeAll(async () => {
     WEBHOOK_TIMEOUT_MS: '8000',
     WEBHOOK_RETRY_SCHEDULE: '30s',
     RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT: '10/1m',
+    RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT: '5/1m',
   });
 });
 afterAll(async () => {
@@ -103,3 +104,39 @@ test('several projects pointing at one slow host hold at most its 3 slots; anoth
   // Not after the slow receiver's attempts time out (8 s): at once (the bound leaves room for a loaded machine).
   expect(await otherMerchantsPaidLatency()).toBeLessThan(3_000);
 });
+
+test('redeliveries are limited per project like test events: one session cannot make coinvoice POST without end (RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT)', async () => {
+  const target = await receiver('127.0.0.2');
+  const project = h.auth.addProject({ webhookUrl: target.url });
+  await h.publish('invoice.paid', invoicePaid(project.id));
+  await target.waitFor(1, 15_000);
+  const [original] = await h.sql<{ id: string }[]>`select id::text from webhook_deliveries where project_id = ${project.id}`;
+  const refused: Array<ReturnType<typeof errorFacts>> = [];
+  let queued = 0;
+  for (let i = 0; i < 12; i++) {
+    await h.client.redeliverWebhook({ projectId: project.id, deliveryId: original!.id }).then(
+      () => queued++,
+      (err: unknown) => refused.push(errorFacts(err)),
+    );
+  }
+  expect(queued).toBe(5);
+  expect(refused).toHaveLength(7);
+  for (const facts of refused) expect(facts).toMatchObject({ code: 'rate_limited', rateLimit: { policy: 'webhook-redeliver-project', limit: 5, windowSeconds: 60 } });
+  await target.waitFor(6, 15_000);
+  await pause(500);
+  expect(target.requests).toHaveLength(6);
+  // Another project's redeliveries are its own.
+  const other = h.auth.addProject({ webhookUrl: target.url });
+  await h.publish('invoice.paid', invoicePaid(other.id));
+  const [otherOriginal] = await eventuallyRows(other.id);
+  await expect(h.client.redeliverWebhook({ projectId: other.id, deliveryId: otherOriginal!.id })).resolves.toBeDefined();
+});
+
+async function eventuallyRows(projectId: string): Promise<Array<{ id: string }>> {
+  for (let i = 0; i < 200; i++) {
+    const rows = await h.sql<{ id: string }[]>`select id::text from webhook_deliveries where project_id = ${projectId}`;
+    if (rows.length > 0) return rows;
+    await pause(50);
+  }
+  throw new Error(`no delivery of project ${projectId}`);
+}
