@@ -77,8 +77,8 @@ test('every public field of the Invoice is documented with its contract type', (
   expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
   expect(Object.keys(doc.webhooks)).toContain('invoice.paid');
   expect([...doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required].sort()).toEqual(
-    // The seed's six, and the additions occurredAt and payNetwork (issue 24).
-    ['amount', 'currency', 'environment', 'invoiceId', 'occurredAt', 'orderId', 'payNetwork', 'status'],
+    // The seed's six, and the additions amountDecimal (18-decimal live amounts), occurredAt and payNetwork (issue 24).
+    ['amount', 'amountDecimal', 'currency', 'environment', 'invoiceId', 'occurredAt', 'orderId', 'payNetwork', 'status'],
   );
 });
 

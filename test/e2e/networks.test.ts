@@ -211,7 +211,7 @@ test('a sandbox invoice on every pair GET /api/currencies lists is paid by simul
       'webhook-signature': String(req.headers['webhook-signature']),
     }) as Record<string, unknown>;
     expect(signed).toMatchObject({ invoiceId: invoice.id, status: 'Paid', currency: invoice.currency, environment: 'sandbox', payNetwork: invoice.network });
-    expect(Object.keys(signed)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'payNetwork', 'occurredAt']);
+    expect(Object.keys(signed)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'amountDecimal', 'payNetwork', 'occurredAt']);
     expect(Value.Check(InvoicePaidWebhook, signed)).toBe(true);
   }
 }, 120_000);

@@ -99,9 +99,11 @@ describe('invoice.paid', () => {
     if (!req) throw new Error('no webhook');
 
     const body = JSON.parse(req.body);
-    // The seed's six fields exactly, then the additions payNetwork (issue 24) and occurredAt (receivers order events by it).
-    expect(body).toEqual({ invoiceId: paid.id, orderId: 'order-1001', status: 'Paid', amount: paid.amountReceived, currency: 'BTC', environment: 'sandbox', payNetwork: 'bitcoin', occurredAt: expect.any(String) });
-    expect(Object.keys(body)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'payNetwork', 'occurredAt']);
+    // The seed's six fields exactly, then the additions amountDecimal (the amount's exact digits),
+    // payNetwork (issue 24) and occurredAt (receivers order events by it).
+    expect(body).toEqual({ invoiceId: paid.id, orderId: 'order-1001', status: 'Paid', amount: paid.amountReceived, currency: 'BTC', environment: 'sandbox', amountDecimal: expect.stringMatching(/^\d+\.\d+$/), payNetwork: 'bitcoin', occurredAt: expect.any(String) });
+    expect(Number(body.amountDecimal)).toBe(body.amount);
+    expect(Object.keys(body)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'amountDecimal', 'payNetwork', 'occurredAt']);
     expect(Math.abs(Date.parse(body.occurredAt) - req.at)).toBeLessThan(5_000);
     expect(Value.Check(InvoicePaidWebhook, body)).toBe(true);
     expect(req.headers['content-type']).toBe('application/json');

@@ -34,6 +34,9 @@ export const InvoicePaidWebhook = Type.Object(
     amount: Type.Number({ description: 'The amount received, in currency' }),
     currency: Type.String({ description: 'The invoice’s payCurrency' }),
     environment: Environment,
+    // An addition (after the documented fields): a live payment may carry 18 decimals (ETH),
+    // more than a JSON parser's double keeps of `amount` (an outside review).
+    amountDecimal: ExactDecimal('amount'),
     payNetwork: PayNetwork,
     occurredAt: OccurredAt,
   },

@@ -7965,6 +7965,8 @@ export interface operations {
                     /** @description The invoice’s payCurrency */
                     currency: string;
                     environment: "live" | "sandbox";
+                    /** @description amount exactly, as a decimal string with the asset's full precision (e.g. 18 decimals for ETH) */
+                    amountDecimal: string;
                     /** @description The invoice’s payNetwork: the network its payCurrency is paid on (bitcoin, litecoin, ethereum, base, arbitrum, optimism, polygon, bsc, tron) */
                     payNetwork: string;
                     /**

@@ -74,7 +74,7 @@ const cases: ReadonlyArray<[eventType: string, payload: JsonValue, body: string 
   [
     'invoice.paid',
     busJson(InvoicePaidSchema, invoicePaid),
-    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox","payNetwork":"bitcoin"' + OCCURRED,
+    '{"invoiceId":"inv_01J0","orderId":"order-7","status":"Paid","amount":0.00000001,"currency":"BTC","environment":"sandbox","amountDecimal":"0.00000001","payNetwork":"bitcoin"' + OCCURRED,
   ],
   [
     'invoice.expired',
@@ -190,8 +190,10 @@ describe('invoice.paid', () => {
   test('has exactly the documented keys, in the documented order', () => {
     const mapped = webhookForEventJson('invoice.paid', busJson(InvoicePaidSchema, invoicePaid), occurredAt);
     if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
-    // The seed's six, exactly as documented, then the additions: payNetwork (issue 24) and occurredAt, which every body ends with.
-    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'payNetwork', 'occurredAt']);
+    // The seed's six, exactly as documented, then the additions: amountDecimal (the amount's exact
+    // digits: a live ETH amount has 18 decimals, more than a double keeps), payNetwork (issue 24)
+    // and occurredAt, which every body ends with.
+    expect(Object.keys(JSON.parse(mapped.body) as object)).toEqual(['invoiceId', 'orderId', 'status', 'amount', 'currency', 'environment', 'amountDecimal', 'payNetwork', 'occurredAt']);
   });
 
   test('orderId is "" when absent (as the public Invoice has it), amount a JSON number', () => {
@@ -311,4 +313,15 @@ describe('payNetwork (issue 24, docs/networks.md)', () => {
     }
     for (const [code, network] of Object.entries(NETWORK_BEFORE_NETWORKS)) expect(DEFAULT_NETWORK[code as keyof typeof DEFAULT_NETWORK]).toBe(network);
   });
+});
+
+test('invoice.paid of a live ETH payment with 18 decimals names its exact digits in amountDecimal (the JSON number alone reads as the nearest double)', () => {
+  const mapped = webhookForEventMessage(
+    'invoice.paid',
+    create(InvoicePaidSchema, { invoiceId: 'inv_eth', projectId: 'prj_1', orderId: '', status: 'Paid', amount: '0.008000000000000001', currency: 'ETH', environment: 'live', payNetwork: 'ethereum' }),
+    new Date('2026-02-03T04:05:07.123Z'),
+  );
+  if (mapped.kind !== 'webhook') throw new Error('expected a webhook');
+  expect(mapped.body).toContain('"amount":0.008000000000000001,');
+  expect((JSON.parse(mapped.body) as { amount: number; amountDecimal: string })).toMatchObject({ amount: 0.008, amountDecimal: '0.008000000000000001' });
 });

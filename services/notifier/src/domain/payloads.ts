@@ -9,7 +9,7 @@
  * types have a distinct `status`; late_payment and reopened carry the invoice's status and are
  * told apart by their own keys (transactionHash/credited, previousStatus):
  *
- *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment, payNetwork}
+ *   invoice.paid      {invoiceId, orderId, status:"Paid", amount, currency, environment, amountDecimal, payNetwork}
  *                     (orderId "" when the merchant gave none, as the public Invoice has it)
  *   invoice.expired   {invoiceId, orderId, status:"Expired", currency, environment, payNetwork}
  *                     (no amount: the event carries none; late or partial money comes as late_payment)
@@ -140,7 +140,7 @@ function internal(schema: DescMessage, reason: string): InternalRule {
 
 /** Every published event type: how (or whether) it becomes a webhook. */
 export const EVENT_WEBHOOK_TABLE = {
-  'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({ ...invoiceBase(e, read), payNetwork: payNetworkOf(e, read) })),
+  'invoice.paid': webhook(InvoicePaidSchema, (e, read) => ({ ...amountWithDigits(invoiceBase(e, read)), payNetwork: payNetworkOf(e, read) })),
   'invoice.expired': webhook(InvoiceExpiredSchema, (e, read) => ({
     invoiceId: read.required('invoiceId', e.invoiceId),
     orderId: e.orderId ?? '',
@@ -310,12 +310,16 @@ function invoiceBase(e: InvoiceEventFields, read: FieldReader) {
 }
 
 /**
- * The live-only invoice webhooks: invoice.paid's keys, then the amount again as its exact decimal
- * string (docs/accounting.md): a live amount can carry more digits than a JSON parser's double.
+ * The live-only invoice webhooks: invoice.paid's keys, the amount again as its exact decimal string
+ * (docs/accounting.md): a live amount can carry more digits than a JSON parser's double.
  */
 function liveInvoiceBase(e: InvoiceEventFields, read: FieldReader) {
-  const base = invoiceBase(e, read);
-  return { ...base, amountDecimal: base.amount.digits };
+  return amountWithDigits(invoiceBase(e, read));
+}
+
+/** A body's keys, then `amountDecimal`: its amount's exact digits. */
+function amountWithDigits<Body extends { amount: JsonDecimal }>(body: Body): Body & { amountDecimal: string } {
+  return { ...body, amountDecimal: body.amount.digits };
 }
 
 /**
