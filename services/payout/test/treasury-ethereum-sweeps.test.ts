@@ -98,6 +98,32 @@ test('ETH deposits are swept to the treasury (balance less gas); one below SWEEP
   expect(text).toContain('sweep_tasks{network="ethereum",status="skipped_dust"} 1');
 });
 
+test('a sweep takes only what the deposit address held at the confirmation count: money still unconfirmed stays where it is (docs/treasury.md#sweep-tasks)', async () => {
+  const index = 40;
+  await fundDeposit(world, 'ETH', depositAddress(index), '1');
+  await fundDeposit(world, 'USDT', depositAddress(index + 1), '100');
+  await mineBlocks(world, 10);
+  // Then more arrives, mined in the head block: 1 confirmation of the 10 the processor waits for
+  // (the token's top-up and the ETH sweep add a few blocks meanwhile, never 10).
+  await fundDeposit(world, 'ETH', depositAddress(index), '0.4');
+  await fundDeposit(world, 'USDT', depositAddress(index + 1), '55');
+  const eth = await insertSweepTask(world, { asset: 'ETH', index, amount: parseEther('1') });
+  const usdt = await insertSweepTask(world, { asset: 'USDT', index: index + 1, amount: tokenUnits('100') });
+  processor = await world.startProcessor({ CHAIN_ETHEREUM_CONFIRMATIONS: '10' });
+  await activeProcessor(processor);
+
+  const ethSweep = await transaction((await waitForTask(eth, 'sent')).transaction_id!);
+  // At most the confirmed 1 ETH less the gas reserved: the 0.4 is not in it (it was 1.4 less gas).
+  expect(BigInt(ethSweep.amount) + BigInt(ethSweep.gas_limit) * BigInt(ethSweep.max_fee_per_gas)).toBe(parseEther('1'));
+  const usdtSweep = await transaction((await waitForTask(usdt, 'sent')).transaction_id!);
+  expect(BigInt(usdtSweep.amount)).toBe(tokenUnits('100'));
+  await mineBlocks(world, 10);
+  await waitForTask(eth, 'confirmed');
+  await waitForTask(usdt, 'confirmed');
+  expect(await world.anvil.publicClient.getBalance({ address: depositAddress(index) })).toBeGreaterThanOrEqual(parseEther('0.4'));
+  expect(await tokenBalance(world.tokens.usdt, depositAddress(index + 1))).toBe(tokenUnits('55'));
+});
+
 test('a confirmed ETH sweep a deep reorg took off the chain, with nothing sent after it: found by the scan of the last day\'s senders (at start, then every 5 minutes), sent again, an incident', async () => {
   await fundDeposit(world, 'ETH', depositAddress(7), '1.5');
   const snapshot = await world.anvil.testClient.snapshot();

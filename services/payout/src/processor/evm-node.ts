@@ -109,12 +109,14 @@ export class EvmNode {
     return block.hash.toLowerCase();
   }
 
-  async balance(address: string): Promise<bigint> {
-    return bigintOf(await this.call('eth_getBalance', [address, 'latest']), 'balance');
+  /** The balance at the latest block, or at block `height`. */
+  async balance(address: string, height?: bigint): Promise<bigint> {
+    return bigintOf(await this.call('eth_getBalance', [address, height === undefined ? 'latest' : quantity(height)]), 'balance');
   }
 
-  async tokenBalance(contract: string, address: string): Promise<bigint> {
-    const result = await this.call('eth_call', [{ to: contract, data: `${BALANCE_OF_SELECTOR}${word(address)}` }, 'latest']);
+  /** The token balance at the latest block, or at block `height`. */
+  async tokenBalance(contract: string, address: string, height?: bigint): Promise<bigint> {
+    const result = await this.call('eth_call', [{ to: contract, data: `${BALANCE_OF_SELECTOR}${word(address)}` }, height === undefined ? 'latest' : quantity(height)]);
     return bigintOf(result === '0x' ? '0x0' : result, 'token balance');
   }
 

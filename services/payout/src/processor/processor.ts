@@ -622,7 +622,10 @@ export class EvmProcessor extends RoundLoop {
   private async sweepEth(group: SweepGroup, treasury: string, fees: EvmFees): Promise<void> {
     const { node } = this.options;
     const deposit = group.deposit_address.toLowerCase();
-    const balance = await node.balance(deposit);
+    const settled = await this.settledHeight();
+    // Only money at the confirmation count (docs/treasury.md#sweep-tasks): a payment still
+    // unconfirmed can leave the chain, and a sweep that spent it could then never be mined.
+    const balance = minOf(await node.balance(deposit), await node.balance(deposit, settled));
     const gasCost = ETH_TRANSFER_GAS * fees.maxFeePerGas;
     const value = balance - gasCost;
     const dust = this.options.dust.ETH;
@@ -641,7 +644,9 @@ export class EvmProcessor extends RoundLoop {
     const { node, sql } = this.options;
     const deposit = group.deposit_address.toLowerCase();
     const contract = this.options.contracts[asset];
-    const tokens = await node.tokenBalance(contract, deposit);
+    const settled = await this.settledHeight();
+    // Only tokens at the confirmation count, as for ETH (sweepEth).
+    const tokens = minOf(await node.tokenBalance(contract, deposit), await node.tokenBalance(contract, deposit, settled));
     const dust = this.options.dust[asset];
     if (tokens < dust || tokens === 0n) {
       await this.skipDust(group, `token balance ${tokens} is below SWEEP_DUST_${asset} (${dust} base units)`);
@@ -691,6 +696,13 @@ export class EvmProcessor extends RoundLoop {
     if (!row) return;
     this.logger.info({ depositAddress: deposit, asset, gas: gas.toString(), topUpWei: need.toString(), transactionHash: row.transaction_hash }, 'gas top-up for a token sweep signed');
     await this.broadcast(row, 'broadcast');
+  }
+
+  /** The highest block with the network's confirmation count: what is final for the sweeps. */
+  private async settledHeight(): Promise<bigint> {
+    const head = await this.options.node.blockNumber();
+    const height = head - BigInt(this.options.confirmations) + 1n;
+    return height < 0n ? 0n : height;
   }
 
   private async sendSweep(group: SweepGroup, transfer: { from: string; to: string; asset: EvmAsset; amount: bigint; gasLimit: bigint; fees: EvmFees }): Promise<void> {
