@@ -18,6 +18,14 @@ export interface SessionVerifierOptions {
   refreshMs?: number;
   /** At most one refetch for an unknown kid per this interval. */
   unknownKidRefetchMs?: number;
+  /**
+   * While the feed is live, revocations are still read again from auth when the last read is this
+   * old (default 30 s): a feed that stalls without a disconnect (a hung NATS server, auth's own
+   * link to it lost) otherwise let a logout go unseen for minutes (docs/architecture.md#starting-while-nats-is-down).
+   */
+  reloadWhileLiveMs?: number;
+  /** The clock of the reload above (tests). */
+  clock?: () => number;
   now?: () => Date;
 }
 
@@ -44,6 +52,9 @@ export class SessionVerifier {
   private feedLive = true;
   private lastPolled = 0;
   private polling: Promise<void> | undefined;
+  /** When revocations were last asked of auth while the feed is live (RELOAD_WHILE_LIVE_MS). */
+  private lastReload = 0;
+  private reloading: Promise<void> | undefined;
 
   constructor(
     private readonly auth: Client<typeof AuthService>,
@@ -93,6 +104,7 @@ export class SessionVerifier {
     const token = match[1];
     await this.ensureRevocations();
     if (!this.feedLive) await this.pollRevocations();
+    else await this.reloadIfStale();
     const now = this.options.now?.() ?? new Date();
     let result = await verifyJwt(token, await this.currentKeys(), now);
     if (!result.valid && result.reason === 'unknown_key') {
@@ -132,6 +144,23 @@ export class SessionVerifier {
     return this.polling;
   }
 
+  /**
+   * The feed is live, yet what it delivered is bounded in age: once the last read from auth is
+   * `reloadWhileLiveMs` old, one request (the others share it) reads the list again. A failure
+   * keeps the list as it is (auth down is not a reason to refuse every session while NATS works).
+   */
+  private reloadIfStale(): Promise<void> {
+    const clock = this.options.clock ?? Date.now;
+    if (clock() - this.lastReload < (this.options.reloadWhileLiveMs ?? 30_000)) return Promise.resolve();
+    this.lastReload = clock();
+    this.reloading ??= this.loadRevocations()
+      .catch(() => undefined)
+      .finally(() => {
+        this.reloading = undefined;
+      });
+    return this.reloading;
+  }
+
   /** Tokens of `merchantId` below `minEpoch` are refused from now on (pushed by auth over NATS). */
   revokeSessions(merchantId: string, minEpoch: number): void {
     if (minEpoch <= (this.minEpochs.get(merchantId) ?? 0)) return;
@@ -158,6 +187,7 @@ export class SessionVerifier {
    * feed). Until it succeeds after a gap no session token is trusted.
    */
   async loadRevocations(): Promise<void> {
+    this.lastReload = (this.options.clock ?? Date.now)();
     const res = await this.auth.listSessionRevocations({});
     for (const revocation of res.revocations) this.revokeSessions(revocation.merchantId, revocation.minSessionEpoch);
   }

@@ -134,6 +134,11 @@ export async function connectNats(options: ConnectNatsOptions): Promise<NatsConn
     name: options.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
+    // A server that stops answering without closing the connection (hung, a half-open link) is
+    // taken for gone after two unanswered pings, 20-30 s, not nats.js' default 4-6 minutes: until
+    // then the gateway trusts a revocation feed that no longer delivers (an outside review).
+    pingInterval: 10_000,
+    maxPingOut: 2,
     waitOnFirstConnect: options.waitOnFirstConnect ?? false,
     ...(options.connectTimeoutMs === undefined ? {} : { timeout: options.connectTimeoutMs }),
     // nats.js otherwise builds two Error objects (their stacks captured) for every request, each
