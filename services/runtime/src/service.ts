@@ -151,8 +151,18 @@ export async function startService<S extends Settings>(
     // Refused by NATS after a start without it: exit, as a start would have (the orchestrator shows it).
     onRefused: () => exitRefusedByNats(logger),
     async setUp(nats) {
-      await ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
-      const relay = new OutboxRelay({ sql, nats, namespace: config.EVENT_NAMESPACE, signer, logger, keepPublishedMs: config.OUTBOX_KEEP_PUBLISHED, signatures: config.EVENT_SIGNATURES });
+      const ensureOwnStream = () => ensureServiceStream(nats, { namespace: config.EVENT_NAMESPACE, service: definition.name, ...streamSettingsOf(config) });
+      await ensureOwnStream();
+      const relay = new OutboxRelay({
+        sql,
+        nats,
+        namespace: config.EVENT_NAMESPACE,
+        signer,
+        logger,
+        keepPublishedMs: config.OUTBOX_KEEP_PUBLISHED,
+        signatures: config.EVENT_SIGNATURES,
+        restoreStream: ensureOwnStream,
+      });
       return [relay, ...(parts.eventWorkers?.(nats) ?? [])];
     },
   });

@@ -330,6 +330,22 @@ describe('IdempotentConsumer', () => {
   });
 });
 
+describe('a lost stream (docs/architecture.md#a-lost-stream)', () => {
+  it('the stream deleted under a running consumer: it creates the stream and its durable again and handles what is published after', async () => {
+    const { stream, ns } = await newStream();
+    const consumer = newConsumer(stream, ns, { restoreStream: () => ensureStream(jsm, { namespace: ns, service: 'invoice', reconfigure: false }) });
+    await consumer.start();
+    await publishPaid(ns, { id: 'evt-lost-1', invoiceId: 'inv_lost_1', amount: '1.00000000' });
+    await waitFor('the first event credited', async () => (await credits('inv_lost_1')).length === 1);
+    // A JetStream store wiped, or the stream deleted by hand.
+    await jsm.streams.delete(stream);
+    await waitFor('the stream created again by the consumer', async () => jsm.streams.info(stream).then(() => true, () => false));
+    await publishPaid(ns, { id: 'evt-lost-2', invoiceId: 'inv_lost_2', amount: '2.00000000' });
+    await waitFor('the event after the loss credited', async () => (await credits('inv_lost_2')).length === 1);
+    expect(await credits('inv_lost_1')).toHaveLength(1);
+  });
+});
+
 describe('IdempotentConsumer acts only on signed events', () => {
   /** events_rejected_total by reason, for this file's consumers. */
   async function rejected(): Promise<Record<string, number>> {

@@ -497,3 +497,15 @@ describe('outbox', () => {
     expect(await sql`select 1 from outbox`).toHaveLength(0);
   });
 });
+
+describe('a lost stream (docs/architecture.md#a-lost-stream)', () => {
+  it('the service\'s stream deleted (a JetStream store lost): the relay creates it again and publishes what waited; nothing is lost from the outbox', async () => {
+    await newRelay({ restoreStream: () => ensureStream(jsm, { namespace, service: 'invoice' }) }).start();
+    await enqueue('invoice.paid', { invoiceId: 'inv_before' });
+    await waitFor('the first event published', async () => (await unpublishedCount()) === 0);
+    await jsm.streams.delete(stream);
+    const id = await enqueue('invoice.paid', { invoiceId: 'inv_after' });
+    await waitFor('the event after the loss published', async () => (await unpublishedCount()) === 0);
+    expect((await storedEvents()).map((e) => e.msgId)).toEqual([id]);
+  });
+});

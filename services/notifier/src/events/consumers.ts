@@ -111,6 +111,8 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
   return CONSUMED_STREAMS.map(({ service, consumer: name }) => {
     // Handled in a transaction that has not committed yet, by event id.
     const pending = new Map<string, HandledEvent>();
+    // The producer's stream: created if missing (it may start later, or its store was lost), never reconfigured.
+    const ensureStream = () => ensureServiceStream(deps.nats, { namespace, service, ...deps.stream, reconfigure: false });
     const consumer = new IdempotentConsumer({
       sql: deps.sql,
       nats: deps.nats,
@@ -129,6 +131,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
         if (then.kind !== 'nothing') pending.set(event.id, then);
         return claimed;
       },
+      restoreStream: ensureStream,
       afterCommit: (event) => {
         const handled = pending.get(event.id);
         pending.delete(event.id);
@@ -139,7 +142,7 @@ export function notifierConsumers(deps: NotifierConsumerDeps): Worker[] {
     return {
       async start() {
         // The payout stream exists once the payout service has started; the notifier may be first.
-        await ensureServiceStream(deps.nats, { namespace, service, ...deps.stream, reconfigure: false });
+        await ensureStream();
         await consumer.start();
       },
       stop: () => consumer.stop(),

@@ -206,6 +206,8 @@ export function ledgerGroupHandler(options: Pick<LedgerConsumerOptions, 'logger'
 /** The consumer as a Worker: makes sure the invoice stream exists (invoice may start later), then consumes. */
 export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
   const namespace = EventNamespace.of(options.namespace);
+  // The invoice service's stream: created if missing (it may start later, or its store was lost), never reconfigured.
+  const ensureInvoiceStream = () => ensureServiceStream(options.nats, { namespace, service: 'invoice', ...options.stream, reconfigure: false });
   const consumer = new IdempotentConsumer({
     sql: options.sql,
     nats: options.nats,
@@ -217,6 +219,7 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     groupHandler: ledgerGroupHandler(options),
     // Database writes only: credits that arrive together commit together (docs/performance.md#events).
     groupTransactions: true,
+    restoreStream: ensureInvoiceStream,
   });
   const late = new IdempotentConsumer({
     sql: options.sql,
@@ -228,10 +231,11 @@ export function ledgerConsumer(options: LedgerConsumerOptions): Worker {
     logger: options.logger,
     handler: latePaymentHandler(options),
     groupTransactions: true,
+    restoreStream: ensureInvoiceStream,
   });
   return {
     async start() {
-      await ensureServiceStream(options.nats, { namespace, service: 'invoice', ...options.stream, reconfigure: false });
+      await ensureInvoiceStream();
       await consumer.start();
       await late.start();
     },

@@ -150,6 +150,12 @@ export interface IdempotentConsumerOptions {
    * like a crash between commit and ack: the message is delivered again.
    */
   afterCommit?: (event: ConsumedEvent) => void | Promise<void>;
+  /**
+   * Creates the stream again when it is gone (a JetStream store lost or a stream deleted:
+   * docs/architecture.md#a-lost-stream), before the durable is set up again; for a stream of
+   * another service, without reconfiguring it (`ensureServiceStream` with `reconfigure: false`).
+   */
+  restoreStream?: () => Promise<unknown>;
 }
 
 const decoder = new TextDecoder();
@@ -295,7 +301,8 @@ export class IdempotentConsumer {
     msg.term();
   }
 
-  private async pullUntilStopped(consumer: Consumer): Promise<void> {
+  private async pullUntilStopped(initial: Consumer): Promise<void> {
+    let consumer = initial;
     let failures = 0;
     while (this.running) {
       try {
@@ -312,6 +319,20 @@ export class IdempotentConsumer {
       } catch (err) {
         if (!this.running) break;
         failures += 1;
+        if (isJetStreamApiError(err, JS_ERR.streamNotFound) || isJetStreamApiError(err, JS_ERR.consumerNotFound)) {
+          // The stream or the durable is gone (a JetStream store lost, a stream deleted by hand):
+          // set both up again rather than fail every pull until a restart (an outside review).
+          try {
+            this.logger.error({ err, stream: this.options.stream, consumer: this.options.name }, 'consumer: its stream or durable is gone; setting them up again');
+            await this.options.restoreStream?.();
+            await this.ensureDurable(await this.options.nats.jetstreamManager());
+            consumer = await this.js.consumers.get(this.options.stream, this.options.name);
+            failures = 0;
+            continue;
+          } catch (restoreError) {
+            this.logger.warn({ err: restoreError }, 'consumer: could not set its stream and durable up again; retrying');
+          }
+        }
         const retryInMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** (failures - 1));
         this.logger.warn({ err, failures, retryInMs }, 'consumer: pull failed; retrying');
         await this.sleep(retryInMs);

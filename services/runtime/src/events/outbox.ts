@@ -27,7 +27,7 @@
  *   eventTransaction); a poll interval is the fallback, e.g. for rows a crashed replica left.
  */
 import { randomUUID } from 'node:crypto';
-import { Events, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
+import { ErrorCode, Events, headers as natsHeaders, NatsError, type JetStreamClient, type NatsConnection } from 'nats';
 import { assertSchemaName, isDatabaseUnavailableError, type Sql, type TransactionSql } from '../db';
 import { currentRequestId, type Logger } from '../log';
 import { assertEventType, EVENT_HEADERS, EventNamespace, type EventNamespaceLike } from './bus';
@@ -156,6 +156,11 @@ export interface OutboxRelayOptions {
   logger: Logger;
   /** Rows per transaction (default 100). */
   batchSize?: number;
+  /**
+   * Creates the service's stream again when a publish finds none (a JetStream store lost, the
+   * stream deleted: docs/architecture.md#a-lost-stream); without it the relay failed until a restart.
+   */
+  restoreStream?: () => Promise<unknown>;
   /** Fallback poll when no notification arrives (default 1000 ms). */
   pollIntervalMs?: number;
   /** How long to wait for each PubAck (default 5000 ms). */
@@ -387,6 +392,14 @@ export class OutboxRelay {
         failures = 0;
       } catch (err) {
         failures += 1;
+        if (isNoStream(err) && this.options.restoreStream) {
+          try {
+            await this.options.restoreStream();
+            this.logger.error({ err }, 'outbox relay: no stream took the events (lost or deleted); created it again');
+          } catch (restoreError) {
+            this.logger.warn({ err: restoreError }, 'outbox relay: no stream took the events, and creating it failed; retrying');
+          }
+        }
         // Postgres unreachable: a failed attempt costs nothing (refused at once), and a long
         // backoff would keep waiting events back for up to retry.maxMs after it returns.
         const maxMs = isDatabaseUnavailableError(err) ? Math.min(this.retryMaxMs, DATABASE_RETRY_MAX_MS) : this.retryMaxMs;
@@ -449,6 +462,11 @@ export class OutboxRelay {
       this.logger.warn({ err }, 'outbox relay: retention sweep failed');
     }
   }
+}
+
+/** A JetStream publish nobody answered: no stream holds the subject (or JetStream is not up yet). */
+function isNoStream(err: unknown): boolean {
+  return err instanceof NatsError && err.code === ErrorCode.NoResponders;
 }
 
 /** Deletes published outbox rows older than `olderThanMs`; returns how many. */
