@@ -56,9 +56,9 @@ test('invoice.paid → one signed POST with the exact documented body, verified 
 
   const [req] = await r.waitFor(1);
   if (!req) throw new Error('no request');
-  // The documented six fields exactly, then payNetwork (issue 24) and occurredAt: the event-time the producer's relay sent.
+  // The documented six fields exactly, then amountDecimal, payNetwork (issue 24) and occurredAt: the event-time the producer's relay sent.
   expect(req.body).toBe(
-    `{"invoiceId":"${invoiceId}","orderId":"order-42","status":"Paid","amount":0.001234,"currency":"BTC","environment":"sandbox","payNetwork":"bitcoin","occurredAt":"2026-11-25T03:42:08.123Z"}`,
+    `{"invoiceId":"${invoiceId}","orderId":"order-42","status":"Paid","amount":0.001234,"currency":"BTC","environment":"sandbox","amountDecimal":"0.001234","payNetwork":"bitcoin","occurredAt":"2026-11-25T03:42:08.123Z"}`,
   );
   expect(req.headers['webhook-id']).toBe(eventId);
   expect(req.headers['content-type']).toBe('application/json');
