@@ -124,6 +124,7 @@ test('ETH paid in full: Confirming at 1 confirmation, Paid at CHAIN_ETHEREUM_CON
     amount: invoice.amountExpected,
     currency: 'ETH',
     environment: 'live',
+    amountDecimal: invoice.amountExpectedDecimal,
     payNetwork: 'ethereum',
     occurredAt: expect.any(String),
   });

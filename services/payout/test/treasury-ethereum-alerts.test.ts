@@ -4,6 +4,7 @@
  * PAYOUT_STUCK_AFTER (CoinvoicePayoutStuck) and rounds that no longer succeed
  * (CoinvoiceProcessorRoundsFailing), on a real node with the real signer.
  */
+import { parseEther } from 'viem';
 import { activeProcessor, metricsOf, mineBlocks, startTreasuryWorld, type ProcessorProcess, type TreasuryWorld } from './support/treasury';
 import { sleep, waitFor } from './support/harness';
 
@@ -72,4 +73,25 @@ test('while the signer is down every round fails and the last-success stamp stan
   const frozen = await stamp();
   await waitFor('a round stamped again', async () => (await stamp()) > frozen);
   await world.waitForStatus(payout!.id, 'Completed', 30_000);
+}, 90_000);
+
+test('a payout the treasury cannot cover raises payouts_claimable_oldest_seconds, round after round; once funded and sent it falls to 0 (CoinvoicePayoutsWaitingForTreasury)', async () => {
+  const gauge = async () => Number(/^payouts_claimable_oldest_seconds\{network="ethereum"\} (\S+)/m.exec(await metricsOf(processor))?.[1] ?? 'NaN');
+  await waitFor('the gauge at 0 with nothing waiting', async () => (await gauge()) === 0);
+  const balance = await world.anvil.publicClient.getBalance({ address: world.treasury });
+  await world.anvil.testClient.setBalance({ address: world.treasury, value: parseEther('1') });
+  let payout: { id: string } | undefined;
+  try {
+    payout = await world.payout('ETH', '2');
+    const first = await waitFor('the wait counted', async () => {
+      const seconds = await gauge();
+      return seconds > 0 ? seconds : undefined;
+    });
+    await waitFor('the wait growing', async () => (await gauge()) >= first + 1);
+    expect(await world.payoutRow(payout.id)).toMatchObject({ status: 'Pending', claimed_by: null });
+  } finally {
+    await world.anvil.testClient.setBalance({ address: world.treasury, value: balance });
+  }
+  await world.waitForStatus(payout!.id, 'Completed', 30_000);
+  await waitFor('the gauge back to 0', async () => (await gauge()) === 0);
 }, 90_000);

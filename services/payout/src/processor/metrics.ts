@@ -13,6 +13,7 @@ export interface ProcessorMetrics {
   signerRefusals: Counter<'network' | 'purpose'>;
   roundErrors: Counter<'network'>;
   lastRoundSucceeded: Gauge<'network'>;
+  claimableOldestSeconds: Gauge<'network'>;
   itemErrors: Counter<'network' | 'step'>;
   nonceResyncs: Counter<'network' | 'outcome'>;
   feeCapWaiting: Gauge<'network'>;
@@ -44,6 +45,12 @@ export function createProcessorMetrics(registry: Registry): ProcessorMetrics {
     failed: new Counter({ name: 'treasury_transactions_failed_total', help: 'Transactions mined and reverted, by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     signerRefusals: new Counter({ name: 'payout_processor_signer_refusals_total', help: 'Requests the signer refused (PermissionDenied), by purpose', labelNames: ['network', 'purpose'] as const, registers: [registry] }),
     roundErrors: new Counter({ name: 'payout_processor_round_errors_total', help: 'Processor rounds that failed (node, signer or database unavailable) and were retried', labelNames: ['network'] as const, registers: [registry] }),
+    claimableOldestSeconds: new Gauge({
+      name: 'payouts_claimable_oldest_seconds',
+      help: 'How long the oldest payout this processor may send by itself has waited since it became claimable (verified, approved or within PAYOUT_AUTO_MAX): high while the treasury cannot cover it',
+      labelNames: ['network'] as const,
+      registers: [registry],
+    }),
     lastRoundSucceeded: new Gauge({
       name: 'payout_processor_last_round_success_timestamp_seconds',
       help: 'Unix time of the active processor\'s last round that ended without error (set when it became active, before its first round): old while rounds fail or hang',

@@ -193,6 +193,10 @@ export class EvmProcessor extends RoundLoop {
   }
 
   /** A node that does not answer at all fails the round: every item would fail alike. */
+  protected autoMaxima(): Readonly<Record<string, string>> {
+    return this.options.autoMax;
+  }
+
   protected isTransportFailure(err: unknown): boolean {
     return isTransportFailure(err);
   }

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { AdvisoryLockHolder, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
 import { processorClaimId } from '../domain/status';
+import { claimablePayouts } from './claimable';
 import type { ProcessorMetrics } from './metrics';
 
 export interface RoundLoopOptions {
@@ -82,6 +83,9 @@ export abstract class RoundLoop implements Worker {
   /** Whether `err` says the node (or the signer) is unreachable: then every item would fail alike. */
   protected abstract isTransportFailure(err: unknown): boolean;
 
+  /** The processor's PAYOUT_AUTO_MAX_<ASSET> by asset: which payouts it may send by itself (claimable.ts). */
+  protected abstract autoMaxima(): Readonly<Record<string, string>>;
+
   /** When each failing item was last logged (ITEM_FAILURE_LOG_MS). */
   private readonly itemFailureLoggedAt = new Map<string, number>();
 
@@ -132,6 +136,7 @@ export abstract class RoundLoop implements Worker {
         try {
           await this.round();
           this.loopOptions.metrics.lastRoundSucceeded.set({ network: this.loopOptions.network }, Date.now() / 1_000);
+          await this.updateClaimableGauge();
           const failedRounds = this.roundFailures.recovered();
           if (failedRounds > 0) this.logger.info({ failedRounds }, 'processor recovered');
         } catch (err) {
@@ -142,6 +147,23 @@ export abstract class RoundLoop implements Worker {
         }
       }
       await this.pause(this.loopOptions.pollMs);
+    }
+  }
+
+  /**
+   * payouts_claimable_oldest_seconds: what a round left claimable, oldest first — a payout the
+   * treasury cannot cover waits there, logged but otherwise silent (CoinvoicePayoutsWaitingForTreasury).
+   * Not worth failing a round for: a failed read leaves the gauge as it was.
+   */
+  private async updateClaimableGauge(): Promise<void> {
+    const { sql, network, metrics } = this.loopOptions;
+    try {
+      const [row] = await sql<{ oldest: number }[]>`
+        select coalesce(extract(epoch from now() - min(greatest(p.verified_at, coalesce(p.approved_at, p.verified_at)))), 0)::float8 as oldest
+        from payouts p where ${claimablePayouts(sql, network, this.autoMaxima())}`;
+      metrics.claimableOldestSeconds.set({ network }, row?.oldest ?? 0);
+    } catch (err) {
+      this.logger.debug({ err: describe(err) }, 'could not read the claimable payouts for their gauge');
     }
   }
 

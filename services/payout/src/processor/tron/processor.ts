@@ -108,6 +108,11 @@ export class TronProcessor extends RoundLoop {
   }
 
   /** The node or the signer unreachable: the round fails (no item is contained on Tron). */
+  /** TRX, and USDT once its contract is configured. */
+  protected autoMaxima(): Readonly<Record<string, string>> {
+    return this.options.usdtContract !== '' ? { TRX: this.options.autoMax.TRX, USDT: this.options.autoMax.USDT } : { TRX: this.options.autoMax.TRX };
+  }
+
   protected isTransportFailure(err: unknown): boolean {
     return err instanceof TronNodeError || signerUnreachable(err);
   }
@@ -235,8 +240,7 @@ export class TronProcessor extends RoundLoop {
     await sql`
       delete from tron_sign_attempts a using payouts p
       where p.id = a.payout_id and (p.status <> 'Pending' or (p.claimed_at is not null and p.claimed_by is distinct from ${this.processorId}))`;
-    const autoMax: Record<string, string> = { TRX: this.options.autoMax.TRX };
-    if (this.options.usdtContract !== '') autoMax.USDT = this.options.autoMax.USDT;
+    const autoMax = this.autoMaxima();
     // Ours whose transaction expired unmined first (they wait for a new one), then claimable ones.
     const candidates = await sql<(PayoutRow & { ours: boolean })[]>`
       select p.*, (p.claimed_by = ${this.processorId}) as ours from payouts p

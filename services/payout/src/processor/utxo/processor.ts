@@ -137,6 +137,10 @@ export class UtxoProcessor extends RoundLoop {
   }
 
   /** Esplora or the signer unreachable: every batch would fail alike, so the round fails. */
+  protected autoMaxima(): Readonly<Record<string, string>> {
+    return { [this.options.asset]: this.options.autoMax };
+  }
+
   protected isTransportFailure(err: unknown): boolean {
     return err instanceof EsploraUnavailable || signerUnreachable(err);
   }
