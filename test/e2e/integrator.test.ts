@@ -74,8 +74,11 @@ describe('the typed client', () => {
     expect(invalid.error?.code).toBe('validation_failed');
     expect(invalid.error?.errors?.map((e) => e.field)).toContain('priceAmount');
 
-    const balance = await api.GET('/api/payout/balance');
-    expect(balance.data?.balances.find((b) => b.currency === 'BTC')?.available).toBe(invoice?.amountExpected);
+    // The credit follows the payment as an event (the payout service's ledger consumer): read until it is there.
+    const credited = async () => (await api.GET('/api/payout/balance')).data?.balances.find((b) => b.currency === 'BTC')?.available;
+    const deadline = Date.now() + 15_000;
+    while ((await credited()) === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await credited()).toBe(invoice?.amountExpected);
   });
 });
 
