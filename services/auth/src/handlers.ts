@@ -140,7 +140,7 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   async registerMerchant(req: RegisterMerchantRequest) {
     const input = validated(validateRegistration({ email: req.email, password: req.password, name: req.name }));
     // Before the 19 MiB hash: a flood costs one upsert per request.
-    await this.limit(this.deps.rateLimits.registerPerIp, clientKey(req.clientIp));
+    await this.limit(this.deps.rateLimits.registerPerIp, clientAddressKey(req.clientIp));
     const passwordHash = await this.deps.passwords.hash(input.password);
     const issued = issueOneTimeCode(input.email);
     const pending = await this.deps.signUps.start({
@@ -227,8 +227,8 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
     // Every attempt counts, right or wrong. The account's limit is counted per client IP too: a
     // stranger's wrong passwords exhaust only the stranger's own (account, IP) allowance and never
     // lock the owner out from elsewhere (issue 27); the per-IP limit bounds one client across accounts.
-    await this.limit(this.deps.rateLimits.loginPerIp, clientKey(req.clientIp));
-    await this.limit(this.deps.rateLimits.loginPerAccount, `${input.email} ${clientKey(req.clientIp)}`);
+    await this.limit(this.deps.rateLimits.loginPerIp, clientAddressKey(req.clientIp));
+    await this.limit(this.deps.rateLimits.loginPerAccount, `${input.email} ${clientAddressKey(req.clientIp)}`);
     const merchant = await this.deps.merchants.findCredentialsByEmail(input.email);
     // An unknown email spends the same argon2id work as a wrong password and gets the same answer.
     const matches = merchant
@@ -607,10 +607,6 @@ export class AuthHandlers implements ServiceImpl<typeof AuthService> {
   }
 }
 
-/** The client's address as the gateway saw it, as per-address limits count it (an IPv6 /64; internal calls share one key). */
-function clientKey(ip: string): string {
-  return clientAddressKey(ip);
-}
 
 function subjectOf(merchant: MerchantRow): SessionSubject {
   return { merchantId: merchant.id, email: merchant.email, admin: merchant.is_operator, sessionEpoch: merchant.session_epoch };

@@ -141,12 +141,15 @@ export class EthereumAdapter implements ChainAdapter {
     const outflows: ObservedTransfer[] = [];
     for (const tx of full.transactions) {
       if (typeof tx !== 'object') continue;
+      // Asked once per transaction, and only of one that concerns a watched address.
+      let receipt: TransactionReceipt | undefined;
+      const receiptOf = async () => (receipt ??= await this.receipt(tx.hash, block));
       const spender = addresses.lookup(tx.from);
       if (spender) {
         // A transaction sent from a watched address (a sweep): its value unless it reverted, and
         // its fee in any case. One receipt per such transaction: the cost of a spend, not of the block.
-        const receipt = await this.receipt(tx.hash, block);
-        const spent = (receipt.status === 'success' ? tx.value : 0n) + feeOf(receipt);
+        const spend = await receiptOf();
+        const spent = (spend.status === 'success' ? tx.value : 0n) + feeOf(spend);
         if (spent > 0n) outflows.push({ transactionHash: tx.hash, outputIndex: NATIVE_VALUE_INDEX, address: spender, asset: this.native, amount: fromBaseUnits(spent, NATIVE_DECIMALS), block });
       }
       if (tx.to === null || tx.value === 0n) continue;
@@ -155,7 +158,7 @@ export class EthereumAdapter implements ChainAdapter {
       // A reverted transaction moves no value, though the block lists it with one (an address
       // with code, e.g. an EIP-7702 delegation, can revert what it is sent). One receipt per
       // transaction to a watched address: the cost of a payment, not of the block.
-      if ((await this.receipt(tx.hash, block)).status !== 'success') continue;
+      if ((await receiptOf()).status !== 'success') continue;
       transfers.push({
         transactionHash: tx.hash,
         outputIndex: NATIVE_VALUE_INDEX,

@@ -33,8 +33,7 @@ import { ChainSourceError, type BlockRef, type ChainAdapter, type ObservedTransf
 import type { Chain, CryptoCode } from '@coinvoice/chains/coin';
 import { Decimal } from '@coinvoice/domain/money';
 import { followMempool } from './mempool';
-import { deleteHouseTransfersAbove, houseTotals, recordHouseTransfer } from './house';
-import { deleteOutflowsAbove, outflowTotals, recordOutflow } from './outflows';
+import { deleteMovementsAbove, netMovements, recordMovement } from './house';
 import type { WatcherMetrics } from './metrics';
 import { WatchedSet } from './watched-set';
 
@@ -241,9 +240,9 @@ export class ChainWatcher implements Worker {
           touched.add(invoiceId);
         }
         // Kept so reconciliation subtracts it: the house's money is never a merchant's.
-        for (const transfer of house) await recordHouseTransfer(tx, chain, transfer);
+        for (const transfer of house) await recordMovement(tx, 'house_transfers', chain, transfer);
         // Kept so reconciliation adds it back: a sweep must not hide a later payment.
-        for (const outflow of outflows) await recordOutflow(tx, chain, outflow);
+        for (const outflow of outflows) await recordMovement(tx, 'address_outflows', chain, outflow);
         await saveBlocks(tx, chain, blocks, this.options.finalityDepth + 16);
         await saveCursor(tx, chain, top);
         for (const row of await refreshConfirmations(tx, chain, head.height, this.options.finalityDepth, this.options.confirmations)) touched.add(row.invoice_id);
@@ -286,7 +285,7 @@ export class ChainWatcher implements Worker {
    * `reconcilePerBlock` of them) has its on-chain balance of its invoice's asset compared with the
    * payments recorded up to that height plus what the house sent it up to that height (the sweep
    * gas the block scan saw from a treasury, house.ts: never a payment) minus what left it (a
-   * sweep, outflows.ts). A balance above them is
+   * sweep, also house.ts). A balance above them is
    * money the block scan missed (an internal ETH transfer from a contract wallet, a node that
    * returned incomplete logs): recorded as a payment in the reconciled block, so it confirms,
    * counts and reorgs like any other. (A balance below them is not a payment.) The reconciled
@@ -375,14 +374,8 @@ export class ChainWatcher implements Worker {
     const { adapter, sql } = this.options;
     const addresses = invoices.map((w) => w.address);
     const recorded = await recordedTotals(sql, adapter.chain, asset, invoices.map((w) => w.invoiceId), height);
-    const fromHouse = await houseTotals(sql, adapter.chain, asset, addresses, height);
-    const left = await outflowTotals(sql, adapter.chain, asset, addresses, height);
-    return new Map(
-      invoices.map((w) => {
-        const address = w.address.toLowerCase();
-        return [w.invoiceId, new Decimal(recorded.get(w.invoiceId) ?? 0).plus(fromHouse.get(address) ?? 0).minus(left.get(address) ?? 0)];
-      }),
-    );
+    const moved = await netMovements(sql, adapter.chain, asset, addresses, height);
+    return new Map(invoices.map((w) => [w.invoiceId, new Decimal(recorded.get(w.invoiceId) ?? 0).plus(moved.get(w.address.toLowerCase()) ?? 0)]));
   }
 
   /** A transfer the treasury sent (a sweep's gas): not a payment; logged once, at debug. */
@@ -441,8 +434,7 @@ export class ChainWatcher implements Worker {
     const forkBlock = fork;
     const outcomes = await eventTransaction(this.options.sql, async (tx) => {
       const orphaned = await orphanPaymentsAbove(tx, chain, forkBlock.height);
-      await deleteHouseTransfersAbove(tx, chain, forkBlock.height);
-      await deleteOutflowsAbove(tx, chain, forkBlock.height);
+      await deleteMovementsAbove(tx, chain, forkBlock.height);
       await deleteBlocksAbove(tx, chain, forkBlock.height);
       await saveCursor(tx, chain, forkBlock);
       metrics.paymentsOrphaned.inc({ chain }, orphaned.length);
