@@ -27,6 +27,7 @@ import { bootSystem, type BootedSystem } from '../support/system';
 import { testNatsUrl } from '../support/infra';
 import { TcpProxy } from '../../services/runtime/test/support/tcp-proxy';
 import { smtpMailbox } from '../support/mail';
+import { awayFromWindowEdge } from '../support/async';
 
 let system: BootedSystem;
 let api: GatewayClient;
@@ -353,6 +354,9 @@ let nextIp = 1;
 const freshIp = () => ({ 'x-forwarded-for': `203.0.113.${nextIp++}` });
 
 describe('2. login and registration are rate limited across replicas', () => {
+  // Each test counts calls up to a limit of a 15-minute or 1-hour window: never across two.
+  beforeEach(() => awayFromWindowEdge(15 * 60), 70_000);
+
   test('30 wrong passwords for one account from one client, alternating two gateways on two auth replicas: 429 with Retry-After from the 11th; the right password from that client waits too, the owner elsewhere is not locked out', async () => {
     const merchant = await registerMerchant(api);
     const ip = freshIp();
@@ -450,6 +454,9 @@ describe('2. login and registration are rate limited across replicas', () => {
 });
 
 describe('3. payout codes cannot be farmed', () => {
+  // Each test counts calls up to a limit of a 15-minute or 1-hour window: never across two.
+  beforeEach(() => awayFromWindowEdge(15 * 60), 70_000);
+
   test('40 verification attempts across fresh payouts of one project: 429 from the 21st', async () => {
     const { project } = await fundedSandboxShop(0.01);
     const key = apiKeyHeader(project.key);

@@ -25,3 +25,15 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     await sleep(25);
   }
 }
+
+/**
+ * Rate-limit windows are fixed and aligned to the epoch (runtime rate-limit.ts): a test that counts
+ * calls up to a limit and starts just before a window ends sees the count restart half-way (a CI
+ * run crossed 19:00:00 and got 401 where 429 was due). When fewer than `marginMs` are left of the
+ * current window of `windowSeconds`, this waits until the next one has begun.
+ */
+export async function awayFromWindowEdge(windowSeconds: number, marginMs = 60_000): Promise<void> {
+  const windowMs = windowSeconds * 1_000;
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < marginMs) await sleep(left + 100);
+}

@@ -9,6 +9,7 @@ import { createRpcClient } from '@coinvoice/runtime';
 import { PayoutService, PayoutStatus } from '@coinvoice/runtime/gen/coinvoice/payout/v1/payout_pb';
 import { startTestService } from '../../../test/support/service';
 import { payoutService } from '../src/server';
+import { awayFromWindowEdge } from '../../../test/support/async';
 import { addressFor, balanceOf, FAST_SWEEP, payoutRequest, rejection, startPayoutHarness, waitFor, type Harness } from './support/harness';
 
 let h: Harness;
@@ -20,6 +21,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.dispose();
 });
+
+// Each test counts requests up to the limit of one hour's window: never across two.
+beforeEach(() => awayFromWindowEdge(3600), 70_000);
 
 test('replays of an answered request are answered whatever the limit, and do not count; new requests do', async () => {
   const project = h.auth.addProject('sandbox');
