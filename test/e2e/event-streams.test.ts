@@ -167,7 +167,7 @@ test('every event names its own resume point, ready too: a stream cut after the 
   const key = { 'x-api-key': project.key };
   // Where a stream starts: ready carries it.
   const [ready] = await readEvents(key, (events) => events.length >= 1);
-  expect(ready).toMatchObject({ event: 'ready', id: expect.stringMatching(/^\d+$/) });
+  expect(ready).toMatchObject({ event: 'ready', id: expect.stringMatching(/^\d+\.\d+$/) });
   // Three events while no stream is open (a listener whose gateway was down).
   const paid: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -189,4 +189,8 @@ test('every event names its own resume point, ready too: a stream cut after the 
   // Cut after the first: the other two come again, nothing lost, nothing repeated.
   const afterFirst = webhooks(await readEvents({ ...key, 'last-event-id': ids[0]! }, (events) => webhooks(events).length >= 2, 3_000));
   expect(afterFirst.map((e) => e.id)).toEqual(ids.slice(1));
+  // An id no stream sent (a position past the largest transaction id) is refused, not retried forever.
+  const refused = await api.get('/api/events/stream', { headers: { ...key, 'last-event-id': '18446744073709551616.1' } });
+  expectProblem(refused, 400, 'validation_failed');
+  expect(refused.body.errors).toEqual([{ field: 'last-event-id', message: 'must be an event id this stream sent' }]);
 });

@@ -17,6 +17,7 @@
  * sessions) may hold EVENT_STREAMS_PER_KEY streams open per gateway replica; one more is 429.
  */
 import { hashApiKey } from '@coinvoice/domain/credentials/api-keys';
+import { EVENT_STREAM_CURSOR_PATTERN, parseEventStreamCursor } from '@coinvoice/domain/event-stream-cursor';
 import { errorFacts } from '@coinvoice/runtime';
 import type { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import type { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
@@ -45,7 +46,6 @@ export interface EventStreamRouteDeps {
 }
 
 const KEEP_ALIVE_MS = 15_000;
-const CURSOR = /^(0|[1-9]\d{0,17})$/;
 /** What a 429 for one stream too many tells the client to wait: streams end when their clients leave. */
 const STREAM_LIMIT_RETRY_AFTER_SECONDS = 10;
 
@@ -182,7 +182,7 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
         { additionalProperties: false },
       ),
       headers: Type.Object({
-        'last-event-id': Type.Optional(patternString(CURSOR.source, 'must be an event id this stream sent', { description: 'Resume after this event id (the SSE reconnection header)' })),
+        'last-event-id': Type.Optional(patternString(EVENT_STREAM_CURSOR_PATTERN, 'must be an event id this stream sent', { description: 'Resume after this event id (the SSE reconnection header)' })),
       }),
       response: {
         200: {
@@ -196,8 +196,12 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
       const { projectId, credential } = await open(req);
       let counted = true;
       try {
-        const resume = req.headers['last-event-id'];
-        let cursor = typeof resume === 'string' && CURSOR.test(resume) ? resume : (await notifier.listProjectEvents({ projectId })).cursor;
+        const resume = header(req, 'last-event-id');
+        // The pattern lets a number too large for a position through (docs/webhook-delivery.md#the-listen-stream).
+        if (resume !== undefined && !parseEventStreamCursor(resume)) {
+          throw new HttpProblem(400, 'validation_failed', 'the request headers are invalid', [{ field: 'last-event-id', message: 'must be an event id this stream sent' }]);
+        }
+        let cursor = resume ?? (await notifier.listProjectEvents({ projectId })).cursor;
         // A request still being let in when the close began would open its stream after it, and
         // hold the process until the grace period's hard exit (second review).
         if (isClosing()) throw new HttpProblem(503, 'service_unavailable', 'this gateway is shutting down; reconnect', [], { 'retry-after': '1' });

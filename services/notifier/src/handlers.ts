@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { DescMessage, MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ServiceImpl } from '@connectrpc/connect';
+import { parseEventStreamCursor } from '@coinvoice/domain/event-stream-cursor';
 import { enforceRateLimit, errors, type Logger, type RateLimitPolicy, type RateLimitStore, type Sql, type Violation } from '@coinvoice/runtime';
 import {
   DeliveryStatus,
@@ -46,7 +47,7 @@ import { autoSweepVerificationEmail, emailVerificationEmail, payoutVerificationE
 import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
 import { signingSecrets, webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
-import { currentProjectEventSeq, listProjectEvents } from './store/project-events';
+import { currentProjectEventPosition, listProjectEvents, positionOf } from './store/project-events';
 import {
   findDelivery,
   findEndpoint,
@@ -228,14 +229,16 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
   async listProjectEvents(req: ListProjectEventsRequest): Reply<typeof ListProjectEventsResponseSchema> {
     const violations: Violation[] = [];
     checkUuid(violations, 'projectId', req.projectId);
-    if (req.cursor !== undefined && !/^(0|[1-9]\d{0,17})$/.test(req.cursor)) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
+    const cursor = req.cursor === undefined ? undefined : parseEventStreamCursor(req.cursor);
+    if (req.cursor !== undefined && !cursor) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
     if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) violations.push({ field: 'pageSize', message: `must be from 1 to ${MAX_PAGE_SIZE}` });
     if (violations.length > 0) throw invalid(violations);
     const project = await this.deps.projects.current(req.projectId);
     if (!project) throw errors.notFound('project');
-    if (req.cursor === undefined) return { events: [], cursor: await currentProjectEventSeq(this.deps.sql) };
+    const after = cursor && (await positionOf(this.deps.sql, req.projectId, cursor));
+    if (!after) return { events: [], cursor: await currentProjectEventPosition(this.deps.sql) };
 
-    const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, afterSeq: req.cursor, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
+    const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, after, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
     const now = new Date();
     return {
       // Signed with the secrets in force, at the time the event was recorded: a stream hands its
@@ -247,9 +250,9 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
         eventType: row.event_type,
         headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: row.created_at, body: row.body, secrets: signingSecrets(project, now) }),
         body: row.body,
-        cursor: row.seq,
+        cursor: row.position,
       })),
-      cursor: rows.at(-1)?.seq ?? req.cursor,
+      cursor: rows.at(-1)?.position ?? `${after.tx}.${after.seq}`,
     };
   }
 

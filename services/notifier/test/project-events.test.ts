@@ -7,10 +7,11 @@
 import { randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { createLogger, errorFacts, type Queryable } from '@coinvoice/runtime';
+import { createDb, createLogger, errorFacts, type Queryable, type Sql } from '@coinvoice/runtime';
 import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { Webhook } from 'standardwebhooks';
 import { projectEventsRetention } from '../src/project-events-retention';
+import { testDatabaseServerUrl } from '../../../test/support/infra';
 import { eventually, startNotifier, type Harness } from './support/harness';
 
 let h: Harness;
@@ -20,6 +21,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.dispose();
 });
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
 
 const paid = (projectId: string) =>
   toJson(InvoicePaidSchema, create(InvoicePaidSchema, { invoiceId: randomUUID(), projectId, status: 'Paid', amount: '0.5', currency: 'BTC', environment: 'sandbox', transactionHash: 'ab'.repeat(32), paidAt: timestampFromDate(new Date()) }));
@@ -85,10 +92,128 @@ test('a listener never passes an event that commits after a later one was listed
   expect(after.events.map((e) => e.eventId)).toEqual([slow, fast]);
 });
 
+test('a listener never passes an event of a transaction that began first but took its seq last (the seq order and the commit order differ both ways)', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
+  const insert = (sql: Queryable, eventId: string) =>
+    sql`insert into project_events (project_id, event_id, event_type, body) values (${project.id}, ${eventId}, 'invoice.paid', '{}')`;
+  const early = randomUUID();
+  const late = randomUUID();
+  // `early` gets its transaction id first and writes its event last; `late` writes its event (the
+  // lower seq) and is still running when early commits.
+  const lateMayCommit = deferred();
+  const lateHasInserted = deferred();
+  let lateCommitted: Promise<unknown> = Promise.resolve();
+  await h.sql.begin(async (earlyTx) => {
+    await earlyTx`select pg_current_xact_id()`;
+    lateCommitted = h.sql.begin(async (lateTx) => {
+      await lateTx`select pg_current_xact_id()`;
+      await insert(lateTx, late);
+      lateHasInserted.resolve();
+      await lateMayCommit.promise;
+    });
+    await lateHasInserted.promise;
+    await insert(earlyTx, early);
+  });
+  const page = await h.client.listProjectEvents({ projectId: project.id, cursor });
+  // early's event is listed (its transaction is older than late's), late's not yet.
+  expect(page.events.map((e) => e.eventId)).toEqual([early]);
+  lateMayCommit.resolve();
+  await lateCommitted;
+  // Resumed from the page's cursor: late's event comes, though its seq is below early's.
+  const resumed = await eventually(async () => {
+    const res = await h.client.listProjectEvents({ projectId: project.id, cursor: page.cursor });
+    return res.events.length > 0 ? res : undefined;
+  });
+  expect(resumed.events.map((e) => e.eventId)).toEqual([late]);
+  const [earlyRow] = await h.sql<{ seq: string }[]>`select seq::text from project_events where event_id = ${early}`;
+  const [lateRow] = await h.sql<{ seq: string }[]>`select seq::text from project_events where event_id = ${late}`;
+  expect(BigInt(lateRow!.seq)).toBeLessThan(BigInt(earlyRow!.seq));
+});
+
+describe('a long transaction elsewhere holds no listener back (a parallel migration held a stream 10 s and more)', () => {
+  const holders: Sql[] = [];
+  afterAll(async () => {
+    await Promise.all(holders.map((sql) => sql.end({ timeout: 1 })));
+  });
+
+  /** A transaction with a transaction id, open until the returned function is called. */
+  async function holdTransaction(url: string, applicationName: string): Promise<() => Promise<void>> {
+    const sql = createDb({ url, schema: 'public', applicationName, max: 1 });
+    holders.push(sql);
+    const ended = deferred();
+    const began = deferred();
+    const done = sql.begin(async (tx) => {
+      await tx`select pg_current_xact_id()`;
+      began.resolve();
+      await ended.promise;
+    });
+    await began.promise;
+    return async () => {
+      ended.resolve();
+      await done;
+    };
+  }
+
+  test.each([
+    ['another service of this database', () => h.svc.database.url, 'invoice'],
+    ['another database of the cluster', () => testDatabaseServerUrl(), 'notifier'],
+  ])('%s', async (_, url, applicationName) => {
+    const project = h.auth.addProject({ webhookUrl: undefined });
+    const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
+    const release = await holdTransaction(url(), applicationName);
+    try {
+      const eventId = await h.publish('invoice.paid', paid(project.id));
+      const page = await eventually(async () => {
+        const res = await h.client.listProjectEvents({ projectId: project.id, cursor });
+        return res.events.length > 0 ? res : undefined;
+      }, 5_000);
+      expect(page.events.map((e) => e.eventId)).toEqual([eventId]);
+    } finally {
+      await release();
+    }
+  });
+
+  test('a transaction of the notifier itself does hold it back until it ends', async () => {
+    const project = h.auth.addProject({ webhookUrl: undefined });
+    const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
+    const release = await holdTransaction(h.svc.database.url, 'notifier');
+    const eventId = await h.publish('invoice.paid', paid(project.id));
+    await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${eventId}`).length > 0 ? true : undefined));
+    expect((await h.client.listProjectEvents({ projectId: project.id, cursor })).events).toEqual([]);
+    await release();
+    const page = await eventually(async () => {
+      const res = await h.client.listProjectEvents({ projectId: project.id, cursor });
+      return res.events.length > 0 ? res : undefined;
+    });
+    expect(page.events.map((e) => e.eventId)).toEqual([eventId]);
+  });
+});
+
+test('a cursor of the earlier form (a bare seq) resumes without skipping: from the first transaction that wrote a later event', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const first = await h.publish('invoice.paid', paid(project.id));
+  await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${first}`).length > 0 ? true : undefined));
+  const [row] = await h.sql<{ seq: string }[]>`select seq::text from project_events where event_id = ${first}`;
+  const second = await h.publish('invoice.paid', paid(project.id));
+  const page = await eventually(async () => {
+    const res = await h.client.listProjectEvents({ projectId: project.id, cursor: row!.seq });
+    return res.events.length > 0 ? res : undefined;
+  });
+  expect(page.events.map((e) => e.eventId)).toEqual([second]);
+  expect(page.cursor).toMatch(/^\d+\.\d+$/);
+  // Nothing kept after it: "now".
+  const now = await h.client.listProjectEvents({ projectId: project.id, cursor: String(BigInt(row!.seq) + 1_000_000n) });
+  expect(now.events).toEqual([]);
+  expect(now.cursor).toMatch(/^\d+\.0$/);
+});
+
 test('a project auth does not know answers not_found; a malformed cursor validation_failed', async () => {
   await expect(h.client.listProjectEvents({ projectId: randomUUID() }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('not_found');
   const project = h.auth.addProject({ webhookUrl: undefined });
-  await expect(h.client.listProjectEvents({ projectId: project.id, cursor: 'abc' }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('validation_failed');
+  for (const cursor of ['abc', '1.', '.1', '01.1', '18446744073709551616.1', '1.9223372036854775808', '9223372036854775808']) {
+    await expect(h.client.listProjectEvents({ projectId: project.id, cursor }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('validation_failed');
+  }
 });
 
 test('events older than a day are pruned', async () => {

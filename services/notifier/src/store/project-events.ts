@@ -1,42 +1,72 @@
 /**
  * project_events: every webhook event of a project, for `coinvoice listen` (ListProjectEvents).
  * Written with the event's delivery, in one statement: insertEventRows (store/deliveries.ts).
+ *
+ * A listener's position is (tx_id, seq), read only below a horizon no running writer is under
+ * (docs/webhook-delivery.md#the-listen-stream).
  */
-import type { Queryable, Sql, TransactionSql } from '@coinvoice/runtime';
+import type { EventStreamCursor } from '@coinvoice/domain/event-stream-cursor';
+import type { Queryable, Sql } from '@coinvoice/runtime';
 
 export interface ProjectEventRow {
-  seq: string;
+  /** The position right after this event: "<tx_id>.<seq>". */
+  position: string;
   event_id: string;
   event_type: string;
   body: string;
   created_at: Date;
 }
 
-/**
- * Rows a cursor may pass: those of transactions older than every transaction still running. A seq
- * is taken at insert, not at commit, so a row of a running transaction may yet appear below rows
- * already visible; listing stops short of it until it has committed (or rolled back). The price:
- * a transaction left open anywhere in the cluster holds the stream back until it ends (a
- * development stream; deliveries never depend on it).
- */
-const settled = (sql: Queryable) => sql`tx_id < pg_snapshot_xmin(pg_current_snapshot())`;
-
-/** The project's events after `afterSeq`, oldest first, never passing one that may still commit. */
-export async function listProjectEvents(sql: Queryable, q: { projectId: string; afterSeq: string; limit: number }): Promise<ProjectEventRow[]> {
-  return sql<ProjectEventRow[]>`
-    select seq::text as seq, event_id, event_type, body, created_at from project_events
-    where project_id = ${q.projectId} and seq > ${q.afterSeq} and ${settled(sql)}
-    order by seq limit ${q.limit}`;
+/** A parsed cursor: after the event (tx, seq); seq 0 is before a transaction's first event. */
+export interface ProjectEventPosition {
+  tx: string;
+  seq: string;
 }
 
 /**
- * Where "now" is for a new listener: the last committed seq of the whole table, not of the
- * project. An event whose transaction is running at that very instant with a lower seq is before
- * "now" for this listener; from there on, listing never passes one.
+ * The lowest transaction id a listing must not reach: the lowest one still running that may be a
+ * writer of this table. A transaction of another database or another application (another
+ * service, a migration, a parallel test's system, an operator's psql) never writes here, so it
+ * does not hold listeners back; one that ended since the snapshot cannot be told apart and holds
+ * them for one more poll. Without a running writer: the snapshot's xmax, above every transaction
+ * it sees.
  */
-export async function currentProjectEventSeq(sql: Queryable): Promise<string> {
-  const [row] = await sql<{ seq: string }[]>`select coalesce(max(seq), 0)::text as seq from project_events`;
-  return row?.seq ?? '0';
+const horizon = (sql: Queryable) => sql`(
+  select coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot()))
+  from pg_snapshot_xip(pg_current_snapshot()) as running (xid)
+  where not exists (
+    select from pg_stat_activity elsewhere
+    where elsewhere.backend_xid = xid(running.xid)
+      and (elsewhere.datname is distinct from current_database()
+           or elsewhere.application_name is distinct from current_setting('application_name'))))`;
+
+/**
+ * The position of a parsed cursor. A bare seq resumes before the first transaction that wrote a
+ * later seq (its events may come twice, none is skipped); undefined when no later one is kept
+ * (the caller starts at "now").
+ */
+export async function positionOf(sql: Queryable, projectId: string, cursor: EventStreamCursor): Promise<ProjectEventPosition | undefined> {
+  if (cursor.tx !== undefined) return { tx: cursor.tx, seq: cursor.seq };
+  const [row] = await sql<{ tx: string | null }[]>`select min(tx_id)::text as tx from project_events where project_id = ${projectId} and seq > ${cursor.seq}`;
+  return row?.tx ? { tx: row.tx, seq: '0' } : undefined;
+}
+
+/** The project's events after `after`, in position order, never passing one that may still commit. */
+export async function listProjectEvents(sql: Queryable, q: { projectId: string; after: ProjectEventPosition; limit: number }): Promise<ProjectEventRow[]> {
+  return sql<ProjectEventRow[]>`
+    select tx_id::text || '.' || seq::text as position, event_id, event_type, body, created_at from project_events
+    where project_id = ${q.projectId} and (tx_id, seq) > (${q.after.tx}::xid8, ${q.after.seq}::bigint) and tx_id < ${horizon(sql)}
+    order by tx_id, seq limit ${q.limit}`;
+}
+
+/**
+ * Where "now" is for a new listener: before the horizon's transaction. An event of a writer running
+ * at this instant is after "now"; from there on, listing never passes one.
+ */
+export async function currentProjectEventPosition(sql: Queryable): Promise<string> {
+  const [row] = await sql<{ tx: string }[]>`select ${horizon(sql)}::text as tx`;
+  if (!row) throw new Error('no horizon');
+  return `${row.tx}.0`;
 }
 
 /** Deletes events older than `olderThanMs`, at most `limit`; returns how many. */
