@@ -63,6 +63,7 @@ beforeAll(async () => {
       SIGNER_MAX_PAYOUT_USDC: '600',
       SIGNER_DAILY_LIMIT_USDC: '1000',
       SIGNER_MAX_GAS_TOP_UP_WEI: parseEther('0.01').toString(),
+      PAYOUT_AUTO_MAX_ETH: '0.1',
     },
   });
   processor = clientAs('payout-processor');
@@ -242,6 +243,19 @@ test('the daily limit: USDC payouts that fit singly do not all fit together, eve
   expect(await auditOf(payouts[refusedIndex]!.id)).toEqual([expect.objectContaining({ outcome: 'refused', rule: 'daily_limit_exceeded', asset: 'USDC' })]);
   const [daily] = await db.owner<{ amount: string }[]>`select amount::text from signer.daily_totals where asset = 'USDC'`;
   expect(daily?.amount).toBe('901000000');
+});
+
+test('a payout above PAYOUT_AUTO_MAX_<ASSET> is signed only once an operator approved it, as the processors claim it (a processor that skipped the approval got it signed)', async () => {
+  const unapproved = await insertPayout(db.owner, { amount: '0.25', approved: false });
+  const refusal = await refusalOf(payoutRequest(unapproved.id, { to: unapproved.address, value: parseEther('0.25') }));
+  expect(refusal).toMatchObject({ connectCode: Code.PermissionDenied, code: 'payout_not_signable' });
+  expect(refusal.message).toContain('is not approved by an operator and above PAYOUT_AUTO_MAX_ETH (0.1)');
+  expect(await auditOf(unapproved.id)).toEqual([expect.objectContaining({ outcome: 'refused', rule: 'payout_not_signable', asset: 'ETH' })]);
+  // Within the automatic maximum: no Approve needed (the processor sends it by itself).
+  const small = await insertPayout(db.owner, { amount: '0.1', approved: false });
+  const nonce = await nonceOf(TEST_TREASURY);
+  await processor.signEvmTransaction(payoutRequest(small.id, { nonce, to: small.address, value: parseEther('0.1') }));
+  expect(await auditOf(small.id)).toEqual([expect.objectContaining({ outcome: 'signed' })]);
 });
 
 test('a payout that is not live, Pending and verified, or in an asset or on a network the signer does not move, is refused', async () => {

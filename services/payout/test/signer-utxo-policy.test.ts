@@ -211,9 +211,10 @@ describe('refuses', () => {
     await refusedWith({ ...request, payouts: [request.payouts[0]!, { ...request.payouts[0]!, outputIndex: 1 }], changeOutputIndex: undefined } as SignUtxoTransactionRequest, 'invalid_request', Code.InvalidArgument);
   });
 
-  it('a payout not verified, not live, of another coin, or of another network', async () => {
+  it('a payout not verified, not approved (above PAYOUT_AUTO_MAX_BTC, 0 here), not live, of another coin, or of another network', async () => {
     for (const [fields, rule] of [
       [{ status: 'AwaitingVerification', verified: false }, 'payout_not_signable'],
+      [{ approved: false }, 'payout_not_signable'],
       [{ environment: 'sandbox' }, 'payout_not_signable'],
       [{ asset: 'LTC' }, 'asset_not_supported'],
       [{ network: 'litecoin' }, 'network_not_supported'],

@@ -15,7 +15,7 @@ let processor: ProcessorProcess;
 
 beforeAll(async () => {
   // The signer refuses USDC payouts above 500 (its own limit, docs/treasury.md#signer-policy).
-  world = await startTreasuryWorld({ processorEnv: { PAYOUT_AUTO_MAX_ETH: '0.5' }, signerEnv: { SIGNER_MAX_PAYOUT_USDC: '500' } });
+  world = await startTreasuryWorld({ processorEnv: { PAYOUT_AUTO_MAX_ETH: '0.5' }, signerEnv: { SIGNER_MAX_PAYOUT_USDC: '500', PAYOUT_AUTO_MAX_ETH: '0.5' } });
   processor = await world.startProcessor();
   await activeProcessor(processor);
 }, 120_000);

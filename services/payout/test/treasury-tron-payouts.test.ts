@@ -18,7 +18,7 @@ let processor: ProcessorProcess | undefined;
 let stopMining: () => void;
 
 beforeAll(async () => {
-  world = await startTronWorld();
+  world = await startTronWorld({ signerEnv: { PAYOUT_AUTO_MAX_TRX: '5' } });
   stopMining = world.tron.mineEvery(100);
 }, 90_000);
 

@@ -143,6 +143,13 @@ describe('refusals name their rule and are audited', () => {
     expect(await auditOf(payout.id)).toEqual([expect.objectContaining({ outcome: 'refused', rule, network: 'tron', asset: 'TRX' })]);
   });
 
+  test('payout_not_signable: not approved by an operator, above PAYOUT_AUTO_MAX_TRX (0 here)', async () => {
+    const payout = await insertPayout(db.owner, { asset: 'TRX', amount: '3', network: 'tron', address: freshTronAddress(), approved: false });
+    const tx = await createTrxTransfer(tron.url, TEST_TRON_TREASURY, payout.address, 3_000_000n);
+    expect(await refused(payout.id, tx.raw_data_hex)).toMatchObject({ connectCode: Code.PermissionDenied, code: 'payout_not_signable', message: expect.stringContaining('is not approved by an operator') });
+    expect(await auditOf(payout.id)).toEqual([expect.objectContaining({ outcome: 'refused', rule: 'payout_not_signable', network: 'tron', asset: 'TRX' })]);
+  });
+
   test('another contract than the configured USDT', async () => {
     const payout = await insertPayout(db.owner, { asset: 'USDT', amount: '5', network: 'tron', address: freshTronAddress() });
     const tx = await createTrc20Transfer(tron.url, freshTronAddress(), TEST_TRON_TREASURY, payout.address, 5_000_000n, FEE_LIMIT);

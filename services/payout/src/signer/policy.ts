@@ -7,6 +7,7 @@
 import { Code } from '@coinvoice/runtime';
 import { checksumAddress, decodeTokenTransfer, type Eip1559Transaction, type HexString } from '@coinvoice/chains/evm/signing-keys';
 import type { EvmTransaction } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
+import { Decimal } from '@coinvoice/domain/money';
 import type { SignerAsset } from './settings';
 
 /** The network the Ethereum signer signs for (the networks issue adds others). */
@@ -174,16 +175,27 @@ export interface PayoutRow {
   amount: string;
   address: string;
   verified: boolean;
+  /** An operator approved it (Approve: payouts.approved_at). */
+  approved: boolean;
   completed: boolean;
 }
 
-/** A payout may be signed while it is live, Pending, verified and not completed. */
-export function checkPayoutSignable(payout: PayoutRow | undefined, payoutId: string): PayoutRow {
+/**
+ * PAYOUT_AUTO_MAX_<ASSET> by asset code, decimal strings: a payout above it is signed only once an
+ * operator approved it, as the processors claim it only then (docs/treasury.md#signer-policy).
+ */
+export type AutoMaxima = Readonly<Record<string, string>>;
+
+/** A payout may be signed while it is live, Pending, verified, approved or within the auto maximum, and not completed. */
+export function checkPayoutSignable(payout: PayoutRow | undefined, payoutId: string, autoMax: AutoMaxima): PayoutRow {
   if (!payout) throw new Refusal('payout_not_signable', `payout ${payoutId} does not exist`);
   const problems = [
     payout.environment !== 'live' ? `is ${payout.environment}, not live` : undefined,
     payout.status !== 'Pending' ? `is ${payout.status}, not Pending` : undefined,
     !payout.verified ? 'is not verified' : undefined,
+    !payout.approved && new Decimal(payout.amount).gt(autoMax[payout.currency] ?? '0')
+      ? `is not approved by an operator and above PAYOUT_AUTO_MAX_${payout.currency} (${autoMax[payout.currency] ?? '0'})`
+      : undefined,
     payout.completed ? 'is completed' : undefined,
   ].filter((p): p is string => p !== undefined);
   if (problems.length > 0) throw new Refusal('payout_not_signable', `payout ${payoutId} ${problems.join(', ')}`);

@@ -38,7 +38,7 @@ import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, UtxoSigner } from './utxo-signer';
 import { utxoLimitsOf } from './utxo-settings';
 import { UTXO_ACCOUNT_PATHS, UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
-import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
+import { assetLimitsOf, autoMaximaOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
 /** The signer's Postgres schema: its own, apart from the payout service's. */
@@ -185,16 +185,19 @@ export async function startSigner(env: Env = process.env): Promise<{ running: Ru
   const sql = createDb({ url: config.DATABASE_URL, schema: SIGNER_SCHEMA, max: config.DATABASE_POOL_MAX, applicationName: 'payout-signer', logger });
 
   const caller = tls ? PROCESSOR : 'plaintext';
+  const autoMax = autoMaximaOf(config);
   const rpc = new SignerRpc({
     sql,
     keys,
-    utxo: new UtxoSigner({ sql, keys: utxoKeys, limits: utxoLimitsOf(config), metrics: signerMetrics, logger, caller }),
+    utxo: new UtxoSigner({ sql, keys: utxoKeys, limits: utxoLimitsOf(config), autoMax, metrics: signerMetrics, logger, caller }),
     metrics: signerMetrics,
     logger,
     caller,
+    autoMax,
     tron: new TronSigner({
       sql,
       keys: tronKeys,
+      autoMax,
       policy: {
         usdtContract: config.CHAIN_TRON_USDT_CONTRACT,
         maxFeeLimitSun: config.SIGNER_MAX_FEE_LIMIT_SUN,

@@ -19,12 +19,12 @@ import {
   checkCommon,
   checkFeeBudget,
   checkPayoutMovement,
-  checkPayoutSignable,
   decodeTransaction,
   maxFeeOf,
   movementOf,
   Refusal,
   SIGNER_NETWORK,
+  type AutoMaxima,
   type CommonLimits,
   type DecodedTransaction,
   type Movement,
@@ -37,8 +37,8 @@ import {
   addToDailyFees,
   addToDailyTotal,
   appendAudit,
-  findPayout,
   findPayoutSignature,
+  findSignablePayout,
   lockDailyFees,
   lockDailyTotal,
   recordPayoutSignature,
@@ -108,6 +108,8 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
       utxo: UtxoSigner;
       policy: SignerPolicySettings;
       tron: TronSigner;
+      /** PAYOUT_AUTO_MAX_<ASSET>: above it, a payout is signed once approved. */
+      autoMax: AutoMaxima;
       metrics: SignerMetrics;
       logger: Logger;
       /** The caller every call that reaches a handler carries: the allow-listed name, or 'plaintext'. */
@@ -180,9 +182,9 @@ export class SignerRpc implements ServiceImpl<typeof SignerService> {
     const { sql, keys, policy } = this.options;
     const treasury = keys.treasury();
     return sql.begin(async (db) => {
-      const found = await findPayout(db, payoutId);
+      const { found, check } = await findSignablePayout(db, payoutId, this.options.autoMax);
       if (found) audit.entry = { ...audit.entry, asset: found.currency };
-      const payout = checkPayoutSignable(found, payoutId);
+      const payout = check();
       if (!isSignerAsset(payout.currency)) throw new Refusal('asset_not_supported', `payout ${payoutId} is in ${payout.currency}, not signed on ${SIGNER_NETWORK}`);
       // The same asset on another network (USDT on bsc) is another balance and another chain: never
       // paid from this network's treasury (docs/treasury.md).

@@ -17,6 +17,8 @@ import { accountXpubSetting } from '@coinvoice/chains/account-key';
 import { evmNodeSettings } from '@coinvoice/chains/evm/family';
 import { tronFamily } from '@coinvoice/chains/tron/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
+import { payoutSettings } from '../settings';
+import type { AutoMaxima } from './policy';
 import { assetAmountSetting } from './amount-setting';
 import { utxoSignerSettings } from './utxo-settings';
 import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
@@ -103,6 +105,17 @@ export const signerSettings = {
    * TLS there is no caller identity, so whoever reaches the port could ask for signatures.
    */
   SIGNER_ALLOW_PLAINTEXT: setting.bool({ default: false }),
+  /**
+   * The processors' PAYOUT_AUTO_MAX_<ASSET> (the same values, from the same configuration): a payout
+   * above it is signed only once an operator approved it (docs/treasury.md#signer-policy). Default
+   * 0: every payout needs an Approve.
+   */
+  PAYOUT_AUTO_MAX_ETH: payoutSettings.PAYOUT_AUTO_MAX_ETH,
+  PAYOUT_AUTO_MAX_USDT: payoutSettings.PAYOUT_AUTO_MAX_USDT,
+  PAYOUT_AUTO_MAX_USDC: payoutSettings.PAYOUT_AUTO_MAX_USDC,
+  PAYOUT_AUTO_MAX_BTC: payoutSettings.PAYOUT_AUTO_MAX_BTC,
+  PAYOUT_AUTO_MAX_LTC: payoutSettings.PAYOUT_AUTO_MAX_LTC,
+  PAYOUT_AUTO_MAX_TRX: payoutSettings.PAYOUT_AUTO_MAX_TRX,
   /** A file holding the BIP39 mnemonic (English words, checksum checked); never an environment variable. */
   SIGNER_SEED_FILE: { expected: 'the path of a readable file holding the BIP39 mnemonic', parse: (raw: string) => raw.trim() || undefined } as Setting<string>,
   /** The invoice service's account keys: the seed's m/44'/60'/0' must be each configured one. */
@@ -174,3 +187,16 @@ export function assetLimitsOf(config: SignerConfig): Record<SignerAsset, AssetLi
     USDC: { maxPayout: config.SIGNER_MAX_PAYOUT_USDC, dailyLimit: config.SIGNER_DAILY_LIMIT_USDC },
   };
 }
+
+/** PAYOUT_AUTO_MAX_<ASSET> by asset code: what each signer checks an unapproved payout against. */
+export function autoMaximaOf(config: ConfigOf<typeof signerSettings>): AutoMaxima {
+  return {
+    ETH: config.PAYOUT_AUTO_MAX_ETH,
+    USDT: config.PAYOUT_AUTO_MAX_USDT,
+    USDC: config.PAYOUT_AUTO_MAX_USDC,
+    BTC: config.PAYOUT_AUTO_MAX_BTC,
+    LTC: config.PAYOUT_AUTO_MAX_LTC,
+    TRX: config.PAYOUT_AUTO_MAX_TRX,
+  };
+}
+

@@ -3,14 +3,23 @@
  * service's: payout.payouts, which the signer's database role may only SELECT.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import type { PayoutRow } from './policy';
+import { checkPayoutSignable, type AutoMaxima, type PayoutRow } from './policy';
 import type { SignerAsset } from './settings';
 import type { UtxoTreasuryCoin } from '../domain/fee-rate';
+
+/**
+ * The payout a request names, refused unless it may be signed (checkPayoutSignable): what every
+ * signer (Ethereum, Tron, Bitcoin/Litecoin) reads of payout.payouts.
+ */
+export async function findSignablePayout(sql: Queryable, payoutId: string, autoMax: AutoMaxima): Promise<{ found: PayoutRow | undefined; check(): PayoutRow }> {
+  const found = await findPayout(sql, payoutId);
+  return { found, check: () => checkPayoutSignable(found, payoutId, autoMax) };
+}
 
 export async function findPayout(sql: Queryable, payoutId: string): Promise<PayoutRow | undefined> {
   const [row] = await sql<PayoutRow[]>`
     select id::text, environment, status, currency, network, amount::text as amount, address,
-           verified_at is not null as verified, completed_at is not null as completed
+           verified_at is not null as verified, approved_at is not null as approved, completed_at is not null as completed
     from payout.payouts where id = ${payoutId}`;
   return row;
 }

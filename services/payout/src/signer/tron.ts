@@ -15,9 +15,9 @@ import type { SignTronTransactionRequest } from '@coinvoice/runtime/gen/coinvoic
 import type { TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
 import { decodeRawTransaction, decodeTrc20Transfer, TronCodecError, tronTxid, type TronRawTransaction } from '@coinvoice/chains/tron/transaction';
 import { validateTronAddress } from '@coinvoice/chains/tron/address';
-import { checkPayoutSignable, Refusal } from './policy';
+import { Refusal, type AutoMaxima } from './policy';
 import type { AssetLimits } from './settings';
-import { addToDailyTotal, appendAudit, findPayout, lockDailyTotal, type AuditEntry } from './store';
+import { addToDailyTotal, appendAudit, findSignablePayout, lockDailyTotal, type AuditEntry } from './store';
 
 export const TRON_NETWORK = 'tron';
 /** The assets a Tron payout may be in; USDT's limits are shared with Ethereum's (settings.ts). */
@@ -90,6 +90,8 @@ export class TronSigner {
       /** Undefined when INVOICE_XPUB_TRX is not configured: Tron is then not signed. */
       keys: TronSigningKeys | undefined;
       policy: TronPolicy;
+      /** PAYOUT_AUTO_MAX_<ASSET>: above it, a payout is signed once approved. */
+      autoMax: AutoMaxima;
       now?: () => number;
     },
   ) {}
@@ -123,9 +125,9 @@ export class TronSigner {
     const { sql, policy } = this.options;
     const now = BigInt((this.options.now ?? Date.now)());
     return sql.begin(async (db) => {
-      const found = await findPayout(db, payoutId);
+      const { found, check } = await findSignablePayout(db, payoutId, this.options.autoMax);
       if (found) audit.asset = found.currency;
-      const payout = checkPayoutSignable(found, payoutId);
+      const payout = check();
       if (payout.network !== TRON_NETWORK) throw new Refusal('network_not_supported', `payout ${payoutId} is sent on ${payout.network}, not signed on ${TRON_NETWORK}`);
       if (!isTronAsset(payout.currency)) throw new Refusal('asset_not_supported', `payout ${payoutId} is in ${payout.currency}, not signed on ${TRON_NETWORK}`);
       const asset = payout.currency;

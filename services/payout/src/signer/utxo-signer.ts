@@ -10,9 +10,9 @@ import { serviceError, type Logger, type Sql } from '@coinvoice/runtime';
 import type { SignUtxoTransactionRequest } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Transaction } from '@scure/btc-signer';
 import { withinCap, formatFeeRate, type UtxoTreasuryCoin } from '../domain/fee-rate';
-import { checkPayoutSignable, Refusal } from './policy';
+import { Refusal, type AutoMaxima } from './policy';
 import type { SignerMetrics } from './metrics';
-import { addToDailyTotal, findPayout, lockDailyTotal } from './store';
+import { addToDailyTotal, findSignablePayout, lockDailyTotal } from './store';
 import { UTXO_NETWORK_COINS, type UtxoCoinLimits } from './utxo-settings';
 import { outputScriptOfAddress, type UtxoKeyPath, type UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
 import { addToUtxoDailyFees, appendUtxoAudit, boundInputAmounts, findUtxoPayoutSignatures, lockUtxoDailyFees, recordUtxoPayoutSignature, type UtxoAuditEntry } from './utxo-store';
@@ -59,6 +59,8 @@ export class UtxoSigner {
       sql: Sql;
       keys: Readonly<Record<UtxoTreasuryNetwork, UtxoSigningKeys>>;
       limits: Readonly<Record<UtxoTreasuryCoin, UtxoCoinLimits>>;
+      /** PAYOUT_AUTO_MAX_<COIN>: above it, a payout is signed once approved. */
+      autoMax: AutoMaxima;
       metrics: SignerMetrics;
       logger: Logger;
       caller: string;
@@ -192,7 +194,7 @@ export class UtxoSigner {
     const answer = await sql.begin(async (db) => {
       const amounts = new Map<string, bigint>();
       for (const payoutId of payoutIds) {
-        const payout = checkPayoutSignable(await findPayout(db, payoutId), payoutId);
+        const payout = (await findSignablePayout(db, payoutId, this.options.autoMax)).check();
         if (payout.currency !== coin) throw new Refusal('asset_not_supported', `payout ${payoutId} is in ${payout.currency}, not ${coin}`);
         if (payout.network !== network) throw new Refusal('network_not_supported', `payout ${payoutId} is sent on ${payout.network}, not ${network}`);
         const amount = toBaseUnits(new Decimal(payout.amount), COIN_DECIMALS);

@@ -99,6 +99,8 @@ export interface PayoutRowInput {
   environment?: 'live' | 'sandbox';
   status?: 'AwaitingVerification' | 'Pending' | 'Completed' | 'Rejected' | 'Cancelled';
   verified?: boolean;
+  /** An operator's Approve (payouts.approved_at); default true. */
+  approved?: boolean;
   /** Default ethereum. */
   network?: string;
 }
@@ -115,15 +117,17 @@ export async function insertPayout(owner: postgres.Sql, input: PayoutRowInput = 
     environment: input.environment ?? 'live',
     status: input.status ?? 'Pending',
     verified: input.verified ?? true,
+    approved: input.approved ?? true,
   };
   const awaiting = payout.status === 'AwaitingVerification';
   await owner`
     insert into payout.payouts (id, project_id, environment, amount, currency, network, address, status, code_hash, code_salt,
-                                code_expires_at, code_attempts_left, created_at, updated_at, verified_at, claimed_at, claimed_by)
+                                code_expires_at, code_attempts_left, created_at, updated_at, verified_at, claimed_at, claimed_by, approved_at, approved_by)
     values (${payout.id}, ${randomUUID()}, ${payout.environment}, ${payout.amount}::numeric, ${payout.asset}, ${payout.network}, ${payout.address},
             ${payout.status}, ${awaiting ? Buffer.alloc(32, 1) : null}, ${awaiting ? Buffer.alloc(16, 2) : null},
             now() + interval '15 minutes', 5, now(), now(), ${payout.verified ? new Date() : null},
-            ${payout.status === 'Pending' && payout.verified ? new Date() : null}, ${payout.status === 'Pending' && payout.verified ? 'processor:ethereum' : null})`;
+            ${payout.status === 'Pending' && payout.verified ? new Date() : null}, ${payout.status === 'Pending' && payout.verified ? 'processor:ethereum' : null},
+            ${payout.approved ? new Date() : null}, ${payout.approved ? 'test-operator' : null})`;
   return payout;
 }
 
