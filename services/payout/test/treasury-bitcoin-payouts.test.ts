@@ -232,3 +232,26 @@ test('payouts waiting for coins keep their place: the change that comes back pay
   // Out of the next tests' way: no longer approved (PAYOUT_AUTO_MAX_BTC is 0), so never claimable.
   await world.h.sql`update payouts set approved_at = null, approved_by = null where id in ${world.h.sql(newer.map((p) => p.id))}`;
 });
+
+test('a processor started while the signer is down follows its batch in flight to Completed with the treasury (address and account key) the signer answered before', async () => {
+  setFeeEstimates(world, { 6: 2 });
+  await world.deposit(400_000n);
+  processor = await world.startProcessor();
+  await activeProcessor(processor);
+  const payout = await world.payout('BTC', '0.001');
+  const txid = await waitFor('the payout broadcast', async () => (await world.payoutRow(payout.id)).transaction_hash ?? undefined, 20_000);
+  await waitFor('the payout in the mempool', async () => world.esplora.mempool.has(txid));
+  await processor.kill();
+  await world.signer.kill();
+  try {
+    processor = await world.startProcessor();
+    await activeProcessor(processor);
+    await waitFor('the processor says it goes on without the signer', async () => processor!.logs.some((line) => line.includes('the signer cannot be reached')));
+    world.esplora.mine();
+    world.esplora.mine();
+    await world.waitForStatus(payout.id, 'Completed', 30_000);
+    expect(await world.payoutRow(payout.id)).toMatchObject({ transaction_hash: txid });
+  } finally {
+    await world.signer.restart();
+  }
+});

@@ -95,3 +95,29 @@ test('a payout the treasury cannot cover raises payouts_claimable_oldest_seconds
   await world.waitForStatus(payout!.id, 'Completed', 30_000);
   await waitFor('the gauge back to 0', async () => (await gauge()) === 0);
 }, 90_000);
+
+test('a processor started while the signer is down follows a payout in flight to Completed with the treasury the signer answered before (it waited for the signer before anything)', async () => {
+  await world.anvil.testClient.setAutomine(false);
+  let payout: { id: string } | undefined;
+  try {
+    payout = await world.payout('ETH', '0.1');
+    const id = payout.id;
+    await waitFor('the payout broadcast', async () => (await world.chainTransactions(id)).some((t) => t.status === 'broadcast'));
+    await world.signer.kill();
+    await processor.kill();
+    processor = await world.startProcessor();
+    await activeProcessor(processor);
+    await waitFor('the processor says it goes on without the signer', async () => processor.logs.some((line) => line.includes('the signer cannot be reached')));
+    await world.anvil.testClient.setAutomine(true);
+    await waitFor('the payout completed without the signer', async () => {
+      await mineBlocks(world, 1);
+      return (await world.payoutRow(id)).status === 'Completed';
+    }, 60_000);
+  } finally {
+    await world.anvil.testClient.setAutomine(true);
+    await world.signer.restart();
+  }
+  // With the signer back, the next payout goes as ever.
+  const next = await world.payout('ETH', '0.1');
+  await world.waitForStatus(next.id, 'Completed', 30_000);
+}, 150_000);

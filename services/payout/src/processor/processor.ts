@@ -139,11 +139,13 @@ export class EvmProcessor extends RoundLoop {
   private async setUp(): Promise<string> {
     if (this.treasury && this.chainId !== undefined) return this.treasury;
     const { network, sql, node, signer } = this.options;
-    const answer = await signer.getTreasury({ network });
+    const answer = await this.treasuryAnswer(async () => ({ address: (await signer.getTreasury({ network })).address }));
     const treasury = answer.address;
     if (!/^0x[0-9a-fA-F]{40}$/.test(treasury)) throw new Error(`the signer answered a malformed treasury address for ${network}`);
     this.chainId = await node.chainId();
-    await saveTreasury(sql, network, treasury);
+    // Without the signer: this round follows what is in flight; the next asks it again.
+    if (!answer.fromSigner) return treasury.toLowerCase();
+    await saveTreasury(sql, network, { address: treasury });
     if (!(await hasAccount(sql, network, treasury))) await ensureAccount(sql, network, treasury, await node.minedNonce(treasury));
     this.treasury = treasury.toLowerCase();
     this.logger.info({ treasury, chainId: this.chainId.toString() }, 'treasury address from the signer');

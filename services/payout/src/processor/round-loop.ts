@@ -11,6 +11,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { AdvisoryLockHolder, type Logger, type Sql, type Worker } from '@coinvoice/runtime';
 import { processorClaimId } from '../domain/status';
 import { claimablePayouts } from './claimable';
+import { storedTreasury, type TreasuryAnswer } from './store';
 import type { ProcessorMetrics } from './metrics';
 
 export interface RoundLoopOptions {
@@ -102,6 +103,30 @@ export abstract class RoundLoop implements Worker {
     if (loggedAt === undefined || now - loggedAt >= ITEM_FAILURE_LOG_MS) {
       this.itemFailureLoggedAt.set(key, now);
       this.logger.error({ ...context, step, err: describe(err) }, `processor ${step} step failed for one item; it is left for later and the round goes on (operator attention needed)`);
+    }
+  }
+
+  private treasuryFallbackLoggedAt = 0;
+
+  /**
+   * The signer's treasury answer; while the signer cannot be reached, the answer it gave before
+   * (treasury_networks), so that a processor started then still follows its transactions in
+   * flight to their end: nothing new can be signed anyway (docs/treasury.md#processor).
+   * `fromSigner` false: the caller asks again next round.
+   */
+  protected async treasuryAnswer(ask: () => Promise<TreasuryAnswer>): Promise<TreasuryAnswer & { fromSigner: boolean }> {
+    try {
+      return { ...(await ask()), fromSigner: true };
+    } catch (err) {
+      if (!signerUnreachable(err)) throw err;
+      const stored = await storedTreasury(this.loopOptions.sql, this.loopOptions.network);
+      if (!stored) throw err;
+      const now = Date.now();
+      if (now - this.treasuryFallbackLoggedAt >= ITEM_FAILURE_LOG_MS) {
+        this.treasuryFallbackLoggedAt = now;
+        this.logger.warn({ treasury: stored.address, err: describe(err) }, 'the signer cannot be reached: transactions in flight are followed with the treasury it answered before; nothing is signed until it answers');
+      }
+      return { ...stored, fromSigner: false };
     }
   }
 

@@ -64,11 +64,23 @@ export interface SweepTaskRow {
   transaction_id: string | null;
 }
 
-/** Records the treasury address the signer answered (the Treasury page, metrics). */
-export async function saveTreasury(sql: Sql, network: string, address: string): Promise<void> {
+/** The treasury as the signer answered it: the address, and the account xpub of a UTXO network. */
+export interface TreasuryAnswer {
+  address: string;
+  accountXpub?: string;
+}
+
+/** Records the treasury the signer answered (the Treasury page, metrics, and a start without the signer). */
+export async function saveTreasury(sql: Sql, network: string, answer: TreasuryAnswer): Promise<void> {
   await sql`
-    insert into treasury_networks (network, address) values (${network}, ${address})
-    on conflict (network) do update set address = excluded.address, updated_at = now()`;
+    insert into treasury_networks (network, address, account_xpub) values (${network}, ${answer.address}, ${answer.accountXpub ?? null})
+    on conflict (network) do update set address = excluded.address, account_xpub = excluded.account_xpub, updated_at = now()`;
+}
+
+/** The treasury the signer answered last, if it ever did. */
+export async function storedTreasury(sql: Queryable, network: string): Promise<TreasuryAnswer | undefined> {
+  const [row] = await sql<{ address: string; account_xpub: string | null }[]>`select address, account_xpub from treasury_networks where network = ${network}`;
+  return row && { address: row.address, ...(row.account_xpub === null ? {} : { accountXpub: row.account_xpub }) };
 }
 
 export async function isPaused(sql: Queryable, network: string): Promise<boolean> {

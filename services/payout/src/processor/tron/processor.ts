@@ -119,9 +119,11 @@ export class TronProcessor extends RoundLoop {
 
   private async setUp(): Promise<string> {
     if (this.treasury) return this.treasury;
-    const answer = await this.options.signer.getTreasury({ network: 'tron' });
+    const answer = await this.treasuryAnswer(async () => ({ address: (await this.options.signer.getTreasury({ network: 'tron' })).address }));
     if (!/^T[1-9A-HJ-NP-Za-km-z]{33}$/.test(answer.address)) throw new Error('the signer answered a malformed Tron treasury address');
-    await saveTreasury(this.options.sql, 'tron', answer.address);
+    // Without the signer: this round follows what is in flight; the next asks it again.
+    if (!answer.fromSigner) return answer.address;
+    await saveTreasury(this.options.sql, 'tron', { address: answer.address });
     this.treasury = answer.address;
     this.logger.info({ treasury: answer.address }, 'treasury address from the signer');
     return answer.address;

@@ -153,11 +153,17 @@ export class UtxoProcessor extends RoundLoop {
   private async setUp(): Promise<Treasury> {
     if (this.treasury) return this.treasury;
     const { network, sql, signer } = this.options;
-    const answer = await signer.getTreasury({ network });
+    const answer = await this.treasuryAnswer(async () => {
+      const { address, accountXpub } = await signer.getTreasury({ network });
+      return { address, accountXpub };
+    });
+    if (answer.accountXpub === undefined) throw new Error(`the ${network} treasury stored before has no account xpub; the signer must answer once`);
     const keys = new AccountAddresses(answer.accountXpub, hrpOf(answer.address));
     // The xpub and the address come from the same key, or the change would go where the signer cannot spend.
     if (keys.address(1, 0) !== answer.address.toLowerCase()) throw new Error(`the signer's ${network} treasury address is not account/1/0 of its account xpub`);
-    await saveTreasury(sql, network, answer.address);
+    // Without the signer: this round follows what is in flight; the next asks it again.
+    if (!answer.fromSigner) return { address: answer.address, keys };
+    await saveTreasury(sql, network, answer);
     await recordChangeAddresses(sql, network, (index) => keys.address(1, index));
     this.treasury = { address: answer.address, keys };
     this.logger.info({ treasury: answer.address }, 'treasury address and account key from the signer');
