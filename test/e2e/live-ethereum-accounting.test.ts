@@ -221,6 +221,41 @@ test('the checkout page shows a tiny remainder as a plain decimal (0.00000001 ET
   expect(checkout.body).toMatchObject({ status: 'PartiallyPaid', amountRemainingDecimal: '0.00000001', amountReceivedDecimal: short });
 });
 
+test('credit-missing credits a reported credit the ledger never got (its event lost), exactly and once; the check then holds (docs/accounting.md#crediting-what-is-missing)', async () => {
+  const operator = await grantOperator(system, api, `ops-repair-${Date.now()}@example.com`, 'correct horse battery staple');
+  const db = postgres(system.database.url, { max: 1, onnotice: () => undefined });
+  try {
+    // The state an invoice.paid lost with a JetStream store leaves: no entry, the balance without it.
+    const [lost] = await db<{ invoice_id: string; amount: string }[]>`
+      select invoice_id::text, amount::text from payout.ledger_entries
+      where kind = 'credit_invoice' and environment = 'live' and project_id = ${live.id} order by id limit 1`;
+    await db.begin(async (tx) => {
+      await tx`delete from payout.ledger_entries where kind = 'credit_invoice' and invoice_id = ${lost!.invoice_id}`;
+      await tx`update payout.balances set available = available - ${lost!.amount}::numeric where project_id = ${live.id} and environment = 'live' and currency = 'ETH' and network = 'ethereum'`;
+    });
+    const missingCheck = await api.post('/api/admin/ledger/check', {}, { headers: bearer(operator.token) });
+    expect((missingCheck.body as { violations: Array<{ kind: string }> }).violations.map((v) => v.kind)).toEqual(['credit_missing']);
+    expect(await ethBalance()).toBe(new Decimal(credited).minus(lost!.amount).toFixed());
+
+    expect((await api.post('/api/admin/ledger/credit-missing', {}, { headers: bearer(merchantToken) })).status).toBe(403);
+    const repaired = await api.post('/api/admin/ledger/credit-missing', {}, { headers: bearer(operator.token) });
+    expect(repaired.status).toBe(200);
+    expect(repaired.body).toEqual({
+      credited: [{ invoiceId: lost!.invoice_id, projectId: live.id, paymentId: null, currency: 'ETH', network: 'ethereum', amount: new Decimal(lost!.amount).toFixed() }],
+      skipped: [],
+    });
+    // To the wei, and once: a second call credits nothing.
+    await balanceIs(credited);
+    expect((await api.post('/api/admin/ledger/credit-missing', {}, { headers: bearer(operator.token) })).body).toEqual({ credited: [], skipped: [] });
+    const [entry] = await db<{ event_id: string }[]>`select event_id from payout.ledger_entries where kind = 'credit_invoice' and invoice_id = ${lost!.invoice_id}`;
+    expect(entry!.event_id).toMatch(/^ledger-repair:/);
+    const clean = await api.post('/api/admin/ledger/check', {}, { headers: bearer(operator.token) });
+    expect((clean.body as { violations: unknown[] }).violations).toEqual([]);
+  } finally {
+    await db.end();
+  }
+});
+
 test('the ledger invariant check holds on the real ledger, then finds each deliberately corrupted row and counts it', async () => {
   const operator = await grantOperator(system, api, `ops-${Date.now()}@example.com`, 'correct horse battery staple');
   const check = async () => {

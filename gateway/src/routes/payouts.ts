@@ -29,6 +29,7 @@ import {
   PayoutSchema,
   ProjectBody,
   ProjectQuery,
+  CreditMissingSchema,
   LedgerCheckSchema,
   RejectPayoutBody,
   RequestPayoutBody,
@@ -382,6 +383,23 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     handler: async (req) => {
       const res = await payouts.checkLedgerInvariants({ operatorToken: merchantPrincipal(req).token });
       return { violations: res.violations.map((v) => ({ kind: v.kind, detail: v.detail })), balancesChecked: Number(res.balancesChecked), creditsChecked: Number(res.creditsChecked) };
+    },
+  });
+
+  app.post('/api/admin/ledger/credit-missing', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Operators: credit what the ledger check finds missing (credit_missing), each as its invoice.paid or late-payment event would have; a second call, or the event arriving later, credits nothing more',
+      security: bearer,
+      response: { 200: CreditMissingSchema },
+    },
+    onRequest: hooks.admin,
+    handler: async (req) => {
+      const res = await payouts.creditMissing({ operatorToken: merchantPrincipal(req).token });
+      return {
+        credited: res.credited.map((c) => ({ invoiceId: c.invoiceId, projectId: c.projectId, paymentId: c.paymentId || null, currency: c.currency, network: c.network, amount: c.amount })),
+        skipped: res.skipped.map((s) => ({ kind: 'credit_missing' as const, detail: s.detail })),
+      };
     },
   });
 }

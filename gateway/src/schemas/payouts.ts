@@ -193,3 +193,28 @@ export const LedgerCheckSchema = Type.Object(
   },
   { $id: 'LedgerCheck', additionalProperties: false },
 );
+
+export const CreditMissingSchema = Type.Object(
+  {
+    credited: Type.Array(
+      Type.Object(
+        {
+          invoiceId: Uuid,
+          projectId: Uuid,
+          paymentId: Type.Union([Type.String(), Type.Null()], { description: 'chain:transaction:output of a late payment; null for the invoice.paid credit' }),
+          currency: Type.String({ description: 'The coin credited' }),
+          network: Type.String({ description: 'The network of the balance credited' }),
+          amount: Type.String({ description: 'Decimal string, the asset’s full precision' }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'The credits that went in now: each reported by the invoice service and missing from the ledger' },
+    ),
+    skipped: Type.Array(
+      Type.Object({ kind: Type.Literal('credit_missing'), detail: Type.String({ description: 'The credit and why the ledger cannot take it' }) }, { additionalProperties: false }),
+      { description: 'Missing credits not credited (a report the ledger cannot take); empty normally' },
+    ),
+  },
+  { $id: 'CreditMissing', additionalProperties: false },
+);
+

@@ -729,6 +729,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/ledger/credit-missing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Operators: credit what the ledger check finds missing (credit_missing), each as its invoice.paid or late-payment event would have; a second call, or the event arriving later, credits nothing more */
+        post: operations["postApiAdminLedgerCreditMissing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/merchant/projects/{id}/auto-sweep": {
         parameters: {
             query?: never;
@@ -6563,6 +6580,118 @@ export interface operations {
                         }[];
                         balancesChecked: number;
                         creditsChecked: number;
+                    };
+                };
+            };
+            /** @description Invalid input: the `errors` array names each offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not allowed (for example a live key on a sandbox-only route) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unknown resource, or one that belongs to another project or merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is not in a state that allows this */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable; retry shortly */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency did not answer in time (code service_unavailable): the request may or may not have taken effect; retry, writes with the same Idempotency-Key */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postApiAdminLedgerCreditMissing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The credits that went in now: each reported by the invoice service and missing from the ledger */
+                        credited: {
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            invoiceId: string;
+                            /**
+                             * Format: uuid
+                             * @description A UUID
+                             */
+                            projectId: string;
+                            /** @description chain:transaction:output of a late payment; null for the invoice.paid credit */
+                            paymentId: string | null;
+                            /** @description The coin credited */
+                            currency: string;
+                            /** @description The network of the balance credited */
+                            network: string;
+                            /** @description Decimal string, the asset’s full precision */
+                            amount: string;
+                        }[];
+                        /** @description Missing credits not credited (a report the ledger cannot take); empty normally */
+                        skipped: {
+                            /** @constant */
+                            kind: "credit_missing";
+                            /** @description The credit and why the ledger cannot take it */
+                            detail: string;
+                        }[];
                     };
                 };
             };

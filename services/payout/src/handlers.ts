@@ -45,6 +45,9 @@ import {
   type GetBalanceResponseSchema,
   type CheckLedgerInvariantsRequest,
   type CheckLedgerInvariantsResponseSchema,
+  type CreditMissingRequest,
+  type CreditMissingResponseSchema,
+  type MissingCreditSchema,
   type ListAllPayoutsRequest,
   type ListAllPayoutsResponseSchema,
   type ListPayoutsRequest,
@@ -101,6 +104,7 @@ import {
 } from './store/payouts';
 import { applyTrigger } from './transitions';
 import { checkLedgerInvariants, type LedgerCheckDeps } from './invariants/ledger-check';
+import { creditReported } from './events/ledger-consumer';
 import type { PayoutChainCheck } from '@coinvoice/chains/payout-check';
 import { isEvmChain } from '@coinvoice/chains/evm/networks';
 import { refuseHouseDestination, type HouseAddressLookup } from './house-addresses';
@@ -513,6 +517,34 @@ export class PayoutHandlers implements ServiceImpl<typeof PayoutService> {
     this.deps.logger.info({ operatorId }, 'ledger invariant check asked by an operator');
     const result = await checkLedgerInvariants(this.deps.ledgerCheck);
     return { violations: result.violations, balancesChecked: BigInt(result.balancesChecked), creditsChecked: BigInt(result.creditsChecked) };
+  }
+
+  /**
+   * What the check finds missing, credited as its event would have been, each in its own
+   * transaction (docs/accounting.md#crediting-what-is-missing). The ledger entry's event id names
+   * the repair and the operator; a second call, or the event arriving later, credits nothing more.
+   */
+  async creditMissing(req: CreditMissingRequest): Reply<typeof CreditMissingResponseSchema> {
+    const operatorId = await this.operator(req.operatorToken);
+    const { missing } = await checkLedgerInvariants(this.deps.ledgerCheck);
+    const credited: MessageInitShape<typeof MissingCreditSchema>[] = [];
+    const skipped: { kind: string; detail: string }[] = [];
+    for (const credit of missing) {
+      const what = `invoice ${credit.invoiceId}${credit.paymentId ? ` payment ${credit.paymentId}` : ' (invoice.paid)'}`;
+      const log = this.deps.logger.child({ operatorId, invoiceId: credit.invoiceId, paymentId: credit.paymentId || undefined });
+      const eventId = `ledger-repair:${operatorId}:${credit.paymentId || credit.invoiceId}`;
+      const outcome = await eventTransaction(this.deps.sql, (tx) => creditReported(tx, credit, eventId, { onAutoSwept: this.deps.onAutoSwept }, log));
+      if (!outcome.ok) {
+        log.error({ reason: outcome.reason }, 'a missing credit was not credited: the invoice service reported what the ledger cannot take');
+        skipped.push({ kind: 'credit_missing', detail: `${what}: ${outcome.reason}` });
+      } else if (outcome.credited) {
+        const c = outcome.credited;
+        log.warn({ projectId: c.projectId, currency: c.currency, network: c.network, amount: c.amount }, 'ledger: a missing credit credited by an operator');
+        this.deps.metrics?.credited.inc({ currency: c.currency, environment: c.environment });
+        credited.push({ invoiceId: c.invoiceId, projectId: c.projectId, paymentId: c.paymentId ?? '', currency: c.currency, network: c.network, amount: c.amount });
+      }
+    }
+    return { credited, skipped };
   }
 
   async cancelPayout(req: CancelPayoutRequest): Reply<typeof CancelPayoutResponseSchema> {

@@ -37,6 +37,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       listAllPayouts: ['gateway'],
       // Operators' "check the ledger now" (the gateway's admin route checks the operator's token).
       checkLedgerInvariants: ['gateway'],
+      creditMissing: ['gateway'],
       getPayout: ['gateway'],
       getAutoSweep: ['gateway'],
       setAutoSweep: ['gateway'],

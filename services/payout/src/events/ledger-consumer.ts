@@ -58,14 +58,50 @@ export function creditOfLatePayment(
     return { ok: false, reason: `credited, yet paid on ${event.network} for an invoice on ${event.payNetwork}` };
   }
   // A credited payment is on the invoice's network: an event that names only where it arrived says
-  // the same thing, and the payment id ("network:transaction:output") must agree with it.
-  const credit = invoiceCreditOf({ ...event, payNetwork: event.payNetwork !== '' ? event.payNetwork : event.network }, 'live');
+  // the same thing.
+  return liveLatePaymentCreditOf({ ...event, payNetwork: event.payNetwork !== '' ? event.payNetwork : event.network });
+}
+
+/** A live late payment's credit: the invoice's checks, and a payment id ("network:transaction:output") on the credited network. */
+function liveLatePaymentCreditOf(
+  fields: { invoiceId: string; projectId: string; currency: string; amount: string; payNetwork: string; paymentId: string },
+): { ok: true; credit: LatePaymentCredit } | { ok: false; reason: string } {
+  const credit = invoiceCreditOf(fields, 'live');
   if (!credit.ok) return credit;
-  const paidOn = event.paymentId.split(':', 1)[0];
+  const paidOn = fields.paymentId.split(':', 1)[0];
   if (paidOn !== credit.credit.network) {
-    return { ok: false, reason: `credited on ${credit.credit.network}, yet its payment id ${JSON.stringify(event.paymentId)} names another network` };
+    return { ok: false, reason: `credited on ${credit.credit.network}, yet its payment id ${JSON.stringify(fields.paymentId)} names another network` };
   }
-  return { ok: true, credit: { ...credit.credit, paymentId: event.paymentId } };
+  return { ok: true, credit: { ...credit.credit, paymentId: fields.paymentId } };
+}
+
+/**
+ * A live credit the invoice service reported that the ledger lacks (CreditMissing,
+ * docs/accounting.md#crediting-what-is-missing), applied as its event would have been: the same
+ * checks, the same credit unique per invoice or payment (an event arriving after it credits
+ * nothing, and it credits nothing after the event), the auto-sweep check after it. `eventId`
+ * names the repair in the ledger entry. `credited` undefined: it was in the ledger by now.
+ */
+export async function creditReported(
+  tx: EventTransaction,
+  reported: { invoiceId: string; projectId: string; paymentId: string; currency: string; amount: string; network: string },
+  eventId: string,
+  options: Pick<LedgerConsumerOptions, 'onAutoSwept'>,
+  log: Logger,
+): Promise<{ ok: true; credited: InvoiceCredit & { paymentId?: string } | undefined } | { ok: false; reason: string }> {
+  const fields = { ...reported, payNetwork: reported.network };
+  if (reported.paymentId !== '') {
+    const late = liveLatePaymentCreditOf(fields);
+    if (!late.ok) return late;
+    if (!(await creditLatePayment(tx, { ...late.credit, eventId }))) return { ok: true, credited: undefined };
+    await autoSweep(tx, late.credit, options, log);
+    return { ok: true, credited: late.credit };
+  }
+  const paid = invoiceCreditOf(fields, 'live');
+  if (!paid.ok) return paid;
+  if (!(await creditInvoice(tx, { ...paid.credit, eventId }))) return { ok: true, credited: undefined };
+  await autoSweep(tx, paid.credit, options, log);
+  return { ok: true, credited: paid.credit };
 }
 
 /**

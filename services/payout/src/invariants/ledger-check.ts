@@ -11,7 +11,8 @@
  *   credit_unbacked         a live credit the invoice service never reported (a forged event)
  *
  * Each violation is logged and counted in ledger_invariant_violations_total{kind}, which an alert
- * reads (deploy/k8s/monitoring). Nothing is repaired automatically: that is an operator's call.
+ * reads (deploy/k8s/monitoring). Nothing is repaired automatically: that is an operator's call
+ * (CreditMissing credits what is missing: docs/accounting.md#crediting-what-is-missing).
  */
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { PeriodicBatchWorker, type Logger, type Sql } from '@coinvoice/runtime';
@@ -29,6 +30,8 @@ export interface LedgerViolation {
 
 export interface LedgerCheckResult {
   violations: LedgerViolation[];
+  /** The reported credits behind the credit_missing violations, as reported (what CreditMissing credits). */
+  missing: LedgerCredit[];
   balancesChecked: number;
   creditsChecked: number;
 }
@@ -57,6 +60,7 @@ function reportedNetwork(credit: LedgerCredit): string {
 export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<LedgerCheckResult> {
   const startedAt = new Date();
   const violations: LedgerViolation[] = [];
+  const missing: LedgerCredit[] = [];
   const violate = (kind: LedgerViolationKind, detail: string) => violations.push({ kind, detail });
 
   const balances = await balanceMismatches(deps.sql);
@@ -84,7 +88,10 @@ export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<Ledg
       const what = `invoice ${credit.invoiceId}${credit.paymentId ? ` payment ${credit.paymentId}` : ' (invoice.paid)'}`;
       const reportedAt = credit.reportedAt ? timestampDate(credit.reportedAt) : startedAt;
       if (!entry) {
-        if (startedAt.getTime() - reportedAt.getTime() > deps.graceMs) violate('credit_missing', `${what}: ${credit.amount} ${credit.currency} reported at ${reportedAt.toISOString()}, not in the ledger`);
+        if (startedAt.getTime() - reportedAt.getTime() > deps.graceMs) {
+          violate('credit_missing', `${what}: ${credit.amount} ${credit.currency} reported at ${reportedAt.toISOString()}, not in the ledger`);
+          missing.push(credit);
+        }
         continue;
       }
       if (entry.entries > 1) violate('credit_duplicated', `${what}: ${entry.entries} ledger entries`);
@@ -116,7 +123,7 @@ export async function checkLedgerInvariants(deps: LedgerCheckDeps): Promise<Ledg
     deps.onViolation?.(v.kind);
   }
   if (violations.length === 0) deps.logger.info({ balancesChecked: balances.checked, creditsChecked }, 'ledger invariants hold');
-  return { violations, balancesChecked: balances.checked, creditsChecked };
+  return { violations, missing, balancesChecked: balances.checked, creditsChecked };
 }
 
 /** The hourly run: every replica checks (read-only), so one replica's death never stops it. */
