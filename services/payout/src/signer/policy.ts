@@ -8,7 +8,7 @@ import { Code } from '@coinvoice/runtime';
 import { checksumAddress, decodeTokenTransfer, type Eip1559Transaction, type HexString } from '@coinvoice/chains/evm/signing-keys';
 import type { EvmTransaction } from '@coinvoice/runtime/gen/coinvoice/signer/v1/signer_pb';
 import { Decimal } from '@coinvoice/domain/money';
-import type { SignerAsset } from './settings';
+import type { AutoMaxima, SignerAsset } from './settings';
 
 /** The network the Ethereum signer signs for (the networks issue adds others). */
 export const SIGNER_NETWORK = 'ethereum';
@@ -180,11 +180,6 @@ export interface PayoutRow {
   completed: boolean;
 }
 
-/**
- * PAYOUT_AUTO_MAX_<ASSET> by asset code, decimal strings: a payout above it is signed only once an
- * operator approved it, as the processors claim it only then (docs/treasury.md#signer-policy).
- */
-export type AutoMaxima = Readonly<Record<string, string>>;
 
 /** A payout may be signed while it is live, Pending, verified, approved or within the auto maximum, and not completed. */
 export function checkPayoutSignable(payout: PayoutRow | undefined, payoutId: string, autoMax: AutoMaxima): PayoutRow {

@@ -24,7 +24,6 @@ import {
   movementOf,
   Refusal,
   SIGNER_NETWORK,
-  type AutoMaxima,
   type CommonLimits,
   type DecodedTransaction,
   type Movement,
@@ -32,7 +31,7 @@ import {
 import type { SignerMetrics } from './metrics';
 import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, type UtxoSigner } from './utxo-signer';
-import { assetDecimals, isSignerAsset, type AssetLimits, type SignerAsset } from './settings';
+import { assetDecimals, isSignerAsset, type AssetLimits, type AutoMaxima, type SignerAsset } from './settings';
 import {
   addToDailyFees,
   addToDailyTotal,

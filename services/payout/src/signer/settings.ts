@@ -18,7 +18,6 @@ import { evmNodeSettings } from '@coinvoice/chains/evm/family';
 import { tronFamily } from '@coinvoice/chains/tron/family';
 import { cryptoCurrency } from '@coinvoice/chains/currencies';
 import { payoutSettings } from '../settings';
-import type { AutoMaxima } from './policy';
 import { assetAmountSetting } from './amount-setting';
 import { utxoSignerSettings } from './utxo-settings';
 import { parsePositiveDecimal, toBaseUnits } from '@coinvoice/domain/money';
@@ -187,6 +186,12 @@ export function assetLimitsOf(config: SignerConfig): Record<SignerAsset, AssetLi
     USDC: { maxPayout: config.SIGNER_MAX_PAYOUT_USDC, dailyLimit: config.SIGNER_DAILY_LIMIT_USDC },
   };
 }
+
+/**
+ * PAYOUT_AUTO_MAX_<ASSET> by asset code, decimal strings: a payout above it is signed only once an
+ * operator approved it, as the processors claim it only then (docs/treasury.md#signer-policy).
+ */
+export type AutoMaxima = Readonly<Record<string, string>>;
 
 /** PAYOUT_AUTO_MAX_<ASSET> by asset code: what each signer checks an unapproved payout against. */
 export function autoMaximaOf(config: ConfigOf<typeof signerSettings>): AutoMaxima {

@@ -3,7 +3,8 @@
  * service's: payout.payouts, which the signer's database role may only SELECT.
  */
 import type { Queryable, TransactionSql } from '@coinvoice/runtime';
-import { checkPayoutSignable, type AutoMaxima, type PayoutRow } from './policy';
+import { checkPayoutSignable, type PayoutRow } from './policy';
+import type { AutoMaxima } from './settings';
 import type { SignerAsset } from './settings';
 import type { UtxoTreasuryCoin } from '../domain/fee-rate';
 

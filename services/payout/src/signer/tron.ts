@@ -15,7 +15,8 @@ import type { SignTronTransactionRequest } from '@coinvoice/runtime/gen/coinvoic
 import type { TronSigningKeys } from '@coinvoice/chains/tron/signing-keys';
 import { decodeRawTransaction, decodeTrc20Transfer, TronCodecError, tronTxid, type TronRawTransaction } from '@coinvoice/chains/tron/transaction';
 import { validateTronAddress } from '@coinvoice/chains/tron/address';
-import { Refusal, type AutoMaxima } from './policy';
+import { Refusal } from './policy';
+import type { AutoMaxima } from './settings';
 import type { AssetLimits } from './settings';
 import { addToDailyTotal, appendAudit, findSignablePayout, lockDailyTotal, type AuditEntry } from './store';
 
