@@ -14,6 +14,7 @@ import { isPublishedSecret, refusePublishedSecrets } from '@coinvoice/runtime';
 import { DEVELOPMENT_KEK_BASE64 } from '@coinvoice/domain/secrets-at-rest';
 import { signerAccountXpub } from '../../services/payout/src/signer/role';
 import { decodeSecret, loadContext, ofKind, REPO_ROOT } from './checks';
+import { bareProcessEnv } from '../support/process-env';
 
 const OVERLAY = path.join(REPO_ROOT, 'deploy/k8s/overlays/development');
 /** Values of the development Secrets that are addresses, not secrets (their passwords are checked below). */
@@ -122,7 +123,7 @@ test.each([
   ['gateway/dist/main.js', 'EVENT_VERIFY_KEYS', { EVENT_VERIFY_KEYS: 'auth=put1aP0oNs_yXj-krFmyjfbFNQ_umNcEe3mHZRSTi68' }],
 ] as const)('%s in production with the development overlay\'s %s stops with one line', (entry, variable, env) => {
   const result = spawnSync(process.execPath, [path.join(REPO_ROOT, entry)], {
-    env: { PATH: process.env.PATH, APP_ENV: 'production', DATABASE_URL: 'postgres://127.0.0.1:1/none', ...env },
+    env: bareProcessEnv({ APP_ENV: 'production', DATABASE_URL: 'postgres://127.0.0.1:1/none', ...env }),
     encoding: 'utf8',
     timeout: 20_000,
   });

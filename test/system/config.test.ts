@@ -6,9 +6,10 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { testEventKeys } from '../support/event-keys';
 import { REPO_ROOT } from '../support/system';
+import { bareProcessEnv } from '../support/process-env';
 
 function run(entry: string, env: NodeJS.ProcessEnv) {
-  const clean: NodeJS.ProcessEnv = { PATH: process.env.PATH, ...env };
+  const clean: NodeJS.ProcessEnv = bareProcessEnv(env);
   const result = spawnSync(process.execPath, [path.join(REPO_ROOT, entry)], { env: clean, encoding: 'utf8', timeout: 20_000 });
   return { status: result.status, stderrLines: result.stderr.trim().split('\n').filter(Boolean), stdout: result.stdout };
 }
@@ -166,7 +167,7 @@ test.each([...entries, 'gateway/dist/main.js'])('%s refuses a BIND_HOST that is 
 
 test.each(['grant-operator', 'revoke-operator', 'rotate-kek'])('auth %s names a missing setting in one line, not a stack trace (an outside review)', (command) => {
   const result = spawnSync(process.execPath, [path.join(REPO_ROOT, 'services/auth/dist/main.js'), command, 'ops@example.com'], {
-    env: { PATH: process.env.PATH, APP_ENV: 'production' },
+    env: bareProcessEnv({ APP_ENV: 'production' }),
     encoding: 'utf8',
     timeout: 20_000,
   });

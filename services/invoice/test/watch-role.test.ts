@@ -1,12 +1,13 @@
 /** `main.js watch <chain>` refuses to start, with one line naming what is missing, when it cannot watch. */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { bareProcessEnv } from '../../../test/support/process-env';
 
 const MAIN = path.resolve(__dirname, '..', 'dist', 'main.js');
 
 function run(args: string[], env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', APP_ENV: 'development', ...env },
+    env: bareProcessEnv({ APP_ENV: 'development', ...env }),
     encoding: 'utf8',
     timeout: 20_000,
   });

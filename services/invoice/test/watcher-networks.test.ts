@@ -25,6 +25,7 @@ import { throwawayXpubs } from '../../../test/support/xpubs';
 import { watcherService } from '../src/watcher/role';
 import { houseSendersOf } from '../src/treasuries';
 import { createRequest, liveProject, startInvoiceHarness, waitFor, type Harness } from './support/harness';
+import { bareProcessEnv } from '../../../test/support/process-env';
 
 const CONFIRMATIONS = 2;
 /** bsc needs more here: a wrong-network payment on bsc must wait for bsc's count, not its invoice's. */
@@ -221,7 +222,7 @@ test("a wrong-network payment confirms with the count of the network it arrived 
 /** `main.js watch <network>` as a process; the node check runs before any connection. */
 function watch(network: string, env: Record<string, string>) {
   const result = spawnSync(process.execPath, [MAIN, 'watch', network], {
-    env: { PATH: process.env.PATH ?? '', APP_ENV: 'development', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NATS_URL: 'nats://127.0.0.1:1', ...env },
+    env: bareProcessEnv({ APP_ENV: 'development', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NATS_URL: 'nats://127.0.0.1:1', ...env }),
     encoding: 'utf8',
     timeout: 30_000,
   });

@@ -5,12 +5,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { bareProcessEnv } from '../../../test/support/process-env';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
 
 function run(args: string[], env: NodeJS.ProcessEnv): { status: number | null; output: string } {
   const result = spawnSync(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH, APP_ENV: 'development', LOG_LEVEL: 'info', CHAIN_BITCOIN_ESPLORA_URL: 'http://127.0.0.1:3000', CHAIN_LITECOIN_ESPLORA_URL: 'http://127.0.0.1:3001', ...env },
+    env: bareProcessEnv({ APP_ENV: 'development', LOG_LEVEL: 'info', CHAIN_BITCOIN_ESPLORA_URL: 'http://127.0.0.1:3000', CHAIN_LITECOIN_ESPLORA_URL: 'http://127.0.0.1:3001', ...env }),
     encoding: 'utf8',
     timeout: 20_000,
   });

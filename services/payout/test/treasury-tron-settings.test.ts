@@ -8,12 +8,13 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { TEST_ACCOUNT_XPUB, writeSeedFile } from './support/signer';
 import { TEST_TRON_XPUB } from './support/tron';
+import { bareProcessEnv } from '../../../test/support/process-env';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
 
 function run(args: string[], env: NodeJS.ProcessEnv): { status: number | null; output: string } {
   const result = spawnSync(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH, APP_ENV: 'development', LOG_LEVEL: 'info', CHAIN_TRON_API_URL: 'http://127.0.0.1:8090', ...env },
+    env: bareProcessEnv({ APP_ENV: 'development', LOG_LEVEL: 'info', CHAIN_TRON_API_URL: 'http://127.0.0.1:8090', ...env }),
     encoding: 'utf8',
     timeout: 20_000,
   });
