@@ -105,6 +105,8 @@ export const gatewaySettings = {
   API_KEY_CACHE_TTL_MS: setting.int({ default: 30_000, min: 0, max: 3_600_000 }),
   /** Open GET /api/events/stream per API key (per merchant's sessions) in one replica; one more is 429. */
   EVENT_STREAMS_PER_KEY: setting.int({ default: 5, min: 1, max: 1_000 }),
+  /** Open GET /api/events/stream per merchant in one replica, over all its keys and sessions (a merchant holds up to 100 projects of 20 keys). */
+  EVENT_STREAMS_PER_MERCHANT: setting.int({ default: 20, min: 1, max: 10_000 }),
   LOG_LEVEL: commonSettings.LOG_LEVEL,
   GATEWAY_TRUST_PROXY: trustProxySetting,
   /** Mutual TLS to the services (required in production): the CA, the gateway's certificate and key. */

@@ -75,6 +75,7 @@ runMain({
       http: { bodyLimitBytes: config.HTTP_BODY_LIMIT, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT, keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT },
       rateLimits,
       eventStreamsPerKey: config.EVENT_STREAMS_PER_KEY,
+      eventStreamsPerMerchant: config.EVENT_STREAMS_PER_MERCHANT,
       trustProxy: config.GATEWAY_TRUST_PROXY,
     });
     const address = await app.listen({ port: config.GATEWAY_PORT, host: config.BIND_HOST });

@@ -27,6 +27,7 @@ export async function buildForDocument() {
     logger: createLogger({ service: 'gateway', level: 'silent' }),
     http: { bodyLimitBytes: 65536, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000 },
     eventStreamsPerKey: 5,
+    eventStreamsPerMerchant: 20,
     rateLimits: new GatewayRateLimits({
       apiPerKey: { name: 'api-key', limit: 1, windowSeconds: 1 },
       checkoutPerIp: { name: 'checkout-ip', limit: 1, windowSeconds: 1 },

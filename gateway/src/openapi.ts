@@ -42,7 +42,7 @@ const RATE_LIMITED_ROUTES: Record<string, string> = {
   'get /api/checkout/{id}': 'RATE_LIMIT_CHECKOUT_PER_IP (default 300 per minute per client IP)',
   'post /api/merchant/projects/{id}/webhook-test': 'RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT (default 10 per minute per project)',
   'post /api/merchant/projects/{id}/webhook-deliveries/{deliveryId}/redeliver': 'RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT (default 60 per minute per project)',
-  'get /api/events/stream': 'EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions, per gateway replica)',
+  'get /api/events/stream': 'EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions) and EVENT_STREAMS_PER_MERCHANT (default 20 per merchant, over all its keys and sessions), per gateway replica',
 };
 
 const RATE_LIMIT_HEADERS: JsonObject = {

@@ -51,6 +51,8 @@ export interface GatewayDeps {
   rateLimits: GatewayRateLimits;
   /** Event streams one API key (one merchant's sessions) may hold open at once (EVENT_STREAMS_PER_KEY). */
   eventStreamsPerKey: number;
+  /** Event streams one merchant may hold open at once, over all its keys and sessions (EVENT_STREAMS_PER_MERCHANT). */
+  eventStreamsPerMerchant: number;
   /** Fastify's trustProxy: which X-Forwarded-For hops give the client IP. */
   trustProxy?: boolean | string[];
   /** Where the dashboard's built files are; default the dashboard workspace's dist/. */
@@ -223,6 +225,7 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
     apiKeys: deps.apiKeys,
     sessions: deps.sessions,
     streamsPerKey: deps.eventStreamsPerKey,
+    streamsPerMerchant: deps.eventStreamsPerMerchant,
     isClosing: () => closing,
   });
   payoutRoutes(app, { auth: deps.clients.auth, payouts: deps.clients.payouts, hooks });

@@ -493,7 +493,7 @@ export interface paths {
         };
         /**
          * The project’s webhook events as they happen (server-sent events), each signed like a delivery: what `coinvoice listen` forwards
-         * @description With an API key, the key’s project; with a dashboard session, the `projectId` named (one of the merchant’s). The stream closes within a second of the key’s revocation or the session’s end (logout, password change). At most EVENT_STREAMS_PER_KEY streams (default 5) are open at once per API key, or per merchant’s sessions, in each gateway replica: one more is 429 (rate_limited, Retry-After).
+         * @description With an API key, the key’s project; with a dashboard session, the `projectId` named (one of the merchant’s). The stream closes within a second of the key’s revocation or the session’s end (logout, password change). At most EVENT_STREAMS_PER_KEY streams (default 5) are open at once per API key, or per merchant’s sessions, and EVENT_STREAMS_PER_MERCHANT (default 20) per merchant, in each gateway replica: one more is 429 (rate_limited, Retry-After). A client that leaves a page of events unread for a minute has its stream ended; it resumes with Last-Event-ID.
          */
         get: operations["getApiEventsStream"];
         put?: never;
@@ -4950,7 +4950,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions, per gateway replica); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions) and EVENT_STREAMS_PER_MERCHANT (default 20 per merchant, over all its keys and sessions), per gateway replica; RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
