@@ -67,9 +67,20 @@ export function loadConfig<S extends Settings>(settings: S, env: Env = process.e
   return out as ConfigOf<S>;
 }
 
-/** postgres://user:secret@host → postgres://user:***@host, so an error line never carries a password. */
+/**
+ * postgres://user:secret@host → postgres://user:***@host, so an error line never carries a
+ * password: whatever lies between the user's ":" and the LAST "@", so a password with an
+ * unencoded "/" or "@" — the usual reason such a URL is refused — and a mistyped scheme
+ * ("postgres//…") are masked too (an outside review saw one printed in full).
+ */
 export function redactUrlPassword(raw: string): string {
-  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, '$1:***@');
+  const at = raw.lastIndexOf('@');
+  if (at < 0) return raw;
+  const slashes = raw.indexOf('//');
+  const userStart = slashes >= 0 && slashes < at ? slashes + 2 : 0;
+  const colon = raw.indexOf(':', userStart);
+  if (colon < 0 || colon > at) return raw;
+  return `${raw.slice(0, colon)}:***${raw.slice(at)}`;
 }
 
 const DURATION_UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

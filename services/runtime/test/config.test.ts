@@ -19,6 +19,24 @@ test('a URL with a password is shown with the password masked', () => {
   expect(redactUrlPassword('postgres://postgres@127.0.0.1/db')).toBe('postgres://postgres@127.0.0.1/db');
 });
 
+test('a password with an unencoded "/" or "@", or a URL with a mistyped scheme, is masked too (an outside review saw them printed in full)', () => {
+  for (const [raw, shown] of [
+    ['postgres://u:S3CRET/PW@h/db', 'postgres://u:***@h/db'],
+    ['nats://u:S3CRET/PW@h:4222', 'nats://u:***@h:4222'],
+    ['postgres//u:S3CRETPW@h/x', 'postgres//u:***@h/x'],
+    ['postgres://u:S3C@RET@h/db', 'postgres://u:***@h/db'],
+    ['u:S3CRET@h', 'u:***@h'],
+  ]) {
+    expect(redactUrlPassword(raw!)).toBe(shown);
+  }
+  // Refused as they are, and named without the password.
+  for (const raw of ['postgres://u:S3CRET/PW@h/db', 'postgres//u:S3CRETPW@h/x']) {
+    const message = errorOf(() => loadConfig({ DATABASE_URL: setting.url(['postgres:']) }, { DATABASE_URL: raw }));
+    expect(message).toContain('DATABASE_URL="postgres');
+    expect(message).not.toContain('S3C');
+  }
+});
+
 test('a setting marked never-shown names the variable without its value', () => {
   const secret: Setting<string> = { expected: 'an extended public key', shown: false, parse: (raw) => (raw.startsWith('xpub') ? raw : undefined) };
   const message = errorOf(() => loadConfig({ INVOICE_XPUB_BTC: secret }, { INVOICE_XPUB_BTC: 'xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi' }));

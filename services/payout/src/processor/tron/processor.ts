@@ -231,7 +231,7 @@ export class TronProcessor extends RoundLoop {
       if (result.accepted) this.logger.info({ payoutId: row.payout_id, txid: row.txid }, 'Tron transaction broadcast');
       return;
     }
-    this.logger.warn({ payoutId: row.payout_id, txid: row.txid, code: result.code, message: result.message }, 'the node refused a Tron transaction; broadcast again next round until it expires');
+    this.logger.warn({ payoutId: row.payout_id, txid: row.txid, nodeCode: result.code, message: result.message }, 'the node refused a Tron transaction; broadcast again next round until it expires');
   }
 
   // ---- 2. pay ------------------------------------------------------------------------------
