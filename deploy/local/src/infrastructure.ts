@@ -109,7 +109,7 @@ function dropOldWindows(dir: string, window: number): void {
   }
 }
 
-function canListen(port: number): Promise<boolean> {
+export function canListen(port: number): Promise<boolean> {
   return listenOnce(port).then(
     () => true,
     () => false,

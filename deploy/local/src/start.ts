@@ -7,7 +7,7 @@ import path from 'node:path';
 import { useCompileCache } from './compile-cache';
 import { resolveNats, resolvePostgres, type Resolved } from './infrastructure';
 import { ensureSandboxCredentials } from './sandbox-credentials';
-import { CHAIN_SOURCES, configuredChains, createLocalDeveloper, REPO_ROOT, shownSource, startSystem, treasuryNetworks, type RunningSystem } from './system';
+import { CHAIN_SOURCES, configuredChains, createLocalDeveloper, fixedPortsTaken, REPO_ROOT, shownSource, startSystem, treasuryNetworks, type RunningSystem } from './system';
 
 async function main(): Promise<void> {
   useCompileCache(); // for every process started from here
@@ -35,6 +35,8 @@ async function main(): Promise<void> {
   if (process.send) process.on('disconnect', () => void stopAll(0));
 
   try {
+    const taken = await fixedPortsTaken(gatewayPort);
+    if (taken) throw new Error(taken);
     const ports = { freePorts: gatewayPort === 0 };
     const postgres = await resolvePostgres(process.env, dataDir, ports);
     started.push(postgres);

@@ -13,7 +13,7 @@ import { chainSources, chainWatcherSettings, WATCHED_CHAINS } from '@coinvoice/c
 import { SUPPORTED_CRYPTO } from '@coinvoice/chains/currencies';
 import { loadConfig, SERVICE_PORTS, type ServiceName } from '@coinvoice/runtime';
 import { ensureEventKeys } from './event-keys';
-import { bindHostOf, freePort, stopChild, urlHostOf } from './infrastructure';
+import { bindHostOf, canListen, freePort, stopChild, urlHostOf } from './infrastructure';
 
 
 /**
@@ -231,6 +231,27 @@ async function waitReady(url: string, timeoutMs: number, failed: () => string | 
     await new Promise((r) => setTimeout(r, 150));
   }
   throw new Error(`the gateway was not ready within ${timeoutMs} ms: ${last}`);
+}
+
+/**
+ * With a fixed GATEWAY_PORT the services take their fixed ports (SERVICE_PORTS): each, and the
+ * gateway's, must be free. Taken, this system's services crash-looped while its gateway answered
+ * with whatever held them — another checkout's services and database — and it said it was ready
+ * (an outside review). Undefined when all are free; else what to tell the operator.
+ */
+export async function fixedPortsTaken(gatewayPort: number): Promise<string | undefined> {
+  if (gatewayPort === 0) return undefined;
+  const wanted = [
+    ...SERVICES.flatMap((name) => [
+      { port: SERVICE_PORTS[name].grpc, what: `${name}'s gRPC` },
+      { port: SERVICE_PORTS[name].admin, what: `${name}'s admin` },
+    ]),
+    { port: gatewayPort, what: 'the gateway' },
+  ];
+  const taken: string[] = [];
+  for (const { port, what } of wanted) if (!(await canListen(port))) taken.push(`${port} (${what})`);
+  if (taken.length === 0) return undefined;
+  return `port${taken.length > 1 ? 's' : ''} ${taken.join(', ')} ${taken.length > 1 ? 'are' : 'is'} in use: another coinvoice on this machine? Stop it, or start this one with GATEWAY_PORT=0 (free ports for every process)`;
 }
 
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
