@@ -55,3 +55,32 @@ test("a fixed GATEWAY_PORT with the auth service's port taken: the launcher exit
     rmSync(dataDir, { recursive: true, force: true });
   }
 }, 30_000);
+
+test('a NATS_URL where nothing answers stops the launcher within seconds, naming NATS_URL (it said, a minute later, only that the gateway was not ready)', async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'coinvoice-nats-'));
+  const natsPort = await freePortForTest();
+  try {
+    const launcher = spawn(process.execPath, [LAUNCHER], {
+      env: {
+        ...process.env,
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/coinvoice_never_created',
+        NATS_URL: `nats://user:S3CRET@127.0.0.1:${natsPort}`,
+        EVENT_NAMESPACE: uniqueName('nats'),
+        GATEWAY_PORT: '0',
+        COINVOICE_DATA_DIR: dataDir,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    launcher.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    launcher.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => launcher.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(output).toContain(
+      `coinvoice could not start: NATS_URL (nats://user:***@127.0.0.1:${natsPort}) does not answer: nothing accepts a connection on 127.0.0.1:${natsPort}. Start NATS with JetStream (-js) there, or leave NATS_URL unset`,
+    );
+    expect(output).not.toContain('S3CRET');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 30_000);

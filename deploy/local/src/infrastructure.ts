@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { createServer, isIP, Socket } from 'node:net';
 import path from 'node:path';
+import { redactUrlPassword } from '@coinvoice/runtime';
 
 export interface Resolved {
   url: string;
@@ -217,8 +218,44 @@ function stopChild(child: ChildProcess, timeoutMs = 5_000): Promise<void> {
   });
 }
 
+/** The servers of a NATS_URL (one URL or a comma-separated list): host and port of each it names. */
+function natsServers(natsUrl: string): { host: string; port: number }[] {
+  return natsUrl
+    .split(',')
+    .map((part) => part.trim())
+    .flatMap((part) => {
+      try {
+        const url = new URL(part.includes('://') ? part : `nats://${part}`);
+        return [{ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 4222) }];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/** How long a given NATS_URL may take to answer (a server starting beside this one). */
+const NATS_URL_ANSWER_MS = 5_000;
+
 export async function resolveNats(env: NodeJS.ProcessEnv, dataDir: string, ports: InfrastructurePorts = { freePorts: false }): Promise<Resolved> {
-  if (env.NATS_URL) return { url: env.NATS_URL, source: 'NATS_URL', stop: nothingToStop };
+  if (env.NATS_URL) {
+    // Asked first: the services would each wait for it, and the launcher said only, a minute
+    // later, that the gateway was not ready (an outside review). A URL it cannot read is the
+    // services' to refuse, by name.
+    const servers = natsServers(env.NATS_URL);
+    const deadline = Date.now() + NATS_URL_ANSWER_MS;
+    while (servers.length > 0) {
+      const answers = await Promise.all(servers.map(({ host, port }) => portAnswers(host, port)));
+      if (answers.some(Boolean)) break;
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `NATS_URL (${env.NATS_URL.split(',').map(redactUrlPassword).join(',')}) does not answer: nothing accepts a connection on ${servers.map(({ host, port }) => `${host}:${port}`).join(', ')}. ` +
+            'Start NATS with JetStream (-js) there, or leave NATS_URL unset: npm start then uses a server on 127.0.0.1:4222, or starts nats-server',
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    return { url: env.NATS_URL, source: 'NATS_URL', stop: nothingToStop };
+  }
   if (await portAnswers('127.0.0.1', 4222)) {
     return { url: 'nats://127.0.0.1:4222', source: 'local server on 127.0.0.1:4222', stop: nothingToStop };
   }
