@@ -191,3 +191,13 @@ test('a body that is not JSON answers 415 unsupported_media_type (text/plain, fo
     expectProblem(res, 415, 'unsupported_media_type');
   }
 });
+
+test("an empty body is no body whatever its type: curl -d '' (a form type, 0 bytes) pays a sandbox invoice; a create still needs its JSON (an outside review got 415)", async () => {
+  const created = await api.post('/api/invoice', { ...invoiceBody(), successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/no' }, { headers: keyAuth() });
+  expect(created.status).toBe(201);
+  const paid = await api.request('POST', `/api/invoice/${created.body.id}/sandbox/pay`, { raw: '', headers: { ...keyAuth(), 'content-type': 'application/x-www-form-urlencoded' } });
+  expect(paid.status).toBe(200);
+  expect(paid.body).toMatchObject({ id: created.body.id, status: 'Paid' });
+  const empty = await api.request('POST', '/api/invoice', { raw: '', headers: { ...keyAuth(), 'content-type': 'application/x-www-form-urlencoded' } });
+  expect(empty.status).toBe(400);
+});
