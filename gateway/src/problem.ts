@@ -164,6 +164,9 @@ function messageOf(issue: AjvIssue): string {
       return `must be at most ${limit} characters`;
     case 'pattern':
       return wordsOfPattern(String(issue.params.pattern)) ?? 'is not in the expected form';
+    case 'type':
+      // A query integer not in plain digits (queryIntegers left it a string).
+      return issue.params.type === 'integer' ? 'must be a whole number' : (issue.message ?? 'is invalid');
     default:
       return issue.message ?? 'is invalid';
   }

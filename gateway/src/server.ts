@@ -33,6 +33,7 @@ import { eventStreamRoutes } from './routes/events-stream';
 import { webhookRoutes } from './routes/webhooks';
 import type { GatewayRateLimits } from './rate-limits';
 import { RouteMethods } from './route-methods';
+import { queryIntegers } from './schemas/common';
 
 export interface GatewayClients {
   auth: Client<typeof AuthService>;
@@ -186,6 +187,8 @@ export function build(deps: GatewayDeps): { app: FastifyInstance; openapi: OpenA
   app.addHook('preValidation', (req, _reply, done) => {
     const bodySchema = req.routeOptions.schema?.body as Record<symbol, unknown> | undefined;
     if (req.body === undefined && bodySchema?.[OptionalKind] === 'Optional') req.body = {};
+    // `?limit=20` is an integer to the schema and to a typed client (schemas/common.ts).
+    queryIntegers(req.routeOptions.schema?.querystring, req.query);
     done();
   });
 

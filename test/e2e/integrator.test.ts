@@ -79,6 +79,13 @@ describe('the typed client', () => {
     const deadline = Date.now() + 15_000;
     while ((await credited()) === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await credited()).toBe(invoice?.amountExpected);
+
+    // A page size is a number to the typed client, as to the API (it had to be the string '1').
+    const page = await dashboard.GET('/api/merchant/projects/{id}/invoices', { params: { path: { id: project.id }, query: { limit: 1 } } });
+    expect(page.data?.items.map((i) => i.id)).toEqual([invoice?.id]);
+    expect((await dashboard.GET('/api/merchant/projects/{id}/invoices', { params: { path: { id: project.id }, query: { limit: 0 } } })).error?.errors).toEqual([
+      { field: 'limit', message: 'must be at least 1' },
+    ]);
   });
 });
 

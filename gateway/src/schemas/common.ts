@@ -36,14 +36,36 @@ export const ProblemSchema = Type.Object(
   { $id: 'Problem', description: 'RFC 9457 problem details (application/problem+json)' },
 );
 
-/** Query string parameters are strings on the wire; numbers are validated as digit strings. */
-// 1 to 100 exactly: a larger page size is refused (400), never cut down to 100 silently.
-export const LimitParam = Type.Optional(patternString('^(100|[1-9][0-9]?)$', 'must be a whole number from 1 to 100', { description: 'Page size, 1 to 100 (default 20)' }));
+/**
+ * An integer of the query string: declared an integer (a typed client passes a number), written in
+ * plain digits on the wire — only those become a number before validation (queryIntegers,
+ * docs/http-edge.md#query-integers); "1e1", "0x10", " 5" stay strings and are refused.
+ * 1 to 100 exactly: a larger page size is refused (400), never cut down to 100 silently.
+ */
+export const LimitParam = Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size, 1 to 100 (default 20)' }));
 export const CursorParam = Type.Optional(Type.String({ maxLength: 512, description: 'Opaque cursor from nextCursor' }));
 
 /** The page size of a schema-validated LimitParam (1 to 100), 20 when absent. */
-export function parseLimit(raw: string | undefined): number {
-  return raw === undefined ? 20 : Number(raw);
+export function parseLimit(limit: number | undefined): number {
+  return limit ?? 20;
+}
+
+const PLAIN_DIGITS = /^(0|[1-9]\d{0,14})$/;
+
+/**
+ * The query string's integers, parsed once before validation: a property the route's querystring
+ * schema declares `integer`, written in plain digits (at most 15: every one an exact double),
+ * becomes that number; anything else is left as it came, for the schema to refuse.
+ */
+export function queryIntegers(schema: unknown, query: unknown): void {
+  if (typeof schema !== 'object' || schema === null || typeof query !== 'object' || query === null) return;
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties;
+  if (!properties) return;
+  const values = query as Record<string, unknown>;
+  for (const [name, property] of Object.entries(properties)) {
+    const value = values[name];
+    if (property.type === 'integer' && typeof value === 'string' && PLAIN_DIGITS.test(value)) values[name] = Number(value);
+  }
 }
 
 /** Documentation metadata on routes, read when the OpenAPI document is generated. */

@@ -120,7 +120,8 @@ export const INVOICE_STATUSES: readonly InvoiceStatusFilter[] = ['Waiting', 'Par
 export async function listInvoices(io: Io, o: { limit?: string; status?: InvoiceListQuery['status'] }) {
   const config = readConfig(io.configFile);
   const client = merchantClient(config);
-  const query: InvoiceListQuery = { ...(o.limit ? { limit: o.limit } : {}), ...(o.status ? { status: o.status } : {}) };
+  if (o.limit !== undefined && !/^\d{1,15}$/.test(o.limit)) throw new CliError(`--limit ${o.limit}: expected a whole number from 1 to 100`);
+  const query: InvoiceListQuery = { ...(o.limit ? { limit: Number(o.limit) } : {}), ...(o.status ? { status: o.status } : {}) };
   const page = unwrap(
     await client.GET('/api/merchant/projects/{id}/invoices', { params: { path: { id: config.projectId }, query } }),
     'listing invoices',

@@ -3555,7 +3555,7 @@ export interface operations {
                 /** @description Only invoices with exactly this order id */
                 orderId?: string;
                 /** @description Page size, 1 to 100 (default 20) */
-                limit?: string;
+                limit?: number;
                 /** @description Opaque cursor from nextCursor */
                 cursor?: string;
             };
@@ -4324,7 +4324,7 @@ export interface operations {
                 /** @description Only deliveries about this invoice (their body’s invoiceId) */
                 invoiceId?: string;
                 /** @description Page size, 1 to 100 (default 20) */
-                limit?: string;
+                limit?: number;
                 /** @description Opaque cursor from nextCursor */
                 cursor?: string;
             };
@@ -5463,7 +5463,7 @@ export interface operations {
                 projectId?: string;
                 status?: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
                 /** @description Page size, 1 to 100 (default 20) */
-                limit?: string;
+                limit?: number;
                 /** @description Opaque cursor from nextCursor */
                 cursor?: string;
             };
@@ -5896,7 +5896,7 @@ export interface operations {
                 status?: "AwaitingVerification" | "Pending" | "Completed" | "Rejected" | "Cancelled";
                 environment?: "live" | "sandbox";
                 /** @description Page size, 1 to 100 (default 20) */
-                limit?: string;
+                limit?: number;
                 /** @description Opaque cursor from nextCursor */
                 cursor?: string;
             };
@@ -7233,7 +7233,7 @@ export interface operations {
                 /** @description e.g. ethereum */
                 network?: string;
                 /** @description Page size, 1 to 100 (default 20) */
-                limit?: string;
+                limit?: number;
                 /** @description Opaque cursor from nextCursor */
                 cursor?: string;
             };
