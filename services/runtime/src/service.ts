@@ -8,6 +8,7 @@
  */
 import type { NatsConnection } from 'nats';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { registerOutboxMetrics } from './events/outbox-metrics';
 import { startAdminServer } from './admin';
 import { bindHostSetting, commonSettings, ConfigError, loadConfig, setting, type ConfigOf, type Env, type Settings } from './config';
 import { createDb, pingDb, type Sql } from './db';
@@ -143,6 +144,7 @@ export async function startService<S extends Settings>(
   const eventVerifier = new EventVerifier(config.EVENT_VERIFY_KEYS, metrics);
 
   const sql = createDb({ url: config.DATABASE_URL, schema: definition.name, max: config.DATABASE_POOL_MAX, logger });
+  registerOutboxMetrics(metrics, sql);
   const rpcTls = rpcTlsOf(config);
   const parts = await definition.build({ config, sql, logger, metrics, rpcTls, eventVerifier });
   const events = new EventsSide({

@@ -12,6 +12,8 @@ import { enqueueEvent, enqueueEvents, eventTransaction, OutboxRelay, type Outbox
 import { BATCH_SIGNATURE_HEADER, EventVerifier, parseVerifyKeys, SIGNATURE_HEADER } from '../src/events/signing';
 import { headers as natsHeaders } from 'nats';
 import { EVENT_TABLES_DDL } from '../src/events/tables';
+import { registerOutboxMetrics } from '../src/events/outbox-metrics';
+import { Registry } from 'prom-client';
 import { createLogger, withRequestId } from '../src/log';
 import { migrate } from '../src/migrations';
 import { testEventKeys } from '../../../test/support/event-keys';
@@ -507,5 +509,24 @@ describe('a lost stream (docs/architecture.md#a-lost-stream)', () => {
     const id = await enqueue('invoice.paid', { invoiceId: 'inv_after' });
     await waitFor('the event after the loss published', async () => (await unpublishedCount()) === 0);
     expect((await storedEvents()).map((e) => e.msgId)).toEqual([id]);
+  });
+});
+
+describe('the backlog, measured (docs/events.md#outbox-backlog)', () => {
+  test('events waiting in the outbox are counted and the oldest one aged at each scrape; both fall to 0 once published', async () => {
+    const registry = new Registry();
+    registerOutboxMetrics(registry, sql);
+    const gauge = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await registry.metrics())?.[1] ?? 'NaN');
+    expect(await gauge('outbox_unpublished_events')).toBe(0);
+    expect(await gauge('outbox_oldest_unpublished_seconds')).toBe(0);
+    // Three events while no relay runs (NATS down); the first written ten minutes ago.
+    for (const n of [1, 2, 3]) await enqueue('invoice.paid', { invoiceId: `inv_backlog_${n}` });
+    await sql`update outbox set created_at = now() - interval '10 minutes' where seq = (select min(seq) from outbox)`;
+    expect(await gauge('outbox_unpublished_events')).toBe(3);
+    expect(await gauge('outbox_oldest_unpublished_seconds')).toBeGreaterThanOrEqual(600);
+    await newRelay().start();
+    await waitFor('the backlog published', async () => (await unpublishedCount()) === 0);
+    expect(await gauge('outbox_unpublished_events')).toBe(0);
+    expect(await gauge('outbox_oldest_unpublished_seconds')).toBe(0);
   });
 });
