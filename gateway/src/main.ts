@@ -65,7 +65,11 @@ runMain({
     });
     await feed.start();
 
-    const rateLimits = new GatewayRateLimits({ apiPerKey: config.RATE_LIMIT_API_PER_KEY, checkoutPerIp: config.RATE_LIMIT_CHECKOUT_PER_IP });
+    const rateLimits = new GatewayRateLimits({
+      apiPerKey: config.RATE_LIMIT_API_PER_KEY,
+      checkoutPerIp: config.RATE_LIMIT_CHECKOUT_PER_IP,
+      apiKeyLookupsPerIp: config.RATE_LIMIT_API_KEY_LOOKUPS_PER_IP,
+    });
     const { app } = build({
       backends,
       clients: { auth, invoices, notifier, payouts },

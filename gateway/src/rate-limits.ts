@@ -13,11 +13,18 @@ export const gatewayRateLimitSettings = {
   RATE_LIMIT_API_PER_KEY: rateLimitSetting('api-key', '6000/1m'),
   /** Calls to the public checkout page and its endpoints per client IP, per gateway replica. */
   RATE_LIMIT_CHECKOUT_PER_IP: rateLimitSetting('checkout-ip', '300/1m'),
+  /**
+   * API keys per client IP that auth is asked about (not cached here yet), per gateway replica: a
+   * well-formed forged key (its checksum is public) cost an auth call and a lookup each, unlimited.
+   */
+  RATE_LIMIT_API_KEY_LOOKUPS_PER_IP: rateLimitSetting('api-key-lookup-ip', '120/1m'),
 };
 
 export interface GatewayRateLimitOptions {
   apiPerKey: RateLimitPolicy;
   checkoutPerIp: RateLimitPolicy;
+  /** Optional for callers that build a gateway for its document only; absent: no limit. */
+  apiKeyLookupsPerIp?: RateLimitPolicy;
   store?: RateLimitStore;
 }
 
@@ -31,6 +38,11 @@ export class GatewayRateLimits {
   /** Counts one call of the API key; a 429 problem when over the limit. */
   async apiKey(keyId: string): Promise<void> {
     await this.enforce(this.options.apiPerKey, keyId);
+  }
+
+  /** Counts one key auth is asked about for this client address; a 429 problem when over the limit. */
+  async apiKeyLookup(clientIp: string): Promise<void> {
+    if (this.options.apiKeyLookupsPerIp) await this.enforce(this.options.apiKeyLookupsPerIp, clientAddressKey(clientIp));
   }
 
   /** onRequest hook of the public checkout routes. */

@@ -8,10 +8,11 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { Environment } from '@coinvoice/runtime/gen/coinvoice/common/v1/environment_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
-import { generateApiKey } from '@coinvoice/domain/credentials/api-keys';
+import { buildApiKey, generateApiKey } from '@coinvoice/domain/credentials/api-keys';
 import { startStandInServer, type StandInServer } from '../../test/support/grpc-stand-in';
 import { startGatewayProcess } from '../../test/support/gateway-process';
 import { sleep, waitFor } from '../../test/support/async';
@@ -20,6 +21,8 @@ let auth: StandInServer;
 let notifier: StandInServer;
 let gateway: ChildProcess;
 let port: number;
+/** VerifyApiKey calls auth answered. */
+let keyChecks = 0;
 /** ListProjectEvents calls with a cursor: one per round of an open stream. */
 let pagesAsked = 0;
 /** The size of each event body the notifier answers (a page is 100 of them). */
@@ -27,7 +30,9 @@ let bodyBytes = 10;
 
 beforeAll(async () => {
   auth = await startStandInServer((router) => {
-    router.rpc(AuthService.method.verifyApiKey, async () => {
+    router.rpc(AuthService.method.verifyApiKey, async (req) => {
+      keyChecks++;
+      if (req.key.includes('FORGED')) throw new ConnectError('no such key', Code.Unauthenticated);
       await sleep(300);
       return { keyId: '00000000-0000-4000-8000-000000000001', projectId: '00000000-0000-4000-8000-000000000002', projectName: 'P', environment: Environment.SANDBOX, merchantId: '00000000-0000-4000-8000-000000000003', invoiceLifetimeMinutes: 60, paymentTolerancePercent: '0' };
     });
@@ -47,7 +52,13 @@ beforeAll(async () => {
     });
   });
   // A cache of 0: every request's key check waits the 300 ms.
-  ({ process: gateway, port } = await startGatewayProcess({ AUTH_URL: auth.url, NOTIFIER_URL: notifier.url, API_KEY_CACHE_TTL_MS: '0', RATE_LIMIT_API_PER_KEY: '100000/1m' }));
+  ({ process: gateway, port } = await startGatewayProcess({
+    AUTH_URL: auth.url,
+    NOTIFIER_URL: notifier.url,
+    API_KEY_CACHE_TTL_MS: '0',
+    RATE_LIMIT_API_PER_KEY: '100000/1m',
+    RATE_LIMIT_API_KEY_LOOKUPS_PER_IP: '40/1m',
+  }));
 }, 30_000);
 
 afterAll(async () => {
@@ -107,3 +118,19 @@ test('a HEAD is answered at once, and opens no stream', async () => {
   await sleep(1_200);
   expect(pagesAsked).toBe(before);
 });
+
+test('keys the gateway must ask auth about are limited per client address (RATE_LIMIT_API_KEY_LOOKUPS_PER_IP): forged keys with a valid checksum stop reaching auth (an outside review)', async () => {
+  const before = keyChecks;
+  const forged = (n: number) => buildApiKey('live', `FORGED${String(n).padStart(28, '0')}`);
+  const answers: number[] = [];
+  for (let n = 0; n < 60; n++) answers.push((await fetch(`http://127.0.0.1:${port}/api/payout/balance`, { headers: { 'x-api-key': forged(n) } })).status);
+  // This file's earlier requests counted too: some 401s, then 429 only.
+  expect(answers.filter((s) => s !== 401 && s !== 429)).toEqual([]);
+  const firstRefused = answers.indexOf(429);
+  expect(firstRefused).toBeGreaterThan(0);
+  expect(answers.slice(firstRefused).every((s) => s === 429)).toBe(true);
+  expect(keyChecks - before).toBe(firstRefused);
+  // A malformed key costs no lookup: refused 401 here, never counted, never 429.
+  expect((await fetch(`http://127.0.0.1:${port}/api/payout/balance`, { headers: { 'x-api-key': 'SBX_nope' } })).status).toBe(401);
+});
+

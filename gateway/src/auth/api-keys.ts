@@ -64,6 +64,14 @@ export class ApiKeyVerifier {
     this.now = options.now ?? Date.now;
   }
 
+  /** Whether verifying `raw` now would ask auth: well-formed, and not known here (cached) yet. */
+  needsLookup(raw: unknown): boolean {
+    if (typeof raw !== 'string' || raw === '') return false;
+    const cached = this.cache.get(hashApiKey(raw));
+    if (cached && this.now() - cached.verifiedAt < (this.feedLive ? this.options.ttlMs : TTL_WITHOUT_FEED_MS)) return false;
+    return parseApiKey(raw).wellFormed;
+  }
+
   async verify(raw: unknown): Promise<ApiKeyPrincipal> {
     if (raw === undefined || raw === '') throw invalidApiKey('the x-api-key header is required');
     if (typeof raw !== 'string') throw invalidApiKey();
