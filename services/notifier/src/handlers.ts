@@ -235,8 +235,8 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     if (violations.length > 0) throw invalid(violations);
     const project = await this.deps.projects.current(req.projectId);
     if (!project) throw errors.notFound('project');
-    const after = cursor && (await positionOf(this.deps.sql, req.projectId, cursor));
-    if (!after) return { events: [], cursor: await currentProjectEventPosition(this.deps.sql) };
+    if (!cursor) return { events: [], cursor: await currentProjectEventPosition(this.deps.sql) };
+    const after = await positionOf(this.deps.sql, req.projectId, cursor);
 
     const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, after, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
     const now = new Date();

@@ -174,6 +174,21 @@ describe('a long transaction elsewhere holds no listener back (a parallel migrat
     }
   });
 
+  test('a transaction under a name that is not another service\'s (a pooler renaming a notifier connection) holds it back until it ends: the safe side', async () => {
+    const project = h.auth.addProject({ webhookUrl: undefined });
+    const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
+    const release = await holdTransaction(h.svc.database.url, 'notifier-10.0.0.7');
+    const eventId = await h.publish('invoice.paid', paid(project.id));
+    await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${eventId}`).length > 0 ? true : undefined));
+    expect((await h.client.listProjectEvents({ projectId: project.id, cursor })).events).toEqual([]);
+    await release();
+    const page = await eventually(async () => {
+      const res = await h.client.listProjectEvents({ projectId: project.id, cursor });
+      return res.events.length > 0 ? res : undefined;
+    });
+    expect(page.events.map((e) => e.eventId)).toEqual([eventId]);
+  });
+
   test('a transaction of the notifier itself does hold it back until it ends', async () => {
     const project = h.auth.addProject({ webhookUrl: undefined });
     const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
@@ -206,6 +221,38 @@ test('a cursor of the earlier form (a bare seq) resumes without skipping: from t
   const now = await h.client.listProjectEvents({ projectId: project.id, cursor: String(BigInt(row!.seq) + 1_000_000n) });
   expect(now.events).toEqual([]);
   expect(now.cursor).toMatch(/^\d+\.0$/);
+});
+
+test('a cursor of the earlier form never passes a writer still running: its event, committed after a later one, comes (a review)', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const insert = (sql: Queryable, eventId: string) =>
+    sql`insert into project_events (project_id, event_id, event_type, body) values (${project.id}, ${eventId}, 'invoice.paid', '{}')`;
+  const before = randomUUID();
+  await insert(h.sql, before);
+  const [row] = await h.sql<{ seq: string }[]>`select seq::text from project_events where event_id = ${before}`;
+  const slow = randomUUID();
+  const fast = randomUUID();
+  const slowMayCommit = deferred();
+  const slowInserted = deferred();
+  // `slow` takes its transaction id and writes, then `fast` (a later transaction) writes and commits.
+  const slowCommitted = h.sql.begin(async (tx) => {
+    await tx`select pg_current_xact_id()`;
+    await insert(tx, slow);
+    slowInserted.resolve();
+    await slowMayCommit.promise;
+  });
+  await slowInserted.promise;
+  await insert(h.sql, fast);
+  // A listener resumes with the bare seq of `before` while `slow` still runs.
+  const first = await h.client.listProjectEvents({ projectId: project.id, cursor: row!.seq });
+  expect(first.events.map((e) => e.eventId)).toEqual([]);
+  slowMayCommit.resolve();
+  await slowCommitted;
+  const page = await eventually(async () => {
+    const res = await h.client.listProjectEvents({ projectId: project.id, cursor: first.cursor });
+    return res.events.length >= 2 ? res : undefined;
+  });
+  expect(page.events.map((e) => e.eventId)).toEqual([slow, fast]);
 });
 
 test('a project auth does not know answers not_found; a malformed cursor validation_failed', async () => {

@@ -24,12 +24,20 @@ export interface ProjectEventPosition {
 }
 
 /**
+ * Connections known not to write this table: the other services' (their `application_name` is
+ * their schema, services/runtime/src/db.ts) and the signer's. Named positively: a notifier
+ * connection under another name (a pooler adding its host, a replica's own name) must hold
+ * listeners back, never be taken for another service (a review).
+ */
+const OTHER_SERVICES = ['auth', 'invoice', 'payout', 'payout-signer'];
+
+/**
  * The lowest transaction id a listing must not reach: the lowest one still running that may be a
- * writer of this table. A transaction of another database or another application (another
- * service, a migration, a parallel test's system, an operator's psql) never writes here, so it
- * does not hold listeners back; one that ended since the snapshot cannot be told apart and holds
- * them for one more poll. Without a running writer: the snapshot's xmax, above every transaction
- * it sees.
+ * writer of this table. A transaction of another database (a parallel test's system, another
+ * application of the cluster) or of another coinvoice service never writes here, so it does not
+ * hold listeners back; any other — this service's, an operator's psql, a prepared transaction, one
+ * that ended since the snapshot — does, until it ends. Without one: the snapshot's xmax, above
+ * every transaction it sees.
  */
 const horizon = (sql: Queryable) => sql`(
   select coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot()))
@@ -37,18 +45,19 @@ const horizon = (sql: Queryable) => sql`(
   where not exists (
     select from pg_stat_activity elsewhere
     where elsewhere.backend_xid = xid(running.xid)
-      and (elsewhere.datname is distinct from current_database()
-           or elsewhere.application_name is distinct from current_setting('application_name'))))`;
+      and (elsewhere.datname is distinct from current_database() or elsewhere.application_name = any(${OTHER_SERVICES}::text[]))))`;
 
 /**
  * The position of a parsed cursor. A bare seq resumes before the first transaction that wrote a
- * later seq (its events may come twice, none is skipped); undefined when no later one is kept
- * (the caller starts at "now").
+ * later seq, or before the horizon when a writer below that is still running (its events may come
+ * twice, none is skipped); with neither, at the horizon: "now".
  */
-export async function positionOf(sql: Queryable, projectId: string, cursor: EventStreamCursor): Promise<ProjectEventPosition | undefined> {
+export async function positionOf(sql: Queryable, projectId: string, cursor: EventStreamCursor): Promise<ProjectEventPosition> {
   if (cursor.tx !== undefined) return { tx: cursor.tx, seq: cursor.seq };
-  const [row] = await sql<{ tx: string | null }[]>`select min(tx_id)::text as tx from project_events where project_id = ${projectId} and seq > ${cursor.seq}`;
-  return row?.tx ? { tx: row.tx, seq: '0' } : undefined;
+  const [row] = await sql<{ tx: string }[]>`
+    select least((select min(tx_id) from project_events where project_id = ${projectId} and seq > ${cursor.seq}), ${horizon(sql)})::text as tx`;
+  if (!row) throw new Error('no position');
+  return { tx: row.tx, seq: '0' };
 }
 
 /** The project's events after `after`, in position order, never passing one that may still commit. */
