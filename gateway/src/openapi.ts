@@ -123,7 +123,7 @@ export class OpenApiRegistry {
         const apiKeyLimited = JSON.stringify(schema.security ?? []).includes('apiKeyAuth');
         if (routeLimit || apiKeyLimited) errorStatuses.push('429');
         for (const status of errorStatuses.sort()) {
-          const limits = [routeLimit, apiKeyLimited ? 'RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet)' : undefined].filter(Boolean);
+          const limits = [routeLimit, apiKeyLimited ? 'RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address)' : undefined].filter(Boolean);
           responses[status] = {
             description: status === '429' ? `${ERROR_STATUSES[status]}: ${limits.join('; ')}` : ERROR_STATUSES[status],
             ...(status === '429' ? { headers: RATE_LIMIT_HEADERS } : {}),

@@ -14,8 +14,9 @@ export const gatewayRateLimitSettings = {
   /** Calls to the public checkout page and its endpoints per client IP, per gateway replica. */
   RATE_LIMIT_CHECKOUT_PER_IP: rateLimitSetting('checkout-ip', '300/1m'),
   /**
-   * API keys per client IP that auth is asked about (not cached here yet), per gateway replica: a
-   * well-formed forged key (its checksum is public) cost an auth call and a lookup each, unlimited.
+   * Unknown API keys per client IP that auth is asked about, per gateway replica: a well-formed
+   * forged key (its checksum is public) cost an auth call and a lookup each, unlimited. A key auth
+   * knows gives its count back.
    */
   RATE_LIMIT_API_KEY_LOOKUPS_PER_IP: rateLimitSetting('api-key-lookup-ip', '120/1m'),
 };
@@ -40,9 +41,26 @@ export class GatewayRateLimits {
     await this.enforce(this.options.apiPerKey, keyId);
   }
 
-  /** Counts one key auth is asked about for this client address; a 429 problem when over the limit. */
-  async apiKeyLookup(clientIp: string): Promise<void> {
-    if (this.options.apiKeyLookupsPerIp) await this.enforce(this.options.apiKeyLookupsPerIp, clientAddressKey(clientIp));
+  /**
+   * A key auth is to be asked about, for this client address: refused (429, auth not asked) while
+   * the address is over its limit of keys auth did not know; counted only when auth answers that
+   * it does not know this one. A client whose cache entries expire, or many behind one address,
+   * or many requests at once, are never refused for valid keys (a review).
+   */
+  async apiKeyLookup<T>(clientIp: string, lookUp: () => Promise<T>): Promise<T> {
+    const policy = this.options.apiKeyLookupsPerIp;
+    if (!policy) return lookUp();
+    const key = clientAddressKey(clientIp);
+    // Whether the address is over the limit: a count taken and given back at once.
+    await this.enforce(policy, key);
+    await this.store.refund(policy, key);
+    try {
+      return await lookUp();
+    } catch (err) {
+      // Only "no such key" counts: auth unreachable is no fault of the client's.
+      if (err instanceof HttpProblem && err.status === 401) await this.store.consume(policy, key);
+      throw err;
+    }
   }
 
   /** onRequest hook of the public checkout routes. */

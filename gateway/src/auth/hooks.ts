@@ -25,9 +25,9 @@ function header(request: FastifyRequest, name: string): string | undefined {
 export function authHooks({ apiKeys, sessions, rateLimits }: Authenticators) {
   const verifyApiKey = async (request: FastifyRequest) => {
     const raw = header(request, API_KEY_HEADER);
-    // Only a key auth must be asked about counts (a known key costs nothing; a malformed one is refused here).
-    if (apiKeys.needsLookup(raw)) await rateLimits.apiKeyLookup(request.ip);
-    const principal = await apiKeys.verify(raw);
+    // Only a key auth must be asked about, and does not know, counts (a cached key costs nothing; a
+    // malformed one is refused here).
+    const principal = apiKeys.needsLookup(raw) ? await rateLimits.apiKeyLookup(request.ip, () => apiKeys.verify(raw)) : await apiKeys.verify(raw);
     await rateLimits.apiKey(principal.keyId);
     return principal;
   };

@@ -3168,7 +3168,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3322,7 +3322,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -3512,7 +3512,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -4950,7 +4950,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions) and EVENT_STREAMS_PER_MERCHANT (default 20 per merchant, over all its keys and sessions), per gateway replica; RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): EVENT_STREAMS_PER_KEY (default 5 streams open at once per API key, or per merchant’s sessions) and EVENT_STREAMS_PER_MERCHANT (default 20 per merchant, over all its keys and sessions), per gateway replica; RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5068,7 +5068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5252,7 +5252,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project; a replay of an answered request’s Idempotency-Key does not count); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PAYOUT_REQUEST_PER_PROJECT (default 30 per hour per project; a replay of an answered request’s Idempotency-Key does not count); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5421,7 +5421,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT (default 20 per hour per project, across its payouts); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_PAYOUT_VERIFY_PER_PROJECT (default 20 per hour per project, across its payouts); RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5559,7 +5559,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5690,7 +5690,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
@@ -5855,7 +5855,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 keys a minute per client address that the gateway does not know yet) */
+            /** @description Too many requests (code rate_limited): wait Retry-After seconds. Limits are configurable (see the README): RATE_LIMIT_API_PER_KEY (default 6000 per minute per API key); RATE_LIMIT_API_KEY_LOOKUPS_PER_IP (default 120 unknown keys a minute per client address) */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again */
