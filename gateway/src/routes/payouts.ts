@@ -139,6 +139,13 @@ export function amountDecimal(holder: object, key: string, field = key): string 
 const payoutAuth: Array<Record<string, string[]>> = [{ apiKeyAuth: [] }, { bearerAuth: [] }];
 const bearer = [{ bearerAuth: [] }];
 
+/**
+ * The ledger check reads every reported credit, and credit-missing then credits one transaction
+ * each: minutes on a large ledger, not the 5 s of an ordinary call (a review: the operator lost
+ * the list of what was credited while the service went on).
+ */
+const LEDGER_CALL_TIMEOUT_MS = 10 * 60_000;
+
 export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: PayoutRouteDeps): void {
   app.get<{ Querystring: ProjectQuery }>('/api/payout/balance', {
     schema: {
@@ -381,7 +388,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.admin,
     handler: async (req) => {
-      const res = await payouts.checkLedgerInvariants({ operatorToken: merchantPrincipal(req).token });
+      const res = await payouts.checkLedgerInvariants({ operatorToken: merchantPrincipal(req).token }, { timeoutMs: LEDGER_CALL_TIMEOUT_MS });
       return { violations: res.violations.map((v) => ({ kind: v.kind, detail: v.detail })), balancesChecked: Number(res.balancesChecked), creditsChecked: Number(res.creditsChecked) };
     },
   });
@@ -395,7 +402,7 @@ export function payoutRoutes(app: FastifyInstance, { auth, payouts, hooks }: Pay
     },
     onRequest: hooks.admin,
     handler: async (req) => {
-      const res = await payouts.creditMissing({ operatorToken: merchantPrincipal(req).token });
+      const res = await payouts.creditMissing({ operatorToken: merchantPrincipal(req).token }, { timeoutMs: LEDGER_CALL_TIMEOUT_MS });
       return {
         credited: res.credited.map((c) => ({ invoiceId: c.invoiceId, projectId: c.projectId, paymentId: c.paymentId || null, currency: c.currency, network: c.network, amount: c.amount })),
         skipped: res.skipped.map((s) => ({ kind: 'credit_missing' as const, detail: s.detail })),

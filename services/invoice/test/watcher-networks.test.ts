@@ -158,6 +158,13 @@ test('a Base USDC invoice paid on Base is Paid; one paid on Ethereum instead is 
   const credits = (await h.client.listLedgerCredits({ afterInvoiceId: '', pageSize: 100 })).credits;
   expect(credits.filter((c) => c.invoiceId === onEthereum.id)).toEqual([]);
   expect(credits.filter((c) => c.invoiceId === onBase.id).map((c) => [c.currency, c.network, c.amount])).toEqual([['USDC', 'base', '10']]);
+  // Live credits only, whatever rows an invoice has: the ledger's repair credits them to live balances.
+  await h.sql`update invoices set environment = 'sandbox' where id = ${onBase.id}`;
+  try {
+    expect((await h.client.listLedgerCredits({ afterInvoiceId: '', pageSize: 100 })).credits.filter((c) => c.invoiceId === onBase.id)).toEqual([]);
+  } finally {
+    await h.sql`update invoices set environment = 'live' where id = ${onBase.id}`;
+  }
   const onEthereumDeposits = (await h.client.listAccountedDeposits({ chain: 'ethereum', pageSize: 100 })).deposits;
   expect(onEthereumDeposits.filter((d) => d.invoiceId === onEthereum.id).map((d) => [d.chain, d.asset, d.amount, d.address])).toEqual([['ethereum', 'USDC', '10', onEthereum.address]]);
   const onBaseDeposits = (await h.client.listAccountedDeposits({ chain: 'base', pageSize: 100 })).deposits;

@@ -76,8 +76,9 @@ export function loadConfig<S extends Settings>(settings: S, env: Env = process.e
 export function redactUrlPassword(raw: string): string {
   const at = raw.lastIndexOf('@');
   if (at < 0) return raw;
-  const slashes = raw.indexOf('//');
-  const userStart = slashes >= 0 && slashes < at ? slashes + 2 : 0;
+  // The scheme and its slashes, however mistyped ("postgres:/", "postgres//"); none: user first.
+  const scheme = /^[a-z][a-z0-9+.-]*(:\/+|\/\/+)/i.exec(raw);
+  const userStart = scheme && scheme[0].length <= at ? scheme[0].length : 0;
   const colon = raw.indexOf(':', userStart);
   if (colon < 0 || colon > at) return raw;
   return `${raw.slice(0, colon)}:***${raw.slice(at)}`;

@@ -26,6 +26,8 @@ test('a password with an unencoded "/" or "@", or a URL with a mistyped scheme, 
     ['postgres//u:S3CRETPW@h/x', 'postgres//u:***@h/x'],
     ['postgres://u:S3C@RET@h/db', 'postgres://u:***@h/db'],
     ['u:S3CRET@h', 'u:***@h'],
+    ['u:pa//ss@h', 'u:***@h'],
+    ['postgres:/u:pw//x@h', 'postgres:/u:***@h'],
   ]) {
     expect(redactUrlPassword(raw!)).toBe(shown);
   }

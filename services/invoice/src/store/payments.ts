@@ -271,9 +271,12 @@ export interface LedgerCreditRow extends Partial<Pick<PaymentRow, 'chain' | 'tra
 export async function listLedgerCredits(sql: Queryable, afterInvoiceId: string | null, limit: number): Promise<LedgerCreditRow[]> {
   return sql<LedgerCreditRow[]>`
     with page as (
-      select distinct invoice_id from payments
-      where reported_as in ('paid', 'late') and (${afterInvoiceId}::uuid is null or invoice_id > ${afterInvoiceId}::uuid)
-      order by invoice_id limit ${limit}
+      select distinct p.invoice_id from payments p join invoices i on i.id = p.invoice_id
+      -- Live only, said here too: the ledger's repair credits what this reports to live balances
+      -- (docs/accounting.md#crediting-what-is-missing), and must never depend on sandbox invoices
+      -- having no payment rows.
+      where p.reported_as in ('paid', 'late') and i.environment = 'live' and (${afterInvoiceId}::uuid is null or p.invoice_id > ${afterInvoiceId}::uuid)
+      order by p.invoice_id limit ${limit}
     )
     select p.invoice_id, i.project_id, 'paid' as kind, null as chain, null as transaction_hash, null::int as output_index,
            p.asset as currency, i.pay_network as network, sum(p.amount)::text as amount, max(p.reported_at) as reported_at

@@ -9,17 +9,24 @@ import type { Queryable } from '../db';
 
 /** Counted up to this many (a count of a huge backlog is not worth its scan at every scrape). */
 const COUNT_CAP = 100_000;
+/** A scrape waits this long for the figures, then answers without them (a pool saturated, Postgres slow). */
+const READ_TIMEOUT_MS = 2_000;
 
 export function registerOutboxMetrics(registry: Registry, sql: Queryable): void {
   let pending: Promise<{ n: number; age: number } | undefined> | undefined;
   // One query per scrape for both gauges; Postgres unreachable leaves them as they were (the
   // scrape itself must not fail: every other metric is in it).
-  const read = () =>
-    (pending ??= sql<{ n: number; age: number }[]>`
+  const query = () =>
+    sql<{ n: number; age: number }[]>`
       select (select count(*) from (select 1 from outbox where published_at is null limit ${COUNT_CAP}) as waiting)::int as n,
-             coalesce(extract(epoch from now() - (select created_at from outbox where published_at is null order by seq limit 1)), 0)::float8 as age`
-      .then(([row]) => row ?? { n: 0, age: 0 }, () => undefined)
-      .finally(() => setImmediate(() => (pending = undefined))));
+             coalesce(extract(epoch from now() - (select created_at from outbox where published_at is null order by seq limit 1)), 0)::float8 as age`.then(
+      ([row]) => row ?? { n: 0, age: 0 },
+      () => undefined,
+    );
+  const read = () =>
+    (pending ??= Promise.race([query(), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), READ_TIMEOUT_MS).unref())]).finally(() =>
+      setImmediate(() => (pending = undefined)),
+    ));
   new Gauge({
     name: 'outbox_unpublished_events',
     help: `Events written to this service's outbox and not yet published to NATS (counted up to ${COUNT_CAP})`,
