@@ -167,7 +167,7 @@ test('every event names its own resume point, ready too: a stream cut after the 
   const key = { 'x-api-key': project.key };
   // Where a stream starts: ready carries it.
   const [ready] = await readEvents(key, (events) => events.length >= 1);
-  expect(ready).toMatchObject({ event: 'ready', id: expect.stringMatching(/^\d+\.\d+$/) });
+  expect(ready).toMatchObject({ event: 'ready', id: expect.stringMatching(/^[A-Za-z0-9_-]{40,120}$/) });
   // Three events while no stream is open (a listener whose gateway was down).
   const paid: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -187,10 +187,17 @@ test('every event names its own resume point, ready too: a stream cut after the 
   const ids = resumed.map((e) => e.id);
   expect(new Set(ids).size).toBe(3);
   // Cut after the first: the other two come again, nothing lost, nothing repeated.
+  // (Cursors are sealed afresh each time: the events are told apart by their webhook ids.)
+  const eventIdOf = (e: Sse) => (JSON.parse(e.data!) as { eventId: string }).eventId;
   const afterFirst = webhooks(await readEvents({ ...key, 'last-event-id': ids[0]! }, (events) => webhooks(events).length >= 2, 3_000));
-  expect(afterFirst.map((e) => e.id)).toEqual(ids.slice(1));
-  // An id no stream sent (a position past the largest transaction id) is refused, not retried forever.
-  const refused = await api.get('/api/events/stream', { headers: { ...key, 'last-event-id': '18446744073709551616.1' } });
-  expectProblem(refused, 400, 'validation_failed');
-  expect(refused.body.errors).toEqual([{ field: 'last-event-id', message: 'must be an event id this stream sent' }]);
+  expect(afterFirst.map(eventIdOf)).toEqual(resumed.slice(1).map(eventIdOf));
+  // An id no stream sent — not a cursor's shape, or one sealed for another project — is refused
+  // before the stream opens, not retried for ever.
+  const other = await merchantWithProject();
+  const [othersReady] = await readEvents({ 'x-api-key': other.project.key }, (events) => events.length >= 1);
+  for (const id of ['18446744073709551616.1', othersReady!.id!]) {
+    const refused = await api.get('/api/events/stream', { headers: { ...key, 'last-event-id': id } });
+    expectProblem(refused, 400, 'validation_failed');
+    expect(refused.body.errors).toEqual([{ field: 'last-event-id', message: 'must be an event id this stream sent' }]);
+  }
 });

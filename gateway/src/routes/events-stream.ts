@@ -196,11 +196,21 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
     let counted = true;
     try {
       const resume = header(req, 'last-event-id');
-      // The pattern lets a number too large for a position through (docs/webhook-delivery.md#the-listen-stream).
-      if (resume !== undefined && !parseEventStreamCursor(resume)) {
-        throw new HttpProblem(400, 'validation_failed', 'the request headers are invalid', [{ field: 'last-event-id', message: 'must be an event id this stream sent' }]);
-      }
+      const badResume = () => new HttpProblem(400, 'validation_failed', 'the request headers are invalid', [{ field: 'last-event-id', message: 'must be an event id this stream sent' }]);
+      // The pattern lets a number too large for a seq through (docs/webhook-delivery.md#the-listen-stream).
+      if (resume !== undefined && !parseEventStreamCursor(resume)) throw badResume();
       let cursor = resume ?? (await notifier.listProjectEvents({ projectId })).cursor;
+      // A sealed cursor is the notifier's to open: one it refuses (another project's, another key's)
+      // is a 400 before the stream opens, not a stream asking again for ever.
+      let firstPage: Awaited<ReturnType<typeof notifier.listProjectEvents>> | undefined;
+      if (resume !== undefined) {
+        try {
+          firstPage = await notifier.listProjectEvents({ projectId, cursor, pageSize: 100 });
+        } catch (err) {
+          if (errorFacts(err).code === 'validation_failed') throw badResume();
+          // The notifier unreachable: the stream's first round asks again.
+        }
+      }
       // A request still being let in when the close began would open its stream after it, and
       // hold the process until the grace period's hard exit (second review).
       if (isClosing()) throw new HttpProblem(503, 'service_unavailable', 'this gateway is shutting down; reconnect', [], { 'retry-after': '1' });
@@ -255,7 +265,8 @@ export function eventStreamRoutes(app: FastifyInstance, deps: EventStreamRouteDe
           // A revocation missed by the feed still ends the stream (the key's cache entry expires).
           if (!(await credential.stillAccepted())) break;
           try {
-            const page = await notifier.listProjectEvents({ projectId, cursor, pageSize: 100 });
+            const page = firstPage ?? (await notifier.listProjectEvents({ projectId, cursor, pageSize: 100 }));
+            firstPage = undefined;
             // Revoked, or the client gone, while the page was on its way: nothing more is sent.
             if (!open) break;
             for (const e of page.events) {

@@ -47,7 +47,8 @@ import { autoSweepVerificationEmail, emailVerificationEmail, payoutVerificationE
 import { isTestEventType, PING_TEST_EVENT_TYPE, TEST_EVENT_TYPES, testEventBody } from './domain/test-events';
 import { signingSecrets, webhookDeliveryHeaders } from './domain/signing';
 import type { ProjectDirectory } from './project-context';
-import { currentProjectEventPosition, listProjectEvents, positionOf } from './store/project-events';
+import { currentProjectEventPosition, listProjectEvents, positionOfSeq } from './store/project-events';
+import type { ListenCursors, ListenPosition } from './listen-cursors';
 import {
   findDelivery,
   findEndpoint,
@@ -90,6 +91,8 @@ export interface NotifierHandlerDeps {
   onDeliveryCreated?: () => void;
   /** The limit of test events per project (each one is a delivery that takes a slot). */
   testEvents: { store: RateLimitStore; perProject: RateLimitPolicy; redeliveriesPerProject: RateLimitPolicy };
+  /** Seals and opens listen cursors (docs/webhook-delivery.md#the-listen-stream). */
+  listenCursors: ListenCursors;
 }
 
 export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
@@ -230,13 +233,16 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
     const violations: Violation[] = [];
     checkUuid(violations, 'projectId', req.projectId);
     const cursor = req.cursor === undefined ? undefined : parseEventStreamCursor(req.cursor);
-    if (req.cursor !== undefined && !cursor) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
+    // A token this notifier did not seal for this project (another project's, another key's) is no cursor.
+    const sealed = cursor?.kind === 'token' ? this.deps.listenCursors.open(req.projectId, cursor.token) : undefined;
+    if (req.cursor !== undefined && (!cursor || (cursor.kind === 'token' && !sealed))) violations.push({ field: 'cursor', message: 'is not a valid cursor' });
     if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) violations.push({ field: 'pageSize', message: `must be from 1 to ${MAX_PAGE_SIZE}` });
     if (violations.length > 0) throw invalid(violations);
     const project = await this.deps.projects.current(req.projectId);
     if (!project) throw errors.notFound('project');
-    if (!cursor) return { events: [], cursor: await currentProjectEventPosition(this.deps.sql) };
-    const after = await positionOf(this.deps.sql, req.projectId, cursor);
+    const seal = (position: ListenPosition) => this.deps.listenCursors.seal(req.projectId, position);
+    if (!cursor) return { events: [], cursor: seal(await currentProjectEventPosition(this.deps.sql)) };
+    const after = sealed ?? (await positionOfSeq(this.deps.sql, req.projectId, (cursor as { seq: string }).seq));
 
     const rows = await listProjectEvents(this.deps.sql, { projectId: req.projectId, after, limit: req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize });
     const now = new Date();
@@ -250,9 +256,9 @@ export class NotifierHandlers implements ServiceImpl<typeof NotifierService> {
         eventType: row.event_type,
         headers: webhookDeliveryHeaders({ id: row.event_id, eventType: row.event_type, timestamp: row.created_at, body: row.body, secrets: signingSecrets(project, now) }),
         body: row.body,
-        cursor: row.position,
+        cursor: seal(row),
       })),
-      cursor: rows.at(-1)?.position ?? `${after.tx}.${after.seq}`,
+      cursor: seal(rows.at(-1) ?? after),
     };
   }
 

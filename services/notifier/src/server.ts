@@ -1,4 +1,4 @@
-import { allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
+import { allowCallers, createRpcClient, PostgresRateLimitStore, rateLimitCleaner, signerOf, streamSettingsOf, type ServiceDefinition } from '@coinvoice/runtime';
 import { AuthService } from '@coinvoice/runtime/gen/coinvoice/auth/v1/auth_pb';
 import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/notifier_pb';
 import { Counter } from 'prom-client';
@@ -9,6 +9,7 @@ import { DeliveryWorker } from './delivery/worker';
 import { createMailer } from './email';
 import { notifierConsumers } from './events/consumers';
 import { NotifierHandlers } from './handlers';
+import { ListenCursors } from './listen-cursors';
 import { AuthProjectDirectory } from './project-context';
 import { ProjectUpdatesListener } from './events/project-updates';
 import { projectEventsRetention } from './project-events-retention';
@@ -90,6 +91,8 @@ export const notifierService: ServiceDefinition<typeof notifierSettings> = {
         perProject: config.RATE_LIMIT_WEBHOOK_TEST_PER_PROJECT,
         redeliveriesPerProject: config.RATE_LIMIT_WEBHOOK_REDELIVER_PER_PROJECT,
       },
+      // Every replica holds the notifier's event key: a cursor one sealed, another opens.
+      listenCursors: new ListenCursors(signerOf(config).deriveKey('coinvoice listen cursor v1')),
     });
     logger.info(
       {

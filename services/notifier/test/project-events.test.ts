@@ -4,12 +4,13 @@
  * delivery signed with the project's current secret; other projects' events never show; old
  * events are pruned.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { create, toJson } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { createDb, createLogger, errorFacts, type Queryable, type Sql } from '@coinvoice/runtime';
 import { InvoicePaidSchema } from '@coinvoice/runtime/gen/coinvoice/invoice/v1/events_pb';
 import { Webhook } from 'standardwebhooks';
+import { ListenCursors } from '../src/listen-cursors';
 import { projectEventsRetention } from '../src/project-events-retention';
 import { testDatabaseServerUrl } from '../../../test/support/infra';
 import { eventually, startNotifier, type Harness } from './support/harness';
@@ -216,11 +217,11 @@ test('a cursor of the earlier form (a bare seq) resumes without skipping: from t
     return res.events.length > 0 ? res : undefined;
   });
   expect(page.events.map((e) => e.eventId)).toEqual([second]);
-  expect(page.cursor).toMatch(/^\d+\.\d+$/);
+  expect(page.cursor).toMatch(/^[A-Za-z0-9_-]{40,120}$/);
   // Nothing kept after it: "now".
   const now = await h.client.listProjectEvents({ projectId: project.id, cursor: String(BigInt(row!.seq) + 1_000_000n) });
   expect(now.events).toEqual([]);
-  expect(now.cursor).toMatch(/^\d+\.0$/);
+  expect(now.cursor).toMatch(/^[A-Za-z0-9_-]{40,120}$/);
 });
 
 test('a cursor of the earlier form never passes a writer still running: its event, committed after a later one, comes (a review)', async () => {
@@ -258,9 +259,32 @@ test('a cursor of the earlier form never passes a writer still running: its even
 test('a project auth does not know answers not_found; a malformed cursor validation_failed', async () => {
   await expect(h.client.listProjectEvents({ projectId: randomUUID() }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('not_found');
   const project = h.auth.addProject({ webhookUrl: undefined });
-  for (const cursor of ['abc', '1.', '.1', '01.1', '18446744073709551616.1', '1.9223372036854775808', '9223372036854775808']) {
+  // Another project's cursor, a cursor with one character changed, and a token no key sealed: none opens.
+  const other = h.auth.addProject({ webhookUrl: undefined });
+  const { cursor: othersCursor } = await h.client.listProjectEvents({ projectId: other.id });
+  const { cursor: ownCursor } = await h.client.listProjectEvents({ projectId: project.id });
+  const changed = `${ownCursor.slice(0, 20)}${ownCursor[20] === 'A' ? 'B' : 'A'}${ownCursor.slice(21)}`;
+  for (const cursor of ['abc', '1.', '.1', '01.1', '18446744073709551616.1', '1.9223372036854775808', '9223372036854775808', othersCursor, changed, 'A'.repeat(60)]) {
     await expect(h.client.listProjectEvents({ projectId: project.id, cursor }).catch((e: unknown) => errorFacts(e).code)).resolves.toBe('validation_failed');
   }
+  expect((await h.client.listProjectEvents({ projectId: project.id, cursor: ownCursor })).events).toEqual([]);
+});
+
+test('a cursor tells nothing of other projects or of the database: sealed, a fresh token each time (an outside review read other tenants\' event counts and the transaction counter from plain positions)', async () => {
+  const project = h.auth.addProject({ webhookUrl: undefined });
+  const first = await h.client.listProjectEvents({ projectId: project.id });
+  const again = await h.client.listProjectEvents({ projectId: project.id });
+  expect(first.cursor).not.toBe(again.cursor);
+  for (const cursor of [first.cursor, again.cursor]) {
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]{40,120}$/);
+  }
+  // Sealed: the position is not in the bytes; another project, or a key of another notifier, opens nothing.
+  const cursors = new ListenCursors(randomBytes(32));
+  const token = cursors.seal(project.id, { tx: '4711815', seq: '10522' });
+  expect(Buffer.from(token, 'base64url').toString('latin1')).not.toContain('4711815');
+  expect(cursors.open(project.id, token)).toEqual({ tx: '4711815', seq: '10522' });
+  expect(cursors.open(randomUUID(), token)).toBeUndefined();
+  expect(new ListenCursors(randomBytes(32)).open(project.id, token)).toBeUndefined();
 });
 
 test('events older than a day are pruned', async () => {

@@ -5,22 +5,17 @@
  * A listener's position is (tx_id, seq), read only below a horizon no running writer is under
  * (docs/webhook-delivery.md#the-listen-stream).
  */
-import type { EventStreamCursor } from '@coinvoice/domain/event-stream-cursor';
 import type { Queryable, Sql } from '@coinvoice/runtime';
+import type { ListenPosition } from '../listen-cursors';
 
 export interface ProjectEventRow {
-  /** The position right after this event: "<tx_id>.<seq>". */
-  position: string;
+  /** The position right after this event: its transaction and seq. */
+  tx: string;
+  seq: string;
   event_id: string;
   event_type: string;
   body: string;
   created_at: Date;
-}
-
-/** A parsed cursor: after the event (tx, seq); seq 0 is before a transaction's first event. */
-export interface ProjectEventPosition {
-  tx: string;
-  seq: string;
 }
 
 /**
@@ -48,22 +43,21 @@ const horizon = (sql: Queryable) => sql`(
       and (elsewhere.datname is distinct from current_database() or elsewhere.application_name = any(${OTHER_SERVICES}::text[]))))`;
 
 /**
- * The position of a parsed cursor. A bare seq resumes before the first transaction that wrote a
- * later seq, or before the horizon when a writer below that is still running (its events may come
- * twice, none is skipped); with neither, at the horizon: "now".
+ * The position of a bare seq (a cursor handed out before positions): before the first transaction
+ * that wrote a later seq, or before the horizon when a writer below that is still running (its
+ * events may come twice, none is skipped); with neither, at the horizon: "now".
  */
-export async function positionOf(sql: Queryable, projectId: string, cursor: EventStreamCursor): Promise<ProjectEventPosition> {
-  if (cursor.tx !== undefined) return { tx: cursor.tx, seq: cursor.seq };
+export async function positionOfSeq(sql: Queryable, projectId: string, seq: string): Promise<ListenPosition> {
   const [row] = await sql<{ tx: string }[]>`
-    select least((select min(tx_id) from project_events where project_id = ${projectId} and seq > ${cursor.seq}), ${horizon(sql)})::text as tx`;
+    select least((select min(tx_id) from project_events where project_id = ${projectId} and seq > ${seq}), ${horizon(sql)})::text as tx`;
   if (!row) throw new Error('no position');
   return { tx: row.tx, seq: '0' };
 }
 
 /** The project's events after `after`, in position order, never passing one that may still commit. */
-export async function listProjectEvents(sql: Queryable, q: { projectId: string; after: ProjectEventPosition; limit: number }): Promise<ProjectEventRow[]> {
+export async function listProjectEvents(sql: Queryable, q: { projectId: string; after: ListenPosition; limit: number }): Promise<ProjectEventRow[]> {
   return sql<ProjectEventRow[]>`
-    select tx_id::text || '.' || seq::text as position, event_id, event_type, body, created_at from project_events
+    select tx_id::text as tx, seq::text as seq, event_id, event_type, body, created_at from project_events
     where project_id = ${q.projectId} and (tx_id, seq) > (${q.after.tx}::xid8, ${q.after.seq}::bigint) and tx_id < ${horizon(sql)}
     order by tx_id, seq limit ${q.limit}`;
 }
@@ -72,10 +66,10 @@ export async function listProjectEvents(sql: Queryable, q: { projectId: string; 
  * Where "now" is for a new listener: before the horizon's transaction. An event of a writer running
  * at this instant is after "now"; from there on, listing never passes one.
  */
-export async function currentProjectEventPosition(sql: Queryable): Promise<string> {
+export async function currentProjectEventPosition(sql: Queryable): Promise<ListenPosition> {
   const [row] = await sql<{ tx: string }[]>`select ${horizon(sql)}::text as tx`;
   if (!row) throw new Error('no horizon');
-  return `${row.tx}.0`;
+  return { tx: row.tx, seq: '0' };
 }
 
 /** Deletes events older than `olderThanMs`, at most `limit`; returns how many. */

@@ -13,7 +13,7 @@
  *
  * (JSON escapes line breaks, so the prefix ends unambiguously at the second "\n").
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, sign, verify, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { MsgHdrs } from 'nats';
 import { Counter, type Registry } from 'prom-client';
@@ -182,6 +182,16 @@ export class EventSigner {
   ) {
     if (key.asymmetricKeyType !== 'ed25519') throw new Error(`${source}: an Ed25519 private key is expected, not ${key.asymmetricKeyType ?? 'unknown'}`);
     this.publicKey = publicKeyText(key);
+  }
+
+  /**
+   * A 32-byte key derived from this private key for `purpose` (HKDF-SHA256): what every replica of
+   * the service holding this key can compute, and nobody else (the notifier's listen cursors).
+   * Domain-separated by `purpose`: it reveals nothing of the signing key.
+   */
+  deriveKey(purpose: string): Buffer {
+    const material = this.key.export({ format: 'der', type: 'pkcs8' });
+    return Buffer.from(hkdfSync('sha256', material, Buffer.from('coinvoice event key derivation'), Buffer.from(purpose), 32));
   }
 
   /** The signature of an event, base64. */
