@@ -15,7 +15,7 @@ import { NotifierService } from '@coinvoice/runtime/gen/coinvoice/notifier/v1/no
 import { buildApiKey, generateApiKey } from '@coinvoice/domain/credentials/api-keys';
 import { startStandInServer, type StandInServer } from '../../test/support/grpc-stand-in';
 import { startGatewayProcess } from '../../test/support/gateway-process';
-import { sleep, waitFor } from '../../test/support/async';
+import { awayFromWindowEdge, sleep, waitFor } from '../../test/support/async';
 
 let auth: StandInServer;
 let notifier: StandInServer;
@@ -98,9 +98,18 @@ test('a client that does not read holds one page: the notifier is asked no more 
   const socket = await rawStreamRequest(generateApiKey('sandbox'));
   socket.pause();
   try {
-    // 1.6 MB a page: the connection's buffers (a few MB on loopback) fill within a few pages, then the stream waits.
+    // 1.6 MB a page: the connection's buffers (a few MB on loopback) fill within a few pages, then
+    // the stream waits (without back-pressure a page was asked every 500 ms, for ever).
     await waitFor('a page asked', async () => pagesAsked > before);
-    await sleep(3_000);
+    let last = pagesAsked;
+    let unchangedSince = Date.now();
+    await waitFor('the notifier no longer asked', async () => {
+      if (pagesAsked !== last) {
+        last = pagesAsked;
+        unchangedSince = Date.now();
+      }
+      return Date.now() - unchangedSince >= 2_500;
+    }, 25_000);
     const settled = pagesAsked;
     await sleep(3_000);
     expect(pagesAsked).toBe(settled);
@@ -109,7 +118,7 @@ test('a client that does not read holds one page: the notifier is asked no more 
     socket.destroy();
     bodyBytes = 10;
   }
-}, 30_000);
+}, 60_000);
 
 test('a HEAD is answered at once, and opens no stream', async () => {
   const before = pagesAsked;
@@ -123,6 +132,8 @@ test('unknown keys the gateway must ask auth about are limited per client addres
   // Every request a lookup (API_KEY_CACHE_TTL_MS=0): 60 with valid keys, more than the limit, none refused for it.
   const valid = await Promise.all(Array.from({ length: 60 }, () => fetch(`http://127.0.0.1:${port}/api/payout/balance`, { headers: { 'x-api-key': generateApiKey('sandbox') } })));
   expect(valid.filter((r) => r.status === 429 || r.status === 401)).toEqual([]);
+  // The count is per fixed minute: all of it inside one.
+  await awayFromWindowEdge(60, 10_000);
   const before = keyChecks;
   const forged = (n: number) => buildApiKey('live', `FORGED${String(n).padStart(28, '0')}`);
   const answers: number[] = [];

@@ -254,4 +254,4 @@ test('a processor started while the signer is down follows its batch in flight t
   } finally {
     await world.signer.restart();
   }
-});
+}, 120_000);
