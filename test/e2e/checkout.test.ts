@@ -13,7 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import postgres from 'postgres';
 import { markEmailVerified } from '../support/accounts';
 import { launchBrowser } from '../support/browser';
-import { apiKeyHeader, createProjectWithKey, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
+import { apiKeyHeader, createProjectWithKey, expectProblem, GatewayClient, registerMerchant, type ProjectFixture } from '../support/http';
 import { bootSystem, REPO_ROOT, type BootedSystem } from '../support/system';
 
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
@@ -103,8 +103,12 @@ test('the checkout page shows amount, address and a QR code of the payment URI, 
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.screenshot({ path: path.join(ARTIFACTS, 'checkout-waiting-1280x800.png'), fullPage: true });
 
+  const qrWhileWaiting = await fetch(`${system.gatewayUrl}/api/checkout/${invoice.id}/qr.svg`);
+  expect([qrWhileWaiting.status, qrWhileWaiting.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
   const paid = await api.post(`/api/invoice/${invoice.id}/sandbox/pay`, undefined, { headers: apiKeyHeader(project.key) });
   expect(paid.status).toBe(200);
+  // Paid: no QR code asks for the amount again (a kept image would have the customer pay twice).
+  expectProblem(await api.get(`/api/checkout/${invoice.id}/qr.svg`), 404, 'not_found');
   await page.waitForSelector('#paid:not(.hidden)', { timeout: 10_000 });
   expect(await page.getAttribute('#success-link', 'href')).toBe('https://shop.example/thanks');
   expect(await page.isVisible('#pay')).toBe(false);

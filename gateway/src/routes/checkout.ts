@@ -16,6 +16,7 @@ import { currenciesMarkdown } from './currencies';
 import { IdParams } from '../schemas/common';
 import { DASHBOARD_DIST } from './dashboard';
 import { invoiceStatuses } from './invoices';
+import { HttpProblem } from '../problem';
 import type { GatewayRateLimits } from '../rate-limits';
 
 const ASSETS = path.join(packageRoot(__dirname), 'assets');
@@ -119,6 +120,12 @@ export function checkoutRoutes(
     onRequest: rateLimits.checkout,
     handler: async (req, reply) => {
       const res = await invoices.getCheckout({ invoiceId: req.params.id });
+      const status = res.checkout ? invoiceStatuses.name(res.checkout.status) : undefined;
+      // Only while a payment is asked: a paid, confirming or expired invoice's URI asks its whole
+      // amount again, and a kept QR image (a screenshot, a cached page) would have a customer pay twice.
+      if (status !== 'Waiting' && status !== 'PartiallyPaid') {
+        throw new HttpProblem(404, 'not_found', 'this invoice asks for no payment now: no payment QR code');
+      }
       const svg = await QRCode.toString(res.checkout?.paymentUri ?? '', { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
       return reply.headers({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).type('image/svg+xml').send(svg);
     },
