@@ -18,9 +18,17 @@ const forwarded: string[] = [];
 
 const event = { eventId: 'evt_1', eventType: 'invoice.paid', headers: { 'content-type': 'application/json', 'webhook-id': 'evt_1' }, body: '{"invoiceId":"i1"}' };
 
+/** When set, a resume from this id is refused, as the gateway refuses a cursor it cannot open. */
+let refusedResume: string | undefined;
+
 beforeAll(async () => {
   stream = createServer((req, res) => {
     streamRequests.push(req.headers);
+    if (refusedResume !== undefined && req.headers['last-event-id'] === refusedResume) {
+      res.writeHead(400, { 'content-type': 'application/problem+json' });
+      res.end(JSON.stringify({ status: 400, code: 'validation_failed', title: 'the request headers are invalid', errors: [{ field: 'last-event-id', message: 'must be an event id this stream sent' }] }));
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     if (streamRequests.length === 1) {
       // Where the stream starts, then the connection is lost before any webhook.
@@ -66,3 +74,22 @@ test('a stream dropped before its first webhook is resumed from its ready event\
   expect(streamRequests[1]?.['last-event-id']).toBe('41');
   expect(forwarded).toEqual([event.body]);
 });
+
+test('a resume the server refuses (400: a cursor it cannot open) is not asked again for ever: the listener starts from now and says so', async () => {
+  streamRequests.length = 0;
+  forwarded.length = 0;
+  refusedResume = '41';
+  const configFile = path.join(mkdtempSync(path.join(tmpdir(), 'cli-listen-')), 'config.json');
+  writeFileSync(configFile, JSON.stringify({ baseUrl: urlOf(stream), email: 'm@example.com', token: 't', tokenExpiresAt: '', projectId: 'p', projectName: 'P', environment: 'sandbox', apiKey: 'SBX_x' }));
+  const controller = new AbortController();
+  const lines: string[] = [];
+  const running = listen({ out: (line) => lines.push(line), configFile }, { forwardTo: `${urlOf(receiver)}/hook`, events: [], signal: controller.signal, reconnectDelayMs: 50 });
+  const deadline = Date.now() + 5_000;
+  while (streamRequests.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  controller.abort();
+  await running;
+  expect(streamRequests.slice(0, 3).map((h) => h['last-event-id'])).toEqual([undefined, '41', undefined]);
+  expect(lines.some((line) => line.includes('cannot resume where it left off: listening from now'))).toBe(true);
+  refusedResume = undefined;
+});
+

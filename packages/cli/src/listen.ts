@@ -73,6 +73,13 @@ export async function listen(io: Io, o: ListenOptions): Promise<void> {
         const fatal = response.status === 401 || response.status === 403;
         const message = `the event stream answered ${response.status}${why ? ` ${why.slice(0, 300)}` : ''}`;
         if (fatal) throw new CliError(`${message} (run \`coinvoice login\` again)`);
+        if (response.status === 400 && lastEventId !== undefined) {
+          // The place to resume from is refused (a cursor the server can no longer open: its key
+          // was rotated): asking again with it would be refused for ever.
+          io.out(`${message}; it cannot resume where it left off: listening from now (events since the last one forwarded are not forwarded)`);
+          lastEventId = undefined;
+          continue;
+        }
         // A 429 says when to come back (Retry-After, seconds).
         const retryAfterS = Number(response.headers.get('retry-after'));
         const waitMs = Number.isFinite(retryAfterS) && retryAfterS > 0 ? Math.min(retryAfterS, 300) * 1000 : (o.reconnectDelayMs ?? 1_000);
