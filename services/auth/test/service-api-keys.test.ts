@@ -143,7 +143,7 @@ describe('RevokeApiKey', () => {
     await client.verifyApiKey({ key });
 
     const subject = auth.namespace.subject('auth.api_key_revoked');
-    const watcher = new SubjectWatcher(auth.nats, subject, aboutKey(apiKey.id));
+    const watcher = await SubjectWatcher.start(auth.nats, subject, aboutKey(apiKey.id));
     try {
       const revokeStarted = Date.now();
       const revoked = await client.revokeApiKey({ merchantId, projectId: sandboxProject, keyId: apiKey.id });

@@ -112,7 +112,7 @@ describe('CreateProject, ListProjects, GetProject', () => {
 describe('UpdateProject and RotateWebhookSecret', () => {
   it('changes only the fields that are set, removes the webhook with "", and publishes auth.project_updated', async () => {
     const { project } = await createProject(alice, { name: 'Before', webhookUrl: 'https://a.example.com/h' });
-    const watcher = new SubjectWatcher(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
+    const watcher = await SubjectWatcher.start(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
     try {
       const renamed = await client.updateProject({ merchantId: alice, projectId: project.id, name: 'After' });
       expect(renamed.project).toEqual({ ...project, name: 'After' });
@@ -167,7 +167,7 @@ describe('UpdateProject and RotateWebhookSecret', () => {
 
   it('rotates the webhook secret: a new secret, seen by GetProjectContext, announced without the secret', async () => {
     const { project, webhookSecret } = await createProject(alice, { webhookUrl: 'https://b.example.com/h' });
-    const watcher = new SubjectWatcher(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
+    const watcher = await SubjectWatcher.start(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
     try {
       const rotated = await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
       expect(rotated.webhookSecret).toMatch(/^whsec_/);
@@ -294,7 +294,7 @@ describe('RotateWebhookSecret: replaced secrets sign on for a while (docs/webhoo
 
   it('EndPreviousWebhookSecret stops them all now and tells the notifiers; another merchant\'s project is not_found', async () => {
     const { project } = await createProject(alice, { webhookUrl: 'https://end.example.com/h' });
-    const watcher = new SubjectWatcher(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
+    const watcher = await SubjectWatcher.start(auth.nats, auth.namespace.subject('auth.project_updated'), aboutKey(project.id));
     try {
       await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });
       await client.rotateWebhookSecret({ merchantId: alice, projectId: project.id });

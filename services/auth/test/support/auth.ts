@@ -102,7 +102,17 @@ export class SubjectWatcher {
   private readonly sub: Subscription;
   private readonly done: Promise<void>;
 
-  constructor(nats: NatsConnection, subject: string, accept: (msg: Msg) => boolean = () => true) {
+  /**
+   * Subscribed, and known to the server: a publish right after this cannot precede the
+   * subscription (a CI run missed the first of two events a test made at once).
+   */
+  static async start(nats: NatsConnection, subject: string, accept: (msg: Msg) => boolean = () => true): Promise<SubjectWatcher> {
+    const watcher = new SubjectWatcher(nats, subject, accept);
+    await nats.flush();
+    return watcher;
+  }
+
+  private constructor(nats: NatsConnection, subject: string, accept: (msg: Msg) => boolean) {
     const sub = nats.subscribe(subject);
     this.sub = sub;
     this.done = (async () => {
