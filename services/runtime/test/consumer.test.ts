@@ -339,7 +339,9 @@ describe('a lost stream (docs/architecture.md#a-lost-stream)', () => {
     await waitFor('the first event credited', async () => (await credits('inv_lost_1')).length === 1);
     // A JetStream store wiped, or the stream deleted by hand.
     await jsm.streams.delete(stream);
-    await waitFor('the stream created again by the consumer', async () => jsm.streams.info(stream).then(() => true, () => false));
+    // At once: the pull pending at the deletion ends "consumer deleted" (409), and the consumer asks
+    // the server whether its durable still exists rather than retry until a pull expires.
+    await waitFor('the stream created again by the consumer', async () => jsm.streams.info(stream).then(() => true, () => false), 20_000);
     await publishPaid(ns, { id: 'evt-lost-2', invoiceId: 'inv_lost_2', amount: '2.00000000' });
     await waitFor('the event after the loss credited', async () => (await credits('inv_lost_2')).length === 1);
     expect(await credits('inv_lost_1')).toHaveLength(1);

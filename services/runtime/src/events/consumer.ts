@@ -301,6 +301,21 @@ export class IdempotentConsumer {
     msg.term();
   }
 
+  /**
+   * Whether the stream or this durable no longer exists, asked of the server: a pull pending when
+   * the stream is deleted ends with "consumer deleted" (409), which names no API error; the next
+   * pull said "stream not found" only when it expired, after the backoff — over 10 s on a slow CI
+   * host (a CI run). Asked at once, the loss is set right at once.
+   */
+  private async durableGone(): Promise<boolean> {
+    try {
+      await (await this.options.nats.jetstreamManager()).consumers.info(this.options.stream, this.options.name);
+      return false;
+    } catch (err) {
+      return isGone(err);
+    }
+  }
+
   private async pullUntilStopped(initial: Consumer): Promise<void> {
     let consumer = initial;
     let failures = 0;
@@ -319,7 +334,7 @@ export class IdempotentConsumer {
       } catch (err) {
         if (!this.running) break;
         failures += 1;
-        if (isJetStreamApiError(err, JS_ERR.streamNotFound) || isJetStreamApiError(err, JS_ERR.consumerNotFound)) {
+        if (isGone(err) || (await this.durableGone())) {
           // The stream or the durable is gone (a JetStream store lost, a stream deleted by hand):
           // set both up again rather than fail every pull until a restart (an outside review).
           try {
@@ -677,3 +692,9 @@ export function processedEventsRetention(options: { sql: Sql; logger: Logger; re
     prune: (limit) => deleteProcessedEvents(options.sql, { olderThanMs: options.retentionMs, limit }),
   });
 }
+
+/** The stream or the durable does not exist (a JetStream store lost, a stream deleted by hand). */
+function isGone(err: unknown): boolean {
+  return isJetStreamApiError(err, JS_ERR.streamNotFound) || isJetStreamApiError(err, JS_ERR.consumerNotFound);
+}
+
