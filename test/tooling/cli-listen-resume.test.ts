@@ -60,16 +60,22 @@ afterAll(async () => {
 
 const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as { port: number }).port}`;
 
-test('a stream dropped before its first webhook is resumed from its ready event\'s id: the event made meanwhile is forwarded', async () => {
+/** Runs `coinvoice listen` against the stand-in until `done` holds (5 s at most); its output lines. */
+async function listenUntil(done: () => boolean): Promise<string[]> {
   const configFile = path.join(mkdtempSync(path.join(tmpdir(), 'cli-listen-')), 'config.json');
   writeFileSync(configFile, JSON.stringify({ baseUrl: urlOf(stream), email: 'm@example.com', token: 't', tokenExpiresAt: '', projectId: 'p', projectName: 'P', environment: 'sandbox', apiKey: 'SBX_x' }));
   const controller = new AbortController();
   const lines: string[] = [];
   const running = listen({ out: (line) => lines.push(line), configFile }, { forwardTo: `${urlOf(receiver)}/hook`, events: [], signal: controller.signal, reconnectDelayMs: 50 });
   const deadline = Date.now() + 5_000;
-  while (forwarded.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   controller.abort();
   await running;
+  return lines;
+}
+
+test('a stream dropped before its first webhook is resumed from its ready event\'s id: the event made meanwhile is forwarded', async () => {
+  await listenUntil(() => forwarded.length > 0);
   expect(streamRequests[0]?.['last-event-id']).toBeUndefined();
   expect(streamRequests[1]?.['last-event-id']).toBe('41');
   expect(forwarded).toEqual([event.body]);
@@ -79,15 +85,7 @@ test('a resume the server refuses (400: a cursor it cannot open) is not asked ag
   streamRequests.length = 0;
   forwarded.length = 0;
   refusedResume = '41';
-  const configFile = path.join(mkdtempSync(path.join(tmpdir(), 'cli-listen-')), 'config.json');
-  writeFileSync(configFile, JSON.stringify({ baseUrl: urlOf(stream), email: 'm@example.com', token: 't', tokenExpiresAt: '', projectId: 'p', projectName: 'P', environment: 'sandbox', apiKey: 'SBX_x' }));
-  const controller = new AbortController();
-  const lines: string[] = [];
-  const running = listen({ out: (line) => lines.push(line), configFile }, { forwardTo: `${urlOf(receiver)}/hook`, events: [], signal: controller.signal, reconnectDelayMs: 50 });
-  const deadline = Date.now() + 5_000;
-  while (streamRequests.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  controller.abort();
-  await running;
+  const lines = await listenUntil(() => streamRequests.length >= 3);
   expect(streamRequests.slice(0, 3).map((h) => h['last-event-id'])).toEqual([undefined, '41', undefined]);
   expect(lines.some((line) => line.includes('cannot resume where it left off: listening from now'))).toBe(true);
   refusedResume = undefined;

@@ -64,15 +64,11 @@ export class ApiKeyVerifier {
     this.now = options.now ?? Date.now;
   }
 
-  /** Whether verifying `raw` now would ask auth: well-formed, and not known here (cached) yet. */
-  needsLookup(raw: unknown): boolean {
-    if (typeof raw !== 'string' || raw === '') return false;
-    const cached = this.cache.get(hashApiKey(raw));
-    if (cached && this.now() - cached.verifiedAt < (this.feedLive ? this.options.ttlMs : TTL_WITHOUT_FEED_MS)) return false;
-    return parseApiKey(raw).wellFormed;
-  }
-
-  async verify(raw: unknown): Promise<ApiKeyPrincipal> {
+  /**
+   * The key's principal: from the cache, else from auth. `guardLookup`, when given, wraps only the
+   * call to auth (a key neither cached nor malformed): the per-address limit of unknown keys.
+   */
+  async verify(raw: unknown, guardLookup?: (lookUp: () => Promise<ApiKeyPrincipal>) => Promise<ApiKeyPrincipal>): Promise<ApiKeyPrincipal> {
     if (raw === undefined || raw === '') throw invalidApiKey('the x-api-key header is required');
     if (typeof raw !== 'string') throw invalidApiKey();
     // A cached key was well-formed when it was first verified: its checksum need not be re-checked.
@@ -84,7 +80,7 @@ export class ApiKeyVerifier {
     const key = raw;
     const pending = this.inFlight.get(hash);
     if (pending) return pending;
-    const lookup = this.lookup(key, hash).finally(() => this.inFlight.delete(hash));
+    const lookup = (guardLookup ? guardLookup(() => this.lookup(key, hash)) : this.lookup(key, hash)).finally(() => this.inFlight.delete(hash));
     this.inFlight.set(hash, lookup);
     return lookup;
   }

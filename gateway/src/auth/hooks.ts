@@ -24,10 +24,9 @@ function header(request: FastifyRequest, name: string): string | undefined {
 
 export function authHooks({ apiKeys, sessions, rateLimits }: Authenticators) {
   const verifyApiKey = async (request: FastifyRequest) => {
-    const raw = header(request, API_KEY_HEADER);
     // Only a key auth must be asked about, and does not know, counts (a cached key costs nothing; a
-    // malformed one is refused here).
-    const principal = apiKeys.needsLookup(raw) ? await rateLimits.apiKeyLookup(request.ip, () => apiKeys.verify(raw)) : await apiKeys.verify(raw);
+    // malformed one is refused before).
+    const principal = await apiKeys.verify(header(request, API_KEY_HEADER), (lookUp) => rateLimits.apiKeyLookup(request.ip, lookUp));
     await rateLimits.apiKey(principal.keyId);
     return principal;
   };

@@ -175,25 +175,13 @@ describe('a long transaction elsewhere holds no listener back (a parallel migrat
     }
   });
 
-  test('a transaction under a name that is not another service\'s (a pooler renaming a notifier connection) holds it back until it ends: the safe side', async () => {
+  test.each([
+    ['of the notifier itself', 'notifier'],
+    ["under a name that is not another service's (a pooler renaming a notifier connection): the safe side", 'notifier-10.0.0.7'],
+  ])('a transaction %s holds it back until it ends', async (_, applicationName) => {
     const project = h.auth.addProject({ webhookUrl: undefined });
     const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
-    const release = await holdTransaction(h.svc.database.url, 'notifier-10.0.0.7');
-    const eventId = await h.publish('invoice.paid', paid(project.id));
-    await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${eventId}`).length > 0 ? true : undefined));
-    expect((await h.client.listProjectEvents({ projectId: project.id, cursor })).events).toEqual([]);
-    await release();
-    const page = await eventually(async () => {
-      const res = await h.client.listProjectEvents({ projectId: project.id, cursor });
-      return res.events.length > 0 ? res : undefined;
-    });
-    expect(page.events.map((e) => e.eventId)).toEqual([eventId]);
-  });
-
-  test('a transaction of the notifier itself does hold it back until it ends', async () => {
-    const project = h.auth.addProject({ webhookUrl: undefined });
-    const { cursor } = await h.client.listProjectEvents({ projectId: project.id });
-    const release = await holdTransaction(h.svc.database.url, 'notifier');
+    const release = await holdTransaction(h.svc.database.url, applicationName);
     const eventId = await h.publish('invoice.paid', paid(project.id));
     await eventually(async () => ((await h.sql`select 1 from project_events where event_id = ${eventId}`).length > 0 ? true : undefined));
     expect((await h.client.listProjectEvents({ projectId: project.id, cursor })).events).toEqual([]);

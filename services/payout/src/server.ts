@@ -9,7 +9,7 @@ import { ledgerConsumer } from './events/ledger-consumer';
 import { PayoutHandlers } from './handlers';
 import { LedgerInvariantWorker, type LedgerCheckDeps } from './invariants/ledger-check';
 import { createPayoutMetrics } from './metrics';
-import { payoutSettings } from './settings';
+import { autoMaximaOf, payoutSettings } from './settings';
 import { CodeExpirySweeper } from './sweeper';
 import { EthereumTreasuryBalances, TronTreasuryBalances, UtxoTreasuryBalances } from './treasury';
 import { payoutSchema } from './schema';
@@ -90,14 +90,7 @@ export const payoutService: ServiceDefinition<typeof payoutSettings> = {
       ledgerCheck,
       chainCheck: payoutChainCheck(config),
       treasury: {
-        autoMax: {
-          ETH: config.PAYOUT_AUTO_MAX_ETH,
-          USDT: config.PAYOUT_AUTO_MAX_USDT,
-          USDC: config.PAYOUT_AUTO_MAX_USDC,
-          BTC: config.PAYOUT_AUTO_MAX_BTC,
-          LTC: config.PAYOUT_AUTO_MAX_LTC,
-          TRX: config.PAYOUT_AUTO_MAX_TRX,
-        },
+        autoMax: autoMaximaOf(config),
         balances: {
           ethereum:
             config.CHAIN_ETHEREUM_RPC_URL === ''

@@ -70,3 +70,22 @@ export const payoutSettings = {
   PAYOUT_MIN_POL: assetAmountSetting('1'),
   PAYOUT_MIN_BNB: assetAmountSetting('0.001'),
 } as const;
+
+/** The assets a PAYOUT_AUTO_MAX_<ASSET> names. */
+type AutoMaxAsset = 'ETH' | 'USDT' | 'USDC' | 'BTC' | 'LTC' | 'TRX';
+
+/**
+ * PAYOUT_AUTO_MAX_<ASSET> by asset code, decimal strings: payouts up to it go without an operator's
+ * Approve. What the Treasury page shows, and what the signer checks an unapproved payout against.
+ */
+export function autoMaximaOf(config: Readonly<Record<`PAYOUT_AUTO_MAX_${AutoMaxAsset}`, string>>): Readonly<Record<string, string>> {
+  return {
+    ETH: config.PAYOUT_AUTO_MAX_ETH,
+    USDT: config.PAYOUT_AUTO_MAX_USDT,
+    USDC: config.PAYOUT_AUTO_MAX_USDC,
+    BTC: config.PAYOUT_AUTO_MAX_BTC,
+    LTC: config.PAYOUT_AUTO_MAX_LTC,
+    TRX: config.PAYOUT_AUTO_MAX_TRX,
+  };
+}
+

@@ -38,7 +38,8 @@ import { TRON_NETWORK, TronSigner } from './tron';
 import { isUtxoTreasuryNetwork, UtxoSigner } from './utxo-signer';
 import { utxoLimitsOf } from './utxo-settings';
 import { UTXO_ACCOUNT_PATHS, UtxoSigningKeys, type UtxoTreasuryNetwork } from './utxo-signing-keys';
-import { assetLimitsOf, autoMaximaOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
+import { autoMaximaOf } from '../settings';
+import { assetLimitsOf, SIGNER_XPUB_VARIABLES, signerSettings, type SignerConfig } from './settings';
 import { requireMainChainIds } from '@coinvoice/chains/evm/family';
 
 /** The signer's Postgres schema: its own, apart from the payout service's. */

@@ -193,15 +193,4 @@ export function assetLimitsOf(config: SignerConfig): Record<SignerAsset, AssetLi
  */
 export type AutoMaxima = Readonly<Record<string, string>>;
 
-/** PAYOUT_AUTO_MAX_<ASSET> by asset code: what each signer checks an unapproved payout against. */
-export function autoMaximaOf(config: ConfigOf<typeof signerSettings>): AutoMaxima {
-  return {
-    ETH: config.PAYOUT_AUTO_MAX_ETH,
-    USDT: config.PAYOUT_AUTO_MAX_USDT,
-    USDC: config.PAYOUT_AUTO_MAX_USDC,
-    BTC: config.PAYOUT_AUTO_MAX_BTC,
-    LTC: config.PAYOUT_AUTO_MAX_LTC,
-    TRX: config.PAYOUT_AUTO_MAX_TRX,
-  };
-}
 
